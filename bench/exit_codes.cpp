@@ -1,0 +1,33 @@
+#include "bench/exit_codes.h"
+
+#include <cstdio>
+#include <exception>
+
+#include "engine/common/error.h"
+#include "engine/common/log.h"
+
+namespace ds::bench {
+
+int runMain(const char* tool, const std::function<int()>& body) {
+  auto report = [&](const char* kind, const char* what, int code) {
+    std::fprintf(stderr, "%s: %s: %s\n", tool, kind, what);
+    return code;
+  };
+  try {
+    return body();
+  } catch (const ConfigError& e) {
+    return report("configuration error", e.what(), kExitConfig);
+  } catch (const TimeoutError& e) {
+    return report("timeout", e.what(), kExitTimeout);
+  } catch (const BackendError& e) {
+    return report("backend error", e.what(), kExitBackend);
+  } catch (const IoError& e) {
+    return report("I/O error", e.what(), kExitIo);
+  } catch (const ProtocolError& e) {
+    return report("protocol error", e.what(), kExitIo);
+  } catch (const std::exception& e) {
+    return report("internal error", e.what(), kExitInternal);
+  }
+}
+
+}  // namespace ds::bench

@@ -1,0 +1,15 @@
+# ds_add_gtest(<name> LABELS <labels...> SOURCES <files...> [LIBS <libs...>] [TIMEOUT <s>])
+# One gtest binary; each TEST becomes its own ctest entry carrying the labels.
+function(ds_add_gtest name)
+  cmake_parse_arguments(ARG "" "TIMEOUT" "LABELS;SOURCES;LIBS" ${ARGN})
+  if(NOT ARG_TIMEOUT)
+    set(ARG_TIMEOUT 120)
+  endif()
+  add_executable(${name} ${ARG_SOURCES})
+  target_link_libraries(${name} PRIVATE ${ARG_LIBS} GTest::gtest GTest::gtest_main Threads::Threads)
+  set_target_properties(${name} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests)
+  gtest_discover_tests(${name}
+    PROPERTIES LABELS "${ARG_LABELS}" TIMEOUT ${ARG_TIMEOUT}
+    ENVIRONMENT "DS_BIN_DIR=${CMAKE_BINARY_DIR}/bin;DS_TEST_DIR=${CMAKE_BINARY_DIR}/tests"
+    DISCOVERY_TIMEOUT 60)
+endfunction()

@@ -1,0 +1,291 @@
+#include "engine/init.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <mutex>
+
+#include "engine/common/error.h"
+#include "engine/common/log.h"
+#include "engine/common/net.h"
+#include "engine/env/mpi_discovery.h"
+#include "engine/store/barrier.h"
+#include "engine/store/file_store.h"
+#include "engine/store/tcp_store.h"
+
+namespace ds {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+std::mutex gMutex;
+std::shared_ptr<World> gWorld;
+
+double secondsSince(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+bool backendBuilt(const std::string& name) {
+  if (name == "gloo") return DS_WITH_GLOO;
+  if (name == "mpi") return DS_WITH_MPI;
+  if (name == "nccl") return DS_WITH_NCCL;
+  return true;  // shm is always built
+}
+
+std::string chooseBackend(const InitOptions& o, const accel::Accelerator& a) {
+  std::string backend = o.distBackend.empty() ? a.communicationBackendName() : o.distBackend;
+  const auto& known = knownBackends();
+  if (std::find(known.begin(), known.end(), backend) == known.end()) {
+    throw ConfigError(fmt::format("dist_backend='{}' is not a known backend; valid names are: {}.", backend,
+                                  fmt::join(known, ", ")));
+  }
+  if (!backendBuilt(backend)) {
+    throw ConfigError(fmt::format("dist_backend='{}' was requested, but this dsperf was built without it. "
+                                  "Install its library and rebuild (scripts/setup.sh installs them), or choose "
+                                  "another backend.",
+                                  backend));
+  }
+  if (backend == "nccl" && a.name() != "cuda") {
+    throw ConfigError(fmt::format("dist_backend='nccl' needs the cuda accelerator, but this rank runs on {}. "
+                                  "Use gloo or mpi on CPU, or fix the GPU visibility (see dsdiag).",
+                                  a.name()));
+  }
+  return backend;
+}
+
+// Every rank registers itself, then counts in with add("init/", 1) as in c10d; the last to arrive
+// releases the others. On timeout the registrations tell which ranks never came.
+void joinRendezvous(store::Store& s, const env::WorldInfo& w, milliseconds timeout) {
+  const int n = w.worldSize.value;
+  const int rank = w.rank.value;
+  auto t0 = Clock::now();
+  s.set(fmt::format("init/rank/{}", rank),
+        store::toBytes(fmt::format("{}:{}:{}", net::hostName(), getpid(), n)));
+  std::int64_t joined = s.add("init/", 1);
+  if (joined == n) s.set("init/done", store::toBytes("1"));
+  try {
+    s.wait({"init/done"}, timeout);
+  } catch (const TimeoutError&) {
+    std::int64_t count = 0;
+    std::vector<int> missing;
+    try {
+      count = s.add("init/", 0, std::chrono::seconds(5));
+      for (int r = 0; r < n && missing.size() < 64; ++r) {
+        if (!s.check({fmt::format("init/rank/{}", r)}, std::chrono::seconds(5))) missing.push_back(r);
+      }
+    } catch (const Error&) {
+      // The store itself is gone; report what we know.
+    }
+    std::string missingText =
+        missing.empty() ? "" : fmt::format(" Ranks that never joined: {}{}.", fmt::join(missing, ", "),
+                                           missing.size() == 64 ? " (first 64)" : "");
+    throw TimeoutError(fmt::format(
+        "Timed out after {:.0f} seconds waiting for clients. {}/{} clients joined.{} This is rank {}, waiting at "
+        "{}. Check that WORLD_SIZE={} matches the number of processes started, and that the missing ranks could "
+        "reach MASTER_ADDR:MASTER_PORT (run dsdiag on their nodes).",
+        secondsSince(t0), count, n, missingText, rank, s.describe(), n));
+  }
+  // A rank started with a different WORLD_SIZE would pair up wrongly; all registrations must agree.
+  for (int r = 0; r < n; ++r) {
+    std::string reg = store::toString(s.get(fmt::format("init/rank/{}", r), timeout));
+    auto colon = reg.rfind(':');
+    if (colon != std::string::npos && reg.substr(colon + 1) != std::to_string(n)) {
+      throw ConfigError(fmt::format("rank {} ({}) was started with WORLD_SIZE={} but this rank {} has WORLD_SIZE={}. "
+                                    "Every process of a job must agree on WORLD_SIZE.",
+                                    r, reg.substr(0, colon), reg.substr(colon + 1), rank, n));
+    }
+  }
+}
+
+std::unique_ptr<store::Store> makeStore(const InitMethod& m, const env::WorldInfo& w, milliseconds timeout,
+                                        const env::EnvSource& env) {
+  if (m.kind == InitMethod::Kind::kFile) return std::make_unique<store::FileStore>(m.path, timeout);
+  store::TcpStoreOptions so;
+  so.port = w.masterPort.value;
+  // Under an agent that already hosts the store (torchelastic's convention), rank 0 only connects.
+  auto agent = env.get("TORCHELASTIC_USE_AGENT_STORE");
+  so.isServer = w.rank.value == 0 && !(agent && (*agent == "True" || *agent == "true" || *agent == "1"));
+  so.jobId = w.jobId.value;
+  so.timeout = timeout;
+  return std::make_unique<store::TcpStore>(w.masterAddr.value, so);
+}
+
+}  // namespace
+
+const std::vector<std::string>& knownBackends() {
+  static const std::vector<std::string> kNames{"nccl", "gloo", "mpi", "shm"};
+  return kNames;
+}
+
+InitMethod parseInitMethod(const std::string& text) {
+  InitMethod m;
+  auto bad = [&](std::string_view why) {
+    return ConfigError(fmt::format("init_method='{}' is not valid: {}. Use env:// (the default), "
+                                   "tcp://HOST:PORT or file:///ABSOLUTE/PATH.",
+                                   text, why));
+  };
+  if (text.empty() || text == "env://") return m;
+  if (text.rfind("tcp://", 0) == 0) {
+    std::string rest = text.substr(6);
+    std::string portText;
+    if (!rest.empty() && rest.front() == '[') {
+      auto close = rest.find(']');
+      if (close == std::string::npos || close + 1 >= rest.size() || rest[close + 1] != ':') {
+        throw bad("an IPv6 address needs the form [ADDR]:PORT");
+      }
+      m.host = rest.substr(1, close - 1);
+      portText = rest.substr(close + 2);
+    } else {
+      auto colon = rest.rfind(':');
+      if (colon == std::string::npos) throw bad("the port is missing");
+      m.host = rest.substr(0, colon);
+      portText = rest.substr(colon + 1);
+    }
+    if (m.host.empty()) throw bad("the host is empty");
+    m.kind = InitMethod::Kind::kTcp;
+    try {
+      m.port = static_cast<int>(env::parseIntVar("the init_method port", portText, 1, 65535, "1 to 65535"));
+    } catch (const ConfigError& e) {
+      throw bad(e.what());
+    }
+    return m;
+  }
+  if (text.rfind("file://", 0) == 0) {
+    m.kind = InitMethod::Kind::kFile;
+    m.path = text.substr(7);
+    if (m.path.empty() || m.path.front() != '/') throw bad("the file path must be absolute (file:///path)");
+    return m;
+  }
+  throw bad("unknown scheme");
+}
+
+milliseconds defaultTimeout(const env::EnvSource& env) {
+  if (auto v = env.get("DEEPSPEED_TIMEOUT")) {
+    long long minutes = env::parseIntVar("DEEPSPEED_TIMEOUT", *v, 1, 7 * 24 * 60, "a number of minutes, at least 1");
+    return std::chrono::minutes(minutes);
+  }
+  return std::chrono::minutes(10);
+}
+
+World::World(env::WorldInfo info, accel::Selection accel, std::string backend, std::string initMethod,
+             milliseconds timeout, std::unique_ptr<store::Store> store)
+    : info_(std::move(info)),
+      accel_(std::move(accel)),
+      backend_(std::move(backend)),
+      initMethod_(std::move(initMethod)),
+      timeout_(timeout),
+      store_(std::move(store)) {}
+
+World::~World() = default;
+
+void World::barrier() {
+  store::storeBarrier(*store_, fmt::format("ds/barrier/{}", barrierCount_++), rank(), worldSize(), timeout_);
+}
+
+void World::shutdown(milliseconds bound) {
+  if (shutDown_) return;
+  shutDown_ = true;
+  try {
+    if (store_->add("ds/exit", 1, bound) == worldSize()) store_->set("ds/exit/done", store::toBytes("1"), bound);
+    // Rank 0 hosts the server: give the others a bounded chance to finish their last calls.
+    if (rank() == 0) store_->wait({"ds/exit/done"}, bound);
+  } catch (const TimeoutError&) {
+    log::warn("shutting down the store before every rank finished (waited {} ms); ranks still running may report "
+              "a lost connection to the store.",
+              bound.count());
+  } catch (const Error& e) {
+    log::warn("shutdown of the world did not complete cleanly: {}", e.what());
+  }
+}
+
+std::shared_ptr<World> initDistributed(const InitOptions& o) {
+  std::lock_guard<std::mutex> lock(gMutex);
+  bool required = o.distInitRequired.value_or(gWorld == nullptr);
+  if (gWorld) {
+    if (gWorld->rank() == 0 && o.verbose) log::info("Distributed backend already initialized");
+    return gWorld;
+  }
+  if (!required) {
+    throw ConfigError("init_distributed was called with dist_init_required=false, but the distributed backend is "
+                      "not initialized. Leave dist_init_required unset (or true) so that init_distributed "
+                      "creates it.");
+  }
+  env::ProcessEnv env;
+  InitMethod method = parseInitMethod(o.initMethod);
+  env::DiscoveryOptions d;
+  d.rank = o.rank;
+  d.worldSize = o.worldSize;
+  d.distributedPort = o.distributedPort;
+  d.autoMpiDiscovery = o.autoMpiDiscovery;
+  if (method.kind == InitMethod::Kind::kTcp) {
+    d.masterAddr = method.host;
+    d.masterPort = method.port;
+  }
+  env::WorldInfo info = env::discoverWorld(d, env);
+  bool usedMpi = info.needsMpiMasterAddr || info.needsMpiLocalRanks;
+  env::resolveThroughMpi(info);
+  const bool talk = o.verbose && info.rank.value == 0;
+  log::setRank(info.rank.value);
+  if (talk && usedMpi) {
+    log::info("Discovered MPI settings of world_rank={}, local_rank={}, world_size={}, master_addr={}, "
+              "master_port={}",
+              info.rank.value, info.localRank.value, info.worldSize.value, info.masterAddr.value,
+              info.masterPort.value);
+  }
+
+  accel::Selection accel = accel::selectAccelerator(env);
+  if (talk) {
+    log::info("Setting accelerator to {} ({})", accel.accelerator->name(), accel.overridden ? "override" : "auto detect");
+    if (!accel.overridden && accel.accelerator->name() == "cpu") {
+      log::warn("Setting accelerator to CPU. If you have GPU or other accelerator, we were unable to detect it: {}",
+                accel.reason);
+    }
+  }
+  if (accel.accelerator->name() != "cpu") accel.accelerator->setDevice(info.localRank.value);
+  std::string backend = chooseBackend(o, *accel.accelerator);
+  milliseconds timeout = o.timeout.value_or(defaultTimeout(env));
+  if (timeout.count() <= 0) {
+    throw ConfigError(fmt::format("timeout={} ms is not valid; it must be positive.", timeout.count()));
+  }
+  if (talk) {
+    log::info("Initializing dsperf backend {} (init_method {}, world_size {}, timeout {} s)", backend,
+              o.initMethod.empty() ? "env://" : o.initMethod, info.worldSize.value, timeout.count() / 1000);
+    for (const auto& line : info.describe()) log::info("  {}", line);
+  }
+
+  auto t0 = Clock::now();
+  auto store = makeStore(method, info, timeout, env);
+  joinRendezvous(*store, info, timeout);
+  if (talk) {
+    log::info("Rendezvous complete: {} rank(s) joined at {} in {:.3f} s", info.worldSize.value, store->describe(),
+              secondsSince(t0));
+  }
+  gWorld = std::make_shared<World>(std::move(info), std::move(accel), backend,
+                                   o.initMethod.empty() ? "env://" : o.initMethod, timeout, std::move(store));
+  return gWorld;
+}
+
+bool isInitialized() {
+  std::lock_guard<std::mutex> lock(gMutex);
+  return gWorld != nullptr;
+}
+
+std::shared_ptr<World> currentWorld() {
+  std::lock_guard<std::mutex> lock(gMutex);
+  if (!gWorld) {
+    throw ConfigError("no distributed world is initialized; call init_distributed first.");
+  }
+  return gWorld;
+}
+
+void destroyProcessGroup() {
+  std::shared_ptr<World> w;
+  {
+    std::lock_guard<std::mutex> lock(gMutex);
+    w = std::move(gWorld);
+  }
+  if (w) w->shutdown();
+}
+
+}  // namespace ds

@@ -1,0 +1,103 @@
+// init_distributed: DeepSpeed's deepspeed.comm.init_distributed in C++ (REFERENCE.md §1).
+//
+// It discovers who this process is (engine/env), picks the accelerator (engine/accelerator), joins
+// the rendezvous store (engine/store) and returns the World every tool runs on. The process group
+// on the chosen backend is added to World by the comm module.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "engine/accelerator/accelerator.h"
+#include "engine/env/world_info.h"
+#include "engine/store/store.h"
+
+namespace ds {
+
+struct InitOptions {
+  // nccl, gloo, mpi or shm; empty means the accelerator's own (nccl on cuda, gloo on cpu).
+  std::string distBackend;
+  bool autoMpiDiscovery = true;
+  int distributedPort = 29500;
+  // Rank 0 logs what it discovered and chose.
+  bool verbose = true;
+  // Empty: DEEPSPEED_TIMEOUT minutes, or 10 minutes.
+  std::optional<std::chrono::milliseconds> timeout;
+  // env:// (the default when empty), tcp://host:port or file:///path.
+  std::string initMethod;
+  // Empty: true unless already initialised. false with nothing initialised is a ConfigError.
+  std::optional<bool> distInitRequired;
+  // Explicit rank and world size; -1 means "from the launcher".
+  int rank = -1;
+  int worldSize = -1;
+};
+
+class World {
+ public:
+  World(env::WorldInfo info, accel::Selection accel, std::string backend, std::string initMethod,
+        std::chrono::milliseconds timeout, std::unique_ptr<store::Store> store);
+  ~World();
+  World(const World&) = delete;
+  World& operator=(const World&) = delete;
+
+  const env::WorldInfo& info() const { return info_; }
+  int rank() const { return info_.rank.value; }
+  int worldSize() const { return info_.worldSize.value; }
+  int localRank() const { return info_.localRank.value; }
+  accel::Accelerator& accelerator() { return *accel_.accelerator; }
+  const accel::Selection& acceleratorSelection() const { return accel_; }
+  const std::string& backend() const { return backend_; }
+  const std::string& initMethod() const { return initMethod_; }
+  std::chrono::milliseconds timeout() const { return timeout_; }
+  // The job's rendezvous store, shared by every rank. Keys under "init/" and "ds/" are taken.
+  store::Store& store() { return *store_; }
+
+  // A store barrier across all ranks. Blocks up to the world's timeout; a TimeoutError names how many
+  // ranks arrived. Every rank must call barriers in the same order.
+  void barrier();
+
+  // Waits (at most `bound`) for every rank to reach shutdown, so that rank 0, which hosts the store
+  // server, does not take it away while others still use it. Called by destroyProcessGroup().
+  void shutdown(std::chrono::milliseconds bound = std::chrono::seconds(30));
+
+ private:
+  env::WorldInfo info_;
+  accel::Selection accel_;
+  std::string backend_;
+  std::string initMethod_;
+  std::chrono::milliseconds timeout_;
+  std::unique_ptr<store::Store> store_;
+  int barrierCount_ = 0;
+  bool shutDown_ = false;
+};
+
+// Creates the World, or returns the existing one ("already initialized", as DeepSpeed). Collective:
+// every rank of the job calls it. Throws ConfigError for bad configuration, TimeoutError when ranks
+// do not all join within the timeout (naming the missing ranks), IoError when the store is
+// unreachable.
+std::shared_ptr<World> initDistributed(const InitOptions& options = {});
+bool isInitialized();
+// The current World; throws ConfigError when none.
+std::shared_ptr<World> currentWorld();
+// Shuts the World down and forgets it; a later initDistributed creates a new one.
+void destroyProcessGroup();
+
+// Parsed init_method.
+struct InitMethod {
+  enum class Kind { kEnv, kTcp, kFile } kind = Kind::kEnv;
+  std::string host;
+  int port = 0;
+  std::string path;
+};
+// Throws ConfigError naming the text and the accepted forms.
+InitMethod parseInitMethod(const std::string& text);
+
+// DEEPSPEED_TIMEOUT minutes, or 10 minutes. Throws ConfigError on a garbage value.
+std::chrono::milliseconds defaultTimeout(const env::EnvSource& env);
+
+// The backends dist_backend accepts.
+const std::vector<std::string>& knownBackends();
+
+}  // namespace ds

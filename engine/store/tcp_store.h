@@ -1,0 +1,86 @@
+// The TCP rendezvous store client (c10d TCPStore), optionally hosting the server (rank 0).
+//
+// Blocking and threads: one connection per TcpStore, guarded by a mutex, so calls from several
+// threads are safe but run one at a time (a long wait() delays the other threads' calls). Use one
+// TcpStore per thread for concurrent waits.
+//
+// Bounded waits: wait/get/multiGet are timed by the server, which answers at the deadline; the client
+// also bounds every reply by the timeout plus kReplyGrace, so a dead or stopped server gives an
+// IoError/TimeoutError rather than a hang. After such a failure the connection is dropped and the
+// next call reconnects (within the store's timeout).
+#pragma once
+
+#include <memory>
+#include <mutex>
+
+#include "engine/store/protocol.h"
+#include "engine/store/store.h"
+#include "engine/store/tcp_store_server.h"
+
+namespace ds::store {
+
+struct TcpStoreOptions {
+  int port = 29500;
+  // Start a TcpStoreServer in this object (rank 0), listening on all interfaces. With port 0 it
+  // takes a free port; read it back with port().
+  bool isServer = false;
+  // Must equal the server's; a mismatch is refused (ConfigError) on both sides.
+  std::string jobId = "default";
+  // The default timeout of every operation, and the connect timeout.
+  Duration timeout = kDefaultTimeout;
+};
+
+class TcpStore : public Store {
+ public:
+  // How much longer than an operation's timeout the client waits for the server's reply.
+  static constexpr Duration kReplyGrace{2000};
+
+  // Connects (and with isServer, first starts the server). Blocks up to options.timeout.
+  // Throws IoError when the server cannot bind, TimeoutError when the connect times out (c10d's
+  // text), ConfigError on a job-id mismatch, ProtocolError when the peer is not a dsperf store.
+  explicit TcpStore(std::string host, const TcpStoreOptions& options = {});
+  ~TcpStore() override;
+
+  const std::string& host() const { return host_; }
+  // The server's port: the real one when isServer with port 0.
+  int port() const { return port_; }
+  // The hosted server, or nullptr.
+  TcpStoreServer* server() { return server_.get(); }
+  std::string describe() const override;
+
+ protected:
+  void setImpl(const std::string& key, const Bytes& value, Duration timeout) override;
+  Bytes getImpl(const std::string& key, Duration timeout) override;
+  std::int64_t addImpl(const std::string& key, std::int64_t delta, Duration timeout) override;
+  Bytes compareSetImpl(const std::string& key, const Bytes& expected, const Bytes& desired,
+                       Duration timeout) override;
+  bool checkImpl(const std::vector<std::string>& keys, Duration timeout) override;
+  bool deleteKeyImpl(const std::string& key, Duration timeout) override;
+  std::int64_t numKeysImpl(Duration timeout) override;
+  void waitImpl(const std::vector<std::string>& keys, Duration timeout) override;
+  void appendImpl(const std::string& key, const Bytes& value, Duration timeout) override;
+  std::vector<Bytes> multiGetImpl(const std::vector<std::string>& keys, Duration timeout) override;
+  void multiSetImpl(const std::vector<std::string>& keys, const std::vector<Bytes>& values,
+                    Duration timeout) override;
+
+ private:
+  struct Response {
+    protocol::Reply type;
+    std::string payload;  // after the type byte
+  };
+  // Sends one request and reads its reply, reconnecting first if needed. Throws on transport
+  // failure (and drops the connection), on kError replies, and on kTimeout replies (naming `keys`).
+  Response call(protocol::Op op, std::string frame, Duration timeout, const std::vector<std::string>& keys);
+  void connectLocked(Duration timeout);
+  void closeLocked();
+  std::string address() const;
+
+  std::string host_;
+  TcpStoreOptions options_;
+  int port_;
+  std::unique_ptr<TcpStoreServer> server_;
+  std::mutex mu_;
+  int fd_ = -1;
+};
+
+}  // namespace ds::store

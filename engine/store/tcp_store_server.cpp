@@ -1,0 +1,749 @@
+#include "engine/store/tcp_store_server.h"
+
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "engine/common/error.h"
+#include "engine/common/log.h"
+#include "engine/store/kv_map.h"
+#include "engine/store/protocol.h"
+
+namespace ds::store {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using protocol::ErrorKind;
+using protocol::Op;
+using protocol::Reply;
+using protocol::Writer;
+
+// epoll data ids below kFirstConnId name the server's own descriptors.
+constexpr std::uint64_t kWakeId = 0;
+constexpr std::uint64_t kListenId = 1;
+constexpr std::uint64_t kFirstConnId = 16;
+// Timer ids: connections use their own id; this one re-arms accept() after EMFILE.
+constexpr std::uint64_t kAcceptRetryTimer = 2;
+constexpr Duration kAcceptRetryDelay{100};
+constexpr size_t kReadChunk = 64 * 1024;
+constexpr int kMaxEvents = 256;
+
+std::string sockaddrText(const sockaddr_storage& ss) {
+  char host[INET6_ADDRSTRLEN] = "?";
+  int port = 0;
+  if (ss.ss_family == AF_INET6) {
+    const auto* a = reinterpret_cast<const sockaddr_in6*>(&ss);
+    ::inet_ntop(AF_INET6, &a->sin6_addr, host, sizeof(host));
+    port = ntohs(a->sin6_port);
+    std::string h(host);
+    // Show IPv4 clients of a dual-stack socket as plain IPv4.
+    if (h.rfind("::ffff:", 0) == 0 && h.find('.') != std::string::npos) return fmt::format("{}:{}", h.substr(7), port);
+    return fmt::format("[{}]:{}", h, port);
+  }
+  if (ss.ss_family == AF_INET) {
+    const auto* a = reinterpret_cast<const sockaddr_in*>(&ss);
+    ::inet_ntop(AF_INET, &a->sin_addr, host, sizeof(host));
+    port = ntohs(a->sin_port);
+  }
+  return fmt::format("{}:{}", host, port);
+}
+
+std::string bindFailure(const std::string& where, int port, int err) {
+  return fmt::format(
+      "The server socket has failed to bind to {} (errno: {}). {}",
+      where, errnoText(err),
+      err == EADDRINUSE
+          ? fmt::format("Another process holds port {} (often a stale job: find it with `ss -ltnp 'sport = :{}'`); "
+                        "stop it, choose another MASTER_PORT, or run `dsrun --standalone`, which picks a free port.",
+                        port, port)
+          : "Check that the address belongs to this host (MASTER_ADDR) and that the port is allowed.");
+}
+
+struct Conn {
+  std::uint64_t id = 0;
+  int fd = -1;
+  std::string peer;
+  std::string in;
+  std::string out;
+  size_t outPos = 0;
+  bool hello = false;
+  bool closing = false;  // close once `out` is flushed
+  bool wantWrite = false;
+  // The parked wait, if any.
+  bool waiting = false;
+  Op waitOp = Op::kWait;
+  std::vector<std::string> waitKeys;
+  std::unordered_set<std::string> registered;  // keys whose waiters_ list holds this id
+  bool hasWaitTimer = false;
+  std::multimap<Clock::time_point, std::uint64_t>::iterator waitTimer;
+  bool hasStallTimer = false;
+  std::multimap<Clock::time_point, std::uint64_t>::iterator stallTimer;
+};
+
+}  // namespace
+
+class TcpStoreServer::Impl {
+ public:
+  explicit Impl(const TcpStoreServerOptions& o) : opts_(o) {}
+  ~Impl() { stop(); }
+
+  void listen();
+  void run();
+  void stop();
+
+  int port_ = 0;
+  std::string address_;
+  std::atomic<size_t> numClients_{0};
+
+ private:
+  size_t maxFrame() const { return opts_.maxValueBytes + opts_.maxKeyBytes + 1024 * 1024; }
+
+  void acceptAll();
+  void onReadable(Conn& c);
+  void onWritable(Conn& c);
+  void process(Conn& c);
+  void handle(Conn& c, const char* payload, size_t size);
+  void handleHello(Conn& c, protocol::Reader& r);
+  void startWait(Conn& c, Op op, std::vector<std::string> keys, std::int64_t timeoutMs);
+  bool tryFinishWait(Conn& c);
+  void finishWait(Conn& c);
+  void keyChanged(const std::string& key);
+  void send(Conn& c, std::string frame);
+  void sendError(Conn& c, ErrorKind kind, const std::string& msg);
+  void flush(Conn& c);
+  void setWriteInterest(Conn& c, bool on);
+  void updateStallTimer(Conn& c);
+  void close(Conn& c, const std::string& why);
+  void fireTimers();
+  int nextTimeoutMs() const;
+  std::string checkKey(const std::string& key) const;
+  std::string checkValue(size_t size) const;
+
+  TcpStoreServerOptions opts_;
+  int listenFd_ = -1;
+  int wakeFd_ = -1;
+  int epollFd_ = -1;
+  std::thread thread_;
+  std::mutex stopMu_;
+  bool stopped_ = false;
+  std::atomic<bool> stopping_{false};
+  std::uint64_t nextId_ = kFirstConnId;
+  std::unordered_map<std::uint64_t, std::unique_ptr<Conn>> conns_;
+  std::unordered_map<std::string, std::vector<std::uint64_t>> waiters_;
+  std::multimap<Clock::time_point, std::uint64_t> timers_;
+  std::multimap<Clock::time_point, std::uint64_t>::iterator acceptTimer_;
+  bool acceptPaused_ = false;
+  detail::KvMap map_;
+};
+
+void TcpStoreServer::Impl::listen() {
+  std::vector<std::pair<sockaddr_storage, socklen_t>> candidates;
+  std::vector<std::string> shown;
+  if (opts_.host.empty()) {
+    sockaddr_storage ss{};
+    auto* a6 = reinterpret_cast<sockaddr_in6*>(&ss);
+    a6->sin6_family = AF_INET6;
+    a6->sin6_addr = in6addr_any;
+    a6->sin6_port = htons(static_cast<uint16_t>(opts_.port));
+    candidates.emplace_back(ss, sizeof(sockaddr_in6));
+    shown.push_back(fmt::format("[::]:{}", opts_.port));
+    sockaddr_storage ss4{};
+    auto* a4 = reinterpret_cast<sockaddr_in*>(&ss4);
+    a4->sin_family = AF_INET;
+    a4->sin_addr.s_addr = htonl(INADDR_ANY);
+    a4->sin_port = htons(static_cast<uint16_t>(opts_.port));
+    candidates.emplace_back(ss4, sizeof(sockaddr_in));
+    shown.push_back(fmt::format("0.0.0.0:{}", opts_.port));
+  } else {
+    addrinfo hints{};
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+    addrinfo* res = nullptr;
+    const std::string portText = std::to_string(opts_.port);
+    if (int rc = ::getaddrinfo(opts_.host.c_str(), portText.c_str(), &hints, &res); rc != 0) {
+      throw IoError(fmt::format("The store server cannot listen on '{}': {}; set the host to an address of this "
+                                "machine, or leave it empty for all interfaces",
+                                opts_.host, ::gai_strerror(rc)));
+    }
+    for (addrinfo* ai = res; ai; ai = ai->ai_next) {
+      sockaddr_storage ss{};
+      std::memcpy(&ss, ai->ai_addr, ai->ai_addrlen);
+      candidates.emplace_back(ss, ai->ai_addrlen);
+      shown.push_back(sockaddrText(ss));
+    }
+    ::freeaddrinfo(res);
+  }
+
+  int lastErr = 0;
+  std::string lastShown;
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    auto& [ss, len] = candidates[i];
+    int fd = ::socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+      lastErr = errno;
+      lastShown = shown[i];
+      continue;
+    }
+    int one = 1;
+    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    if (ss.ss_family == AF_INET6) {
+      int zero = 0;  // dual stack: IPv4 clients too
+      ::setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero));
+    }
+    if (::bind(fd, reinterpret_cast<sockaddr*>(&ss), len) != 0 || ::listen(fd, opts_.backlog) != 0) {
+      lastErr = errno;
+      lastShown = shown[i];
+      ::close(fd);
+      // A taken port is taken for every address family: say so rather than try the next one.
+      if (lastErr == EADDRINUSE || lastErr == EACCES) break;
+      continue;
+    }
+    sockaddr_storage bound{};
+    socklen_t blen = sizeof(bound);
+    ::getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &blen);
+    port_ = bound.ss_family == AF_INET6 ? ntohs(reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port)
+                                        : ntohs(reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
+    listenFd_ = fd;
+    address_ = sockaddrText(bound);
+    if (opts_.host.empty()) address_ = (bound.ss_family == AF_INET6 ? "[::]:" : "0.0.0.0:") + std::to_string(port_);
+    break;
+  }
+  if (listenFd_ < 0) throw IoError(bindFailure(lastShown, opts_.port, lastErr));
+
+  wakeFd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  epollFd_ = ::epoll_create1(EPOLL_CLOEXEC);
+  if (wakeFd_ < 0 || epollFd_ < 0) {
+    throw IoError(fmt::format("The store server could not create its event loop (errno: {})", errnoText(errno)));
+  }
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.u64 = kWakeId;
+  ::epoll_ctl(epollFd_, EPOLL_CTL_ADD, wakeFd_, &ev);
+  ev.data.u64 = kListenId;
+  ::epoll_ctl(epollFd_, EPOLL_CTL_ADD, listenFd_, &ev);
+  thread_ = std::thread([this] { run(); });
+}
+
+void TcpStoreServer::Impl::stop() {
+  std::lock_guard lock(stopMu_);
+  if (stopped_) return;
+  stopped_ = true;
+  stopping_ = true;
+  if (thread_.joinable()) {
+    std::uint64_t one = 1;
+    [[maybe_unused]] auto n = ::write(wakeFd_, &one, sizeof(one));
+    thread_.join();
+  }
+  for (auto& [id, c] : conns_) ::close(c->fd);
+  conns_.clear();
+  numClients_ = 0;
+  for (int* fd : {&listenFd_, &wakeFd_, &epollFd_}) {
+    if (*fd >= 0) ::close(*fd);
+    *fd = -1;
+  }
+}
+
+int TcpStoreServer::Impl::nextTimeoutMs() const {
+  if (timers_.empty()) return -1;
+  auto left = timers_.begin()->first - Clock::now();
+  if (left <= Clock::duration::zero()) return 0;
+  // Round up: waking a little late is fine, waking early would loop without work.
+  return static_cast<int>(std::chrono::ceil<std::chrono::milliseconds>(left).count());
+}
+
+void TcpStoreServer::Impl::run() {
+  epoll_event events[kMaxEvents];
+  while (!stopping_) {
+    int n = ::epoll_wait(epollFd_, events, kMaxEvents, nextTimeoutMs());
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      log::error("store server {}: epoll_wait failed ({}); the server stops", address_, errnoText(errno));
+      break;
+    }
+    for (int i = 0; i < n && !stopping_; ++i) {
+      const std::uint64_t id = events[i].data.u64;
+      if (id == kWakeId) continue;
+      if (id == kListenId) {
+        acceptAll();
+        continue;
+      }
+      auto it = conns_.find(id);
+      if (it == conns_.end()) continue;  // closed by an earlier event in this batch
+      Conn& c = *it->second;
+      if (events[i].events & EPOLLOUT) onWritable(c);
+      if (!conns_.count(id)) continue;
+      if (events[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR)) onReadable(c);
+    }
+    fireTimers();
+  }
+}
+
+void TcpStoreServer::Impl::acceptAll() {
+  for (;;) {
+    sockaddr_storage ss{};
+    socklen_t len = sizeof(ss);
+    int fd = ::accept4(listenFd_, reinterpret_cast<sockaddr*>(&ss), &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0) {
+      if (errno == EINTR || errno == ECONNABORTED) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) return;
+      if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+        // Pending connections would make the level-triggered listener fire forever: stop watching it
+        // for a moment instead of spinning.
+        log::warn("store server {}: cannot accept more clients ({}); raise the open-file limit (ulimit -n) "
+                  "for this process; retrying in {} ms",
+                  address_, errnoText(errno), kAcceptRetryDelay.count());
+        ::epoll_ctl(epollFd_, EPOLL_CTL_DEL, listenFd_, nullptr);
+        acceptPaused_ = true;
+        acceptTimer_ = timers_.emplace(Clock::now() + kAcceptRetryDelay, kAcceptRetryTimer);
+        return;
+      }
+      log::warn("store server {}: accept failed: {}", address_, errnoText(errno));
+      return;
+    }
+    int one = 1;
+    ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    auto c = std::make_unique<Conn>();
+    c->id = nextId_++;
+    c->fd = fd;
+    c->peer = sockaddrText(ss);
+    epoll_event ev{};
+    ev.events = EPOLLIN | EPOLLRDHUP;
+    ev.data.u64 = c->id;
+    if (::epoll_ctl(epollFd_, EPOLL_CTL_ADD, fd, &ev) != 0) {
+      ::close(fd);
+      continue;
+    }
+    Conn& ref = *c;
+    conns_.emplace(c->id, std::move(c));
+    updateStallTimer(ref);  // the handshake must arrive within stallTimeout
+  }
+}
+
+void TcpStoreServer::Impl::onReadable(Conn& c) {
+  char buf[kReadChunk];
+  const std::uint64_t id = c.id;
+  bool progressed = false;
+  for (;;) {
+    ssize_t n = ::recv(c.fd, buf, sizeof(buf), 0);
+    if (n > 0) {
+      c.in.append(buf, static_cast<size_t>(n));
+      progressed = true;
+      // A well-behaved client sends one message and waits for its reply; more than one full message
+      // of backlog means it does not follow the protocol.
+      if (c.in.size() > maxFrame() + protocol::kFrameHeaderBytes + kReadChunk) {
+        close(c, "it sent far more than one message without reading the replies");
+        return;
+      }
+      if (static_cast<size_t>(n) < sizeof(buf)) break;
+      continue;
+    }
+    if (n == 0) {
+      close(c, c.in.empty() ? "" : "it disconnected in the middle of a message");
+      return;
+    }
+    if (errno == EINTR) continue;
+    if (errno == EAGAIN || errno == EWOULDBLOCK) break;
+    close(c, fmt::format("recv failed: {}", errnoText(errno)));
+    return;
+  }
+  if (progressed) process(c);
+  if (conns_.count(id)) updateStallTimer(c);
+}
+
+void TcpStoreServer::Impl::process(Conn& c) {
+  const std::uint64_t id = c.id;
+  size_t pos = 0;
+  while (!c.waiting && !c.closing) {
+    if (c.in.size() - pos < protocol::kFrameHeaderBytes) break;
+    const std::uint32_t len = protocol::decodeLength(c.in.data() + pos);
+    if (len == 0 || len > maxFrame()) {
+      close(c, fmt::format("it announced a message of {} bytes (the limit is {} bytes)", len, maxFrame()));
+      return;
+    }
+    if (c.in.size() - pos - protocol::kFrameHeaderBytes < len) break;
+    const char* payload = c.in.data() + pos + protocol::kFrameHeaderBytes;
+    pos += protocol::kFrameHeaderBytes + len;
+    try {
+      handle(c, payload, len);
+    } catch (const ProtocolError& e) {
+      close(c, fmt::format("it sent a malformed message: {}", e.what()));
+      return;
+    }
+    if (!conns_.count(id)) return;
+  }
+  c.in.erase(0, pos);
+}
+
+std::string TcpStoreServer::Impl::checkKey(const std::string& key) const {
+  if (key.size() <= opts_.maxKeyBytes) return {};
+  return fmt::format("key '{}...' has {} bytes; this store accepts keys of at most {} bytes", key.substr(0, 64),
+                     key.size(), opts_.maxKeyBytes);
+}
+
+std::string TcpStoreServer::Impl::checkValue(size_t size) const {
+  if (size <= opts_.maxValueBytes) return {};
+  return fmt::format("a value of {} bytes exceeds this store's limit of {} bytes; keep large data out of the "
+                     "rendezvous store",
+                     size, opts_.maxValueBytes);
+}
+
+void TcpStoreServer::Impl::handleHello(Conn& c, protocol::Reader& r) {
+  const std::uint32_t magic = r.u32();
+  if (magic != protocol::kMagic) {
+    close(c, fmt::format("it is not a dsperf store client (magic {:#x})", magic));
+    return;
+  }
+  const std::uint32_t version = r.u32();
+  const std::string jobId = r.str();
+  r.expectEnd();
+  if (version != protocol::kVersion) {
+    log::warn("store server {}: refused {}: it speaks store protocol version {}, this server speaks {}; run the "
+              "same dsperf build on every node",
+              address_, c.peer, version, protocol::kVersion);
+    sendError(c, ErrorKind::kProtocol,
+              fmt::format("the store server speaks protocol version {} but this client speaks {}; run the same "
+                          "dsperf build on every node",
+                          protocol::kVersion, version));
+    c.closing = true;
+    flush(c);
+    return;
+  }
+  if (jobId != opts_.jobId) {
+    log::warn("store server {} (job '{}'): refused a client from {} that belongs to job '{}': a process from another "
+              "job (often a stray rank of an earlier run) reached this port; stop it, or give jobs different "
+              "MASTER_PORTs",
+              address_, opts_.jobId, c.peer, jobId);
+    send(c, Writer(static_cast<std::uint8_t>(Reply::kJobMismatch)).str(opts_.jobId).finish());
+    c.closing = true;
+    flush(c);
+    return;
+  }
+  c.hello = true;
+  ++numClients_;
+  send(c, Writer(static_cast<std::uint8_t>(Reply::kHelloOk))
+              .u32(protocol::kMagic)
+              .u32(protocol::kVersion)
+              .str(opts_.jobId)
+              .finish());
+}
+
+void TcpStoreServer::Impl::handle(Conn& c, const char* payload, size_t size) {
+  protocol::Reader r(payload, size);
+  const auto op = static_cast<Op>(r.u8());
+  if (!c.hello) {
+    if (op != Op::kHello) throw ProtocolError("the first message was not a handshake");
+    handleHello(c, r);
+    return;
+  }
+  auto reply = [](Reply t) { return Writer(static_cast<std::uint8_t>(t)); };
+  switch (op) {
+    case Op::kSet:
+    case Op::kAppend: {
+      std::string key = r.str();
+      Bytes value = r.bytes();
+      r.expectEnd();
+      if (auto e = checkKey(key); !e.empty()) return sendError(c, ErrorKind::kLimit, e);
+      if (op == Op::kAppend) {
+        const Bytes* old = map_.find(key);
+        if (auto e = checkValue((old ? old->size() : 0) + value.size()); !e.empty()) {
+          return sendError(c, ErrorKind::kLimit, e);
+        }
+        map_.append(key, value);
+      } else {
+        if (auto e = checkValue(value.size()); !e.empty()) return sendError(c, ErrorKind::kLimit, e);
+        map_.set(key, std::move(value));
+      }
+      send(c, reply(Reply::kOk).finish());
+      keyChanged(key);
+      return;
+    }
+    case Op::kGet: {
+      std::string key = r.str();
+      const std::int64_t timeoutMs = r.i64();
+      r.expectEnd();
+      return startWait(c, op, {std::move(key)}, timeoutMs);
+    }
+    case Op::kWait:
+    case Op::kMultiGet: {
+      auto keys = r.strs();
+      const std::int64_t timeoutMs = r.i64();
+      r.expectEnd();
+      return startWait(c, op, std::move(keys), timeoutMs);
+    }
+    case Op::kAdd: {
+      std::string key = r.str();
+      const std::int64_t delta = r.i64();
+      r.expectEnd();
+      if (auto e = checkKey(key); !e.empty()) return sendError(c, ErrorKind::kLimit, e);
+      std::int64_t v = 0;
+      try {
+        v = map_.add(key, delta);
+      } catch (const Error& e) {
+        return sendError(c, ErrorKind::kUsage, e.what());
+      }
+      send(c, reply(Reply::kInt).i64(v).finish());
+      keyChanged(key);
+      return;
+    }
+    case Op::kCompareSet: {
+      std::string key = r.str();
+      Bytes expected = r.bytes();
+      Bytes desired = r.bytes();
+      r.expectEnd();
+      if (auto e = checkKey(key); !e.empty()) return sendError(c, ErrorKind::kLimit, e);
+      if (auto e = checkValue(desired.size()); !e.empty()) return sendError(c, ErrorKind::kLimit, e);
+      const bool had = map_.contains(key);
+      Bytes v = map_.compareSet(key, expected, desired);
+      send(c, reply(Reply::kValue).bytes(v).finish());
+      if (!had && map_.contains(key)) keyChanged(key);
+      return;
+    }
+    case Op::kCheck: {
+      auto keys = r.strs();
+      r.expectEnd();
+      send(c, reply(Reply::kBool).u8(map_.missing(keys).empty() ? 1 : 0).finish());
+      return;
+    }
+    case Op::kDelete: {
+      std::string key = r.str();
+      r.expectEnd();
+      send(c, reply(Reply::kBool).u8(map_.erase(key) ? 1 : 0).finish());
+      return;
+    }
+    case Op::kNumKeys: {
+      r.expectEnd();
+      send(c, reply(Reply::kInt).i64(map_.size()).finish());
+      return;
+    }
+    case Op::kMultiSet: {
+      auto keys = r.strs();
+      auto values = r.bytesList();
+      r.expectEnd();
+      if (keys.size() != values.size()) {
+        throw ProtocolError(fmt::format("multiSet with {} keys but {} values", keys.size(), values.size()));
+      }
+      for (size_t i = 0; i < keys.size(); ++i) {
+        if (auto e = checkKey(keys[i]); !e.empty()) return sendError(c, ErrorKind::kLimit, e);
+        if (auto e = checkValue(values[i].size()); !e.empty()) return sendError(c, ErrorKind::kLimit, e);
+      }
+      for (size_t i = 0; i < keys.size(); ++i) map_.set(keys[i], std::move(values[i]));
+      send(c, reply(Reply::kOk).finish());
+      for (const auto& k : keys) keyChanged(k);
+      return;
+    }
+    case Op::kHello:
+      throw ProtocolError("a second handshake on one connection");
+  }
+  throw ProtocolError(fmt::format("unknown request type {}", static_cast<int>(op)));
+}
+
+void TcpStoreServer::Impl::startWait(Conn& c, Op op, std::vector<std::string> keys, std::int64_t timeoutMs) {
+  c.waitOp = op;
+  c.waitKeys = std::move(keys);
+  c.waiting = true;
+  if (tryFinishWait(c)) return;
+  const auto deadline = Clock::now() + std::chrono::milliseconds(std::max<std::int64_t>(0, timeoutMs));
+  c.waitTimer = timers_.emplace(deadline, c.id);
+  c.hasWaitTimer = true;
+  for (const auto& k : c.waitKeys) {
+    if (!map_.contains(k) && c.registered.insert(k).second) waiters_[k].push_back(c.id);
+  }
+}
+
+// Answers the parked wait if every key is present. Returns whether it did.
+bool TcpStoreServer::Impl::tryFinishWait(Conn& c) {
+  for (const auto& k : c.waitKeys) {
+    if (!map_.contains(k)) return false;
+  }
+  Writer w(static_cast<std::uint8_t>(c.waitOp == Op::kGet        ? Reply::kValue
+                                     : c.waitOp == Op::kMultiGet ? Reply::kValues
+                                                                 : Reply::kOk));
+  if (c.waitOp == Op::kGet) {
+    w.bytes(*map_.find(c.waitKeys[0]));
+  } else if (c.waitOp == Op::kMultiGet) {
+    w.u32(static_cast<std::uint32_t>(c.waitKeys.size()));
+    for (const auto& k : c.waitKeys) w.bytes(*map_.find(k));
+  }
+  finishWait(c);
+  send(c, w.finish());
+  return true;
+}
+
+void TcpStoreServer::Impl::finishWait(Conn& c) {
+  for (const auto& k : c.registered) {
+    auto it = waiters_.find(k);
+    if (it == waiters_.end()) continue;
+    std::erase(it->second, c.id);
+    if (it->second.empty()) waiters_.erase(it);
+  }
+  c.registered.clear();
+  if (c.hasWaitTimer) timers_.erase(c.waitTimer);
+  c.hasWaitTimer = false;
+  c.waiting = false;
+  c.waitKeys.clear();
+}
+
+void TcpStoreServer::Impl::keyChanged(const std::string& key) {
+  auto it = waiters_.find(key);
+  if (it == waiters_.end()) return;
+  std::vector<std::uint64_t> ids = std::move(it->second);
+  waiters_.erase(it);
+  for (std::uint64_t id : ids) {
+    auto cit = conns_.find(id);
+    if (cit == conns_.end()) continue;
+    Conn& c = *cit->second;
+    c.registered.erase(key);
+    if (!c.waiting) continue;
+    if (tryFinishWait(c)) {
+      if (conns_.count(id)) process(c);  // a request that arrived while it waited
+      continue;
+    }
+    // Still missing something; watch keys that were deleted after they fired once.
+    for (const auto& k : c.waitKeys) {
+      if (!map_.contains(k) && c.registered.insert(k).second) waiters_[k].push_back(c.id);
+    }
+  }
+}
+
+void TcpStoreServer::Impl::send(Conn& c, std::string frame) {
+  if (c.out.size() == c.outPos) {
+    c.out = std::move(frame);
+    c.outPos = 0;
+  } else {
+    c.out.append(frame);
+  }
+  flush(c);
+}
+
+void TcpStoreServer::Impl::sendError(Conn& c, ErrorKind kind, const std::string& msg) {
+  send(c, Writer(static_cast<std::uint8_t>(Reply::kError)).u8(static_cast<std::uint8_t>(kind)).str(msg).finish());
+}
+
+void TcpStoreServer::Impl::flush(Conn& c) {
+  while (c.outPos < c.out.size()) {
+    ssize_t n = ::send(c.fd, c.out.data() + c.outPos, c.out.size() - c.outPos, MSG_NOSIGNAL);
+    if (n > 0) {
+      c.outPos += static_cast<size_t>(n);
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      setWriteInterest(c, true);
+      return;
+    }
+    close(c, c.closing ? "" : fmt::format("send failed: {}", errnoText(errno)));
+    return;
+  }
+  c.out.clear();
+  c.outPos = 0;
+  setWriteInterest(c, false);
+  if (c.closing) close(c, "");
+}
+
+void TcpStoreServer::Impl::onWritable(Conn& c) { flush(c); }
+
+void TcpStoreServer::Impl::setWriteInterest(Conn& c, bool on) {
+  if (c.wantWrite == on) return;
+  c.wantWrite = on;
+  epoll_event ev{};
+  ev.events = EPOLLIN | EPOLLRDHUP | (on ? static_cast<std::uint32_t>(EPOLLOUT) : 0U);
+  ev.data.u64 = c.id;
+  ::epoll_ctl(epollFd_, EPOLL_CTL_MOD, c.fd, &ev);
+}
+
+// A stall timer runs while the handshake or a message is incomplete; every received byte restarts it.
+void TcpStoreServer::Impl::updateStallTimer(Conn& c) {
+  if (c.hasStallTimer) {
+    timers_.erase(c.stallTimer);
+    c.hasStallTimer = false;
+  }
+  if (!c.hello || !c.in.empty()) {
+    // Stall timers share the map with wait timers; the id's high bit tells them apart.
+    c.stallTimer = timers_.emplace(Clock::now() + opts_.stallTimeout, c.id | (1ULL << 63));
+    c.hasStallTimer = true;
+  }
+}
+
+void TcpStoreServer::Impl::close(Conn& c, const std::string& why) {
+  if (!why.empty()) log::warn("store server {}: closed the connection of {}: {}", address_, c.peer, why);
+  finishWait(c);
+  if (c.hasStallTimer) timers_.erase(c.stallTimer);
+  if (c.hello) --numClients_;
+  ::epoll_ctl(epollFd_, EPOLL_CTL_DEL, c.fd, nullptr);
+  ::close(c.fd);
+  conns_.erase(c.id);  // destroys c
+}
+
+void TcpStoreServer::Impl::fireTimers() {
+  const auto now = Clock::now();
+  while (!timers_.empty() && timers_.begin()->first <= now) {
+    auto it = timers_.begin();
+    const std::uint64_t raw = it->second;
+    if (raw == kAcceptRetryTimer) {
+      timers_.erase(it);
+      acceptPaused_ = false;
+      epoll_event ev{};
+      ev.events = EPOLLIN;
+      ev.data.u64 = kListenId;
+      ::epoll_ctl(epollFd_, EPOLL_CTL_ADD, listenFd_, &ev);
+      continue;
+    }
+    const bool stall = (raw >> 63) != 0;
+    const std::uint64_t id = raw & ~(1ULL << 63);
+    auto cit = conns_.find(id);
+    if (cit == conns_.end()) {  // cannot happen: close() removes its timers
+      timers_.erase(it);
+      continue;
+    }
+    Conn& c = *cit->second;
+    if (stall) {
+      c.hasStallTimer = false;
+      timers_.erase(it);
+      close(c, fmt::format("it left {} unfinished for {} ms", c.hello ? "a message" : "its handshake",
+                           opts_.stallTimeout.count()));
+      continue;
+    }
+    // A wait ran out: answer with the keys still missing.
+    std::vector<std::string> missing = map_.missing(c.waitKeys);
+    finishWait(c);  // erases `it`
+    send(c, Writer(static_cast<std::uint8_t>(Reply::kTimeout)).strs(missing).finish());
+    if (conns_.count(id)) process(c);
+  }
+}
+
+TcpStoreServer::TcpStoreServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+std::unique_ptr<TcpStoreServer> TcpStoreServer::start(const TcpStoreServerOptions& options) {
+  if (options.port < 0 || options.port > 65535) {
+    throw ConfigError(fmt::format("store server port {} is out of range; use 1-65535, or 0 for any free port",
+                                  options.port));
+  }
+  auto impl = std::make_unique<Impl>(options);
+  impl->listen();
+  log::debug("store server listening on {} (job '{}')", impl->address_, options.jobId);
+  return std::unique_ptr<TcpStoreServer>(new TcpStoreServer(std::move(impl)));
+}
+
+TcpStoreServer::~TcpStoreServer() { stop(); }
+int TcpStoreServer::port() const { return impl_->port_; }
+std::string TcpStoreServer::address() const { return impl_->address_; }
+size_t TcpStoreServer::numClients() const { return impl_->numClients_.load(); }
+void TcpStoreServer::stop() { impl_->stop(); }
+
+}  // namespace ds::store

@@ -1,0 +1,61 @@
+// The TcpStore server: one thread running an epoll loop over non-blocking sockets (no thread per
+// client), so one process serves thousands of ranks. It runs inside rank 0 (TcpStore with isServer)
+// or standalone (dsrun).
+//
+// Waits (get, wait, multiGet) are parked on the server with their deadline and answered with the
+// value or a timeout reply when it passes, so a client's connection always stays in step.
+// A client that sends a malformed or oversized message, the wrong magic or version, or another job's
+// id, or that leaves a message half sent for stallTimeout, is disconnected; the others are unaffected.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+
+#include "engine/store/store.h"
+
+namespace ds::store {
+
+struct TcpStoreServerOptions {
+  // Address to listen on; "" = every interface: [::] dual stack, or 0.0.0.0 where IPv6 is missing.
+  std::string host = "";
+  // 0 = an ephemeral port (read it back with port()).
+  int port = 29500;
+  // Clients that present another job id are refused (DESIGN.md "Isolation").
+  std::string jobId = "default";
+  int backlog = 4096;
+  std::size_t maxKeyBytes = 4 * 1024;
+  std::size_t maxValueBytes = 64 * 1024 * 1024;
+  // A client that has not finished its handshake, or has sent part of a message, and then sends
+  // nothing for this long is disconnected.
+  Duration stallTimeout = std::chrono::seconds(30);
+};
+
+class TcpStoreServer {
+ public:
+  // Binds, listens and starts the event thread. Throws IoError (in c10d's words, with what to do)
+  // when the address cannot be bound, e.g. the port is taken.
+  static std::unique_ptr<TcpStoreServer> start(const TcpStoreServerOptions& options);
+  // Stops (see stop()).
+  ~TcpStoreServer();
+  TcpStoreServer(const TcpStoreServer&) = delete;
+  TcpStoreServer& operator=(const TcpStoreServer&) = delete;
+
+  // The bound port (the real one when options.port was 0).
+  int port() const;
+  // "[::]:29500" or "0.0.0.0:29500": where it listens.
+  std::string address() const;
+  // Connected clients that completed the handshake.
+  std::size_t numClients() const;
+  // Closes the listener and every connection (waiting clients see the connection close) and joins
+  // the event thread. Idempotent; thread-safe; must not be called from the event thread.
+  void stop();
+
+  class Impl;
+
+ private:
+  explicit TcpStoreServer(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace ds::store

@@ -1,0 +1,354 @@
+// TcpStore under faults: no server, a server that stops, another job's client, garbage on the wire,
+// a taken port, a server that never answers.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <thread>
+
+#include "engine/common/error.h"
+#include "engine/store/protocol.h"
+#include "engine/store/tcp_store.h"
+#include "engine/store/tcp_store_server.h"
+#include "engine/store/tests/test_util.h"
+
+namespace ds::store {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::Clock;
+using testing::secondsSince;
+
+bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+std::unique_ptr<TcpStoreServer> startServer(const std::string& job = "default", Duration stall = 30s,
+                                            size_t maxValue = 64 * 1024 * 1024) {
+  TcpStoreServerOptions o;
+  o.port = 0;
+  o.jobId = job;
+  o.stallTimeout = stall;
+  o.maxValueBytes = maxValue;
+  return TcpStoreServer::start(o);
+}
+
+std::unique_ptr<TcpStore> client(int port, Duration timeout = 5s, const std::string& job = "default") {
+  TcpStoreOptions o;
+  o.port = port;
+  o.timeout = timeout;
+  o.jobId = job;
+  return std::make_unique<TcpStore>("127.0.0.1", o);
+}
+
+int rawConnect(int port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<uint16_t>(port));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  EXPECT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
+  return fd;
+}
+
+void rawSend(int fd, const std::string& bytes) {
+  ASSERT_EQ(::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL), static_cast<ssize_t>(bytes.size()));
+}
+
+// True when the peer closes fd within `within` (data before the close is read and dropped).
+bool closedWithin(int fd, Duration within) {
+  const auto deadline = Clock::now() + within;
+  char buf[4096];
+  while (Clock::now() < deadline) {
+    pollfd p{fd, POLLIN, 0};
+    int left = static_cast<int>(std::chrono::duration_cast<Duration>(deadline - Clock::now()).count());
+    if (::poll(&p, 1, std::max(left, 1)) <= 0) continue;
+    ssize_t n = ::recv(fd, buf, sizeof(buf), 0);
+    if (n == 0 || (n < 0 && errno == ECONNRESET)) return true;
+  }
+  return false;
+}
+
+std::string helloFrame(std::uint32_t magic, const std::string& job) {
+  return protocol::Writer(static_cast<std::uint8_t>(protocol::Op::kHello))
+      .u32(magic)
+      .u32(protocol::kVersion)
+      .str(job)
+      .finish();
+}
+
+void expectServerStillServes(int port) {
+  auto c = client(port);
+  c->set("alive", toBytes("yes"));
+  EXPECT_EQ(toString(c->get("alive")), "yes");
+}
+
+TEST(TcpStoreFaultTest, ConnectToAPortNobodyListensOnTimesOutWithC10dText) {
+  const int port = testing::unusedPort();
+  const auto start = Clock::now();
+  try {
+    client(port, 700ms);
+    FAIL() << "connected to nothing";
+  } catch (const TimeoutError& e) {
+    const std::string msg = e.what();
+    EXPECT_TRUE(contains(msg, fmt::format("The client socket has timed out after 700ms while trying to connect to "
+                                          "(127.0.0.1, {}).",
+                                          port)))
+        << msg;
+    EXPECT_TRUE(contains(msg, "MASTER_ADDR/MASTER_PORT")) << msg;
+    EXPECT_TRUE(contains(msg, "Connection refused")) << msg;
+  }
+  EXPECT_GE(secondsSince(start), 0.65);
+  EXPECT_LT(secondsSince(start), 0.7 + 0.5);
+}
+
+TEST(TcpStoreFaultTest, ConnectRetriesUntilTheServerComesUp) {
+  const int port = testing::unusedPort();
+  std::unique_ptr<TcpStoreServer> server;
+  std::thread starter([&] {
+    std::this_thread::sleep_for(400ms);
+    TcpStoreServerOptions o;
+    o.port = port;
+    server = TcpStoreServer::start(o);
+  });
+  auto c = client(port, 5s);
+  c->set("k", toBytes("v"));
+  starter.join();
+  EXPECT_EQ(toString(c->get("k")), "v");
+}
+
+TEST(TcpStoreFaultTest, AnotherJobsClientIsRefusedOnBothSides) {
+  auto server = startServer("job-A");
+  const auto start = Clock::now();
+  try {
+    client(server->port(), 5s, "job-B");
+    FAIL() << "a job-B client joined job A";
+  } catch (const ConfigError& e) {
+    const std::string msg = e.what();
+    EXPECT_TRUE(contains(msg, "belongs to job 'job-A' but this process is job 'job-B'")) << msg;
+    EXPECT_TRUE(contains(msg, fmt::format("127.0.0.1:{}", server->port()))) << msg;
+  }
+  EXPECT_LT(secondsSince(start), 2.0);  // refused at once, not retried
+  EXPECT_EQ(server->numClients(), 0u);
+  auto good = client(server->port(), 5s, "job-A");
+  good->set("k", toBytes("v"));
+  EXPECT_EQ(server->numClients(), 1u);
+}
+
+TEST(TcpStoreFaultTest, ClientsWaitingWhenTheServerStopsFailPromptly) {
+  auto server = startServer();
+  const int port = server->port();
+  std::vector<std::unique_ptr<TcpStore>> clients;
+  for (int i = 0; i < 4; ++i) clients.push_back(client(port, 10s));
+  std::vector<std::string> errors(4);
+  std::vector<double> took(4);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 4; ++i) {
+    threads.emplace_back([&, i] {
+      const auto start = Clock::now();
+      try {
+        if (i % 2) {
+          clients[i]->wait({"never"});
+        } else {
+          clients[i]->get("never");
+        }
+      } catch (const IoError& e) {
+        errors[i] = e.what();
+      }
+      took[i] = secondsSince(start);
+    });
+  }
+  std::this_thread::sleep_for(300ms);
+  server->stop();
+  for (auto& t : threads) t.join();
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_TRUE(contains(errors[i], fmt::format("the store server at 127.0.0.1:{} closed the connection", port)))
+        << errors[i];
+    EXPECT_LT(took[i], 2.0);
+  }
+  // The next call reconnects, finds no server, and gives up within the store's timeout.
+  clients[0]->setTimeout(400ms);
+  const auto start = Clock::now();
+  EXPECT_THROW(clients[0]->set("x", {}), TimeoutError);
+  EXPECT_LT(secondsSince(start), 1.5);
+}
+
+TEST(TcpStoreFaultTest, OperationAfterTheServerStoppedIsAnIoError) {
+  auto server = startServer();
+  auto c = client(server->port(), 1s);
+  c->set("a", {});
+  server->stop();
+  EXPECT_THROW(c->get("a"), IoError);
+}
+
+TEST(TcpStoreFaultTest, ServerThatNeverAnswersIsBoundedByTimeoutPlusGrace) {
+  // A fake server: completes the handshake, then reads requests and never replies (a frozen process).
+  int lfd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(lfd, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
+  ASSERT_EQ(::listen(lfd, 4), 0);
+  socklen_t len = sizeof(a);
+  ::getsockname(lfd, reinterpret_cast<sockaddr*>(&a), &len);
+  std::thread fake([&] {
+    int fd = ::accept(lfd, nullptr, nullptr);
+    char buf[1024];
+    ::recv(fd, buf, sizeof(buf), 0);
+    auto ok = protocol::Writer(static_cast<std::uint8_t>(protocol::Reply::kHelloOk))
+                  .u32(protocol::kMagic)
+                  .u32(protocol::kVersion)
+                  .str("default")
+                  .finish();
+    ::send(fd, ok.data(), ok.size(), MSG_NOSIGNAL);
+    closedWithin(fd, 10s);  // until the client gives up
+    ::close(fd);
+  });
+  auto c = client(ntohs(a.sin_port), 2s);
+  const auto start = Clock::now();
+  try {
+    c->wait({"k"}, 300ms);
+    FAIL();
+  } catch (const TimeoutError& e) {
+    EXPECT_TRUE(contains(e.what(), "did not answer wait")) << e.what();
+  }
+  const double took = secondsSince(start);
+  EXPECT_GE(took, 0.3);
+  EXPECT_LT(took, 0.3 + TcpStore::kReplyGrace.count() / 1000.0 + 0.5);
+  c.reset();
+  fake.join();
+  ::close(lfd);
+}
+
+TEST(TcpStoreFaultTest, GarbageBytesCloseThatClientOnly) {
+  auto server = startServer();
+  auto bystander = client(server->port());
+  bystander->set("before", {});
+  int fd = rawConnect(server->port());
+  rawSend(fd, "GET / HTTP/1.1\r\nHost: x\r\n\r\n");  // "GET " read as a length: far over the limit
+  EXPECT_TRUE(closedWithin(fd, 2s));
+  ::close(fd);
+  EXPECT_TRUE(bystander->check({"before"}));
+  expectServerStillServes(server->port());
+}
+
+TEST(TcpStoreFaultTest, EnormousLengthPrefixClosesThatClientOnly) {
+  auto server = startServer();
+  int fd = rawConnect(server->port());
+  rawSend(fd, helloFrame(protocol::kMagic, "default"));
+  rawSend(fd, std::string("\xff\xff\xff\xff", 4));
+  EXPECT_TRUE(closedWithin(fd, 2s));
+  ::close(fd);
+  expectServerStillServes(server->port());
+}
+
+TEST(TcpStoreFaultTest, MalformedPayloadClosesThatClientOnly) {
+  auto server = startServer();
+  int fd = rawConnect(server->port());
+  rawSend(fd, helloFrame(protocol::kMagic, "default"));
+  // A set whose key claims 1000 bytes inside a 9-byte message.
+  rawSend(fd, std::string("\x00\x00\x00\x09\x02\x00\x00\x03\xe8xxxx", 13));
+  EXPECT_TRUE(closedWithin(fd, 2s));
+  ::close(fd);
+  expectServerStillServes(server->port());
+}
+
+TEST(TcpStoreFaultTest, WrongMagicIsRefused) {
+  auto server = startServer();
+  int fd = rawConnect(server->port());
+  rawSend(fd, helloFrame(0x12345678, "default"));
+  EXPECT_TRUE(closedWithin(fd, 2s));
+  ::close(fd);
+  EXPECT_EQ(server->numClients(), 0u);
+  expectServerStillServes(server->port());
+}
+
+TEST(TcpStoreFaultTest, ClientTalkingToANonStoreServerGetsAProtocolError) {
+  int lfd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(lfd, reinterpret_cast<sockaddr*>(&a), sizeof(a));
+  ::listen(lfd, 4);
+  socklen_t len = sizeof(a);
+  ::getsockname(lfd, reinterpret_cast<sockaddr*>(&a), &len);
+  std::thread fake([&] {
+    int fd = ::accept(lfd, nullptr, nullptr);
+    std::string http = "HTTP/1.1 400 Bad Request\r\n\r\n";
+    ::send(fd, http.data(), http.size(), MSG_NOSIGNAL);
+    closedWithin(fd, 5s);
+    ::close(fd);
+  });
+  try {
+    client(ntohs(a.sin_port), 3s);
+    FAIL();
+  } catch (const ProtocolError& e) {
+    EXPECT_TRUE(contains(e.what(), "is not a dsperf store server")) << e.what();
+  }
+  fake.join();
+  ::close(lfd);
+}
+
+TEST(TcpStoreFaultTest, HalfSentMessageIsDroppedAfterTheStallTimeout) {
+  auto server = startServer("default", 300ms);
+  int fd = rawConnect(server->port());
+  rawSend(fd, helloFrame(protocol::kMagic, "default"));
+  rawSend(fd, std::string("\x00\x00\x00\x64\x02", 5));  // 100 bytes announced, 1 sent
+  const auto start = Clock::now();
+  EXPECT_TRUE(closedWithin(fd, 3s));
+  EXPECT_GE(secondsSince(start), 0.25);
+  ::close(fd);
+  int silent = rawConnect(server->port());  // never even says hello
+  EXPECT_TRUE(closedWithin(silent, 3s));
+  ::close(silent);
+  expectServerStillServes(server->port());
+}
+
+TEST(TcpStoreFaultTest, ValueOverTheLimitIsAConfigErrorAndTheConnectionSurvives) {
+  auto server = startServer("default", 30s, 1024);
+  auto c = client(server->port());
+  EXPECT_THROW(c->set("big", Bytes(4096)), ConfigError);
+  c->set("small", Bytes(100));
+  EXPECT_THROW(c->set(std::string(5000, 'k'), {}), ConfigError);
+  EXPECT_EQ(c->get("small").size(), 100u);
+}
+
+TEST(TcpStoreFaultTest, PortInUseGivesTheC10dBindMessage) {
+  auto first = startServer();
+  TcpStoreServerOptions o;
+  o.port = first->port();
+  try {
+    TcpStoreServer::start(o);
+    FAIL() << "bound a taken port";
+  } catch (const IoError& e) {
+    const std::string msg = e.what();
+    EXPECT_TRUE(contains(msg, fmt::format("The server socket has failed to bind to [::]:{} (errno: 98 - Address "
+                                          "already in use).",
+                                          first->port())))
+        << msg;
+    EXPECT_TRUE(contains(msg, fmt::format("ss -ltnp 'sport = :{}'", first->port()))) << msg;
+  }
+  TcpStoreOptions so;
+  so.port = first->port();
+  so.isServer = true;
+  so.timeout = 1s;
+  EXPECT_THROW(TcpStore("127.0.0.1", so), IoError);
+}
+
+TEST(TcpStoreFaultTest, StopIsIdempotentAndCountsClients) {
+  auto server = startServer();
+  {
+    auto a = client(server->port());
+    auto b = client(server->port());
+    EXPECT_EQ(server->numClients(), 2u);
+  }
+  server->stop();
+  server->stop();
+  EXPECT_EQ(server->numClients(), 0u);
+}
+
+}  // namespace
+}  // namespace ds::store

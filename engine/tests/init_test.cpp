@@ -1,0 +1,120 @@
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+
+#include "engine/common/error.h"
+#include "engine/init.h"
+
+using ds::ConfigError;
+using ds::InitMethod;
+using ds::parseInitMethod;
+
+namespace {
+
+// Clears launcher variables a CI machine might carry, so the test process is a lone process.
+void clearLauncherEnv() {
+  for (const char* v : {"RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
+                        "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "PMI_RANK", "PMI_SIZE", "PMIX_RANK",
+                        "SLURM_PROCID", "SLURM_NTASKS", "MV2_COMM_WORLD_RANK", "DS_ACCELERATOR", "DEEPSPEED_TIMEOUT"}) {
+    unsetenv(v);
+  }
+}
+
+std::string errorText(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const ds::Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST(InitMethodParse, AcceptedForms) {
+  EXPECT_EQ(parseInitMethod("").kind, InitMethod::Kind::kEnv);
+  EXPECT_EQ(parseInitMethod("env://").kind, InitMethod::Kind::kEnv);
+  auto t = parseInitMethod("tcp://node1:23456");
+  EXPECT_EQ(t.kind, InitMethod::Kind::kTcp);
+  EXPECT_EQ(t.host, "node1");
+  EXPECT_EQ(t.port, 23456);
+  auto v6 = parseInitMethod("tcp://[::1]:80");
+  EXPECT_EQ(v6.host, "::1");
+  EXPECT_EQ(v6.port, 80);
+  auto f = parseInitMethod("file:///shared/rdzv");
+  EXPECT_EQ(f.kind, InitMethod::Kind::kFile);
+  EXPECT_EQ(f.path, "/shared/rdzv");
+}
+
+TEST(InitMethodParse, BadFormsSayWhatIsAccepted) {
+  for (const char* bad : {"tcp://host", "tcp://:80", "tcp://h:0", "tcp://h:99999", "tcp://h:x", "file://relative",
+                          "http://x", "tcp://[::1]80"}) {
+    std::string msg = errorText([&] { parseInitMethod(bad); });
+    EXPECT_NE(msg.find("tcp://HOST:PORT"), std::string::npos) << bad << " -> " << msg;
+  }
+}
+
+TEST(InitTimeout, DeepSpeedTimeoutInMinutes) {
+  ds::env::MapEnv none;
+  EXPECT_EQ(ds::defaultTimeout(none), std::chrono::minutes(10));
+  ds::env::MapEnv five({{"DEEPSPEED_TIMEOUT", "5"}});
+  EXPECT_EQ(ds::defaultTimeout(five), std::chrono::minutes(5));
+  ds::env::MapEnv bad({{"DEEPSPEED_TIMEOUT", "soon"}});
+  EXPECT_NE(errorText([&] { ds::defaultTimeout(bad); }).find("DEEPSPEED_TIMEOUT='soon'"), std::string::npos);
+}
+
+TEST(InitDistributed, DistInitRequiredFalseWithNothingInitializedIsAnError) {
+  clearLauncherEnv();
+  ds::InitOptions o;
+  o.distInitRequired = false;
+  std::string msg = errorText([&] { ds::initDistributed(o); });
+  EXPECT_NE(msg.find("dist_init_required=false"), std::string::npos) << msg;
+  EXPECT_FALSE(ds::isInitialized());
+}
+
+TEST(InitDistributed, SingleProcessOverAFileStoreIsIdempotent) {
+  clearLauncherEnv();
+  auto path = std::filesystem::path(::testing::TempDir()) / ("ds_init_" + std::to_string(getpid()));
+  std::filesystem::remove(path);
+  ds::InitOptions o;
+  o.initMethod = "file://" + path.string();
+  o.verbose = false;
+  auto w = ds::initDistributed(o);
+  EXPECT_TRUE(ds::isInitialized());
+  EXPECT_EQ(w->rank(), 0);
+  EXPECT_EQ(w->worldSize(), 1);
+  EXPECT_EQ(w->backend(), w->accelerator().communicationBackendName());
+  EXPECT_EQ(w->timeout(), std::chrono::minutes(10));
+  w->barrier();
+  w->barrier();
+  // A second call returns the same world.
+  EXPECT_EQ(ds::initDistributed(o).get(), w.get());
+  ds::destroyProcessGroup();
+  EXPECT_FALSE(ds::isInitialized());
+  std::filesystem::remove(path);
+}
+
+TEST(InitDistributed, TcpInitMethodWithExplicitRankAndSize) {
+  clearLauncherEnv();
+  ds::InitOptions o;
+  o.initMethod = "tcp://127.0.0.1:0";
+  std::string msg = errorText([&] { ds::initDistributed(o); });
+  EXPECT_NE(msg.find("init_method port"), std::string::npos) << msg;
+}
+
+TEST(InitDistributed, UnknownOrUnbuiltBackendIsAConfigError) {
+  clearLauncherEnv();
+  ds::InitOptions o;
+  o.distBackend = "ucc";
+  o.verbose = false;
+  std::string msg = errorText([&] { ds::initDistributed(o); });
+  EXPECT_NE(msg.find("dist_backend='ucc'"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("nccl, gloo, mpi, shm"), std::string::npos) << msg;
+  o.distBackend = "nccl";
+  setenv("DS_ACCELERATOR", "cpu", 1);
+  msg = errorText([&] { ds::initDistributed(o); });
+  EXPECT_NE(msg.find("nccl"), std::string::npos) << msg;
+  unsetenv("DS_ACCELERATOR");
+  EXPECT_FALSE(ds::isInitialized());
+}

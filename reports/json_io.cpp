@@ -1,0 +1,56 @@
+#include "reports/json_io.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <fstream>
+#include <sstream>
+
+#include "engine/common/error.h"
+
+namespace ds::report {
+
+void writeJsonAtomic(const std::string& path, const nlohmann::json& j) {
+  std::string text = j.dump(2) + "\n";
+  std::string tmp = fmt::format("{}.tmp.{}", path, getpid());
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    throw IoError(fmt::format("cannot write {}: {}. Check that the folder exists and is writable.", path,
+                              errnoText(errno)));
+  }
+  size_t off = 0;
+  while (off < text.size()) {
+    ssize_t n = ::write(fd, text.data() + off, text.size() - off);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      int err = errno;
+      ::close(fd);
+      ::unlink(tmp.c_str());
+      throw IoError(fmt::format("cannot write {}: {} (disk full?)", path, errnoText(err)));
+    }
+    off += static_cast<size_t>(n);
+  }
+  ::fsync(fd);
+  ::close(fd);
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    int err = errno;
+    ::unlink(tmp.c_str());
+    throw IoError(fmt::format("cannot move the finished file into place at {}: {}", path, errnoText(err)));
+  }
+}
+
+nlohmann::json readJson(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw IoError(fmt::format("cannot read {}: {}", path, errnoText(errno)));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  try {
+    return nlohmann::json::parse(ss.str());
+  } catch (const nlohmann::json::parse_error& e) {
+    throw ConfigError(fmt::format("{} is not valid JSON (byte {}): {}. The file may be truncated or corrupt.",
+                                  path, e.byte, e.what()));
+  }
+}
+
+}  // namespace ds::report

@@ -1,0 +1,16 @@
+// JSON files are written atomically (temp file in the same folder + fsync + rename), so a killed run
+// never leaves a half-written result.
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace ds::report {
+
+// Throws IoError naming the path and errno.
+void writeJsonAtomic(const std::string& path, const nlohmann::json& j);
+// Throws IoError when unreadable, ConfigError naming the path and position when not JSON.
+nlohmann::json readJson(const std::string& path);
+
+}  // namespace ds::report

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Installs every Debian package dsperf needs that is missing. Idempotent and silent when all are
+# present; runs `apt-get update` once, only when something must be installed.
+set -euo pipefail
+
+packages=(
+  # toolchain
+  g++ cmake make pkg-config git
+  # DESIGN.md's dependency list
+  libopenmpi-dev openmpi-bin     # MPI
+  libgloo-dev                    # CPU collectives
+  libcli11-dev                   # CLI
+  nlohmann-json3-dev             # JSON
+  libbenchmark-dev               # micro-benchmarks
+  libgtest-dev libgmock-dev      # tests
+  libopenblas-dev                # CPU maths
+  libsqlite3-dev                 # run history
+  libjs-chart.js                 # charts, embedded into HTML reports
+  libhwloc-dev                   # topology
+  libfmt-dev                     # formatting
+  libasio-dev                    # store event loop option
+  # test tools
+  iproute2 procps
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  status=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
+  [[ "$status" == "install ok installed" ]] || missing+=("$p")
+done
+((${#missing[@]} == 0)) && exit 0
+
+echo "setup: installing ${#missing[@]} missing package(s): ${missing[*]}"
+SUDO=""
+if [[ $(id -u) -ne 0 ]]; then
+  command -v sudo >/dev/null || { echo "setup: need root (or sudo) to install: ${missing[*]}" >&2; exit 1; }
+  SUDO=sudo
+fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+echo "setup: done"
