@@ -77,6 +77,11 @@ endif()
 ds_resolve_option(DS_WITH_MPI "${_mpi_found}" "no MPI was found (apt-get install libopenmpi-dev openmpi-bin)")
 if(DS_WITH_MPI_ENABLED)
   find_program(DS_MPIRUN NAMES mpirun mpiexec HINTS ${MPI_HOME}/bin)
+  # Open MPI derives its install prefix from the path it was started by; /bin/mpirun (usr-merge)
+  # gives the prefix "/" and a fatal error, so use the real path.
+  if(DS_MPIRUN)
+    get_filename_component(DS_MPIRUN "${DS_MPIRUN}" REALPATH)
+  endif()
 endif()
 
 # --- Gloo ----------------------------------------------------------------------------------------

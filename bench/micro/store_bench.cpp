@@ -1,10 +1,9 @@
 // TcpStore over loopback: set/get/add latency, and a storeBarrier of N clients (N connections, one
 // thread each; only the barrier is timed, the clients connect in setup).
 //
-//   build/bin/ds_store_bench [--benchmark_filter=Barrier]
-#include <sys/resource.h>
-
+//   build/bin/ds_store_bench [--benchmark_filter=TcpStore/barrier]
 #include <benchmark/benchmark.h>
+#include <sys/resource.h>
 
 #include <condition_variable>
 #include <memory>
@@ -45,30 +44,30 @@ std::unique_ptr<TcpStore> makeClient(int port) {
   return std::make_unique<TcpStore>("127.0.0.1", o);
 }
 
-void BM_TcpStoreSet(benchmark::State& state) {
+void tcpStoreSet(benchmark::State& state) {
   auto master = makeMaster();
   auto client = makeClient(master->port());
   const Bytes value(static_cast<size_t>(state.range(0)), 7);
   for (auto _ : state) client->set("bench/set", value);
   state.SetBytesProcessed(state.iterations() * state.range(0));
 }
-BENCHMARK(BM_TcpStoreSet)->Arg(8)->Arg(4096)->Arg(1 << 20)->Unit(benchmark::kMicrosecond);
+BENCHMARK(tcpStoreSet)->Name("TcpStore/set")->Arg(8)->Arg(4096)->Arg(1 << 20)->Unit(benchmark::kMicrosecond);
 
-void BM_TcpStoreGet(benchmark::State& state) {
+void tcpStoreGet(benchmark::State& state) {
   auto master = makeMaster();
   auto client = makeClient(master->port());
   client->set("bench/get", Bytes(static_cast<size_t>(state.range(0)), 7));
   for (auto _ : state) benchmark::DoNotOptimize(client->get("bench/get"));
   state.SetBytesProcessed(state.iterations() * state.range(0));
 }
-BENCHMARK(BM_TcpStoreGet)->Arg(8)->Arg(4096)->Arg(1 << 20)->Unit(benchmark::kMicrosecond);
+BENCHMARK(tcpStoreGet)->Name("TcpStore/get")->Arg(8)->Arg(4096)->Arg(1 << 20)->Unit(benchmark::kMicrosecond);
 
-void BM_TcpStoreAdd(benchmark::State& state) {
+void tcpStoreAdd(benchmark::State& state) {
   auto master = makeMaster();
   auto client = makeClient(master->port());
   for (auto _ : state) benchmark::DoNotOptimize(client->add("bench/add", 1));
 }
-BENCHMARK(BM_TcpStoreAdd)->Unit(benchmark::kMicrosecond);
+BENCHMARK(tcpStoreAdd)->Name("TcpStore/add")->Unit(benchmark::kMicrosecond);
 
 // N clients, each with its own connection and thread, parked between rounds.
 class BarrierCrew {
@@ -135,7 +134,7 @@ class BarrierCrew {
   std::string error_;
 };
 
-void BM_TcpStoreBarrier(benchmark::State& state) {
+void tcpStoreBarrier(benchmark::State& state) {
   BarrierCrew crew(static_cast<int>(state.range(0)));
   crew.round();  // warm-up: every thread has run once
   for (auto _ : state) {
@@ -145,7 +144,13 @@ void BM_TcpStoreBarrier(benchmark::State& state) {
   }
   state.counters["clients"] = static_cast<double>(state.range(0));
 }
-BENCHMARK(BM_TcpStoreBarrier)->Arg(64)->Arg(256)->Arg(1024)->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(tcpStoreBarrier)
+    ->Name("TcpStore/barrier")
+    ->Arg(64)
+    ->Arg(256)
+    ->Arg(1024)
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond);
 
 }  // namespace
 

@@ -1,9 +1,9 @@
 #include "engine/store/barrier.h"
 
-#include <algorithm>
-
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+
+#include <algorithm>
 
 #include "engine/common/error.h"
 
@@ -22,8 +22,9 @@ Duration left(Clock::time_point deadline) {
 
 void checkArgs(const char* what, const std::string& name, int rank, int worldSize) {
   if (worldSize < 1 || rank < 0 || rank >= worldSize) {
-    throw ConfigError(fmt::format("{} '{}': rank {} is not in a world of size {}; rank must be in [0, worldSize)",
-                                  what, name, rank, worldSize));
+    throw ConfigError(
+        fmt::format("{} '{}': rank {} is not in a world of size {}; rank must be in [0, worldSize)", what,
+                    name, rank, worldSize));
   }
 }
 
@@ -39,10 +40,11 @@ void storeBarrier(Store& store, const std::string& name, int rank, int worldSize
   const std::string doneKey = base + "/done";
   const std::int64_t arrived = store.add(countKey, 1, total);
   if (arrived > worldSize) {
-    throw ConfigError(fmt::format("storeBarrier '{}' was entered by {} ranks but the world size is {}: the name "
-                                  "was reused or ranks disagree on the world size; give each barrier instance its "
-                                  "own name",
-                                  name, arrived, worldSize));
+    throw ConfigError(
+        fmt::format("storeBarrier '{}' was entered by {} ranks but the world size is {}: the name "
+                    "was reused or ranks disagree on the world size; give each barrier instance its "
+                    "own name",
+                    name, arrived, worldSize));
   }
   if (arrived == worldSize) {
     store.set(doneKey, toBytes("1"), left(deadline));
@@ -57,9 +59,10 @@ void storeBarrier(Store& store, const std::string& name, int rank, int worldSize
     } catch (const Error&) {
       // The store itself may be gone; the original error says so.
     }
-    throw TimeoutError(fmt::format("storeBarrier '{}' timed out after {} ms on rank {}: {} of {} ranks arrived "
-                                   "(check the missing ranks' logs: crashed, hung or slower than the timeout). {}",
-                                   name, total.count(), rank, count, worldSize, e.what()));
+    throw TimeoutError(
+        fmt::format("storeBarrier '{}' timed out after {} ms on rank {}: {} of {} ranks arrived "
+                    "(check the missing ranks' logs: crashed, hung or slower than the timeout). {}",
+                    name, total.count(), rank, count, worldSize, e.what()));
   }
 }
 
@@ -77,13 +80,14 @@ void monitoredBarrier(Store& store, const std::string& name, int rank, int world
     try {
       verdict = toString(store.get(verdictKey, left(deadline)));
     } catch (const TimeoutError& e) {
-      throw TimeoutError(fmt::format("monitoredBarrier '{}' on rank {}: rank 0 did not publish its verdict within "
-                                     "{} ms (is rank 0 alive and did it reach this barrier?). {}",
-                                     name, rank, (timeout + verdictGrace(timeout)).count(), e.what()));
+      throw TimeoutError(
+          fmt::format("monitoredBarrier '{}' on rank {}: rank 0 did not publish its verdict within "
+                      "{} ms (is rank 0 alive and did it reach this barrier?). {}",
+                      name, rank, (timeout + verdictGrace(timeout)).count(), e.what()));
     }
     if (verdict != kOk) {
-      throw TimeoutError(fmt::format("monitoredBarrier '{}' on rank {} failed: rank 0 reports: {}", name, rank,
-                                     verdict));
+      throw TimeoutError(
+          fmt::format("monitoredBarrier '{}' on rank {} failed: rank 0 reports: {}", name, rank, verdict));
     }
     return;
   }
@@ -98,16 +102,18 @@ void monitoredBarrier(Store& store, const std::string& name, int rank, int world
       if (!store.check({arrivalKey(r)})) missing.push_back(r);
     }
     if (!missing.empty()) {
-      std::string msg = fmt::format("{} {} failed to pass monitoredBarrier in {} ms", missing.size() == 1 ? "Rank" : "Ranks",
-                                    fmt::join(missing, ", "), timeout.count());
+      std::string msg =
+          fmt::format("{} {} failed to pass monitoredBarrier in {} ms",
+                      missing.size() == 1 ? "Rank" : "Ranks", fmt::join(missing, ", "), timeout.count());
       try {
         store.set(verdictKey, toBytes(msg));
       } catch (const Error&) {
         // Publishing is best effort: the others time out on their own.
       }
-      throw TimeoutError(fmt::format("[Rank 0]: {} (barrier '{}'; check those ranks' logs: crashed, hung, or "
-                                     "slower than the timeout)",
-                                     msg, name));
+      throw TimeoutError(
+          fmt::format("[Rank 0]: {} (barrier '{}'; check those ranks' logs: crashed, hung, or "
+                      "slower than the timeout)",
+                      msg, name));
     }
     // They all arrived just as the wait ran out.
   }

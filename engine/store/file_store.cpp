@@ -52,9 +52,10 @@ class FileStore::Locked {
     fs_.openFile();
     while (::flock(fs_.fd_, exclusive ? LOCK_EX : LOCK_SH) != 0) {
       if (errno != EINTR) {
-        throw IoError(fmt::format("flock() on {} failed (errno: {}); the filesystem must support flock "
-                                  "between processes (NFSv4, or Lustre mounted with -o flock)",
-                                  fs_.path_, errnoText(errno)));
+        throw IoError(
+            fmt::format("flock() on {} failed (errno: {}); the filesystem must support flock "
+                        "between processes (NFSv4, or Lustre mounted with -o flock)",
+                        fs_.path_, errnoText(errno)));
       }
     }
     try {
@@ -88,8 +89,8 @@ void FileStore::openFile() {
   struct stat pathStat {};
   if (fd_ >= 0) {
     struct stat fdStat {};
-    if (::stat(path_.c_str(), &pathStat) == 0 && ::fstat(fd_, &fdStat) == 0 && pathStat.st_ino == fdStat.st_ino &&
-        pathStat.st_dev == fdStat.st_dev) {
+    if (::stat(path_.c_str(), &pathStat) == 0 && ::fstat(fd_, &fdStat) == 0 &&
+        pathStat.st_ino == fdStat.st_ino && pathStat.st_dev == fdStat.st_dev) {
       return;
     }
     ::close(fd_);
@@ -97,9 +98,10 @@ void FileStore::openFile() {
   }
   fd_ = ::open(path_.c_str(), O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (fd_ < 0) {
-    throw IoError(fmt::format("cannot open the FileStore file {} (errno: {}); check that its directory "
-                              "exists, is writable, and is on a filesystem every rank shares",
-                              path_, errnoText(errno)));
+    throw IoError(
+        fmt::format("cannot open the FileStore file {} (errno: {}); check that its directory "
+                    "exists, is writable, and is on a filesystem every rank shares",
+                    path_, errnoText(errno)));
   }
   offset_ = 0;
   map_.clear();
@@ -128,9 +130,10 @@ void FileStore::replay() {
   if (offset_ == 0) {
     if (buf.size() < kHeader.size()) return;  // a writer is mid-way: read again next time
     if (buf.compare(0, kHeader.size(), kHeader) != 0) {
-      throw ProtocolError(fmt::format("{} exists but is not a dsperf FileStore (no DSFS1 header); point the "
-                                      "file:// init method at a new path or remove the file",
-                                      path_));
+      throw ProtocolError(
+          fmt::format("{} exists but is not a dsperf FileStore (no DSFS1 header); point the "
+                      "file:// init method at a new path or remove the file",
+                      path_));
     }
     pos = kHeader.size();
   }
@@ -139,9 +142,10 @@ void FileStore::replay() {
     const std::uint32_t keyLen = getU32(&buf[pos + 1]);
     const std::uint32_t valLen = getU32(&buf[pos + 5]);
     if (op != kOpSet && op != kOpAppend && op != kOpDelete) {
-      throw ProtocolError(fmt::format("FileStore {} is corrupt at byte {} (record type {:#x}); remove the file "
-                                      "and restart the job",
-                                      path_, offset_ + pos, static_cast<unsigned char>(op)));
+      throw ProtocolError(
+          fmt::format("FileStore {} is corrupt at byte {} (record type {:#x}); remove the file "
+                      "and restart the job",
+                      path_, offset_ + pos, static_cast<unsigned char>(op)));
     }
     const size_t total = kRecordHead + keyLen + static_cast<size_t>(valLen);
     if (buf.size() - pos < total) break;  // partial record: a writer died mid-write or is still writing
@@ -215,7 +219,8 @@ std::int64_t FileStore::addImpl(const std::string& key, std::int64_t delta, Dura
   return v;
 }
 
-Bytes FileStore::compareSetImpl(const std::string& key, const Bytes& expected, const Bytes& desired, Duration) {
+Bytes FileStore::compareSetImpl(const std::string& key, const Bytes& expected, const Bytes& desired,
+                                Duration) {
   Locked locked(*this, true);
   const Bytes* before = map_.find(key);
   const bool had = before != nullptr;

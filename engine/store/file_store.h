@@ -50,7 +50,7 @@ class FileStore : public Store {
   auto waitThen(const std::vector<std::string>& keys, Duration timeout, F take);
 
   void openFile();
-  void replay();  // reads records past offset_; caller holds the flock
+  void replay();                                  // reads records past offset_; caller holds the flock
   void writeRecords(const std::string& records);  // caller holds the exclusive flock
 
   std::string path_;

@@ -46,7 +46,8 @@ std::int64_t HashStore::addImpl(const std::string& key, std::int64_t delta, Dura
   return v;
 }
 
-Bytes HashStore::compareSetImpl(const std::string& key, const Bytes& expected, const Bytes& desired, Duration) {
+Bytes HashStore::compareSetImpl(const std::string& key, const Bytes& expected, const Bytes& desired,
+                                Duration) {
   Bytes v;
   {
     std::lock_guard lock(mu_);

@@ -31,7 +31,8 @@ std::int64_t KvMap::add(const std::string& key, std::int64_t delta) {
   if (auto it = map_.find(key); it != map_.end()) current = parseCounter(key, it->second);
   std::int64_t sum = 0;
   if (__builtin_add_overflow(current, delta, &sum)) {
-    throw ProtocolError(fmt::format("add({}) on key '{}' (value {}) overflows a 64-bit counter", delta, key, current));
+    throw ProtocolError(
+        fmt::format("add({}) on key '{}' (value {}) overflows a 64-bit counter", delta, key, current));
   }
   std::string text = std::to_string(sum);
   map_[key] = Bytes(text.begin(), text.end());

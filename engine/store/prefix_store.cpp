@@ -33,11 +33,15 @@ std::int64_t PrefixStore::addImpl(const std::string& k, std::int64_t d, Duration
 Bytes PrefixStore::compareSetImpl(const std::string& k, const Bytes& e, const Bytes& d, Duration t) {
   return base_->compareSet(key(k), e, d, t);
 }
-bool PrefixStore::checkImpl(const std::vector<std::string>& ks, Duration t) { return base_->check(keys(ks), t); }
+bool PrefixStore::checkImpl(const std::vector<std::string>& ks, Duration t) {
+  return base_->check(keys(ks), t);
+}
 bool PrefixStore::deleteKeyImpl(const std::string& k, Duration t) { return base_->deleteKey(key(k), t); }
 std::int64_t PrefixStore::numKeysImpl(Duration t) { return base_->numKeys(t); }
 void PrefixStore::waitImpl(const std::vector<std::string>& ks, Duration t) { base_->wait(keys(ks), t); }
-void PrefixStore::appendImpl(const std::string& k, const Bytes& v, Duration t) { base_->append(key(k), v, t); }
+void PrefixStore::appendImpl(const std::string& k, const Bytes& v, Duration t) {
+  base_->append(key(k), v, t);
+}
 std::vector<Bytes> PrefixStore::multiGetImpl(const std::vector<std::string>& ks, Duration t) {
   return base_->multiGet(keys(ks), t);
 }

@@ -8,18 +8,30 @@ namespace ds::store::protocol {
 
 const char* opName(Op op) {
   switch (op) {
-    case Op::kHello: return "hello";
-    case Op::kSet: return "set";
-    case Op::kGet: return "get";
-    case Op::kAdd: return "add";
-    case Op::kCompareSet: return "compareSet";
-    case Op::kCheck: return "check";
-    case Op::kDelete: return "deleteKey";
-    case Op::kNumKeys: return "numKeys";
-    case Op::kWait: return "wait";
-    case Op::kMultiGet: return "multiGet";
-    case Op::kMultiSet: return "multiSet";
-    case Op::kAppend: return "append";
+    case Op::kHello:
+      return "hello";
+    case Op::kSet:
+      return "set";
+    case Op::kGet:
+      return "get";
+    case Op::kAdd:
+      return "add";
+    case Op::kCompareSet:
+      return "compareSet";
+    case Op::kCheck:
+      return "check";
+    case Op::kDelete:
+      return "deleteKey";
+    case Op::kNumKeys:
+      return "numKeys";
+    case Op::kWait:
+      return "wait";
+    case Op::kMultiGet:
+      return "multiGet";
+    case Op::kMultiSet:
+      return "multiSet";
+    case Op::kAppend:
+      return "append";
   }
   return "unknown";
 }
@@ -111,7 +123,8 @@ std::vector<std::string> Reader::strs() {
   const std::uint32_t n = u32();
   // Each item needs at least its 4-byte length: a count larger than that is a lie, caught before
   // reserving memory for it.
-  if (n > static_cast<size_t>(end_ - p_) / 4) throw ProtocolError(fmt::format("list of {} items does not fit", n));
+  if (n > static_cast<size_t>(end_ - p_) / 4)
+    throw ProtocolError(fmt::format("list of {} items does not fit", n));
   std::vector<std::string> out;
   out.reserve(n);
   for (std::uint32_t i = 0; i < n; ++i) out.push_back(str());
@@ -120,7 +133,8 @@ std::vector<std::string> Reader::strs() {
 
 std::vector<Bytes> Reader::bytesList() {
   const std::uint32_t n = u32();
-  if (n > static_cast<size_t>(end_ - p_) / 4) throw ProtocolError(fmt::format("list of {} items does not fit", n));
+  if (n > static_cast<size_t>(end_ - p_) / 4)
+    throw ProtocolError(fmt::format("list of {} items does not fit", n));
   std::vector<Bytes> out;
   out.reserve(n);
   for (std::uint32_t i = 0; i < n; ++i) out.push_back(bytes());

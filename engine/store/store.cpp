@@ -35,7 +35,7 @@ void Store::multiSetImpl(const std::vector<std::string>& keys, const std::vector
 std::string waitTimeoutMessage(const Store& store, const std::vector<std::string>& keys, Duration timeout,
                                Duration elapsed) {
   return fmt::format("wait timeout after {}ms, keys: {} (store: {}; waited {:.2f} s)", timeout.count(),
-                     fmt::join(keys, ", "), store.describe(), elapsed.count() / 1000.0);
+                     fmt::join(keys, ", "), store.describe(), std::chrono::duration<double>(elapsed).count());
 }
 
 }  // namespace ds::store

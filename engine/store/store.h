@@ -64,11 +64,13 @@ class Store {
     multiSetImpl(keys, values, resolve(t));
   }
   // Appends value to key's value, creating the key if absent.
-  void append(const std::string& key, const Bytes& value, Timeout t = {}) { appendImpl(key, value, resolve(t)); }
+  void append(const std::string& key, const Bytes& value, Timeout t = {}) {
+    appendImpl(key, value, resolve(t));
+  }
 
   Duration timeout() const { return timeout_; }
   void setTimeout(Duration timeout) { timeout_ = timeout; }
-  // Where this store lives, for error messages: "TCPStore at 10.1.2.3:29500", "FileStore /tmp/x".
+  // Where this store lives, for error messages: "TCPStore at 10.1.2.3:29500", "FileStore at /tmp/x".
   virtual std::string describe() const = 0;
 
  protected:

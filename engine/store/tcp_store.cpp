@@ -24,7 +24,7 @@ using protocol::Writer;
 
 constexpr Duration kFirstBackoff{10};
 constexpr Duration kMaxBackoff{1000};
-constexpr size_t kMaxHelloReply = 64 * 1024;
+constexpr size_t kMaxHelloReply = size_t{64} * 1024;
 constexpr size_t kMaxReply = size_t{1} << 31;
 
 // Transport outcomes, turned into user-facing errors by the caller, who knows what was going on.
@@ -90,12 +90,12 @@ std::string readFrame(int fd, Clock::time_point deadline, size_t maxLen, const s
   recvExact(fd, header, sizeof(header), deadline);
   const std::uint32_t len = protocol::decodeLength(header);
   if (len == 0 || len > maxLen) {
-    throw ProtocolError(fmt::format("the process at {} is not a dsperf store server, or speaks another "
-                                    "version: it sent a message of {} bytes (bytes {:02x} {:02x} {:02x} {:02x}); "
-                                    "check MASTER_ADDR/MASTER_PORT",
-                                    from, len, static_cast<unsigned char>(header[0]),
-                                    static_cast<unsigned char>(header[1]), static_cast<unsigned char>(header[2]),
-                                    static_cast<unsigned char>(header[3])));
+    throw ProtocolError(
+        fmt::format("the process at {} is not a dsperf store server, or speaks another "
+                    "version: it sent a message of {} bytes (bytes {:02x} {:02x} {:02x} {:02x}); "
+                    "check MASTER_ADDR/MASTER_PORT",
+                    from, len, static_cast<unsigned char>(header[0]), static_cast<unsigned char>(header[1]),
+                    static_cast<unsigned char>(header[2]), static_cast<unsigned char>(header[3])));
   }
   std::string payload(len, '\0');
   recvExact(fd, payload.data(), len, deadline);
@@ -105,7 +105,8 @@ std::string readFrame(int fd, Clock::time_point deadline, size_t maxLen, const s
 Duration jittered(Duration d) {
   thread_local std::mt19937 rng{std::random_device{}()};
   std::uniform_real_distribution<double> f(0.5, 1.5);
-  return Duration(std::max<std::int64_t>(1, static_cast<std::int64_t>(d.count() * f(rng))));
+  return Duration(
+      std::max<std::int64_t>(1, static_cast<std::int64_t>(static_cast<double>(d.count()) * f(rng))));
 }
 
 Duration since(Clock::time_point t) { return std::chrono::duration_cast<Duration>(Clock::now() - t); }
@@ -149,8 +150,11 @@ void TcpStore::connectLocked(Duration timeout) {
   Duration backoff = kFirstBackoff;
   std::string lastError = "no attempt was made";
   const std::string portText = std::to_string(port_);
-  const std::string hello =
-      Writer(static_cast<std::uint8_t>(Op::kHello)).u32(protocol::kMagic).u32(protocol::kVersion).str(options_.jobId).finish();
+  const std::string hello = Writer(static_cast<std::uint8_t>(Op::kHello))
+                                .u32(protocol::kMagic)
+                                .u32(protocol::kVersion)
+                                .str(options_.jobId)
+                                .finish();
   for (;;) {
     addrinfo hints{};
     hints.ai_family = AF_UNSPEC;
@@ -158,7 +162,8 @@ void TcpStore::connectLocked(Duration timeout) {
     hints.ai_flags = AI_NUMERICSERV;
     addrinfo* res = nullptr;
     if (int rc = ::getaddrinfo(host_.c_str(), portText.c_str(), &hints, &res); rc != 0) {
-      lastError = fmt::format("cannot resolve '{}': {}", host_, ::gai_strerror(rc));  // DNS may come up: retry
+      lastError =
+          fmt::format("cannot resolve '{}': {}", host_, ::gai_strerror(rc));  // DNS may come up: retry
     }
     for (addrinfo* ai = res; ai && Clock::now() < deadline; ai = ai->ai_next) {
       int fd = ::socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, ai->ai_protocol);
@@ -184,7 +189,8 @@ void TcpStore::connectLocked(Duration timeout) {
         if (type == Reply::kJobMismatch) {
           const std::string serverJob = r.str();
           throw ConfigError(fmt::format(
-              "the store at {} belongs to job '{}' but this process is job '{}' (the job id comes from DS_JOB_ID, "
+              "the store at {} belongs to job '{}' but this process is job '{}' (the job id comes from "
+              "DS_JOB_ID, "
               "SLURM_JOB_ID or the launcher's run id): a process from another job reached this port. If this "
               "process is a leftover of an earlier run, stop it; otherwise give concurrent jobs different "
               "MASTER_PORTs, or make sure all ranks of one job see the same job id",
@@ -195,9 +201,10 @@ void TcpStore::connectLocked(Duration timeout) {
           throw ProtocolError(fmt::format("the store at {} refused this client: {}", address(), r.str()));
         }
         if (type != Reply::kHelloOk || r.u32() != protocol::kMagic) {
-          throw ProtocolError(fmt::format("the process at {} is not a dsperf store server (it answered the "
-                                          "handshake with something else); check MASTER_ADDR/MASTER_PORT",
-                                          address()));
+          throw ProtocolError(
+              fmt::format("the process at {} is not a dsperf store server (it answered the "
+                          "handshake with something else); check MASTER_ADDR/MASTER_PORT",
+                          address()));
         }
         fd_ = fd;
         ::freeaddrinfo(res);
@@ -229,7 +236,8 @@ void TcpStore::connectLocked(Duration timeout) {
       timeout.count(), host_, port_, lastError));
 }
 
-TcpStore::Response TcpStore::call(Op op, std::string frame, Duration timeout, const std::vector<std::string>& keys) {
+TcpStore::Response TcpStore::call(Op op, const std::string& frame, Duration timeout,
+                                  const std::vector<std::string>& keys) {
   std::lock_guard lock(mu_);
   const auto start = Clock::now();
   if (fd_ < 0) connectLocked(this->timeout());
@@ -240,16 +248,17 @@ TcpStore::Response TcpStore::call(Op op, std::string frame, Duration timeout, co
     payload = readFrame(fd_, deadline, kMaxReply, address());
   } catch (const PeerClosed&) {
     closeLocked();
-    throw IoError(fmt::format("the store server at {} closed the connection during {} (did the process hosting "
-                              "it, rank 0 or dsrun, exit or stop the store?); the next call reconnects",
-                              address(), protocol::opName(op)));
+    throw IoError(
+        fmt::format("the store server at {} closed the connection during {} (did the process hosting "
+                    "it, rank 0 or dsrun, exit or stop the store?); the next call reconnects",
+                    address(), protocol::opName(op)));
   } catch (const IoTimedOut&) {
     closeLocked();
-    throw TimeoutError(fmt::format("the store server at {} did not answer {} within {} ms (the {} ms timeout + "
-                                   "{} ms grace); it may be stopped, overloaded or unreachable. The connection "
-                                   "was dropped; the next call reconnects",
-                                   address(), protocol::opName(op), since(start).count(), timeout.count(),
-                                   kReplyGrace.count()));
+    throw TimeoutError(fmt::format(
+        "the store server at {} did not answer {} within {} ms (the {} ms timeout + "
+        "{} ms grace); it may be stopped, overloaded or unreachable. The connection "
+        "was dropped; the next call reconnects",
+        address(), protocol::opName(op), since(start).count(), timeout.count(), kReplyGrace.count()));
   } catch (const SysError& e) {
     closeLocked();
     throw IoError(fmt::format("talking to the store server at {} failed during {} (errno: {})", address(),
@@ -307,8 +316,8 @@ std::int64_t TcpStore::addImpl(const std::string& key, std::int64_t delta, Durat
 
 Bytes TcpStore::compareSetImpl(const std::string& key, const Bytes& expected, const Bytes& desired,
                                Duration timeout) {
-  auto r = call(Op::kCompareSet, request(Op::kCompareSet).str(key).bytes(expected).bytes(desired).finish(), timeout,
-                {key});
+  auto r = call(Op::kCompareSet, request(Op::kCompareSet).str(key).bytes(expected).bytes(desired).finish(),
+                timeout, {key});
   return expect(r.payload, r.type, Reply::kValue, describe()).bytes();
 }
 
@@ -338,7 +347,8 @@ void TcpStore::appendImpl(const std::string& key, const Bytes& value, Duration t
 }
 
 std::vector<Bytes> TcpStore::multiGetImpl(const std::vector<std::string>& keys, Duration timeout) {
-  auto r = call(Op::kMultiGet, request(Op::kMultiGet).strs(keys).i64(timeout.count()).finish(), timeout, keys);
+  auto r =
+      call(Op::kMultiGet, request(Op::kMultiGet).strs(keys).i64(timeout.count()).finish(), timeout, keys);
   return expect(r.payload, r.type, Reply::kValues, describe()).bytesList();
 }
 

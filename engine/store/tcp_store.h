@@ -70,7 +70,8 @@ class TcpStore : public Store {
   };
   // Sends one request and reads its reply, reconnecting first if needed. Throws on transport
   // failure (and drops the connection), on kError replies, and on kTimeout replies (naming `keys`).
-  Response call(protocol::Op op, std::string frame, Duration timeout, const std::vector<std::string>& keys);
+  Response call(protocol::Op op, const std::string& frame, Duration timeout,
+                const std::vector<std::string>& keys);
   void connectLocked(Duration timeout);
   void closeLocked();
   std::string address() const;

@@ -40,7 +40,7 @@ constexpr std::uint64_t kFirstConnId = 16;
 // Timer ids: connections use their own id; this one re-arms accept() after EMFILE.
 constexpr std::uint64_t kAcceptRetryTimer = 2;
 constexpr Duration kAcceptRetryDelay{100};
-constexpr size_t kReadChunk = 64 * 1024;
+constexpr size_t kReadChunk = size_t{64} * 1024;
 constexpr int kMaxEvents = 256;
 
 std::string sockaddrText(const sockaddr_storage& ss) {
@@ -52,7 +52,8 @@ std::string sockaddrText(const sockaddr_storage& ss) {
     port = ntohs(a->sin6_port);
     std::string h(host);
     // Show IPv4 clients of a dual-stack socket as plain IPv4.
-    if (h.rfind("::ffff:", 0) == 0 && h.find('.') != std::string::npos) return fmt::format("{}:{}", h.substr(7), port);
+    if (h.rfind("::ffff:", 0) == 0 && h.find('.') != std::string::npos)
+      return fmt::format("{}:{}", h.substr(7), port);
     return fmt::format("[{}]:{}", h, port);
   }
   if (ss.ss_family == AF_INET) {
@@ -65,12 +66,12 @@ std::string sockaddrText(const sockaddr_storage& ss) {
 
 std::string bindFailure(const std::string& where, int port, int err) {
   return fmt::format(
-      "The server socket has failed to bind to {} (errno: {}). {}",
-      where, errnoText(err),
+      "The server socket has failed to bind to {} (errno: {}). {}", where, errnoText(err),
       err == EADDRINUSE
-          ? fmt::format("Another process holds port {} (often a stale job: find it with `ss -ltnp 'sport = :{}'`); "
-                        "stop it, choose another MASTER_PORT, or run `dsrun --standalone`, which picks a free port.",
-                        port, port)
+          ? fmt::format(
+                "Another process holds port {} (often a stale job: find it with `ss -ltnp 'sport = :{}'`); "
+                "stop it, choose another MASTER_PORT, or run `dsrun --standalone`, which picks a free port.",
+                port, port)
           : "Check that the address belongs to this host (MASTER_ADDR) and that the port is allowed.");
 }
 
@@ -111,7 +112,7 @@ class TcpStoreServer::Impl {
   std::atomic<size_t> numClients_{0};
 
  private:
-  size_t maxFrame() const { return opts_.maxValueBytes + opts_.maxKeyBytes + 1024 * 1024; }
+  size_t maxFrame() const { return opts_.maxValueBytes + opts_.maxKeyBytes + size_t{1024} * 1024; }
 
   void acceptAll();
   void onReadable(Conn& c);
@@ -177,9 +178,10 @@ void TcpStoreServer::Impl::listen() {
     addrinfo* res = nullptr;
     const std::string portText = std::to_string(opts_.port);
     if (int rc = ::getaddrinfo(opts_.host.c_str(), portText.c_str(), &hints, &res); rc != 0) {
-      throw IoError(fmt::format("The store server cannot listen on '{}': {}; set the host to an address of this "
-                                "machine, or leave it empty for all interfaces",
-                                opts_.host, ::gai_strerror(rc)));
+      throw IoError(
+          fmt::format("The store server cannot listen on '{}': {}; set the host to an address of this "
+                      "machine, or leave it empty for all interfaces",
+                      opts_.host, ::gai_strerror(rc)));
     }
     for (addrinfo* ai = res; ai; ai = ai->ai_next) {
       sockaddr_storage ss{};
@@ -221,7 +223,8 @@ void TcpStoreServer::Impl::listen() {
                                         : ntohs(reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
     listenFd_ = fd;
     address_ = sockaddrText(bound);
-    if (opts_.host.empty()) address_ = (bound.ss_family == AF_INET6 ? "[::]:" : "0.0.0.0:") + std::to_string(port_);
+    if (opts_.host.empty())
+      address_ = (bound.ss_family == AF_INET6 ? "[::]:" : "0.0.0.0:") + std::to_string(port_);
     break;
   }
   if (listenFd_ < 0) throw IoError(bindFailure(lastShown, opts_.port, lastErr));
@@ -229,7 +232,8 @@ void TcpStoreServer::Impl::listen() {
   wakeFd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   epollFd_ = ::epoll_create1(EPOLL_CLOEXEC);
   if (wakeFd_ < 0 || epollFd_ < 0) {
-    throw IoError(fmt::format("The store server could not create its event loop (errno: {})", errnoText(errno)));
+    throw IoError(
+        fmt::format("The store server could not create its event loop (errno: {})", errnoText(errno)));
   }
   epoll_event ev{};
   ev.events = EPOLLIN;
@@ -305,9 +309,10 @@ void TcpStoreServer::Impl::acceptAll() {
       if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
         // Pending connections would make the level-triggered listener fire forever: stop watching it
         // for a moment instead of spinning.
-        log::warn("store server {}: cannot accept more clients ({}); raise the open-file limit (ulimit -n) "
-                  "for this process; retrying in {} ms",
-                  address_, errnoText(errno), kAcceptRetryDelay.count());
+        log::warn(
+            "store server {}: cannot accept more clients ({}); raise the open-file limit (ulimit -n) "
+            "for this process; retrying in {} ms",
+            address_, errnoText(errno), kAcceptRetryDelay.count());
         ::epoll_ctl(epollFd_, EPOLL_CTL_DEL, listenFd_, nullptr);
         acceptPaused_ = true;
         acceptTimer_ = timers_.emplace(Clock::now() + kAcceptRetryDelay, kAcceptRetryTimer);
@@ -392,15 +397,16 @@ void TcpStoreServer::Impl::process(Conn& c) {
 
 std::string TcpStoreServer::Impl::checkKey(const std::string& key) const {
   if (key.size() <= opts_.maxKeyBytes) return {};
-  return fmt::format("key '{}...' has {} bytes; this store accepts keys of at most {} bytes", key.substr(0, 64),
-                     key.size(), opts_.maxKeyBytes);
+  return fmt::format("key '{}...' has {} bytes; this store accepts keys of at most {} bytes",
+                     key.substr(0, 64), key.size(), opts_.maxKeyBytes);
 }
 
 std::string TcpStoreServer::Impl::checkValue(size_t size) const {
   if (size <= opts_.maxValueBytes) return {};
-  return fmt::format("a value of {} bytes exceeds this store's limit of {} bytes; keep large data out of the "
-                     "rendezvous store",
-                     size, opts_.maxValueBytes);
+  return fmt::format(
+      "a value of {} bytes exceeds this store's limit of {} bytes; keep large data out of the "
+      "rendezvous store",
+      size, opts_.maxValueBytes);
 }
 
 void TcpStoreServer::Impl::handleHello(Conn& c, protocol::Reader& r) {
@@ -413,22 +419,26 @@ void TcpStoreServer::Impl::handleHello(Conn& c, protocol::Reader& r) {
   const std::string jobId = r.str();
   r.expectEnd();
   if (version != protocol::kVersion) {
-    log::warn("store server {}: refused {}: it speaks store protocol version {}, this server speaks {}; run the "
-              "same dsperf build on every node",
-              address_, c.peer, version, protocol::kVersion);
-    sendError(c, ErrorKind::kProtocol,
-              fmt::format("the store server speaks protocol version {} but this client speaks {}; run the same "
-                          "dsperf build on every node",
-                          protocol::kVersion, version));
+    log::warn(
+        "store server {}: refused {}: it speaks store protocol version {}, this server speaks {}; run the "
+        "same dsperf build on every node",
+        address_, c.peer, version, protocol::kVersion);
+    sendError(
+        c, ErrorKind::kProtocol,
+        fmt::format("the store server speaks protocol version {} but this client speaks {}; run the same "
+                    "dsperf build on every node",
+                    protocol::kVersion, version));
     c.closing = true;
     flush(c);
     return;
   }
   if (jobId != opts_.jobId) {
-    log::warn("store server {} (job '{}'): refused a client from {} that belongs to job '{}': a process from another "
-              "job (often a stray rank of an earlier run) reached this port; stop it, or give jobs different "
-              "MASTER_PORTs",
-              address_, opts_.jobId, c.peer, jobId);
+    log::warn(
+        "store server {} (job '{}'): refused a client from {} that belongs to job '{}': a process from "
+        "another "
+        "job (often a stray rank of an earlier run) reached this port; stop it, or give jobs different "
+        "MASTER_PORTs",
+        address_, opts_.jobId, c.peer, jobId);
     send(c, Writer(static_cast<std::uint8_t>(Reply::kJobMismatch)).str(opts_.jobId).finish());
     c.closing = true;
     flush(c);
@@ -632,7 +642,9 @@ void TcpStoreServer::Impl::send(Conn& c, std::string frame) {
 }
 
 void TcpStoreServer::Impl::sendError(Conn& c, ErrorKind kind, const std::string& msg) {
-  send(c, Writer(static_cast<std::uint8_t>(Reply::kError)).u8(static_cast<std::uint8_t>(kind)).str(msg).finish());
+  send(
+      c,
+      Writer(static_cast<std::uint8_t>(Reply::kError)).u8(static_cast<std::uint8_t>(kind)).str(msg).finish());
 }
 
 void TcpStoreServer::Impl::flush(Conn& c) {

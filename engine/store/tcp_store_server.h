@@ -24,8 +24,8 @@ struct TcpStoreServerOptions {
   // Clients that present another job id are refused (DESIGN.md "Isolation").
   std::string jobId = "default";
   int backlog = 4096;
-  std::size_t maxKeyBytes = 4 * 1024;
-  std::size_t maxValueBytes = 64 * 1024 * 1024;
+  std::size_t maxKeyBytes = std::size_t{4} * 1024;
+  std::size_t maxValueBytes = std::size_t{64} * 1024 * 1024;
   // A client that has not finished its handshake, or has sent part of a message, and then sends
   // nothing for this long is disconnected.
   Duration stallTimeout = std::chrono::seconds(30);

@@ -1,4 +1,6 @@
 // storeBarrier and monitoredBarrier over HashStore and TcpStore (ranks as threads).
+#include "engine/store/barrier.h"
+
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -6,7 +8,6 @@
 #include <thread>
 
 #include "engine/common/error.h"
-#include "engine/store/barrier.h"
 #include "engine/store/hash_store.h"
 #include "engine/store/tcp_store.h"
 #include "engine/store/tests/test_util.h"
@@ -87,6 +88,27 @@ TEST(StoreBarrierTest, TwoHundredFiftySixTcpClientsPass) {
   EXPECT_LT(secondsSince(start), 10.0);
 }
 
+TEST(TcpStoreScaleTest, ServesThousandTwentyFourConnectedClients) {
+  testing::raiseFdLimit();
+  constexpr int kClients = 1024;
+  TcpStoreOptions so;
+  so.port = 0;
+  so.isServer = true;
+  so.timeout = 20s;
+  TcpStore master("127.0.0.1", so);
+  std::vector<std::unique_ptr<TcpStore>> clients;
+  for (int r = 0; r < kClients; ++r) {
+    TcpStoreOptions o;
+    o.port = master.port();
+    o.timeout = 20s;
+    clients.push_back(std::make_unique<TcpStore>("127.0.0.1", o));
+  }
+  EXPECT_EQ(master.server()->numClients(), static_cast<size_t>(kClients + 1));
+  for (int r = 0; r < kClients; ++r) clients[r]->add("joined", 1);
+  // Every connection is still live: each reads what the last one wrote.
+  for (int r = kClients - 1; r >= 0; --r) ASSERT_EQ(clients[r]->add("joined", 0), kClients) << "client " << r;
+}
+
 TEST(StoreBarrierTest, TimeoutSaysHowManyArrived) {
   HashStore store(5s);
   auto errors = runRanks(2, [&](int r) { storeBarrier(store, "partial", r, 3, 300ms); });
@@ -117,7 +139,8 @@ TEST(StoreMonitoredBarrierTest, RankZeroNamesTheMissingRanksAndTheOthersQuoteIt)
     if (r == 1 || r == 2) return;
     monitoredBarrier(store, "mb", r, 4, 500ms);
   });
-  EXPECT_NE(errors[0].find("Ranks 1, 2 failed to pass monitoredBarrier in 500 ms"), std::string::npos) << errors[0];
+  EXPECT_NE(errors[0].find("Ranks 1, 2 failed to pass monitoredBarrier in 500 ms"), std::string::npos)
+      << errors[0];
   EXPECT_NE(errors[3].find("rank 0 reports: Ranks 1, 2 failed to pass monitoredBarrier in 500 ms"),
             std::string::npos)
       << errors[3];
@@ -129,7 +152,8 @@ TEST(StoreMonitoredBarrierTest, SingleMissingRankUsesTheSingularForm) {
   auto errors = runRanks(3, [&](int r) {
     if (r != 2) monitoredBarrier(store, "mb1", r, 3, 300ms);
   });
-  EXPECT_NE(errors[0].find("Rank 2 failed to pass monitoredBarrier in 300 ms"), std::string::npos) << errors[0];
+  EXPECT_NE(errors[0].find("Rank 2 failed to pass monitoredBarrier in 300 ms"), std::string::npos)
+      << errors[0];
 }
 
 TEST(StoreMonitoredBarrierTest, OthersDoNotHangWhenRankZeroIsGone) {

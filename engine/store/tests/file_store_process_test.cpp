@@ -1,9 +1,8 @@
 // FileStore shared by several processes (fork()ed children), as ranks on one shared filesystem.
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#include <gtest/gtest.h>
 
 #include <thread>
 

@@ -24,10 +24,14 @@ enum class Kind { kHash, kFile, kTcp, kPrefixTcp };
 
 std::string kindName(const ::testing::TestParamInfo<Kind>& info) {
   switch (info.param) {
-    case Kind::kHash: return "Hash";
-    case Kind::kFile: return "File";
-    case Kind::kTcp: return "Tcp";
-    case Kind::kPrefixTcp: return "PrefixTcp";
+    case Kind::kHash:
+      return "Hash";
+    case Kind::kFile:
+      return "File";
+    case Kind::kTcp:
+      return "Tcp";
+    case Kind::kPrefixTcp:
+      return "PrefixTcp";
   }
   return "?";
 }

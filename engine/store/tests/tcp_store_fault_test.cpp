@@ -1,12 +1,11 @@
 // TcpStore under faults: no server, a server that stops, another job's client, garbage on the wire,
 // a taken port, a server that never answers.
 #include <arpa/inet.h>
+#include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
-
-#include <gtest/gtest.h>
 
 #include <memory>
 #include <thread>
@@ -94,9 +93,10 @@ TEST(TcpStoreFaultTest, ConnectToAPortNobodyListensOnTimesOutWithC10dText) {
     FAIL() << "connected to nothing";
   } catch (const TimeoutError& e) {
     const std::string msg = e.what();
-    EXPECT_TRUE(contains(msg, fmt::format("The client socket has timed out after 700ms while trying to connect to "
-                                          "(127.0.0.1, {}).",
-                                          port)))
+    EXPECT_TRUE(
+        contains(msg, fmt::format("The client socket has timed out after 700ms while trying to connect to "
+                                  "(127.0.0.1, {}).",
+                                  port)))
         << msg;
     EXPECT_TRUE(contains(msg, "MASTER_ADDR/MASTER_PORT")) << msg;
     EXPECT_TRUE(contains(msg, "Connection refused")) << msg;
@@ -165,7 +165,8 @@ TEST(TcpStoreFaultTest, ClientsWaitingWhenTheServerStopsFailPromptly) {
   server->stop();
   for (auto& t : threads) t.join();
   for (int i = 0; i < 4; ++i) {
-    EXPECT_TRUE(contains(errors[i], fmt::format("the store server at 127.0.0.1:{} closed the connection", port)))
+    EXPECT_TRUE(
+        contains(errors[i], fmt::format("the store server at 127.0.0.1:{} closed the connection", port)))
         << errors[i];
     EXPECT_LT(took[i], 2.0);
   }
@@ -325,9 +326,10 @@ TEST(TcpStoreFaultTest, PortInUseGivesTheC10dBindMessage) {
     FAIL() << "bound a taken port";
   } catch (const IoError& e) {
     const std::string msg = e.what();
-    EXPECT_TRUE(contains(msg, fmt::format("The server socket has failed to bind to [::]:{} (errno: 98 - Address "
-                                          "already in use).",
-                                          first->port())))
+    EXPECT_TRUE(
+        contains(msg, fmt::format("The server socket has failed to bind to [::]:{} (errno: 98 - Address "
+                                  "already in use).",
+                                  first->port())))
         << msg;
     EXPECT_TRUE(contains(msg, fmt::format("ss -ltnp 'sport = :{}'", first->port()))) << msg;
   }

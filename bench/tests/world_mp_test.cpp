@@ -1,0 +1,93 @@
+// `dsbench world` started by dsrun and by mpirun: both must give every rank the same identity.
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "engine/testing/subprocess.h"
+#include "reports/json_io.h"
+#include "reports/schema/world.h"
+
+using ds::report::RankRecord;
+using namespace ds::testing;
+
+namespace {
+
+std::vector<RankRecord> readWorld(const std::string& path) {
+  return ds::report::worldFromJson(ds::report::readJson(path), path);
+}
+
+RunOptions cleanEnv() {
+  RunOptions o;
+  o.unsetEnv = launcherVariables();
+  o.timeout = std::chrono::seconds(90);
+  return o;
+}
+
+void expectSingleNodeWorld(const std::vector<RankRecord>& ranks, int n) {
+  ASSERT_EQ(static_cast<int>(ranks.size()), n);
+  std::set<long> pids;
+  for (int i = 0; i < n; ++i) {
+    EXPECT_EQ(ranks[i].rank, i);
+    EXPECT_EQ(ranks[i].worldSize, n);
+    EXPECT_EQ(ranks[i].localRank, i);
+    EXPECT_EQ(ranks[i].localWorldSize, n);
+    EXPECT_EQ(ranks[i].nodeRank, 0);
+    EXPECT_EQ(ranks[i].jobId, ranks[0].jobId);
+    pids.insert(ranks[i].pid);
+  }
+  EXPECT_EQ(static_cast<int>(pids.size()), n) << "every rank must be its own process";
+}
+
+}  // namespace
+
+TEST(WorldUnderDsrun, FourRanksReportWhoTheyAre) {
+  TempDir dir;
+  auto r = run({binDir() + "/dsrun", "--nproc-per-node", "4", "--standalone", binDir() + "/dsbench", "world", "--json",
+                dir.file("w.json")},
+               cleanEnv());
+  ASSERT_EQ(r.exitCode, 0) << r.out << r.err;
+  auto ranks = readWorld(dir.file("w.json"));
+  expectSingleNodeWorld(ranks, 4);
+  EXPECT_EQ(ranks[2].provenance[0], "RANK=2 (from RANK)");
+  EXPECT_NE(r.out.find("4 rank(s) on 1 host(s)"), std::string::npos) << r.out;
+  EXPECT_NE(r.err.find("Rendezvous complete: 4 rank(s)"), std::string::npos) << r.err;
+}
+
+TEST(WorldUnderDsrun, FileInitMethod) {
+  TempDir dir;
+  auto r = run({binDir() + "/dsrun", "--nproc-per-node", "3", "--standalone", binDir() + "/dsbench", "world",
+                "--init-method", "file://" + dir.file("rdzv"), "--json", dir.file("w.json")},
+               cleanEnv());
+  ASSERT_EQ(r.exitCode, 0) << r.out << r.err;
+  expectSingleNodeWorld(readWorld(dir.file("w.json")), 3);
+}
+
+TEST(WorldUnderMpirun, MatchesDsrun) {
+  std::string mpirun = DS_MPIRUN_PATH;
+  if (mpirun.empty()) GTEST_SKIP() << "built without MPI: no mpirun to compare with";
+  TempDir dir;
+  auto viaDsrun = run({binDir() + "/dsrun", "--nproc-per-node", "4", "--standalone", binDir() + "/dsbench", "world",
+                       "--json", dir.file("dsrun.json")},
+                      cleanEnv());
+  ASSERT_EQ(viaDsrun.exitCode, 0) << viaDsrun.err;
+  RunOptions o = cleanEnv();
+  // Open MPI refuses root without these; more ranks than cores need --oversubscribe.
+  o.setEnv = {{"OMPI_ALLOW_RUN_AS_ROOT", "1"}, {"OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"}};
+  auto viaMpirun = run({mpirun, "-np", "4", "--oversubscribe", binDir() + "/dsbench", "world", "--json",
+                        dir.file("mpirun.json")},
+                       o);
+  ASSERT_EQ(viaMpirun.exitCode, 0) << viaMpirun.out << viaMpirun.err;
+  auto a = readWorld(dir.file("dsrun.json"));
+  auto b = readWorld(dir.file("mpirun.json"));
+  expectSingleNodeWorld(b, 4);
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_EQ(a[i].rank, b[i].rank);
+    EXPECT_EQ(a[i].localRank, b[i].localRank);
+    EXPECT_EQ(a[i].localWorldSize, b[i].localWorldSize);
+    EXPECT_EQ(a[i].nodeRank, b[i].nodeRank);
+  }
+  EXPECT_EQ(b[3].provenance[0], "RANK=3 (from OMPI_COMM_WORLD_RANK)");
+  EXPECT_NE(b[0].provenance[5].find("MPI: rank 0's address"), std::string::npos) << b[0].provenance[5];
+  EXPECT_NE(viaMpirun.err.find("Discovered MPI settings of world_rank=0"), std::string::npos) << viaMpirun.err;
+}

@@ -1,0 +1,135 @@
+#include "engine/testing/subprocess.h"
+
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+
+extern char** environ;  // NOLINT
+
+namespace ds::testing {
+
+std::string binDir() {
+  const char* d = std::getenv("DS_BIN_DIR");  // NOLINT(concurrency-mt-unsafe)
+  return d != nullptr ? d : "bin";
+}
+
+std::string readFile(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+int unusedPort() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a));
+  socklen_t len = sizeof(a);
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  ::close(fd);
+  return ntohs(a.sin_port);
+}
+
+TempDir::TempDir(const std::string& prefix) {
+  std::string tmpl = (std::filesystem::temp_directory_path() / (prefix + "_XXXXXX")).string();
+  if (::mkdtemp(tmpl.data()) == nullptr) throw std::runtime_error("mkdtemp failed for " + tmpl);
+  path_ = tmpl;
+}
+
+TempDir::~TempDir() {
+  std::error_code ec;
+  std::filesystem::remove_all(path_, ec);
+}
+
+const std::vector<std::string>& launcherVariables() {
+  static const std::vector<std::string> kVars{
+      "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "LOCAL_SIZE", "GROUP_RANK", "NODE_RANK", "CROSS_RANK",
+      "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_RUN_ID", "TORCHELASTIC_USE_AGENT_STORE", "DS_JOB_ID",
+      "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE",
+      "PMI_RANK", "PMI_SIZE", "PMIX_RANK", "MV2_COMM_WORLD_RANK", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID",
+      "SLURM_NODEID", "SLURM_JOB_NODELIST", "SLURM_JOB_ID", "DS_ACCELERATOR", "DEEPSPEED_TIMEOUT"};
+  return kVars;
+}
+
+Process::Process(const std::vector<std::string>& argv, const RunOptions& options)
+    : dir_("ds_proc"), options_(options) {
+  std::vector<std::string> env;
+  for (char** e = environ; *e != nullptr; ++e) {
+    std::string kv(*e);
+    std::string key = kv.substr(0, kv.find('='));
+    bool drop = options_.setEnv.count(key) > 0;
+    for (const auto& u : options_.unsetEnv) drop = drop || key == u;
+    if (!drop) env.push_back(kv);
+  }
+  for (const auto& [k, v] : options_.setEnv) env.push_back(k + "=" + v);
+  std::vector<char*> cargv;
+  std::vector<char*> cenv;
+  std::vector<std::string> args = argv;
+  for (auto& a : args) cargv.push_back(a.data());
+  cargv.push_back(nullptr);
+  for (auto& e : env) cenv.push_back(e.data());
+  cenv.push_back(nullptr);
+  std::string out = dir_.file("stdout");
+  std::string err = dir_.file("stderr");
+  start_ = std::chrono::steady_clock::now();
+  pid_ = ::fork();
+  if (pid_ < 0) throw std::runtime_error("fork failed");
+  if (pid_ == 0) {
+    ::setpgid(0, 0);
+    int o = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    int e = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    ::dup2(o, 1);
+    ::dup2(e, 2);
+    int devnull = ::open("/dev/null", O_RDONLY);
+    ::dup2(devnull, 0);
+    ::execvpe(cargv[0], cargv.data(), cenv.data());
+    ::dprintf(2, "cannot exec %s\n", cargv[0]);
+    ::_exit(127);
+  }
+  ::setpgid(pid_, pid_);
+}
+
+Process::~Process() {
+  if (pid_ > 0 && !done_) {
+    ::kill(-pid_, SIGKILL);
+    ::waitpid(pid_, nullptr, 0);
+  }
+}
+
+RunResult Process::wait() {
+  RunResult r;
+  auto deadline = start_ + options_.timeout;
+  int status = 0;
+  // Polls with a sleep: the process is a child of ours, and waitpid has no timeout.
+  while (true) {
+    pid_t got = ::waitpid(pid_, &status, WNOHANG);
+    if (got == pid_) break;
+    if (std::chrono::steady_clock::now() >= deadline) {
+      r.timedOut = true;
+      ::kill(-pid_, SIGKILL);
+      ::waitpid(pid_, &status, 0);
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  done_ = true;
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  r.exitCode = WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
+  r.out = readFile(dir_.file("stdout"));
+  r.err = readFile(dir_.file("stderr"));
+  return r;
+}
+
+}  // namespace ds::testing

@@ -1,0 +1,76 @@
+// Test support: run a real binary (dsrun, dsbench, mpirun) with a changed environment, its output
+// captured to files, and a bound on how long it may take. Used by the CLI, multi-process and fault
+// tests; not part of libdsengine.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace ds::testing {
+
+// build/bin (from DS_BIN_DIR, which ctest sets), for finding dsrun, dsbench and test workers.
+std::string binDir();
+std::string readFile(const std::string& path);
+// A loopback TCP port nobody listens on right now (bound to 0, read back, closed).
+int unusedPort();
+
+// A fresh directory under TMPDIR, removed with its contents by the destructor.
+class TempDir {
+ public:
+  explicit TempDir(const std::string& prefix = "ds_test");
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::string& path() const { return path_; }
+  std::string file(const std::string& name) const { return path_ + "/" + name; }
+
+ private:
+  std::string path_;
+};
+
+struct RunResult {
+  int exitCode = -1;     // the exit status, or -signal when killed by a signal
+  bool timedOut = false; // true when the bound ran out and the process group was killed
+  std::string out;
+  std::string err;
+  double seconds = 0;
+};
+
+struct RunOptions {
+  std::map<std::string, std::string> setEnv;
+  // Variables removed from the inherited environment (launcher variables of an outer job, ...).
+  std::vector<std::string> unsetEnv;
+  std::chrono::milliseconds timeout = std::chrono::seconds(60);
+};
+
+// Launcher variables a test process must not pass on (an outer mpirun/srun/dsrun of the CI itself).
+const std::vector<std::string>& launcherVariables();
+
+// A child started in its own process group, so that a bound kills everything it started.
+class Process {
+ public:
+  Process(const std::vector<std::string>& argv, const RunOptions& options = {});
+  ~Process();  // kills the group if still running
+  Process(const Process&) = delete;
+  Process& operator=(const Process&) = delete;
+  pid_t pid() const { return pid_; }
+  // Waits up to the options' timeout; on expiry kills the process group and sets timedOut.
+  RunResult wait();
+
+ private:
+  TempDir dir_;
+  RunOptions options_;
+  pid_t pid_ = -1;
+  bool done_ = false;
+  std::chrono::steady_clock::time_point start_;
+};
+
+inline RunResult run(const std::vector<std::string>& argv, const RunOptions& options = {}) {
+  return Process(argv, options).wait();
+}
+
+}  // namespace ds::testing
