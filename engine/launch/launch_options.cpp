@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <random>
@@ -136,9 +137,18 @@ void validateLaunchOptions(const LaunchOptions& opts) {
   }
 }
 
-LaunchOptions resolveLaunchOptions(LaunchOptions opts) {
+LaunchOptions resolveLaunchOptions(LaunchOptions opts, const std::map<std::string, std::string>& env) {
   validateLaunchOptions(opts);
-  if (opts.runId.empty()) opts.runId = randomRunId();
+  if (opts.runId.empty() && opts.nnodes == 1) {
+    opts.runId = randomRunId();
+  } else if (opts.runId.empty()) {
+    auto slurm = env.find("SLURM_JOB_ID");
+    opts.runId = slurm != env.end() && !slurm->second.empty()
+                     ? slurm->second
+                     : fmt::format("{}_{}", opts.masterAddr, opts.masterPort);
+    // A master address is a host name or an IP address; keep the id a single path component anyway.
+    std::replace(opts.runId.begin(), opts.runId.end(), '/', '_');
+  }
   if (opts.standalone) {
     opts.masterAddr = "127.0.0.1";
     opts.masterPort = pickFreePort();

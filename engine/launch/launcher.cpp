@@ -304,8 +304,11 @@ std::map<std::string, std::string> currentEnv() {
 
 class Supervisor {
  public:
-  Supervisor(LaunchOptions opts, std::string programPath)
-      : opts_(std::move(opts)), programPath_(std::move(programPath)), host_(hostName()) {}
+  Supervisor(LaunchOptions opts, std::string programPath, std::map<std::string, std::string> parentEnv)
+      : opts_(std::move(opts)),
+        programPath_(std::move(programPath)),
+        parentEnv_(std::move(parentEnv)),
+        host_(hostName()) {}
 
   int run() {
     SignalGuard signals;
@@ -356,15 +359,14 @@ class Supervisor {
   }
 
   void spawnAll() {
-    auto parentEnv = currentEnv();
-    if (parentEnv.find("OMP_NUM_THREADS") == parentEnv.end() && opts_.nprocPerNode > 1) {
+    if (parentEnv_.find("OMP_NUM_THREADS") == parentEnv_.end() && opts_.nprocPerNode > 1) {
       ds::log::warn(
           "dsrun: OMP_NUM_THREADS is not set, so it is set to 1 for each of the {} workers to avoid "
           "overloading the system. Tune it for best performance in your application (e.g. "
           "OMP_NUM_THREADS=<cores per worker> dsrun ...).",
           opts_.nprocPerNode);
     }
-    prepareWorkers(parentEnv);
+    prepareWorkers(parentEnv_);
 
     std::vector<char*> argv;
     for (auto& a : opts_.command) argv.push_back(a.data());
@@ -636,6 +638,7 @@ class Supervisor {
 
   LaunchOptions opts_;
   std::string programPath_;
+  std::map<std::string, std::string> parentEnv_;
   std::string host_;
   const SignalGuard* signals_ = nullptr;
   std::vector<Worker> workers_;
@@ -651,22 +654,22 @@ class Supervisor {
 }  // namespace
 
 int launch(const LaunchOptions& options) {
-  LaunchOptions opts = resolveLaunchOptions(options);
-  const char* jobId = std::getenv("DS_JOB_ID");  // NOLINT(concurrency-mt-unsafe): read before any thread
-  if (opts.nnodes > 1 && options.runId.empty() && (jobId == nullptr || *jobId == '\0')) {
-    throw ConfigError(
-        fmt::format("--nnodes {} needs the same --rdzv-id on every node (e.g. --rdzv-id "
-                    "$SLURM_JOB_ID), or DS_JOB_ID set in the environment: the store handshake "
-                    "refuses ranks whose job id differs, and a random id differs per node.",
-                    opts.nnodes));
+  const auto env = currentEnv();
+  LaunchOptions opts = resolveLaunchOptions(options, env);
+  if (options.runId.empty() && opts.nnodes > 1) {
+    ds::log::info(
+        "dsrun: no --rdzv-id given; using '{}' as the run id on this node (give the same --rdzv-id on "
+        "every node to choose it)",
+        opts.runId);
   }
-  const char* path = std::getenv("PATH");  // NOLINT(concurrency-mt-unsafe)
+  auto path = env.find("PATH");
+  // Without PATH, execvp searches the system default.
   std::string programPath =
-      resolveProgram(opts.command[0], path != nullptr ? path : "/usr/local/bin:/usr/bin:/bin");
+      resolveProgram(opts.command[0], path != env.end() ? path->second : "/usr/local/bin:/usr/bin:/bin");
   if (opts.standalone) {
     ds::log::info("dsrun: --standalone: MASTER_ADDR=127.0.0.1 MASTER_PORT={} (a free port)", opts.masterPort);
   }
-  Supervisor supervisor(std::move(opts), std::move(programPath));
+  Supervisor supervisor(std::move(opts), std::move(programPath), env);
   return supervisor.run();
 }
 

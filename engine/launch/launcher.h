@@ -38,8 +38,8 @@ struct LaunchOptions {
   // Single node: masterAddr becomes 127.0.0.1 and masterPort a free port (bound to port 0 and
   // released, so another process could still take it before rank 0 binds it).
   bool standalone = false;
-  // --rdzv-id / --run-id; empty: a random id. Becomes TORCHELASTIC_RUN_ID, DS_JOB_ID (unless the
-  // parent environment sets DS_JOB_ID) and a directory name under logDir.
+  // --rdzv-id / --run-id; empty: a default (see resolveLaunchOptions). Becomes TORCHELASTIC_RUN_ID, DS_JOB_ID
+  // (unless the parent environment sets DS_JOB_ID) and a directory name under logDir.
   std::string runId;
   // Empty: no log files. Else each worker writes <logDir>/<runId>/attempt_0/<local_rank>/
   // {stdout,stderr}.log (truncated when they already exist).
@@ -58,10 +58,12 @@ struct LaunchOptions {
 // Checks every option and throws ds::ConfigError naming the flag, the value and the valid range.
 void validateLaunchOptions(const LaunchOptions& opts);
 
-// validateLaunchOptions + fills the defaults that need the machine: a random runId, and for
-// --standalone the loopback address and a free port. Throws ConfigError, or IoError when no port
-// can be bound.
-LaunchOptions resolveLaunchOptions(LaunchOptions opts);
+// validateLaunchOptions + fills the defaults that need the machine: the runId, and for --standalone
+// the loopback address and a free port. A missing runId is random on one node; with nnodes > 1 every
+// node's dsrun must agree without talking, so it is SLURM_JOB_ID from `env` when set, else
+// "<masterAddr>_<masterPort>" (the rendezvous endpoint, which identifies the job on the cluster).
+// Throws ConfigError, or IoError when no port can be bound.
+LaunchOptions resolveLaunchOptions(LaunchOptions opts, const std::map<std::string, std::string>& env = {});
 
 // Finds the file execvp would run for `program`, given PATH (empty entries mean the current
 // directory, as in execvp). Throws ds::ConfigError naming the path and the fix when it does not

@@ -32,7 +32,8 @@ int main(int argc, char** argv) {
   app.add_flag("--standalone", opts.standalone, "Single node: MASTER_ADDR=127.0.0.1 and a free MASTER_PORT")
       ->envname("DSRUN_STANDALONE");
   app.add_option("--rdzv-id,--rdzv_id,--run-id,--run_id", opts.runId,
-                 "Job id: TORCHELASTIC_RUN_ID and DS_JOB_ID (default: random; required with --nnodes > 1)")
+                 "Job id: TORCHELASTIC_RUN_ID and DS_JOB_ID (default: random on one node; with --nnodes > 1 "
+                 "SLURM_JOB_ID, else <master-addr>_<master-port>, the same on every node)")
       ->envname("DSRUN_RDZV_ID");
   app.add_option("--log-dir,--log_dir", opts.logDir,
                  "Write each worker's output to <dir>/<run_id>/attempt_0/<local_rank>/{stdout,stderr}.log")

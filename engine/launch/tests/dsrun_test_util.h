@@ -187,9 +187,13 @@ inline std::vector<pid_t> readPids(const std::string& dir, int n) {
   return pids;
 }
 
+// Files in dir, not counting the workers' half-written "*.tmp" files (they write a temp file and
+// rename it, so a counted file is complete).
 inline int countFiles(const std::string& dir) {
   int n = 0;
-  for ([[maybe_unused]] const auto& e : fs::directory_iterator(dir)) ++n;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    if (e.path().extension() != ".tmp") ++n;
+  }
   return n;
 }
 

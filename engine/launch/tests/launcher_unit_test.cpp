@@ -98,6 +98,19 @@ TEST(LaunchOptionsTest, ResolveFillsRunIdAndStandalonePort) {
   EXPECT_LE(r.masterPort, 65535);
 }
 
+TEST(LaunchOptionsTest, MultiNodeRunIdIsTheSameOnEveryNode) {
+  // Each node's dsrun resolves the id alone, so the default must not be random.
+  LaunchOptions o = validOptions();
+  o.nnodes = 2;
+  o.nodeRank = 1;
+  o.masterAddr = "10.0.0.1";
+  o.masterPort = 1234;
+  EXPECT_EQ(resolveLaunchOptions(o).runId, "10.0.0.1_1234");
+  EXPECT_EQ(resolveLaunchOptions(o, {{"SLURM_JOB_ID", "777"}}).runId, "777");
+  o.runId = "given";
+  EXPECT_EQ(resolveLaunchOptions(o, {{"SLURM_JOB_ID", "777"}}).runId, "given");
+}
+
 TEST(WorkerEnvTest, SecondNodeGetsGlobalRanks) {
   LaunchOptions o = validOptions();
   o.nnodes = 2;
