@@ -1,0 +1,436 @@
+#include "engine/comm/process_group.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <sstream>
+
+#include "engine/common/error.h"
+#include "engine/common/log.h"
+
+namespace ds::comm {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Beat {
+  std::uint64_t entered = 0;
+  std::uint64_t completed = 0;
+  std::uint64_t beat = 0;
+};
+
+std::optional<Beat> parseBeat(const store::Bytes& b) {
+  Beat out;
+  std::istringstream in(store::toString(b));
+  if (!(in >> out.entered >> out.completed >> out.beat)) return std::nullopt;
+  return out;
+}
+
+}  // namespace
+
+ProcessGroup::ProcessGroup(ProcessGroupOptions options) : options_(std::move(options)) {
+  if (options_.size < 1 || options_.rank < 0 || options_.rank >= options_.size) {
+    throw ConfigError(fmt::format("process group '{}': rank {} of size {} is not valid (rank must be 0 to size-1).",
+                                  options_.groupName, options_.rank, options_.size));
+  }
+  DS_CHECK(options_.store != nullptr, "a process group needs a store");
+  if (options_.heartbeatInterval.count() > 0 && options_.size > 1) {
+    heartbeat_ = std::thread([this] { heartbeatLoop(); });
+  }
+}
+
+ProcessGroup::~ProcessGroup() { shutdown(); }
+
+void ProcessGroup::shutdown() {
+  *alive_ = false;
+  {
+    std::lock_guard<std::mutex> lock(queueMu_);
+    stopping_ = true;
+  }
+  queueCv_.notify_all();
+  if (worker_.joinable()) {
+    // A worker stuck inside a backend call after a timeout cannot be joined; it is abandoned.
+    if (broken_) {
+      worker_.detach();
+    } else {
+      worker_.join();
+    }
+  }
+  {
+    std::lock_guard<std::mutex> lock(hbMu_);
+  }
+  hbCv_.notify_all();
+  if (heartbeat_.joinable()) heartbeat_.join();
+}
+
+std::string ProcessGroup::key(const std::string& suffix) const {
+  return fmt::format("pg/{}/{}", options_.groupName, suffix);
+}
+
+bool ProcessGroup::supports(OpType, DType, ReduceOp) const { return true; }
+
+void ProcessGroup::unsupported(const char* what) const {
+  throw BackendError(fmt::format("backend {} does not support {}.", backendName(), what));
+}
+
+void ProcessGroup::doAllreduce(const OpDesc&, const Buffer&, const Buffer&) { unsupported("allreduce"); }
+void ProcessGroup::doBroadcast(const OpDesc&, const Buffer&, const Buffer&) { unsupported("broadcast"); }
+void ProcessGroup::doReduce(const OpDesc&, const Buffer&, const Buffer&) { unsupported("reduce"); }
+void ProcessGroup::doAllgather(const OpDesc&, const Buffer&, const Buffer&) { unsupported("allgather"); }
+void ProcessGroup::doReduceScatter(const OpDesc&, const Buffer&, const Buffer&) { unsupported("reduce_scatter"); }
+void ProcessGroup::doAlltoall(const OpDesc&, const Buffer&, const Buffer&) { unsupported("alltoall"); }
+void ProcessGroup::doSend(const OpDesc&, const Buffer&) { unsupported("send"); }
+void ProcessGroup::doRecv(const OpDesc&, const Buffer&) { unsupported("recv"); }
+
+void ProcessGroup::doBarrier(const OpDesc& desc) {
+  std::int32_t one = 1;
+  Buffer b{&one, 1, DType::kI32, Device{}};
+  OpDesc d = desc;
+  d.type = OpType::kAllreduce;
+  d.dtype = DType::kI32;
+  d.count = 1;
+  d.op = ReduceOp::kSum;
+  doAllreduce(d, b, b);
+}
+
+void ProcessGroup::checkBuffer(const char* what, const Buffer& b) const {
+  if (b.count > 0 && b.data == nullptr) {
+    throw ConfigError(fmt::format("{}: the {} buffer has {} elements but no memory (null pointer).", backendName(),
+                                  what, b.count));
+  }
+  if (b.device.type != options_.device.type) {
+    throw ConfigError(fmt::format("{}: the {} buffer is on {}, but this process group works on {}.", backendName(),
+                                  what, deviceName(b.device), deviceName(options_.device)));
+  }
+}
+
+void ProcessGroup::checkRank(const char* what, int r) const {
+  if (r < 0 || r >= options_.size) {
+    throw ConfigError(fmt::format("{}: {} {} is not a rank of this group (0 to {}).", backendName(), what, r,
+                                  options_.size - 1));
+  }
+}
+
+OpDesc ProcessGroup::makeDesc(OpType type, const Buffer& in, Timeout timeout) const {
+  OpDesc d;
+  d.type = type;
+  d.dtype = in.dtype;
+  d.count = in.count;
+  d.timeout = timeout.value_or(options_.timeout);
+  d.bytes = in.bytes();
+  if (d.timeout.count() <= 0) {
+    throw ConfigError(fmt::format("{}: timeout {} ms is not valid; it must be positive.", opName(type), d.timeout.count()));
+  }
+  return d;
+}
+
+namespace {
+void requireSameType(const char* op, const Buffer& in, const Buffer& out) {
+  if (in.dtype != out.dtype) {
+    throw ConfigError(fmt::format("{}: input is {} but output is {}; they must be the same type.", op,
+                                  dtypeName(in.dtype), dtypeName(out.dtype)));
+  }
+}
+void requireCount(const char* op, const char* which, std::size_t got, std::size_t want, const char* rule) {
+  if (got != want) {
+    throw ConfigError(fmt::format("{}: the {} has {} elements, but must have {} ({}).", op, which, got, want, rule));
+  }
+}
+}  // namespace
+
+std::shared_ptr<Work> ProcessGroup::allreduce(const Buffer& in, const Buffer& out, ReduceOp op, Timeout t) {
+  checkBuffer("input", in);
+  checkBuffer("output", out);
+  requireSameType("allreduce", in, out);
+  requireCount("allreduce", "output", out.count, in.count, "the same as the input");
+  OpDesc d = makeDesc(OpType::kAllreduce, in, t);
+  d.op = op;
+  d.inPlace = in.data == out.data;
+  return issue(d, [this, in, out, d] { doAllreduce(d, in, out); });
+}
+
+std::shared_ptr<Work> ProcessGroup::broadcast(const Buffer& in, const Buffer& out, int root, Timeout t) {
+  checkBuffer("input", in);
+  checkBuffer("output", out);
+  requireSameType("broadcast", in, out);
+  requireCount("broadcast", "output", out.count, in.count, "the same as the input");
+  checkRank("broadcast root", root);
+  OpDesc d = makeDesc(OpType::kBroadcast, in, t);
+  d.root = root;
+  d.inPlace = in.data == out.data;
+  return issue(d, [this, in, out, d] { doBroadcast(d, in, out); });
+}
+
+std::shared_ptr<Work> ProcessGroup::reduce(const Buffer& in, const Buffer& out, int root, ReduceOp op, Timeout t) {
+  checkBuffer("input", in);
+  checkBuffer("output", out);
+  requireSameType("reduce", in, out);
+  requireCount("reduce", "output", out.count, in.count, "the same as the input");
+  checkRank("reduce root", root);
+  OpDesc d = makeDesc(OpType::kReduce, in, t);
+  d.root = root;
+  d.op = op;
+  d.inPlace = in.data == out.data;
+  return issue(d, [this, in, out, d] { doReduce(d, in, out); });
+}
+
+std::shared_ptr<Work> ProcessGroup::allgather(const Buffer& in, const Buffer& out, Timeout t) {
+  checkBuffer("input", in);
+  checkBuffer("output", out);
+  requireSameType("allgather", in, out);
+  requireCount("allgather", "output", out.count, in.count * size(), "input count × group size");
+  OpDesc d = makeDesc(OpType::kAllgather, in, t);
+  d.bytes = out.bytes();
+  d.inPlace = static_cast<char*>(out.data) + rank() * in.bytes() == in.data;
+  return issue(d, [this, in, out, d] { doAllgather(d, in, out); });
+}
+
+std::shared_ptr<Work> ProcessGroup::reduceScatter(const Buffer& in, const Buffer& out, ReduceOp op, Timeout t) {
+  checkBuffer("input", in);
+  checkBuffer("output", out);
+  requireSameType("reduce_scatter", in, out);
+  requireCount("reduce_scatter", "input", in.count, out.count * size(), "output count × group size");
+  OpDesc d = makeDesc(OpType::kReduceScatter, out, t);
+  d.op = op;
+  d.bytes = in.bytes();
+  d.inPlace = static_cast<char*>(in.data) + rank() * out.bytes() == out.data;
+  return issue(d, [this, in, out, d] { doReduceScatter(d, in, out); });
+}
+
+std::shared_ptr<Work> ProcessGroup::alltoall(const Buffer& in, const Buffer& out, Timeout t) {
+  checkBuffer("input", in);
+  checkBuffer("output", out);
+  requireSameType("alltoall", in, out);
+  requireCount("alltoall", "output", out.count, in.count, "the same as the input");
+  if (in.count % size() != 0) {
+    throw ConfigError(fmt::format("alltoall: {} elements cannot be split evenly among {} ranks; use a multiple of {}.",
+                                  in.count, size(), size()));
+  }
+  OpDesc d = makeDesc(OpType::kAlltoall, in, t);
+  d.inPlace = in.data == out.data;
+  return issue(d, [this, in, out, d] { doAlltoall(d, in, out); });
+}
+
+std::shared_ptr<Work> ProcessGroup::barrier(Timeout t) {
+  OpDesc d = makeDesc(OpType::kBarrier, Buffer{nullptr, 0, DType::kI32, options_.device}, t);
+  return issue(d, [this, d] { doBarrier(d); });
+}
+
+std::shared_ptr<Work> ProcessGroup::send(const Buffer& data, int dst, int tag, Timeout t) {
+  checkBuffer("send", data);
+  checkRank("send destination", dst);
+  if (dst == rank()) throw ConfigError(fmt::format("send: rank {} cannot send to itself.", rank()));
+  OpDesc d = makeDesc(OpType::kSend, data, t);
+  d.root = dst;
+  d.tag = tag;
+  return issue(d, [this, data, d] { doSend(d, data); });
+}
+
+std::shared_ptr<Work> ProcessGroup::recv(const Buffer& data, int src, int tag, Timeout t) {
+  checkBuffer("recv", data);
+  checkRank("recv source", src);
+  if (src == rank()) throw ConfigError(fmt::format("recv: rank {} cannot receive from itself.", rank()));
+  OpDesc d = makeDesc(OpType::kRecv, data, t);
+  d.root = src;
+  d.tag = tag;
+  return issue(d, [this, data, d] { doRecv(d, data); });
+}
+
+std::shared_ptr<Work> ProcessGroup::issue(OpDesc desc, std::function<void()> body) {
+  if (!supports(desc.type, desc.dtype, desc.op)) {
+    bool reducing = desc.type == OpType::kAllreduce || desc.type == OpType::kReduce ||
+                    desc.type == OpType::kReduceScatter;
+    throw BackendError(fmt::format("backend {} does not support {} on {}{}.", backendName(), opName(desc.type),
+                                   dtypeName(desc.dtype),
+                                   reducing ? fmt::format(" with op {}", reduceOpName(desc.op)) : ""));
+  }
+  if (broken_) {
+    throw BackendError(fmt::format("the {} process group '{}' is unusable: {} timed out earlier, so the ranks are out "
+                                   "of step. Restart the job (see the first error for the ranks that were missing).",
+                                   backendName(), options_.groupName, brokenReason_));
+  }
+  std::lock_guard<std::mutex> lock(issueMu_);
+  desc.seq = nextSeq_++;
+  return enqueue(std::move(desc), std::move(body));
+}
+
+std::shared_ptr<Work> ProcessGroup::enqueue(OpDesc desc, std::function<void()> body) {
+  auto work = std::make_shared<Work>(desc);
+  std::weak_ptr<bool> alive = alive_;
+  work->setTimeoutHandler([this, alive](const OpDesc& d) {
+    auto a = alive.lock();
+    if (!a || !*a) {
+      return std::make_exception_ptr(TimeoutError(fmt::format("{} did not finish within {} ms.", d.describe(),
+                                                              d.timeout.count())));
+    }
+    return diagnoseTimeout(d, fmt::format("it did not finish within {} ms", d.timeout.count()));
+  });
+  {
+    std::lock_guard<std::mutex> lock(queueMu_);
+    if (!workerStarted_) {
+      workerStarted_ = true;
+      worker_ = std::thread([this] { workerLoop(); });
+    }
+    queue_.push_back(Task{work, [this, desc, body = std::move(body)] { runOp(desc, body); }});
+  }
+  queueCv_.notify_one();
+  return work;
+}
+
+void ProcessGroup::workerLoop() {
+  while (true) {
+    Task task;
+    {
+      std::unique_lock<std::mutex> lock(queueMu_);
+      queueCv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+      if (queue_.empty()) return;
+      task = std::move(queue_.front());
+      queue_.pop_front();
+    }
+    task.work->markStarted();
+    try {
+      task.body();
+      task.work->markCompleted();
+    } catch (...) {
+      task.work->markCompleted(std::current_exception());
+    }
+  }
+}
+
+void ProcessGroup::runOp(const OpDesc& desc, const std::function<void()>& body) {
+  enteredSeq_ = desc.seq;
+  try {
+    if (options_.detailDebug && options_.size > 1) detailCheck(desc);
+    body();
+  } catch (const TimeoutError& e) {
+    std::rethrow_exception(diagnoseTimeout(desc, e.what()));
+  } catch (const ConfigError&) {
+    throw;
+  } catch (const Error& e) {
+    if (std::strstr(e.what(), "collective mismatch") != nullptr) throw;
+    throw BackendError(fmt::format("{} {} failed on rank {}: {}", backendName(), desc.describe(), rank(), e.what()));
+  } catch (const std::exception& e) {
+    throw BackendError(fmt::format("{} {} failed on rank {}: {}", backendName(), desc.describe(), rank(), e.what()));
+  }
+  completedSeq_ = desc.seq;
+}
+
+void ProcessGroup::detailCheck(const OpDesc& desc) {
+  auto& s = store();
+  std::string fp = desc.fingerprint();
+  s.set(key(fmt::format("detail/{}/{}", desc.seq, rank())), store::toBytes(fp), desc.timeout);
+  std::vector<std::string> keys;
+  for (int r = 0; r < size(); ++r) keys.push_back(key(fmt::format("detail/{}/{}", desc.seq, r)));
+  try {
+    s.wait(keys, desc.timeout);
+  } catch (const TimeoutError&) {
+    std::vector<int> missing;
+    for (int r = 0; r < size(); ++r) {
+      if (!s.check({keys[r]}, std::chrono::seconds(5))) missing.push_back(r);
+    }
+    throw TimeoutError(fmt::format("DETAIL check: ranks {} did not issue op #{} within {} ms", fmt::join(missing, ", "),
+                                   desc.seq, desc.timeout.count()));
+  }
+  auto values = s.multiGet(keys, desc.timeout);
+  std::map<std::string, std::vector<int>> groups;
+  for (int r = 0; r < size(); ++r) groups[store::toString(values[r])].push_back(r);
+  if (groups.size() > 1) {
+    std::vector<std::string> parts;
+    for (const auto& [f, ranks] : groups) {
+      parts.push_back(fmt::format("{} {} issued {}", ranks.size() == 1 ? "rank" : "ranks", fmt::join(ranks, ", "), f));
+    }
+    throw BackendError(fmt::format("collective mismatch at op #{} of group '{}' (DS_DISTRIBUTED_DEBUG=DETAIL): {}. Every "
+                                   "rank must issue the same collectives, in the same order, with the same type, "
+                                   "count and root.",
+                                   desc.seq, options_.groupName, fmt::join(parts, "; ")));
+  }
+  // Every rank has set this op's key, so all are past reading the previous op's keys.
+  if (desc.seq > 1) s.deleteKey(key(fmt::format("detail/{}/{}", desc.seq - 1, rank())), desc.timeout);
+}
+
+void ProcessGroup::heartbeatLoop() {
+  std::unique_lock<std::mutex> lock(hbMu_);
+  bool warned = false;
+  while (!stopping_) {
+    std::string value = fmt::format("{} {} {}", enteredSeq_.load(), completedSeq_.load(), ++beat_);
+    lock.unlock();
+    try {
+      heartbeatStore().set(key(fmt::format("hb/{}", rank())), store::toBytes(value),
+                           std::max(options_.heartbeatInterval * 5, Duration(5000)));
+    } catch (const Error& e) {
+      if (!warned) log::debug("heartbeat of rank {} could not reach the store: {}", rank(), e.what());
+      warned = true;
+    }
+    lock.lock();
+    hbCv_.wait_for(lock, options_.heartbeatInterval, [&] { return stopping_.load(); });
+  }
+}
+
+std::exception_ptr ProcessGroup::diagnoseTimeout(const OpDesc& desc, const std::string& cause) {
+  if (!broken_.exchange(true)) brokenReason_ = desc.describe();
+  std::string head = fmt::format("{} {} timed out on rank {} of {}: {}.", backendName(), desc.describe(), rank(),
+                                 size(), cause);
+  std::string tail = " The group is now unusable; restart the job once the cause is fixed.";
+  if (options_.heartbeatInterval.count() == 0 || size() == 1) {
+    return std::make_exception_ptr(TimeoutError(head + tail));
+  }
+  auto& s = heartbeatStore();
+  const Duration opTimeout(5000);
+  auto snapshot = [&] {
+    std::map<int, Beat> beats;
+    for (int r = 0; r < size(); ++r) {
+      std::string k = key(fmt::format("hb/{}", r));
+      try {
+        if (s.check({k}, opTimeout)) {
+          if (auto b = parseBeat(s.get(k, opTimeout))) beats[r] = *b;
+        }
+      } catch (const Error&) {
+        break;  // the store is gone; report what we have
+      }
+    }
+    return beats;
+  };
+  auto first = snapshot();
+  Duration pause = std::min<Duration>(options_.heartbeatInterval * 3, Duration(5000));
+  std::this_thread::sleep_for(pause);
+  auto second = snapshot();
+  std::vector<std::string> missing;
+  for (int r = 0; r < size(); ++r) {
+    if (r == rank()) continue;
+    auto b = second.find(r);
+    if (b == second.end()) {
+      missing.push_back(fmt::format("{} (never published progress: it died early, never joined, or the store is "
+                                    "unreachable)",
+                                    r));
+      continue;
+    }
+    auto a = first.find(r);
+    bool silent = a != first.end() && a->second.beat == b->second.beat;
+    if (b->second.entered < desc.seq) {
+      missing.push_back(fmt::format("{} (has not reached op #{}; its last op was #{}{})", r, desc.seq, b->second.entered,
+                                    silent ? fmt::format(", and it stopped responding: no heartbeat for {:.1f} s",
+                                                         pause.count() / 1000.0)
+                                           : ""));
+    } else if (silent) {
+      missing.push_back(fmt::format("{} (stopped responding inside op #{}: no heartbeat for {:.1f} s; killed, "
+                                    "stopped or hung)",
+                                    r, b->second.entered, pause.count() / 1000.0));
+    }
+  }
+  std::string who = missing.empty()
+                        ? " Every other rank reached this op and is alive, so the backend itself stalled (network?)."
+                        : fmt::format(" Ranks that never arrived: {}.", fmt::join(missing, "; "));
+  return std::make_exception_ptr(TimeoutError(head + who + tail));
+}
+
+bool detailDebugFromEnv(const char* value) {
+  if (value == nullptr) return false;
+  std::string v(value);
+  if (v == "DETAIL") return true;
+  if (v.empty() || v == "OFF" || v == "INFO") return false;
+  throw ConfigError(fmt::format("DS_DISTRIBUTED_DEBUG='{}' is not valid; use OFF, INFO or DETAIL.", v));
+}
+
+}  // namespace ds::comm

@@ -1,0 +1,173 @@
+// ProcessGroup: collectives among the ranks of a group, on one backend (c10d's Backend).
+//
+// Every call is asynchronous and returns a Work. Ops run in the order they were issued. Buffers
+// are type-erased (comm/types.h); "in-place" means input and output are the same memory (for
+// allgather: input is this rank's slot of output; for reduce_scatter: output is this rank's slot of
+// input).
+//
+// A backend implements the blocking do*() functions it supports; the base class validates buffers,
+// numbers ops, runs them on the group's worker thread, checks them across ranks under
+// DS_DISTRIBUTED_DEBUG=DETAIL, and turns a timeout into a TimeoutError naming the ranks that never
+// arrived (from the heartbeats every rank publishes to the store). Anything a backend does not
+// override throws "backend X does not support Y".
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "engine/comm/types.h"
+#include "engine/comm/work.h"
+#include "engine/store/store.h"
+
+namespace ds::env {
+struct WorldInfo;
+}
+
+namespace ds::comm {
+
+struct ProcessGroupOptions {
+  int rank = 0;
+  int size = 1;
+  // The job's store; the group uses keys under "pg/<groupName>/".
+  std::shared_ptr<store::Store> store;
+  // A second connection for heartbeats and timeout diagnosis, so that they are not queued behind a
+  // long wait on `store`. Null: use `store`.
+  std::shared_ptr<store::Store> heartbeatStore;
+  // Per-op timeout unless the call gives one.
+  Duration timeout = std::chrono::minutes(10);
+  std::string groupName = "default";
+  // Where this rank's buffers live: cpu, or cuda:<local rank> for nccl.
+  Device device{};
+  // The world's discovery record, for backends that cross-check it (mpi) or need the master
+  // address (gloo's interface choice). May be null in tests.
+  const env::WorldInfo* world = nullptr;
+  // DS_DISTRIBUTED_DEBUG=DETAIL: check every op's fingerprint across ranks through the store.
+  bool detailDebug = false;
+  // How often each rank publishes its progress for timeout diagnosis; 0 turns it off.
+  Duration heartbeatInterval = std::chrono::seconds(1);
+};
+
+class ProcessGroup {
+ public:
+  explicit ProcessGroup(ProcessGroupOptions options);
+  virtual ~ProcessGroup();
+  ProcessGroup(const ProcessGroup&) = delete;
+  ProcessGroup& operator=(const ProcessGroup&) = delete;
+
+  virtual std::string backendName() const = 0;
+  int rank() const { return options_.rank; }
+  int size() const { return options_.size; }
+  const ProcessGroupOptions& options() const { return options_; }
+  // True after an op timed out: the peers are out of step, and every later op fails at once.
+  bool broken() const { return broken_.load(); }
+
+  std::shared_ptr<Work> allreduce(const Buffer& input, const Buffer& output, ReduceOp op = ReduceOp::kSum,
+                                  Timeout timeout = {});
+  std::shared_ptr<Work> allreduce(const Buffer& data, ReduceOp op = ReduceOp::kSum, Timeout timeout = {}) {
+    return allreduce(data, data, op, timeout);
+  }
+  // input and output have the same count; output matters everywhere, input only at root.
+  std::shared_ptr<Work> broadcast(const Buffer& input, const Buffer& output, int root, Timeout timeout = {});
+  std::shared_ptr<Work> broadcast(const Buffer& data, int root, Timeout timeout = {}) {
+    return broadcast(data, data, root, timeout);
+  }
+  // output is written at root only.
+  std::shared_ptr<Work> reduce(const Buffer& input, const Buffer& output, int root, ReduceOp op = ReduceOp::kSum,
+                               Timeout timeout = {});
+  // output.count == input.count * size.
+  std::shared_ptr<Work> allgather(const Buffer& input, const Buffer& output, Timeout timeout = {});
+  // input.count == output.count * size.
+  std::shared_ptr<Work> reduceScatter(const Buffer& input, const Buffer& output, ReduceOp op = ReduceOp::kSum,
+                                      Timeout timeout = {});
+  // Equal splits: input.count == output.count, divisible by size; chunk j of input goes to rank j.
+  std::shared_ptr<Work> alltoall(const Buffer& input, const Buffer& output, Timeout timeout = {});
+  std::shared_ptr<Work> barrier(Timeout timeout = {});
+  std::shared_ptr<Work> send(const Buffer& data, int dst, int tag = 0, Timeout timeout = {});
+  std::shared_ptr<Work> recv(const Buffer& data, int src, int tag = 0, Timeout timeout = {});
+
+  // Whether this backend runs `type` on `dtype` with `op`; the base rejects the rest at issue time
+  // with "backend X does not support ...". Default: everything.
+  virtual bool supports(OpType type, DType dtype, ReduceOp op) const;
+
+ protected:
+  // --- blocking implementations, called on the worker thread in issue order ---
+  // Each must finish (or throw) within desc.timeout: throw ds::TimeoutError on timeout, ds::BackendError
+  // for backend failures. `in` and `out` may be the same memory (see the class comment).
+  virtual void doAllreduce(const OpDesc& desc, const Buffer& in, const Buffer& out);
+  virtual void doBroadcast(const OpDesc& desc, const Buffer& in, const Buffer& out);
+  virtual void doReduce(const OpDesc& desc, const Buffer& in, const Buffer& out);
+  virtual void doAllgather(const OpDesc& desc, const Buffer& in, const Buffer& out);
+  virtual void doReduceScatter(const OpDesc& desc, const Buffer& in, const Buffer& out);
+  virtual void doAlltoall(const OpDesc& desc, const Buffer& in, const Buffer& out);
+  // Default: a one-element allreduce.
+  virtual void doBarrier(const OpDesc& desc);
+  virtual void doSend(const OpDesc& desc, const Buffer& data);
+  virtual void doRecv(const OpDesc& desc, const Buffer& data);
+
+  // How an op runs. Default: queued to the worker thread, which runs `body` and completes the Work.
+  // A backend with its own asynchrony (nccl: streams and events) overrides this.
+  virtual std::shared_ptr<Work> enqueue(OpDesc desc, std::function<void()> body);
+
+  // The TimeoutError for `desc`, naming the ranks that never arrived, from the heartbeats. Marks the
+  // group broken. Blocks for a few heartbeat intervals while it looks.
+  std::exception_ptr diagnoseTimeout(const OpDesc& desc, const std::string& cause);
+  // Runs body with the DETAIL check, seq tracking and error wrapping; for enqueue() overrides.
+  void runOp(const OpDesc& desc, const std::function<void()>& body);
+  // Must be called by the most-derived destructor (before its members go): stops the worker and
+  // heartbeat threads so no op runs on a half-destroyed backend.
+  void shutdown();
+  store::Store& store() { return *options_.store; }
+  store::Store& heartbeatStore() { return options_.heartbeatStore ? *options_.heartbeatStore : *options_.store; }
+  [[noreturn]] void unsupported(const char* what) const;
+
+ private:
+  std::shared_ptr<Work> issue(OpDesc desc, std::function<void()> body);
+  OpDesc makeDesc(OpType type, const Buffer& in, Timeout timeout) const;
+  void checkBuffer(const char* what, const Buffer& b) const;
+  void checkRank(const char* what, int r) const;
+  void detailCheck(const OpDesc& desc);
+  void workerLoop();
+  void heartbeatLoop();
+  std::string key(const std::string& suffix) const;
+
+  ProcessGroupOptions options_;
+  std::atomic<bool> broken_{false};
+  std::string brokenReason_;
+  std::uint64_t nextSeq_ = 1;  // guarded by issueMu_
+  std::mutex issueMu_;
+  std::atomic<std::uint64_t> enteredSeq_{0};
+  std::atomic<std::uint64_t> completedSeq_{0};
+
+  struct Task {
+    std::shared_ptr<Work> work;
+    std::function<void()> body;
+  };
+  std::mutex queueMu_;
+  std::condition_variable queueCv_;
+  std::deque<Task> queue_;
+  std::atomic<bool> stopping_{false};
+  std::thread worker_;
+  bool workerStarted_ = false;
+
+  std::mutex hbMu_;
+  std::condition_variable hbCv_;
+  std::thread heartbeat_;
+  std::uint64_t beat_ = 0;
+  // Lets a Work that outlives its group see that the group is gone.
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+};
+
+// The backends this build can create, and the factory. `backend` is nccl, gloo, mpi or shm.
+// Throws ConfigError for an unknown or unbuilt backend.
+std::unique_ptr<ProcessGroup> createProcessGroup(const std::string& backend, const ProcessGroupOptions& options);
+
+// DS_DISTRIBUTED_DEBUG: OFF (default), INFO or DETAIL; true for DETAIL. Throws ConfigError on others.
+bool detailDebugFromEnv(const char* value);
+
+}  // namespace ds::comm

@@ -1,0 +1,96 @@
+#include "engine/comm/work.h"
+
+#include <fmt/format.h>
+
+#include "engine/common/error.h"
+
+namespace ds::comm {
+
+const char* opName(OpType t) {
+  switch (t) {
+    case OpType::kAllreduce: return "allreduce";
+    case OpType::kBroadcast: return "broadcast";
+    case OpType::kReduce: return "reduce";
+    case OpType::kAllgather: return "allgather";
+    case OpType::kReduceScatter: return "reduce_scatter";
+    case OpType::kAlltoall: return "alltoall";
+    case OpType::kBarrier: return "barrier";
+    case OpType::kSend: return "send";
+    case OpType::kRecv: return "recv";
+  }
+  return "?";
+}
+
+std::string OpDesc::fingerprint() const {
+  if (type == OpType::kBarrier) return "barrier()";
+  std::string s = fmt::format("{}({}, count={}", opName(type), dtypeName(dtype), count);
+  if (type == OpType::kAllreduce || type == OpType::kReduce || type == OpType::kReduceScatter) {
+    s += fmt::format(", op={}", reduceOpName(op));
+  }
+  if (type == OpType::kBroadcast || type == OpType::kReduce) s += fmt::format(", root={}", root);
+  if (type == OpType::kSend || type == OpType::kRecv) s += fmt::format(", peer={}, tag={}", root, tag);
+  return s + ")";
+}
+
+std::string OpDesc::describe() const { return fmt::format("{} #{} ({} bytes)", fingerprint(), seq, bytes); }
+
+bool Work::isCompleted() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return done_;
+}
+
+void Work::wait(Timeout timeout) {
+  std::unique_lock<std::mutex> lock(mu_);
+  const bool ownTimeout = !timeout || *timeout >= desc_.timeout;
+  auto deadline = ownTimeout ? issued_ + desc_.timeout : Clock::now() + *timeout;
+  if (!cv_.wait_until(lock, deadline, [&] { return done_; })) {
+    if (!ownTimeout) {
+      throw TimeoutError(fmt::format("wait() gave up after {} ms on {}, which is still running (its own timeout is "
+                                     "{} ms).",
+                                     timeout->count(), desc_.describe(), desc_.timeout.count()));
+    }
+    auto handler = std::move(onTimeout_);
+    onTimeout_ = nullptr;
+    lock.unlock();
+    std::exception_ptr err =
+        handler ? handler(desc_)
+                : std::make_exception_ptr(TimeoutError(fmt::format("{} did not finish within its timeout of {} ms.",
+                                                                   desc_.describe(), desc_.timeout.count())));
+    lock.lock();
+    if (!done_) {
+      // The op is abandoned: later waits see the same error.
+      done_ = true;
+      error_ = err;
+      finished_ = Clock::now();
+      cv_.notify_all();
+    }
+  }
+  if (error_) std::rethrow_exception(error_);
+}
+
+std::exception_ptr Work::exception() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return error_;
+}
+
+std::chrono::nanoseconds Work::duration() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!done_ || started_ == Clock::time_point{}) return std::chrono::nanoseconds(0);
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(finished_ - started_);
+}
+
+void Work::markStarted() {
+  std::lock_guard<std::mutex> lock(mu_);
+  started_ = Clock::now();
+}
+
+void Work::markCompleted(std::exception_ptr error) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (done_) return;  // already failed by a timeout
+  done_ = true;
+  error_ = std::move(error);
+  finished_ = Clock::now();
+  cv_.notify_all();
+}
+
+}  // namespace ds::comm

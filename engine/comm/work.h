@@ -1,0 +1,79 @@
+// Work: the handle of one asynchronous operation (c10d's Work). Thread-safe.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include "engine/comm/types.h"
+
+namespace ds::comm {
+
+using Duration = std::chrono::milliseconds;
+using Timeout = std::optional<Duration>;
+
+enum class OpType : std::uint8_t { kAllreduce, kBroadcast, kReduce, kAllgather, kReduceScatter, kAlltoall, kBarrier, kSend, kRecv };
+const char* opName(OpType t);
+
+// What one operation is: enough to name it in an error and to compare it across ranks.
+struct OpDesc {
+  OpType type = OpType::kBarrier;
+  std::uint64_t seq = 0;  // per group, 1-based, counts every op this rank issued
+  DType dtype = DType::kF32;
+  std::size_t count = 0;  // elements of this rank's input (per-rank chunk for reduce_scatter output)
+  ReduceOp op = ReduceOp::kSum;
+  int root = -1;  // broadcast/reduce root, send/recv peer; -1 when none
+  int tag = 0;
+  bool inPlace = false;
+  Duration timeout{0};
+  std::size_t bytes = 0;  // bytes this op moves per rank, as nccl-tests counts them
+
+  // "allreduce(f32, count=1024, op=sum)": what must match on every rank (no seq).
+  std::string fingerprint() const;
+  // "allreduce(f32, count=1024, op=sum) #12 (4096 bytes)"
+  std::string describe() const;
+};
+
+class Work {
+ public:
+  explicit Work(OpDesc desc) : desc_(std::move(desc)) {}
+  virtual ~Work() = default;
+  Work(const Work&) = delete;
+  Work& operator=(const Work&) = delete;
+
+  const OpDesc& desc() const { return desc_; }
+  virtual bool isCompleted();
+  // Blocks until the op finished, at most `timeout` (default: the op's own timeout, counted from
+  // when it was issued). Rethrows the op's error. When the op's own timeout runs out, the group's
+  // timeout handler builds the TimeoutError (naming the ranks that never arrived) and the group is
+  // marked broken; a shorter caller timeout throws a TimeoutError and leaves the op running.
+  virtual void wait(Timeout timeout = {});
+  std::exception_ptr exception();
+  // Time the op took from the start of its execution to completion; zero until it completed.
+  virtual std::chrono::nanoseconds duration();
+
+  // --- for process-group implementations ---
+  void markStarted();
+  void markCompleted(std::exception_ptr error = nullptr);
+  // Called (once) by wait() when the op's own timeout ran out; returns the error to raise.
+  void setTimeoutHandler(std::function<std::exception_ptr(const OpDesc&)> handler) { onTimeout_ = std::move(handler); }
+
+ protected:
+  using Clock = std::chrono::steady_clock;
+  OpDesc desc_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool done_ = false;
+  std::exception_ptr error_;
+  Clock::time_point issued_ = Clock::now();
+  Clock::time_point started_{};
+  Clock::time_point finished_{};
+  std::function<std::exception_ptr(const OpDesc&)> onTimeout_;
+};
+
+}  // namespace ds::comm
