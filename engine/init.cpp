@@ -26,12 +26,6 @@ double secondsSince(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
-bool backendBuilt(const std::string& name) {
-  if (name == "gloo") return DS_WITH_GLOO;
-  if (name == "mpi") return DS_WITH_MPI;
-  if (name == "nccl") return DS_WITH_NCCL;
-  return true;  // shm is always built
-}
 
 std::string chooseBackend(const InitOptions& o, const accel::Accelerator& a) {
   std::string backend = o.distBackend.empty() ? a.communicationBackendName() : o.distBackend;
@@ -40,11 +34,12 @@ std::string chooseBackend(const InitOptions& o, const accel::Accelerator& a) {
     throw ConfigError(fmt::format("dist_backend='{}' is not a known backend; valid names are: {}.", backend,
                                   fmt::join(known, ", ")));
   }
-  if (!backendBuilt(backend)) {
+  const auto& built = comm::availableBackends();
+  if (std::find(built.begin(), built.end(), backend) == built.end()) {
     throw ConfigError(fmt::format("dist_backend='{}' was requested, but this dsperf was built without it. "
                                   "Install its library and rebuild (scripts/setup.sh installs them), or choose "
-                                  "another backend.",
-                                  backend));
+                                  "another backend (this build has: {}).",
+                                  backend, fmt::join(built, ", ")));
   }
   if (backend == "nccl" && a.name() != "cuda") {
     throw ConfigError(fmt::format("dist_backend='nccl' needs the cuda accelerator, but this rank runs on {}. "
@@ -98,17 +93,18 @@ void joinRendezvous(store::Store& s, const env::WorldInfo& w, milliseconds timeo
   }
 }
 
-std::unique_ptr<store::Store> makeStore(const InitMethod& m, const env::WorldInfo& w, milliseconds timeout,
-                                        const env::EnvSource& env) {
-  if (m.kind == InitMethod::Kind::kFile) return std::make_unique<store::FileStore>(m.path, timeout);
+// `client` forces a plain client connection (the process group's second connection, for heartbeats).
+std::shared_ptr<store::Store> makeStore(const InitMethod& m, const env::WorldInfo& w, milliseconds timeout,
+                                        const env::EnvSource& env, bool client = false) {
+  if (m.kind == InitMethod::Kind::kFile) return std::make_shared<store::FileStore>(m.path, timeout);
   store::TcpStoreOptions so;
   so.port = w.masterPort.value;
   // Under an agent that already hosts the store (torchelastic's convention), rank 0 only connects.
   auto agent = env.get("TORCHELASTIC_USE_AGENT_STORE");
-  so.isServer = w.rank.value == 0 && !(agent && (*agent == "True" || *agent == "true" || *agent == "1"));
+  so.isServer = !client && w.rank.value == 0 && !(agent && (*agent == "True" || *agent == "true" || *agent == "1"));
   so.jobId = w.jobId.value;
   so.timeout = timeout;
-  return std::make_unique<store::TcpStore>(w.masterAddr.value, so);
+  return std::make_shared<store::TcpStore>(w.masterAddr.value, so);
 }
 
 }  // namespace
@@ -169,7 +165,7 @@ milliseconds defaultTimeout(const env::EnvSource& env) {
 }
 
 World::World(env::WorldInfo info, accel::Selection accel, std::string backend, std::string initMethod,
-             milliseconds timeout, std::unique_ptr<store::Store> store)
+             milliseconds timeout, std::shared_ptr<store::Store> store)
     : info_(std::move(info)),
       accel_(std::move(accel)),
       backend_(std::move(backend)),
@@ -186,6 +182,7 @@ void World::barrier() {
 void World::shutdown(milliseconds bound) {
   if (shutDown_) return;
   shutDown_ = true;
+  pg_.reset();  // stops its threads and heartbeats while the store is still there
   try {
     if (store_->add("ds/exit", 1, bound) == worldSize()) store_->set("ds/exit/done", store::toBytes("1"), bound);
     // Rank 0 hosts the server: give the others a bounded chance to finish their last calls.
@@ -261,8 +258,23 @@ std::shared_ptr<World> initDistributed(const InitOptions& o) {
     log::info("Rendezvous complete: {} rank(s) joined at {} in {:.3f} s", info.worldSize.value, store->describe(),
               secondsSince(t0));
   }
-  gWorld = std::make_shared<World>(std::move(info), std::move(accel), backend,
-                                   o.initMethod.empty() ? "env://" : o.initMethod, timeout, std::move(store));
+  auto world = std::make_shared<World>(std::move(info), std::move(accel), backend,
+                                       o.initMethod.empty() ? "env://" : o.initMethod, timeout, store);
+  comm::ProcessGroupOptions pgo;
+  pgo.rank = world->rank();
+  pgo.size = world->worldSize();
+  pgo.store = store;
+  pgo.heartbeatStore = world->worldSize() > 1 ? makeStore(method, world->info(), timeout, env, true) : nullptr;
+  pgo.timeout = timeout;
+  pgo.device = world->accelerator().name() == "cuda" ? comm::Device{comm::DeviceType::kCuda, world->localRank()}
+                                                     : comm::Device{};
+  pgo.world = &world->info();
+  auto debug = env.get("DS_DISTRIBUTED_DEBUG");
+  pgo.detailDebug = comm::detailDebugFromEnv(debug ? debug->c_str() : nullptr);
+  auto t1 = Clock::now();
+  world->setProcessGroup(comm::createProcessGroup(backend, pgo));
+  if (talk) log::info("Process group on backend {} is up in {:.3f} s", backend, secondsSince(t1));
+  gWorld = world;
   return gWorld;
 }
 

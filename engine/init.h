@@ -11,6 +11,7 @@
 #include <string>
 
 #include "engine/accelerator/accelerator.h"
+#include "engine/comm/process_group.h"
 #include "engine/env/world_info.h"
 #include "engine/store/store.h"
 
@@ -37,7 +38,7 @@ struct InitOptions {
 class World {
  public:
   World(env::WorldInfo info, accel::Selection accel, std::string backend, std::string initMethod,
-        std::chrono::milliseconds timeout, std::unique_ptr<store::Store> store);
+        std::chrono::milliseconds timeout, std::shared_ptr<store::Store> store);
   ~World();
   World(const World&) = delete;
   World& operator=(const World&) = delete;
@@ -53,6 +54,10 @@ class World {
   std::chrono::milliseconds timeout() const { return timeout_; }
   // The job's rendezvous store, shared by every rank. Keys under "init/" and "ds/" are taken.
   store::Store& store() { return *store_; }
+  std::shared_ptr<store::Store> sharedStore() { return store_; }
+  // The default process group on the chosen backend.
+  comm::ProcessGroup& pg() { return *pg_; }
+  void setProcessGroup(std::unique_ptr<comm::ProcessGroup> pg) { pg_ = std::move(pg); }
 
   // A store barrier across all ranks. Blocks up to the world's timeout; a TimeoutError names how many
   // ranks arrived. Every rank must call barriers in the same order.
@@ -68,7 +73,9 @@ class World {
   std::string backend_;
   std::string initMethod_;
   std::chrono::milliseconds timeout_;
-  std::unique_ptr<store::Store> store_;
+  std::shared_ptr<store::Store> store_;
+  // Declared after the store: destroyed first, since it uses the store.
+  std::unique_ptr<comm::ProcessGroup> pg_;
   int barrierCount_ = 0;
   bool shutDown_ = false;
 };

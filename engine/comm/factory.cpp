@@ -15,6 +15,17 @@
 
 namespace ds::comm {
 
+const std::vector<std::string>& availableBackends() {
+  static const std::vector<std::string> kBuilt = [] {
+    std::vector<std::string> v;
+    if (DS_WITH_NCCL) v.emplace_back("nccl");
+    if (DS_WITH_GLOO) v.emplace_back("gloo");
+    if (DS_WITH_MPI) v.emplace_back("mpi");
+    return v;
+  }();
+  return kBuilt;
+}
+
 std::unique_ptr<ProcessGroup> createProcessGroup(const std::string& backend, const ProcessGroupOptions& options) {
 #if DS_WITH_GLOO
   if (backend == "gloo") return makeGlooProcessGroup(options);

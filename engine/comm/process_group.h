@@ -163,6 +163,9 @@ class ProcessGroup {
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
 
+// The backends this build can create, in preference order.
+const std::vector<std::string>& availableBackends();
+
 // The backends this build can create, and the factory. `backend` is nccl, gloo, mpi or shm.
 // Throws ConfigError for an unknown or unbuilt backend.
 std::unique_ptr<ProcessGroup> createProcessGroup(const std::string& backend, const ProcessGroupOptions& options);

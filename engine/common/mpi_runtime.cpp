@@ -2,6 +2,8 @@
 
 #include <mpi.h>
 
+#include <atomic>
+#include <cstdio>
 #include <cstdlib>
 #include <mutex>
 
@@ -12,11 +14,29 @@ namespace {
 std::once_flag gOnce;
 int gLevel = MPI_THREAD_SINGLE;
 bool gWeInitialized = false;
+std::atomic<bool> gBroken{false};
+std::atomic<bool> gExiting{false};
+std::mutex gReasonMu;
+std::string gReason;
+std::mutex gCallMu;
 
 void finalizeAtExit() {
   int finalized = 0;
   MPI_Finalized(&finalized);
-  if (gWeInitialized && finalized == 0) MPI_Finalize();
+  if (!gWeInitialized || finalized != 0) return;
+  gExiting = true;
+  if (gBroken) {
+    // A request that timed out is still posted; MPI_Finalize would wait for peers that may never
+    // come (or are themselves stuck), so the job would hang at exit. Abort ends every rank instead.
+    std::fprintf(stderr,
+                 "dsperf: an MPI operation timed out earlier (%s) and was abandoned; calling MPI_Abort instead of "
+                 "MPI_Finalize, which could hang. The launcher will end the other ranks too.\n",
+                 brokenReason().c_str());
+    std::fflush(stderr);
+    MPI_Abort(MPI_COMM_WORLD, kBrokenAbortCode);
+    return;
+  }
+  MPI_Finalize();
 }
 }  // namespace
 
@@ -43,5 +63,35 @@ void ensureInitialized() {
 }
 
 int threadLevel() { return gLevel; }
+
+bool finalized() {
+  if (gExiting) return true;
+  int f = 0;
+  MPI_Finalized(&f);
+  return f != 0;
+}
+
+void markBroken(const std::string& reason) {
+  std::lock_guard<std::mutex> lock(gReasonMu);
+  if (!gBroken.exchange(true)) gReason = reason;
+}
+
+bool broken() { return gBroken.load(); }
+
+std::string brokenReason() {
+  std::lock_guard<std::mutex> lock(gReasonMu);
+  return gReason;
+}
+
+CallGuard::CallGuard() {
+  if (gLevel < MPI_THREAD_MULTIPLE) {
+    gCallMu.lock();
+    locked_ = true;
+  }
+}
+
+CallGuard::~CallGuard() {
+  if (locked_) gCallMu.unlock();
+}
 
 }  // namespace ds::mpi

@@ -1,14 +1,48 @@
 // The process-wide MPI runtime. MPI may be initialised once per process and never again after
 // MPI_Finalize, so every user (launcher discovery, the mpi backend) goes through this one place.
 // Only present when built with MPI (DS_WITH_MPI).
+//
+// Exit: when we initialised MPI, MPI_Finalize runs at exit (atexit). After markBroken() (an MPI
+// operation timed out and its request was abandoned), MPI_Finalize could wait forever for the peers
+// of that request, so exit calls MPI_Abort instead: the launcher then ends every rank of the job,
+// with exit code kBrokenAbortCode.
 #pragma once
 
+#include <mutex>
+#include <string>
+
 namespace ds::mpi {
+
+// The code MPI_Abort is given at exit after markBroken(); mpirun exits with it.
+inline constexpr int kBrokenAbortCode = 1;
 
 // Calls MPI_Init_thread(MPI_THREAD_MULTIPLE requested) once, unless MPI is already initialised, and
 // registers MPI_Finalize at exit. Thread-safe. Throws BackendError if MPI cannot start.
 void ensureInitialized();
 // The provided thread level (MPI_THREAD_*), valid after ensureInitialized().
 int threadLevel();
+// True once MPI_Finalize (or MPI_Abort) ran or started: no MPI call may follow.
+bool finalized();
+
+// Records that an MPI request was abandoned (a timeout): the ranks are out of step. From now on
+// exit aborts the job instead of finalising (see above). The first reason is kept. Thread-safe.
+void markBroken(const std::string& reason);
+bool broken();
+// The reason given to the first markBroken(), or "".
+std::string brokenReason();
+
+// Serialises MPI calls between threads when the library gives less than MPI_THREAD_MULTIPLE
+// (several process groups, each with its own worker thread, share one MPI). With
+// MPI_THREAD_MULTIPLE it does not lock. Hold it only around MPI calls, never while sleeping.
+class CallGuard {
+ public:
+  CallGuard();
+  ~CallGuard();
+  CallGuard(const CallGuard&) = delete;
+  CallGuard& operator=(const CallGuard&) = delete;
+
+ private:
+  bool locked_ = false;
+};
 
 }  // namespace ds::mpi

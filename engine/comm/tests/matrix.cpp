@@ -1,0 +1,280 @@
+#include "engine/comm/tests/matrix.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <exception>
+#include <mutex>
+#include <thread>
+
+#include "engine/comm/reduce.h"
+#include "engine/store/hash_store.h"
+
+namespace ds::comm::testing {
+namespace {
+
+bool isSigned(DType t) { return t != DType::kU8; }
+
+bool reducing(OpType t) {
+  return t == OpType::kAllreduce || t == OpType::kReduce || t == OpType::kReduceScatter;
+}
+
+// Inputs are small integers, so that every sum and product is exact in every dtype (even i8, f16
+// and bf16) and the only inexact step is avg's division.
+double inputValue(int rank, std::size_t i, DType t, OpType op, ReduceOp rop) {
+  const long r = rank;
+  const long k = static_cast<long>(i % 1009);
+  if (reducing(op)) {
+    switch (rop) {
+      case ReduceOp::kProd: return 1 + (r + k) % 2;
+      case ReduceOp::kMin:
+      case ReduceOp::kMax: return ((r * 5 + k * 3) % 11) - (isSigned(t) ? 5 : 0);
+      default: return ((r * 3 + k) % 7) - (isSigned(t) ? 3 : 0);
+    }
+  }
+  return ((r * 13 + k) % 100) - (isSigned(t) ? 50 : 0);
+}
+
+double fold(ReduceOp rop, double acc, double v) {
+  switch (rop) {
+    case ReduceOp::kSum:
+    case ReduceOp::kAvg: return acc + v;
+    case ReduceOp::kProd: return acc * v;
+    case ReduceOp::kMin: return std::min(acc, v);
+    case ReduceOp::kMax: return std::max(acc, v);
+  }
+  return acc;
+}
+
+// The reduction over all ranks of element `i` of the inputs, rounded into the dtype.
+double reduced(const MatrixCase& c, int n, std::size_t i) {
+  double acc = inputValue(0, i, c.dtype, c.op, c.rop);
+  for (int r = 1; r < n; ++r) acc = fold(c.rop, acc, inputValue(r, i, c.dtype, c.op, c.rop));
+  if (c.rop == ReduceOp::kAvg) acc = isFloating(c.dtype) ? acc / n : std::trunc(acc / n);
+  std::uint64_t scratch = 0;
+  setElementFromDouble(&scratch, 0, c.dtype, acc);
+  return elementAsDouble(&scratch, 0, c.dtype);
+}
+
+double tolerance(DType t) {
+  switch (t) {
+    case DType::kF16: return 1e-3;
+    case DType::kBF16: return 8e-3;
+    case DType::kF32: return 1e-6;
+    case DType::kF64: return 1e-12;
+    default: return 0;
+  }
+}
+
+struct DeviceBuffer {
+  const MemoryOps& mem;
+  void* ptr = nullptr;
+  std::size_t bytes = 0;
+  DeviceBuffer(const MemoryOps& m, std::size_t b) : mem(m), bytes(b) { ptr = b > 0 ? mem.alloc(b) : nullptr; }
+  ~DeviceBuffer() {
+    if (ptr != nullptr) mem.free(ptr);
+  }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+};
+
+}  // namespace
+
+std::string MatrixCase::name() const {
+  return fmt::format("{} {}{} count={} {} root={}", opName(op), dtypeName(dtype),
+                     reducing(op) ? fmt::format(" {}", reduceOpName(rop)) : "", count,
+                     inPlace ? "in-place" : "out-of-place", root);
+}
+
+MemoryOps hostMemory() {
+  MemoryOps m;
+  m.alloc = [](std::size_t b) { return ::operator new(b); };
+  m.free = [](void* p) { ::operator delete(p); };
+  m.toDevice = [](void* d, const void* s, std::size_t b) { std::memcpy(d, s, b); };
+  m.toHost = [](void* d, const void* s, std::size_t b) { std::memcpy(d, s, b); };
+  return m;
+}
+
+std::vector<MatrixCase> matrixCases(int n, const MatrixShape& shape) {
+  std::vector<MatrixCase> out;
+  const int root = n - 1;  // a non-zero root where there is one
+  auto addAll = [&](DType t, std::size_t count, const std::vector<ReduceOp>& rops) {
+    for (bool inPlace : {false, true}) {
+      for (OpType op : {OpType::kAllreduce, OpType::kReduce, OpType::kReduceScatter}) {
+        for (ReduceOp rop : rops) out.push_back({op, t, rop, count, inPlace, op == OpType::kReduce ? root : 0});
+      }
+      out.push_back({OpType::kBroadcast, t, ReduceOp::kSum, count, inPlace, root});
+      out.push_back({OpType::kAllgather, t, ReduceOp::kSum, count, inPlace, 0});
+    }
+    out.push_back({OpType::kAlltoall, t, ReduceOp::kSum, count, false, 0});
+    if (shape.pointToPoint && n > 1) out.push_back({OpType::kSend, t, ReduceOp::kSum, count, false, 0});
+  };
+  std::vector<ReduceOp> allOps(std::begin(kAllReduceOps), std::end(kAllReduceOps));
+  for (DType t : shape.dtypes) {
+    for (std::size_t count : shape.counts) addAll(t, count, allOps);
+  }
+  if (shape.largeCount > 0) {
+    for (DType t : {DType::kF32, DType::kBF16, DType::kI32}) {
+      if (std::find(shape.dtypes.begin(), shape.dtypes.end(), t) != shape.dtypes.end()) {
+        addAll(t, shape.largeCount, allOps);
+      }
+    }
+  }
+  out.push_back({OpType::kBarrier, DType::kF32, ReduceOp::kSum, 0, false, 0});
+  return out;
+}
+
+std::string runCase(ProcessGroup& pg, const MatrixCase& c, const MemoryOps& mem) {
+  const int n = pg.size();
+  const int me = pg.rank();
+  const std::size_t es = dtypeSize(c.dtype);
+  auto fill = [&](std::vector<char>& host, std::size_t elems, int rank, std::size_t offset) {
+    for (std::size_t i = 0; i < elems; ++i) {
+      setElementFromDouble(host.data(), offset + i, c.dtype, inputValue(rank, i, c.dtype, c.op, c.rop));
+    }
+  };
+  // Sizes of the input and output as the group sees them.
+  std::size_t inElems = c.count;
+  std::size_t outElems = c.count;
+  if (c.op == OpType::kAllgather) outElems = c.count * n;
+  if (c.op == OpType::kReduceScatter) inElems = c.count * n;
+  if (c.op == OpType::kAlltoall) inElems = outElems = c.count * n;
+
+  // Element i of rank r's input is inputValue(r, i); for alltoall, chunk j (elements j*count to
+  // (j+1)*count - 1) is meant for rank j.
+  std::vector<char> hostIn(inElems * es);
+  fill(hostIn, inElems, me, 0);
+  std::vector<char> hostOut(outElems * es, 0);
+  DeviceBuffer inBuf(mem, hostIn.size());
+  DeviceBuffer outBuf(mem, hostOut.size());
+  auto buf = [&](void* p, std::size_t elems) { return Buffer{p, elems, c.dtype, mem.device}; };
+  std::shared_ptr<Work> work;
+  void* resultPtr = outBuf.ptr;
+  std::size_t resultElems = outElems;
+
+  if (c.op == OpType::kBarrier) {
+    pg.barrier()->wait();
+    return "";
+  }
+  if (c.op == OpType::kSend) {
+    bool sender = me % 2 == 0 && me + 1 < n;
+    bool receiver = me % 2 == 1;
+    if (sender) {
+      mem.toDevice(inBuf.ptr, hostIn.data(), hostIn.size());
+      pg.send(buf(inBuf.ptr, c.count), me + 1, 7)->wait();
+      return "";
+    }
+    if (!receiver) return "";
+    pg.recv(buf(outBuf.ptr, c.count), me - 1, 7)->wait();
+  } else if (!c.inPlace) {
+    if (inBuf.ptr != nullptr) mem.toDevice(inBuf.ptr, hostIn.data(), hostIn.size());
+    if (outBuf.ptr != nullptr) mem.toDevice(outBuf.ptr, hostOut.data(), hostOut.size());
+    Buffer in = buf(inBuf.ptr, inElems);
+    Buffer out = buf(outBuf.ptr, outElems);
+    switch (c.op) {
+      case OpType::kAllreduce: work = pg.allreduce(in, out, c.rop); break;
+      case OpType::kBroadcast: work = pg.broadcast(in, out, c.root); break;
+      case OpType::kReduce: work = pg.reduce(in, out, c.root, c.rop); break;
+      case OpType::kAllgather: work = pg.allgather(in, out); break;
+      case OpType::kReduceScatter: work = pg.reduceScatter(in, out, c.rop); break;
+      case OpType::kAlltoall: work = pg.alltoall(in, out); break;
+      default: break;
+    }
+    work->wait();
+  } else {
+    // In place: one buffer of the larger size, holding the input where the op expects it.
+    std::size_t big = std::max(inElems, outElems);
+    std::vector<char> host(big * es, 0);
+    if (c.op == OpType::kAllgather) {
+      std::memcpy(host.data() + me * c.count * es, hostIn.data(), hostIn.size());
+    } else {
+      std::memcpy(host.data(), hostIn.data(), hostIn.size());
+    }
+    DeviceBuffer one(mem, host.size());
+    if (one.ptr != nullptr) mem.toDevice(one.ptr, host.data(), host.size());
+    Buffer all = buf(one.ptr, big);
+    switch (c.op) {
+      case OpType::kAllreduce: work = pg.allreduce(all, all, c.rop); break;
+      case OpType::kBroadcast: work = pg.broadcast(all, all, c.root); break;
+      case OpType::kReduce: work = pg.reduce(all, all, c.root, c.rop); break;
+      case OpType::kAllgather: work = pg.allgather(all.slice(me * c.count, c.count), all); break;
+      case OpType::kReduceScatter: work = pg.reduceScatter(all, all.slice(me * c.count, c.count), c.rop); break;
+      default: break;
+    }
+    work->wait();
+    hostOut.assign(host.size(), 0);
+    if (one.ptr != nullptr) mem.toHost(hostOut.data(), one.ptr, host.size());
+    if (c.op == OpType::kReduceScatter) {
+      std::memmove(hostOut.data(), hostOut.data() + me * c.count * es, c.count * es);
+      resultElems = c.count;
+    }
+    resultPtr = nullptr;
+  }
+  if (resultPtr != nullptr && resultElems > 0) mem.toHost(hostOut.data(), resultPtr, resultElems * es);
+  if (c.op == OpType::kReduce && me != c.root) return "";  // only the root's output is defined
+
+  std::string errors;
+  int wrong = 0;
+  for (std::size_t i = 0; i < resultElems; ++i) {
+    double want = 0;
+    switch (c.op) {
+      case OpType::kAllreduce:
+      case OpType::kReduce: want = reduced(c, n, i); break;
+      case OpType::kReduceScatter: want = reduced(c, n, me * c.count + i); break;
+      case OpType::kBroadcast: want = inputValue(c.root, i, c.dtype, c.op, c.rop); break;
+      case OpType::kAllgather: want = inputValue(static_cast<int>(i / c.count), i % c.count, c.dtype, c.op, c.rop); break;
+      case OpType::kAlltoall: {
+        std::size_t from = i / c.count;
+        want = inputValue(static_cast<int>(from), me * c.count + i % c.count, c.dtype, c.op, c.rop);
+        break;
+      }
+      case OpType::kSend: want = inputValue(me - 1, i, c.dtype, c.op, c.rop); break;
+      default: break;
+    }
+    double got = elementAsDouble(hostOut.data(), i, c.dtype);
+    double tol = tolerance(c.dtype) * std::max(1.0, std::fabs(want));
+    if (!(std::fabs(got - want) <= tol)) {
+      if (++wrong <= 5) errors += fmt::format(" [{}] got {} want {};", i, got, want);
+    }
+  }
+  if (wrong == 0) return "";
+  return fmt::format("rank {}: {}: {} wrong of {}:{}", me, c.name(), wrong, resultElems, errors);
+}
+
+std::vector<std::string> runCases(ProcessGroup& pg, const std::vector<MatrixCase>& cases, const MemoryOps& mem) {
+  std::vector<std::string> failures;
+  for (const auto& c : cases) {
+    std::string f = runCase(pg, c, mem);
+    if (!f.empty()) failures.push_back(f);
+  }
+  return failures;
+}
+
+void runThreads(const std::string& backend, int worldSize, const std::function<void(ProcessGroup&)>& fn,
+                ProcessGroupOptions base) {
+  auto store = std::make_shared<store::HashStore>();
+  std::vector<std::thread> threads;
+  std::mutex mu;
+  std::exception_ptr first;
+  for (int r = 0; r < worldSize; ++r) {
+    threads.emplace_back([&, r] {
+      try {
+        ProcessGroupOptions o = base;
+        o.rank = r;
+        o.size = worldSize;
+        o.store = store;
+        auto pg = createProcessGroup(backend, o);
+        fn(*pg);
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(mu);
+        if (!first) first = std::current_exception();
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  if (first) std::rethrow_exception(first);
+}
+
+}  // namespace ds::comm::testing
