@@ -1,6 +1,7 @@
 #include "bench/exit_codes.h"
 
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 
 #include "engine/common/error.h"
@@ -9,9 +10,14 @@
 namespace ds::bench {
 
 int runMain(const char* tool, const std::function<int()>& body) {
-  auto report = [&](const char* kind, const char* what, int code) {
+  // After a failure a process group's worker may still be inside its backend (a peer died
+  // mid-collective), so the tool leaves with _Exit instead of running destructors under it. Results
+  // are written atomically as they are produced, so nothing is lost.
+  auto report = [&](const char* kind, const char* what, int code) -> int {
     std::fprintf(stderr, "%s: %s: %s\n", tool, kind, what);
-    return code;
+    std::fflush(stdout);
+    std::fflush(stderr);
+    std::_Exit(code);
   };
   try {
     return body();

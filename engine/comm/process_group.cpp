@@ -51,11 +51,17 @@ void ProcessGroup::shutdown() {
   }
   queueCv_.notify_all();
   if (worker_.joinable()) {
-    // A worker stuck inside a backend call after a timeout cannot be joined; it is abandoned.
+    // After a timeout the worker may be stuck inside a backend call that never returns; it gets a
+    // bounded moment to finish and is otherwise abandoned (the process is expected to exit).
+    bool exited = true;
     if (broken_) {
-      worker_.detach();
-    } else {
+      std::unique_lock<std::mutex> lock(queueMu_);
+      exited = queueCv_.wait_for(lock, std::chrono::seconds(2), [&] { return workerExited_; });
+    }
+    if (exited) {
       worker_.join();
+    } else {
+      worker_.detach();
     }
   }
   {
@@ -285,7 +291,11 @@ void ProcessGroup::workerLoop() {
     {
       std::unique_lock<std::mutex> lock(queueMu_);
       queueCv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
-      if (queue_.empty()) return;
+      if (queue_.empty()) {
+        workerExited_ = true;
+        queueCv_.notify_all();
+        return;
+      }
       task = std::move(queue_.front());
       queue_.pop_front();
     }

@@ -152,6 +152,7 @@ class ProcessGroup {
   std::condition_variable queueCv_;
   std::deque<Task> queue_;
   std::atomic<bool> stopping_{false};
+  bool workerExited_ = false;  // guarded by queueMu_
   std::thread worker_;
   bool workerStarted_ = false;
 

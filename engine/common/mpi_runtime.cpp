@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
+#include <vector>
 
 #include "engine/common/error.h"
 
@@ -19,6 +20,8 @@ std::atomic<bool> gExiting{false};
 std::mutex gReasonMu;
 std::string gReason;
 std::mutex gCallMu;
+std::mutex gHooksMu;
+std::vector<std::function<void()>> gHooks;
 
 void finalizeAtExit() {
   int finalized = 0;
@@ -36,6 +39,12 @@ void finalizeAtExit() {
     MPI_Abort(MPI_COMM_WORLD, kBrokenAbortCode);
     return;
   }
+  std::vector<std::function<void()>> hooks;
+  {
+    std::lock_guard<std::mutex> lock(gHooksMu);
+    hooks.swap(gHooks);
+  }
+  for (auto it = hooks.rbegin(); it != hooks.rend(); ++it) (*it)();
   MPI_Finalize();
 }
 }  // namespace
@@ -69,6 +78,11 @@ bool finalized() {
   int f = 0;
   MPI_Finalized(&f);
   return f != 0;
+}
+
+void onFinalize(std::function<void()> fn) {
+  std::lock_guard<std::mutex> lock(gHooksMu);
+  gHooks.push_back(std::move(fn));
 }
 
 void markBroken(const std::string& reason) {

@@ -8,6 +8,7 @@
 // with exit code kBrokenAbortCode.
 #pragma once
 
+#include <functional>
 #include <mutex>
 #include <string>
 
@@ -23,6 +24,9 @@ void ensureInitialized();
 int threadLevel();
 // True once MPI_Finalize (or MPI_Abort) ran or started: no MPI call may follow.
 bool finalized();
+// Registers `fn` to run at exit just before MPI_Finalize (to free datatypes and ops created once
+// per process). Not run when exit aborts after markBroken(). Thread-safe.
+void onFinalize(std::function<void()> fn);
 
 // Records that an MPI request was abandoned (a timeout): the ranks are out of step. From now on
 // exit aborts the job instead of finalising (see above). The first reason is kept. Thread-safe.

@@ -58,6 +58,9 @@ class Process {
   Process(const Process&) = delete;
   Process& operator=(const Process&) = delete;
   pid_t pid() const { return pid_; }
+  // Where its output goes while it runs (to watch for a line before wait()).
+  std::string stdoutPath() const { return dir_.file("stdout"); }
+  std::string stderrPath() const { return dir_.file("stderr"); }
   // Waits up to the options' timeout; on expiry kills the process group and sets timedOut.
   RunResult wait();
 

@@ -1,0 +1,469 @@
+// The gloo backend: Gloo 0.5.0 (Debian snapshot 2022-05-18), TCP transport, options API only.
+//
+// Rules this file keeps (REFERENCE.md §8):
+// - Only the options API (gloo::allreduce(AllreduceOptions&), ...) and unbound buffers. The old
+//   algorithm classes (AllreduceRing, ...) pin each socket's SO_SNDBUF to their first message and make
+//   later large transfers 10-100x slower; they must never run on this group's connections.
+// - Every op carries a tag derived from its sequence number and the op's own timeout, so a stale
+//   message can never match a later op and every wait is bounded by desc.timeout.
+// - Types Gloo lacks are widened: bf16 is reduced in an f32 temporary and rounded back once. f16 uses
+//   gloo::float16 (every op works; each pairwise step computes in f32 and rounds, as PyTorch's Gloo
+//   backend does). avg is sum on the wire, then divideBy (integers truncate toward zero).
+// - Count 0 (the same on every rank by construction) returns without touching Gloo, whose
+//   allreduce enforces elements > 0.
+// - World size 1 runs locally (copies); Gloo's ring ops need a peer.
+#include "engine/comm/backends/gloo/gloo_process_group.h"
+
+#include <gloo/allgather.h>
+#include <gloo/allreduce.h>
+#include <gloo/alltoall.h>
+#include <gloo/barrier.h>
+#include <gloo/broadcast.h>
+#include <gloo/common/error.h>
+#include <gloo/common/logging.h>
+#include <gloo/math.h>
+#include <gloo/reduce.h>
+#include <gloo/rendezvous/context.h>
+#include <gloo/transport/tcp/device.h>
+#include <gloo/transport/unbound_buffer.h>
+#include <gloo/types.h>
+
+#include <fmt/format.h>
+#include <signal.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <vector>
+
+#include "engine/comm/backends/gloo/gloo_interface.h"
+#include "engine/comm/backends/gloo/gloo_store_adapter.h"
+#include "engine/comm/half.h"
+#include "engine/comm/reduce.h"
+#include "engine/common/error.h"
+#include "engine/common/log.h"
+
+namespace ds::comm {
+namespace {
+
+using Func = std::function<void(void*, const void*, const void*, size_t)>;
+
+// Gloo writes to sockets without MSG_NOSIGNAL: a peer that died would kill us with SIGPIPE instead of
+// surfacing as an IoException. Ignore SIGPIPE process-wide unless the program installed a handler
+// (Python does the same at startup, which is why PyTorch never sees this).
+void ignoreSigpipeOnce() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    struct sigaction cur {};
+    if (::sigaction(SIGPIPE, nullptr, &cur) == 0 && cur.sa_handler == SIG_DFL) {
+      struct sigaction ign {};
+      ign.sa_handler = SIG_IGN;
+      sigemptyset(&ign.sa_mask);
+      ::sigaction(SIGPIPE, &ign, nullptr);
+    }
+  });
+}
+
+template <typename T>
+Func reduceFunc(ReduceOp op) {
+  switch (wireOp(op)) {
+    case ReduceOp::kSum: return &::gloo::sum<T>;
+    case ReduceOp::kProd: return &::gloo::product<T>;
+    case ReduceOp::kMin: return &::gloo::min<T>;
+    case ReduceOp::kMax: return &::gloo::max<T>;
+    case ReduceOp::kAvg: break;
+  }
+  throw InternalError("gloo: unhandled reduce op");
+}
+
+// Calls f(T{}) with the C++ type Gloo reduces `t` as. bf16 never gets here (see widen()).
+template <typename F>
+decltype(auto) withType(DType t, F&& f) {
+  switch (t) {
+    case DType::kF32: return f(float{});
+    case DType::kF64: return f(double{});
+    case DType::kF16: return f(::gloo::float16{});
+    case DType::kI32: return f(std::int32_t{});
+    case DType::kI64: return f(std::int64_t{});
+    case DType::kU8: return f(std::uint8_t{});
+    case DType::kI8: return f(std::int8_t{});
+    case DType::kBF16: break;
+  }
+  throw InternalError(fmt::format("gloo: no native type for {}", dtypeName(t)));
+}
+
+std::uint32_t tagOf(const OpDesc& d) { return static_cast<std::uint32_t>(d.seq); }
+
+// send/recv slots: a prefix no Gloo collective uses (theirs are 0x01-0x08, see gloo/types.h), then the
+// user's tag, laid out like gloo::Slot::build. Sends and receives with equal (peer, tag) match in order.
+constexpr std::uint64_t kP2pSlotPrefix = 0x40;
+std::uint64_t p2pSlot(int tag) {
+  return (kP2pSlotPrefix << 56) | (static_cast<std::uint64_t>(static_cast<std::uint32_t>(tag)) << 24);
+}
+
+// bf16 <-> f32 temporaries: Gloo has no bfloat16, so bf16 is reduced in f32 and rounded back once
+// (more accurate than rounding after every pairwise step; twice the wire bytes).
+std::vector<float> widenBf16(const Buffer& b) {
+  std::vector<float> out(b.count);
+  const auto* p = static_cast<const std::uint16_t*>(b.data);
+  for (std::size_t i = 0; i < b.count; ++i) out[i] = bf16ToFloat(p[i]);
+  return out;
+}
+void narrowBf16(const float* src, std::size_t n, void* dst) {
+  auto* p = static_cast<std::uint16_t*>(dst);
+  for (std::size_t i = 0; i < n; ++i) p[i] = floatToBf16(src[i]);
+}
+
+// "[127.0.0.1]:1234" in a Gloo message -> "127.0.0.1".
+std::string peerHostIn(const std::string& msg) {
+  auto open = msg.find("peer [");
+  if (open == std::string::npos) open = msg.find("error [");
+  if (open == std::string::npos) return "";
+  open = msg.find('[', open);
+  auto close = msg.find(']', open);
+  if (close == std::string::npos) return "";
+  return msg.substr(open + 1, close - open - 1);
+}
+
+class GlooProcessGroup final : public ProcessGroup {
+ public:
+  GlooProcessGroup(ProcessGroupOptions options, detail::GlooInterfaceChoice iface);
+  ~GlooProcessGroup() override;
+
+  std::string backendName() const override { return "gloo"; }
+
+ protected:
+  void doAllreduce(const OpDesc& desc, const Buffer& in, const Buffer& out) override;
+  void doBroadcast(const OpDesc& desc, const Buffer& in, const Buffer& out) override;
+  void doReduce(const OpDesc& desc, const Buffer& in, const Buffer& out) override;
+  void doAllgather(const OpDesc& desc, const Buffer& in, const Buffer& out) override;
+  void doReduceScatter(const OpDesc& desc, const Buffer& in, const Buffer& out) override;
+  void doAlltoall(const OpDesc& desc, const Buffer& in, const Buffer& out) override;
+  void doBarrier(const OpDesc& desc) override;
+  void doSend(const OpDesc& desc, const Buffer& data) override;
+  void doRecv(const OpDesc& desc, const Buffer& data) override;
+
+ private:
+  void connect();
+  // Runs a Gloo call, translating its exceptions: a timeout -> ds::TimeoutError (the base then names
+  // the missing ranks); anything else -> ds::BackendError with Gloo's text and the peer's ranks when
+  // the text names an address. After a failure Gloo's pairs are closed, so later ops fail at once.
+  template <typename F>
+  void guarded(const char* what, F&& f);
+  std::string ranksAt(const std::string& host) const;
+  // In-place allreduce of `data` (n elements of native type or f32) with Gloo.
+  void allreduceNative(const OpDesc& desc, DType t, void* in, void* out, std::size_t n);
+
+  detail::GlooInterfaceChoice iface_;
+  std::unique_ptr<detail::GlooStoreAdapter> adapter_;
+  std::shared_ptr<::gloo::transport::Device> device_;
+  std::shared_ptr<::gloo::rendezvous::Context> context_;
+  std::vector<std::string> rankHosts_;  // the address each rank's device bound to, for error messages
+  std::string failure_;                 // set once Gloo failed; worker thread only
+};
+
+GlooProcessGroup::GlooProcessGroup(ProcessGroupOptions options, detail::GlooInterfaceChoice iface)
+    : ProcessGroup(std::move(options)), iface_(std::move(iface)) {
+  if (size() == 1) return;
+  try {
+    connect();
+  } catch (...) {
+    shutdown();
+    throw;
+  }
+}
+
+GlooProcessGroup::~GlooProcessGroup() {
+  shutdown();  // no op may run while the context goes away
+  context_.reset();
+  device_.reset();
+}
+
+void GlooProcessGroup::connect() {
+  const auto& o = options();
+  const auto timeout = o.timeout;
+  adapter_ = std::make_unique<detail::GlooStoreAdapter>(*o.store, fmt::format("pg/{}/gloo/", o.groupName), timeout);
+
+  ::gloo::transport::tcp::attr attr;
+  if (!iface_.iface.empty()) {
+    attr.iface = iface_.iface;
+  } else {
+    attr.hostname = iface_.hostname;
+  }
+  try {
+    device_ = ::gloo::transport::tcp::CreateDevice(attr);
+  } catch (const std::exception& e) {
+    throw BackendError(fmt::format("gloo could not open a TCP device on {} ({}): {}", iface_.iface.empty() ? iface_.hostname : iface_.iface,
+                                   iface_.reason, e.what()));
+  }
+  log::debug("gloo group '{}' rank {}: device {} ({})", o.groupName, rank(), device_->str(), iface_.reason);
+
+  // Our own "joined" keys, before Gloo's: when the mesh cannot form they say who never arrived.
+  std::string host = iface_.iface.empty() ? iface_.hostname : device_->str();
+  adapter_->set(fmt::format("joined/{}", rank()), std::vector<char>(host.begin(), host.end()));
+
+  context_ = std::make_shared<::gloo::rendezvous::Context>(rank(), size());
+  context_->setTimeout(timeout);
+  std::string failure;
+  bool timedOut = false;
+  try {
+    context_->connectFullMesh(*adapter_, device_);
+  } catch (const TimeoutError& e) {
+    timedOut = true;
+    failure = e.what();
+  } catch (const ::gloo::IoException& e) {
+    timedOut = std::strstr(e.what(), "imed out") != nullptr || std::strstr(e.what(), "timeout") != nullptr;
+    failure = e.what();
+  } catch (const ::gloo::EnforceNotMet& e) {
+    failure = e.what();
+  } catch (const ::gloo::Exception& e) {
+    failure = e.what();
+  }
+  if (failure.empty()) {
+    rankHosts_.resize(size());
+    for (int r = 0; r < size(); ++r) {
+      auto v = adapter_->get(fmt::format("joined/{}", r));
+      rankHosts_[r].assign(v.begin(), v.end());
+    }
+    return;
+  }
+  std::vector<int> missing;
+  for (int r = 0; r < size(); ++r) {
+    if (!o.store->check({adapter_->prefix() + fmt::format("joined/{}", r)}, std::chrono::seconds(5))) missing.push_back(r);
+  }
+  std::string who = missing.empty()
+                        ? "every rank joined the rendezvous, so a connection between ranks failed (firewall, wrong "
+                          "interface: check GLOO_SOCKET_IFNAME)"
+                        : fmt::format("ranks {} never joined group '{}' (not started, crashed, or a different "
+                                      "group/store)",
+                                      fmt::join(missing, ", "), o.groupName);
+  std::string msg = fmt::format("gloo rank {} of {} could not connect to its peers within {} ms: {}. Cause: {}", rank(),
+                                size(), timeout.count(), who, failure);
+  if (timedOut) throw TimeoutError(msg);
+  throw BackendError(msg);
+}
+
+std::string GlooProcessGroup::ranksAt(const std::string& host) const {
+  std::vector<int> rs;
+  for (int r = 0; r < static_cast<int>(rankHosts_.size()); ++r) {
+    if (r != rank() && rankHosts_[r] == host) rs.push_back(r);
+  }
+  if (rs.empty()) return "";
+  return fmt::format(" (the peer at {} is rank{} {})", host, rs.size() == 1 ? "" : "s", fmt::join(rs, " or "));
+}
+
+template <typename F>
+void GlooProcessGroup::guarded(const char* what, F&& f) {
+  if (!failure_.empty()) {
+    throw BackendError(fmt::format("the gloo connections of group '{}' failed earlier ({}); restart the job.",
+                                   options().groupName, failure_));
+  }
+  std::string err;
+  try {
+    f();
+    return;
+  } catch (const ::gloo::IoException& e) {
+    std::string m = e.what();
+    if (m.find("Timed out") != std::string::npos || m.find("timed out") != std::string::npos) {
+      failure_ = "an op timed out";
+      throw TimeoutError(fmt::format("gloo {}: {}", what, m));
+    }
+    err = m + ranksAt(peerHostIn(m)) + ". A peer probably died or closed its group";
+  } catch (const ::gloo::EnforceNotMet& e) {
+    err = e.what();
+  } catch (const ::gloo::Exception& e) {
+    err = e.what();
+  }
+  failure_ = err;
+  throw BackendError(fmt::format("gloo {}: {}", what, err));
+}
+
+void GlooProcessGroup::allreduceNative(const OpDesc& desc, DType t, void* in, void* out, std::size_t n) {
+  withType(t, [&](auto tv) {
+    using T = decltype(tv);
+    ::gloo::AllreduceOptions opts(context_);
+    if (in != out) opts.setInput(static_cast<T*>(in), n);
+    opts.setOutput(static_cast<T*>(out), n);
+    opts.setReduceFunction(reduceFunc<T>(desc.op));
+    opts.setTag(tagOf(desc));
+    opts.setTimeout(desc.timeout);
+    guarded("allreduce", [&] { ::gloo::allreduce(opts); });
+  });
+}
+
+void GlooProcessGroup::doAllreduce(const OpDesc& desc, const Buffer& in, const Buffer& out) {
+  if (in.count == 0) return;
+  if (size() == 1) {
+    if (in.data != out.data) std::memcpy(out.data, in.data, in.bytes());
+    return;
+  }
+  if (in.dtype == DType::kBF16) {
+    std::vector<float> tmp = widenBf16(in);
+    allreduceNative(desc, DType::kF32, tmp.data(), tmp.data(), tmp.size());
+    if (desc.op == ReduceOp::kAvg) divideBy(tmp.data(), tmp.size(), DType::kF32, size());
+    narrowBf16(tmp.data(), tmp.size(), out.data);
+    return;
+  }
+  allreduceNative(desc, in.dtype, in.data, out.data, in.count);
+  if (desc.op == ReduceOp::kAvg) divideBy(out.data, out.count, out.dtype, size());
+}
+
+void GlooProcessGroup::doBroadcast(const OpDesc& desc, const Buffer& in, const Buffer& out) {
+  if (in.count == 0) return;
+  if (size() == 1) {
+    if (in.data != out.data) std::memcpy(out.data, in.data, in.bytes());
+    return;
+  }
+  // Pure data movement: bytes, whatever the dtype.
+  ::gloo::BroadcastOptions opts(context_);
+  if (rank() == desc.root && in.data != out.data) opts.setInput(static_cast<std::uint8_t*>(in.data), in.bytes());
+  opts.setOutput(static_cast<std::uint8_t*>(out.data), out.bytes());
+  opts.setRoot(desc.root);
+  opts.setTag(tagOf(desc));
+  opts.setTimeout(desc.timeout);
+  guarded("broadcast", [&] { ::gloo::broadcast(opts); });
+}
+
+void GlooProcessGroup::doReduce(const OpDesc& desc, const Buffer& in, const Buffer& out) {
+  if (in.count == 0) return;
+  const bool root = rank() == desc.root;
+  if (size() == 1) {
+    if (in.data != out.data) std::memcpy(out.data, in.data, in.bytes());
+    return;
+  }
+  // Gloo's ring reduce uses `out` as scratch on every rank. Our contract writes output at root only,
+  // so non-root ranks reduce into a scratch buffer (their input is only read).
+  auto run = [&](DType t, void* src, void* dst, std::size_t n) {
+    withType(t, [&](auto tv) {
+      using T = decltype(tv);
+      ::gloo::ReduceOptions opts(context_);
+      if (src != dst) opts.setInput(static_cast<T*>(src), n);
+      opts.setOutput(static_cast<T*>(dst), n);
+      opts.setRoot(desc.root);
+      opts.setReduceFunction(reduceFunc<T>(desc.op));
+      opts.setTag(tagOf(desc));
+      opts.setTimeout(desc.timeout);
+      guarded("reduce", [&] { ::gloo::reduce(opts); });
+    });
+  };
+  if (in.dtype == DType::kBF16) {
+    std::vector<float> tmp = widenBf16(in);  // ours: in-place is fine on every rank
+    run(DType::kF32, tmp.data(), tmp.data(), tmp.size());
+    if (root) {
+      if (desc.op == ReduceOp::kAvg) divideBy(tmp.data(), tmp.size(), DType::kF32, size());
+      narrowBf16(tmp.data(), tmp.size(), out.data);
+    }
+    return;
+  }
+  if (root) {
+    run(in.dtype, in.data, out.data, in.count);
+    if (desc.op == ReduceOp::kAvg) divideBy(out.data, out.count, out.dtype, size());
+  } else {
+    std::vector<std::uint8_t> scratch(in.bytes());
+    run(in.dtype, in.data, scratch.data(), in.count);
+  }
+}
+
+void GlooProcessGroup::doAllgather(const OpDesc& desc, const Buffer& in, const Buffer& out) {
+  if (in.count == 0) return;
+  if (size() == 1) {
+    if (in.data != out.data) std::memcpy(out.data, in.data, in.bytes());
+    return;
+  }
+  ::gloo::AllgatherOptions opts(context_);
+  if (!desc.inPlace) opts.setInput(static_cast<std::uint8_t*>(in.data), in.bytes());  // in-place: in is our slot
+  opts.setOutput(static_cast<std::uint8_t*>(out.data), out.bytes());
+  opts.setTag(tagOf(desc));
+  opts.setTimeout(desc.timeout);
+  guarded("allgather", [&] { ::gloo::allgather(opts); });
+}
+
+void GlooProcessGroup::doReduceScatter(const OpDesc& desc, const Buffer& in, const Buffer& out) {
+  if (out.count == 0) return;
+  if (size() == 1) {
+    if (in.data != out.data) std::memcpy(out.data, in.data, out.bytes());
+    return;
+  }
+  // This Gloo has no options-API reduce_scatter: allreduce the whole input into a temporary, then
+  // keep this rank's chunk. It moves about 2x the bytes of a ring reduce_scatter (the allgather half
+  // of the ring allreduce is wasted), so its bus bandwidth reads about half of the ideal.
+  const std::size_t offset = static_cast<std::size_t>(rank()) * out.count;
+  OpDesc d = desc;
+  d.op = wireOp(desc.op);
+  if (in.dtype == DType::kBF16) {
+    std::vector<float> tmp = widenBf16(in);
+    allreduceNative(d, DType::kF32, tmp.data(), tmp.data(), tmp.size());
+    float* mine = tmp.data() + offset;
+    if (desc.op == ReduceOp::kAvg) divideBy(mine, out.count, DType::kF32, size());
+    narrowBf16(mine, out.count, out.data);
+    return;
+  }
+  std::vector<std::uint8_t> tmp(in.bytes());
+  allreduceNative(d, in.dtype, in.data, tmp.data(), in.count);
+  std::memcpy(out.data, tmp.data() + offset * dtypeSize(in.dtype), out.bytes());
+  if (desc.op == ReduceOp::kAvg) divideBy(out.data, out.count, out.dtype, size());
+}
+
+void GlooProcessGroup::doAlltoall(const OpDesc& desc, const Buffer& in, const Buffer& out) {
+  if (in.count == 0) return;
+  if (size() == 1) {
+    if (in.data != out.data) std::memcpy(out.data, in.data, in.bytes());
+    return;
+  }
+  // Gloo's alltoall sends chunk j of `in` while receiving chunk j of `out` from rank j: with in == out
+  // an arriving chunk could overwrite one not yet sent, so in-place goes through a copy.
+  std::vector<std::uint8_t> copy;
+  void* src = in.data;
+  if (in.data == out.data) {
+    copy.assign(static_cast<std::uint8_t*>(in.data), static_cast<std::uint8_t*>(in.data) + in.bytes());
+    src = copy.data();
+  }
+  ::gloo::AlltoallOptions opts(context_);
+  opts.setInput(static_cast<std::uint8_t*>(src), in.bytes());
+  opts.setOutput(static_cast<std::uint8_t*>(out.data), out.bytes());
+  opts.setTag(tagOf(desc));
+  opts.setTimeout(desc.timeout);
+  guarded("alltoall", [&] { ::gloo::alltoall(opts); });
+}
+
+void GlooProcessGroup::doBarrier(const OpDesc& desc) {
+  if (size() == 1) return;
+  ::gloo::BarrierOptions opts(context_);
+  opts.setTag(tagOf(desc));
+  opts.setTimeout(desc.timeout);
+  guarded("barrier", [&] { ::gloo::barrier(opts); });
+}
+
+void GlooProcessGroup::doSend(const OpDesc& desc, const Buffer& data) {
+  // Count 0 still sends an empty message, so the matching recv completes only after this send.
+  guarded("send", [&] {
+    auto buf = context_->createUnboundBuffer(data.data, data.bytes());
+    buf->send(desc.root, p2pSlot(desc.tag));
+    buf->waitSend(desc.timeout);
+  });
+}
+
+void GlooProcessGroup::doRecv(const OpDesc& desc, const Buffer& data) {
+  guarded("recv", [&] {
+    auto buf = context_->createUnboundBuffer(data.data, data.bytes());
+    buf->recv(desc.root, p2pSlot(desc.tag));
+    buf->waitRecv(desc.timeout);
+  });
+}
+
+}  // namespace
+
+std::unique_ptr<ProcessGroup> makeGlooProcessGroup(const ProcessGroupOptions& options) {
+  if (options.device.type != DeviceType::kCpu) {
+    throw BackendError(fmt::format(
+        "backend gloo does not support {} buffers: this Gloo was built without CUDA, so it moves host memory only. "
+        "Use the nccl backend for GPU buffers, or put the buffers on cpu.",
+        deviceName(options.device)));
+  }
+  const char* ifname = std::getenv("GLOO_SOCKET_IFNAME");
+  auto iface = detail::chooseGlooInterface(ifname ? std::optional<std::string>(ifname) : std::nullopt, options.world);
+  ignoreSigpipeOnce();
+  return std::make_unique<GlooProcessGroup>(options, std::move(iface));
+}
+
+}  // namespace ds::comm

@@ -1,0 +1,508 @@
+// The mpi backend: every collective is a nonblocking MPI call on a duplicate of MPI_COMM_WORLD,
+// completed by mpidetail::waitAll (yield, then growing sleeps; never a spin, never a hang).
+//
+// Types: the C types MPI has; f16 and bf16 travel as a 2-byte contiguous type, reduced by one
+// user-defined commutative MPI_Op per (type, op) that calls reduceInto. avg runs as sum and is
+// divided afterwards (divideBy). Element counts above the chunk limit (INT_MAX, MPI's count type)
+// are split into several requests.
+//
+// Threads: the base runs every op on its worker thread; MPI must provide at least
+// MPI_THREAD_SERIALIZED, and mpi::CallGuard serialises groups below MPI_THREAD_MULTIPLE.
+//
+// Timeouts: a request that outlives desc.timeout cannot be cancelled (MPI has no cancel for
+// collectives), so it is abandoned: its temporary buffers are leaked on purpose, mpi::markBroken()
+// makes every later op of every mpi group fail at once and turns MPI_Finalize at exit into
+// MPI_Abort. The caller's buffers of that op must be treated as still in use by MPI.
+#include "engine/comm/backends/mpi/mpi_process_group.h"
+
+#include <mpi.h>
+
+#include <algorithm>
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <vector>
+
+#include "engine/comm/backends/mpi/mpi_wait.h"
+#include "engine/comm/reduce.h"
+#include "engine/common/error.h"
+#include "engine/common/log.h"
+#include "engine/common/mpi_runtime.h"
+#include "engine/env/world_info.h"
+
+namespace ds::comm {
+namespace {
+
+using mpidetail::check;
+using mpidetail::Clock;
+
+// --- f16 / bf16: datatypes and ops, created once per process, freed before MPI_Finalize ---------
+
+struct HalfTypes {
+  MPI_Datatype f16 = MPI_DATATYPE_NULL;
+  MPI_Datatype bf16 = MPI_DATATYPE_NULL;
+  MPI_Op ops[2][4] = {};  // [0: f16, 1: bf16][sum, prod, min, max]
+};
+
+template <DType T, ReduceOp Op>
+void halfOp(void* in, void* inout, int* len, MPI_Datatype*) {
+  reduceInto(inout, in, static_cast<std::size_t>(*len), T, Op);
+}
+
+template <DType T>
+void createHalfOps(MPI_Op* ops) {
+  check(MPI_Op_create(&halfOp<T, ReduceOp::kSum>, 1, &ops[0]), "MPI_Op_create");
+  check(MPI_Op_create(&halfOp<T, ReduceOp::kProd>, 1, &ops[1]), "MPI_Op_create");
+  check(MPI_Op_create(&halfOp<T, ReduceOp::kMin>, 1, &ops[2]), "MPI_Op_create");
+  check(MPI_Op_create(&halfOp<T, ReduceOp::kMax>, 1, &ops[3]), "MPI_Op_create");
+}
+
+const HalfTypes& halfTypes() {
+  static HalfTypes types;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    mpi::CallGuard guard;
+    check(MPI_Type_contiguous(2, MPI_BYTE, &types.f16), "MPI_Type_contiguous");
+    check(MPI_Type_commit(&types.f16), "MPI_Type_commit");
+    check(MPI_Type_contiguous(2, MPI_BYTE, &types.bf16), "MPI_Type_contiguous");
+    check(MPI_Type_commit(&types.bf16), "MPI_Type_commit");
+    createHalfOps<DType::kF16>(types.ops[0]);
+    createHalfOps<DType::kBF16>(types.ops[1]);
+    mpi::onFinalize([] {
+      for (auto& row : types.ops) {
+        for (auto& op : row) MPI_Op_free(&op);
+      }
+      MPI_Type_free(&types.f16);
+      MPI_Type_free(&types.bf16);
+    });
+  });
+  return types;
+}
+
+MPI_Datatype mpiType(DType t) {
+  switch (t) {
+    case DType::kF32: return MPI_FLOAT;
+    case DType::kF64: return MPI_DOUBLE;
+    case DType::kI32: return MPI_INT32_T;
+    case DType::kI64: return MPI_INT64_T;
+    case DType::kU8: return MPI_UINT8_T;
+    case DType::kI8: return MPI_INT8_T;
+    case DType::kF16: return halfTypes().f16;
+    case DType::kBF16: return halfTypes().bf16;
+  }
+  throw InternalError("unknown dtype");
+}
+
+int opIndex(ReduceOp op) {
+  switch (wireOp(op)) {
+    case ReduceOp::kSum: return 0;
+    case ReduceOp::kProd: return 1;
+    case ReduceOp::kMin: return 2;
+    case ReduceOp::kMax: return 3;
+    case ReduceOp::kAvg: break;
+  }
+  throw InternalError("avg has no wire op");
+}
+
+MPI_Op mpiOp(DType t, ReduceOp op) {
+  if (t == DType::kF16) return halfTypes().ops[0][opIndex(op)];
+  if (t == DType::kBF16) return halfTypes().ops[1][opIndex(op)];
+  static const MPI_Op kOps[] = {MPI_SUM, MPI_PROD, MPI_MIN, MPI_MAX};
+  return kOps[opIndex(op)];
+}
+
+char* at(const Buffer& b, std::size_t elem) { return static_cast<char*>(b.data) + elem * dtypeSize(b.dtype); }
+
+// Calls fn(offset, length) for pieces of at most maxChunk elements covering [0, count).
+template <typename F>
+void forChunks(std::size_t count, std::size_t maxChunk, F fn) {
+  for (std::size_t off = 0; off < count; off += maxChunk) fn(off, std::min(maxChunk, count - off));
+}
+
+std::size_t chunkLimitFromEnv() {
+  const char* v = std::getenv("DS_MPI_MAX_CHUNK");
+  if (v == nullptr || *v == '\0') return INT_MAX;
+  char* end = nullptr;
+  long long n = std::strtoll(v, &end, 10);
+  if (*end != '\0' || n < 1 || n > INT_MAX) {
+    throw ConfigError(fmt::format("DS_MPI_MAX_CHUNK='{}' is not valid; use a number of elements from 1 to {} "
+                                  "(unset: {}, MPI's largest count).",
+                                  v, INT_MAX, INT_MAX));
+  }
+  return static_cast<std::size_t>(n);
+}
+
+// What one op posted: its requests and everything they point into that the op owns. On a timeout
+// the whole thing is leaked, since MPI may still write into it.
+struct Pending {
+  std::vector<MPI_Request> reqs;
+  std::vector<MPI_Datatype> types;
+  std::vector<std::vector<char>> scratch;
+
+  Pending() = default;
+  Pending(const Pending&) = delete;
+  Pending& operator=(const Pending&) = delete;
+  ~Pending() {
+    if (types.empty() || mpi::finalized()) return;
+    mpi::CallGuard guard;
+    for (auto& t : types) MPI_Type_free(&t);
+  }
+  char* temp(std::size_t bytes) {
+    scratch.emplace_back(std::max<std::size_t>(bytes, 1));
+    return scratch.back().data();
+  }
+  // A type of `len` contiguous elements of `base` whose extent is `extentElems` elements: one
+  // rank's piece of a chunk inside an array of per-rank slots.
+  MPI_Datatype slotType(MPI_Datatype base, std::size_t len, std::size_t extentElems, std::size_t elemSize) {
+    MPI_Datatype contig = MPI_DATATYPE_NULL;
+    MPI_Datatype resized = MPI_DATATYPE_NULL;
+    check(MPI_Type_contiguous(static_cast<int>(len), base, &contig), "MPI_Type_contiguous");
+    check(MPI_Type_create_resized(contig, 0, static_cast<MPI_Aint>(extentElems * elemSize), &resized),
+          "MPI_Type_create_resized");
+    MPI_Type_free(&contig);
+    check(MPI_Type_commit(&resized), "MPI_Type_commit");
+    types.push_back(resized);
+    return resized;
+  }
+};
+
+void abandon(Pending& p) {
+  auto* leaked = new Pending;  // NOLINT: intentionally never freed
+  leaked->reqs.swap(p.reqs);
+  leaked->types.swap(p.types);
+  leaked->scratch.swap(p.scratch);
+}
+
+class MpiProcessGroup final : public ProcessGroup {
+ public:
+  explicit MpiProcessGroup(const ProcessGroupOptions& options)
+      : ProcessGroup(options),
+        policy_(mpidetail::pollPolicyFromEnv(std::getenv("DS_MPI_WAIT"))),
+        maxChunk_(chunkLimitFromEnv()) {
+    mpi::ensureInitialized();
+    if (mpi::threadLevel() < MPI_THREAD_SERIALIZED) {
+      throw BackendError(fmt::format(
+          "the MPI library provides thread level {} but the mpi backend needs MPI_THREAD_SERIALIZED ({}) or more: "
+          "it calls MPI from the process group's worker thread. Use an MPI built with thread support (Open MPI, "
+          "MPICH and Intel MPI all are), or if MPI was initialised before dsperf, request MPI_THREAD_MULTIPLE there.",
+          mpi::threadLevel(), MPI_THREAD_SERIALIZED));
+    }
+    if (mpi::broken()) throw brokenError("create a process group");
+    int mpiRank = 0;
+    int mpiSize = 0;
+    {
+      mpi::CallGuard guard;
+      MPI_Comm_rank(MPI_COMM_WORLD, &mpiRank);
+      MPI_Comm_size(MPI_COMM_WORLD, &mpiSize);
+    }
+    checkWorld(options, mpiRank, mpiSize);
+    createComm(options.timeout);
+  }
+
+  ~MpiProcessGroup() override {
+    shutdown();
+    if (comm_ != MPI_COMM_NULL && !mpi::broken() && !mpi::finalized()) {
+      mpi::CallGuard guard;
+      MPI_Comm_free(&comm_);
+    }
+  }
+
+  std::string backendName() const override { return "mpi"; }
+
+ protected:
+  void doAllreduce(const OpDesc& d, const Buffer& in, const Buffer& out) override {
+    if (!begin(d)) return;
+    Pending p;
+    MPI_Datatype t = mpiType(d.dtype);
+    MPI_Op op = mpiOp(d.dtype, d.op);
+    {
+      mpi::CallGuard guard;
+      forChunks(d.count, maxChunk_, [&](std::size_t off, std::size_t len) {
+        p.reqs.push_back(MPI_REQUEST_NULL);
+        check(MPI_Iallreduce(d.inPlace ? MPI_IN_PLACE : at(in, off), at(out, off), static_cast<int>(len), t, op,
+                             comm_, &p.reqs.back()),
+              "MPI_Iallreduce");
+      });
+    }
+    finish(d, p);
+    if (d.op == ReduceOp::kAvg) divideBy(out.data, out.count, out.dtype, size());
+  }
+
+  void doBroadcast(const OpDesc& d, const Buffer& in, const Buffer& out) override {
+    if (!begin(d)) return;
+    if (rank() == d.root && !d.inPlace) std::memcpy(out.data, in.data, in.bytes());
+    Pending p;
+    MPI_Datatype t = mpiType(d.dtype);
+    {
+      mpi::CallGuard guard;
+      forChunks(d.count, maxChunk_, [&](std::size_t off, std::size_t len) {
+        p.reqs.push_back(MPI_REQUEST_NULL);
+        check(MPI_Ibcast(at(out, off), static_cast<int>(len), t, d.root, comm_, &p.reqs.back()), "MPI_Ibcast");
+      });
+    }
+    finish(d, p);
+  }
+
+  void doReduce(const OpDesc& d, const Buffer& in, const Buffer& out) override {
+    if (!begin(d)) return;
+    const bool isRoot = rank() == d.root;
+    Pending p;
+    MPI_Datatype t = mpiType(d.dtype);
+    MPI_Op op = mpiOp(d.dtype, d.op);
+    {
+      mpi::CallGuard guard;
+      forChunks(d.count, maxChunk_, [&](std::size_t off, std::size_t len) {
+        // MPI_IN_PLACE is valid only at the root; elsewhere the input is read and nothing written.
+        const void* send = isRoot && d.inPlace ? MPI_IN_PLACE : at(in, off);
+        p.reqs.push_back(MPI_REQUEST_NULL);
+        check(MPI_Ireduce(send, isRoot ? at(out, off) : nullptr, static_cast<int>(len), t, op, d.root, comm_,
+                          &p.reqs.back()),
+              "MPI_Ireduce");
+      });
+    }
+    finish(d, p);
+    if (isRoot && d.op == ReduceOp::kAvg) divideBy(out.data, out.count, out.dtype, size());
+  }
+
+  void doAllgather(const OpDesc& d, const Buffer& in, const Buffer& out) override {
+    if (!begin(d)) return;
+    Pending p;
+    MPI_Datatype t = mpiType(d.dtype);
+    const std::size_t n = in.count;
+    {
+      mpi::CallGuard guard;
+      if (n <= maxChunk_) {
+        // In place: this rank's data already sits in its slot of out, which is what MPI_IN_PLACE means.
+        p.reqs.push_back(MPI_REQUEST_NULL);
+        check(MPI_Iallgather(d.inPlace ? MPI_IN_PLACE : in.data, static_cast<int>(n), t, out.data,
+                             static_cast<int>(n), t, comm_, &p.reqs.back()),
+              "MPI_Iallgather");
+      } else {
+        // Chunk [off, off+len) of every rank's slot: one element of a type whose extent is a slot.
+        forChunks(n, maxChunk_, [&](std::size_t off, std::size_t len) {
+          MPI_Datatype slot = p.slotType(t, len, n, dtypeSize(d.dtype));
+          p.reqs.push_back(MPI_REQUEST_NULL);
+          check(MPI_Iallgather(d.inPlace ? MPI_IN_PLACE : at(in, off), static_cast<int>(len), t, at(out, off), 1,
+                               slot, comm_, &p.reqs.back()),
+                "MPI_Iallgather");
+        });
+      }
+    }
+    finish(d, p);
+  }
+
+  void doReduceScatter(const OpDesc& d, const Buffer& in, const Buffer& out) override {
+    if (!begin(d)) return;
+    Pending p;
+    MPI_Datatype t = mpiType(d.dtype);
+    MPI_Op op = mpiOp(d.dtype, d.op);
+    const std::size_t n = out.count;
+    const std::size_t es = dtypeSize(d.dtype);
+    char* inPlaceResult = nullptr;
+    {
+      mpi::CallGuard guard;
+      if (n <= maxChunk_) {
+        // In place, out lies inside in, and MPI forbids overlapping send and receive buffers;
+        // MPI_IN_PLACE would take the result at the start of in and may use all of in as scratch.
+        // A temporary result leaves the other ranks' slots of in untouched.
+        char* dst = d.inPlace ? (inPlaceResult = p.temp(out.bytes())) : static_cast<char*>(out.data);
+        p.reqs.push_back(MPI_REQUEST_NULL);
+        check(MPI_Ireduce_scatter_block(in.data, dst, static_cast<int>(n), t, op, comm_, &p.reqs.back()),
+              "MPI_Ireduce_scatter_block");
+      } else {
+        // Chunk [off, off+len) of every slot is packed into a temporary, since a reduction needs
+        // contiguous blocks; the result goes straight to out (the packed input never overlaps it).
+        forChunks(n, maxChunk_, [&](std::size_t off, std::size_t len) {
+          char* packed = p.temp(len * es * static_cast<std::size_t>(size()));
+          for (int r = 0; r < size(); ++r) {
+            std::memcpy(packed + static_cast<std::size_t>(r) * len * es, at(in, r * n + off), len * es);
+          }
+          p.reqs.push_back(MPI_REQUEST_NULL);
+          check(MPI_Ireduce_scatter_block(packed, at(out, off), static_cast<int>(len), t, op, comm_, &p.reqs.back()),
+                "MPI_Ireduce_scatter_block");
+        });
+      }
+    }
+    finish(d, p);
+    if (inPlaceResult != nullptr) std::memcpy(out.data, inPlaceResult, out.bytes());
+    if (d.op == ReduceOp::kAvg) divideBy(out.data, out.count, out.dtype, size());
+  }
+
+  void doAlltoall(const OpDesc& d, const Buffer& in, const Buffer& out) override {
+    if (!begin(d)) return;
+    Pending p;
+    MPI_Datatype t = mpiType(d.dtype);
+    const std::size_t n = in.count / static_cast<std::size_t>(size());  // per peer
+    const std::size_t es = dtypeSize(d.dtype);
+    // In place, the input is copied first: Open MPI's nonblocking in-place alltoall is not relied on.
+    const char* src = static_cast<const char*>(in.data);
+    if (d.inPlace) {
+      char* copy = p.temp(in.bytes());
+      std::memcpy(copy, in.data, in.bytes());
+      src = copy;
+    }
+    {
+      mpi::CallGuard guard;
+      if (n <= maxChunk_) {
+        p.reqs.push_back(MPI_REQUEST_NULL);
+        check(MPI_Ialltoall(src, static_cast<int>(n), t, out.data, static_cast<int>(n), t, comm_, &p.reqs.back()),
+              "MPI_Ialltoall");
+      } else {
+        forChunks(n, maxChunk_, [&](std::size_t off, std::size_t len) {
+          MPI_Datatype slot = p.slotType(t, len, n, es);
+          p.reqs.push_back(MPI_REQUEST_NULL);
+          check(MPI_Ialltoall(src + off * es, 1, slot, at(out, off), 1, slot, comm_, &p.reqs.back()),
+                "MPI_Ialltoall");
+        });
+      }
+    }
+    finish(d, p);
+  }
+
+  void doBarrier(const OpDesc& d) override {
+    if (mpi::broken()) throw brokenError(d.describe());
+    Pending p;
+    {
+      mpi::CallGuard guard;
+      p.reqs.push_back(MPI_REQUEST_NULL);
+      check(MPI_Ibarrier(comm_, &p.reqs.back()), "MPI_Ibarrier");
+    }
+    finish(d, p);
+  }
+
+  void doSend(const OpDesc& d, const Buffer& data) override {
+    checkTag(d);
+    if (!begin(d)) return;
+    Pending p;
+    MPI_Datatype t = mpiType(d.dtype);
+    {
+      mpi::CallGuard guard;
+      forChunks(d.count, maxChunk_, [&](std::size_t off, std::size_t len) {
+        p.reqs.push_back(MPI_REQUEST_NULL);
+        check(MPI_Isend(at(data, off), static_cast<int>(len), t, d.root, d.tag, comm_, &p.reqs.back()), "MPI_Isend");
+      });
+    }
+    finish(d, p);
+  }
+
+  void doRecv(const OpDesc& d, const Buffer& data) override {
+    checkTag(d);
+    if (!begin(d)) return;
+    Pending p;
+    MPI_Datatype t = mpiType(d.dtype);
+    std::vector<int> want;
+    {
+      mpi::CallGuard guard;
+      forChunks(d.count, maxChunk_, [&](std::size_t off, std::size_t len) {
+        p.reqs.push_back(MPI_REQUEST_NULL);
+        want.push_back(static_cast<int>(len));
+        check(MPI_Irecv(at(data, off), static_cast<int>(len), t, d.root, d.tag, comm_, &p.reqs.back()), "MPI_Irecv");
+      });
+    }
+    std::vector<MPI_Status> statuses(p.reqs.size());
+    finish(d, p, statuses.data());
+    std::size_t got = 0;
+    for (std::size_t i = 0; i < statuses.size(); ++i) {
+      int n = 0;
+      MPI_Get_count(&statuses[i], t, &n);
+      got += static_cast<std::size_t>(n);
+      if (n != want[i]) {
+        throw BackendError(fmt::format("recv from rank {} (tag {}) got a message of {} elements where {} were "
+                                       "expected; the sender's count must equal the receiver's.",
+                                       d.root, d.tag, got, d.count));
+      }
+    }
+  }
+
+ private:
+  void checkWorld(const ProcessGroupOptions& o, int mpiRank, int mpiSize) const {
+    std::string want = fmt::format("rank {} of {} (process group options)", o.rank, o.size);
+    bool ok = mpiRank == o.rank && mpiSize == o.size;
+    if (ok && o.world != nullptr) {
+      want = fmt::format("RANK={} (from {}) and WORLD_SIZE={} (from {})", o.world->rank.value, o.world->rank.source,
+                         o.world->worldSize.value, o.world->worldSize.source);
+      ok = mpiRank == o.world->rank.value && mpiSize == o.world->worldSize.value;
+    }
+    if (!ok) {
+      throw ConfigError(fmt::format(
+          "the mpi backend needs the MPI world to be the process group, but MPI says this process is rank {} of {} "
+          "while dsperf was given {}. Start the job with mpirun (or srun with MPI support) of the MPI this build "
+          "uses, one rank per process, not with dsrun/torchrun, and don't override RANK/WORLD_SIZE; or pick the "
+          "gloo backend for dsrun jobs.",
+          mpiRank, mpiSize, want));
+    }
+  }
+
+  void createComm(Duration timeout) {
+    Pending p;
+    {
+      mpi::CallGuard guard;
+      p.reqs.push_back(MPI_REQUEST_NULL);
+      check(MPI_Comm_idup(MPI_COMM_WORLD, &comm_, &p.reqs.back()), "MPI_Comm_idup");
+    }
+    auto deadline = Clock::now() + timeout;
+    if (mpidetail::waitAll(p.reqs.data(), 1, MPI_STATUSES_IGNORE, deadline, policy_, "MPI_Comm_idup") ==
+        mpidetail::WaitResult::kTimedOut) {
+      mpi::markBroken(fmt::format("creating the mpi process group '{}'", options().groupName));
+      abandon(p);
+      comm_ = MPI_COMM_NULL;
+      throw TimeoutError(fmt::format(
+          "creating the mpi process group '{}' (MPI_Comm_idup of MPI_COMM_WORLD) did not finish within {} ms on rank "
+          "{} of {}: some rank of the MPI job did not create it. Every rank must create the group; check the other "
+          "ranks' output for an earlier error.",
+          options().groupName, timeout.count(), rank(), size()));
+    }
+    mpi::CallGuard guard;
+    check(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
+    check(MPI_Comm_set_name(comm_, const_cast<char*>(("ds:" + options().groupName).c_str())), "MPI_Comm_set_name");
+    int* ub = nullptr;
+    int flag = 0;
+    MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &ub, &flag);
+    tagUb_ = flag != 0 && ub != nullptr ? *ub : 32767;
+  }
+
+  // False when there is nothing to move (count 0 on every rank: the op is a no-op, as in c10d).
+  bool begin(const OpDesc& d) const {
+    if (mpi::broken()) throw brokenError(d.describe());
+    return d.count > 0;
+  }
+
+  void checkTag(const OpDesc& d) const {
+    if (d.tag < 0 || d.tag > tagUb_) {
+      throw ConfigError(fmt::format("{}: tag {} is outside MPI's range 0 to {} (MPI_TAG_UB).", opName(d.type), d.tag,
+                                    tagUb_));
+    }
+  }
+
+  BackendError brokenError(const std::string& what) const {
+    return BackendError(fmt::format("cannot {}: an earlier MPI operation ({}) timed out and was abandoned, so the "
+                                    "ranks are out of step. Restart the job once the cause is fixed.",
+                                    what, mpi::brokenReason()));
+  }
+
+  // Waits for p's requests within d.timeout from now. On a timeout, leaks p (MPI may still write
+  // into its buffers), marks MPI broken and throws TimeoutError.
+  void finish(const OpDesc& d, Pending& p, MPI_Status* statuses = MPI_STATUSES_IGNORE) {
+    auto deadline = Clock::now() + d.timeout;
+    auto r = mpidetail::waitAll(p.reqs.data(), static_cast<int>(p.reqs.size()), statuses, deadline, policy_,
+                                fmt::format("mpi {}", d.describe()));
+    if (r == mpidetail::WaitResult::kDone) return;
+    mpi::markBroken(fmt::format("{} of group '{}'", d.describe(), options().groupName));
+    abandon(p);
+    throw TimeoutError(fmt::format("MPI did not complete it within {} ms", d.timeout.count()));
+  }
+
+  MPI_Comm comm_ = MPI_COMM_NULL;
+  mpidetail::PollPolicy policy_;
+  std::size_t maxChunk_;
+  int tagUb_ = 32767;
+};
+
+}  // namespace
+
+std::unique_ptr<ProcessGroup> makeMpiProcessGroup(const ProcessGroupOptions& options) {
+  return std::make_unique<MpiProcessGroup>(options);
+}
+
+}  // namespace ds::comm
