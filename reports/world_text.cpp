@@ -27,4 +27,14 @@ std::string formatWorldTable(const std::vector<RankRecord>& ranks) {
   return out;
 }
 
+std::string formatSmoke(const SmokeResult& s) {
+  if (!s.ran) return "";
+  if (s.ok) {
+    return fmt::format("# smoke allreduce on {}: ok (sum of rank+1 = {}) in {:.1f} us\n", s.backend, s.expected,
+                       s.micros);
+  }
+  return fmt::format("# smoke allreduce on {}: WRONG: got {}, expected {} (sum of rank+1 over all ranks)\n",
+                     s.backend, s.got, s.expected);
+}
+
 }  // namespace ds::report

@@ -51,6 +51,36 @@ TEST(WorldUnderDsrun, FourRanksReportWhoTheyAre) {
   EXPECT_EQ(ranks[2].provenance[0], "RANK=2 (from RANK)");
   EXPECT_NE(r.out.find("4 rank(s) on 1 host(s)"), std::string::npos) << r.out;
   EXPECT_NE(r.err.find("Rendezvous complete: 4 rank(s)"), std::string::npos) << r.err;
+  auto j = ds::report::readJson(dir.file("w.json"));
+  EXPECT_EQ(j["smoke"]["ok"], true);
+  EXPECT_EQ(j["smoke"]["backend"], "gloo");
+  EXPECT_EQ(j["smoke"]["got"], 10.0);
+}
+
+TEST(WorldUnderMpirun, MpiBackendSmokeAllreduce) {
+  std::string mpirun = DS_MPIRUN_PATH;
+  if (mpirun.empty()) GTEST_SKIP() << "built without MPI";
+  TempDir dir;
+  RunOptions o = cleanEnv();
+  o.setEnv = {{"OMPI_ALLOW_RUN_AS_ROOT", "1"}, {"OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"}};
+  auto r = run({mpirun, "-np", "3", "--oversubscribe", binDir() + "/dsbench", "world", "--backend", "mpi", "--json",
+                dir.file("w.json")},
+               o);
+  ASSERT_EQ(r.exitCode, 0) << r.out << r.err;
+  auto j = ds::report::readJson(dir.file("w.json"));
+  EXPECT_EQ(j["smoke"]["backend"], "mpi");
+  EXPECT_EQ(j["smoke"]["got"], 6.0);
+  EXPECT_NE(r.out.find("smoke allreduce on mpi: ok"), std::string::npos) << r.out;
+}
+
+TEST(WorldUnderDsrun, MpiBackendWithoutMpirunIsAClearError) {
+  std::string mpirun = DS_MPIRUN_PATH;
+  if (mpirun.empty()) GTEST_SKIP() << "built without MPI";
+  auto r = run({binDir() + "/dsrun", "--nproc-per-node", "2", "--standalone", binDir() + "/dsbench", "world",
+                "--backend", "mpi", "--timeout", "20"},
+               cleanEnv());
+  EXPECT_NE(r.exitCode, 0);
+  EXPECT_NE(r.err.find("mpirun"), std::string::npos) << r.err;
 }
 
 TEST(WorldUnderDsrun, FileInitMethod) {

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "bench/exit_codes.h"
 #include "engine/common/net.h"
 #include "reports/json_io.h"
 #include "reports/world_text.h"
@@ -46,6 +47,29 @@ std::vector<report::RankRecord> gatherWorld(World& world) {
   return out;
 }
 
+report::SmokeResult smokeAllreduce(World& world) {
+  report::SmokeResult s;
+  s.ran = true;
+  s.backend = world.backend();
+  const double n = world.worldSize();
+  s.expected = n * (n + 1) / 2;
+  float value = static_cast<float>(world.rank() + 1);
+  comm::Buffer b{&value, 1, comm::DType::kF32, comm::Device{}};
+  if (world.accelerator().name() == "cuda") {
+    // Device memory for nccl comes with the GPU benchmarks; until then the smoke test runs on cpu
+    // backends only.
+    s.ran = false;
+    s.ok = true;
+    return s;
+  }
+  auto work = world.pg().allreduce(b);
+  work->wait();
+  s.got = value;
+  s.ok = value == static_cast<float>(s.expected);
+  s.micros = std::chrono::duration<double, std::micro>(work->duration()).count();
+  return s;
+}
+
 int runWorld(const WorldOptions& o) {
   InitOptions init;
   init.distBackend = o.backend;
@@ -55,14 +79,15 @@ int runWorld(const WorldOptions& o) {
   auto world = initDistributed(init);
   world->barrier();
   auto ranks = gatherWorld(*world);
+  report::SmokeResult smoke = smokeAllreduce(*world);
   if (world->rank() == 0) {
-    std::string table = report::formatWorldTable(ranks);
-    std::fwrite(table.data(), 1, table.size(), stdout);
+    std::string text = report::formatWorldTable(ranks) + report::formatSmoke(smoke);
+    std::fwrite(text.data(), 1, text.size(), stdout);
     std::fflush(stdout);
-    if (!o.jsonPath.empty()) report::writeJsonAtomic(o.jsonPath, report::worldToJson(ranks));
+    if (!o.jsonPath.empty()) report::writeJsonAtomic(o.jsonPath, report::worldToJson(ranks, smoke));
   }
   destroyProcessGroup();
-  return 0;
+  return smoke.ok ? kExitOk : kExitWrongData;
 }
 
 }  // namespace ds::bench

@@ -24,6 +24,9 @@ report::RankRecord describeRank(World& world);
 // order. Bounded by the world's timeout.
 std::vector<report::RankRecord> gatherWorld(World& world);
 
+// Collective: a one-element allreduce of rank+1, checked against n(n+1)/2.
+report::SmokeResult smokeAllreduce(World& world);
+
 // What `dsbench world` does: init, barrier, gather; rank 0 prints the table and writes the JSON.
 // Returns the exit code.
 int runWorld(const WorldOptions& options);

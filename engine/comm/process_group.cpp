@@ -154,7 +154,7 @@ std::shared_ptr<Work> ProcessGroup::allreduce(const Buffer& in, const Buffer& ou
   OpDesc d = makeDesc(OpType::kAllreduce, in, t);
   d.op = op;
   d.inPlace = in.data == out.data;
-  return issue(d, [this, in, out, d] { doAllreduce(d, in, out); });
+  return issue(d, [this, in, out](const OpDesc& nd) { doAllreduce(nd, in, out); });
 }
 
 std::shared_ptr<Work> ProcessGroup::broadcast(const Buffer& in, const Buffer& out, int root, Timeout t) {
@@ -166,7 +166,7 @@ std::shared_ptr<Work> ProcessGroup::broadcast(const Buffer& in, const Buffer& ou
   OpDesc d = makeDesc(OpType::kBroadcast, in, t);
   d.root = root;
   d.inPlace = in.data == out.data;
-  return issue(d, [this, in, out, d] { doBroadcast(d, in, out); });
+  return issue(d, [this, in, out](const OpDesc& nd) { doBroadcast(nd, in, out); });
 }
 
 std::shared_ptr<Work> ProcessGroup::reduce(const Buffer& in, const Buffer& out, int root, ReduceOp op, Timeout t) {
@@ -179,7 +179,7 @@ std::shared_ptr<Work> ProcessGroup::reduce(const Buffer& in, const Buffer& out, 
   d.root = root;
   d.op = op;
   d.inPlace = in.data == out.data;
-  return issue(d, [this, in, out, d] { doReduce(d, in, out); });
+  return issue(d, [this, in, out](const OpDesc& nd) { doReduce(nd, in, out); });
 }
 
 std::shared_ptr<Work> ProcessGroup::allgather(const Buffer& in, const Buffer& out, Timeout t) {
@@ -190,7 +190,7 @@ std::shared_ptr<Work> ProcessGroup::allgather(const Buffer& in, const Buffer& ou
   OpDesc d = makeDesc(OpType::kAllgather, in, t);
   d.bytes = out.bytes();
   d.inPlace = static_cast<char*>(out.data) + rank() * in.bytes() == in.data;
-  return issue(d, [this, in, out, d] { doAllgather(d, in, out); });
+  return issue(d, [this, in, out](const OpDesc& nd) { doAllgather(nd, in, out); });
 }
 
 std::shared_ptr<Work> ProcessGroup::reduceScatter(const Buffer& in, const Buffer& out, ReduceOp op, Timeout t) {
@@ -202,7 +202,7 @@ std::shared_ptr<Work> ProcessGroup::reduceScatter(const Buffer& in, const Buffer
   d.op = op;
   d.bytes = in.bytes();
   d.inPlace = static_cast<char*>(in.data) + rank() * out.bytes() == out.data;
-  return issue(d, [this, in, out, d] { doReduceScatter(d, in, out); });
+  return issue(d, [this, in, out](const OpDesc& nd) { doReduceScatter(nd, in, out); });
 }
 
 std::shared_ptr<Work> ProcessGroup::alltoall(const Buffer& in, const Buffer& out, Timeout t) {
@@ -216,12 +216,12 @@ std::shared_ptr<Work> ProcessGroup::alltoall(const Buffer& in, const Buffer& out
   }
   OpDesc d = makeDesc(OpType::kAlltoall, in, t);
   d.inPlace = in.data == out.data;
-  return issue(d, [this, in, out, d] { doAlltoall(d, in, out); });
+  return issue(d, [this, in, out](const OpDesc& nd) { doAlltoall(nd, in, out); });
 }
 
 std::shared_ptr<Work> ProcessGroup::barrier(Timeout t) {
   OpDesc d = makeDesc(OpType::kBarrier, Buffer{nullptr, 0, DType::kI32, options_.device}, t);
-  return issue(d, [this, d] { doBarrier(d); });
+  return issue(d, [this](const OpDesc& nd) { doBarrier(nd); });
 }
 
 std::shared_ptr<Work> ProcessGroup::send(const Buffer& data, int dst, int tag, Timeout t) {
@@ -231,7 +231,7 @@ std::shared_ptr<Work> ProcessGroup::send(const Buffer& data, int dst, int tag, T
   OpDesc d = makeDesc(OpType::kSend, data, t);
   d.root = dst;
   d.tag = tag;
-  return issue(d, [this, data, d] { doSend(d, data); });
+  return issue(d, [this, data](const OpDesc& nd) { doSend(nd, data); });
 }
 
 std::shared_ptr<Work> ProcessGroup::recv(const Buffer& data, int src, int tag, Timeout t) {
@@ -241,10 +241,10 @@ std::shared_ptr<Work> ProcessGroup::recv(const Buffer& data, int src, int tag, T
   OpDesc d = makeDesc(OpType::kRecv, data, t);
   d.root = src;
   d.tag = tag;
-  return issue(d, [this, data, d] { doRecv(d, data); });
+  return issue(d, [this, data](const OpDesc& nd) { doRecv(nd, data); });
 }
 
-std::shared_ptr<Work> ProcessGroup::issue(OpDesc desc, std::function<void()> body) {
+std::shared_ptr<Work> ProcessGroup::issue(OpDesc desc, std::function<void(const OpDesc&)> body) {
   if (!supports(desc.type, desc.dtype, desc.op)) {
     bool reducing = desc.type == OpType::kAllreduce || desc.type == OpType::kReduce ||
                     desc.type == OpType::kReduceScatter;
@@ -258,8 +258,9 @@ std::shared_ptr<Work> ProcessGroup::issue(OpDesc desc, std::function<void()> bod
                                    backendName(), options_.groupName, brokenReason_));
   }
   std::lock_guard<std::mutex> lock(issueMu_);
-  desc.seq = nextSeq_++;
-  return enqueue(std::move(desc), std::move(body));
+  desc.seq = desc.isPointToPoint() ? ++p2pSeq_ : nextSeq_++;
+  // The body gets the numbered desc, so backends see the op's seq (tags, messages).
+  return enqueue(desc, [body = std::move(body), desc] { body(desc); });
 }
 
 std::shared_ptr<Work> ProcessGroup::enqueue(OpDesc desc, std::function<void()> body) {
@@ -310,9 +311,10 @@ void ProcessGroup::workerLoop() {
 }
 
 void ProcessGroup::runOp(const OpDesc& desc, const std::function<void()>& body) {
-  enteredSeq_ = desc.seq;
+  const bool collective = !desc.isPointToPoint();
+  if (collective) enteredSeq_ = desc.seq;
   try {
-    if (options_.detailDebug && options_.size > 1) detailCheck(desc);
+    if (collective && options_.detailDebug && options_.size > 1) detailCheck(desc);
     body();
   } catch (const TimeoutError& e) {
     std::rethrow_exception(diagnoseTimeout(desc, e.what()));
@@ -324,7 +326,7 @@ void ProcessGroup::runOp(const OpDesc& desc, const std::function<void()>& body) 
   } catch (const std::exception& e) {
     throw BackendError(fmt::format("{} {} failed on rank {}: {}", backendName(), desc.describe(), rank(), e.what()));
   }
-  completedSeq_ = desc.seq;
+  if (collective) completedSeq_ = desc.seq;
 }
 
 void ProcessGroup::detailCheck(const OpDesc& desc) {
@@ -347,6 +349,18 @@ void ProcessGroup::detailCheck(const OpDesc& desc) {
   std::map<std::string, std::vector<int>> groups;
   for (int r = 0; r < size(); ++r) groups[store::toString(values[r])].push_back(r);
   if (groups.size() > 1) {
+    // Rank 0 usually hosts the store: before it raises (and its process may exit), every rank gets
+    // a bounded moment to read the fingerprints, so that all of them report the mismatch.
+    try {
+      if (s.add(key(fmt::format("detail/{}/seen", desc.seq)), 1, desc.timeout) == size()) {
+        s.set(key(fmt::format("detail/{}/allseen", desc.seq)), store::toBytes("1"), desc.timeout);
+      }
+      if (rank() == 0) {
+        s.wait({key(fmt::format("detail/{}/allseen", desc.seq))}, std::min<Duration>(desc.timeout, Duration(10000)));
+      }
+    } catch (const Error&) {
+      // Best effort only: the mismatch itself is what must be reported.
+    }
     std::vector<std::string> parts;
     for (const auto& [f, ranks] : groups) {
       parts.push_back(fmt::format("{} {} issued {}", ranks.size() == 1 ? "rank" : "ranks", fmt::join(ranks, ", "), f));
@@ -418,7 +432,7 @@ std::exception_ptr ProcessGroup::diagnoseTimeout(const OpDesc& desc, const std::
     }
     auto a = first.find(r);
     bool silent = a != first.end() && a->second.beat == b->second.beat;
-    if (b->second.entered < desc.seq) {
+    if (!desc.isPointToPoint() && b->second.entered < desc.seq) {
       missing.push_back(fmt::format("{} (has not reached op #{}; its last op was #{}{})", r, desc.seq, b->second.entered,
                                     silent ? fmt::format(", and it stopped responding: no heartbeat for {:.1f} s",
                                                          pause.count() / 1000.0)

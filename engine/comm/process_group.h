@@ -127,7 +127,7 @@ class ProcessGroup {
   [[noreturn]] void unsupported(const char* what) const;
 
  private:
-  std::shared_ptr<Work> issue(OpDesc desc, std::function<void()> body);
+  std::shared_ptr<Work> issue(OpDesc desc, std::function<void(const OpDesc&)> body);
   OpDesc makeDesc(OpType type, const Buffer& in, Timeout timeout) const;
   void checkBuffer(const char* what, const Buffer& b) const;
   void checkRank(const char* what, int r) const;
@@ -139,7 +139,8 @@ class ProcessGroup {
   ProcessGroupOptions options_;
   std::atomic<bool> broken_{false};
   std::string brokenReason_;
-  std::uint64_t nextSeq_ = 1;  // guarded by issueMu_
+  std::uint64_t nextSeq_ = 1;  // collectives; guarded by issueMu_
+  std::uint64_t p2pSeq_ = 0;   // send/recv; guarded by issueMu_
   std::mutex issueMu_;
   std::atomic<std::uint64_t> enteredSeq_{0};
   std::atomic<std::uint64_t> completedSeq_{0};

@@ -32,7 +32,9 @@ std::string OpDesc::fingerprint() const {
   return s + ")";
 }
 
-std::string OpDesc::describe() const { return fmt::format("{} #{} ({} bytes)", fingerprint(), seq, bytes); }
+std::string OpDesc::describe() const {
+  return fmt::format("{} #{}{} ({} bytes)", fingerprint(), isPointToPoint() ? "p" : "", seq, bytes);
+}
 
 bool Work::isCompleted() {
   std::lock_guard<std::mutex> lock(mu_);

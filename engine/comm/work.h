@@ -23,7 +23,10 @@ const char* opName(OpType t);
 // What one operation is: enough to name it in an error and to compare it across ranks.
 struct OpDesc {
   OpType type = OpType::kBarrier;
-  std::uint64_t seq = 0;  // per group, 1-based, counts every op this rank issued
+  // Per group, 1-based. Collectives and point-to-point ops are numbered separately: every rank
+  // issues the same collectives, so a collective's seq is the same on all ranks (tags, DETAIL
+  // checks and timeout diagnosis rely on it), while send/recv happen on some ranks only.
+  std::uint64_t seq = 0;
   DType dtype = DType::kF32;
   std::size_t count = 0;  // elements of this rank's input (per-rank chunk for reduce_scatter output)
   ReduceOp op = ReduceOp::kSum;
@@ -35,7 +38,8 @@ struct OpDesc {
 
   // "allreduce(f32, count=1024, op=sum)": what must match on every rank (no seq).
   std::string fingerprint() const;
-  // "allreduce(f32, count=1024, op=sum) #12 (4096 bytes)"
+  bool isPointToPoint() const { return type == OpType::kSend || type == OpType::kRecv; }
+  // "allreduce(f32, count=1024, op=sum) #12 (4096 bytes)"; point-to-point ops are "#p3".
   std::string describe() const;
 };
 

@@ -20,6 +20,7 @@ std::atomic<bool> gExiting{false};
 std::mutex gReasonMu;
 std::string gReason;
 std::mutex gCallMu;
+std::atomic<int> gInFlight{0};
 std::mutex gHooksMu;
 std::vector<std::function<void()>> gHooks;
 
@@ -28,13 +29,15 @@ void finalizeAtExit() {
   MPI_Finalized(&finalized);
   if (!gWeInitialized || finalized != 0) return;
   gExiting = true;
-  if (gBroken) {
+  if (gBroken || gInFlight.load() > 0) {
+    if (!gBroken) markBroken("an MPI operation was still running on another thread at exit");
     // A request that timed out is still posted; MPI_Finalize would wait for peers that may never
     // come (or are themselves stuck), so the job would hang at exit. Abort ends every rank instead.
-    std::fprintf(stderr,
-                 "dsperf: an MPI operation timed out earlier (%s) and was abandoned; calling MPI_Abort instead of "
-                 "MPI_Finalize, which could hang. The launcher will end the other ranks too.\n",
-                 brokenReason().c_str());
+    std::fprintf(
+        stderr,
+        "dsperf: an MPI operation timed out earlier (%s) and was abandoned; calling MPI_Abort instead of "
+        "MPI_Finalize, which could hang. The launcher will end the other ranks too.\n",
+        brokenReason().c_str());
     std::fflush(stderr);
     MPI_Abort(MPI_COMM_WORLD, kBrokenAbortCode);
     return;
@@ -62,9 +65,10 @@ void ensureInitialized() {
       char text[MPI_MAX_ERROR_STRING] = {};
       int len = 0;
       MPI_Error_string(rc, text, &len);
-      throw BackendError(fmt::format("MPI_Init_thread failed: {}. Is this process started by mpirun/srun with "
-                                     "a matching MPI library?",
-                                     text));
+      throw BackendError(
+          fmt::format("MPI_Init_thread failed: {}. Is this process started by mpirun/srun with "
+                      "a matching MPI library?",
+                      text));
     }
     gWeInitialized = true;
     std::atexit(finalizeAtExit);
@@ -96,6 +100,10 @@ std::string brokenReason() {
   std::lock_guard<std::mutex> lock(gReasonMu);
   return gReason;
 }
+
+InFlight::InFlight() { gInFlight.fetch_add(1); }
+InFlight::~InFlight() { gInFlight.fetch_sub(1); }
+bool anyInFlight() { return gInFlight.load() > 0; }
 
 CallGuard::CallGuard() {
   if (gLevel < MPI_THREAD_MULTIPLE) {

@@ -3,7 +3,8 @@
 // Only present when built with MPI (DS_WITH_MPI).
 //
 // Exit: when we initialised MPI, MPI_Finalize runs at exit (atexit). After markBroken() (an MPI
-// operation timed out and its request was abandoned), MPI_Finalize could wait forever for the peers
+// operation timed out and its request was abandoned), or while a request is still in flight on
+// another thread (see InFlight), MPI_Finalize could wait forever for the peers
 // of that request, so exit calls MPI_Abort instead: the launcher then ends every rank of the job,
 // with exit code kBrokenAbortCode.
 #pragma once
@@ -34,6 +35,19 @@ void markBroken(const std::string& reason);
 bool broken();
 // The reason given to the first markBroken(), or "".
 std::string brokenReason();
+
+// Counts MPI requests that are posted and not yet completed, so that exit can tell that one is
+// still in flight (a thread abandoned at exit) and abort instead of finalising. Construct before
+// posting, destroy after completion; never destroyed for an abandoned request (markBroken instead).
+class InFlight {
+ public:
+  InFlight();
+  ~InFlight();
+  InFlight(const InFlight&) = delete;
+  InFlight& operator=(const InFlight&) = delete;
+};
+// True when some InFlight is alive.
+bool anyInFlight();
 
 // Serialises MPI calls between threads when the library gives less than MPI_THREAD_MULTIPLE
 // (several process groups, each with its own worker thread, share one MPI). With

@@ -34,8 +34,13 @@ void from_json(const nlohmann::json& j, RankRecord& r) {
   j.at("provenance").get_to(r.provenance);
 }
 
-nlohmann::json worldToJson(const std::vector<RankRecord>& ranks) {
-  return nlohmann::json{{"schema", kWorldSchemaName}, {"schema_version", kWorldSchemaVersion}, {"ranks", ranks}};
+nlohmann::json worldToJson(const std::vector<RankRecord>& ranks, const SmokeResult& smoke) {
+  nlohmann::json j{{"schema", kWorldSchemaName}, {"schema_version", kWorldSchemaVersion}, {"ranks", ranks}};
+  if (smoke.ran) {
+    j["smoke"] = {{"op", "allreduce"},         {"backend", smoke.backend}, {"ok", smoke.ok},
+                  {"expected", smoke.expected}, {"got", smoke.got},        {"time_us", smoke.micros}};
+  }
+  return j;
 }
 
 std::vector<RankRecord> worldFromJson(const nlohmann::json& j, const std::string& origin) {

@@ -27,11 +27,21 @@ struct RankRecord {
   std::vector<std::string> provenance;
 };
 
+// A one-element allreduce through the process group, checked against the known answer.
+struct SmokeResult {
+  bool ran = false;
+  bool ok = false;
+  std::string backend;
+  double expected = 0;
+  double got = 0;
+  double micros = 0;
+};
+
 void to_json(nlohmann::json& j, const RankRecord& r);
 void from_json(const nlohmann::json& j, RankRecord& r);
 
-// {"schema": "dsperf.world", "schema_version": 1, "ranks": [...]}
-nlohmann::json worldToJson(const std::vector<RankRecord>& ranks);
+// {"schema": "dsperf.world", "schema_version": 1, "ranks": [...], "smoke": {...}}
+nlohmann::json worldToJson(const std::vector<RankRecord>& ranks, const SmokeResult& smoke = {});
 // Checks the schema name and version; throws ConfigError naming `origin` on a mismatch or a
 // malformed document.
 std::vector<RankRecord> worldFromJson(const nlohmann::json& j, const std::string& origin);

@@ -1,13 +1,12 @@
 #include "engine/comm/backends/gloo/gloo_interface.h"
 
 #include <arpa/inet.h>
+#include <fmt/format.h>
 #include <ifaddrs.h>
 #include <net/if.h>
 #include <netdb.h>
 #include <sys/socket.h>
 #include <unistd.h>
-
-#include <fmt/format.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -81,32 +80,39 @@ std::string localAddressTowards(const std::string& host, int port, std::string& 
 
 std::vector<std::string> upInterfaces() {
   std::vector<std::string> out;
-  for (const auto& [name, addrs] : upInterfaceMap()) out.push_back(fmt::format("{} ({})", name, fmt::join(addrs, ", ")));
+  for (const auto& [name, addrs] : upInterfaceMap())
+    out.push_back(fmt::format("{} ({})", name, fmt::join(addrs, ", ")));
   return out;
 }
 
-GlooInterfaceChoice chooseGlooInterface(const std::optional<std::string>& socketIfname, const env::WorldInfo* world) {
+GlooInterfaceChoice chooseGlooInterface(const std::optional<std::string>& socketIfname,
+                                        const env::WorldInfo* world) {
   GlooInterfaceChoice c;
   if (socketIfname && !socketIfname->empty()) {
     const std::string& value = *socketIfname;
     // One device per group: a comma list picks its first name (c10d would open one device per name).
     std::string name = value.substr(0, value.find(','));
     if (!name.empty() && (name[0] == '^' || name[0] == '=')) {
-      throw ConfigError(fmt::format(
-          "GLOO_SOCKET_IFNAME='{}' uses NCCL_SOCKET_IFNAME syntax ('^' excludes, '=' matches exactly), which Gloo does "
-          "not accept: it takes plain interface names only, and fails with \"Unable to find address for: {}\". Set "
-          "GLOO_SOCKET_IFNAME to the name of the interface to use. Interfaces that are up: {}.",
-          value, name, listUp()));
+      throw ConfigError(
+          fmt::format("GLOO_SOCKET_IFNAME='{}' uses NCCL_SOCKET_IFNAME syntax ('^' excludes, '=' matches "
+                      "exactly), which Gloo does "
+                      "not accept: it takes plain interface names only, and fails with \"Unable to find "
+                      "address for: {}\". Set "
+                      "GLOO_SOCKET_IFNAME to the name of the interface to use. Interfaces that are up: {}.",
+                      value, name, listUp()));
     }
     auto up = upInterfaceMap();
     if (name.empty() || up.find(name) == up.end()) {
-      throw ConfigError(fmt::format(
-          "GLOO_SOCKET_IFNAME='{}' names interface '{}', which does not exist or is down (or has no IP address), so "
-          "Gloo cannot bind to it. Interfaces that are up: {}. Set GLOO_SOCKET_IFNAME to one of them, or unset it to "
-          "use the interface that reaches MASTER_ADDR.",
-          value, name, listUp()));
+      throw ConfigError(
+          fmt::format("GLOO_SOCKET_IFNAME='{}' names interface '{}', which does not exist or is down (or has "
+                      "no IP address), so "
+                      "Gloo cannot bind to it. Interfaces that are up: {}. Set GLOO_SOCKET_IFNAME to one of "
+                      "them, or unset it to "
+                      "use the interface that reaches MASTER_ADDR.",
+                      value, name, listUp()));
     }
     c.iface = name;
+    c.hostname = up[name].front();  // informational: Gloo binds by interface name
     c.reason = fmt::format("GLOO_SOCKET_IFNAME={}", value);
     return c;
   }

@@ -20,8 +20,8 @@ struct WorldInfo;
 namespace ds::comm::detail {
 
 struct GlooInterfaceChoice {
-  std::string iface;     // set when GLOO_SOCKET_IFNAME chose it
-  std::string hostname;  // numeric address otherwise
+  std::string iface;     // set when GLOO_SOCKET_IFNAME chose it; Gloo then binds by name
+  std::string hostname;  // numeric address to bind (without iface), or the interface's first address
   std::string reason;    // "GLOO_SOCKET_IFNAME=eth0", "route to MASTER_ADDR=10.0.0.1", "loopback (no world)"
 };
 
@@ -30,6 +30,7 @@ std::vector<std::string> upInterfaces();
 
 // Throws ConfigError for a missing/down interface or NCCL-style syntax (naming the variable, the
 // value, and the interfaces that are up), or when no local address reaches MASTER_ADDR.
-GlooInterfaceChoice chooseGlooInterface(const std::optional<std::string>& socketIfname, const env::WorldInfo* world);
+GlooInterfaceChoice chooseGlooInterface(const std::optional<std::string>& socketIfname,
+                                        const env::WorldInfo* world);
 
 }  // namespace ds::comm::detail

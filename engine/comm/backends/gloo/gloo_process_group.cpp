@@ -14,6 +14,7 @@
 // - World size 1 runs locally (copies); Gloo's ring ops need a peer.
 #include "engine/comm/backends/gloo/gloo_process_group.h"
 
+#include <fmt/format.h>
 #include <gloo/allgather.h>
 #include <gloo/allreduce.h>
 #include <gloo/alltoall.h>
@@ -27,8 +28,6 @@
 #include <gloo/transport/tcp/device.h>
 #include <gloo/transport/unbound_buffer.h>
 #include <gloo/types.h>
-
-#include <fmt/format.h>
 #include <signal.h>
 
 #include <cstdlib>
@@ -64,14 +63,21 @@ void ignoreSigpipeOnce() {
   });
 }
 
+// Gloo's element-wise functions (gloo/math.h); the cast picks the 4-argument overload.
 template <typename T>
 Func reduceFunc(ReduceOp op) {
+  using Fn = void (*)(void*, const void*, const void*, size_t);
   switch (wireOp(op)) {
-    case ReduceOp::kSum: return &::gloo::sum<T>;
-    case ReduceOp::kProd: return &::gloo::product<T>;
-    case ReduceOp::kMin: return &::gloo::min<T>;
-    case ReduceOp::kMax: return &::gloo::max<T>;
-    case ReduceOp::kAvg: break;
+    case ReduceOp::kSum:
+      return static_cast<Fn>(&::gloo::sum<T>);
+    case ReduceOp::kProd:
+      return static_cast<Fn>(&::gloo::product<T>);
+    case ReduceOp::kMin:
+      return static_cast<Fn>(&::gloo::min<T>);
+    case ReduceOp::kMax:
+      return static_cast<Fn>(&::gloo::max<T>);
+    case ReduceOp::kAvg:
+      break;
   }
   throw InternalError("gloo: unhandled reduce op");
 }
@@ -80,14 +86,22 @@ Func reduceFunc(ReduceOp op) {
 template <typename F>
 decltype(auto) withType(DType t, F&& f) {
   switch (t) {
-    case DType::kF32: return f(float{});
-    case DType::kF64: return f(double{});
-    case DType::kF16: return f(::gloo::float16{});
-    case DType::kI32: return f(std::int32_t{});
-    case DType::kI64: return f(std::int64_t{});
-    case DType::kU8: return f(std::uint8_t{});
-    case DType::kI8: return f(std::int8_t{});
-    case DType::kBF16: break;
+    case DType::kF32:
+      return f(float{});
+    case DType::kF64:
+      return f(double{});
+    case DType::kF16:
+      return f(::gloo::float16{});
+    case DType::kI32:
+      return f(std::int32_t{});
+    case DType::kI64:
+      return f(std::int64_t{});
+    case DType::kU8:
+      return f(std::uint8_t{});
+    case DType::kI8:
+      return f(std::int8_t{});
+    case DType::kBF16:
+      break;
   }
   throw InternalError(fmt::format("gloo: no native type for {}", dtypeName(t)));
 }
@@ -182,7 +196,8 @@ GlooProcessGroup::~GlooProcessGroup() {
 void GlooProcessGroup::connect() {
   const auto& o = options();
   const auto timeout = o.timeout;
-  adapter_ = std::make_unique<detail::GlooStoreAdapter>(*o.store, fmt::format("pg/{}/gloo/", o.groupName), timeout);
+  adapter_ =
+      std::make_unique<detail::GlooStoreAdapter>(*o.store, fmt::format("pg/{}/gloo/", o.groupName), timeout);
 
   ::gloo::transport::tcp::attr attr;
   if (!iface_.iface.empty()) {
@@ -193,13 +208,14 @@ void GlooProcessGroup::connect() {
   try {
     device_ = ::gloo::transport::tcp::CreateDevice(attr);
   } catch (const std::exception& e) {
-    throw BackendError(fmt::format("gloo could not open a TCP device on {} ({}): {}", iface_.iface.empty() ? iface_.hostname : iface_.iface,
-                                   iface_.reason, e.what()));
+    throw BackendError(fmt::format("gloo could not open a TCP device on {} ({}): {}",
+                                   iface_.iface.empty() ? iface_.hostname : iface_.iface, iface_.reason,
+                                   e.what()));
   }
   log::debug("gloo group '{}' rank {}: device {} ({})", o.groupName, rank(), device_->str(), iface_.reason);
 
   // Our own "joined" keys, before Gloo's: when the mesh cannot form they say who never arrived.
-  std::string host = iface_.iface.empty() ? iface_.hostname : device_->str();
+  const std::string& host = iface_.hostname;
   adapter_->set(fmt::format("joined/{}", rank()), std::vector<char>(host.begin(), host.end()));
 
   context_ = std::make_shared<::gloo::rendezvous::Context>(rank(), size());
@@ -229,16 +245,20 @@ void GlooProcessGroup::connect() {
   }
   std::vector<int> missing;
   for (int r = 0; r < size(); ++r) {
-    if (!o.store->check({adapter_->prefix() + fmt::format("joined/{}", r)}, std::chrono::seconds(5))) missing.push_back(r);
+    if (!o.store->check({adapter_->prefix() + fmt::format("joined/{}", r)}, std::chrono::seconds(5)))
+      missing.push_back(r);
   }
-  std::string who = missing.empty()
-                        ? "every rank joined the rendezvous, so a connection between ranks failed (firewall, wrong "
-                          "interface: check GLOO_SOCKET_IFNAME)"
-                        : fmt::format("ranks {} never joined group '{}' (not started, crashed, or a different "
-                                      "group/store)",
-                                      fmt::join(missing, ", "), o.groupName);
-  std::string msg = fmt::format("gloo rank {} of {} could not connect to its peers within {} ms: {}. Cause: {}", rank(),
-                                size(), timeout.count(), who, failure);
+  std::string who =
+      missing.empty()
+          ? "every rank joined the rendezvous, so a connection between ranks failed (firewall, wrong "
+            "interface: check GLOO_SOCKET_IFNAME)"
+          : fmt::format(
+                "ranks {} never joined group '{}' (not started, crashed, or a different "
+                "group/store)",
+                fmt::join(missing, ", "), o.groupName);
+  std::string msg =
+      fmt::format("gloo rank {} of {} could not connect to its peers within {} ms: {}. Cause: {}", rank(),
+                  size(), timeout.count(), who, failure);
   if (timedOut) throw TimeoutError(msg);
   throw BackendError(msg);
 }
@@ -249,7 +269,8 @@ std::string GlooProcessGroup::ranksAt(const std::string& host) const {
     if (r != rank() && rankHosts_[r] == host) rs.push_back(r);
   }
   if (rs.empty()) return "";
-  return fmt::format(" (the peer at {} is rank{} {})", host, rs.size() == 1 ? "" : "s", fmt::join(rs, " or "));
+  if (rs.size() == 1) return fmt::format(" (the peer at {} is rank {})", host, rs[0]);
+  return fmt::format(" (the peer at {} is one of ranks {})", host, fmt::join(rs, ", "));
 }
 
 template <typename F>
@@ -265,17 +286,18 @@ void GlooProcessGroup::guarded(const char* what, F&& f) {
   } catch (const ::gloo::IoException& e) {
     std::string m = e.what();
     if (m.find("Timed out") != std::string::npos || m.find("timed out") != std::string::npos) {
-      failure_ = "an op timed out";
-      throw TimeoutError(fmt::format("gloo {}: {}", what, m));
+      failure_ = fmt::format("{} timed out", what);
+      throw TimeoutError(m);
     }
-    err = m + ranksAt(peerHostIn(m)) + ". A peer probably died or closed its group";
+    err = m + ranksAt(peerHostIn(m)) +
+          ". That peer probably died or destroyed its group; its own log has the first error";
   } catch (const ::gloo::EnforceNotMet& e) {
     err = e.what();
   } catch (const ::gloo::Exception& e) {
     err = e.what();
   }
   failure_ = err;
-  throw BackendError(fmt::format("gloo {}: {}", what, err));
+  throw BackendError(err);
 }
 
 void GlooProcessGroup::allreduceNative(const OpDesc& desc, DType t, void* in, void* out, std::size_t n) {
@@ -316,7 +338,8 @@ void GlooProcessGroup::doBroadcast(const OpDesc& desc, const Buffer& in, const B
   }
   // Pure data movement: bytes, whatever the dtype.
   ::gloo::BroadcastOptions opts(context_);
-  if (rank() == desc.root && in.data != out.data) opts.setInput(static_cast<std::uint8_t*>(in.data), in.bytes());
+  if (rank() == desc.root && in.data != out.data)
+    opts.setInput(static_cast<std::uint8_t*>(in.data), in.bytes());
   opts.setOutput(static_cast<std::uint8_t*>(out.data), out.bytes());
   opts.setRoot(desc.root);
   opts.setTag(tagOf(desc));
@@ -371,7 +394,8 @@ void GlooProcessGroup::doAllgather(const OpDesc& desc, const Buffer& in, const B
     return;
   }
   ::gloo::AllgatherOptions opts(context_);
-  if (!desc.inPlace) opts.setInput(static_cast<std::uint8_t*>(in.data), in.bytes());  // in-place: in is our slot
+  if (!desc.inPlace)
+    opts.setInput(static_cast<std::uint8_t*>(in.data), in.bytes());  // in-place: in is our slot
   opts.setOutput(static_cast<std::uint8_t*>(out.data), out.bytes());
   opts.setTag(tagOf(desc));
   opts.setTimeout(desc.timeout);
@@ -455,13 +479,15 @@ void GlooProcessGroup::doRecv(const OpDesc& desc, const Buffer& data) {
 
 std::unique_ptr<ProcessGroup> makeGlooProcessGroup(const ProcessGroupOptions& options) {
   if (options.device.type != DeviceType::kCpu) {
-    throw BackendError(fmt::format(
-        "backend gloo does not support {} buffers: this Gloo was built without CUDA, so it moves host memory only. "
-        "Use the nccl backend for GPU buffers, or put the buffers on cpu.",
-        deviceName(options.device)));
+    throw BackendError(
+        fmt::format("backend gloo does not support {} buffers: this Gloo was built without CUDA, so it moves "
+                    "host memory only. "
+                    "Use the nccl backend for GPU buffers, or put the buffers on cpu.",
+                    deviceName(options.device)));
   }
   const char* ifname = std::getenv("GLOO_SOCKET_IFNAME");
-  auto iface = detail::chooseGlooInterface(ifname ? std::optional<std::string>(ifname) : std::nullopt, options.world);
+  auto iface =
+      detail::chooseGlooInterface(ifname ? std::optional<std::string>(ifname) : std::nullopt, options.world);
   ignoreSigpipeOnce();
   return std::make_unique<GlooProcessGroup>(options, std::move(iface));
 }

@@ -82,25 +82,38 @@ const HalfTypes& halfTypes() {
 
 MPI_Datatype mpiType(DType t) {
   switch (t) {
-    case DType::kF32: return MPI_FLOAT;
-    case DType::kF64: return MPI_DOUBLE;
-    case DType::kI32: return MPI_INT32_T;
-    case DType::kI64: return MPI_INT64_T;
-    case DType::kU8: return MPI_UINT8_T;
-    case DType::kI8: return MPI_INT8_T;
-    case DType::kF16: return halfTypes().f16;
-    case DType::kBF16: return halfTypes().bf16;
+    case DType::kF32:
+      return MPI_FLOAT;
+    case DType::kF64:
+      return MPI_DOUBLE;
+    case DType::kI32:
+      return MPI_INT32_T;
+    case DType::kI64:
+      return MPI_INT64_T;
+    case DType::kU8:
+      return MPI_UINT8_T;
+    case DType::kI8:
+      return MPI_INT8_T;
+    case DType::kF16:
+      return halfTypes().f16;
+    case DType::kBF16:
+      return halfTypes().bf16;
   }
   throw InternalError("unknown dtype");
 }
 
 int opIndex(ReduceOp op) {
   switch (wireOp(op)) {
-    case ReduceOp::kSum: return 0;
-    case ReduceOp::kProd: return 1;
-    case ReduceOp::kMin: return 2;
-    case ReduceOp::kMax: return 3;
-    case ReduceOp::kAvg: break;
+    case ReduceOp::kSum:
+      return 0;
+    case ReduceOp::kProd:
+      return 1;
+    case ReduceOp::kMin:
+      return 2;
+    case ReduceOp::kMax:
+      return 3;
+    case ReduceOp::kAvg:
+      break;
   }
   throw InternalError("avg has no wire op");
 }
@@ -126,9 +139,10 @@ std::size_t chunkLimitFromEnv() {
   char* end = nullptr;
   long long n = std::strtoll(v, &end, 10);
   if (*end != '\0' || n < 1 || n > INT_MAX) {
-    throw ConfigError(fmt::format("DS_MPI_MAX_CHUNK='{}' is not valid; use a number of elements from 1 to {} "
-                                  "(unset: {}, MPI's largest count).",
-                                  v, INT_MAX, INT_MAX));
+    throw ConfigError(
+        fmt::format("DS_MPI_MAX_CHUNK='{}' is not valid; use a number of elements from 1 to {} "
+                    "(unset: {}, MPI's largest count).",
+                    v, INT_MAX, INT_MAX));
   }
   return static_cast<std::size_t>(n);
 }
@@ -139,6 +153,7 @@ struct Pending {
   std::vector<MPI_Request> reqs;
   std::vector<MPI_Datatype> types;
   std::vector<std::vector<char>> scratch;
+  mpi::InFlight inFlight;  // exit aborts rather than finalises while this lives (or after a leak)
 
   Pending() = default;
   Pending(const Pending&) = delete;
@@ -182,11 +197,14 @@ class MpiProcessGroup final : public ProcessGroup {
         maxChunk_(chunkLimitFromEnv()) {
     mpi::ensureInitialized();
     if (mpi::threadLevel() < MPI_THREAD_SERIALIZED) {
-      throw BackendError(fmt::format(
-          "the MPI library provides thread level {} but the mpi backend needs MPI_THREAD_SERIALIZED ({}) or more: "
-          "it calls MPI from the process group's worker thread. Use an MPI built with thread support (Open MPI, "
-          "MPICH and Intel MPI all are), or if MPI was initialised before dsperf, request MPI_THREAD_MULTIPLE there.",
-          mpi::threadLevel(), MPI_THREAD_SERIALIZED));
+      throw BackendError(
+          fmt::format("the MPI library provides thread level {} but the mpi backend needs "
+                      "MPI_THREAD_SERIALIZED ({}) or more: "
+                      "it calls MPI from the process group's worker thread. Use an MPI built with thread "
+                      "support (Open MPI, "
+                      "MPICH and Intel MPI all are), or if MPI was initialised before dsperf, request "
+                      "MPI_THREAD_MULTIPLE there.",
+                      mpi::threadLevel(), MPI_THREAD_SERIALIZED));
     }
     if (mpi::broken()) throw brokenError("create a process group");
     int mpiRank = 0;
@@ -202,7 +220,9 @@ class MpiProcessGroup final : public ProcessGroup {
 
   ~MpiProcessGroup() override {
     shutdown();
-    if (comm_ != MPI_COMM_NULL && !mpi::broken() && !mpi::finalized()) {
+    // After a timeout the worker may have been abandoned inside MPI; the comm is then left to the
+    // MPI_Abort at exit.
+    if (comm_ != MPI_COMM_NULL && !broken() && !mpi::broken() && !mpi::anyInFlight() && !mpi::finalized()) {
       mpi::CallGuard guard;
       MPI_Comm_free(&comm_);
     }
@@ -220,8 +240,8 @@ class MpiProcessGroup final : public ProcessGroup {
       mpi::CallGuard guard;
       forChunks(d.count, maxChunk_, [&](std::size_t off, std::size_t len) {
         p.reqs.push_back(MPI_REQUEST_NULL);
-        check(MPI_Iallreduce(d.inPlace ? MPI_IN_PLACE : at(in, off), at(out, off), static_cast<int>(len), t, op,
-                             comm_, &p.reqs.back()),
+        check(MPI_Iallreduce(d.inPlace ? MPI_IN_PLACE : at(in, off), at(out, off), static_cast<int>(len), t,
+                             op, comm_, &p.reqs.back()),
               "MPI_Iallreduce");
       });
     }
@@ -238,7 +258,8 @@ class MpiProcessGroup final : public ProcessGroup {
       mpi::CallGuard guard;
       forChunks(d.count, maxChunk_, [&](std::size_t off, std::size_t len) {
         p.reqs.push_back(MPI_REQUEST_NULL);
-        check(MPI_Ibcast(at(out, off), static_cast<int>(len), t, d.root, comm_, &p.reqs.back()), "MPI_Ibcast");
+        check(MPI_Ibcast(at(out, off), static_cast<int>(len), t, d.root, comm_, &p.reqs.back()),
+              "MPI_Ibcast");
       });
     }
     finish(d, p);
@@ -283,8 +304,8 @@ class MpiProcessGroup final : public ProcessGroup {
         forChunks(n, maxChunk_, [&](std::size_t off, std::size_t len) {
           MPI_Datatype slot = p.slotType(t, len, n, dtypeSize(d.dtype));
           p.reqs.push_back(MPI_REQUEST_NULL);
-          check(MPI_Iallgather(d.inPlace ? MPI_IN_PLACE : at(in, off), static_cast<int>(len), t, at(out, off), 1,
-                               slot, comm_, &p.reqs.back()),
+          check(MPI_Iallgather(d.inPlace ? MPI_IN_PLACE : at(in, off), static_cast<int>(len), t, at(out, off),
+                               1, slot, comm_, &p.reqs.back()),
                 "MPI_Iallgather");
         });
       }
@@ -319,7 +340,8 @@ class MpiProcessGroup final : public ProcessGroup {
             std::memcpy(packed + static_cast<std::size_t>(r) * len * es, at(in, r * n + off), len * es);
           }
           p.reqs.push_back(MPI_REQUEST_NULL);
-          check(MPI_Ireduce_scatter_block(packed, at(out, off), static_cast<int>(len), t, op, comm_, &p.reqs.back()),
+          check(MPI_Ireduce_scatter_block(packed, at(out, off), static_cast<int>(len), t, op, comm_,
+                                          &p.reqs.back()),
                 "MPI_Ireduce_scatter_block");
         });
       }
@@ -346,7 +368,8 @@ class MpiProcessGroup final : public ProcessGroup {
       mpi::CallGuard guard;
       if (n <= maxChunk_) {
         p.reqs.push_back(MPI_REQUEST_NULL);
-        check(MPI_Ialltoall(src, static_cast<int>(n), t, out.data, static_cast<int>(n), t, comm_, &p.reqs.back()),
+        check(MPI_Ialltoall(src, static_cast<int>(n), t, out.data, static_cast<int>(n), t, comm_,
+                            &p.reqs.back()),
               "MPI_Ialltoall");
       } else {
         forChunks(n, maxChunk_, [&](std::size_t off, std::size_t len) {
@@ -380,7 +403,8 @@ class MpiProcessGroup final : public ProcessGroup {
       mpi::CallGuard guard;
       forChunks(d.count, maxChunk_, [&](std::size_t off, std::size_t len) {
         p.reqs.push_back(MPI_REQUEST_NULL);
-        check(MPI_Isend(at(data, off), static_cast<int>(len), t, d.root, d.tag, comm_, &p.reqs.back()), "MPI_Isend");
+        check(MPI_Isend(at(data, off), static_cast<int>(len), t, d.root, d.tag, comm_, &p.reqs.back()),
+              "MPI_Isend");
       });
     }
     finish(d, p);
@@ -397,7 +421,8 @@ class MpiProcessGroup final : public ProcessGroup {
       forChunks(d.count, maxChunk_, [&](std::size_t off, std::size_t len) {
         p.reqs.push_back(MPI_REQUEST_NULL);
         want.push_back(static_cast<int>(len));
-        check(MPI_Irecv(at(data, off), static_cast<int>(len), t, d.root, d.tag, comm_, &p.reqs.back()), "MPI_Irecv");
+        check(MPI_Irecv(at(data, off), static_cast<int>(len), t, d.root, d.tag, comm_, &p.reqs.back()),
+              "MPI_Irecv");
       });
     }
     std::vector<MPI_Status> statuses(p.reqs.size());
@@ -408,9 +433,10 @@ class MpiProcessGroup final : public ProcessGroup {
       MPI_Get_count(&statuses[i], t, &n);
       got += static_cast<std::size_t>(n);
       if (n != want[i]) {
-        throw BackendError(fmt::format("recv from rank {} (tag {}) got a message of {} elements where {} were "
-                                       "expected; the sender's count must equal the receiver's.",
-                                       d.root, d.tag, got, d.count));
+        throw BackendError(
+            fmt::format("recv from rank {} (tag {}) got a message of {} elements where {} were "
+                        "expected; the sender's count must equal the receiver's.",
+                        d.root, d.tag, got, d.count));
       }
     }
   }
@@ -420,17 +446,20 @@ class MpiProcessGroup final : public ProcessGroup {
     std::string want = fmt::format("rank {} of {} (process group options)", o.rank, o.size);
     bool ok = mpiRank == o.rank && mpiSize == o.size;
     if (ok && o.world != nullptr) {
-      want = fmt::format("RANK={} (from {}) and WORLD_SIZE={} (from {})", o.world->rank.value, o.world->rank.source,
-                         o.world->worldSize.value, o.world->worldSize.source);
+      want = fmt::format("RANK={} (from {}) and WORLD_SIZE={} (from {})", o.world->rank.value,
+                         o.world->rank.source, o.world->worldSize.value, o.world->worldSize.source);
       ok = mpiRank == o.world->rank.value && mpiSize == o.world->worldSize.value;
     }
     if (!ok) {
-      throw ConfigError(fmt::format(
-          "the mpi backend needs the MPI world to be the process group, but MPI says this process is rank {} of {} "
-          "while dsperf was given {}. Start the job with mpirun (or srun with MPI support) of the MPI this build "
-          "uses, one rank per process, not with dsrun/torchrun, and don't override RANK/WORLD_SIZE; or pick the "
-          "gloo backend for dsrun jobs.",
-          mpiRank, mpiSize, want));
+      throw ConfigError(
+          fmt::format("the mpi backend needs the MPI world to be the process group, but MPI says this "
+                      "process is rank {} of {} "
+                      "while dsperf was given {}. Start the job with mpirun (or srun with MPI support) of "
+                      "the MPI this build "
+                      "uses, one rank per process, not with dsrun/torchrun, and don't override "
+                      "RANK/WORLD_SIZE; or pick the "
+                      "gloo backend for dsrun jobs.",
+                      mpiRank, mpiSize, want));
     }
   }
 
@@ -442,20 +471,23 @@ class MpiProcessGroup final : public ProcessGroup {
       check(MPI_Comm_idup(MPI_COMM_WORLD, &comm_, &p.reqs.back()), "MPI_Comm_idup");
     }
     auto deadline = Clock::now() + timeout;
-    if (mpidetail::waitAll(p.reqs.data(), 1, MPI_STATUSES_IGNORE, deadline, policy_, "MPI_Comm_idup") ==
+    if (mpidetail::waitAll(p.reqs.data(), 1, MPI_STATUSES_IGNORE, 0, deadline, policy_, "MPI_Comm_idup") ==
         mpidetail::WaitResult::kTimedOut) {
       mpi::markBroken(fmt::format("creating the mpi process group '{}'", options().groupName));
       abandon(p);
       comm_ = MPI_COMM_NULL;
-      throw TimeoutError(fmt::format(
-          "creating the mpi process group '{}' (MPI_Comm_idup of MPI_COMM_WORLD) did not finish within {} ms on rank "
-          "{} of {}: some rank of the MPI job did not create it. Every rank must create the group; check the other "
-          "ranks' output for an earlier error.",
-          options().groupName, timeout.count(), rank(), size()));
+      throw TimeoutError(
+          fmt::format("creating the mpi process group '{}' (MPI_Comm_idup of MPI_COMM_WORLD) did not finish "
+                      "within {} ms on rank "
+                      "{} of {}: some rank of the MPI job did not create it. Every rank must create the "
+                      "group; check the other "
+                      "ranks' output for an earlier error.",
+                      options().groupName, timeout.count(), rank(), size()));
     }
     mpi::CallGuard guard;
     check(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
-    check(MPI_Comm_set_name(comm_, const_cast<char*>(("ds:" + options().groupName).c_str())), "MPI_Comm_set_name");
+    check(MPI_Comm_set_name(comm_, const_cast<char*>(("ds:" + options().groupName).c_str())),
+          "MPI_Comm_set_name");
     int* ub = nullptr;
     int flag = 0;
     MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &ub, &flag);
@@ -470,25 +502,26 @@ class MpiProcessGroup final : public ProcessGroup {
 
   void checkTag(const OpDesc& d) const {
     if (d.tag < 0 || d.tag > tagUb_) {
-      throw ConfigError(fmt::format("{}: tag {} is outside MPI's range 0 to {} (MPI_TAG_UB).", opName(d.type), d.tag,
-                                    tagUb_));
+      throw ConfigError(fmt::format("{}: tag {} is outside MPI's range 0 to {} (MPI_TAG_UB).", opName(d.type),
+                                    d.tag, tagUb_));
     }
   }
 
   BackendError brokenError(const std::string& what) const {
-    return BackendError(fmt::format("cannot {}: an earlier MPI operation ({}) timed out and was abandoned, so the "
-                                    "ranks are out of step. Restart the job once the cause is fixed.",
-                                    what, mpi::brokenReason()));
+    return BackendError(
+        fmt::format("cannot {}: an earlier MPI operation ({}) timed out and was abandoned, so the "
+                    "ranks are out of step. Restart the job once the cause is fixed.",
+                    what, mpi::brokenReason()));
   }
 
   // Waits for p's requests within d.timeout from now. On a timeout, leaks p (MPI may still write
   // into its buffers), marks MPI broken and throws TimeoutError.
   void finish(const OpDesc& d, Pending& p, MPI_Status* statuses = MPI_STATUSES_IGNORE) {
     auto deadline = Clock::now() + d.timeout;
-    auto r = mpidetail::waitAll(p.reqs.data(), static_cast<int>(p.reqs.size()), statuses, deadline, policy_,
-                                fmt::format("mpi {}", d.describe()));
+    auto r = mpidetail::waitAll(p.reqs.data(), static_cast<int>(p.reqs.size()), statuses, d.bytes, deadline,
+                                policy_, fmt::format("mpi {}", d.describe()));
     if (r == mpidetail::WaitResult::kDone) return;
-    mpi::markBroken(fmt::format("{} of group '{}'", d.describe(), options().groupName));
+    mpi::markBroken(fmt::format("{} of group '{}'", d.fingerprint(), options().groupName));
     abandon(p);
     throw TimeoutError(fmt::format("MPI did not complete it within {} ms", d.timeout.count()));
   }

@@ -42,11 +42,12 @@ PollPolicy pollPolicyFromEnv(const char* value) {
   if (value == nullptr || *value == '\0') return p;
   long v[4] = {};
   char tail = 0;
-  if (std::sscanf(value, "%ld,%ld,%ld,%ld%c", &v[0], &v[1], &v[2], &v[3], &tail) != 4 || v[0] < 0 || v[1] < 0 ||
-      v[2] < 1 || v[3] < v[2]) {
-    throw ConfigError(fmt::format("DS_MPI_WAIT='{}' is not valid; use spin_us,yield_us,first_sleep_us,max_sleep_us "
-                                  "with first_sleep_us >= 1 and max_sleep_us >= first_sleep_us (default 5,100,2,1000).",
-                                  value));
+  if (std::sscanf(value, "%ld,%ld,%ld,%ld%c", &v[0], &v[1], &v[2], &v[3], &tail) != 4 || v[0] < 0 ||
+      v[1] < 0 || v[2] < 1 || v[3] < v[2]) {
+    throw ConfigError(
+        fmt::format("DS_MPI_WAIT='{}' is not valid; use spin_us,yield_us,first_sleep_us,max_sleep_us "
+                    "with first_sleep_us >= 1 and max_sleep_us >= first_sleep_us (default 5,100,2,1000).",
+                    value));
   }
   p.spin = std::chrono::microseconds(v[0]);
   p.yield = std::chrono::microseconds(std::max(v[0], v[1]));
@@ -55,9 +56,15 @@ PollPolicy pollPolicyFromEnv(const char* value) {
   return p;
 }
 
-WaitResult waitAll(MPI_Request* reqs, int n, MPI_Status* statuses, Clock::time_point deadline,
-                   const PollPolicy& policy, const std::string& what) {
+WaitResult waitAll(MPI_Request* reqs, int n, MPI_Status* statuses, std::size_t bytes,
+                   Clock::time_point deadline, const PollPolicy& policy, const std::string& what) {
   const auto start = Clock::now();
+  const auto yieldFor =
+      policy.yield +
+      std::min<std::chrono::nanoseconds>(
+          policy.maxYield,
+          std::chrono::nanoseconds(static_cast<long long>(static_cast<double>(policy.yieldPerMiB.count()) *
+                                                          static_cast<double>(bytes) / (1 << 20))));
   auto pause = policy.firstSleep;
   while (true) {
     int flag = 0;
@@ -83,7 +90,7 @@ WaitResult waitAll(MPI_Request* reqs, int n, MPI_Status* statuses, Clock::time_p
     if (now >= deadline) return WaitResult::kTimedOut;
     const auto elapsed = now - start;
     if (elapsed < policy.spin) continue;
-    if (elapsed < policy.yield) {
+    if (elapsed < yieldFor) {
       sched_yield();
       continue;
     }
@@ -94,7 +101,8 @@ WaitResult waitAll(MPI_Request* reqs, int n, MPI_Status* statuses, Clock::time_p
                 static_cast<long>((nap % std::chrono::seconds(1)).count())};
     nanosleep(&ts, nullptr);
     pause = std::min<std::chrono::nanoseconds>(
-        std::chrono::nanoseconds(static_cast<long long>(static_cast<double>(pause.count()) * policy.growth) + 1),
+        std::chrono::nanoseconds(static_cast<long long>(static_cast<double>(pause.count()) * policy.growth) +
+                                 1),
         policy.maxSleep);
   }
 }

@@ -1,0 +1,115 @@
+// The mpi backend under a real mpirun: the correctness matrix at world sizes 1-4 (with and without
+// chunking), a world that does not match the group, and a rank that skips an op.
+#include <gtest/gtest.h>
+
+#include <ostream>
+#include <string>
+
+#include "engine/testing/subprocess.h"
+
+using namespace ds::testing;
+
+namespace {
+
+const std::string kMpirun = DS_MPIRUN_PATH;
+
+RunOptions mpiEnv(std::chrono::seconds timeout) {
+  RunOptions o;
+  o.unsetEnv = launcherVariables();
+  // Open MPI refuses root without these (REFERENCE.md §8).
+  o.setEnv = {{"OMPI_ALLOW_RUN_AS_ROOT", "1"}, {"OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"}};
+  o.timeout = timeout;
+  return o;
+}
+
+RunResult mpirun(int np, const std::vector<std::string>& args, const RunOptions& o) {
+  std::vector<std::string> argv = {kMpirun, "-np", std::to_string(np), "--oversubscribe",
+                                   binDir() + "/ds_mpi_matrix_worker"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return run(argv, o);
+}
+
+int countOf(const std::string& text, const std::string& needle) {
+  int n = 0;
+  for (auto p = text.find(needle); p != std::string::npos; p = text.find(needle, p + 1)) ++n;
+  return n;
+}
+
+#define REQUIRE_MPIRUN() \
+  if (kMpirun.empty()) GTEST_SKIP() << "built without MPI or mpirun was not found"
+
+struct MatrixCase {
+  int np;
+  const char* chunk;  // DS_MPI_MAX_CHUNK, "" for MPI's own limit
+  const char* large;  // the large count of the matrix
+};
+
+// Keeps ctest's names readable (gtest would print the struct's bytes).
+void PrintTo(const MatrixCase& c, std::ostream* os) {
+  *os << "np=" << c.np << " chunk=" << (*c.chunk ? c.chunk : "INT_MAX") << " large=" << c.large;
+}
+
+class MpiMatrix : public ::testing::TestWithParam<MatrixCase> {};
+
+TEST_P(MpiMatrix, EveryCollectiveTypeOpAndCountMatchesTheReference) {
+  REQUIRE_MPIRUN();
+  const auto& c = GetParam();
+  TempDir dir;
+  RunOptions o = mpiEnv(std::chrono::seconds(100));
+  if (*c.chunk != '\0') o.setEnv["DS_MPI_MAX_CHUNK"] = c.chunk;
+  auto r = mpirun(c.np, {"matrix", "--store", dir.file("store"), "--large", c.large}, o);
+  ASSERT_FALSE(r.timedOut) << "the matrix hung\n" << r.out << r.err;
+  EXPECT_EQ(r.exitCode, 0) << r.out << r.err;
+  EXPECT_EQ(countOf(r.out, " 0 mismatches"), c.np) << r.out << r.err;
+  std::printf("np=%d chunk=%s: %.1f s\n%s", c.np, *c.chunk ? c.chunk : "INT_MAX", r.seconds, r.out.c_str());
+}
+
+// Chunking (a limit of 1000 elements against a large count of 4099: five pieces, the last of one
+// element) is checked at 2 and 4 ranks; np4_big moves ~1 MiB per op in 16 Ki-element pieces.
+INSTANTIATE_TEST_SUITE_P(WorldSizes, MpiMatrix,
+                         ::testing::Values(MatrixCase{1, "", "4099"}, MatrixCase{2, "", "4099"},
+                                           MatrixCase{2, "1000", "4099"}, MatrixCase{3, "", "4099"},
+                                           MatrixCase{4, "1000", "4099"}, MatrixCase{4, "16384", "70001"}),
+                         [](const auto& info) {
+                           return "np" + std::to_string(info.param.np) +
+                                  (*info.param.chunk ? "_chunked" : "") +
+                                  (std::string(info.param.large) == "4099" ? "" : "_big");
+                         });
+
+TEST(MpiWorld, SizeMismatchIsAConfigErrorSayingToUseMpirun) {
+  REQUIRE_MPIRUN();
+  TempDir dir;
+  auto r = mpirun(2, {"mismatch", "--store", dir.file("store")}, mpiEnv(std::chrono::seconds(60)));
+  ASSERT_FALSE(r.timedOut) << r.out << r.err;
+  EXPECT_EQ(r.exitCode, 0) << r.out << r.err;
+  EXPECT_EQ(countOf(r.out, "CONFIG_ERROR"), 2) << r.out << r.err;
+  EXPECT_NE(r.out.find("MPI says this process is rank 1 of 2 while dsperf was given rank 1 of 3"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("Start the job with mpirun"), std::string::npos) << r.out;
+}
+
+TEST(MpiTimeout, SkippedOpTimesOutOnTheOthersAndTheJobEnds) {
+  REQUIRE_MPIRUN();
+  TempDir dir;
+  auto r =
+      mpirun(3, {"timeout", "--store", dir.file("store"), "--ms", "1500"}, mpiEnv(std::chrono::seconds(60)));
+  ASSERT_FALSE(r.timedOut) << "the job hung after the timeout\n" << r.out << r.err;
+  // The skipping rank sleeps 120 s; the job ends long before because exit aborts it.
+  EXPECT_LT(r.seconds, 30.0) << r.out << r.err;
+  EXPECT_NE(r.exitCode, 0) << "MPI_Abort at exit must make mpirun fail";
+  for (int rank : {0, 1}) {
+    std::string head = "rank " + std::to_string(rank) + " TIMEOUT after ";
+    auto p = r.out.find(head);
+    ASSERT_NE(p, std::string::npos) << r.out << r.err;
+    long ms = std::stol(r.out.substr(p + head.size()));
+    EXPECT_GE(ms, 1400) << r.out;
+    EXPECT_LT(ms, 1500 + 5000) << "the timeout must come within the bound (plus diagnosis)\n" << r.out;
+    EXPECT_NE(r.out.find("rank " + std::to_string(rank) + " LATER_OP_REFUSED"), std::string::npos) << r.out;
+  }
+  EXPECT_NE(r.out.find("allreduce(f32, count=1, op=sum) #2"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("Ranks that never arrived: 2 (has not reached op #2"), std::string::npos) << r.out;
+  EXPECT_NE(r.err.find("calling MPI_Abort instead of MPI_Finalize"), std::string::npos) << r.err;
+}
+
+}  // namespace

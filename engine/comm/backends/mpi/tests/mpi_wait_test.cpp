@@ -1,0 +1,35 @@
+// The wait loop's tuning knob (DS_MPI_WAIT) is parsed strictly.
+#include "engine/comm/backends/mpi/mpi_wait.h"
+
+#include <gtest/gtest.h>
+
+#include "engine/common/error.h"
+
+using ds::comm::mpidetail::pollPolicyFromEnv;
+
+TEST(MpiWaitPolicy, DefaultsWhenUnset) {
+  auto p = pollPolicyFromEnv(nullptr);
+  EXPECT_EQ(p.spin, std::chrono::microseconds(5));
+  EXPECT_EQ(p.yield, std::chrono::microseconds(100));
+  EXPECT_EQ(p.maxSleep, std::chrono::milliseconds(1));
+  EXPECT_EQ(pollPolicyFromEnv("").yield, p.yield);
+}
+
+TEST(MpiWaitPolicy, ParsesFourNumbers) {
+  auto p = pollPolicyFromEnv("0,50,3,500");
+  EXPECT_EQ(p.spin, std::chrono::microseconds(0));
+  EXPECT_EQ(p.yield, std::chrono::microseconds(50));
+  EXPECT_EQ(p.firstSleep, std::chrono::microseconds(3));
+  EXPECT_EQ(p.maxSleep, std::chrono::microseconds(500));
+}
+
+TEST(MpiWaitPolicy, RejectsMalformedValues) {
+  for (const char* bad : {"1,2,3", "a,b,c,d", "1,2,0,5", "1,2,10,5", "1,2,3,4,5", "-1,2,3,4"}) {
+    try {
+      pollPolicyFromEnv(bad);
+      ADD_FAILURE() << bad << " was accepted";
+    } catch (const ds::ConfigError& e) {
+      EXPECT_NE(std::string(e.what()).find("DS_MPI_WAIT"), std::string::npos) << e.what();
+    }
+  }
+}
