@@ -98,15 +98,20 @@ TEST(MpiTimeout, SkippedOpTimesOutOnTheOthersAndTheJobEnds) {
   // The skipping rank sleeps 120 s; the job ends long before because exit aborts it.
   EXPECT_LT(r.seconds, 30.0) << r.out << r.err;
   EXPECT_NE(r.exitCode, 0) << "MPI_Abort at exit must make mpirun fail";
+  // The first survivor to exit calls MPI_Abort, and mpirun may kill the other before it prints, so
+  // at least one survivor's report must be there, and every report that is there must be right.
+  int reports = 0;
   for (int rank : {0, 1}) {
     std::string head = "rank " + std::to_string(rank) + " TIMEOUT after ";
     auto p = r.out.find(head);
-    ASSERT_NE(p, std::string::npos) << r.out << r.err;
+    if (p == std::string::npos) continue;
+    ++reports;
     long ms = std::stol(r.out.substr(p + head.size()));
     EXPECT_GE(ms, 1400) << r.out;
     EXPECT_LT(ms, 1500 + 5000) << "the timeout must come within the bound (plus diagnosis)\n" << r.out;
     EXPECT_NE(r.out.find("rank " + std::to_string(rank) + " LATER_OP_REFUSED"), std::string::npos) << r.out;
   }
+  EXPECT_GE(reports, 1) << r.out << r.err;
   EXPECT_NE(r.out.find("allreduce(f32, count=1, op=sum) #2"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("Ranks that never arrived: 2 (has not reached op #2"), std::string::npos) << r.out;
   EXPECT_NE(r.err.find("calling MPI_Abort instead of MPI_Finalize"), std::string::npos) << r.err;
