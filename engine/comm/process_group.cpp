@@ -402,24 +402,34 @@ std::exception_ptr ProcessGroup::diagnoseTimeout(const OpDesc& desc, const std::
   }
   auto& s = heartbeatStore();
   const Duration opTimeout(5000);
-  auto snapshot = [&] {
-    std::map<int, Beat> beats;
+  std::string storeError;
+  // Returns false when the store could not be read (typically: rank 0, which hosts it, has exited).
+  auto snapshot = [&](std::map<int, Beat>& beats) {
     for (int r = 0; r < size(); ++r) {
       std::string k = key(fmt::format("hb/{}", r));
       try {
         if (s.check({k}, opTimeout)) {
           if (auto b = parseBeat(s.get(k, opTimeout))) beats[r] = *b;
         }
-      } catch (const Error&) {
-        break;  // the store is gone; report what we have
+      } catch (const Error& e) {
+        storeError = e.what();
+        return false;
       }
     }
-    return beats;
+    return true;
   };
-  auto first = snapshot();
+  std::map<int, Beat> first;
+  std::map<int, Beat> second;
   Duration pause = std::min<Duration>(options_.heartbeatInterval * 3, Duration(5000));
+  if (!snapshot(first)) {
+    return std::make_exception_ptr(TimeoutError(fmt::format(
+        "{} Which ranks are missing cannot be told: the store at {} cannot be read ({}); rank 0, which hosts it, "
+        "has probably failed or exited already, so look at rank 0's error.{}",
+        head, s.describe(), storeError, tail)));
+  }
   std::this_thread::sleep_for(pause);
-  auto second = snapshot();
+  // If the store went away meanwhile, judge from the first look alone (nobody counts as silent).
+  if (!snapshot(second)) second = first;
   std::vector<std::string> missing;
   for (int r = 0; r < size(); ++r) {
     if (r == rank()) continue;
@@ -433,7 +443,7 @@ std::exception_ptr ProcessGroup::diagnoseTimeout(const OpDesc& desc, const std::
     auto a = first.find(r);
     bool silent = a != first.end() && a->second.beat == b->second.beat;
     if (!desc.isPointToPoint() && b->second.entered < desc.seq) {
-      missing.push_back(fmt::format("{} (has not reached op #{}; its last op was #{}{})", r, desc.seq, b->second.entered,
+      missing.push_back(fmt::format("{} (has not reached op #{}; its last reported op was #{}{})", r, desc.seq, b->second.entered,
                                     silent ? fmt::format(", and it stopped responding: no heartbeat for {:.1f} s",
                                                          pause.count() / 1000.0)
                                            : ""));
