@@ -322,7 +322,10 @@ void ProcessGroup::runOp(const OpDesc& desc, const std::function<void()>& body) 
     throw;
   } catch (const Error& e) {
     if (std::strstr(e.what(), "collective mismatch") != nullptr) throw;
-    throw BackendError(fmt::format("{} {} failed on rank {}: {}", backendName(), desc.describe(), rank(), e.what()));
+    // A peer that vanished mid-op (connection reset) is named from the heartbeats where possible:
+    // on one host the backend's own message can only give an address shared by every rank.
+    throw BackendError(fmt::format("{} {} failed on rank {}: {}{}", backendName(), desc.describe(), rank(), e.what(),
+                                   missingRanks(desc)));
   } catch (const std::exception& e) {
     throw BackendError(fmt::format("{} {} failed on rank {}: {}", backendName(), desc.describe(), rank(), e.what()));
   }
@@ -396,10 +399,14 @@ std::exception_ptr ProcessGroup::diagnoseTimeout(const OpDesc& desc, const std::
   if (!broken_.exchange(true)) brokenReason_ = desc.describe();
   std::string head = fmt::format("{} {} timed out on rank {} of {}: {}.", backendName(), desc.describe(), rank(),
                                  size(), cause);
-  std::string tail = " The group is now unusable; restart the job once the cause is fixed.";
-  if (options_.heartbeatInterval.count() == 0 || size() == 1) {
-    return std::make_exception_ptr(TimeoutError(head + tail));
-  }
+  std::string who = missingRanks(desc);
+  if (who.empty()) who = " Every other rank reached this op and is alive, so the backend itself stalled (network?).";
+  return std::make_exception_ptr(
+      TimeoutError(head + who + " The group is now unusable; restart the job once the cause is fixed."));
+}
+
+std::string ProcessGroup::missingRanks(const OpDesc& desc) {
+  if (options_.heartbeatInterval.count() == 0 || size() == 1) return "";
   auto& s = heartbeatStore();
   const Duration opTimeout(5000);
   std::string storeError;
@@ -422,10 +429,9 @@ std::exception_ptr ProcessGroup::diagnoseTimeout(const OpDesc& desc, const std::
   std::map<int, Beat> second;
   Duration pause = std::min<Duration>(options_.heartbeatInterval * 3, Duration(5000));
   if (!snapshot(first)) {
-    return std::make_exception_ptr(TimeoutError(fmt::format(
-        "{} Which ranks are missing cannot be told: the store at {} cannot be read ({}); rank 0, which hosts it, "
-        "has probably failed or exited already, so look at rank 0's error.{}",
-        head, s.describe(), storeError, tail)));
+    return fmt::format(" Which ranks are missing cannot be told: the store at {} cannot be read ({}); rank 0, which "
+                       "hosts it, has probably failed or exited already, so look at rank 0's error.",
+                       s.describe(), storeError);
   }
   std::this_thread::sleep_for(pause);
   // If the store went away meanwhile, judge from the first look alone (nobody counts as silent).
@@ -443,7 +449,8 @@ std::exception_ptr ProcessGroup::diagnoseTimeout(const OpDesc& desc, const std::
     auto a = first.find(r);
     bool silent = a != first.end() && a->second.beat == b->second.beat;
     if (!desc.isPointToPoint() && b->second.entered < desc.seq) {
-      missing.push_back(fmt::format("{} (has not reached op #{}; its last reported op was #{}{})", r, desc.seq, b->second.entered,
+      missing.push_back(fmt::format("{} (has not reached op #{}; its last reported op was #{}{})", r, desc.seq,
+                                    b->second.entered,
                                     silent ? fmt::format(", and it stopped responding: no heartbeat for {:.1f} s",
                                                          pause.count() / 1000.0)
                                            : ""));
@@ -453,10 +460,8 @@ std::exception_ptr ProcessGroup::diagnoseTimeout(const OpDesc& desc, const std::
                                     r, b->second.entered, pause.count() / 1000.0));
     }
   }
-  std::string who = missing.empty()
-                        ? " Every other rank reached this op and is alive, so the backend itself stalled (network?)."
-                        : fmt::format(" Ranks that never arrived: {}.", fmt::join(missing, "; "));
-  return std::make_exception_ptr(TimeoutError(head + who + tail));
+  if (missing.empty()) return "";
+  return fmt::format(" Ranks that never arrived: {}.", fmt::join(missing, "; "));
 }
 
 bool detailDebugFromEnv(const char* value) {

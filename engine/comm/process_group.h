@@ -117,6 +117,9 @@ class ProcessGroup {
   // The TimeoutError for `desc`, naming the ranks that never arrived, from the heartbeats. Marks the
   // group broken. Blocks for a few heartbeat intervals while it looks.
   std::exception_ptr diagnoseTimeout(const OpDesc& desc, const std::string& cause);
+  // " Ranks that never arrived: 2 (...)." from two looks at the heartbeats a few intervals apart
+  // (blocks that long), or "" when every other rank is alive and has reached the op.
+  std::string missingRanks(const OpDesc& desc);
   // Runs body with the DETAIL check, seq tracking and error wrapping; for enqueue() overrides.
   void runOp(const OpDesc& desc, const std::function<void()>& body);
   // Must be called by the most-derived destructor (before its members go): stops the worker and
