@@ -62,7 +62,10 @@ TEST(WorldUnderMpirun, MpiBackendSmokeAllreduce) {
   if (mpirun.empty()) GTEST_SKIP() << "built without MPI";
   TempDir dir;
   RunOptions o = cleanEnv();
-  o.setEnv = {{"OMPI_ALLOW_RUN_AS_ROOT", "1"}, {"OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"}};
+  // Tests run in parallel: a port of its own rather than the default 29500.
+  o.setEnv = {{"OMPI_ALLOW_RUN_AS_ROOT", "1"},
+              {"OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"},
+              {"MASTER_PORT", std::to_string(unusedPort())}};
   auto r = run({mpirun, "-np", "3", "--oversubscribe", binDir() + "/dsbench", "world", "--backend", "mpi", "--json",
                 dir.file("w.json")},
                o);
@@ -102,7 +105,10 @@ TEST(WorldUnderMpirun, MatchesDsrun) {
   ASSERT_EQ(viaDsrun.exitCode, 0) << viaDsrun.err;
   RunOptions o = cleanEnv();
   // Open MPI refuses root without these; more ranks than cores need --oversubscribe.
-  o.setEnv = {{"OMPI_ALLOW_RUN_AS_ROOT", "1"}, {"OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"}};
+  // Tests run in parallel: a port of its own rather than the default 29500.
+  o.setEnv = {{"OMPI_ALLOW_RUN_AS_ROOT", "1"},
+              {"OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"},
+              {"MASTER_PORT", std::to_string(unusedPort())}};
   auto viaMpirun = run({mpirun, "-np", "4", "--oversubscribe", binDir() + "/dsbench", "world", "--json",
                         dir.file("mpirun.json")},
                        o);
