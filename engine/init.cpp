@@ -34,7 +34,7 @@ std::string chooseBackend(const InitOptions& o, const accel::Accelerator& a) {
     throw ConfigError(fmt::format("dist_backend='{}' is not a known backend; valid names are: {}.", backend,
                                   fmt::join(known, ", ")));
   }
-  const auto& built = comm::availableBackends();
+  const auto built = comm::availableBackends();
   if (std::find(built.begin(), built.end(), backend) == built.end()) {
     throw ConfigError(fmt::format("dist_backend='{}' was requested, but this dsperf was built without it. "
                                   "Install its library and rebuild (scripts/setup.sh installs them), or choose "

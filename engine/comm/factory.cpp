@@ -1,5 +1,8 @@
 #include <fmt/format.h>
 
+#include <map>
+#include <mutex>
+
 #include "engine/comm/process_group.h"
 #include "engine/common/error.h"
 
@@ -9,21 +12,37 @@
 #if DS_WITH_MPI
 #include "engine/comm/backends/mpi/mpi_process_group.h"
 #endif
-#if DS_WITH_NCCL
-#include "engine/comm/backends/nccl/nccl_process_group.h"
-#endif
 
 namespace ds::comm {
+namespace {
 
-const std::vector<std::string>& availableBackends() {
-  static const std::vector<std::string> kBuilt = [] {
-    std::vector<std::string> v;
-    if (DS_WITH_NCCL) v.emplace_back("nccl");
-    if (DS_WITH_GLOO) v.emplace_back("gloo");
-    if (DS_WITH_MPI) v.emplace_back("mpi");
-    return v;
-  }();
-  return kBuilt;
+// Backends that live outside libdsengine (nccl, whose library a CPU-only node may lack) register
+// here when their object library is linked into a tool; see BackendRegistrar.
+std::mutex& registryMutex() {
+  static std::mutex mu;
+  return mu;
+}
+std::map<std::string, BackendFactory>& registry() {
+  static std::map<std::string, BackendFactory> r;
+  return r;
+}
+
+}  // namespace
+
+BackendRegistrar::BackendRegistrar(const char* name, BackendFactory factory) {
+  std::lock_guard<std::mutex> lock(registryMutex());
+  registry()[name] = factory;
+}
+
+std::vector<std::string> availableBackends() {
+  std::vector<std::string> v;
+  {
+    std::lock_guard<std::mutex> lock(registryMutex());
+    if (registry().count("nccl") != 0) v.emplace_back("nccl");
+  }
+  if (DS_WITH_GLOO) v.emplace_back("gloo");
+  if (DS_WITH_MPI) v.emplace_back("mpi");
+  return v;
 }
 
 std::unique_ptr<ProcessGroup> createProcessGroup(const std::string& backend, const ProcessGroupOptions& options) {
@@ -33,9 +52,15 @@ std::unique_ptr<ProcessGroup> createProcessGroup(const std::string& backend, con
 #if DS_WITH_MPI
   if (backend == "mpi") return makeMpiProcessGroup(options);
 #endif
-#if DS_WITH_NCCL
-  if (backend == "nccl") return makeNcclProcessGroup(options);
-#endif
+  {
+    std::lock_guard<std::mutex> lock(registryMutex());
+    auto it = registry().find(backend);
+    if (it != registry().end()) return it->second(options);
+  }
+  if (backend == "nccl" && DS_WITH_NCCL) {
+    throw ConfigError("the nccl backend is not linked into this tool (dsdiag and dsrun do not load libnccl, so that "
+                      "they run on nodes where it is missing); use dsbench, or choose gloo or mpi.");
+  }
   if (backend == "gloo" || backend == "mpi" || backend == "nccl" || backend == "shm") {
     throw ConfigError(fmt::format("the {} backend is not available in this build of dsperf. Install its library "
                                   "(scripts/setup.sh) and rebuild, or choose another backend.",

@@ -168,8 +168,15 @@ class ProcessGroup {
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
 
-// The backends this build can create, in preference order.
-const std::vector<std::string>& availableBackends();
+// The backends this process can create, in preference order.
+std::vector<std::string> availableBackends();
+
+using BackendFactory = std::unique_ptr<ProcessGroup> (*)(const ProcessGroupOptions&);
+// A static BackendRegistrar in a backend's object library makes it available to the tools that link
+// it (nccl: only dsbench and the GPU tests, so that other tools never need libnccl).
+struct BackendRegistrar {
+  BackendRegistrar(const char* name, BackendFactory factory);
+};
 
 // The backends this build can create, and the factory. `backend` is nccl, gloo, mpi or shm.
 // Throws ConfigError for an unknown or unbuilt backend.

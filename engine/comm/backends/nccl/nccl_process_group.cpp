@@ -661,3 +661,10 @@ std::unique_ptr<ProcessGroup> makeNcclProcessGroup(const ProcessGroupOptions& op
 }
 
 }  // namespace ds::comm
+
+namespace ds::comm {
+namespace {
+// Linking dsengine_nccl makes "nccl" available to createProcessGroup.
+const BackendRegistrar kRegisterNccl("nccl", &makeNcclProcessGroup);
+}  // namespace
+}  // namespace ds::comm
