@@ -48,6 +48,20 @@ TempDir::TempDir(const std::string& prefix) {
   path_ = tmpl;
 }
 
+std::string TempDir::sub(const std::string& name) const {
+  std::filesystem::create_directories(path_ + "/" + name);
+  return path_ + "/" + name;
+}
+
+std::vector<std::string> variablesWithPrefix(const std::string& prefix) {
+  std::vector<std::string> out;
+  for (char** e = environ; *e != nullptr; ++e) {
+    std::string kv(*e);
+    if (kv.rfind(prefix, 0) == 0) out.push_back(kv.substr(0, kv.find('=')));
+  }
+  return out;
+}
+
 TempDir::~TempDir() {
   std::error_code ec;
   std::filesystem::remove_all(path_, ec);
@@ -108,9 +122,11 @@ Process::~Process() {
   }
 }
 
-RunResult Process::wait() {
+RunResult Process::wait() { return wait(options_.timeout); }
+
+RunResult Process::wait(std::chrono::milliseconds bound) {
   RunResult r;
-  auto deadline = start_ + options_.timeout;
+  auto deadline = start_ + bound;
   int status = 0;
   // Polls with a sleep: the process is a child of ours, and waitpid has no timeout.
   while (true) {

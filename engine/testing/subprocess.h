@@ -27,6 +27,8 @@ class TempDir {
   TempDir& operator=(const TempDir&) = delete;
   const std::string& path() const { return path_; }
   std::string file(const std::string& name) const { return path_ + "/" + name; }
+  // A sub-folder, created.
+  std::string sub(const std::string& name) const;
 
  private:
   std::string path_;
@@ -47,6 +49,9 @@ struct RunOptions {
   std::chrono::milliseconds timeout = std::chrono::seconds(60);
 };
 
+// The names of the variables in this process's environment that start with `prefix`.
+std::vector<std::string> variablesWithPrefix(const std::string& prefix);
+
 // Launcher variables a test process must not pass on (an outer mpirun/srun/dsrun of the CI itself).
 const std::vector<std::string>& launcherVariables();
 
@@ -61,8 +66,9 @@ class Process {
   // Where its output goes while it runs (to watch for a line before wait()).
   std::string stdoutPath() const { return dir_.file("stdout"); }
   std::string stderrPath() const { return dir_.file("stderr"); }
-  // Waits up to the options' timeout; on expiry kills the process group and sets timedOut.
+  // Waits up to the options' timeout (or `bound`); on expiry kills the process group and sets timedOut.
   RunResult wait();
+  RunResult wait(std::chrono::milliseconds bound);
 
  private:
   TempDir dir_;

@@ -2,11 +2,8 @@
 // bound, and check that worker pids are gone.
 #pragma once
 
-#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -19,137 +16,54 @@
 #include <thread>
 #include <vector>
 
-extern char** environ;  // NOLINT
+#include "engine/testing/subprocess.h"
 
 namespace ds::launch::testing {
 
 namespace fs = std::filesystem;
 
-inline std::string binDir() {
-  const char* d = std::getenv("DS_BIN_DIR");  // NOLINT(concurrency-mt-unsafe)
-  return d != nullptr ? d : "bin";
-}
+using ds::testing::binDir;
+using ds::testing::readFile;
+using ds::testing::RunResult;
+using ds::testing::TempDir;
+
 inline std::string dsrunPath() { return binDir() + "/dsrun"; }
 inline std::string workerPath() { return binDir() + "/ds_test_worker"; }
 
-inline std::string readFile(const fs::path& p) {
-  std::ifstream f(p);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
-// A fresh directory, removed at the end of the test.
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "dsrun_test_XXXXXX").string();
-    path_ = ::mkdtemp(tmpl.data());
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const std::string& path() const { return path_; }
-  std::string sub(const std::string& name) const {
-    fs::create_directories(path_ + "/" + name);
-    return path_ + "/" + name;
-  }
-
- private:
-  std::string path_;
-};
-
-struct RunResult {
-  int exitCode = -1000;  // exit status, or -signal
-  std::string out;
-  std::string err;
-  double seconds = 0;
-};
-
-// One dsrun process with stdout/stderr going to files.
+// One dsrun process with stdout/stderr going to files (engine/testing's Process, with the
+// environment dsrun's tests want).
 class DsrunProcess {
  public:
-  // env: variables to set ("" value with unset=true removes them). OMP_NUM_THREADS and DS_JOB_ID are
-  // removed unless given, so that the tests see dsrun's defaults.
+  // env: variables to set. OMP_NUM_THREADS, DS_JOB_ID and every DSRUN_* variable are removed unless
+  // given, so that the tests see dsrun's defaults.
   DsrunProcess(const std::vector<std::string>& args, std::map<std::string, std::string> env = {},
                std::vector<std::string> unset = {"OMP_NUM_THREADS", "DS_JOB_ID"})
-      : dir_() {
-    outPath_ = dir_.path() + "/out";
-    errPath_ = dir_.path() + "/err";
-    std::vector<std::string> envStrings;
-    for (char** e = environ; *e != nullptr; ++e) {
-      std::string kv(*e);
-      std::string key = kv.substr(0, kv.find('='));
-      bool drop = env.count(key) > 0 || key.rfind("DSRUN_", 0) == 0;
-      for (const auto& u : unset) drop = drop || key == u;
-      if (!drop) envStrings.push_back(kv);
-    }
-    for (const auto& [k, v] : env) envStrings.push_back(k + "=" + v);
-    std::vector<std::string> argStrings = {dsrunPath()};
-    argStrings.insert(argStrings.end(), args.begin(), args.end());
-    std::vector<char*> argv, envp;
-    for (auto& a : argStrings) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    for (auto& e : envStrings) envp.push_back(e.data());
-    envp.push_back(nullptr);
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 1, outPath_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawn_file_actions_addopen(&fa, 2, errPath_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    start_ = std::chrono::steady_clock::now();
-    int rc = posix_spawn(&pid_, argStrings[0].c_str(), &fa, nullptr, argv.data(), envp.data());
-    posix_spawn_file_actions_destroy(&fa);
-    if (rc != 0) {
-      ADD_FAILURE() << "cannot start " << argStrings[0] << ": " << rc;
-      pid_ = -1;
-    }
-  }
-  ~DsrunProcess() {
-    if (pid_ > 0 && !done_) {
-      ::kill(pid_, SIGKILL);
-      ::waitpid(pid_, nullptr, 0);
-    }
-  }
-  DsrunProcess(const DsrunProcess&) = delete;
-  DsrunProcess& operator=(const DsrunProcess&) = delete;
+      : process_(argvFor(args), optionsFor(std::move(env), std::move(unset))) {}
 
-  pid_t pid() const { return pid_; }
+  pid_t pid() const { return process_.pid(); }
 
   // Waits up to timeoutS; on timeout the test fails and dsrun is killed.
   RunResult wait(double timeoutS = 20) {
-    RunResult r;
-    if (pid_ <= 0) return r;
-    auto deadline = start_ + std::chrono::duration<double>(timeoutS);
-    int status = 0;
-    while (true) {
-      pid_t w = ::waitpid(pid_, &status, WNOHANG);
-      if (w == pid_) break;
-      if (std::chrono::steady_clock::now() > deadline) {
-        ADD_FAILURE() << "dsrun did not exit within " << timeoutS << " s";
-        ::kill(pid_, SIGKILL);
-        ::waitpid(pid_, &status, 0);
-        break;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    done_ = true;
-    r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-    r.exitCode = WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
-    r.out = readFile(outPath_);
-    r.err = readFile(errPath_);
+    RunResult r = process_.wait(std::chrono::milliseconds(static_cast<long>(timeoutS * 1000)));
+    if (r.timedOut) ADD_FAILURE() << "dsrun did not exit within " << timeoutS << " s";
     return r;
   }
 
  private:
-  TempDir dir_;
-  std::string outPath_;
-  std::string errPath_;
-  pid_t pid_ = -1;
-  bool done_ = false;
-  std::chrono::steady_clock::time_point start_;
+  static std::vector<std::string> argvFor(const std::vector<std::string>& args) {
+    std::vector<std::string> argv{dsrunPath()};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return argv;
+  }
+  static ds::testing::RunOptions optionsFor(std::map<std::string, std::string> env, std::vector<std::string> unset) {
+    ds::testing::RunOptions o;
+    o.setEnv = std::move(env);
+    o.unsetEnv = std::move(unset);
+    for (auto& v : ds::testing::variablesWithPrefix("DSRUN_")) o.unsetEnv.push_back(v);
+    o.timeout = std::chrono::minutes(5);
+    return o;
+  }
+  ds::testing::Process process_;
 };
 
 inline RunResult runDsrun(const std::vector<std::string>& args, std::map<std::string, std::string> env = {},

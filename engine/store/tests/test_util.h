@@ -11,6 +11,8 @@
 #include <filesystem>
 #include <string>
 
+#include "engine/testing/subprocess.h"
+
 namespace ds::store::testing {
 
 using Clock = std::chrono::steady_clock;
@@ -28,35 +30,7 @@ inline void raiseFdLimit() {
   }
 }
 
-// A port nobody listens on right now (bound to 0, read back, closed).
-inline int unusedPort() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  a.sin_port = 0;
-  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a));
-  socklen_t len = sizeof(a);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  ::close(fd);
-  return ntohs(a.sin_port);
-}
-
-// A fresh directory under TMPDIR, removed by the destructor.
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "ds_store_test_XXXXXX").string();
-    path_ = ::mkdtemp(tmpl.data());
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  std::string file(const std::string& name) const { return path_ + "/" + name; }
-
- private:
-  std::string path_;
-};
+using ds::testing::TempDir;
+using ds::testing::unusedPort;
 
 }  // namespace ds::store::testing
