@@ -1,0 +1,105 @@
+#include "reports/diag/diag_schema.h"
+
+#include "engine/common/error.h"
+
+namespace ds::report {
+
+const char* diagStatusName(DiagStatus s) {
+  switch (s) {
+    case DiagStatus::kPass: return "PASS";
+    case DiagStatus::kWarn: return "WARN";
+    case DiagStatus::kFail: return "FAIL";
+    case DiagStatus::kSkip: return "SKIP";
+  }
+  return "?";
+}
+
+DiagStatus parseDiagStatus(const std::string& s) {
+  if (s == "PASS") return DiagStatus::kPass;
+  if (s == "WARN") return DiagStatus::kWarn;
+  if (s == "FAIL") return DiagStatus::kFail;
+  if (s == "SKIP") return DiagStatus::kSkip;
+  throw ConfigError(fmt::format("'{}' is not a dsdiag status; expected PASS, WARN, FAIL or SKIP.", s));
+}
+
+DiagCounts countStatuses(const std::vector<DiagRecord>& records) {
+  DiagCounts c;
+  for (const auto& r : records) {
+    switch (r.status) {
+      case DiagStatus::kPass: ++c.pass; break;
+      case DiagStatus::kWarn: ++c.warn; break;
+      case DiagStatus::kFail: ++c.fail; break;
+      case DiagStatus::kSkip: ++c.skip; break;
+    }
+  }
+  return c;
+}
+
+int diagExitCode(const std::vector<DiagRecord>& records) {
+  auto c = countStatuses(records);
+  if (c.fail > 0) return 2;
+  if (c.warn > 0) return 1;
+  return 0;
+}
+
+void to_json(nlohmann::json& j, const DiagRecord& r) {
+  j = nlohmann::json{{"id", r.id},           {"family", r.family}, {"status", diagStatusName(r.status)},
+                     {"message", r.message}, {"remedy", r.remedy}, {"data", r.data},
+                     {"rank", r.rank},       {"host", r.host}};
+}
+
+void from_json(const nlohmann::json& j, DiagRecord& r) {
+  j.at("id").get_to(r.id);
+  j.at("family").get_to(r.family);
+  r.status = parseDiagStatus(j.at("status").get<std::string>());
+  j.at("message").get_to(r.message);
+  j.at("remedy").get_to(r.remedy);
+  r.data = j.value("data", nlohmann::json::object());
+  r.rank = j.value("rank", -1);
+  r.host = j.value("host", "");
+}
+
+nlohmann::json diagToJson(const DiagReport& report) {
+  auto c = countStatuses(report.checks);
+  return nlohmann::json{{"schema", kDiagSchemaName},
+                        {"schema_version", kDiagSchemaVersion},
+                        {"mode", report.mode},
+                        {"world_size", report.worldSize},
+                        {"host", report.host},
+                        {"tool_version", report.toolVersion},
+                        {"summary",
+                         {{"pass", c.pass},
+                          {"warn", c.warn},
+                          {"fail", c.fail},
+                          {"skip", c.skip},
+                          {"exit_code", diagExitCode(report.checks)}}},
+                        {"missing_ranks", report.missingRanks},
+                        {"checks", report.checks}};
+}
+
+DiagReport diagFromJson(const nlohmann::json& j, const std::string& origin) {
+  try {
+    if (!j.is_object() || j.value("schema", "") != kDiagSchemaName) {
+      throw ConfigError(fmt::format("{} is not a dsdiag report (schema '{}', expected '{}').", origin,
+                                    j.is_object() ? j.value("schema", "") : "", kDiagSchemaName));
+    }
+    int version = j.at("schema_version").get<int>();
+    if (version != kDiagSchemaVersion) {
+      throw ConfigError(fmt::format("{} has diag schema version {}, but this dsperf reads version {}; use the "
+                                    "dsperf that wrote it.",
+                                    origin, version, kDiagSchemaVersion));
+    }
+    DiagReport r;
+    j.at("mode").get_to(r.mode);
+    j.at("world_size").get_to(r.worldSize);
+    r.host = j.value("host", "");
+    r.toolVersion = j.value("tool_version", "");
+    r.missingRanks = j.value("missing_ranks", std::vector<int>{});
+    r.checks = j.at("checks").get<std::vector<DiagRecord>>();
+    return r;
+  } catch (const nlohmann::json::exception& e) {
+    throw ConfigError(fmt::format("{} is not a valid dsdiag report: {}", origin, e.what()));
+  }
+}
+
+}  // namespace ds::report
