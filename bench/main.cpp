@@ -1,7 +1,6 @@
 // dsbench: collective sweeps and DDP step timing. Thin: each subcommand module binds its flags into
 // its options struct and calls one library function.
 #include <CLI/CLI.hpp>
-
 #include <vector>
 
 #include "bench/command.h"
@@ -17,7 +16,8 @@
 #endif
 
 int main(int argc, char** argv) {
-  CLI::App app{"dsbench: distributed collective and training-step benchmarks. Start it with dsrun, mpirun or srun."};
+  CLI::App app{
+      "dsbench: distributed collective and training-step benchmarks. Start it with dsrun, mpirun or srun."};
   app.set_version_flag("--version", "dsbench 0.1.0");
   app.require_subcommand(1);
   std::vector<ds::bench::Command> commands{ds::bench::addWorldCommand(app)};

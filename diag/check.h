@@ -76,8 +76,9 @@ struct SystemPaths {
   std::string procfs = "/proc";
 };
 
-struct GpuProbe;   // gpu_probe.h
-struct NcclProbe;  // gpu_probe.h
+struct GpuProbe;   // probes.h
+struct NcclProbe;  // probes.h
+struct MpiProbe;   // probes.h
 
 // Everything a check may look at. Built once per run; probes of libraries run lazily, once.
 class Context {
@@ -109,8 +110,12 @@ class Context {
   const LibraryNames& libs() const { return libs_; }
   const SystemPaths& paths() const { return paths_; }
 
+  // Each forks a child on first use (probes.h). probeAll() runs them all now: call it while the
+  // process has no other threads (before rendezvous).
   GpuProbe& gpu();
   NcclProbe& nccl();
+  MpiProbe& mpi();
+  void probeAll();
 
   // World mode: the job's store is up and this process hosts it on rank 0 (the port check then
   // expects to find itself as the owner).
@@ -125,6 +130,7 @@ class Context {
   SystemPaths paths_;
   std::unique_ptr<GpuProbe> gpu_;
   std::unique_ptr<NcclProbe> nccl_;
+  std::unique_ptr<MpiProbe> mpi_;
 };
 
 struct CheckDef {

@@ -22,10 +22,7 @@ using std::chrono::milliseconds;
 std::mutex gMutex;
 std::shared_ptr<World> gWorld;
 
-double secondsSince(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
-
+double secondsSince(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 std::string chooseBackend(const InitOptions& o, const accel::Accelerator& a) {
   std::string backend = o.distBackend.empty() ? a.communicationBackendName() : o.distBackend;
@@ -36,15 +33,17 @@ std::string chooseBackend(const InitOptions& o, const accel::Accelerator& a) {
   }
   const auto built = comm::availableBackends();
   if (std::find(built.begin(), built.end(), backend) == built.end()) {
-    throw ConfigError(fmt::format("dist_backend='{}' was requested, but this dsperf was built without it. "
-                                  "Install its library and rebuild (scripts/setup.sh installs them), or choose "
-                                  "another backend (this build has: {}).",
-                                  backend, fmt::join(built, ", ")));
+    throw ConfigError(
+        fmt::format("dist_backend='{}' was requested, but this dsperf was built without it. "
+                    "Install its library and rebuild (scripts/setup.sh installs them), or choose "
+                    "another backend (this build has: {}).",
+                    backend, fmt::join(built, ", ")));
   }
   if (backend == "nccl" && a.name() != "cuda") {
-    throw ConfigError(fmt::format("dist_backend='nccl' needs the cuda accelerator, but this rank runs on {}. "
-                                  "Use gloo or mpi on CPU, or fix the GPU visibility (see dsdiag).",
-                                  a.name()));
+    throw ConfigError(
+        fmt::format("dist_backend='nccl' needs the cuda accelerator, but this rank runs on {}. "
+                    "Use gloo or mpi on CPU, or fix the GPU visibility (see dsdiag).",
+                    a.name()));
   }
   return backend;
 }
@@ -72,23 +71,27 @@ void joinRendezvous(store::Store& s, const env::WorldInfo& w, milliseconds timeo
     } catch (const Error&) {
       // The store itself is gone; report what we know.
     }
-    std::string missingText =
-        missing.empty() ? "" : fmt::format(" Ranks that never joined: {}{}.", fmt::join(missing, ", "),
-                                           missing.size() == 64 ? " (first 64)" : "");
-    throw TimeoutError(fmt::format(
-        "Timed out after {:.0f} seconds waiting for clients. {}/{} clients joined.{} This is rank {}, waiting at "
-        "{}. Check that WORLD_SIZE={} matches the number of processes started, and that the missing ranks could "
-        "reach MASTER_ADDR:MASTER_PORT (run dsdiag on their nodes).",
-        secondsSince(t0), count, n, missingText, rank, s.describe(), n));
+    std::string missingText = missing.empty()
+                                  ? ""
+                                  : fmt::format(" Ranks that never joined: {}{}.", fmt::join(missing, ", "),
+                                                missing.size() == 64 ? " (first 64)" : "");
+    throw TimeoutError(
+        fmt::format("Timed out after {:.0f} seconds waiting for clients. {}/{} clients joined.{} This is "
+                    "rank {}, waiting at "
+                    "{}. Check that WORLD_SIZE={} matches the number of processes started, and that the "
+                    "missing ranks could "
+                    "reach MASTER_ADDR:MASTER_PORT (run dsdiag on their nodes).",
+                    secondsSince(t0), count, n, missingText, rank, s.describe(), n));
   }
   // A rank started with a different WORLD_SIZE would pair up wrongly; all registrations must agree.
   for (int r = 0; r < n; ++r) {
     std::string reg = store::toString(s.get(fmt::format("init/rank/{}", r), timeout));
     auto colon = reg.rfind(':');
     if (colon != std::string::npos && reg.substr(colon + 1) != std::to_string(n)) {
-      throw ConfigError(fmt::format("rank {} ({}) was started with WORLD_SIZE={} but this rank {} has WORLD_SIZE={}. "
-                                    "Every process of a job must agree on WORLD_SIZE.",
-                                    r, reg.substr(0, colon), reg.substr(colon + 1), rank, n));
+      throw ConfigError(
+          fmt::format("rank {} ({}) was started with WORLD_SIZE={} but this rank {} has WORLD_SIZE={}. "
+                      "Every process of a job must agree on WORLD_SIZE.",
+                      r, reg.substr(0, colon), reg.substr(colon + 1), rank, n));
     }
   }
 }
@@ -101,7 +104,8 @@ std::shared_ptr<store::Store> makeStore(const InitMethod& m, const env::WorldInf
   so.port = w.masterPort.value;
   // Under an agent that already hosts the store (torchelastic's convention), rank 0 only connects.
   auto agent = env.get("TORCHELASTIC_USE_AGENT_STORE");
-  so.isServer = !client && w.rank.value == 0 && !(agent && (*agent == "True" || *agent == "true" || *agent == "1"));
+  so.isServer =
+      !client && w.rank.value == 0 && !(agent && (*agent == "True" || *agent == "true" || *agent == "1"));
   so.jobId = w.jobId.value;
   so.timeout = timeout;
   return std::make_shared<store::TcpStore>(w.masterAddr.value, so);
@@ -117,9 +121,10 @@ const std::vector<std::string>& knownBackends() {
 InitMethod parseInitMethod(const std::string& text) {
   InitMethod m;
   auto bad = [&](std::string_view why) {
-    return ConfigError(fmt::format("init_method='{}' is not valid: {}. Use env:// (the default), "
-                                   "tcp://HOST:PORT or file:///ABSOLUTE/PATH.",
-                                   text, why));
+    return ConfigError(
+        fmt::format("init_method='{}' is not valid: {}. Use env:// (the default), "
+                    "tcp://HOST:PORT or file:///ABSOLUTE/PATH.",
+                    text, why));
   };
   if (text.empty() || text == "env://") return m;
   if (text.rfind("tcp://", 0) == 0) {
@@ -158,7 +163,8 @@ InitMethod parseInitMethod(const std::string& text) {
 
 milliseconds defaultTimeout(const env::EnvSource& env) {
   if (auto v = env.get("DEEPSPEED_TIMEOUT")) {
-    long long minutes = env::parseIntVar("DEEPSPEED_TIMEOUT", *v, 1, 7 * 24 * 60, "a number of minutes, at least 1");
+    long long minutes =
+        env::parseIntVar("DEEPSPEED_TIMEOUT", *v, 1, 7 * 24 * 60, "a number of minutes, at least 1");
     return std::chrono::minutes(minutes);
   }
   return std::chrono::minutes(10);
@@ -184,13 +190,15 @@ void World::shutdown(milliseconds bound) {
   shutDown_ = true;
   pg_.reset();  // stops its threads and heartbeats while the store is still there
   try {
-    if (store_->add("ds/exit", 1, bound) == worldSize()) store_->set("ds/exit/done", store::toBytes("1"), bound);
+    if (store_->add("ds/exit", 1, bound) == worldSize())
+      store_->set("ds/exit/done", store::toBytes("1"), bound);
     // Rank 0 hosts the server: give the others a bounded chance to finish their last calls.
     if (rank() == 0) store_->wait({"ds/exit/done"}, bound);
   } catch (const TimeoutError&) {
-    log::warn("shutting down the store before every rank finished (waited {} ms); ranks still running may report "
-              "a lost connection to the store.",
-              bound.count());
+    log::warn(
+        "shutting down the store before every rank finished (waited {} ms); ranks still running may report "
+        "a lost connection to the store.",
+        bound.count());
   } catch (const Error& e) {
     log::warn("shutdown of the world did not complete cleanly: {}", e.what());
   }
@@ -204,9 +212,10 @@ std::shared_ptr<World> initDistributed(const InitOptions& o) {
     return gWorld;
   }
   if (!required) {
-    throw ConfigError("init_distributed was called with dist_init_required=false, but the distributed backend is "
-                      "not initialized. Leave dist_init_required unset (or true) so that init_distributed "
-                      "creates it.");
+    throw ConfigError(
+        "init_distributed was called with dist_init_required=false, but the distributed backend is "
+        "not initialized. Leave dist_init_required unset (or true) so that init_distributed "
+        "creates it.");
   }
   env::ProcessEnv env;
   InitMethod method = parseInitMethod(o.initMethod);
@@ -225,18 +234,21 @@ std::shared_ptr<World> initDistributed(const InitOptions& o) {
   const bool talk = o.verbose && info.rank.value == 0;
   log::setRank(info.rank.value);
   if (talk && usedMpi) {
-    log::info("Discovered MPI settings of world_rank={}, local_rank={}, world_size={}, master_addr={}, "
-              "master_port={}",
-              info.rank.value, info.localRank.value, info.worldSize.value, info.masterAddr.value,
-              info.masterPort.value);
+    log::info(
+        "Discovered MPI settings of world_rank={}, local_rank={}, world_size={}, master_addr={}, "
+        "master_port={}",
+        info.rank.value, info.localRank.value, info.worldSize.value, info.masterAddr.value,
+        info.masterPort.value);
   }
 
   accel::Selection accel = accel::selectAccelerator(env);
   if (talk) {
-    log::info("Setting accelerator to {} ({})", accel.accelerator->name(), accel.overridden ? "override" : "auto detect");
+    log::info("Setting accelerator to {} ({})", accel.accelerator->name(),
+              accel.overridden ? "override" : "auto detect");
     if (!accel.overridden && accel.accelerator->name() == "cpu") {
-      log::warn("Setting accelerator to CPU. If you have GPU or other accelerator, we were unable to detect it: {}",
-                accel.reason);
+      log::warn(
+          "Setting accelerator to CPU. If you have GPU or other accelerator, we were unable to detect it: {}",
+          accel.reason);
     }
   }
   if (accel.accelerator->name() != "cpu") accel.accelerator->setDevice(info.localRank.value);
@@ -255,8 +267,8 @@ std::shared_ptr<World> initDistributed(const InitOptions& o) {
   auto store = makeStore(method, info, timeout, env);
   joinRendezvous(*store, info, timeout);
   if (talk) {
-    log::info("Rendezvous complete: {} rank(s) joined at {} in {:.3f} s", info.worldSize.value, store->describe(),
-              secondsSince(t0));
+    log::info("Rendezvous complete: {} rank(s) joined at {} in {:.3f} s", info.worldSize.value,
+              store->describe(), secondsSince(t0));
   }
   auto world = std::make_shared<World>(std::move(info), std::move(accel), backend,
                                        o.initMethod.empty() ? "env://" : o.initMethod, timeout, store);
@@ -264,10 +276,12 @@ std::shared_ptr<World> initDistributed(const InitOptions& o) {
   pgo.rank = world->rank();
   pgo.size = world->worldSize();
   pgo.store = store;
-  pgo.heartbeatStore = world->worldSize() > 1 ? makeStore(method, world->info(), timeout, env, true) : nullptr;
+  pgo.heartbeatStore =
+      world->worldSize() > 1 ? makeStore(method, world->info(), timeout, env, true) : nullptr;
   pgo.timeout = timeout;
-  pgo.device = world->accelerator().name() == "cuda" ? comm::Device{comm::DeviceType::kCuda, world->localRank()}
-                                                     : comm::Device{};
+  pgo.device = world->accelerator().name() == "cuda"
+                   ? comm::Device{comm::DeviceType::kCuda, world->localRank()}
+                   : comm::Device{};
   pgo.world = &world->info();
   auto debug = env.get("DS_DISTRIBUTED_DEBUG");
   pgo.detailDebug = comm::detailDebugFromEnv(debug ? debug->c_str() : nullptr);

@@ -2,9 +2,8 @@
 // never leaves a half-written result.
 #pragma once
 
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 namespace ds::report {
 

@@ -18,13 +18,14 @@ std::unique_ptr<Process> startRank(int rank, int worldSize, int port, int timeou
                                    std::map<std::string, std::string> extra = {}) {
   RunOptions o;
   o.unsetEnv = launcherVariables();
-  o.setEnv = {{"RANK", std::to_string(rank)},         {"WORLD_SIZE", std::to_string(worldSize)},
-              {"MASTER_ADDR", "127.0.0.1"},           {"MASTER_PORT", std::to_string(port)},
-              {"LOCAL_RANK", std::to_string(rank)},   {"DS_JOB_ID", "fault-test"}};
+  o.setEnv = {{"RANK", std::to_string(rank)},       {"WORLD_SIZE", std::to_string(worldSize)},
+              {"MASTER_ADDR", "127.0.0.1"},         {"MASTER_PORT", std::to_string(port)},
+              {"LOCAL_RANK", std::to_string(rank)}, {"DS_JOB_ID", "fault-test"}};
   for (auto& [k, v] : extra) o.setEnv[k] = v;
   o.timeout = std::chrono::seconds(timeoutSeconds + 20);
   return std::make_unique<Process>(
-      std::vector<std::string>{binDir() + "/dsbench", "world", "--timeout", std::to_string(timeoutSeconds)}, o);
+      std::vector<std::string>{binDir() + "/dsbench", "world", "--timeout", std::to_string(timeoutSeconds)},
+      o);
 }
 
 constexpr int kExitTimeout = 4;
@@ -97,7 +98,8 @@ TEST(WorldFaults, AnUnreachableMasterTimesOutWithC10dWords) {
   int port = unusedPort();
   auto r = startRank(1, 2, port, 2)->wait();
   EXPECT_EQ(r.exitCode, kExitTimeout) << r.err;
-  EXPECT_NE(r.err.find("while trying to connect to (127.0.0.1, " + std::to_string(port) + ")"), std::string::npos)
+  EXPECT_NE(r.err.find("while trying to connect to (127.0.0.1, " + std::to_string(port) + ")"),
+            std::string::npos)
       << r.err;
   EXPECT_LT(r.seconds, 2 + 10);
 }

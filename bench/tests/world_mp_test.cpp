@@ -42,8 +42,8 @@ void expectSingleNodeWorld(const std::vector<RankRecord>& ranks, int n) {
 
 TEST(WorldUnderDsrun, FourRanksReportWhoTheyAre) {
   TempDir dir;
-  auto r = run({binDir() + "/dsrun", "--nproc-per-node", "4", "--standalone", binDir() + "/dsbench", "world", "--json",
-                dir.file("w.json")},
+  auto r = run({binDir() + "/dsrun", "--nproc-per-node", "4", "--standalone", binDir() + "/dsbench", "world",
+                "--json", dir.file("w.json")},
                cleanEnv());
   ASSERT_EQ(r.exitCode, 0) << r.out << r.err;
   auto ranks = readWorld(dir.file("w.json"));
@@ -66,8 +66,8 @@ TEST(WorldUnderMpirun, MpiBackendSmokeAllreduce) {
   o.setEnv = {{"OMPI_ALLOW_RUN_AS_ROOT", "1"},
               {"OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"},
               {"MASTER_PORT", std::to_string(unusedPort())}};
-  auto r = run({mpirun, "-np", "3", "--oversubscribe", binDir() + "/dsbench", "world", "--backend", "mpi", "--json",
-                dir.file("w.json")},
+  auto r = run({mpirun, "-np", "3", "--oversubscribe", binDir() + "/dsbench", "world", "--backend", "mpi",
+                "--json", dir.file("w.json")},
                o);
   ASSERT_EQ(r.exitCode, 0) << r.out << r.err;
   auto j = ds::report::readJson(dir.file("w.json"));
@@ -99,8 +99,8 @@ TEST(WorldUnderMpirun, MatchesDsrun) {
   std::string mpirun = DS_MPIRUN_PATH;
   if (mpirun.empty()) GTEST_SKIP() << "built without MPI: no mpirun to compare with";
   TempDir dir;
-  auto viaDsrun = run({binDir() + "/dsrun", "--nproc-per-node", "4", "--standalone", binDir() + "/dsbench", "world",
-                       "--json", dir.file("dsrun.json")},
+  auto viaDsrun = run({binDir() + "/dsrun", "--nproc-per-node", "4", "--standalone", binDir() + "/dsbench",
+                       "world", "--json", dir.file("dsrun.json")},
                       cleanEnv());
   ASSERT_EQ(viaDsrun.exitCode, 0) << viaDsrun.err;
   RunOptions o = cleanEnv();
@@ -125,5 +125,6 @@ TEST(WorldUnderMpirun, MatchesDsrun) {
   }
   EXPECT_EQ(b[3].provenance[0], "RANK=3 (from OMPI_COMM_WORLD_RANK)");
   EXPECT_NE(b[0].provenance[5].find("MPI: rank 0's address"), std::string::npos) << b[0].provenance[5];
-  EXPECT_NE(viaMpirun.err.find("Discovered MPI settings of world_rank=0"), std::string::npos) << viaMpirun.err;
+  EXPECT_NE(viaMpirun.err.find("Discovered MPI settings of world_rank=0"), std::string::npos)
+      << viaMpirun.err;
 }

@@ -1,10 +1,9 @@
 #include "bench/world/world.h"
 
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <cstdio>
-
-#include <fmt/format.h>
 
 #include "bench/exit_codes.h"
 #include "engine/common/net.h"
@@ -26,8 +25,9 @@ report::RankRecord describeRank(World& world) {
   r.accelerator = world.accelerator().name();
   auto devices = world.accelerator().devices();
   int idx = world.accelerator().name() == "cpu" ? 0 : info.localRank.value;
-  r.device = idx < static_cast<int>(devices.size()) ? fmt::format("{}:{} {}", r.accelerator, idx, devices[idx].name)
-                                                    : fmt::format("{}:{}", r.accelerator, idx);
+  r.device = idx < static_cast<int>(devices.size())
+                 ? fmt::format("{}:{} {}", r.accelerator, idx, devices[idx].name)
+                 : fmt::format("{}:{}", r.accelerator, idx);
   r.backend = world.backend();
   r.jobId = info.jobId.value;
   r.provenance = info.describe();

@@ -7,8 +7,9 @@ namespace ds::bench {
 
 Command addWorldCommand(CLI::App& parent) {
   auto o = std::make_shared<WorldOptions>();
-  auto* w = parent.add_subcommand("world", "init_distributed, a store barrier, a smoke allreduce, and a table of "
-                                           "who every rank is");
+  auto* w = parent.add_subcommand("world",
+                                  "init_distributed, a store barrier, a smoke allreduce, and a table of "
+                                  "who every rank is");
   w->add_option("--backend", o->backend, "nccl, gloo, mpi or shm (default: the accelerator's)")
       ->envname("DSBENCH_BACKEND");
   w->add_option("--init-method", o->initMethod, "env:// (default), tcp://HOST:PORT or file:///PATH")

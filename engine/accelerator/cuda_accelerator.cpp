@@ -31,10 +31,11 @@ class CudaAccelerator final : public Accelerator {
   }
   void setDevice(int index) override {
     if (index < 0 || index >= count_) {
-      throw ConfigError(fmt::format("cannot use CUDA device {}: invalid device ordinal, only {} device(s) are "
-                                    "visible (CUDA_VISIBLE_DEVICES and LOCAL_RANK decide which). Start at most {} "
-                                    "ranks per node, or fix CUDA_VISIBLE_DEVICES.",
-                                    index, count_, count_));
+      throw ConfigError(
+          fmt::format("cannot use CUDA device {}: invalid device ordinal, only {} device(s) are "
+                      "visible (CUDA_VISIBLE_DEVICES and LOCAL_RANK decide which). Start at most {} "
+                      "ranks per node, or fix CUDA_VISIBLE_DEVICES.",
+                      index, count_, count_));
     }
     cudaError_t err = cudaSetDevice(index);
     if (err != cudaSuccess) {
@@ -52,7 +53,8 @@ std::unique_ptr<Accelerator> tryMakeCudaAccelerator(std::string& why) {
   int count = 0;
   cudaError_t err = cudaGetDeviceCount(&count);
   if (err != cudaSuccess) {
-    why = fmt::format("CUDA reports no usable device: {} ({})", cudaGetErrorString(err), cudaGetErrorName(err));
+    why =
+        fmt::format("CUDA reports no usable device: {} ({})", cudaGetErrorString(err), cudaGetErrorName(err));
     return nullptr;
   }
   if (count == 0) {
@@ -63,7 +65,9 @@ std::unique_ptr<Accelerator> tryMakeCudaAccelerator(std::string& why) {
 }
 #else
 std::unique_ptr<Accelerator> tryMakeCudaAccelerator(std::string& why) {
-  why = "this dsperf was built without CUDA (rebuild with -DDS_WITH_CUDA=ON where the CUDA toolkit is installed)";
+  why =
+      "this dsperf was built without CUDA (rebuild with -DDS_WITH_CUDA=ON where the CUDA toolkit is "
+      "installed)";
   return nullptr;
 }
 #endif

@@ -18,16 +18,18 @@ Selection selectAccelerator(const env::EnvSource& env) {
     s.overridden = true;
     const auto& known = knownAccelerators();
     if (std::find(known.begin(), known.end(), *requested) == known.end()) {
-      throw ConfigError(fmt::format("DS_ACCELERATOR='{}' is not a known accelerator; valid names are: {}. Unset it "
-                                    "to detect the accelerator automatically.",
-                                    *requested, fmt::join(known, ", ")));
+      throw ConfigError(
+          fmt::format("DS_ACCELERATOR='{}' is not a known accelerator; valid names are: {}. Unset it "
+                      "to detect the accelerator automatically.",
+                      *requested, fmt::join(known, ", ")));
     }
     if (*requested == "cuda") {
       s.accelerator = tryMakeCudaAccelerator(why);
       if (!s.accelerator) {
-        throw ConfigError(fmt::format("DS_ACCELERATOR=cuda, but cuda is not usable here: {}. Unset "
-                                      "DS_ACCELERATOR or set it to cpu to run on the CPU.",
-                                      why));
+        throw ConfigError(
+            fmt::format("DS_ACCELERATOR=cuda, but cuda is not usable here: {}. Unset "
+                        "DS_ACCELERATOR or set it to cpu to run on the CPU.",
+                        why));
       }
     } else {
       s.accelerator = makeCpuAccelerator();

@@ -45,7 +45,8 @@ std::vector<std::string> availableBackends() {
   return v;
 }
 
-std::unique_ptr<ProcessGroup> createProcessGroup(const std::string& backend, const ProcessGroupOptions& options) {
+std::unique_ptr<ProcessGroup> createProcessGroup(const std::string& backend,
+                                                 const ProcessGroupOptions& options) {
 #if DS_WITH_GLOO
   if (backend == "gloo") return makeGlooProcessGroup(options);
 #endif
@@ -58,13 +59,15 @@ std::unique_ptr<ProcessGroup> createProcessGroup(const std::string& backend, con
     if (it != registry().end()) return it->second(options);
   }
   if (backend == "nccl" && DS_WITH_NCCL) {
-    throw ConfigError("the nccl backend is not linked into this tool (dsdiag and dsrun do not load libnccl, so that "
-                      "they run on nodes where it is missing); use dsbench, or choose gloo or mpi.");
+    throw ConfigError(
+        "the nccl backend is not linked into this tool (dsdiag and dsrun do not load libnccl, so that "
+        "they run on nodes where it is missing); use dsbench, or choose gloo or mpi.");
   }
   if (backend == "gloo" || backend == "mpi" || backend == "nccl" || backend == "shm") {
-    throw ConfigError(fmt::format("the {} backend is not available in this build of dsperf. Install its library "
-                                  "(scripts/setup.sh) and rebuild, or choose another backend.",
-                                  backend));
+    throw ConfigError(
+        fmt::format("the {} backend is not available in this build of dsperf. Install its library "
+                    "(scripts/setup.sh) and rebuild, or choose another backend.",
+                    backend));
   }
   throw ConfigError(fmt::format("'{}' is not a backend; valid names are nccl, gloo, mpi and shm.", backend));
 }

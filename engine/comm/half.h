@@ -58,7 +58,7 @@ inline std::uint16_t floatToF16(float f) {
     return static_cast<std::uint16_t>(sign | 0x7c00u | (absBits > 0x7f800000u ? 0x200u : 0u));
   }
   if (absBits >= 0x477ff000u) return static_cast<std::uint16_t>(sign | 0x7c00u);  // overflow -> inf
-  if (absBits < 0x38800000u) {                                                     // subnormal or zero
+  if (absBits < 0x38800000u) {                                                    // subnormal or zero
     if (absBits < 0x33000000u) return static_cast<std::uint16_t>(sign);
     std::uint32_t exp = absBits >> 23;
     std::uint32_t mant = (absBits & 0x7fffffu) | 0x800000u;

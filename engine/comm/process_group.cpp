@@ -32,8 +32,9 @@ std::optional<Beat> parseBeat(const store::Bytes& b) {
 
 ProcessGroup::ProcessGroup(ProcessGroupOptions options) : options_(std::move(options)) {
   if (options_.size < 1 || options_.rank < 0 || options_.rank >= options_.size) {
-    throw ConfigError(fmt::format("process group '{}': rank {} of size {} is not valid (rank must be 0 to size-1).",
-                                  options_.groupName, options_.rank, options_.size));
+    throw ConfigError(
+        fmt::format("process group '{}': rank {} of size {} is not valid (rank must be 0 to size-1).",
+                    options_.groupName, options_.rank, options_.size));
   }
   DS_CHECK(options_.store != nullptr, "a process group needs a store");
   if (options_.heartbeatInterval.count() > 0 && options_.size > 1) {
@@ -64,9 +65,7 @@ void ProcessGroup::shutdown() {
       worker_.detach();
     }
   }
-  {
-    std::lock_guard<std::mutex> lock(hbMu_);
-  }
+  { std::lock_guard<std::mutex> lock(hbMu_); }
   hbCv_.notify_all();
   if (heartbeat_.joinable()) heartbeat_.join();
 }
@@ -85,7 +84,9 @@ void ProcessGroup::doAllreduce(const OpDesc&, const Buffer&, const Buffer&) { un
 void ProcessGroup::doBroadcast(const OpDesc&, const Buffer&, const Buffer&) { unsupported("broadcast"); }
 void ProcessGroup::doReduce(const OpDesc&, const Buffer&, const Buffer&) { unsupported("reduce"); }
 void ProcessGroup::doAllgather(const OpDesc&, const Buffer&, const Buffer&) { unsupported("allgather"); }
-void ProcessGroup::doReduceScatter(const OpDesc&, const Buffer&, const Buffer&) { unsupported("reduce_scatter"); }
+void ProcessGroup::doReduceScatter(const OpDesc&, const Buffer&, const Buffer&) {
+  unsupported("reduce_scatter");
+}
 void ProcessGroup::doAlltoall(const OpDesc&, const Buffer&, const Buffer&) { unsupported("alltoall"); }
 void ProcessGroup::doSend(const OpDesc&, const Buffer&) { unsupported("send"); }
 void ProcessGroup::doRecv(const OpDesc&, const Buffer&) { unsupported("recv"); }
@@ -103,12 +104,12 @@ void ProcessGroup::doBarrier(const OpDesc& desc) {
 
 void ProcessGroup::checkBuffer(const char* what, const Buffer& b) const {
   if (b.count > 0 && b.data == nullptr) {
-    throw ConfigError(fmt::format("{}: the {} buffer has {} elements but no memory (null pointer).", backendName(),
-                                  what, b.count));
+    throw ConfigError(fmt::format("{}: the {} buffer has {} elements but no memory (null pointer).",
+                                  backendName(), what, b.count));
   }
   if (b.device.type != options_.device.type) {
-    throw ConfigError(fmt::format("{}: the {} buffer is on {}, but this process group works on {}.", backendName(),
-                                  what, deviceName(b.device), deviceName(options_.device)));
+    throw ConfigError(fmt::format("{}: the {} buffer is on {}, but this process group works on {}.",
+                                  backendName(), what, deviceName(b.device), deviceName(options_.device)));
   }
 }
 
@@ -127,7 +128,8 @@ OpDesc ProcessGroup::makeDesc(OpType type, const Buffer& in, Timeout timeout) co
   d.timeout = timeout.value_or(options_.timeout);
   d.bytes = in.bytes();
   if (d.timeout.count() <= 0) {
-    throw ConfigError(fmt::format("{}: timeout {} ms is not valid; it must be positive.", opName(type), d.timeout.count()));
+    throw ConfigError(
+        fmt::format("{}: timeout {} ms is not valid; it must be positive.", opName(type), d.timeout.count()));
   }
   return d;
 }
@@ -141,7 +143,8 @@ void requireSameType(const char* op, const Buffer& in, const Buffer& out) {
 }
 void requireCount(const char* op, const char* which, std::size_t got, std::size_t want, const char* rule) {
   if (got != want) {
-    throw ConfigError(fmt::format("{}: the {} has {} elements, but must have {} ({}).", op, which, got, want, rule));
+    throw ConfigError(
+        fmt::format("{}: the {} has {} elements, but must have {} ({}).", op, which, got, want, rule));
   }
 }
 }  // namespace
@@ -169,7 +172,8 @@ std::shared_ptr<Work> ProcessGroup::broadcast(const Buffer& in, const Buffer& ou
   return issue(d, [this, in, out](const OpDesc& nd) { doBroadcast(nd, in, out); });
 }
 
-std::shared_ptr<Work> ProcessGroup::reduce(const Buffer& in, const Buffer& out, int root, ReduceOp op, Timeout t) {
+std::shared_ptr<Work> ProcessGroup::reduce(const Buffer& in, const Buffer& out, int root, ReduceOp op,
+                                           Timeout t) {
   checkBuffer("input", in);
   checkBuffer("output", out);
   requireSameType("reduce", in, out);
@@ -193,7 +197,8 @@ std::shared_ptr<Work> ProcessGroup::allgather(const Buffer& in, const Buffer& ou
   return issue(d, [this, in, out](const OpDesc& nd) { doAllgather(nd, in, out); });
 }
 
-std::shared_ptr<Work> ProcessGroup::reduceScatter(const Buffer& in, const Buffer& out, ReduceOp op, Timeout t) {
+std::shared_ptr<Work> ProcessGroup::reduceScatter(const Buffer& in, const Buffer& out, ReduceOp op,
+                                                  Timeout t) {
   checkBuffer("input", in);
   checkBuffer("output", out);
   requireSameType("reduce_scatter", in, out);
@@ -211,8 +216,9 @@ std::shared_ptr<Work> ProcessGroup::alltoall(const Buffer& in, const Buffer& out
   requireSameType("alltoall", in, out);
   requireCount("alltoall", "output", out.count, in.count, "the same as the input");
   if (in.count % size() != 0) {
-    throw ConfigError(fmt::format("alltoall: {} elements cannot be split evenly among {} ranks; use a multiple of {}.",
-                                  in.count, size(), size()));
+    throw ConfigError(
+        fmt::format("alltoall: {} elements cannot be split evenly among {} ranks; use a multiple of {}.",
+                    in.count, size(), size()));
   }
   OpDesc d = makeDesc(OpType::kAlltoall, in, t);
   d.inPlace = in.data == out.data;
@@ -248,14 +254,15 @@ std::shared_ptr<Work> ProcessGroup::issue(OpDesc desc, std::function<void(const 
   if (!supports(desc.type, desc.dtype, desc.op)) {
     bool reducing = desc.type == OpType::kAllreduce || desc.type == OpType::kReduce ||
                     desc.type == OpType::kReduceScatter;
-    throw BackendError(fmt::format("backend {} does not support {} on {}{}.", backendName(), opName(desc.type),
-                                   dtypeName(desc.dtype),
+    throw BackendError(fmt::format("backend {} does not support {} on {}{}.", backendName(),
+                                   opName(desc.type), dtypeName(desc.dtype),
                                    reducing ? fmt::format(" with op {}", reduceOpName(desc.op)) : ""));
   }
   if (broken_) {
-    throw BackendError(fmt::format("the {} process group '{}' is unusable: {} timed out earlier, so the ranks are out "
-                                   "of step. Restart the job (see the first error for the ranks that were missing).",
-                                   backendName(), options_.groupName, brokenReason_));
+    throw BackendError(
+        fmt::format("the {} process group '{}' is unusable: {} timed out earlier, so the ranks are out "
+                    "of step. Restart the job (see the first error for the ranks that were missing).",
+                    backendName(), options_.groupName, brokenReason_));
   }
   std::lock_guard<std::mutex> lock(issueMu_);
   desc.seq = desc.isPointToPoint() ? ++p2pSeq_ : nextSeq_++;
@@ -269,8 +276,8 @@ std::shared_ptr<Work> ProcessGroup::enqueue(OpDesc desc, std::function<void()> b
   work->setTimeoutHandler([this, alive](const OpDesc& d) {
     auto a = alive.lock();
     if (!a || !*a) {
-      return std::make_exception_ptr(TimeoutError(fmt::format("{} did not finish within {} ms.", d.describe(),
-                                                              d.timeout.count())));
+      return std::make_exception_ptr(
+          TimeoutError(fmt::format("{} did not finish within {} ms.", d.describe(), d.timeout.count())));
     }
     return diagnoseTimeout(d, fmt::format("it did not finish within {} ms", d.timeout.count()));
   });
@@ -324,10 +331,11 @@ void ProcessGroup::runOp(const OpDesc& desc, const std::function<void()>& body) 
     if (std::strstr(e.what(), "collective mismatch") != nullptr) throw;
     // A peer that vanished mid-op (connection reset) is named from the heartbeats where possible:
     // on one host the backend's own message can only give an address shared by every rank.
-    throw BackendError(fmt::format("{} {} failed on rank {}: {}{}", backendName(), desc.describe(), rank(), e.what(),
-                                   missingRanks(desc)));
+    throw BackendError(fmt::format("{} {} failed on rank {}: {}{}", backendName(), desc.describe(), rank(),
+                                   e.what(), missingRanks(desc)));
   } catch (const std::exception& e) {
-    throw BackendError(fmt::format("{} {} failed on rank {}: {}", backendName(), desc.describe(), rank(), e.what()));
+    throw BackendError(
+        fmt::format("{} {} failed on rank {}: {}", backendName(), desc.describe(), rank(), e.what()));
   }
   if (collective) completedSeq_ = desc.seq;
 }
@@ -345,8 +353,8 @@ void ProcessGroup::detailCheck(const OpDesc& desc) {
     for (int r = 0; r < size(); ++r) {
       if (!s.check({keys[r]}, std::chrono::seconds(5))) missing.push_back(r);
     }
-    throw TimeoutError(fmt::format("DETAIL check: ranks {} did not issue op #{} within {} ms", fmt::join(missing, ", "),
-                                   desc.seq, desc.timeout.count()));
+    throw TimeoutError(fmt::format("DETAIL check: ranks {} did not issue op #{} within {} ms",
+                                   fmt::join(missing, ", "), desc.seq, desc.timeout.count()));
   }
   auto values = s.multiGet(keys, desc.timeout);
   std::map<std::string, std::vector<int>> groups;
@@ -359,19 +367,22 @@ void ProcessGroup::detailCheck(const OpDesc& desc) {
         s.set(key(fmt::format("detail/{}/allseen", desc.seq)), store::toBytes("1"), desc.timeout);
       }
       if (rank() == 0) {
-        s.wait({key(fmt::format("detail/{}/allseen", desc.seq))}, std::min<Duration>(desc.timeout, Duration(10000)));
+        s.wait({key(fmt::format("detail/{}/allseen", desc.seq))},
+               std::min<Duration>(desc.timeout, Duration(10000)));
       }
     } catch (const Error&) {
       // Best effort only: the mismatch itself is what must be reported.
     }
     std::vector<std::string> parts;
     for (const auto& [f, ranks] : groups) {
-      parts.push_back(fmt::format("{} {} issued {}", ranks.size() == 1 ? "rank" : "ranks", fmt::join(ranks, ", "), f));
+      parts.push_back(
+          fmt::format("{} {} issued {}", ranks.size() == 1 ? "rank" : "ranks", fmt::join(ranks, ", "), f));
     }
-    throw BackendError(fmt::format("collective mismatch at op #{} of group '{}' (DS_DISTRIBUTED_DEBUG=DETAIL): {}. Every "
-                                   "rank must issue the same collectives, in the same order, with the same type, "
-                                   "count and root.",
-                                   desc.seq, options_.groupName, fmt::join(parts, "; ")));
+    throw BackendError(
+        fmt::format("collective mismatch at op #{} of group '{}' (DS_DISTRIBUTED_DEBUG=DETAIL): {}. Every "
+                    "rank must issue the same collectives, in the same order, with the same type, "
+                    "count and root.",
+                    desc.seq, options_.groupName, fmt::join(parts, "; ")));
   }
   // Every rank has set this op's key, so all are past reading the previous op's keys.
   if (desc.seq > 1) s.deleteKey(key(fmt::format("detail/{}/{}", desc.seq - 1, rank())), desc.timeout);
@@ -397,10 +408,11 @@ void ProcessGroup::heartbeatLoop() {
 
 std::exception_ptr ProcessGroup::diagnoseTimeout(const OpDesc& desc, const std::string& cause) {
   if (!broken_.exchange(true)) brokenReason_ = desc.describe();
-  std::string head = fmt::format("{} {} timed out on rank {} of {}: {}.", backendName(), desc.describe(), rank(),
-                                 size(), cause);
+  std::string head = fmt::format("{} {} timed out on rank {} of {}: {}.", backendName(), desc.describe(),
+                                 rank(), size(), cause);
   std::string who = missingRanks(desc);
-  if (who.empty()) who = " Every other rank reached this op and is alive, so the backend itself stalled (network?).";
+  if (who.empty())
+    who = " Every other rank reached this op and is alive, so the backend itself stalled (network?).";
   return std::make_exception_ptr(
       TimeoutError(head + who + " The group is now unusable; restart the job once the cause is fixed."));
 }
@@ -429,9 +441,10 @@ std::string ProcessGroup::missingRanks(const OpDesc& desc) {
   std::map<int, Beat> second;
   Duration pause = std::min<Duration>(options_.heartbeatInterval * 3, Duration(5000));
   if (!snapshot(first)) {
-    return fmt::format(" Which ranks are missing cannot be told: the store at {} cannot be read ({}); rank 0, which "
-                       "hosts it, has probably failed or exited already, so look at rank 0's error.",
-                       s.describe(), storeError);
+    return fmt::format(
+        " Which ranks are missing cannot be told: the store at {} cannot be read ({}); rank 0, which "
+        "hosts it, has probably failed or exited already, so look at rank 0's error.",
+        s.describe(), storeError);
   }
   std::this_thread::sleep_for(pause);
   // If the store went away meanwhile, judge from the first look alone (nobody counts as silent).
@@ -441,23 +454,25 @@ std::string ProcessGroup::missingRanks(const OpDesc& desc) {
     if (r == rank()) continue;
     auto b = second.find(r);
     if (b == second.end()) {
-      missing.push_back(fmt::format("{} (never published progress: it died early, never joined, or the store is "
-                                    "unreachable)",
-                                    r));
+      missing.push_back(
+          fmt::format("{} (never published progress: it died early, never joined, or the store is "
+                      "unreachable)",
+                      r));
       continue;
     }
     auto a = first.find(r);
     bool silent = a != first.end() && a->second.beat == b->second.beat;
     if (!desc.isPointToPoint() && b->second.entered < desc.seq) {
-      missing.push_back(fmt::format("{} (has not reached op #{}; its last reported op was #{}{})", r, desc.seq,
-                                    b->second.entered,
-                                    silent ? fmt::format(", and it stopped responding: no heartbeat for {:.1f} s",
-                                                         pause.count() / 1000.0)
-                                           : ""));
+      missing.push_back(fmt::format(
+          "{} (has not reached op #{}; its last reported op was #{}{})", r, desc.seq, b->second.entered,
+          silent
+              ? fmt::format(", and it stopped responding: no heartbeat for {:.1f} s", pause.count() / 1000.0)
+              : ""));
     } else if (silent) {
-      missing.push_back(fmt::format("{} (stopped responding inside op #{}: no heartbeat for {:.1f} s; killed, "
-                                    "stopped or hung)",
-                                    r, b->second.entered, pause.count() / 1000.0));
+      missing.push_back(
+          fmt::format("{} (stopped responding inside op #{}: no heartbeat for {:.1f} s; killed, "
+                      "stopped or hung)",
+                      r, b->second.entered, pause.count() / 1000.0));
     }
   }
   if (missing.empty()) return "";

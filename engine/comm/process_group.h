@@ -78,8 +78,8 @@ class ProcessGroup {
     return broadcast(data, data, root, timeout);
   }
   // output is written at root only.
-  std::shared_ptr<Work> reduce(const Buffer& input, const Buffer& output, int root, ReduceOp op = ReduceOp::kSum,
-                               Timeout timeout = {});
+  std::shared_ptr<Work> reduce(const Buffer& input, const Buffer& output, int root,
+                               ReduceOp op = ReduceOp::kSum, Timeout timeout = {});
   // output.count == input.count * size.
   std::shared_ptr<Work> allgather(const Buffer& input, const Buffer& output, Timeout timeout = {});
   // input.count == output.count * size.
@@ -126,7 +126,9 @@ class ProcessGroup {
   // heartbeat threads so no op runs on a half-destroyed backend.
   void shutdown();
   store::Store& store() { return *options_.store; }
-  store::Store& heartbeatStore() { return options_.heartbeatStore ? *options_.heartbeatStore : *options_.store; }
+  store::Store& heartbeatStore() {
+    return options_.heartbeatStore ? *options_.heartbeatStore : *options_.store;
+  }
   [[noreturn]] void unsupported(const char* what) const;
 
  private:
@@ -180,7 +182,8 @@ struct BackendRegistrar {
 
 // The backends this build can create, and the factory. `backend` is nccl, gloo, mpi or shm.
 // Throws ConfigError for an unknown or unbuilt backend.
-std::unique_ptr<ProcessGroup> createProcessGroup(const std::string& backend, const ProcessGroupOptions& options);
+std::unique_ptr<ProcessGroup> createProcessGroup(const std::string& backend,
+                                                 const ProcessGroupOptions& options);
 
 // DS_DISTRIBUTED_DEBUG: OFF (default), INFO or DETAIL; true for DETAIL. Throws ConfigError on others.
 bool detailDebugFromEnv(const char* value);

@@ -37,10 +37,18 @@ void reduce16(std::uint16_t* d, const std::uint16_t* s, std::size_t n, ReduceOp 
     float r = 0;
     switch (op) {
       case ReduceOp::kSum:
-      case ReduceOp::kAvg: r = a + b; break;
-      case ReduceOp::kProd: r = a * b; break;
-      case ReduceOp::kMin: r = std::min(a, b); break;
-      case ReduceOp::kMax: r = std::max(a, b); break;
+      case ReduceOp::kAvg:
+        r = a + b;
+        break;
+      case ReduceOp::kProd:
+        r = a * b;
+        break;
+      case ReduceOp::kMin:
+        r = std::min(a, b);
+        break;
+      case ReduceOp::kMax:
+        r = std::max(a, b);
+        break;
     }
     d[i] = FromF(r);
   }
@@ -63,14 +71,16 @@ void reduceInt(T* d, const T* s, std::size_t n, ReduceOp op) {
 
 void reduceInto(void* dst, const void* src, std::size_t count, DType t, ReduceOp op) {
   switch (t) {
-    case DType::kF32: return reduceTyped(static_cast<float*>(dst), static_cast<const float*>(src), count, op);
-    case DType::kF64: return reduceTyped(static_cast<double*>(dst), static_cast<const double*>(src), count, op);
+    case DType::kF32:
+      return reduceTyped(static_cast<float*>(dst), static_cast<const float*>(src), count, op);
+    case DType::kF64:
+      return reduceTyped(static_cast<double*>(dst), static_cast<const double*>(src), count, op);
     case DType::kF16:
       return reduce16<f16ToFloat, floatToF16>(static_cast<std::uint16_t*>(dst),
-                                               static_cast<const std::uint16_t*>(src), count, op);
+                                              static_cast<const std::uint16_t*>(src), count, op);
     case DType::kBF16:
       return reduce16<bf16ToFloat, floatToBf16>(static_cast<std::uint16_t*>(dst),
-                                                 static_cast<const std::uint16_t*>(src), count, op);
+                                                static_cast<const std::uint16_t*>(src), count, op);
     case DType::kI32:
       return reduceInt<std::int32_t, std::uint32_t>(static_cast<std::int32_t*>(dst),
                                                     static_cast<const std::int32_t*>(src), count, op);
@@ -78,11 +88,11 @@ void reduceInto(void* dst, const void* src, std::size_t count, DType t, ReduceOp
       return reduceInt<std::int64_t, std::uint64_t>(static_cast<std::int64_t*>(dst),
                                                     static_cast<const std::int64_t*>(src), count, op);
     case DType::kU8:
-      return reduceInt<std::uint8_t, unsigned>(static_cast<std::uint8_t*>(dst), static_cast<const std::uint8_t*>(src),
-                                               count, op);
+      return reduceInt<std::uint8_t, unsigned>(static_cast<std::uint8_t*>(dst),
+                                               static_cast<const std::uint8_t*>(src), count, op);
     case DType::kI8:
-      return reduceInt<std::int8_t, unsigned>(static_cast<std::int8_t*>(dst), static_cast<const std::int8_t*>(src),
-                                              count, op);
+      return reduceInt<std::int8_t, unsigned>(static_cast<std::int8_t*>(dst),
+                                              static_cast<const std::int8_t*>(src), count, op);
   }
 }
 
@@ -134,28 +144,52 @@ void divideBy(void* data, std::size_t count, DType t, int n) {
 
 double elementAsDouble(const void* data, std::size_t i, DType t) {
   switch (t) {
-    case DType::kF32: return static_cast<const float*>(data)[i];
-    case DType::kF64: return static_cast<const double*>(data)[i];
-    case DType::kF16: return f16ToFloat(static_cast<const std::uint16_t*>(data)[i]);
-    case DType::kBF16: return bf16ToFloat(static_cast<const std::uint16_t*>(data)[i]);
-    case DType::kI32: return static_cast<const std::int32_t*>(data)[i];
-    case DType::kI64: return static_cast<double>(static_cast<const std::int64_t*>(data)[i]);
-    case DType::kU8: return static_cast<const std::uint8_t*>(data)[i];
-    case DType::kI8: return static_cast<const std::int8_t*>(data)[i];
+    case DType::kF32:
+      return static_cast<const float*>(data)[i];
+    case DType::kF64:
+      return static_cast<const double*>(data)[i];
+    case DType::kF16:
+      return f16ToFloat(static_cast<const std::uint16_t*>(data)[i]);
+    case DType::kBF16:
+      return bf16ToFloat(static_cast<const std::uint16_t*>(data)[i]);
+    case DType::kI32:
+      return static_cast<const std::int32_t*>(data)[i];
+    case DType::kI64:
+      return static_cast<double>(static_cast<const std::int64_t*>(data)[i]);
+    case DType::kU8:
+      return static_cast<const std::uint8_t*>(data)[i];
+    case DType::kI8:
+      return static_cast<const std::int8_t*>(data)[i];
   }
   return 0;
 }
 
 void setElementFromDouble(void* data, std::size_t i, DType t, double v) {
   switch (t) {
-    case DType::kF32: static_cast<float*>(data)[i] = static_cast<float>(v); return;
-    case DType::kF64: static_cast<double*>(data)[i] = v; return;
-    case DType::kF16: static_cast<std::uint16_t*>(data)[i] = floatToF16(static_cast<float>(v)); return;
-    case DType::kBF16: static_cast<std::uint16_t*>(data)[i] = floatToBf16(static_cast<float>(v)); return;
-    case DType::kI32: static_cast<std::int32_t*>(data)[i] = static_cast<std::int32_t>(v); return;
-    case DType::kI64: static_cast<std::int64_t*>(data)[i] = static_cast<std::int64_t>(v); return;
-    case DType::kU8: static_cast<std::uint8_t*>(data)[i] = static_cast<std::uint8_t>(v); return;
-    case DType::kI8: static_cast<std::int8_t*>(data)[i] = static_cast<std::int8_t>(v); return;
+    case DType::kF32:
+      static_cast<float*>(data)[i] = static_cast<float>(v);
+      return;
+    case DType::kF64:
+      static_cast<double*>(data)[i] = v;
+      return;
+    case DType::kF16:
+      static_cast<std::uint16_t*>(data)[i] = floatToF16(static_cast<float>(v));
+      return;
+    case DType::kBF16:
+      static_cast<std::uint16_t*>(data)[i] = floatToBf16(static_cast<float>(v));
+      return;
+    case DType::kI32:
+      static_cast<std::int32_t*>(data)[i] = static_cast<std::int32_t>(v);
+      return;
+    case DType::kI64:
+      static_cast<std::int64_t*>(data)[i] = static_cast<std::int64_t>(v);
+      return;
+    case DType::kU8:
+      static_cast<std::uint8_t*>(data)[i] = static_cast<std::uint8_t>(v);
+      return;
+    case DType::kI8:
+      static_cast<std::int8_t*>(data)[i] = static_cast<std::int8_t>(v);
+      return;
   }
 }
 

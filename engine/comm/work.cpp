@@ -8,15 +8,24 @@ namespace ds::comm {
 
 const char* opName(OpType t) {
   switch (t) {
-    case OpType::kAllreduce: return "allreduce";
-    case OpType::kBroadcast: return "broadcast";
-    case OpType::kReduce: return "reduce";
-    case OpType::kAllgather: return "allgather";
-    case OpType::kReduceScatter: return "reduce_scatter";
-    case OpType::kAlltoall: return "alltoall";
-    case OpType::kBarrier: return "barrier";
-    case OpType::kSend: return "send";
-    case OpType::kRecv: return "recv";
+    case OpType::kAllreduce:
+      return "allreduce";
+    case OpType::kBroadcast:
+      return "broadcast";
+    case OpType::kReduce:
+      return "reduce";
+    case OpType::kAllgather:
+      return "allgather";
+    case OpType::kReduceScatter:
+      return "reduce_scatter";
+    case OpType::kAlltoall:
+      return "alltoall";
+    case OpType::kBarrier:
+      return "barrier";
+    case OpType::kSend:
+      return "send";
+    case OpType::kRecv:
+      return "recv";
   }
   return "?";
 }
@@ -47,17 +56,18 @@ void Work::wait(Timeout timeout) {
   auto deadline = ownTimeout ? issued_ + desc_.timeout : Clock::now() + *timeout;
   if (!cv_.wait_until(lock, deadline, [&] { return done_; })) {
     if (!ownTimeout) {
-      throw TimeoutError(fmt::format("wait() gave up after {} ms on {}, which is still running (its own timeout is "
-                                     "{} ms).",
-                                     timeout->count(), desc_.describe(), desc_.timeout.count()));
+      throw TimeoutError(
+          fmt::format("wait() gave up after {} ms on {}, which is still running (its own timeout is "
+                      "{} ms).",
+                      timeout->count(), desc_.describe(), desc_.timeout.count()));
     }
     auto handler = std::move(onTimeout_);
     onTimeout_ = nullptr;
     lock.unlock();
-    std::exception_ptr err =
-        handler ? handler(desc_)
-                : std::make_exception_ptr(TimeoutError(fmt::format("{} did not finish within its timeout of {} ms.",
-                                                                   desc_.describe(), desc_.timeout.count())));
+    std::exception_ptr err = handler ? handler(desc_)
+                                     : std::make_exception_ptr(TimeoutError(
+                                           fmt::format("{} did not finish within its timeout of {} ms.",
+                                                       desc_.describe(), desc_.timeout.count())));
     lock.lock();
     if (!done_) {
       // The op is abandoned: later waits see the same error.

@@ -17,7 +17,17 @@ namespace ds::comm {
 using Duration = std::chrono::milliseconds;
 using Timeout = std::optional<Duration>;
 
-enum class OpType : std::uint8_t { kAllreduce, kBroadcast, kReduce, kAllgather, kReduceScatter, kAlltoall, kBarrier, kSend, kRecv };
+enum class OpType : std::uint8_t {
+  kAllreduce,
+  kBroadcast,
+  kReduce,
+  kAllgather,
+  kReduceScatter,
+  kAlltoall,
+  kBarrier,
+  kSend,
+  kRecv
+};
 const char* opName(OpType t);
 
 // What one operation is: enough to name it in an error and to compare it across ranks.
@@ -65,7 +75,9 @@ class Work {
   void markStarted();
   void markCompleted(std::exception_ptr error = nullptr);
   // Called (once) by wait() when the op's own timeout ran out; returns the error to raise.
-  void setTimeoutHandler(std::function<std::exception_ptr(const OpDesc&)> handler) { onTimeout_ = std::move(handler); }
+  void setTimeoutHandler(std::function<std::exception_ptr(const OpDesc&)> handler) {
+    onTimeout_ = std::move(handler);
+  }
 
  protected:
   using Clock = std::chrono::steady_clock;

@@ -6,9 +6,10 @@ namespace ds {
 
 namespace detail {
 void checkFailed(const char* expr, const char* file, int line, const std::string& msg) {
-  throw InternalError(fmt::format("internal error: check '{}' failed at {}:{}{}{} (this is a dsperf bug; "
-                                  "please report it with this message)",
-                                  expr, file, line, msg.empty() ? "" : ": ", msg));
+  throw InternalError(
+      fmt::format("internal error: check '{}' failed at {}:{}{}{} (this is a dsperf bug; "
+                  "please report it with this message)",
+                  expr, file, line, msg.empty() ? "" : ": ", msg));
 }
 }  // namespace detail
 

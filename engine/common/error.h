@@ -3,10 +3,10 @@
 // file:line. main() of every tool maps these to its documented exit codes.
 #pragma once
 
+#include <fmt/format.h>
+
 #include <stdexcept>
 #include <string>
-
-#include <fmt/format.h>
 
 namespace ds {
 
@@ -62,9 +62,9 @@ std::string errnoText(int err);
 
 }  // namespace ds
 
-#define DS_CHECK(cond, ...)                                                                  \
-  do {                                                                                       \
-    if (!(cond)) [[unlikely]] {                                                              \
-      ::ds::detail::checkFailed(#cond, __FILE__, __LINE__, ::fmt::format("" __VA_ARGS__));   \
-    }                                                                                        \
+#define DS_CHECK(cond, ...)                                                                \
+  do {                                                                                     \
+    if (!(cond)) [[unlikely]] {                                                            \
+      ::ds::detail::checkFailed(#cond, __FILE__, __LINE__, ::fmt::format("" __VA_ARGS__)); \
+    }                                                                                      \
   } while (0)

@@ -34,8 +34,9 @@ void setRank(int rank) { gRank.store(rank); }
 void write(Level level, std::string_view msg) {
   static constexpr const char* kNames[] = {"DEBUG", "INFO", "WARNING", "ERROR"};
   int rank = gRank.load();
-  std::string line = rank >= 0 ? fmt::format("[dsperf] [rank {}] {}: {}\n", rank, kNames[static_cast<int>(level)], msg)
-                               : fmt::format("[dsperf] {}: {}\n", kNames[static_cast<int>(level)], msg);
+  std::string line =
+      rank >= 0 ? fmt::format("[dsperf] [rank {}] {}: {}\n", rank, kNames[static_cast<int>(level)], msg)
+                : fmt::format("[dsperf] {}: {}\n", kNames[static_cast<int>(level)], msg);
   // One write() so lines of concurrent threads and processes do not interleave mid-line.
   ssize_t ignored = ::write(STDERR_FILENO, line.data(), line.size());
   (void)ignored;

@@ -2,10 +2,10 @@
 // interleaved output of many ranks stays readable. Thread-safe: one write() per line.
 #pragma once
 
+#include <fmt/format.h>
+
 #include <string>
 #include <string_view>
-
-#include <fmt/format.h>
 
 namespace ds::log {
 

@@ -20,7 +20,8 @@ std::string firstHostAddress() {
   std::string v4;
   std::string v6;
   for (ifaddrs* it = list; it != nullptr; it = it->ifa_next) {
-    if (it->ifa_addr == nullptr || (it->ifa_flags & IFF_UP) == 0 || (it->ifa_flags & IFF_LOOPBACK) != 0) continue;
+    if (it->ifa_addr == nullptr || (it->ifa_flags & IFF_UP) == 0 || (it->ifa_flags & IFF_LOOPBACK) != 0)
+      continue;
     char text[INET6_ADDRSTRLEN] = {};
     if (it->ifa_addr->sa_family == AF_INET && v4.empty()) {
       inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(it->ifa_addr)->sin_addr, text, sizeof(text));

@@ -35,7 +35,8 @@ struct Reader {
   const EnvSource& env;
   const LauncherVars* launcher;  // nullptr when none was detected or discovery is off
 
-  std::optional<Sourced<int>> intVar(const char* name, long long min, long long max, std::string_view valid) const {
+  std::optional<Sourced<int>> intVar(const char* name, long long min, long long max,
+                                     std::string_view valid) const {
     if (name == nullptr) return std::nullopt;
     auto v = env.get(name);
     if (!v) return std::nullopt;
@@ -43,8 +44,8 @@ struct Reader {
   }
 
   // The first of several accepted spellings that is set.
-  std::optional<Sourced<int>> firstIntVar(std::initializer_list<const char*> names, long long min, long long max,
-                                          std::string_view valid) const {
+  std::optional<Sourced<int>> firstIntVar(std::initializer_list<const char*> names, long long min,
+                                          long long max, std::string_view valid) const {
     for (const char* n : names) {
       if (auto v = intVar(n, min, max, valid)) return v;
     }
@@ -89,13 +90,20 @@ Sourced<std::string> discoverJobId(const EnvSource& env) {
 
 const char* launcherName(Launcher l) {
   switch (l) {
-    case Launcher::kNone: return "none";
-    case Launcher::kEnv: return "env://";
-    case Launcher::kOpenMpi: return "Open MPI";
-    case Launcher::kMpich: return "MPICH/Hydra";
-    case Launcher::kPmix: return "PMIx";
-    case Launcher::kMvapich: return "MVAPICH";
-    case Launcher::kSlurm: return "Slurm";
+    case Launcher::kNone:
+      return "none";
+    case Launcher::kEnv:
+      return "env://";
+    case Launcher::kOpenMpi:
+      return "Open MPI";
+    case Launcher::kMpich:
+      return "MPICH/Hydra";
+    case Launcher::kPmix:
+      return "PMIx";
+    case Launcher::kMvapich:
+      return "MVAPICH";
+    case Launcher::kSlurm:
+      return "Slurm";
   }
   return "unknown";
 }
@@ -120,16 +128,20 @@ WorldInfo discoverWorld(const DiscoveryOptions& opts, const EnvSource& env) {
   constexpr std::string_view kSizeValid = "at least 1 (the number of processes in the job)";
 
   if (opts.rank < -1) {
-    throw ConfigError(fmt::format("the rank argument is {}; it must be -1 (take it from the launcher) or "
-                                  "0 to world_size-1.", opts.rank));
+    throw ConfigError(
+        fmt::format("the rank argument is {}; it must be -1 (take it from the launcher) or "
+                    "0 to world_size-1.",
+                    opts.rank));
   }
   if (opts.worldSize < -1 || opts.worldSize == 0) {
-    throw ConfigError(fmt::format("the world_size argument is {}; it must be -1 (take it from the "
-                                  "launcher) or at least 1.", opts.worldSize));
+    throw ConfigError(
+        fmt::format("the world_size argument is {}; it must be -1 (take it from the "
+                    "launcher) or at least 1.",
+                    opts.worldSize));
   }
   if (opts.distributedPort < 1 || opts.distributedPort > 65535) {
-    throw ConfigError(fmt::format("distributed_port={} is not a TCP port; it must be 1 to 65535.",
-                                  opts.distributedPort));
+    throw ConfigError(
+        fmt::format("distributed_port={} is not a TCP port; it must be 1 to 65535.", opts.distributedPort));
   }
 
   // --- rank and world size ---
@@ -143,21 +155,26 @@ WorldInfo discoverWorld(const DiscoveryOptions& opts, const EnvSource& env) {
   }
   w.launcher = launcher != nullptr ? launcher->id : (envRank || envSize ? Launcher::kEnv : Launcher::kNone);
 
-  std::optional<Sourced<int>> rank = opts.rank >= 0 ? Sourced<int>{opts.rank, "argument rank"} : envRank ? envRank : lRank;
-  std::optional<Sourced<int>> size =
-      opts.worldSize >= 1 ? Sourced<int>{opts.worldSize, "argument world_size"} : envSize ? envSize : lSize;
+  std::optional<Sourced<int>> rank = opts.rank >= 0 ? Sourced<int>{opts.rank, "argument rank"}
+                                     : envRank      ? envRank
+                                                    : lRank;
+  std::optional<Sourced<int>> size = opts.worldSize >= 1 ? Sourced<int>{opts.worldSize, "argument world_size"}
+                                     : envSize           ? envSize
+                                                         : lSize;
   if (rank && !size) {
-    throw ConfigError(fmt::format("environment variable WORLD_SIZE expected, but not set ({}={} is set). "
-                                  "Export WORLD_SIZE with the total number of processes, or start the job "
-                                  "with dsrun, torchrun, mpirun or srun, which set it.",
-                                  rank->source, rank->value));
+    throw ConfigError(
+        fmt::format("environment variable WORLD_SIZE expected, but not set ({}={} is set). "
+                    "Export WORLD_SIZE with the total number of processes, or start the job "
+                    "with dsrun, torchrun, mpirun or srun, which set it.",
+                    rank->source, rank->value));
   }
   if (size && !rank) {
     if (size->value > 1) {
-      throw ConfigError(fmt::format("environment variable RANK expected, but not set ({}={} is set). "
-                                    "Export RANK for each process (0 to {}), or start the job with dsrun, "
-                                    "torchrun, mpirun or srun, which set it.",
-                                    size->source, size->value, size->value - 1));
+      throw ConfigError(
+          fmt::format("environment variable RANK expected, but not set ({}={} is set). "
+                      "Export RANK for each process (0 to {}), or start the job with dsrun, "
+                      "torchrun, mpirun or srun, which set it.",
+                      size->source, size->value, size->value - 1));
     }
     rank = Sourced<int>{0, "default (WORLD_SIZE=1)"};
   }
@@ -207,7 +224,8 @@ WorldInfo discoverWorld(const DiscoveryOptions& opts, const EnvSource& env) {
   }
 
   // --- node rank ---
-  if (auto v = r.firstIntVar({"GROUP_RANK", "NODE_RANK", "CROSS_RANK"}, 0, kMaxWorld, "0 to the number of nodes - 1")) {
+  if (auto v = r.firstIntVar({"GROUP_RANK", "NODE_RANK", "CROSS_RANK"}, 0, kMaxWorld,
+                             "0 to the number of nodes - 1")) {
     w.nodeRank = *v;
   } else if (slurmNode) {
     w.nodeRank = *slurmNode;
@@ -238,14 +256,15 @@ WorldInfo discoverWorld(const DiscoveryOptions& opts, const EnvSource& env) {
         w.worldSize.value, w.worldSize.source));
   }
   if (!w.needsMpiMasterAddr && w.masterAddr.value.empty()) {
-    throw ConfigError(fmt::format("{} is empty; it must be the host name or IP address of rank 0's node, "
-                                  "reachable from every node.",
-                                  w.masterAddr.source == "MASTER_ADDR" ? "MASTER_ADDR" : "the master address"));
+    throw ConfigError(
+        fmt::format("{} is empty; it must be the host name or IP address of rank 0's node, "
+                    "reachable from every node.",
+                    w.masterAddr.source == "MASTER_ADDR" ? "MASTER_ADDR" : "the master address"));
   }
   if (opts.masterPort) {
     if (*opts.masterPort < 1 || *opts.masterPort > 65535) {
-      throw ConfigError(fmt::format("the init_method port {} is not a TCP port; it must be 1 to 65535.",
-                                    *opts.masterPort));
+      throw ConfigError(
+          fmt::format("the init_method port {} is not a TCP port; it must be 1 to 65535.", *opts.masterPort));
     }
     w.masterPort = {*opts.masterPort, "argument init_method"};
   } else if (auto v = r.intVar("MASTER_PORT", 1, 65535, "a TCP port, 1 to 65535")) {
@@ -261,7 +280,8 @@ WorldInfo discoverWorld(const DiscoveryOptions& opts, const EnvSource& env) {
 
 void validateWorld(const WorldInfo& w) {
   if (w.worldSize.value < 1) {
-    throw ConfigError(fmt::format("WORLD_SIZE={} (from {}) must be at least 1.", w.worldSize.value, w.worldSize.source));
+    throw ConfigError(
+        fmt::format("WORLD_SIZE={} (from {}) must be at least 1.", w.worldSize.value, w.worldSize.source));
   }
   if (w.rank.value >= w.worldSize.value) {
     throw ConfigError(fmt::format(
@@ -276,20 +296,23 @@ void validateWorld(const WorldInfo& w) {
         w.localWorldSize.value - 1));
   }
   if (w.localWorldSize.value > w.worldSize.value) {
-    throw ConfigError(fmt::format("LOCAL_WORLD_SIZE={} (from {}) is larger than WORLD_SIZE={} (from {}): a node "
-                                  "cannot hold more processes than the whole job.",
-                                  w.localWorldSize.value, w.localWorldSize.source, w.worldSize.value,
-                                  w.worldSize.source));
+    throw ConfigError(
+        fmt::format("LOCAL_WORLD_SIZE={} (from {}) is larger than WORLD_SIZE={} (from {}): a node "
+                    "cannot hold more processes than the whole job.",
+                    w.localWorldSize.value, w.localWorldSize.source, w.worldSize.value, w.worldSize.source));
   }
   if (w.nodeRank.value >= w.worldSize.value) {
-    throw ConfigError(fmt::format("the node rank {} (from {}) is not below WORLD_SIZE={}: there cannot be more "
-                                  "nodes than processes.",
-                                  w.nodeRank.value, w.nodeRank.source, w.worldSize.value));
+    throw ConfigError(
+        fmt::format("the node rank {} (from {}) is not below WORLD_SIZE={}: there cannot be more "
+                    "nodes than processes.",
+                    w.nodeRank.value, w.nodeRank.source, w.worldSize.value));
   }
 }
 
 std::vector<std::string> WorldInfo::describe() const {
-  auto line = [](const char* name, const auto& f) { return fmt::format("{}={} (from {})", name, f.value, f.source); };
+  auto line = [](const char* name, const auto& f) {
+    return fmt::format("{}={} (from {})", name, f.value, f.source);
+  };
   return {line("RANK", rank),
           line("WORLD_SIZE", worldSize),
           line("LOCAL_RANK", localRank),

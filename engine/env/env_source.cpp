@@ -33,9 +33,10 @@ long long parseIntVar(std::string_view name, std::string_view value, long long m
   if (!trimmed.empty() && *first == '+') ++first;
   auto [ptr, ec] = std::from_chars(first, last, out);
   if (trimmed.empty() || ec == std::errc::invalid_argument || ptr != last) {
-    throw ConfigError(fmt::format("{}='{}' is not an integer; it must be a whole number from {}. Check the "
-                                  "launcher command or job script that sets {}.",
-                                  name, value, valid, name));
+    throw ConfigError(
+        fmt::format("{}='{}' is not an integer; it must be a whole number from {}. Check the "
+                    "launcher command or job script that sets {}.",
+                    name, value, valid, name));
   }
   if (ec == std::errc::result_out_of_range || out > max) {
     throw ConfigError(fmt::format("{}={} is too large; it must be {}.", name, value, valid));

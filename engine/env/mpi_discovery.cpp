@@ -43,7 +43,8 @@ void resolveThroughMpi(WorldInfo& w) {
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   if (rank != w.rank.value || size != w.worldSize.value) {
     throw ConfigError(fmt::format(
-        "MPI says this process is rank {} of {}, but discovery found RANK={} (from {}) and WORLD_SIZE={} (from "
+        "MPI says this process is rank {} of {}, but discovery found RANK={} (from {}) and WORLD_SIZE={} "
+        "(from "
         "{}). The MPI library does not match the launcher that started this job; start it with the mpirun "
         "of the MPI this build uses, or set RANK, WORLD_SIZE and MASTER_ADDR yourself.",
         rank, size, w.rank.value, w.rank.source, w.worldSize.value, w.worldSize.source));
@@ -88,9 +89,10 @@ void resolveThroughMpi(WorldInfo& w) {
         launcherName(w.launcher)));
   }
   if (w.needsMpiLocalRanks) {
-    log::warn("the {} launcher gave no local rank and this build has no MPI to work it out; assuming {} and {}. "
-              "Export LOCAL_RANK and LOCAL_WORLD_SIZE if that is wrong.",
-              launcherName(w.launcher), w.localRank.source, w.localWorldSize.source);
+    log::warn(
+        "the {} launcher gave no local rank and this build has no MPI to work it out; assuming {} and {}. "
+        "Export LOCAL_RANK and LOCAL_WORLD_SIZE if that is wrong.",
+        launcherName(w.launcher), w.localRank.source, w.localWorldSize.source);
     w.needsMpiLocalRanks = false;
   }
 }

@@ -10,13 +10,15 @@ namespace {
 constexpr size_t kMaxHosts = 1'000'000;
 
 [[noreturn]] void badList(std::string_view varName, std::string_view list, std::string_view why) {
-  throw ConfigError(fmt::format("{}='{}' is not a valid Slurm host list: {}. Expected a form like "
-                                "'node[01-04,07]' or 'a,b,c'.",
-                                varName, list, why));
+  throw ConfigError(
+      fmt::format("{}='{}' is not a valid Slurm host list: {}. Expected a form like "
+                  "'node[01-04,07]' or 'a,b,c'.",
+                  varName, list, why));
 }
 
 // Splits at commas that are not inside brackets.
-std::vector<std::string_view> splitTopLevel(std::string_view s, std::string_view varName, std::string_view all) {
+std::vector<std::string_view> splitTopLevel(std::string_view s, std::string_view varName,
+                                            std::string_view all) {
   std::vector<std::string_view> parts;
   int depth = 0;
   size_t start = 0;
@@ -41,7 +43,8 @@ std::vector<std::string> expandRanges(std::string_view body, std::string_view va
   size_t start = 0;
   while (start <= body.size()) {
     size_t comma = body.find(',', start);
-    std::string_view item = body.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start);
+    std::string_view item =
+        body.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start);
     if (item.empty()) badList(varName, all, "an empty range inside '[...]'");
     size_t dash = item.find('-');
     std::string_view lo = item.substr(0, dash);
@@ -54,7 +57,8 @@ std::vector<std::string> expandRanges(std::string_view body, std::string_view va
     long long a = std::stoll(std::string(lo));
     long long b = std::stoll(std::string(hi));
     if (b < a) badList(varName, all, fmt::format("range '{}' runs backwards", item));
-    if (static_cast<size_t>(b - a) >= kMaxHosts) badList(varName, all, fmt::format("range '{}' is too large", item));
+    if (static_cast<size_t>(b - a) >= kMaxHosts)
+      badList(varName, all, fmt::format("range '{}' is too large", item));
     size_t width = lo.size();
     for (long long v = a; v <= b; ++v) out.push_back(fmt::format("{:0{}}", v, width));
     if (comma == std::string_view::npos) break;
@@ -75,7 +79,8 @@ std::vector<std::string> expandNodelist(std::string_view list, std::string_view 
     size_t pos = 0;
     while (pos < group.size()) {
       size_t open = group.find('[', pos);
-      std::string_view literal = group.substr(pos, open == std::string_view::npos ? std::string_view::npos : open - pos);
+      std::string_view literal =
+          group.substr(pos, open == std::string_view::npos ? std::string_view::npos : open - pos);
       for (auto& p : partial) p.append(literal);
       if (open == std::string_view::npos) break;
       size_t close = group.find(']', open);
@@ -101,7 +106,8 @@ std::vector<int> expandTasksPerNode(std::string_view list, std::string_view varN
   if (list.empty()) badList(varName, list, "it is empty");
   while (start <= list.size()) {
     size_t comma = list.find(',', start);
-    std::string_view item = list.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start);
+    std::string_view item =
+        list.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start);
     size_t paren = item.find("(x");
     std::string_view count = item.substr(0, paren);
     long long n = parseIntVar(varName, count, 0, 1'000'000, "a task count such as '2(x3),1'");

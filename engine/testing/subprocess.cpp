@@ -2,8 +2,8 @@
 
 #include <fcntl.h>
 #include <netinet/in.h>
-#include <sys/socket.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -68,12 +68,35 @@ TempDir::~TempDir() {
 }
 
 const std::vector<std::string>& launcherVariables() {
-  static const std::vector<std::string> kVars{
-      "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "LOCAL_SIZE", "GROUP_RANK", "NODE_RANK", "CROSS_RANK",
-      "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_RUN_ID", "TORCHELASTIC_USE_AGENT_STORE", "DS_JOB_ID",
-      "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE",
-      "PMI_RANK", "PMI_SIZE", "PMIX_RANK", "MV2_COMM_WORLD_RANK", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID",
-      "SLURM_NODEID", "SLURM_JOB_NODELIST", "SLURM_JOB_ID", "DS_ACCELERATOR", "DEEPSPEED_TIMEOUT"};
+  static const std::vector<std::string> kVars{"RANK",
+                                              "WORLD_SIZE",
+                                              "LOCAL_RANK",
+                                              "LOCAL_WORLD_SIZE",
+                                              "LOCAL_SIZE",
+                                              "GROUP_RANK",
+                                              "NODE_RANK",
+                                              "CROSS_RANK",
+                                              "MASTER_ADDR",
+                                              "MASTER_PORT",
+                                              "TORCHELASTIC_RUN_ID",
+                                              "TORCHELASTIC_USE_AGENT_STORE",
+                                              "DS_JOB_ID",
+                                              "OMPI_COMM_WORLD_RANK",
+                                              "OMPI_COMM_WORLD_SIZE",
+                                              "OMPI_COMM_WORLD_LOCAL_RANK",
+                                              "OMPI_COMM_WORLD_LOCAL_SIZE",
+                                              "PMI_RANK",
+                                              "PMI_SIZE",
+                                              "PMIX_RANK",
+                                              "MV2_COMM_WORLD_RANK",
+                                              "SLURM_PROCID",
+                                              "SLURM_NTASKS",
+                                              "SLURM_LOCALID",
+                                              "SLURM_NODEID",
+                                              "SLURM_JOB_NODELIST",
+                                              "SLURM_JOB_ID",
+                                              "DS_ACCELERATOR",
+                                              "DEEPSPEED_TIMEOUT"};
   return kVars;
 }
 

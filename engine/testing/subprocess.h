@@ -35,8 +35,8 @@ class TempDir {
 };
 
 struct RunResult {
-  int exitCode = -1;     // the exit status, or -signal when killed by a signal
-  bool timedOut = false; // true when the bound ran out and the process group was killed
+  int exitCode = -1;      // the exit status, or -signal when killed by a signal
+  bool timedOut = false;  // true when the bound ran out and the process group was killed
   std::string out;
   std::string err;
   double seconds = 0;

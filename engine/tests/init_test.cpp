@@ -1,10 +1,11 @@
+#include "engine/init.h"
+
 #include <gtest/gtest.h>
 
 #include <cstdlib>
 #include <filesystem>
 
 #include "engine/common/error.h"
-#include "engine/init.h"
 
 using ds::ConfigError;
 using ds::InitMethod;
@@ -14,9 +15,10 @@ namespace {
 
 // Clears launcher variables a CI machine might carry, so the test process is a lone process.
 void clearLauncherEnv() {
-  for (const char* v : {"RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
-                        "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "PMI_RANK", "PMI_SIZE", "PMIX_RANK",
-                        "SLURM_PROCID", "SLURM_NTASKS", "MV2_COMM_WORLD_RANK", "DS_ACCELERATOR", "DEEPSPEED_TIMEOUT"}) {
+  for (const char* v :
+       {"RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
+        "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "PMI_RANK", "PMI_SIZE", "PMIX_RANK", "SLURM_PROCID",
+        "SLURM_NTASKS", "MV2_COMM_WORLD_RANK", "DS_ACCELERATOR", "DEEPSPEED_TIMEOUT"}) {
     unsetenv(v);
   }
 }
@@ -48,8 +50,8 @@ TEST(InitMethodParse, AcceptedForms) {
 }
 
 TEST(InitMethodParse, BadFormsSayWhatIsAccepted) {
-  for (const char* bad : {"tcp://host", "tcp://:80", "tcp://h:0", "tcp://h:99999", "tcp://h:x", "file://relative",
-                          "http://x", "tcp://[::1]80"}) {
+  for (const char* bad : {"tcp://host", "tcp://:80", "tcp://h:0", "tcp://h:99999", "tcp://h:x",
+                          "file://relative", "http://x", "tcp://[::1]80"}) {
     std::string msg = errorText([&] { parseInitMethod(bad); });
     EXPECT_NE(msg.find("tcp://HOST:PORT"), std::string::npos) << bad << " -> " << msg;
   }

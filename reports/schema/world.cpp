@@ -37,8 +37,8 @@ void from_json(const nlohmann::json& j, RankRecord& r) {
 nlohmann::json worldToJson(const std::vector<RankRecord>& ranks, const SmokeResult& smoke) {
   nlohmann::json j{{"schema", kWorldSchemaName}, {"schema_version", kWorldSchemaVersion}, {"ranks", ranks}};
   if (smoke.ran) {
-    j["smoke"] = {{"op", "allreduce"},         {"backend", smoke.backend}, {"ok", smoke.ok},
-                  {"expected", smoke.expected}, {"got", smoke.got},        {"time_us", smoke.micros}};
+    j["smoke"] = {{"op", "allreduce"},          {"backend", smoke.backend}, {"ok", smoke.ok},
+                  {"expected", smoke.expected}, {"got", smoke.got},         {"time_us", smoke.micros}};
   }
   return j;
 }
@@ -51,9 +51,10 @@ std::vector<RankRecord> worldFromJson(const nlohmann::json& j, const std::string
     }
     int version = j.at("schema_version").get<int>();
     if (version != kWorldSchemaVersion) {
-      throw ConfigError(fmt::format("{} has world schema version {}, but this dsperf reads version {}; use the "
-                                    "dsperf that wrote it.",
-                                    origin, version, kWorldSchemaVersion));
+      throw ConfigError(
+          fmt::format("{} has world schema version {}, but this dsperf reads version {}; use the "
+                      "dsperf that wrote it.",
+                      origin, version, kWorldSchemaVersion));
     }
     return j.at("ranks").get<std::vector<RankRecord>>();
   } catch (const nlohmann::json::exception& e) {

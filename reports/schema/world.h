@@ -1,10 +1,9 @@
 // The "who is who" record of one rank, written by `dsbench world` (and later by dsdiag's world mode).
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 namespace ds::report {
 

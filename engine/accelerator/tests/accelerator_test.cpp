@@ -1,6 +1,7 @@
+#include "engine/accelerator/accelerator.h"
+
 #include <gtest/gtest.h>
 
-#include "engine/accelerator/accelerator.h"
 #include "engine/common/error.h"
 
 using ds::accel::selectAccelerator;

@@ -28,10 +28,13 @@ double inputValue(int rank, std::size_t i, DType t, OpType op, ReduceOp rop) {
   const long k = static_cast<long>(i % 1009);
   if (reducing(op)) {
     switch (rop) {
-      case ReduceOp::kProd: return 1 + (r + k) % 2;
+      case ReduceOp::kProd:
+        return 1 + (r + k) % 2;
       case ReduceOp::kMin:
-      case ReduceOp::kMax: return ((r * 5 + k * 3) % 11) - (isSigned(t) ? 5 : 0);
-      default: return ((r * 3 + k) % 7) - (isSigned(t) ? 3 : 0);
+      case ReduceOp::kMax:
+        return ((r * 5 + k * 3) % 11) - (isSigned(t) ? 5 : 0);
+      default:
+        return ((r * 3 + k) % 7) - (isSigned(t) ? 3 : 0);
     }
   }
   return ((r * 13 + k) % 100) - (isSigned(t) ? 50 : 0);
@@ -40,10 +43,14 @@ double inputValue(int rank, std::size_t i, DType t, OpType op, ReduceOp rop) {
 double fold(ReduceOp rop, double acc, double v) {
   switch (rop) {
     case ReduceOp::kSum:
-    case ReduceOp::kAvg: return acc + v;
-    case ReduceOp::kProd: return acc * v;
-    case ReduceOp::kMin: return std::min(acc, v);
-    case ReduceOp::kMax: return std::max(acc, v);
+    case ReduceOp::kAvg:
+      return acc + v;
+    case ReduceOp::kProd:
+      return acc * v;
+    case ReduceOp::kMin:
+      return std::min(acc, v);
+    case ReduceOp::kMax:
+      return std::max(acc, v);
   }
   return acc;
 }
@@ -60,11 +67,16 @@ double reduced(const MatrixCase& c, int n, std::size_t i) {
 
 double tolerance(DType t) {
   switch (t) {
-    case DType::kF16: return 1e-3;
-    case DType::kBF16: return 8e-3;
-    case DType::kF32: return 1e-6;
-    case DType::kF64: return 1e-12;
-    default: return 0;
+    case DType::kF16:
+      return 1e-3;
+    case DType::kBF16:
+      return 8e-3;
+    case DType::kF32:
+      return 1e-6;
+    case DType::kF64:
+      return 1e-12;
+    default:
+      return 0;
   }
 }
 
@@ -103,7 +115,8 @@ std::vector<MatrixCase> matrixCases(int n, const MatrixShape& shape) {
   auto addAll = [&](DType t, std::size_t count, const std::vector<ReduceOp>& rops) {
     for (bool inPlace : {false, true}) {
       for (OpType op : {OpType::kAllreduce, OpType::kReduce, OpType::kReduceScatter}) {
-        for (ReduceOp rop : rops) out.push_back({op, t, rop, count, inPlace, op == OpType::kReduce ? root : 0});
+        for (ReduceOp rop : rops)
+          out.push_back({op, t, rop, count, inPlace, op == OpType::kReduce ? root : 0});
       }
       out.push_back({OpType::kBroadcast, t, ReduceOp::kSum, count, inPlace, root});
       out.push_back({OpType::kAllgather, t, ReduceOp::kSum, count, inPlace, 0});
@@ -174,13 +187,26 @@ std::string runCase(ProcessGroup& pg, const MatrixCase& c, const MemoryOps& mem)
     Buffer in = buf(inBuf.ptr, inElems);
     Buffer out = buf(outBuf.ptr, outElems);
     switch (c.op) {
-      case OpType::kAllreduce: work = pg.allreduce(in, out, c.rop); break;
-      case OpType::kBroadcast: work = pg.broadcast(in, out, c.root); break;
-      case OpType::kReduce: work = pg.reduce(in, out, c.root, c.rop); break;
-      case OpType::kAllgather: work = pg.allgather(in, out); break;
-      case OpType::kReduceScatter: work = pg.reduceScatter(in, out, c.rop); break;
-      case OpType::kAlltoall: work = pg.alltoall(in, out); break;
-      default: break;
+      case OpType::kAllreduce:
+        work = pg.allreduce(in, out, c.rop);
+        break;
+      case OpType::kBroadcast:
+        work = pg.broadcast(in, out, c.root);
+        break;
+      case OpType::kReduce:
+        work = pg.reduce(in, out, c.root, c.rop);
+        break;
+      case OpType::kAllgather:
+        work = pg.allgather(in, out);
+        break;
+      case OpType::kReduceScatter:
+        work = pg.reduceScatter(in, out, c.rop);
+        break;
+      case OpType::kAlltoall:
+        work = pg.alltoall(in, out);
+        break;
+      default:
+        break;
     }
     work->wait();
   } else {
@@ -196,12 +222,23 @@ std::string runCase(ProcessGroup& pg, const MatrixCase& c, const MemoryOps& mem)
     if (one.ptr != nullptr) mem.toDevice(one.ptr, host.data(), host.size());
     Buffer all = buf(one.ptr, big);
     switch (c.op) {
-      case OpType::kAllreduce: work = pg.allreduce(all, all, c.rop); break;
-      case OpType::kBroadcast: work = pg.broadcast(all, all, c.root); break;
-      case OpType::kReduce: work = pg.reduce(all, all, c.root, c.rop); break;
-      case OpType::kAllgather: work = pg.allgather(all.slice(me * c.count, c.count), all); break;
-      case OpType::kReduceScatter: work = pg.reduceScatter(all, all.slice(me * c.count, c.count), c.rop); break;
-      default: break;
+      case OpType::kAllreduce:
+        work = pg.allreduce(all, all, c.rop);
+        break;
+      case OpType::kBroadcast:
+        work = pg.broadcast(all, all, c.root);
+        break;
+      case OpType::kReduce:
+        work = pg.reduce(all, all, c.root, c.rop);
+        break;
+      case OpType::kAllgather:
+        work = pg.allgather(all.slice(me * c.count, c.count), all);
+        break;
+      case OpType::kReduceScatter:
+        work = pg.reduceScatter(all, all.slice(me * c.count, c.count), c.rop);
+        break;
+      default:
+        break;
     }
     work->wait();
     hostOut.assign(host.size(), 0);
@@ -221,17 +258,28 @@ std::string runCase(ProcessGroup& pg, const MatrixCase& c, const MemoryOps& mem)
     double want = 0;
     switch (c.op) {
       case OpType::kAllreduce:
-      case OpType::kReduce: want = reduced(c, n, i); break;
-      case OpType::kReduceScatter: want = reduced(c, n, me * c.count + i); break;
-      case OpType::kBroadcast: want = inputValue(c.root, i, c.dtype, c.op, c.rop); break;
-      case OpType::kAllgather: want = inputValue(static_cast<int>(i / c.count), i % c.count, c.dtype, c.op, c.rop); break;
+      case OpType::kReduce:
+        want = reduced(c, n, i);
+        break;
+      case OpType::kReduceScatter:
+        want = reduced(c, n, me * c.count + i);
+        break;
+      case OpType::kBroadcast:
+        want = inputValue(c.root, i, c.dtype, c.op, c.rop);
+        break;
+      case OpType::kAllgather:
+        want = inputValue(static_cast<int>(i / c.count), i % c.count, c.dtype, c.op, c.rop);
+        break;
       case OpType::kAlltoall: {
         std::size_t from = i / c.count;
         want = inputValue(static_cast<int>(from), me * c.count + i % c.count, c.dtype, c.op, c.rop);
         break;
       }
-      case OpType::kSend: want = inputValue(me - 1, i, c.dtype, c.op, c.rop); break;
-      default: break;
+      case OpType::kSend:
+        want = inputValue(me - 1, i, c.dtype, c.op, c.rop);
+        break;
+      default:
+        break;
     }
     double got = elementAsDouble(hostOut.data(), i, c.dtype);
     double tol = tolerance(c.dtype) * std::max(1.0, std::fabs(want));
@@ -243,7 +291,8 @@ std::string runCase(ProcessGroup& pg, const MatrixCase& c, const MemoryOps& mem)
   return fmt::format("rank {}: {}: {} wrong of {}:{}", me, c.name(), wrong, resultElems, errors);
 }
 
-std::vector<std::string> runCases(ProcessGroup& pg, const std::vector<MatrixCase>& cases, const MemoryOps& mem) {
+std::vector<std::string> runCases(ProcessGroup& pg, const std::vector<MatrixCase>& cases,
+                                  const MemoryOps& mem) {
   std::vector<std::string> failures;
   for (const auto& c : cases) {
     std::string f = runCase(pg, c, mem);

@@ -12,14 +12,18 @@ using namespace ds::testing;
 
 namespace {
 
-std::unique_ptr<Process> startRank(int rank, int n, int port, const std::vector<std::string>& args, int timeoutMs,
-                                   std::map<std::string, std::string> extra = {}) {
+std::unique_ptr<Process> startRank(int rank, int n, int port, const std::vector<std::string>& args,
+                                   int timeoutMs, std::map<std::string, std::string> extra = {}) {
   RunOptions o;
   o.unsetEnv = launcherVariables();
-  o.setEnv = {{"RANK", std::to_string(rank)},       {"WORLD_SIZE", std::to_string(n)},
-              {"LOCAL_RANK", std::to_string(rank)}, {"MASTER_ADDR", "127.0.0.1"},
-              {"MASTER_PORT", std::to_string(port)}, {"DS_JOB_ID", "pg-fault"},
-              {"DS_ACCELERATOR", "cpu"},            {"FAULT_TIMEOUT_MS", std::to_string(timeoutMs)}};
+  o.setEnv = {{"RANK", std::to_string(rank)},
+              {"WORLD_SIZE", std::to_string(n)},
+              {"LOCAL_RANK", std::to_string(rank)},
+              {"MASTER_ADDR", "127.0.0.1"},
+              {"MASTER_PORT", std::to_string(port)},
+              {"DS_JOB_ID", "pg-fault"},
+              {"DS_ACCELERATOR", "cpu"},
+              {"FAULT_TIMEOUT_MS", std::to_string(timeoutMs)}};
   for (auto& [k, v] : extra) o.setEnv[k] = v;
   o.timeout = std::chrono::milliseconds(timeoutMs) + std::chrono::seconds(40);
   std::vector<std::string> argv{binDir() + "/ds_comm_fault_worker"};
@@ -42,7 +46,8 @@ TEST(ProcessGroupFaults, AKilledRankIsNamedBySurvivorsWithinTheTimeout) {
   const int port = unusedPort();
   const int timeoutMs = 4000;
   std::vector<std::unique_ptr<Process>> ranks;
-  for (int r = 0; r < 3; ++r) ranks.push_back(startRank(r, 3, port, {"loop", std::to_string(8 << 20)}, timeoutMs));
+  for (int r = 0; r < 3; ++r)
+    ranks.push_back(startRank(r, 3, port, {"loop", std::to_string(8 << 20)}, timeoutMs));
   ASSERT_TRUE(waitForText(*ranks[2], ranks[2]->stdoutPath(), "ready 2", std::chrono::seconds(30)))
       << readFile(ranks[2]->stderrPath());
   std::this_thread::sleep_for(std::chrono::milliseconds(200));  // mid-allreduce
@@ -95,7 +100,8 @@ TEST(ProcessGroupFaults, MismatchedCollectivesAreNamedUnderDetail) {
     auto res = ranks[r]->wait();
     EXPECT_EQ(res.exitCode, 3) << res.err;
     EXPECT_NE(res.err.find("collective mismatch at op #1"), std::string::npos) << res.err;
-    EXPECT_NE(res.err.find("ranks 0, 2 issued allreduce(f32, count=4, op=sum)"), std::string::npos) << res.err;
+    EXPECT_NE(res.err.find("ranks 0, 2 issued allreduce(f32, count=4, op=sum)"), std::string::npos)
+        << res.err;
     EXPECT_NE(res.err.find("rank 1 issued broadcast(f32, count=4, root=0)"), std::string::npos) << res.err;
   }
 }

@@ -39,10 +39,12 @@ TEST(ProcessGroupBase, BadBuffersAreConfigErrorsBeforeAnythingRuns) {
     Buffer eight{b, 8, DType::kF32, {}};
     EXPECT_NE(errorOf([&] { pg.allreduce(four, eight); }).find("output has 8 elements, but must have 4"),
               std::string::npos);
-    EXPECT_NE(errorOf([&] { pg.broadcast(four, 3); }).find("broadcast root 3 is not a rank of this group (0 to 0)"),
-              std::string::npos);
+    EXPECT_NE(
+        errorOf([&] { pg.broadcast(four, 3); }).find("broadcast root 3 is not a rank of this group (0 to 0)"),
+        std::string::npos);
     Buffer ints{a, 4, DType::kI32, {}};
-    EXPECT_NE(errorOf([&] { pg.allreduce(four, ints); }).find("input is f32 but output is i32"), std::string::npos);
+    EXPECT_NE(errorOf([&] { pg.allreduce(four, ints); }).find("input is f32 but output is i32"),
+              std::string::npos);
     Buffer gpu{a, 4, DType::kF32, Device{DeviceType::kCuda, 0}};
     EXPECT_NE(errorOf([&] { pg.allreduce(gpu); }).find("is on cuda:0, but this process group works on cpu"),
               std::string::npos);
@@ -95,7 +97,8 @@ TEST(ProcessGroupBase, ATimeoutNamesTheRankThatNeverArrived) {
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   EXPECT_EQ(timeouts.load(), 2);
   EXPECT_NE(message.find("allreduce(f32, count=1, op=sum) #2"), std::string::npos) << message;
-  EXPECT_NE(message.find("Ranks that never arrived: 2 (has not reached op #2; its last reported op was #1)"), std::string::npos)
+  EXPECT_NE(message.find("Ranks that never arrived: 2 (has not reached op #2; its last reported op was #1)"),
+            std::string::npos)
       << message;
   EXPECT_LT(seconds, 10);
 }

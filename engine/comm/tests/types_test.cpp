@@ -1,3 +1,5 @@
+#include "engine/comm/types.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -5,7 +7,6 @@
 
 #include "engine/comm/half.h"
 #include "engine/comm/reduce.h"
-#include "engine/comm/types.h"
 #include "engine/comm/work.h"
 #include "engine/common/error.h"
 

@@ -4,8 +4,8 @@
 #include "engine/env/world_info.h"
 
 using ds::ConfigError;
-using ds::env::DiscoveryOptions;
 using ds::env::discoverWorld;
+using ds::env::DiscoveryOptions;
 using ds::env::Launcher;
 using ds::env::MapEnv;
 using ds::env::WorldInfo;
@@ -18,14 +18,15 @@ WorldInfo discover(std::map<std::string, std::string, std::less<>> vars, Discove
 }
 
 // Expects a ConfigError whose message contains every fragment.
-void expectConfigError(std::map<std::string, std::string, std::less<>> vars, std::vector<std::string> fragments,
-                       DiscoveryOptions opts = {}) {
+void expectConfigError(std::map<std::string, std::string, std::less<>> vars,
+                       std::vector<std::string> fragments, DiscoveryOptions opts = {}) {
   try {
     discover(std::move(vars), opts);
     ADD_FAILURE() << "no ConfigError";
   } catch (const ConfigError& e) {
     std::string msg = e.what();
-    for (const auto& f : fragments) EXPECT_NE(msg.find(f), std::string::npos) << "missing '" << f << "' in: " << msg;
+    for (const auto& f : fragments)
+      EXPECT_NE(msg.find(f), std::string::npos) << "missing '" << f << "' in: " << msg;
   }
 }
 
@@ -45,8 +46,13 @@ TEST(Discovery, NothingSetIsASingleProcess) {
 }
 
 TEST(Discovery, TorchrunEnvironment) {
-  auto w = discover({{"RANK", "5"}, {"WORLD_SIZE", "8"}, {"LOCAL_RANK", "1"}, {"LOCAL_WORLD_SIZE", "4"},
-                     {"GROUP_RANK", "1"}, {"MASTER_ADDR", "10.0.0.1"}, {"MASTER_PORT", "1234"},
+  auto w = discover({{"RANK", "5"},
+                     {"WORLD_SIZE", "8"},
+                     {"LOCAL_RANK", "1"},
+                     {"LOCAL_WORLD_SIZE", "4"},
+                     {"GROUP_RANK", "1"},
+                     {"MASTER_ADDR", "10.0.0.1"},
+                     {"MASTER_PORT", "1234"},
                      {"TORCHELASTIC_RUN_ID", "abc"}});
   EXPECT_EQ(w.rank.value, 5);
   EXPECT_EQ(w.rank.source, "RANK");
@@ -63,16 +69,25 @@ TEST(Discovery, TorchrunEnvironment) {
 }
 
 TEST(Discovery, DeepSpeedLauncherSpellings) {
-  auto w = discover({{"RANK", "3"}, {"WORLD_SIZE", "4"}, {"LOCAL_RANK", "1"}, {"LOCAL_SIZE", "2"}, {"CROSS_RANK", "1"},
-                     {"MASTER_ADDR", "h0"}, {"MASTER_PORT", "29501"}});
+  auto w = discover({{"RANK", "3"},
+                     {"WORLD_SIZE", "4"},
+                     {"LOCAL_RANK", "1"},
+                     {"LOCAL_SIZE", "2"},
+                     {"CROSS_RANK", "1"},
+                     {"MASTER_ADDR", "h0"},
+                     {"MASTER_PORT", "29501"}});
   EXPECT_EQ(w.localWorldSize.value, 2);
   EXPECT_EQ(w.localWorldSize.source, "LOCAL_SIZE");
   EXPECT_EQ(w.nodeRank.source, "CROSS_RANK");
 }
 
 TEST(Discovery, OpenMpiVariablesWithProvenance) {
-  auto w = discover({{"OMPI_COMM_WORLD_RANK", "3"}, {"OMPI_COMM_WORLD_SIZE", "4"}, {"OMPI_COMM_WORLD_LOCAL_RANK", "1"},
-                     {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"}, {"MASTER_ADDR", "m"}, {"OMPI_MCA_ess_base_jobid", "77"}});
+  auto w = discover({{"OMPI_COMM_WORLD_RANK", "3"},
+                     {"OMPI_COMM_WORLD_SIZE", "4"},
+                     {"OMPI_COMM_WORLD_LOCAL_RANK", "1"},
+                     {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"},
+                     {"MASTER_ADDR", "m"},
+                     {"OMPI_MCA_ess_base_jobid", "77"}});
   EXPECT_EQ(w.launcher, Launcher::kOpenMpi);
   EXPECT_EQ(w.describe()[0], "RANK=3 (from OMPI_COMM_WORLD_RANK)");
   EXPECT_EQ(w.worldSize.source, "OMPI_COMM_WORLD_SIZE");
@@ -86,7 +101,9 @@ TEST(Discovery, OpenMpiVariablesWithProvenance) {
 }
 
 TEST(Discovery, OpenMpiWithoutMasterAddrNeedsMpiAgreement) {
-  auto w = discover({{"OMPI_COMM_WORLD_RANK", "0"}, {"OMPI_COMM_WORLD_SIZE", "4"}, {"OMPI_COMM_WORLD_LOCAL_RANK", "0"},
+  auto w = discover({{"OMPI_COMM_WORLD_RANK", "0"},
+                     {"OMPI_COMM_WORLD_SIZE", "4"},
+                     {"OMPI_COMM_WORLD_LOCAL_RANK", "0"},
                      {"OMPI_COMM_WORLD_LOCAL_SIZE", "4"}});
   EXPECT_TRUE(w.needsMpiMasterAddr);
   EXPECT_FALSE(w.needsMpiLocalRanks);
@@ -94,12 +111,17 @@ TEST(Discovery, OpenMpiWithoutMasterAddrNeedsMpiAgreement) {
 }
 
 TEST(Discovery, MpichAndMvapichAndPmix) {
-  auto m = discover({{"PMI_RANK", "2"}, {"PMI_SIZE", "3"}, {"MPI_LOCALRANKID", "2"}, {"MPI_LOCALNRANKS", "3"},
+  auto m = discover({{"PMI_RANK", "2"},
+                     {"PMI_SIZE", "3"},
+                     {"MPI_LOCALRANKID", "2"},
+                     {"MPI_LOCALNRANKS", "3"},
                      {"MASTER_ADDR", "x"}});
   EXPECT_EQ(m.launcher, Launcher::kMpich);
   EXPECT_EQ(m.rank.source, "PMI_RANK");
   EXPECT_EQ(m.localRank.source, "MPI_LOCALRANKID");
-  auto v = discover({{"MV2_COMM_WORLD_RANK", "1"}, {"MV2_COMM_WORLD_SIZE", "2"}, {"MV2_COMM_WORLD_LOCAL_RANK", "1"},
+  auto v = discover({{"MV2_COMM_WORLD_RANK", "1"},
+                     {"MV2_COMM_WORLD_SIZE", "2"},
+                     {"MV2_COMM_WORLD_LOCAL_RANK", "1"},
                      {"MASTER_ADDR", "x"}});
   EXPECT_EQ(v.launcher, Launcher::kMvapich);
   EXPECT_EQ(v.localRank.value, 1);
@@ -111,9 +133,14 @@ TEST(Discovery, MpichAndMvapichAndPmix) {
 }
 
 TEST(Discovery, SlurmTakesMasterFromTheNodelist) {
-  auto w = discover({{"SLURM_PROCID", "5"}, {"SLURM_NTASKS", "8"}, {"SLURM_LOCALID", "1"}, {"SLURM_NODEID", "2"},
-                     {"SLURM_TASKS_PER_NODE", "2(x4)"}, {"SLURM_JOB_NODELIST", "gpu-[07-10]"},
-                     {"SLURM_JOB_ID", "4242"}, {"SLURM_STEP_ID", "0"}});
+  auto w = discover({{"SLURM_PROCID", "5"},
+                     {"SLURM_NTASKS", "8"},
+                     {"SLURM_LOCALID", "1"},
+                     {"SLURM_NODEID", "2"},
+                     {"SLURM_TASKS_PER_NODE", "2(x4)"},
+                     {"SLURM_JOB_NODELIST", "gpu-[07-10]"},
+                     {"SLURM_JOB_ID", "4242"},
+                     {"SLURM_STEP_ID", "0"}});
   EXPECT_EQ(w.launcher, Launcher::kSlurm);
   EXPECT_EQ(w.rank.value, 5);
   EXPECT_EQ(w.localWorldSize.value, 2);
@@ -126,9 +153,13 @@ TEST(Discovery, SlurmTakesMasterFromTheNodelist) {
 }
 
 TEST(Discovery, OpenMpiWinsOverSlurmInsideAnAllocation) {
-  auto w = discover({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "1"}, {"OMPI_COMM_WORLD_RANK", "3"},
-                     {"OMPI_COMM_WORLD_SIZE", "4"}, {"OMPI_COMM_WORLD_LOCAL_RANK", "3"},
-                     {"OMPI_COMM_WORLD_LOCAL_SIZE", "4"}, {"MASTER_ADDR", "a"}});
+  auto w = discover({{"SLURM_PROCID", "0"},
+                     {"SLURM_NTASKS", "1"},
+                     {"OMPI_COMM_WORLD_RANK", "3"},
+                     {"OMPI_COMM_WORLD_SIZE", "4"},
+                     {"OMPI_COMM_WORLD_LOCAL_RANK", "3"},
+                     {"OMPI_COMM_WORLD_LOCAL_SIZE", "4"},
+                     {"MASTER_ADDR", "a"}});
   EXPECT_EQ(w.launcher, Launcher::kOpenMpi);
   EXPECT_EQ(w.rank.value, 3);
 }
@@ -146,8 +177,13 @@ TEST(Discovery, PrecedenceArgumentsThenEnvThenLauncher) {
   EXPECT_EQ(w.masterPort.value, 777);
 
   // env:// beats the launcher where it agrees; LOCAL_RANK from env, local size from the launcher.
-  auto e = discover({{"RANK", "1"}, {"WORLD_SIZE", "2"}, {"LOCAL_RANK", "1"}, {"OMPI_COMM_WORLD_RANK", "1"},
-                     {"OMPI_COMM_WORLD_SIZE", "2"}, {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"}, {"MASTER_ADDR", "m"}});
+  auto e = discover({{"RANK", "1"},
+                     {"WORLD_SIZE", "2"},
+                     {"LOCAL_RANK", "1"},
+                     {"OMPI_COMM_WORLD_RANK", "1"},
+                     {"OMPI_COMM_WORLD_SIZE", "2"},
+                     {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"},
+                     {"MASTER_ADDR", "m"}});
   EXPECT_EQ(e.rank.source, "RANK");
   EXPECT_EQ(e.localRank.source, "LOCAL_RANK");
   EXPECT_EQ(e.localWorldSize.source, "OMPI_COMM_WORLD_LOCAL_SIZE");
@@ -163,17 +199,25 @@ TEST(Discovery, AutoMpiDiscoveryOffIgnoresLauncherVariables) {
 
 TEST(Discovery, UnderALocalLauncherTheOuterLauncherIsNotCompared) {
   // srun starts one dsrun per node; its workers carry SLURM_PROCID of the agent.
-  auto w = discover({{"RANK", "9"}, {"WORLD_SIZE", "16"}, {"LOCAL_RANK", "1"}, {"LOCAL_WORLD_SIZE", "8"},
-                     {"MASTER_ADDR", "n0"}, {"TORCHELASTIC_RUN_ID", "r"}, {"SLURM_PROCID", "1"}, {"SLURM_NTASKS", "2"}});
+  auto w = discover({{"RANK", "9"},
+                     {"WORLD_SIZE", "16"},
+                     {"LOCAL_RANK", "1"},
+                     {"LOCAL_WORLD_SIZE", "8"},
+                     {"MASTER_ADDR", "n0"},
+                     {"TORCHELASTIC_RUN_ID", "r"},
+                     {"SLURM_PROCID", "1"},
+                     {"SLURM_NTASKS", "2"}});
   EXPECT_EQ(w.rank.value, 9);
   EXPECT_EQ(w.launcher, Launcher::kEnv);
 }
 
 TEST(DiscoveryErrors, NonInteger) {
-  expectConfigError({{"RANK", "abc"}, {"WORLD_SIZE", "2"}}, {"RANK='abc'", "not an integer", "0 to WORLD_SIZE-1"});
+  expectConfigError({{"RANK", "abc"}, {"WORLD_SIZE", "2"}},
+                    {"RANK='abc'", "not an integer", "0 to WORLD_SIZE-1"});
   expectConfigError({{"RANK", "0"}, {"WORLD_SIZE", "2x"}}, {"WORLD_SIZE='2x'", "not an integer"});
   expectConfigError({{"MASTER_PORT", ""}}, {"MASTER_PORT=''", "not an integer", "1 to 65535"});
-  expectConfigError({{"OMPI_COMM_WORLD_RANK", "1.5"}, {"OMPI_COMM_WORLD_SIZE", "2"}}, {"OMPI_COMM_WORLD_RANK='1.5'"});
+  expectConfigError({{"OMPI_COMM_WORLD_RANK", "1.5"}, {"OMPI_COMM_WORLD_SIZE", "2"}},
+                    {"OMPI_COMM_WORLD_RANK='1.5'"});
 }
 
 TEST(DiscoveryErrors, Negative) {
@@ -187,7 +231,10 @@ TEST(DiscoveryErrors, RankNotBelowWorldSize) {
 }
 
 TEST(DiscoveryErrors, LocalRankNotBelowLocalWorldSize) {
-  expectConfigError({{"RANK", "1"}, {"WORLD_SIZE", "4"}, {"LOCAL_RANK", "2"}, {"LOCAL_WORLD_SIZE", "2"},
+  expectConfigError({{"RANK", "1"},
+                     {"WORLD_SIZE", "4"},
+                     {"LOCAL_RANK", "2"},
+                     {"LOCAL_WORLD_SIZE", "2"},
                      {"MASTER_ADDR", "m"}},
                     {"LOCAL_RANK=2", "LOCAL_WORLD_SIZE=2", "0 to 1"});
 }
@@ -207,12 +254,11 @@ TEST(DiscoveryErrors, PortOutOfRange) {
   expectConfigError({}, {"distributed_port=70000"}, opts);
 }
 
-TEST(DiscoveryErrors, EmptyMasterAddr) {
-  expectConfigError({{"MASTER_ADDR", ""}}, {"MASTER_ADDR is empty"});
-}
+TEST(DiscoveryErrors, EmptyMasterAddr) { expectConfigError({{"MASTER_ADDR", ""}}, {"MASTER_ADDR is empty"}); }
 
 TEST(DiscoveryErrors, MissingMasterAddrForAMultiProcessEnvJob) {
-  expectConfigError({{"RANK", "0"}, {"WORLD_SIZE", "2"}}, {"MASTER_ADDR expected, but not set", "WORLD_SIZE=2"});
+  expectConfigError({{"RANK", "0"}, {"WORLD_SIZE", "2"}},
+                    {"MASTER_ADDR expected, but not set", "WORLD_SIZE=2"});
 }
 
 TEST(DiscoveryErrors, HalfOfEnvIsMissing) {
@@ -221,12 +267,18 @@ TEST(DiscoveryErrors, HalfOfEnvIsMissing) {
 }
 
 TEST(DiscoveryErrors, EnvDisagreesWithMpiLauncher) {
-  expectConfigError({{"RANK", "1"}, {"WORLD_SIZE", "4"}, {"OMPI_COMM_WORLD_RANK", "2"}, {"OMPI_COMM_WORLD_SIZE", "4"},
+  expectConfigError({{"RANK", "1"},
+                     {"WORLD_SIZE", "4"},
+                     {"OMPI_COMM_WORLD_RANK", "2"},
+                     {"OMPI_COMM_WORLD_SIZE", "4"},
                      {"MASTER_ADDR", "m"}},
                     {"RANK=1 disagrees with OMPI_COMM_WORLD_RANK=2", "Open MPI", "Unset RANK"});
   expectConfigError({{"WORLD_SIZE", "8"}, {"PMI_RANK", "0"}, {"PMI_SIZE", "4"}},
                     {"WORLD_SIZE=8 disagrees with PMI_SIZE=4"});
-  expectConfigError({{"LOCAL_RANK", "0"}, {"SLURM_PROCID", "1"}, {"SLURM_NTASKS", "2"}, {"SLURM_LOCALID", "1"},
+  expectConfigError({{"LOCAL_RANK", "0"},
+                     {"SLURM_PROCID", "1"},
+                     {"SLURM_NTASKS", "2"},
+                     {"SLURM_LOCALID", "1"},
                      {"SLURM_JOB_NODELIST", "n1"}},
                     {"LOCAL_RANK=0 disagrees with SLURM_LOCALID=1", "Slurm"});
 }

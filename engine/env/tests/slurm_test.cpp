@@ -1,7 +1,8 @@
+#include "engine/env/slurm.h"
+
 #include <gtest/gtest.h>
 
 #include "engine/common/error.h"
-#include "engine/env/slurm.h"
 
 using ds::env::expandNodelist;
 using ds::env::expandTasksPerNode;
@@ -31,7 +32,8 @@ TEST(SlurmNodelist, SeveralBracketsInOneHostAreACartesianProduct) {
 }
 
 TEST(SlurmNodelist, MalformedInputNamesTheVariableAndText) {
-  for (const char* bad : {"", "node[1-", "node]1[", "node[a-b]", "node[4-1]", "node[]", "a,,b", "n[[1]]", "n[1-99999999]"}) {
+  for (const char* bad :
+       {"", "node[1-", "node]1[", "node[a-b]", "node[4-1]", "node[]", "a,,b", "n[[1]]", "n[1-99999999]"}) {
     try {
       expandNodelist(bad);
       ADD_FAILURE() << "accepted '" << bad << "'";

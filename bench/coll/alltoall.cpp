@@ -1,0 +1,29 @@
+// alltoall: chunk j of rank i's input lands as chunk i of rank j's output. S = count x eltsize x n
+// (the whole buffer), busbw factor (n-1)/n. Sizes round down to a multiple of n elements.
+#include "bench/coll/collective.h"
+#include "bench/coll/data_check.h"
+
+namespace ds::bench::coll {
+
+const CollSpec kAlltoallSpec{
+    .name = "alltoall",
+    .type = comm::OpType::kAlltoall,
+    .reduces = false,
+    .rooted = false,
+    .counts = [](std::size_t count, int n) {
+      std::size_t per = count / static_cast<std::size_t>(n);
+      return CollCounts{per * n, per * n, per, 0, 0};
+    },
+    .busFactor = [](int n) { return static_cast<double>(n - 1) / n; },
+    .busFactorText = "(n-1)/n",
+    .algBytesTimesRanks = true,
+    .run = [](comm::ProcessGroup& pg, const RunArgs& a) { return Launch{{pg.alltoall(a.send, a.recv, a.timeout)}}; },
+    .input = moveInput,
+    .checked = [](const CheckArgs&) { return true; },
+    .expected = [](const CheckArgs& a, std::size_t i) {
+      std::size_t per = a.counts.paramCount;
+      return moveInput(a, static_cast<int>(i / per), static_cast<std::size_t>(a.rank) * per + i % per);
+    },
+};
+
+}  // namespace ds::bench::coll

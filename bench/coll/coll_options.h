@@ -1,0 +1,72 @@
+// The options of `dsbench coll` (nccl-tests' flags, REFERENCE.md §5, plus our own) and the pure
+// functions that turn them into a plan: sizes, collectives, dtypes, ops. No globals: the CLI binds
+// flags into CollFlags, and resolveOptions() checks them into CollOptions.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/comm/types.h"
+
+namespace ds::bench::coll {
+
+// The flags as typed (sizes keep their K/M/G suffix text until resolveOptions()).
+struct CollFlags {
+  std::string minBytes = "32M";  // -b
+  std::string maxBytes = "32M";  // -e
+  std::string stepBytes = "1M";  // -i
+  int stepFactor = 0;            // -f; 0 = not given (additive steps of -i)
+  bool stepFactorGiven = false;
+  int iters = 20;       // -n
+  int warmupIters = 1;  // -w (nccl-tests' default)
+  int check = 1;        // -c
+  std::string op = "sum";         // -o: a name, a comma list or all
+  std::string datatype = "float"; // -d: a name, a comma list or all
+  int root = 0;                   // -r
+  int average = 1;                // -a: 0 rank 0, 1 average, 2 min, 3 max
+  double timeoutS = 0;            // -T; 0 = the process group's timeout
+  std::string jsonPath;           // -J
+  std::string journalPath;        // --journal; default next to -J
+  std::string collectives = "allreduce";  // --coll: a comma list or all
+  std::string backends;                   // --backend: a comma list; empty = the accelerator's default
+  double minTimeS = 0;                    // --min-time
+  bool blocking = false;                  // -z, --blocking
+  std::string initMethod;                 // --init-method
+};
+
+struct CollOptions {
+  std::size_t minBytes = 0, maxBytes = 0, stepBytes = 0;
+  int stepFactor = 0;  // > 1: multiply; 0: add stepBytes
+  int iters = 20, warmupIters = 1, check = 1;
+  std::vector<comm::ReduceOp> ops;
+  std::vector<comm::DType> dtypes;
+  int root = 0;
+  int average = 1;
+  std::optional<double> timeoutS;
+  std::string jsonPath, journalPath;
+  std::vector<std::string> collectives;  // canonical names, run in this order
+  std::vector<std::string> backends;     // empty = the world's default
+  double minTimeS = 0;
+  bool blocking = false;
+  std::string initMethod;
+};
+
+// nccl-tests' sizes: a number with an optional binary K, M or G suffix ("32M" = 33554432). Also
+// accepts a trailing B or iB ("4KiB") and a fraction ("1.5K" = 1536). Throws ConfigError naming
+// `flag`, the text and the accepted forms.
+std::size_t parseSize(const std::string& text, const std::string& flag);
+
+// Checks every flag (min > max, factor <= 1, unknown op/dtype/collective, ...) and returns the plan.
+// Throws ConfigError with a message that says what is wrong and what is accepted.
+CollOptions resolveOptions(const CollFlags& flags);
+
+// The sizes of the sweep, from minBytes to maxBytes inclusive, as nccl-tests steps them: times
+// stepFactor when > 1, else plus stepBytes.
+std::vector<std::size_t> sweepSizes(const CollOptions& o);
+
+// "a,b , c" -> {"a","b","c"}; empty items dropped.
+std::vector<std::string> splitList(const std::string& text);
+
+}  // namespace ds::bench::coll

@@ -1,0 +1,24 @@
+// reduce: the reduction of all inputs lands on the root only. S = count x eltsize, busbw factor 1.
+#include "bench/coll/collective.h"
+#include "bench/coll/data_check.h"
+
+namespace ds::bench::coll {
+
+const CollSpec kReduceSpec{
+    .name = "reduce",
+    .type = comm::OpType::kReduce,
+    .reduces = true,
+    .rooted = true,
+    .counts = [](std::size_t count, int) { return CollCounts{count, count, count, 0, 0}; },
+    .busFactor = [](int) { return 1.0; },
+    .busFactorText = "1",
+    .algBytesTimesRanks = false,
+    .run = [](comm::ProcessGroup& pg, const RunArgs& a) {
+      return Launch{{pg.reduce(a.send, a.recv, a.root, a.op, a.timeout)}};
+    },
+    .input = reduceInput,
+    .checked = [](const CheckArgs& a) { return a.rank == a.root; },
+    .expected = reducedValue,
+};
+
+}  // namespace ds::bench::coll

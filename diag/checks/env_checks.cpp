@@ -1,0 +1,299 @@
+// Family "env": who this process is, according to its launcher (REFERENCE.md §1, §2, §7.3, §7.4,
+// §7.12).
+#include <algorithm>
+
+#include "diag/check.h"
+#include "diag/util.h"
+
+namespace ds::diag {
+namespace {
+
+struct LauncherSet {
+  const char* name;
+  const char* rank;
+  const char* size;
+  const char* localRank;
+  const char* localSize;
+};
+// The same order as discovery: mpirun inside a Slurm allocation is described by mpirun's variables.
+constexpr LauncherSet kLaunchers[] = {
+    {"Open MPI", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE"},
+    {"MPICH/Hydra", "PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID", "MPI_LOCALNRANKS"},
+    {"MVAPICH", "MV2_COMM_WORLD_RANK", "MV2_COMM_WORLD_SIZE", "MV2_COMM_WORLD_LOCAL_RANK", "MV2_COMM_WORLD_LOCAL_SIZE"},
+    {"PMIx", "PMIX_RANK", nullptr, nullptr, nullptr},
+    {"Slurm", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", nullptr},
+};
+
+const LauncherSet* detectLauncher(const Context& c) {
+  if (c.get("TORCHELASTIC_RUN_ID")) return nullptr;
+  for (const auto& l : kLaunchers) {
+    if (c.get(l.rank)) return &l;
+  }
+  return nullptr;
+}
+
+Finding worldInfo(Context& c) {
+  if (!c.world()) {
+    return fail("Discovery fails: " + c.worldError(),
+                "Fix the variable named above (or unset it and let the launcher set it); init_distributed stops with "
+                "the same error.");
+  }
+  const auto& w = *c.world();
+  Json data{{"provenance", w.describe()}, {"launcher", env::launcherName(w.launcher)}};
+  std::string msg = fmt::format("RANK={} WORLD_SIZE={} LOCAL_RANK={} LOCAL_WORLD_SIZE={} NODE_RANK={} MASTER={}:{} "
+                                "(rank from {}, size from {})",
+                                w.rank.value, w.worldSize.value, w.localRank.value, w.localWorldSize.value,
+                                w.nodeRank.value, w.needsMpiMasterAddr ? "<via MPI>" : w.masterAddr.value,
+                                w.masterPort.value, w.rank.source, w.worldSize.source);
+  return pass(msg, data);
+}
+
+Finding launcherVars(Context& c) {
+  const char* envVars[] = {"RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "LOCAL_RANK"};
+  std::vector<std::string> set, missing;
+  for (const char* v : envVars) (c.get(v) ? set : missing).emplace_back(v);
+  const auto* l = detectLauncher(c);
+  Json data{{"set", set}, {"missing", missing}, {"launcher", l ? l->name : (c.get("TORCHELASTIC_RUN_ID") ? "dsrun/torchrun" : "none")}};
+  if (set.empty()) {
+    if (l != nullptr) {
+      return pass(fmt::format("No env:// variables; rank and size come from the {} launcher (MPI discovery, as "
+                              "DeepSpeed's auto_mpi_discovery)",
+                              l->name),
+                  data);
+    }
+    return pass("No launcher variables: a single process (WORLD_SIZE=1). Under dsrun, torchrun, mpirun or srun dsdiag "
+                "sees the job's variables",
+                data);
+  }
+  bool hasRank = c.get("RANK").has_value(), hasSize = c.get("WORLD_SIZE").has_value();
+  if (hasRank != hasSize) {
+    const char* absent = hasRank ? "WORLD_SIZE" : "RANK";
+    if (l != nullptr) {
+      return warn(fmt::format("environment variable {} expected, but not set, while {} is: discovery silently falls "
+                              "back to the {} launcher's {} for it, mixing two sources",
+                              absent, hasRank ? "RANK" : "WORLD_SIZE", l->name, hasRank ? l->size : l->rank),
+                  fmt::format("Export both RANK and WORLD_SIZE, or neither (and let {} set the world).", l->name), data);
+    }
+    return fail(fmt::format("environment variable {} expected, but not set ({} is set): init_distributed stops here",
+                            absent, hasRank ? "RANK" : "WORLD_SIZE"),
+                "Start the job with dsrun, torchrun, mpirun or srun, which set RANK and WORLD_SIZE for every process, "
+                "or export both.",
+                data);
+  }
+  auto size = c.get("WORLD_SIZE") ? parseInteger(*c.get("WORLD_SIZE")) : std::nullopt;
+  bool multi = size && *size > 1;
+  if (multi && !c.get("MASTER_ADDR") && l == nullptr && !c.get("SLURM_JOB_NODELIST")) {
+    return fail("environment variable MASTER_ADDR expected, but not set, with WORLD_SIZE > 1: no rank knows where the "
+                "store is",
+                "Export MASTER_ADDR with an address of rank 0's host that every node can reach (or use dsrun/torchrun, "
+                "which set it).",
+                data);
+  }
+  std::vector<std::string> notes;
+  if (multi && !c.get("MASTER_PORT")) notes.push_back("MASTER_PORT unset: 29500 is used");
+  if (multi && !c.get("LOCAL_RANK")) {
+    return warn(fmt::format("LOCAL_RANK is not set with WORLD_SIZE={}: the local rank is derived{}, and a wrong guess "
+                            "puts two ranks on one GPU",
+                            *size, l ? fmt::format(" from {}", l->name) : " as RANK % LOCAL_WORLD_SIZE (one node assumed)"),
+                "Export LOCAL_RANK (and LOCAL_WORLD_SIZE) per process, as dsrun/torchrun do.", data);
+  }
+  return pass(fmt::format("env:// variables set: {}{}", fmt::join(set, ", "),
+                          notes.empty() ? "" : "; " + fmt::join(notes, "; ")),
+              data);
+}
+
+Finding launcherAgreement(Context& c) {
+  if (c.get("TORCHELASTIC_RUN_ID")) {
+    return skip("Under dsrun/torchrun (TORCHELASTIC_RUN_ID set): an outer mpirun's/srun's variables describe the per-node "
+                "launcher and are ignored, as discovery does");
+  }
+  std::vector<std::string> conflicts;
+  Json pairs = Json::array();
+  for (const auto& l : kLaunchers) {
+    if (!c.get(l.rank)) continue;
+    std::pair<const char*, const char*> cmp[] = {
+        {"RANK", l.rank}, {"WORLD_SIZE", l.size}, {"LOCAL_RANK", l.localRank}, {"LOCAL_WORLD_SIZE", l.localSize}};
+    for (auto [e, lv] : cmp) {
+      if (lv == nullptr) continue;
+      auto a = c.get(e), b = c.get(lv);
+      if (!a || !b) continue;
+      pairs.push_back({{"env", e}, {"launcher", lv}, {"env_value", *a}, {"launcher_value", *b}});
+      auto ia = parseInteger(*a), ib = parseInteger(*b);
+      if (ia && ib && *ia == *ib) continue;
+      conflicts.push_back(fmt::format("{}={} but {}={}", e, quoteValue(*a), lv, quoteValue(*b)));
+    }
+  }
+  if (pairs.empty()) return skip("No launcher variables next to env:// ones: nothing to compare", {{"pairs", pairs}});
+  if (!conflicts.empty()) {
+    return fail(fmt::format("env:// and the launcher describe different processes: {}. Ranks would pair up wrongly "
+                            "and hang at rendezvous",
+                            fmt::join(conflicts, "; ")),
+                "A job script exported stale RANK/WORLD_SIZE/LOCAL_RANK: unset them and let the launcher set the world, "
+                "or start the job without mpirun/srun around it.",
+                {{"pairs", pairs}, {"conflicts", conflicts}});
+  }
+  return pass(fmt::format("{} env:// value(s) agree with the launcher's", pairs.size()), {{"pairs", pairs}});
+}
+
+Finding rankRange(Context& c) {
+  if (c.world()) {
+    const auto& w = *c.world();
+    return pass(fmt::format("RANK {} < WORLD_SIZE {}; LOCAL_RANK {} < LOCAL_WORLD_SIZE {}", w.rank.value,
+                            w.worldSize.value, w.localRank.value, w.localWorldSize.value),
+                {{"rank", w.rank.value},
+                 {"world_size", w.worldSize.value},
+                 {"local_rank", w.localRank.value},
+                 {"local_world_size", w.localWorldSize.value}});
+  }
+  // Discovery failed: say precisely which value is wrong.
+  auto num = [&](const char* n) -> std::optional<long long> {
+    auto v = c.get(n);
+    return v ? parseInteger(*v) : std::nullopt;
+  };
+  std::vector<std::string> bad;
+  for (const char* n : {"RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "LOCAL_SIZE", "GROUP_RANK", "NODE_RANK"}) {
+    auto v = c.get(n);
+    if (!v) continue;
+    auto i = parseInteger(*v);
+    if (!i) bad.push_back(fmt::format("{}={} is not an integer", n, quoteValue(*v)));
+    else if (*i < 0) bad.push_back(fmt::format("{}={} is negative", n, *i));
+  }
+  auto rank = num("RANK"), size = num("WORLD_SIZE"), lrank = num("LOCAL_RANK");
+  auto lsize = num("LOCAL_WORLD_SIZE") ? num("LOCAL_WORLD_SIZE") : num("LOCAL_SIZE");
+  if (size && *size < 1) bad.push_back(fmt::format("WORLD_SIZE={} must be at least 1", *size));
+  if (rank && size && *rank >= *size && *size >= 1) {
+    bad.push_back(fmt::format("RANK={} is not below WORLD_SIZE={} (ranks run 0 to {})", *rank, *size, *size - 1));
+  }
+  if (lrank && lsize && *lrank >= *lsize) {
+    bad.push_back(fmt::format("LOCAL_RANK={} is not below LOCAL_WORLD_SIZE={}", *lrank, *lsize));
+  }
+  if (lsize && size && *lsize > *size) bad.push_back(fmt::format("LOCAL_WORLD_SIZE={} exceeds WORLD_SIZE={}", *lsize, *size));
+  if (bad.empty()) return skip("Discovery failed for another reason (see env.world_info); the values that are set are in range");
+  return fail(fmt::format("{}: every rank must have a distinct RANK below WORLD_SIZE, or rendezvous waits forever for "
+                          "a rank that cannot exist",
+                          fmt::join(bad, "; ")),
+              "Check that the launcher's process count matches WORLD_SIZE and that the job script does not override "
+              "RANK/LOCAL_RANK.",
+              {{"problems", bad}});
+}
+
+Finding worldSizeProduct(Context& c) {
+  if (!c.world()) return skip("Discovery failed (see env.world_info)");
+  const auto& w = *c.world();
+  int size = w.worldSize.value, local = w.localWorldSize.value;
+  auto nodes = c.nodeCount();
+  // Slurm's own product, when it is the launcher.
+  if (auto ntpn = c.get("SLURM_NTASKS_PER_NODE"); ntpn && nodes && nodes->second.rfind("SLURM", 0) == 0) {
+    if (auto t = parseInteger(*ntpn); t && *t * nodes->first != size) {
+      return fail(fmt::format("WORLD_SIZE={} but {}={} x SLURM_NTASKS_PER_NODE={} = {}: rank 0 waits for processes "
+                              "that were never started",
+                              size, nodes->second, nodes->first, *t, *t * nodes->first),
+                  "Make WORLD_SIZE equal nodes x tasks per node (or let srun set it: do not export WORLD_SIZE).",
+                  {{"world_size", size}, {"nodes", nodes->first}, {"tasks_per_node", *t}});
+    }
+  }
+  if (!nodes) {
+    if (size % local != 0) {
+      return warn(fmt::format("WORLD_SIZE={} is not a multiple of LOCAL_WORLD_SIZE={}: nodes run different numbers of "
+                              "ranks (or WORLD_SIZE is wrong)",
+                              size, local),
+                  "Check --nproc-per-node on every node and WORLD_SIZE; uneven nodes are legal but usually a mistake.",
+                  {{"world_size", size}, {"local_world_size", local}});
+    }
+    return skip(fmt::format("The node count is not known here (no SLURM_NNODES, CROSS_SIZE or GROUP_WORLD_SIZE); "
+                            "WORLD_SIZE={} is a multiple of LOCAL_WORLD_SIZE={}",
+                            size, local),
+                {{"world_size", size}, {"local_world_size", local}});
+  }
+  long long product = static_cast<long long>(nodes->first) * local;
+  Json data{{"world_size", size}, {"nodes", nodes->first}, {"nodes_from", nodes->second}, {"nproc_per_node", local}};
+  if (product != size) {
+    return fail(fmt::format("WORLD_SIZE={} but {} node(s) ({}) x LOCAL_WORLD_SIZE={} = {}: {}", size, nodes->first,
+                            nodes->second, local, product,
+                            product < size ? "rank 0 waits for processes that were never started, until the timeout"
+                                           : "some processes get a RANK beyond WORLD_SIZE"),
+                "Make WORLD_SIZE equal nnodes x nproc-per-node (or let the launcher set it instead of exporting it).",
+                data);
+  }
+  return pass(fmt::format("WORLD_SIZE={} = {} node(s) x {} per node", size, nodes->first, local), data);
+}
+
+Finding ompThreads(Context& c) {
+  int local = c.localWorldSize();
+  auto v = c.get("OMP_NUM_THREADS");
+  if (!v) {
+    if (local > 1) {
+      return warn(fmt::format("OMP_NUM_THREADS is unset with {} ranks on this node: each rank's OpenMP/BLAS pool "
+                              "takes every core, and {} pools oversubscribe the CPU (slow steps, busy-wait stalls)",
+                              local, local),
+                  fmt::format("export OMP_NUM_THREADS=<cores / {}> (dsrun and torchrun set 1 when unset).", local),
+                  {{"local_world_size", local}});
+    }
+    return pass("OMP_NUM_THREADS unset with one rank on this node (the runtime uses every core)");
+  }
+  auto n = parseInteger(*v);
+  if (!n || *n < 1) {
+    return warn(fmt::format("OMP_NUM_THREADS={} is not a positive integer: OpenMP ignores it and uses every core",
+                            quoteValue(*v)),
+                "Set OMP_NUM_THREADS to a positive integer, e.g. cores per node / ranks per node.", {{"value", *v}});
+  }
+  return pass(fmt::format("OMP_NUM_THREADS={} with {} rank(s) on this node", *n, local), {{"value", *n}});
+}
+
+bool isLauncherFlag(const std::string& arg) {
+  static const char* kFlags[] = {"nproc-per-node", "nproc_per_node", "nnodes", "node-rank", "node_rank",
+                                 "master-addr", "master_addr", "master-port", "master_port", "standalone",
+                                 "rdzv-id", "rdzv_id", "rdzv-endpoint", "rdzv_endpoint", "rdzv-backend",
+                                 "rdzv_backend", "run-id", "run_id", "log-dir", "log_dir", "max-restarts",
+                                 "max_restarts", "no-python", "no_python", "num_gpus", "num-gpus", "num_nodes",
+                                 "num-nodes", "hostfile", "include", "exclude", "tee", "redirects"};
+  if (arg.rfind("--", 0) != 0) return false;
+  std::string name = arg.substr(2, arg.find('=') == std::string::npos ? std::string::npos : arg.find('=') - 2);
+  return std::find(std::begin(kFlags), std::end(kFlags), name) != std::end(kFlags);
+}
+
+Finding launcherFlags(Context& c) {
+  const auto& extra = c.options().extraArgs;
+  std::vector<std::string> misplaced, localRankArgs, other;
+  for (const auto& a : extra) {
+    if (isLauncherFlag(a)) misplaced.push_back(a);
+    else if (a.rfind("--local_rank", 0) == 0 || a.rfind("--local-rank", 0) == 0) localRankArgs.push_back(a);
+    else other.push_back(a);
+  }
+  Json data{{"misplaced", misplaced}, {"local_rank_args", localRankArgs}, {"unrecognised", other}};
+  if (!misplaced.empty()) {
+    return fail(fmt::format("Launcher flag(s) {} reached dsdiag: they were written after the program name, so the "
+                            "launcher passed them to the program and did not apply them (the classic --master_port case)",
+                            fmt::join(misplaced, " ")),
+                "Move launcher flags before the program: dsrun --master-port 29501 prog args (everything after the "
+                "program name goes to the program).",
+                data);
+  }
+  if (!other.empty()) {
+    return warn(fmt::format("Unrecognised argument(s) ignored: {}", fmt::join(other, " ")),
+                "Check the command line; dsdiag --help lists its flags.", data);
+  }
+  if (!localRankArgs.empty()) {
+    return pass(fmt::format("{} passed by the launcher (DeepSpeed's launcher does this); scripts must accept both "
+                            "--local_rank and --local-rank",
+                            localRankArgs.front()),
+                data);
+  }
+  return pass("No launcher flags after the program name", data);
+}
+
+}  // namespace
+
+std::vector<CheckDef> envChecks() {
+  return {
+      {"env.world_info", "env", "Discovered world (rank, sizes, master) with where each value came from", worldInfo},
+      {"env.launcher_vars", "env", "env:// variables missing or half set", launcherVars},
+      {"env.launcher_agreement", "env", "env:// values agree with the MPI/Slurm launcher's", launcherAgreement},
+      {"env.rank_range", "env", "RANK < WORLD_SIZE, LOCAL_RANK < LOCAL_WORLD_SIZE", rankRange},
+      {"env.world_size_product", "env", "WORLD_SIZE == nnodes x nproc-per-node where knowable", worldSizeProduct},
+      {"env.omp_num_threads", "env", "OMP_NUM_THREADS set when several ranks share a node", ompThreads},
+      {"env.launcher_flags", "env", "Launcher flags placed after the program name", launcherFlags},
+  };
+}
+
+}  // namespace ds::diag

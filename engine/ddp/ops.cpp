@@ -1,0 +1,371 @@
+#include "engine/ddp/ops.h"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "engine/comm/half.h"
+#include "engine/common/error.h"
+#if DS_WITH_CUDA
+#include "engine/ddp/cuda_ops.h"
+#endif
+
+#if DS_WITH_CUDA
+namespace ds::ddp::cuda {
+void throwError(const std::string& message) { throw BackendError(message); }
+}  // namespace ds::ddp::cuda
+#endif
+
+namespace ds::ddp::ops {
+
+namespace {
+
+void sameDevice(const char* what, const Tensor& a, const Tensor& b) {
+  if (!(a.device() == b.device())) {
+    throw ConfigError(fmt::format("{}: tensors on different devices ({} and {}); move them to one device first",
+                                  what, comm::deviceName(a.device()), comm::deviceName(b.device())));
+  }
+}
+
+void requireF32(const char* what, const Tensor& t) {
+  DS_CHECK(t.dtype() == DType::kF32, "{} needs f32, got {}", what, comm::dtypeName(t.dtype()));
+}
+
+[[noreturn]] void noCuda(const char* what) {
+  throw ConfigError(fmt::format("{} on a CUDA tensor, but this dsperf was built without CUDA", what));
+}
+
+#if DS_WITH_CUDA
+int elemOf(DType t) {
+  return t == DType::kF32 ? cuda::kElemF32 : t == DType::kF16 ? cuda::kElemF16 : cuda::kElemBF16;
+}
+#endif
+
+float loadAsFloat(const void* p, DType t, std::size_t i) {
+  switch (t) {
+    case DType::kF32:
+      return static_cast<const float*>(p)[i];
+    case DType::kF16:
+      return comm::f16ToFloat(static_cast<const std::uint16_t*>(p)[i]);
+    default:
+      return comm::bf16ToFloat(static_cast<const std::uint16_t*>(p)[i]);
+  }
+}
+
+void storeFloat(void* p, DType t, std::size_t i, float v) {
+  switch (t) {
+    case DType::kF32:
+      static_cast<float*>(p)[i] = v;
+      break;
+    case DType::kF16:
+      static_cast<std::uint16_t*>(p)[i] = comm::floatToF16(v);
+      break;
+    default:
+      static_cast<std::uint16_t*>(p)[i] = comm::floatToBf16(v);
+      break;
+  }
+}
+
+constexpr float kInvSqrt2 = 0.70710678118654752440f;
+constexpr float kInvSqrt2Pi = 0.39894228040143267794f;
+
+}  // namespace
+
+void gemm(bool transA, bool transB, float alpha, const Tensor& a, const Tensor& b, float beta, Tensor& c) {
+  sameDevice("gemm", a, c);
+  sameDevice("gemm", b, c);
+  requireF32("gemm", a);
+  requireF32("gemm", b);
+  requireF32("gemm", c);
+  DS_CHECK(a.shape().size() == 2 && b.shape().size() == 2 && c.shape().size() == 2, "gemm needs matrices");
+  const int m = static_cast<int>(c.dim(0));
+  const int n = static_cast<int>(c.dim(1));
+  const int k = static_cast<int>(transA ? a.dim(0) : a.dim(1));
+  DS_CHECK((transA ? a.dim(1) : a.dim(0)) == m, "gemm: A {} does not give {} rows", a.shapeString(), m);
+  DS_CHECK((transB ? b.dim(1) : b.dim(0)) == k, "gemm: B {} does not match k={}", b.shapeString(), k);
+  DS_CHECK((transB ? b.dim(0) : b.dim(1)) == n, "gemm: B {} does not give {} columns", b.shapeString(), n);
+  const int lda = static_cast<int>(a.dim(1));
+  const int ldb = static_cast<int>(b.dim(1));
+  if (c.isCuda()) {
+#if DS_WITH_CUDA
+    cuda::gemm(transA, transB, m, n, k, alpha, a.data<float>(), lda, b.data<float>(), ldb, beta, c.data<float>(), n);
+    return;
+#else
+    noCuda("gemm");
+#endif
+  }
+  cblas_sgemm(CblasRowMajor, transA ? CblasTrans : CblasNoTrans, transB ? CblasTrans : CblasNoTrans, m, n, k, alpha,
+              a.data<float>(), lda, b.data<float>(), ldb, beta, c.data<float>(), n);
+}
+
+void addBias(Tensor& y, const Tensor& bias) {
+  sameDevice("addBias", y, bias);
+  const std::size_t n = bias.numel();
+  DS_CHECK(n > 0 && y.numel() % n == 0, "addBias: {} over {}", bias.shapeString(), y.shapeString());
+  const std::size_t rows = y.numel() / n;
+  if (y.isCuda()) {
+#if DS_WITH_CUDA
+    cuda::addBias(y.data<float>(), bias.data<float>(), rows, n);
+    return;
+#else
+    noCuda("addBias");
+#endif
+  }
+  float* py = y.data<float>();
+  const float* pb = bias.data<float>();
+  for (std::size_t r = 0; r < rows; ++r) {
+    float* row = py + r * n;
+    for (std::size_t j = 0; j < n; ++j) row[j] += pb[j];
+  }
+}
+
+void biasGrad(const Tensor& dy, float alpha, float beta, Tensor& grad) {
+  sameDevice("biasGrad", dy, grad);
+  const std::size_t n = grad.numel();
+  DS_CHECK(n > 0 && dy.numel() % n == 0, "biasGrad: {} over {}", grad.shapeString(), dy.shapeString());
+  const std::size_t rows = dy.numel() / n;
+  if (dy.isCuda()) {
+#if DS_WITH_CUDA
+    cuda::biasGrad(dy.data<float>(), rows, n, alpha, beta, grad.data<float>());
+    return;
+#else
+    noCuda("biasGrad");
+#endif
+  }
+  const float* pd = dy.data<float>();
+  float* pg = grad.data<float>();
+  std::vector<float> sum(n, 0.0f);
+  for (std::size_t r = 0; r < rows; ++r) {
+    const float* row = pd + r * n;
+    for (std::size_t j = 0; j < n; ++j) sum[j] += row[j];
+  }
+  for (std::size_t j = 0; j < n; ++j) pg[j] = alpha * sum[j] + (beta == 0.0f ? 0.0f : beta * pg[j]);
+}
+
+const char* activationName(Activation a) {
+  switch (a) {
+    case Activation::kGelu:
+      return "gelu";
+    case Activation::kRelu:
+      return "relu";
+    default:
+      return "none";
+  }
+}
+
+void activationForward(Activation a, const Tensor& in, Tensor& out) {
+  sameDevice("activation", in, out);
+  DS_CHECK(in.numel() == out.numel(), "activation: {} vs {}", in.shapeString(), out.shapeString());
+  if (a == Activation::kNone) {
+    if (!in.sameMemory(out)) copy(in, out);
+    return;
+  }
+  if (in.isCuda()) {
+#if DS_WITH_CUDA
+    cuda::activationForward(a == Activation::kGelu ? 0 : 1, in.data<float>(), out.data<float>(), in.numel());
+    return;
+#else
+    noCuda("activation");
+#endif
+  }
+  const float* x = in.data<float>();
+  float* y = out.data<float>();
+  const std::size_t n = in.numel();
+  if (a == Activation::kRelu) {
+    for (std::size_t i = 0; i < n; ++i) y[i] = x[i] > 0.0f ? x[i] : 0.0f;
+  } else {  // exact GELU, as torch.nn.GELU()
+    for (std::size_t i = 0; i < n; ++i) y[i] = 0.5f * x[i] * (1.0f + std::erf(x[i] * kInvSqrt2));
+  }
+}
+
+void activationBackward(Activation a, const Tensor& pre, const Tensor& dy, Tensor& dx) {
+  sameDevice("activation backward", pre, dy);
+  sameDevice("activation backward", dy, dx);
+  DS_CHECK(pre.numel() == dy.numel() && dy.numel() == dx.numel(), "activation backward: shapes differ");
+  if (a == Activation::kNone) {
+    if (!dy.sameMemory(dx)) copy(dy, dx);
+    return;
+  }
+  if (pre.isCuda()) {
+#if DS_WITH_CUDA
+    cuda::activationBackward(a == Activation::kGelu ? 0 : 1, pre.data<float>(), dy.data<float>(), dx.data<float>(),
+                             pre.numel());
+    return;
+#else
+    noCuda("activation backward");
+#endif
+  }
+  const float* x = pre.data<float>();
+  const float* g = dy.data<float>();
+  float* out = dx.data<float>();
+  const std::size_t n = pre.numel();
+  if (a == Activation::kRelu) {
+    for (std::size_t i = 0; i < n; ++i) out[i] = x[i] > 0.0f ? g[i] : 0.0f;
+  } else {
+    for (std::size_t i = 0; i < n; ++i) {
+      float cdf = 0.5f * (1.0f + std::erf(x[i] * kInvSqrt2));
+      float pdf = kInvSqrt2Pi * std::exp(-0.5f * x[i] * x[i]);
+      out[i] = g[i] * (cdf + x[i] * pdf);
+    }
+  }
+}
+
+double mseLoss(const Tensor& pred, const Tensor& target, float gradScale, Tensor& dpred) {
+  sameDevice("mseLoss", pred, target);
+  sameDevice("mseLoss", pred, dpred);
+  DS_CHECK(pred.numel() == target.numel() && pred.numel() == dpred.numel() && pred.numel() > 0,
+           "mseLoss: pred {} target {}", pred.shapeString(), target.shapeString());
+  const std::size_t n = pred.numel();
+  if (pred.isCuda()) {
+#if DS_WITH_CUDA
+    return cuda::mseLoss(pred.data<float>(), target.data<float>(), n, gradScale, dpred.data<float>());
+#else
+    noCuda("mseLoss");
+#endif
+  }
+  const float* p = pred.data<float>();
+  const float* t = target.data<float>();
+  float* d = dpred.data<float>();
+  double sum = 0;
+  const float k = gradScale * 2.0f / static_cast<float>(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    float e = p[i] - t[i];
+    sum += static_cast<double>(e) * e;
+    d[i] = k * e;
+  }
+  return sum / static_cast<double>(n);
+}
+
+void scaleCopy(const Tensor& src, float alpha, Tensor& dst) {
+  sameDevice("scaleCopy", src, dst);
+  DS_CHECK(src.numel() == dst.numel(), "scaleCopy: {} elements into {}", src.numel(), dst.numel());
+  const std::size_t n = src.numel();
+  if (src.isCuda()) {
+#if DS_WITH_CUDA
+    cuda::scaleCopy(src.raw(), elemOf(src.dtype()), alpha, dst.raw(), elemOf(dst.dtype()), n);
+    return;
+#else
+    noCuda("scaleCopy");
+#endif
+  }
+  if (src.dtype() == DType::kF32 && dst.dtype() == DType::kF32) {
+    const float* s = src.data<float>();
+    float* d = dst.data<float>();
+    if (alpha == 1.0f) {
+      if (s != d) std::memcpy(d, s, n * sizeof(float));
+    } else {
+      for (std::size_t i = 0; i < n; ++i) d[i] = alpha * s[i];
+    }
+    return;
+  }
+  const void* s = src.raw();
+  void* d = dst.raw();
+  for (std::size_t i = 0; i < n; ++i) storeFloat(d, dst.dtype(), i, alpha * loadAsFloat(s, src.dtype(), i));
+}
+
+void scale(Tensor& x, float alpha) { scaleCopy(x, alpha, x); }
+
+void fillZero(Tensor& x) {
+  if (x.isCuda()) {
+    scaleCopy(x, 0.0f, x);
+    return;
+  }
+  std::memset(x.raw(), 0, x.bytes());
+}
+
+void copy(const Tensor& src, Tensor& dst) {
+  DS_CHECK(src.bytes() == dst.bytes() && src.dtype() == dst.dtype(), "copy: {} {} into {} {}",
+           comm::dtypeName(src.dtype()), src.shapeString(), comm::dtypeName(dst.dtype()), dst.shapeString());
+  if (!src.isCuda() && !dst.isCuda()) {
+    if (src.raw() != dst.raw()) std::memcpy(dst.raw(), src.raw(), src.bytes());
+    return;
+  }
+#if DS_WITH_CUDA
+  int kind = src.isCuda() ? (dst.isCuda() ? 2 : 1) : 0;
+  cuda::copyBytes(dst.raw(), src.raw(), src.bytes(), kind);
+#else
+  noCuda("copy");
+#endif
+}
+
+void sgdStep(Tensor& param, const Tensor& grad, Tensor& momentumBuf, bool firstStep, float lr, float momentum,
+             float dampening, float weightDecay) {
+  sameDevice("sgd", param, grad);
+  DS_CHECK(param.numel() == grad.numel(), "sgd: param and grad differ in size");
+  const std::size_t n = param.numel();
+  if (param.isCuda()) {
+#if DS_WITH_CUDA
+    cuda::sgdStep(param.data<float>(), grad.data<float>(), momentum != 0.0f ? momentumBuf.data<float>() : nullptr, n,
+                  firstStep, lr, momentum, dampening, weightDecay);
+    return;
+#else
+    noCuda("sgd");
+#endif
+  }
+  float* p = param.data<float>();
+  const float* g = grad.data<float>();
+  float* buf = momentum != 0.0f ? momentumBuf.data<float>() : nullptr;
+  for (std::size_t i = 0; i < n; ++i) {
+    float d = g[i];
+    if (weightDecay != 0.0f) d += weightDecay * p[i];
+    if (buf != nullptr) {
+      buf[i] = firstStep ? d : momentum * buf[i] + (1.0f - dampening) * d;
+      d = buf[i];
+    }
+    p[i] -= lr * d;
+  }
+}
+
+void adamwStep(Tensor& param, const Tensor& grad, Tensor& m, Tensor& v, long step, float lr, float beta1, float beta2,
+               float eps, float weightDecay) {
+  sameDevice("adamw", param, grad);
+  DS_CHECK(param.numel() == grad.numel() && m.numel() == param.numel() && v.numel() == param.numel(),
+           "adamw: state sizes differ");
+  DS_CHECK(step >= 1, "adamw step counts from 1");
+  const std::size_t n = param.numel();
+  const float bc1 = 1.0f - static_cast<float>(std::pow(beta1, static_cast<double>(step)));
+  const float bc2 = 1.0f - static_cast<float>(std::pow(beta2, static_cast<double>(step)));
+  if (param.isCuda()) {
+#if DS_WITH_CUDA
+    cuda::adamwStep(param.data<float>(), grad.data<float>(), m.data<float>(), v.data<float>(), n, lr, beta1, beta2, eps,
+                    weightDecay, bc1, bc2);
+    return;
+#else
+    noCuda("adamw");
+#endif
+  }
+  float* p = param.data<float>();
+  const float* g = grad.data<float>();
+  float* pm = m.data<float>();
+  float* pv = v.data<float>();
+  const float stepSize = lr / bc1;
+  const float sqrtBc2 = std::sqrt(bc2);
+  for (std::size_t i = 0; i < n; ++i) {
+    p[i] *= 1.0f - lr * weightDecay;
+    pm[i] = beta1 * pm[i] + (1.0f - beta1) * g[i];
+    pv[i] = beta2 * pv[i] + (1.0f - beta2) * g[i] * g[i];
+    float denom = std::sqrt(pv[i]) / sqrtBc2 + eps;
+    p[i] -= stepSize * pm[i] / denom;
+  }
+}
+
+void synchronize(const Device& device) {
+  if (device.type != DeviceType::kCuda) return;
+#if DS_WITH_CUDA
+  cuda::synchronize();
+#else
+  noCuda("synchronize");
+#endif
+}
+
+int setBlasThreads(int n) {
+  int previous = openblas_get_num_threads();
+  openblas_set_num_threads(n);
+  return previous;
+}
+
+}  // namespace ds::ddp::ops

@@ -1,0 +1,58 @@
+// The maths of the DDP engine, dispatched on the tensors' device: OpenBLAS on the host, cuBLAS and
+// small CUDA kernels on a GPU (compiled only when built with CUDA). All matrices are row-major f32.
+//
+// Every function throws ConfigError when tensors sit on different devices, and DS_CHECKs shapes.
+// GPU functions run on the default stream and return without synchronising; synchronize() waits.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "engine/ddp/tensor.h"
+
+namespace ds::ddp::ops {
+
+// C[m,n] = alpha * op(A) op(B) + beta * C, row-major; op(X) = X^T when trans*. A is [m,k] (or [k,m]
+// when transA), B is [k,n] (or [n,k] when transB).
+void gemm(bool transA, bool transB, float alpha, const Tensor& a, const Tensor& b, float beta, Tensor& c);
+
+// y[r, :] += bias for every row r of y ([rows, n]); bias is [n].
+void addBias(Tensor& y, const Tensor& bias);
+// grad[n] = alpha * sum over rows of dy[rows, n] + beta * grad.
+void biasGrad(const Tensor& dy, float alpha, float beta, Tensor& grad);
+
+enum class Activation : std::uint8_t { kGelu, kRelu, kNone };
+const char* activationName(Activation a);
+// out = act(in) (may alias).
+void activationForward(Activation a, const Tensor& in, Tensor& out);
+// dx = dy * act'(pre) (dx may alias dy).
+void activationBackward(Activation a, const Tensor& pre, const Tensor& dy, Tensor& dx);
+
+// Mean squared error over all elements: returns mean((pred - target)^2) and writes
+// dpred = gradScale * 2 (pred - target) / numel.
+double mseLoss(const Tensor& pred, const Tensor& target, float gradScale, Tensor& dpred);
+
+// dst = alpha * src, converting dtypes (f32/f16/bf16) as needed. Same numel.
+void scaleCopy(const Tensor& src, float alpha, Tensor& dst);
+// x *= alpha (any float dtype).
+void scale(Tensor& x, float alpha);
+void fillZero(Tensor& x);
+// dst = src, same dtype and numel, any devices (host <-> GPU allowed).
+void copy(const Tensor& src, Tensor& dst);
+
+// PyTorch's SGD: buf = momentum*buf + (1-dampening)*g (buf = g on the first step), p -= lr*buf;
+// weight decay adds wd*p to g first. momentum == 0 skips the buffer.
+void sgdStep(Tensor& param, const Tensor& grad, Tensor& momentumBuf, bool firstStep, float lr, float momentum,
+             float dampening, float weightDecay);
+// PyTorch's AdamW (decoupled weight decay): p *= 1 - lr*wd; m, v moments; bias-corrected step
+// (step counts from 1).
+void adamwStep(Tensor& param, const Tensor& grad, Tensor& m, Tensor& v, long step, float lr, float beta1, float beta2,
+               float eps, float weightDecay);
+
+// Waits for queued GPU work on the current device; no-op on the host.
+void synchronize(const Device& device);
+
+// Limits OpenBLAS to `n` threads (several ranks on few cores: 1 each). Returns the previous count.
+int setBlasThreads(int n);
+
+}  // namespace ds::ddp::ops

@@ -1,0 +1,102 @@
+#include "reports/sweep/sweep_journal.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <fstream>
+
+#include "engine/common/error.h"
+
+namespace ds::report {
+
+std::string journalPathFor(const std::string& jsonPath) {
+  std::string base = jsonPath;
+  if (base.size() > 5 && base.compare(base.size() - 5, 5, ".json") == 0) base.resize(base.size() - 5);
+  return base + ".journal.jsonl";
+}
+
+SweepJournal::SweepJournal(const std::string& path, const SweepArgs& args, const SweepMetadata& meta) : path_(path) {
+  fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd_ < 0) {
+    throw IoError(fmt::format("cannot open the journal {}: {}. Check that the folder exists and is writable.", path,
+                              errnoText(errno)));
+  }
+  writeLine({{"schema", kSweepJournalSchemaName},
+             {"schema_version", kSweepSchemaVersion},
+             {"type", "start"},
+             {"args", args},
+             {"metadata", meta}});
+}
+
+SweepJournal::~SweepJournal() {
+  if (fd_ >= 0) {
+    ::fsync(fd_);
+    ::close(fd_);
+  }
+}
+
+void SweepJournal::append(const SweepMeasurement& m) { writeLine({{"type", "measurement"}, {"result", m}}); }
+
+void SweepJournal::end(const SweepSummary& s, const std::string& endTime) {
+  writeLine({{"type", "end"}, {"summary", s}, {"end_time", endTime}});
+  ::fsync(fd_);
+}
+
+void SweepJournal::writeLine(const nlohmann::json& j) {
+  std::string line = j.dump() + "\n";
+  size_t off = 0;
+  while (off < line.size()) {
+    ssize_t n = ::write(fd_, line.data() + off, line.size() - off);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw IoError(fmt::format("cannot append to the journal {}: {}", path_, errnoText(errno)));
+    off += static_cast<size_t>(n);
+  }
+}
+
+SweepRun readSweepJournal(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw IoError(fmt::format("cannot read the journal {}: {}", path, errnoText(errno)));
+  SweepRun run;
+  bool started = false, ended = false;
+  std::string line;
+  int lineNo = 0;
+  while (std::getline(in, line)) {
+    ++lineNo;
+    if (line.empty()) continue;
+    nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (j.is_discarded() || !j.is_object()) continue;  // a line cut short by a kill
+    try {
+      std::string type = j.value("type", "");
+      if (type == "start") {
+        if (j.value("schema", "") != kSweepJournalSchemaName) continue;
+        if (j.value("schema_version", 0) != kSweepSchemaVersion) {
+          throw ConfigError(fmt::format("{} line {}: journal schema version {}, this dsperf reads {}.", path, lineNo,
+                                        j.value("schema_version", 0), kSweepSchemaVersion));
+        }
+        run = SweepRun{};
+        j.at("args").get_to(run.args);
+        j.at("metadata").get_to(run.metadata);
+        started = true;
+        ended = false;
+      } else if (type == "measurement" && started) {
+        run.results.push_back(j.at("result").get<SweepMeasurement>());
+      } else if (type == "end" && started) {
+        j.at("summary").get_to(run.summary);
+        run.metadata.endTime = j.value("end_time", "");
+        ended = true;
+      }
+    } catch (const nlohmann::json::exception& e) {
+      throw ConfigError(fmt::format("{} line {} is not a valid sweep journal line: {}", path, lineNo, e.what()));
+    }
+  }
+  if (!started) throw ConfigError(fmt::format("{} holds no dsperf sweep journal (no start line).", path));
+  if (!ended) {
+    run.summary = summarize(run.results);
+    run.summary.status = "incomplete";
+    run.summary.error = "the journal has no end line: the run was killed or lost a rank";
+  }
+  return run;
+}
+
+}  // namespace ds::report

@@ -1,0 +1,140 @@
+// The records of `dsbench coll` (collective sweeps): what one measured row is, what a whole run is,
+// and their versioned JSON (schema "dsperf.sweep"). Measuring code fills these; the formatters in
+// this folder turn them into the nccl-tests text table, the final JSON and the JSON-lines journal.
+#pragma once
+
+#include <cstddef>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace ds::report {
+
+inline constexpr const char* kSweepSchemaName = "dsperf.sweep";
+inline constexpr int kSweepSchemaVersion = 1;
+
+// Statistics of per-iteration times, in microseconds (REFERENCE.md §5 key names).
+struct IterStats {
+  int n = 0;
+  double minUs = 0, maxUs = 0, avgUs = 0, p50Us = 0, p95Us = 0, p99Us = 0, stdevUs = 0, cvPct = 0;
+};
+// Pure: percentiles by linear interpolation between closest ranks (numpy's default), the sample
+// standard deviation (n-1), cv = stdev/avg in percent. An empty input gives all zeros.
+IterStats computeIterStats(std::vector<double> us);
+
+// One rank's view of one measurement.
+struct RankTiming {
+  int rank = 0;
+  double timeUs = 0;  // this rank's time per op: its whole timed loop divided by the iterations
+  IterStats iter;     // its own per-iteration times
+};
+
+// Out-of-place or in-place half of a row (nccl-tests' column groups).
+struct PlaceResult {
+  bool measured = false;
+  int iters = 0;
+  double timeUs = 0;  // per op, combined across ranks as -a says
+  double algBw = 0;   // GB/s, GB = 1e9 bytes
+  double busBw = 0;   // GB/s
+  long long wrong = -1;  // elements wrong summed over ranks; -1 when not checked (-c 0)
+  // Statistics of the per-iteration maximum over ranks (the slowest rank of each iteration).
+  IterStats iter;
+  // The rank with the largest time per op and how much larger it was than the smallest, in percent.
+  int slowestRank = 0;
+  double spreadPct = 0;
+  std::vector<RankTiming> ranks;
+};
+
+// One row of the table: one size of one collective, dtype and op, on one backend.
+struct SweepMeasurement {
+  std::string backend;
+  std::string collective;  // allreduce, allgather, ...
+  std::string dtype;       // our name: f32, bf16, ...
+  std::string op;          // sum, prod, min, max, avg; "none" for collectives that do not reduce
+  int root = -1;           // -1 for collectives without a root (as nccl-tests prints it)
+  int worldSize = 0;
+  std::size_t requestedBytes = 0;  // the size the sweep asked for
+  std::size_t bytes = 0;           // the size column: max(send, receive) bytes after rounding
+  std::size_t count = 0;           // the count column: elements passed to the collective
+  double busFactor = 0;
+  PlaceResult outOfPlace;
+  PlaceResult inPlace;
+  bool rounded() const;  // bytes differ from requestedBytes (nccl-tests' rounding)
+};
+
+// A rank as the run saw it.
+struct SweepRank {
+  int rank = 0;
+  int localRank = 0;
+  int nodeRank = 0;
+  std::string host;
+  long pid = 0;
+  std::string device;
+};
+
+// The flags of the run, as parsed (nccl-tests names).
+struct SweepArgs {
+  std::size_t minBytes = 0, maxBytes = 0, stepBytes = 0;
+  int stepFactor = 0;  // 0 = additive steps of stepBytes
+  int iters = 0, warmupIters = 0, check = 0;
+  std::vector<std::string> ops, dtypes, collectives, backends;
+  int root = 0;
+  int average = 1;
+  double timeoutS = 0;  // 0 = none beyond the process group's
+  double minTimeS = 0;
+  bool blocking = false;
+};
+
+struct SweepMetadata {
+  std::string commandLine;
+  std::vector<std::string> hosts;  // distinct, in rank order
+  int worldSize = 0;
+  std::vector<SweepRank> ranks;
+  std::string launcher;  // dsrun/torchrun, mpirun, srun or none
+  std::map<std::string, std::string> versions;  // dsperf, git_sha, nccl, nccl_header, open_mpi, gloo
+  std::map<std::string, std::string> env;       // DS_*, DSBENCH_*, NCCL_*, OMPI_*, GLOO_*, ...
+  std::string startTime, endTime;               // ISO 8601 UTC
+};
+
+// How a run ended. exitCode follows bench/exit_codes.h.
+struct SweepSummary {
+  long long outOfBounds = 0;  // total wrong elements (nccl-tests "Out of bounds values")
+  double avgBusBw = 0;        // mean busbw over every measured place of every row, as nccl-tests
+  int rows = 0;
+  double minBusBw = -1;       // NCCL_TESTS_MIN_BW, -1 when unset
+  bool bwBelowMin = false;
+  std::string status = "ok";  // ok, wrong_data, bandwidth_below_min, timeout, error
+  std::string error;          // what stopped the run, when it stopped early
+  int exitCode = 0;
+};
+
+struct SweepRun {
+  SweepArgs args;
+  SweepMetadata metadata;
+  std::vector<SweepMeasurement> results;
+  SweepSummary summary;
+};
+
+// Average busbw and total wrong over the rows, as nccl-tests' footer computes them.
+SweepSummary summarize(const std::vector<SweepMeasurement>& rows, double minBusBw = -1);
+
+void to_json(nlohmann::json& j, const IterStats& s);
+void from_json(const nlohmann::json& j, IterStats& s);
+void to_json(nlohmann::json& j, const SweepMeasurement& m);
+void from_json(const nlohmann::json& j, SweepMeasurement& m);
+void to_json(nlohmann::json& j, const SweepArgs& a);
+void from_json(const nlohmann::json& j, SweepArgs& a);
+void to_json(nlohmann::json& j, const SweepMetadata& m);
+void from_json(const nlohmann::json& j, SweepMetadata& m);
+void to_json(nlohmann::json& j, const SweepSummary& s);
+void from_json(const nlohmann::json& j, SweepSummary& s);
+
+// {"schema": "dsperf.sweep", "schema_version": 1, "args", "metadata", "results", "summary"}
+nlohmann::json sweepToJson(const SweepRun& run);
+// Checks the schema name and version; throws ConfigError naming `origin` when they differ or the
+// document is malformed.
+SweepRun sweepFromJson(const nlohmann::json& j, const std::string& origin);
+
+}  // namespace ds::report
