@@ -3,30 +3,18 @@
 #include <CLI/CLI.hpp>
 #include <vector>
 
+#include "bench/coll/coll_command.h"
 #include "bench/command.h"
 #include "bench/exit_codes.h"
-// TEMPORARY while the subcommands are written in parallel: each is wired in once its header exists.
-#if __has_include("bench/coll/coll_command.h")
-#include "bench/coll/coll_command.h"
-#define DS_HAVE_COLL 1
-#endif
-#if __has_include("bench/train/train_command.h")
 #include "bench/train/train_command.h"
-#define DS_HAVE_TRAIN 1
-#endif
 
 int main(int argc, char** argv) {
   CLI::App app{
       "dsbench: distributed collective and training-step benchmarks. Start it with dsrun, mpirun or srun."};
   app.set_version_flag("--version", "dsbench 0.1.0");
   app.require_subcommand(1);
-  std::vector<ds::bench::Command> commands{ds::bench::addWorldCommand(app)};
-#ifdef DS_HAVE_COLL
-  commands.push_back(ds::bench::addCollCommand(app));
-#endif
-#ifdef DS_HAVE_TRAIN
-  commands.push_back(ds::bench::addTrainCommand(app));
-#endif
+  std::vector<ds::bench::Command> commands{ds::bench::addWorldCommand(app), ds::bench::addCollCommand(app),
+                                           ds::bench::addTrainCommand(app)};
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -12,6 +12,9 @@
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include "engine/env/env_source.h"
 #include "engine/env/world_info.h"
 #include "reports/diag/diag_schema.h"
@@ -21,6 +24,12 @@ namespace ds::diag {
 using report::DiagRecord;
 using report::DiagStatus;
 using Json = nlohmann::json;
+
+// fmt::join as a string, for building messages.
+template <typename C>
+std::string join(const C& items, std::string_view sep) {
+  return fmt::format("{}", fmt::join(items, sep));
+}
 
 // What a check returns; the runner adds id, family, rank and host.
 struct Finding {
@@ -83,12 +92,16 @@ struct MpiProbe;   // probes.h
 // Everything a check may look at. Built once per run; probes of libraries run lazily, once.
 class Context {
  public:
-  Context(const env::EnvSource& env, DiagOptions options);
+  // `variableNames`: the names `env` holds (EnvSource cannot enumerate); empty: the process
+  // environment's names.
+  Context(const env::EnvSource& env, DiagOptions options, std::vector<std::string> variableNames = {});
   ~Context();
 
   const env::EnvSource& env() const { return env_; }
   const DiagOptions& options() const { return options_; }
   std::optional<std::string> get(const std::string& name) const { return env_.get(name); }
+  // Every variable name with this prefix that is set.
+  std::vector<std::string> namesWithPrefix(const std::string& prefix) const;
 
   // Discovery's result, or why it failed (the ConfigError's text).
   const std::optional<env::WorldInfo>& world() const { return world_; }
@@ -126,6 +139,7 @@ class Context {
   DiagOptions options_;
   std::optional<env::WorldInfo> world_;
   std::string worldError_;
+  std::vector<std::string> names_;
   LibraryNames libs_;
   SystemPaths paths_;
   std::unique_ptr<GpuProbe> gpu_;

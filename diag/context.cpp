@@ -1,7 +1,11 @@
+#include <algorithm>
+
 #include "diag/check.h"
 #include "diag/probes.h"
 #include "diag/util.h"
 #include "engine/common/error.h"
+
+extern char** environ;
 
 namespace ds::diag {
 namespace {
@@ -14,7 +18,14 @@ std::vector<std::string> libOverride(const env::EnvSource& env, const char* var,
 
 }  // namespace
 
-Context::Context(const env::EnvSource& env, DiagOptions options) : env_(env), options_(std::move(options)) {
+Context::Context(const env::EnvSource& env, DiagOptions options, std::vector<std::string> variableNames)
+    : env_(env), options_(std::move(options)), names_(std::move(variableNames)) {
+  if (names_.empty()) {
+    for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+      std::string kv = *e;
+      names_.push_back(kv.substr(0, kv.find('=')));
+    }
+  }
   try {
     world_ = env::discoverWorld({}, env_);
   } catch (const std::exception& e) {
@@ -31,6 +42,16 @@ Context::Context(const env::EnvSource& env, DiagOptions options) : env_(env), op
 }
 
 Context::~Context() = default;
+
+std::vector<std::string> Context::namesWithPrefix(const std::string& prefix) const {
+  std::vector<std::string> out;
+  for (const auto& n : names_) {
+    if (n.rfind(prefix, 0) == 0 && env_.get(n)) out.push_back(n);
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
 
 std::optional<std::pair<int, std::string>> Context::nodeCount() const {
   for (const char* v : {"SLURM_NNODES", "SLURM_JOB_NUM_NODES", "CROSS_SIZE", "GROUP_WORLD_SIZE"}) {

@@ -23,8 +23,8 @@ void* openFirst(const std::vector<std::string>& names, std::string& used, std::s
       return h;
     }
     const char* e = dlerror();
-    if (!errors.empty()) errors += "; ";
-    errors += e != nullptr ? e : n + ": unknown dlopen error";
+    // The first name's error says it all (the others are fallbacks of the same library).
+    if (errors.empty()) errors = e != nullptr ? e : n + ": unknown dlopen error";
   }
   return nullptr;
 }

@@ -276,7 +276,7 @@ IsolatedResult runIsolated(const std::function<nlohmann::json()>& fn, std::chron
   if (timedOut) return {{}, fmt::format("did not finish within {} ms and was killed", timeout.count())};
   if (WIFSIGNALED(status)) {
     int sig = WTERMSIG(status);
-    return {{}, fmt::format("crashed: killed by signal {} ({})", sig, sigabbrev_np(sig) ? sigabbrev_np(sig) : "?")};
+    return {{}, fmt::format("crashed: killed by signal {} (SIG{})", sig, sigabbrev_np(sig) ? sigabbrev_np(sig) : "?")};
   }
   auto j = nlohmann::json::parse(data, nullptr, false);
   if (j.is_discarded()) return {{}, fmt::format("exited with status {} without a result", WEXITSTATUS(status))};

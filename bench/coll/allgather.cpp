@@ -10,20 +10,24 @@ const CollSpec kAllgatherSpec{
     .type = comm::OpType::kAllgather,
     .reduces = false,
     .rooted = false,
-    .counts = [](std::size_t count, int n) {
-      std::size_t per = count / static_cast<std::size_t>(n);
-      return CollCounts{per, per * n, per, per, 0};
-    },
+    .inPlace = true,
+    .counts =
+        [](std::size_t count, int n) {
+          std::size_t per = count / static_cast<std::size_t>(n);
+          return CollCounts{per, per * n, per, per, 0};
+        },
     .busFactor = [](int n) { return static_cast<double>(n - 1) / n; },
     .busFactorText = "(n-1)/n",
     .algBytesTimesRanks = true,
-    .run = [](comm::ProcessGroup& pg, const RunArgs& a) { return Launch{{pg.allgather(a.send, a.recv, a.timeout)}}; },
+    .run = [](comm::ProcessGroup& pg,
+              const RunArgs& a) { return Launch{{pg.allgather(a.send, a.recv, a.timeout)}}; },
     .input = moveInput,
     .checked = [](const CheckArgs&) { return true; },
-    .expected = [](const CheckArgs& a, std::size_t i) {
-      std::size_t per = a.counts.sendCount;
-      return moveInput(a, static_cast<int>(i / per), i % per);
-    },
+    .expected =
+        [](const CheckArgs& a, std::size_t i) {
+          std::size_t per = a.counts.sendCount;
+          return moveInput(a, static_cast<int>(i / per), i % per);
+        },
 };
 
 }  // namespace ds::bench::coll

@@ -10,13 +10,16 @@ const CollSpec kAllreduceSpec{
     .type = comm::OpType::kAllreduce,
     .reduces = true,
     .rooted = false,
-    .counts = [](std::size_t count, int) { return CollCounts{count, count, count, 0, 0}; },
+    .inPlace = true,
+    .counts =
+        [](std::size_t count, int) {
+          return CollCounts{count, count, count, 0, 0};
+        },
     .busFactor = [](int n) { return 2.0 * (n - 1) / n; },
     .busFactorText = "2(n-1)/n",
     .algBytesTimesRanks = false,
-    .run = [](comm::ProcessGroup& pg, const RunArgs& a) {
-      return Launch{{pg.allreduce(a.send, a.recv, a.op, a.timeout)}};
-    },
+    .run = [](comm::ProcessGroup& pg,
+              const RunArgs& a) { return Launch{{pg.allreduce(a.send, a.recv, a.op, a.timeout)}}; },
     .input = reduceInput,
     .checked = [](const CheckArgs&) { return true; },
     .expected = reducedValue,

@@ -10,20 +10,24 @@ const CollSpec kAlltoallSpec{
     .type = comm::OpType::kAlltoall,
     .reduces = false,
     .rooted = false,
-    .counts = [](std::size_t count, int n) {
-      std::size_t per = count / static_cast<std::size_t>(n);
-      return CollCounts{per * n, per * n, per, 0, 0};
-    },
+    .inPlace = true,
+    .counts =
+        [](std::size_t count, int n) {
+          std::size_t per = count / static_cast<std::size_t>(n);
+          return CollCounts{per * n, per * n, per, 0, 0};
+        },
     .busFactor = [](int n) { return static_cast<double>(n - 1) / n; },
     .busFactorText = "(n-1)/n",
     .algBytesTimesRanks = true,
-    .run = [](comm::ProcessGroup& pg, const RunArgs& a) { return Launch{{pg.alltoall(a.send, a.recv, a.timeout)}}; },
+    .run = [](comm::ProcessGroup& pg,
+              const RunArgs& a) { return Launch{{pg.alltoall(a.send, a.recv, a.timeout)}}; },
     .input = moveInput,
     .checked = [](const CheckArgs&) { return true; },
-    .expected = [](const CheckArgs& a, std::size_t i) {
-      std::size_t per = a.counts.paramCount;
-      return moveInput(a, static_cast<int>(i / per), static_cast<std::size_t>(a.rank) * per + i % per);
-    },
+    .expected =
+        [](const CheckArgs& a, std::size_t i) {
+          std::size_t per = a.counts.paramCount;
+          return moveInput(a, static_cast<int>(i / per), static_cast<std::size_t>(a.rank) * per + i % per);
+        },
 };
 
 }  // namespace ds::bench::coll

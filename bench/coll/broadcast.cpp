@@ -9,13 +9,16 @@ const CollSpec kBroadcastSpec{
     .type = comm::OpType::kBroadcast,
     .reduces = false,
     .rooted = true,
-    .counts = [](std::size_t count, int) { return CollCounts{count, count, count, 0, 0}; },
+    .inPlace = true,
+    .counts =
+        [](std::size_t count, int) {
+          return CollCounts{count, count, count, 0, 0};
+        },
     .busFactor = [](int) { return 1.0; },
     .busFactorText = "1",
     .algBytesTimesRanks = false,
-    .run = [](comm::ProcessGroup& pg, const RunArgs& a) {
-      return Launch{{pg.broadcast(a.send, a.recv, a.root, a.timeout)}};
-    },
+    .run = [](comm::ProcessGroup& pg,
+              const RunArgs& a) { return Launch{{pg.broadcast(a.send, a.recv, a.root, a.timeout)}}; },
     .input = moveInput,
     .checked = [](const CheckArgs&) { return true; },
     .expected = [](const CheckArgs& a, std::size_t i) { return moveInput(a, a.root, i); },

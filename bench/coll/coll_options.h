@@ -19,16 +19,16 @@ struct CollFlags {
   std::string stepBytes = "1M";  // -i
   int stepFactor = 0;            // -f; 0 = not given (additive steps of -i)
   bool stepFactorGiven = false;
-  int iters = 20;       // -n
-  int warmupIters = 1;  // -w (nccl-tests' default)
-  int check = 1;        // -c
-  std::string op = "sum";         // -o: a name, a comma list or all
-  std::string datatype = "float"; // -d: a name, a comma list or all
-  int root = 0;                   // -r
-  int average = 1;                // -a: 0 rank 0, 1 average, 2 min, 3 max
-  double timeoutS = 0;            // -T; 0 = the process group's timeout
-  std::string jsonPath;           // -J
-  std::string journalPath;        // --journal; default next to -J
+  int iters = 20;                         // -n
+  int warmupIters = 1;                    // -w (nccl-tests' default)
+  int check = 1;                          // -c
+  std::string op = "sum";                 // -o: a name, a comma list or all
+  std::string datatype = "float";         // -d: a name, a comma list or all
+  int root = 0;                           // -r
+  int average = 1;                        // -a: 0 rank 0, 1 average, 2 min, 3 max
+  double timeoutS = 0;                    // -T; 0 = the process group's timeout
+  std::string jsonPath;                   // -J
+  std::string journalPath;                // --journal; default next to -J
   std::string collectives = "allreduce";  // --coll: a comma list or all
   std::string backends;                   // --backend: a comma list; empty = the accelerator's default
   double minTimeS = 0;                    // --min-time

@@ -35,8 +35,9 @@ struct RunArgs {
 // A launched operation: one or more Works (sendrecv posts a send and a receive).
 struct Launch {
   std::vector<std::shared_ptr<comm::Work>> works;
-  // Waits for every Work; rethrows the first error.
-  void wait() const;
+  // Waits for every Work, each at most `timeout` from this call (default: the op's own timeout);
+  // rethrows the first error. A caller timeout throws TimeoutError and leaves the op running.
+  void wait(comm::Timeout timeout = {}) const;
   // The sum of the Works' execution times (they run one after another on the group's worker).
   double durationUs() const;
 };
@@ -56,6 +57,9 @@ struct CollSpec {
   comm::OpType type;
   bool reduces;  // takes -o
   bool rooted;   // takes -r
+  // Has an in-place form. sendrecv has none here: a rank that receives first would overwrite what
+  // it still has to send (its in-place columns print "-").
+  bool inPlace;
   CollCounts (*counts)(std::size_t count, int nranks);
   // busbw = algbw x busFactor(n) (REFERENCE.md §5).
   double (*busFactor)(int nranks);

@@ -12,20 +12,29 @@ bool isSigned(comm::DType t) { return t != comm::DType::kU8; }
 
 double fold(comm::ReduceOp op, double a, double b) {
   switch (op) {
-    case comm::ReduceOp::kProd: return a * b;
-    case comm::ReduceOp::kMin: return std::min(a, b);
-    case comm::ReduceOp::kMax: return std::max(a, b);
-    default: return a + b;
+    case comm::ReduceOp::kProd:
+      return a * b;
+    case comm::ReduceOp::kMin:
+      return std::min(a, b);
+    case comm::ReduceOp::kMax:
+      return std::max(a, b);
+    default:
+      return a + b;
   }
 }
 
 double tolerance(comm::DType t) {
   switch (t) {
-    case comm::DType::kF16: return 1e-3;
-    case comm::DType::kBF16: return 1e-2;
-    case comm::DType::kF32: return 1e-6;
-    case comm::DType::kF64: return 1e-12;
-    default: return 0;
+    case comm::DType::kF16:
+      return 1e-3;
+    case comm::DType::kBF16:
+      return 1e-2;
+    case comm::DType::kF32:
+      return 1e-6;
+    case comm::DType::kF64:
+      return 1e-12;
+    default:
+      return 0;
   }
 }
 
@@ -41,22 +50,27 @@ double reduceInput(const CheckArgs& a, int rank, std::size_t i) {
   const long r = rank;
   const long k = static_cast<long>((i + static_cast<std::size_t>(a.rep)) % 1009);
   switch (a.op) {
-    case comm::ReduceOp::kProd: return (r + k) % a.nranks == 0 ? 2 : 1;
+    case comm::ReduceOp::kProd:
+      return (r + k) % a.nranks == 0 ? 2 : 1;
     case comm::ReduceOp::kMin:
-    case comm::ReduceOp::kMax: return static_cast<double>((r * 5 + k * 3) % 11 - (isSigned(a.dtype) ? 5 : 0));
-    default: return static_cast<double>((r * 3 + k) % 7 - (isSigned(a.dtype) ? 3 : 0));
+    case comm::ReduceOp::kMax:
+      return static_cast<double>((r * 5 + k * 3) % 11 - (isSigned(a.dtype) ? 5 : 0));
+    default:
+      return static_cast<double>((r * 3 + k) % 7 - (isSigned(a.dtype) ? 3 : 0));
   }
 }
 
 double reducedValue(const CheckArgs& a, std::size_t i) {
   double acc = reduceInput(a, 0, i);
   for (int r = 1; r < a.nranks; ++r) acc = fold(a.op, acc, reduceInput(a, r, i));
-  if (a.op == comm::ReduceOp::kAvg) acc = comm::isFloating(a.dtype) ? acc / a.nranks : std::trunc(acc / a.nranks);
+  if (a.op == comm::ReduceOp::kAvg)
+    acc = comm::isFloating(a.dtype) ? acc / a.nranks : std::trunc(acc / a.nranks);
   return roundTo(a.dtype, acc);
 }
 
 double moveInput(const CheckArgs& a, int rank, std::size_t i) {
-  const long v = static_cast<long>((static_cast<std::size_t>(rank) * 7 + i + static_cast<std::size_t>(a.rep)) % 97);
+  const long v =
+      static_cast<long>((static_cast<std::size_t>(rank) * 7 + i + static_cast<std::size_t>(a.rep)) % 97);
   return static_cast<double>(v - (isSigned(a.dtype) ? 48 : 0));
 }
 

@@ -9,13 +9,16 @@ const CollSpec kReduceSpec{
     .type = comm::OpType::kReduce,
     .reduces = true,
     .rooted = true,
-    .counts = [](std::size_t count, int) { return CollCounts{count, count, count, 0, 0}; },
+    .inPlace = true,
+    .counts =
+        [](std::size_t count, int) {
+          return CollCounts{count, count, count, 0, 0};
+        },
     .busFactor = [](int) { return 1.0; },
     .busFactorText = "1",
     .algBytesTimesRanks = false,
-    .run = [](comm::ProcessGroup& pg, const RunArgs& a) {
-      return Launch{{pg.reduce(a.send, a.recv, a.root, a.op, a.timeout)}};
-    },
+    .run = [](comm::ProcessGroup& pg,
+              const RunArgs& a) { return Launch{{pg.reduce(a.send, a.recv, a.root, a.op, a.timeout)}}; },
     .input = reduceInput,
     .checked = [](const CheckArgs& a) { return a.rank == a.root; },
     .expected = reducedValue,

@@ -10,21 +10,23 @@ const CollSpec kReduceScatterSpec{
     .type = comm::OpType::kReduceScatter,
     .reduces = true,
     .rooted = false,
-    .counts = [](std::size_t count, int n) {
-      std::size_t per = count / static_cast<std::size_t>(n);
-      return CollCounts{per * n, per, per, 0, per};
-    },
+    .inPlace = true,
+    .counts =
+        [](std::size_t count, int n) {
+          std::size_t per = count / static_cast<std::size_t>(n);
+          return CollCounts{per * n, per, per, 0, per};
+        },
     .busFactor = [](int n) { return static_cast<double>(n - 1) / n; },
     .busFactorText = "(n-1)/n",
     .algBytesTimesRanks = true,
-    .run = [](comm::ProcessGroup& pg, const RunArgs& a) {
-      return Launch{{pg.reduceScatter(a.send, a.recv, a.op, a.timeout)}};
-    },
+    .run = [](comm::ProcessGroup& pg,
+              const RunArgs& a) { return Launch{{pg.reduceScatter(a.send, a.recv, a.op, a.timeout)}}; },
     .input = reduceInput,
     .checked = [](const CheckArgs&) { return true; },
-    .expected = [](const CheckArgs& a, std::size_t i) {
-      return reducedValue(a, static_cast<std::size_t>(a.rank) * a.counts.recvCount + i);
-    },
+    .expected =
+        [](const CheckArgs& a, std::size_t i) {
+          return reducedValue(a, static_cast<std::size_t>(a.rank) * a.counts.recvCount + i);
+        },
 };
 
 }  // namespace ds::bench::coll

@@ -11,27 +11,33 @@ const CollSpec kSendrecvSpec{
     .type = comm::OpType::kSend,
     .reduces = false,
     .rooted = false,
-    .counts = [](std::size_t count, int) { return CollCounts{count, count, count, 0, 0}; },
+    .inPlace = false,
+    .counts =
+        [](std::size_t count, int) {
+          return CollCounts{count, count, count, 0, 0};
+        },
     .busFactor = [](int) { return 1.0; },
     .busFactorText = "1",
     .algBytesTimesRanks = false,
-    .run = [](comm::ProcessGroup& pg, const RunArgs& a) {
-      int n = pg.size();
-      int next = (pg.rank() + 1) % n;
-      int prev = (pg.rank() + n - 1) % n;
-      Launch l;
-      if (pg.rank() % 2 == 0) {
-        l.works.push_back(pg.send(a.send, next, 0, a.timeout));
-        l.works.push_back(pg.recv(a.recv, prev, 0, a.timeout));
-      } else {
-        l.works.push_back(pg.recv(a.recv, prev, 0, a.timeout));
-        l.works.push_back(pg.send(a.send, next, 0, a.timeout));
-      }
-      return l;
-    },
+    .run =
+        [](comm::ProcessGroup& pg, const RunArgs& a) {
+          int n = pg.size();
+          int next = (pg.rank() + 1) % n;
+          int prev = (pg.rank() + n - 1) % n;
+          Launch l;
+          if (pg.rank() % 2 == 0) {
+            l.works.push_back(pg.send(a.send, next, 0, a.timeout));
+            l.works.push_back(pg.recv(a.recv, prev, 0, a.timeout));
+          } else {
+            l.works.push_back(pg.recv(a.recv, prev, 0, a.timeout));
+            l.works.push_back(pg.send(a.send, next, 0, a.timeout));
+          }
+          return l;
+        },
     .input = moveInput,
     .checked = [](const CheckArgs&) { return true; },
-    .expected = [](const CheckArgs& a, std::size_t i) { return moveInput(a, (a.rank + a.nranks - 1) % a.nranks, i); },
+    .expected = [](const CheckArgs& a,
+                   std::size_t i) { return moveInput(a, (a.rank + a.nranks - 1) % a.nranks, i); },
 };
 
 }  // namespace ds::bench::coll

@@ -39,7 +39,16 @@ Finding worldInfo(Context& c) {
                 "the same error.");
   }
   const auto& w = *c.world();
-  Json data{{"provenance", w.describe()}, {"launcher", env::launcherName(w.launcher)}};
+  Json data{{"provenance", w.describe()},
+            {"launcher", env::launcherName(w.launcher)},
+            {"rank", w.rank.value},
+            {"world_size", w.worldSize.value},
+            {"local_rank", w.localRank.value},
+            {"local_world_size", w.localWorldSize.value},
+            {"node_rank", w.nodeRank.value},
+            {"master_addr", w.masterAddr.value},
+            {"master_port", w.masterPort.value},
+            {"job_id", w.jobId.value}};
   std::string msg = fmt::format("RANK={} WORLD_SIZE={} LOCAL_RANK={} LOCAL_WORLD_SIZE={} NODE_RANK={} MASTER={}:{} "
                                 "(rank from {}, size from {})",
                                 w.rank.value, w.worldSize.value, w.localRank.value, w.localWorldSize.value,
@@ -97,8 +106,8 @@ Finding launcherVars(Context& c) {
                             *size, l ? fmt::format(" from {}", l->name) : " as RANK % LOCAL_WORLD_SIZE (one node assumed)"),
                 "Export LOCAL_RANK (and LOCAL_WORLD_SIZE) per process, as dsrun/torchrun do.", data);
   }
-  return pass(fmt::format("env:// variables set: {}{}", fmt::join(set, ", "),
-                          notes.empty() ? "" : "; " + fmt::join(notes, "; ")),
+  return pass(fmt::format("env:// variables set: {}{}", join(set, ", "),
+                          notes.empty() ? "" : "; " + join(notes, "; ")),
               data);
 }
 
@@ -127,7 +136,7 @@ Finding launcherAgreement(Context& c) {
   if (!conflicts.empty()) {
     return fail(fmt::format("env:// and the launcher describe different processes: {}. Ranks would pair up wrongly "
                             "and hang at rendezvous",
-                            fmt::join(conflicts, "; ")),
+                            join(conflicts, "; ")),
                 "A job script exported stale RANK/WORLD_SIZE/LOCAL_RANK: unset them and let the launcher set the world, "
                 "or start the job without mpirun/srun around it.",
                 {{"pairs", pairs}, {"conflicts", conflicts}});
@@ -171,7 +180,7 @@ Finding rankRange(Context& c) {
   if (bad.empty()) return skip("Discovery failed for another reason (see env.world_info); the values that are set are in range");
   return fail(fmt::format("{}: every rank must have a distinct RANK below WORLD_SIZE, or rendezvous waits forever for "
                           "a rank that cannot exist",
-                          fmt::join(bad, "; ")),
+                          join(bad, "; ")),
               "Check that the launcher's process count matches WORLD_SIZE and that the job script does not override "
               "RANK/LOCAL_RANK.",
               {{"problems", bad}});
@@ -264,13 +273,13 @@ Finding launcherFlags(Context& c) {
   if (!misplaced.empty()) {
     return fail(fmt::format("Launcher flag(s) {} reached dsdiag: they were written after the program name, so the "
                             "launcher passed them to the program and did not apply them (the classic --master_port case)",
-                            fmt::join(misplaced, " ")),
+                            join(misplaced, " ")),
                 "Move launcher flags before the program: dsrun --master-port 29501 prog args (everything after the "
                 "program name goes to the program).",
                 data);
   }
   if (!other.empty()) {
-    return warn(fmt::format("Unrecognised argument(s) ignored: {}", fmt::join(other, " ")),
+    return warn(fmt::format("Unrecognised argument(s) ignored: {}", join(other, " ")),
                 "Check the command line; dsdiag --help lists its flags.", data);
   }
   if (!localRankArgs.empty()) {

@@ -85,12 +85,12 @@ Finding masterResolves(Context& c) {
   if (allLoop && c.multiNode()) {
     return fail(fmt::format("MASTER_ADDR={} resolves to loopback ({}) in a multi-node job: ranks on other nodes "
                             "connect to themselves and time out",
-                            m.addr, fmt::join(r.addresses, ", ")),
+                            m.addr, join(r.addresses, ", ")),
                 "Set MASTER_ADDR to rank 0's address on the network the nodes share (a hostname mapped to 127.0.1.1 in "
                 "/etc/hosts is the usual cause).",
                 data);
   }
-  return pass(fmt::format("MASTER_ADDR={} resolves to {}{}", m.addr, fmt::join(r.addresses, ", "),
+  return pass(fmt::format("MASTER_ADDR={} resolves to {}{}", m.addr, join(r.addresses, ", "),
                           allLoop ? " (loopback: fine on one node)" : ""),
               data);
 }
@@ -202,7 +202,12 @@ Finding masterPortFree(Context& c) {
   }
   data["owners"] = ow;
   data["errno"] = err;
-  if (self && c.storeUp) return pass(fmt::format("MASTER_PORT {} is held by this job's store (dsdiag --world)", m.port), data);
+  if (c.storeUp) {
+    // World mode: this job's store listens there (rank 0's process), which is what should hold it.
+    return pass(fmt::format("MASTER_PORT {} is held by this job's store{}", m.port,
+                            self ? " (this process, rank 0)" : names.empty() ? "" : " (" + join(names, ", ") + ")"),
+                data);
+  }
   if (err != EADDRINUSE) {
     return fail(fmt::format("Binding MASTER_PORT {} fails (errno: {})", m.port, errnoText(err)),
                 m.port < 1024 ? "Ports below 1024 need root; pick MASTER_PORT above 1024." : "Pick another MASTER_PORT.",
@@ -211,7 +216,7 @@ Finding masterPortFree(Context& c) {
   return fail(fmt::format("MASTER_PORT {} is already in use{} (errno: {}): the store cannot start (\"The server socket "
                           "has failed to bind\")",
                           m.port, names.empty() ? " (the owner is not visible in /proc: another user's process?)"
-                                                : " by " + fmt::join(names, ", "),
+                                                : " by " + join(names, ", "),
                           errnoText(err)),
               names.empty() ? "Pick another MASTER_PORT, or find the owner with `ss -ltnp`."
                             : fmt::format("A stale job or a second job on this node: stop {} or pick another MASTER_PORT.",
@@ -231,14 +236,14 @@ Finding interfaces(Context& c) {
   Json data{{"interfaces", arr}};
   if (list.empty()) return warn("No network interfaces are visible", "Check the container's network namespace.", data);
   auto m = master(c);
-  if (m.addr.empty()) return pass(fmt::format("Interfaces: {}; route to master unknown ({})", fmt::join(parts, ", "), m.why), data);
+  if (m.addr.empty()) return pass(fmt::format("Interfaces: {}; route to master unknown ({})", join(parts, ", "), m.why), data);
   auto res = resolveHost(m.addr, c.options().connectTimeout);
-  if (res.addresses.empty()) return pass(fmt::format("Interfaces: {}; MASTER_ADDR does not resolve", fmt::join(parts, ", ")), data);
+  if (res.addresses.empty()) return pass(fmt::format("Interfaces: {}; MASTER_ADDR does not resolve", join(parts, ", ")), data);
   std::string why;
   auto r = routeTo(res.addresses.front(), why);
   if (!r) {
     return fail(fmt::format("No local interface routes to MASTER_ADDR={} ({}). Interfaces: {}", m.addr, why,
-                            fmt::join(parts, ", ")),
+                            join(parts, ", ")),
                 "Add a route to rank 0's network, or set MASTER_ADDR to an address on a network this node has.", data);
   }
   data["route_to_master"] = {{"iface", r->iface}, {"local_address", r->localAddress}};
@@ -253,7 +258,7 @@ Finding interfaces(Context& c) {
                 data);
   }
   return pass(fmt::format("Route to MASTER_ADDR={}: {} ({}). Interfaces: {}", m.addr, r->iface, r->localAddress,
-                          fmt::join(parts, ", ")),
+                          join(parts, ", ")),
               data);
 }
 
@@ -273,7 +278,7 @@ Finding checkNcclList(Context& c, const char* var, const std::vector<std::pair<s
     return fail(fmt::format("{}={} is malformed: {}. NCCL then finds no {} and fails at init", var, quoteValue(*v),
                             spec.error, what),
                 fmt::format("Syntax: [^][=]name[:port][,name...], e.g. {}=eth0 or {}=^docker,lo. Available: {}", var,
-                            var, all.empty() ? "none" : fmt::join(all, ", ")),
+                            var, all.empty() ? "none" : join(all, ", ")),
                 data);
   }
   std::vector<std::string> selected;
@@ -297,15 +302,15 @@ Finding checkNcclList(Context& c, const char* var, const std::vector<std::pair<s
                             "\"unhandled system error\")",
                             var, quoteValue(*v), what),
                 fmt::format("Use a name that exists and is up on every node. Up here: {}",
-                            upNames.empty() ? "none" : fmt::join(upNames, ", ")),
+                            upNames.empty() ? "none" : join(upNames, ", ")),
                 data);
   }
   if (!spec.exclude && !unmatched.empty()) {
     return warn(fmt::format("{}={}: {} match(es) nothing that is up here (NCCL uses {})", var, quoteValue(*v),
-                            fmt::join(unmatched, ", "), fmt::join(selected, ", ")),
-                fmt::format("Remove or fix the entries; up here: {}", fmt::join(upNames, ", ")), data);
+                            join(unmatched, ", "), join(selected, ", ")),
+                fmt::format("Remove or fix the entries; up here: {}", join(upNames, ", ")), data);
   }
-  return pass(fmt::format("{}={} selects {}", var, *v, fmt::join(selected, ", ")), data);
+  return pass(fmt::format("{}={} selects {}", var, *v, join(selected, ", ")), data);
 }
 
 std::vector<std::pair<std::string, bool>> netCandidates() {
@@ -320,8 +325,6 @@ Finding ncclIbHca(Context& c) {
   // IB devices and their port states from sysfs: /sys/class/infiniband/<dev>/ports/<n>/state.
   std::vector<std::pair<std::string, bool>> devs;
   std::string base = c.paths().sysfs + "/class/infiniband";
-  auto listing = readTextFile(base);  // directories do not read; probe through opendir instead
-  (void)listing;
   if (DIR* d = opendir(base.c_str())) {
     while (dirent* e = readdir(d)) {
       std::string n = e->d_name;
@@ -363,8 +366,8 @@ Finding glooSocketIfname(Context& c) {
   if (!missing.empty()) {
     return fail(fmt::format("GLOO_SOCKET_IFNAME={}: {} is not an interface that is up with an address: Gloo fails with "
                             "\"Unable to find address for: {}\"",
-                            quoteValue(*v), fmt::join(missing, ", "), missing.front()),
-                fmt::format("Use one of: {}", up.empty() ? "(none is up)" : fmt::join(up, ", ")), data);
+                            quoteValue(*v), join(missing, ", "), missing.front()),
+                fmt::format("Use one of: {}", up.empty() ? "(none is up)" : join(up, ", ")), data);
   }
   return pass(fmt::format("GLOO_SOCKET_IFNAME={} is up", t), data);
 }

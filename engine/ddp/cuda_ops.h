@@ -31,7 +31,7 @@ double mseLoss(const float* pred, const float* target, std::size_t n, float grad
 void scaleCopy(const void* src, int srcElem, float alpha, void* dst, int dstElem, std::size_t n);
 void sgdStep(float* p, const float* g, float* buf, std::size_t n, bool firstStep, float lr, float momentum,
              float dampening, float weightDecay);
-void adamwStep(float* p, const float* g, float* m, float* v, std::size_t n, float lr, float beta1, float beta2,
-               float eps, float weightDecay, float bc1, float bc2);
+void adamwStep(float* p, const float* g, float* m, float* v, std::size_t n, float lr, float beta1,
+               float beta2, float eps, float weightDecay, float bc1, float bc2);
 
 }  // namespace ds::ddp::cuda

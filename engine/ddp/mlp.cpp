@@ -1,9 +1,9 @@
 #include "engine/ddp/mlp.h"
 
+#include <fmt/format.h>
+
 #include <charconv>
 #include <cmath>
-
-#include <fmt/format.h>
 
 #include "engine/common/error.h"
 #include "engine/ddp/random.h"
@@ -19,8 +19,8 @@ int parsePositive(const std::string& text, const std::string& whole, const char*
   int v = 0;
   auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
   if (ec != std::errc() || p != text.data() + text.size() || v <= 0) {
-    throw ConfigError(fmt::format("model spec '{}': {} '{}' is not a positive integer; expected {}", whole, what, text,
-                                  kSpecForms));
+    throw ConfigError(fmt::format("model spec '{}': {} '{}' is not a positive integer; expected {}", whole,
+                                  what, text, kSpecForms));
   }
   return v;
 }
@@ -73,7 +73,8 @@ MlpSpec parseModelSpec(const std::string& text) {
   MlpSpec s;
   auto x = parts[0].find('x');
   if (x == std::string::npos) {
-    throw ConfigError(fmt::format("model spec '{}': '{}' is not WIDTHxLAYERS; expected {}", text, parts[0], kSpecForms));
+    throw ConfigError(
+        fmt::format("model spec '{}': '{}' is not WIDTHxLAYERS; expected {}", text, parts[0], kSpecForms));
   }
   s.width = parsePositive(parts[0].substr(0, x), text, "width");
   s.layers = parsePositive(parts[0].substr(x + 1), text, "layers");
@@ -92,7 +93,8 @@ MlpSpec parseModelSpec(const std::string& text) {
     } else if (key == "out") {
       s.outDim = parsePositive(value, text, "out");
     } else {
-      throw ConfigError(fmt::format("model spec '{}': unknown option '{}'; expected {}", text, parts[i], kSpecForms));
+      throw ConfigError(
+          fmt::format("model spec '{}': unknown option '{}'; expected {}", text, parts[i], kSpecForms));
     }
   }
   return s;
@@ -159,14 +161,16 @@ const Tensor& Mlp::forward(const Tensor& x) {
 void Mlp::backward(const Tensor& dOut, const GradReadyFn& onReady) {
   DS_CHECK(haveForward_, "Mlp::backward without a forward");
   DS_CHECK(dOut.numel() == static_cast<std::size_t>(batch_) * static_cast<std::size_t>(spec_.out()),
-           "dOut {} does not match the last forward's output [{}, {}]", dOut.shapeString(), batch_, spec_.out());
+           "dOut {} does not match the last forward's output [{}, {}]", dOut.shapeString(), batch_,
+           spec_.out());
   // dy: the gradient w.r.t. this layer's pre-activation output; ping-pongs between the scratch buffers.
   Tensor dy = dOut.reshape({batch_, spec_.out()});
   bool inA = false;
   for (std::size_t li = layers_.size(); li-- > 0;) {
     Layer& layer = layers_[li];
     if (layer.activation) {
-      Tensor dpre = (inA ? gradB_ : gradA_).view(0, static_cast<std::size_t>(batch_) * layer.out, {batch_, layer.out});
+      Tensor dpre =
+          (inA ? gradB_ : gradA_).view(0, static_cast<std::size_t>(batch_) * layer.out, {batch_, layer.out});
       ops::activationBackward(spec_.activation, layer.pre, dy, dpre);
       dy = dpre;
       inA = !inA;
@@ -180,7 +184,8 @@ void Mlp::backward(const Tensor& dOut, const GradReadyFn& onReady) {
     }
     if (li == 0) break;
     // dx[batch, in] = dy [batch, out] . W [out, in]
-    Tensor dx = (inA ? gradB_ : gradA_).view(0, static_cast<std::size_t>(batch_) * layer.in, {batch_, layer.in});
+    Tensor dx =
+        (inA ? gradB_ : gradA_).view(0, static_cast<std::size_t>(batch_) * layer.in, {batch_, layer.in});
     ops::gemm(false, false, 1.0f, dy, params_[layer.weight].value, 0.0f, dx);
     dy = dx;
     inA = !inA;

@@ -1,12 +1,11 @@
 #include "engine/ddp/ops.h"
 
 #include <cblas.h>
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-
-#include <fmt/format.h>
 
 #include "engine/comm/half.h"
 #include "engine/common/error.h"
@@ -26,8 +25,9 @@ namespace {
 
 void sameDevice(const char* what, const Tensor& a, const Tensor& b) {
   if (!(a.device() == b.device())) {
-    throw ConfigError(fmt::format("{}: tensors on different devices ({} and {}); move them to one device first",
-                                  what, comm::deviceName(a.device()), comm::deviceName(b.device())));
+    throw ConfigError(
+        fmt::format("{}: tensors on different devices ({} and {}); move them to one device first", what,
+                    comm::deviceName(a.device()), comm::deviceName(b.device())));
   }
 }
 
@@ -35,7 +35,7 @@ void requireF32(const char* what, const Tensor& t) {
   DS_CHECK(t.dtype() == DType::kF32, "{} needs f32, got {}", what, comm::dtypeName(t.dtype()));
 }
 
-[[noreturn]] void noCuda(const char* what) {
+[[noreturn, maybe_unused]] void noCuda(const char* what) {
   throw ConfigError(fmt::format("{} on a CUDA tensor, but this dsperf was built without CUDA", what));
 }
 
@@ -92,14 +92,15 @@ void gemm(bool transA, bool transB, float alpha, const Tensor& a, const Tensor& 
   const int ldb = static_cast<int>(b.dim(1));
   if (c.isCuda()) {
 #if DS_WITH_CUDA
-    cuda::gemm(transA, transB, m, n, k, alpha, a.data<float>(), lda, b.data<float>(), ldb, beta, c.data<float>(), n);
+    cuda::gemm(transA, transB, m, n, k, alpha, a.data<float>(), lda, b.data<float>(), ldb, beta,
+               c.data<float>(), n);
     return;
 #else
     noCuda("gemm");
 #endif
   }
-  cblas_sgemm(CblasRowMajor, transA ? CblasTrans : CblasNoTrans, transB ? CblasTrans : CblasNoTrans, m, n, k, alpha,
-              a.data<float>(), lda, b.data<float>(), ldb, beta, c.data<float>(), n);
+  cblas_sgemm(CblasRowMajor, transA ? CblasTrans : CblasNoTrans, transB ? CblasTrans : CblasNoTrans, m, n, k,
+              alpha, a.data<float>(), lda, b.data<float>(), ldb, beta, c.data<float>(), n);
 }
 
 void addBias(Tensor& y, const Tensor& bias) {
@@ -192,8 +193,8 @@ void activationBackward(Activation a, const Tensor& pre, const Tensor& dy, Tenso
   }
   if (pre.isCuda()) {
 #if DS_WITH_CUDA
-    cuda::activationBackward(a == Activation::kGelu ? 0 : 1, pre.data<float>(), dy.data<float>(), dx.data<float>(),
-                             pre.numel());
+    cuda::activationBackward(a == Activation::kGelu ? 0 : 1, pre.data<float>(), dy.data<float>(),
+                             dx.data<float>(), pre.numel());
     return;
 #else
     noCuda("activation backward");
@@ -299,8 +300,9 @@ void sgdStep(Tensor& param, const Tensor& grad, Tensor& momentumBuf, bool firstS
   const std::size_t n = param.numel();
   if (param.isCuda()) {
 #if DS_WITH_CUDA
-    cuda::sgdStep(param.data<float>(), grad.data<float>(), momentum != 0.0f ? momentumBuf.data<float>() : nullptr, n,
-                  firstStep, lr, momentum, dampening, weightDecay);
+    cuda::sgdStep(param.data<float>(), grad.data<float>(),
+                  momentum != 0.0f ? momentumBuf.data<float>() : nullptr, n, firstStep, lr, momentum,
+                  dampening, weightDecay);
     return;
 #else
     noCuda("sgd");
@@ -320,8 +322,8 @@ void sgdStep(Tensor& param, const Tensor& grad, Tensor& momentumBuf, bool firstS
   }
 }
 
-void adamwStep(Tensor& param, const Tensor& grad, Tensor& m, Tensor& v, long step, float lr, float beta1, float beta2,
-               float eps, float weightDecay) {
+void adamwStep(Tensor& param, const Tensor& grad, Tensor& m, Tensor& v, long step, float lr, float beta1,
+               float beta2, float eps, float weightDecay) {
   sameDevice("adamw", param, grad);
   DS_CHECK(param.numel() == grad.numel() && m.numel() == param.numel() && v.numel() == param.numel(),
            "adamw: state sizes differ");
@@ -331,8 +333,8 @@ void adamwStep(Tensor& param, const Tensor& grad, Tensor& m, Tensor& v, long ste
   const float bc2 = 1.0f - static_cast<float>(std::pow(beta2, static_cast<double>(step)));
   if (param.isCuda()) {
 #if DS_WITH_CUDA
-    cuda::adamwStep(param.data<float>(), grad.data<float>(), m.data<float>(), v.data<float>(), n, lr, beta1, beta2, eps,
-                    weightDecay, bc1, bc2);
+    cuda::adamwStep(param.data<float>(), grad.data<float>(), m.data<float>(), v.data<float>(), n, lr, beta1,
+                    beta2, eps, weightDecay, bc1, bc2);
     return;
 #else
     noCuda("adamw");

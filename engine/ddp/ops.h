@@ -46,8 +46,8 @@ void sgdStep(Tensor& param, const Tensor& grad, Tensor& momentumBuf, bool firstS
              float dampening, float weightDecay);
 // PyTorch's AdamW (decoupled weight decay): p *= 1 - lr*wd; m, v moments; bias-corrected step
 // (step counts from 1).
-void adamwStep(Tensor& param, const Tensor& grad, Tensor& m, Tensor& v, long step, float lr, float beta1, float beta2,
-               float eps, float weightDecay);
+void adamwStep(Tensor& param, const Tensor& grad, Tensor& m, Tensor& v, long step, float lr, float beta1,
+               float beta2, float eps, float weightDecay);
 
 // Waits for queued GPU work on the current device; no-op on the host.
 void synchronize(const Device& device);

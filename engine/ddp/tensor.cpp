@@ -1,10 +1,10 @@
 #include "engine/ddp/tensor.h"
 
-#include <cstdlib>
-#include <cstring>
-
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+
+#include <cstdlib>
+#include <cstring>
 
 #include "engine/comm/half.h"
 #include "engine/common/error.h"
@@ -19,14 +19,16 @@ namespace {
 
 void checkDType(DType t) {
   if (t != DType::kF32 && t != DType::kF16 && t != DType::kBF16) {
-    throw ConfigError(fmt::format("the DDP engine's tensors hold f32, f16 or bf16, not {}", comm::dtypeName(t)));
+    throw ConfigError(
+        fmt::format("the DDP engine's tensors hold f32, f16 or bf16, not {}", comm::dtypeName(t)));
   }
 }
 
 void checkDevice(const Device& d) {
   if (d.type == DeviceType::kCuda && !DS_WITH_CUDA) {
     throw ConfigError(
-        "a CUDA tensor was requested, but this dsperf was built without CUDA; rebuild with -DDS_WITH_CUDA=ON or "
+        "a CUDA tensor was requested, but this dsperf was built without CUDA; rebuild with -DDS_WITH_CUDA=ON "
+        "or "
         "run on cpu");
   }
 }
@@ -53,7 +55,8 @@ Storage::Storage(std::size_t bytes, Device device) : bytes_(bytes), device_(devi
   // 64-byte alignment suits BLAS and keeps views of f32 buckets aligned.
   std::size_t rounded = ((bytes + 63) / 64) * 64;
   data_ = std::aligned_alloc(64, rounded == 0 ? 64 : rounded);
-  if (data_ == nullptr) throw IoError(fmt::format("out of host memory allocating {} bytes for a tensor", bytes));
+  if (data_ == nullptr)
+    throw IoError(fmt::format("out of host memory allocating {} bytes for a tensor", bytes));
   std::memset(data_, 0, rounded == 0 ? 64 : rounded);
 }
 
@@ -144,6 +147,8 @@ std::vector<float> Tensor::toVector() const {
 
 std::string Tensor::shapeString() const { return shapeString(shape_); }
 
-std::string Tensor::shapeString(const std::vector<std::int64_t>& shape) { return fmt::format("[{}]", fmt::join(shape, ", ")); }
+std::string Tensor::shapeString(const std::vector<std::int64_t>& shape) {
+  return fmt::format("[{}]", fmt::join(shape, ", "));
+}
 
 }  // namespace ds::ddp

@@ -44,7 +44,8 @@ class Tensor {
   // CUDA device in a build without CUDA.
   static Tensor zeros(std::vector<std::int64_t> shape, DType dtype = DType::kF32, Device device = {});
   // A host f32 tensor holding `values` (numel must match the shape).
-  static Tensor fromVector(std::vector<std::int64_t> shape, const std::vector<float>& values, Device device = {});
+  static Tensor fromVector(std::vector<std::int64_t> shape, const std::vector<float>& values,
+                           Device device = {});
 
   bool defined() const { return storage_ != nullptr; }
   const std::vector<std::int64_t>& shape() const { return shape_; }

@@ -16,11 +16,12 @@ std::string journalPathFor(const std::string& jsonPath) {
   return base + ".journal.jsonl";
 }
 
-SweepJournal::SweepJournal(const std::string& path, const SweepArgs& args, const SweepMetadata& meta) : path_(path) {
+SweepJournal::SweepJournal(const std::string& path, const SweepArgs& args, const SweepMetadata& meta)
+    : path_(path) {
   fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (fd_ < 0) {
-    throw IoError(fmt::format("cannot open the journal {}: {}. Check that the folder exists and is writable.", path,
-                              errnoText(errno)));
+    throw IoError(fmt::format("cannot open the journal {}: {}. Check that the folder exists and is writable.",
+                              path, errnoText(errno)));
   }
   writeLine({{"schema", kSweepJournalSchemaName},
              {"schema_version", kSweepSchemaVersion},
@@ -37,6 +38,8 @@ SweepJournal::~SweepJournal() {
 }
 
 void SweepJournal::append(const SweepMeasurement& m) { writeLine({{"type", "measurement"}, {"result", m}}); }
+
+void SweepJournal::note(const std::string& text) { writeLine({{"type", "note"}, {"text", text}}); }
 
 void SweepJournal::end(const SweepSummary& s, const std::string& endTime) {
   writeLine({{"type", "end"}, {"summary", s}, {"end_time", endTime}});
@@ -71,8 +74,8 @@ SweepRun readSweepJournal(const std::string& path) {
       if (type == "start") {
         if (j.value("schema", "") != kSweepJournalSchemaName) continue;
         if (j.value("schema_version", 0) != kSweepSchemaVersion) {
-          throw ConfigError(fmt::format("{} line {}: journal schema version {}, this dsperf reads {}.", path, lineNo,
-                                        j.value("schema_version", 0), kSweepSchemaVersion));
+          throw ConfigError(fmt::format("{} line {}: journal schema version {}, this dsperf reads {}.", path,
+                                        lineNo, j.value("schema_version", 0), kSweepSchemaVersion));
         }
         run = SweepRun{};
         j.at("args").get_to(run.args);
@@ -81,13 +84,16 @@ SweepRun readSweepJournal(const std::string& path) {
         ended = false;
       } else if (type == "measurement" && started) {
         run.results.push_back(j.at("result").get<SweepMeasurement>());
+      } else if (type == "note" && started) {
+        run.notes.push_back(j.value("text", ""));
       } else if (type == "end" && started) {
         j.at("summary").get_to(run.summary);
         run.metadata.endTime = j.value("end_time", "");
         ended = true;
       }
     } catch (const nlohmann::json::exception& e) {
-      throw ConfigError(fmt::format("{} line {} is not a valid sweep journal line: {}", path, lineNo, e.what()));
+      throw ConfigError(
+          fmt::format("{} line {} is not a valid sweep journal line: {}", path, lineNo, e.what()));
     }
   }
   if (!started) throw ConfigError(fmt::format("{} holds no dsperf sweep journal (no start line).", path));

@@ -2,6 +2,7 @@
 // by a signal or a lost rank leaves what it measured. Lines:
 //   {"schema": "dsperf.sweep.journal", "schema_version": 1, "type": "start", "args": ..., "metadata": ...}
 //   {"type": "measurement", "result": <one row, as in the final JSON's "results">}
+//   {"type": "note", "text": "..."}
 //   {"type": "end", "summary": ..., "end_time": "..."}
 // A file may hold several runs (appended); readers take the last one.
 #pragma once
@@ -28,6 +29,8 @@ class SweepJournal {
   SweepJournal(const SweepJournal&) = delete;
   SweepJournal& operator=(const SweepJournal&) = delete;
   void append(const SweepMeasurement& m);
+  // {"type": "note", "text": ...}
+  void note(const std::string& text);
   void end(const SweepSummary& s, const std::string& endTime);
   const std::string& path() const { return path_; }
 

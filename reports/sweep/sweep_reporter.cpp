@@ -1,8 +1,8 @@
 #include "reports/sweep/sweep_reporter.h"
 
-#include <cmath>
-
 #include <fmt/format.h>
+
+#include <cmath>
 
 #include "reports/json_io.h"
 #include "reports/sweep/sweep_text.h"
@@ -15,8 +15,11 @@ void TextReporter::put(const std::string& s) {
 }
 
 void TextReporter::start(const SweepRun& run) { put(formatSweepPreamble(run.args, run.metadata)); }
-void TextReporter::tableStart(const SweepTable& t) { put(formatTableHeader(t.backend, t.collective, t.busFactor)); }
+void TextReporter::tableStart(const SweepTable& t) {
+  put(formatTableHeader(t.backend, t.collective, t.busFactor));
+}
 void TextReporter::measurement(const SweepMeasurement& m) { put(formatRow(m)); }
+void TextReporter::note(const std::string& text) { put("# " + text + "\n"); }
 void TextReporter::tableEnd(const SweepTable&, const std::vector<SweepMeasurement>& rows) {
   put(formatRoundingNote(rows));
 }
@@ -29,6 +32,9 @@ void JournalReporter::start(const SweepRun& run) {
 }
 void JournalReporter::measurement(const SweepMeasurement& m) {
   if (journal_) journal_->append(m);
+}
+void JournalReporter::note(const std::string& text) {
+  if (journal_) journal_->note(text);
 }
 void JournalReporter::finish(const SweepRun& run) {
   if (journal_) journal_->end(run.summary, run.metadata.endTime);
@@ -82,6 +88,9 @@ void MultiReporter::progress(const SweepProgress& p) {
 }
 void MultiReporter::measurement(const SweepMeasurement& m) {
   for (auto& r : reporters_) r->measurement(m);
+}
+void MultiReporter::note(const std::string& text) {
+  for (auto& r : reporters_) r->note(text);
 }
 void MultiReporter::tableEnd(const SweepTable& t, const std::vector<SweepMeasurement>& rows) {
   for (auto& r : reporters_) r->tableEnd(t, rows);

@@ -40,6 +40,8 @@ class SweepReporter {
   // A row is about to be measured.
   virtual void progress(const SweepProgress& p) {}
   virtual void measurement(const SweepMeasurement& m) {}
+  // A remark for the reader (also kept in SweepRun::notes).
+  virtual void note(const std::string& text) {}
   virtual void tableEnd(const SweepTable& t, const std::vector<SweepMeasurement>& rows) {}
   // The whole run, summary and end time included; also called after a run stopped early.
   virtual void finish(const SweepRun& run) {}
@@ -52,6 +54,7 @@ class TextReporter : public SweepReporter {
   void start(const SweepRun& run) override;
   void tableStart(const SweepTable& t) override;
   void measurement(const SweepMeasurement& m) override;
+  void note(const std::string& text) override;
   void tableEnd(const SweepTable& t, const std::vector<SweepMeasurement>& rows) override;
   void finish(const SweepRun& run) override;
 
@@ -76,6 +79,7 @@ class JournalReporter : public SweepReporter {
   explicit JournalReporter(std::string path) : path_(std::move(path)) {}
   void start(const SweepRun& run) override;
   void measurement(const SweepMeasurement& m) override;
+  void note(const std::string& text) override;
   void finish(const SweepRun& run) override;
 
  private:
@@ -108,6 +112,7 @@ class MultiReporter : public SweepReporter {
   void tableStart(const SweepTable& t) override;
   void progress(const SweepProgress& p) override;
   void measurement(const SweepMeasurement& m) override;
+  void note(const std::string& text) override;
   void tableEnd(const SweepTable& t, const std::vector<SweepMeasurement>& rows) override;
   void finish(const SweepRun& run) override;
 

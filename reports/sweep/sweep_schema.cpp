@@ -54,14 +54,17 @@ SweepSummary summarize(const std::vector<SweepMeasurement>& rows, double minBusB
   s.minBusBw = minBusBw;
   // nccl-tests fails a run whose average is below 90% of NCCL_TESTS_MIN_BW.
   s.bwBelowMin = minBusBw >= 0 && n > 0 && s.avgBusBw < 0.9 * minBusBw;
-  if (s.outOfBounds > 0) s.status = "wrong_data";
-  else if (s.bwBelowMin) s.status = "bandwidth_below_min";
+  if (s.outOfBounds > 0)
+    s.status = "wrong_data";
+  else if (s.bwBelowMin)
+    s.status = "bandwidth_below_min";
   return s;
 }
 
 void to_json(nlohmann::json& j, const IterStats& s) {
-  j = {{"n", s.n},         {"min_us", s.minUs}, {"max_us", s.maxUs},     {"avg_us", s.avgUs}, {"p50_us", s.p50Us},
-       {"p95_us", s.p95Us}, {"p99_us", s.p99Us}, {"stdev_us", s.stdevUs}, {"cv_pct", s.cvPct}};
+  j = {{"n", s.n},          {"min_us", s.minUs},     {"max_us", s.maxUs},
+       {"avg_us", s.avgUs}, {"p50_us", s.p50Us},     {"p95_us", s.p95Us},
+       {"p99_us", s.p99Us}, {"stdev_us", s.stdevUs}, {"cv_pct", s.cvPct}};
 }
 
 void from_json(const nlohmann::json& j, IterStats& s) {
@@ -147,11 +150,21 @@ void from_json(const nlohmann::json& j, SweepMeasurement& m) {
 }
 
 void to_json(nlohmann::json& j, const SweepArgs& a) {
-  j = {{"minbytes", a.minBytes},   {"maxbytes", a.maxBytes},       {"stepbytes", a.stepBytes},
-       {"stepfactor", a.stepFactor}, {"iters", a.iters},          {"warmup_iters", a.warmupIters},
-       {"check", a.check},         {"op", a.ops},                  {"datatype", a.dtypes},
-       {"root", a.root},           {"average", a.average},         {"timeout_s", a.timeoutS},
-       {"min_time_s", a.minTimeS}, {"blocking", a.blocking},       {"collectives", a.collectives},
+  j = {{"minbytes", a.minBytes},
+       {"maxbytes", a.maxBytes},
+       {"stepbytes", a.stepBytes},
+       {"stepfactor", a.stepFactor},
+       {"iters", a.iters},
+       {"warmup_iters", a.warmupIters},
+       {"check", a.check},
+       {"op", a.ops},
+       {"datatype", a.dtypes},
+       {"root", a.root},
+       {"average", a.average},
+       {"timeout_s", a.timeoutS},
+       {"min_time_s", a.minTimeS},
+       {"blocking", a.blocking},
+       {"collectives", a.collectives},
        {"backends", a.backends}};
 }
 
@@ -184,9 +197,15 @@ void to_json(nlohmann::json& j, const SweepMetadata& m) {
                      {"pid", r.pid},
                      {"device", r.device}});
   }
-  j = {{"command_line", m.commandLine}, {"hosts", m.hosts},         {"world_size", m.worldSize},
-       {"ranks", ranks},                {"launcher", m.launcher},   {"versions", m.versions},
-       {"env", m.env},                  {"start_time", m.startTime}, {"end_time", m.endTime}};
+  j = {{"command_line", m.commandLine},
+       {"hosts", m.hosts},
+       {"world_size", m.worldSize},
+       {"ranks", ranks},
+       {"launcher", m.launcher},
+       {"versions", m.versions},
+       {"env", m.env},
+       {"start_time", m.startTime},
+       {"end_time", m.endTime}};
 }
 
 void from_json(const nlohmann::json& j, SweepMetadata& m) {
@@ -211,9 +230,14 @@ void from_json(const nlohmann::json& j, SweepMetadata& m) {
 }
 
 void to_json(nlohmann::json& j, const SweepSummary& s) {
-  j = {{"out_of_bounds", s.outOfBounds}, {"avg_bus_bw", s.avgBusBw}, {"rows", s.rows},
-       {"min_bus_bw", s.minBusBw},       {"bw_below_min", s.bwBelowMin}, {"status", s.status},
-       {"error", s.error},               {"exit_code", s.exitCode}};
+  j = {{"out_of_bounds", s.outOfBounds},
+       {"avg_bus_bw", s.avgBusBw},
+       {"rows", s.rows},
+       {"min_bus_bw", s.minBusBw},
+       {"bw_below_min", s.bwBelowMin},
+       {"status", s.status},
+       {"error", s.error},
+       {"exit_code", s.exitCode}};
 }
 
 void from_json(const nlohmann::json& j, SweepSummary& s) {
@@ -230,7 +254,8 @@ void from_json(const nlohmann::json& j, SweepSummary& s) {
 nlohmann::json sweepToJson(const SweepRun& run) {
   return {{"schema", kSweepSchemaName}, {"schema_version", kSweepSchemaVersion},
           {"args", run.args},           {"metadata", run.metadata},
-          {"results", run.results},     {"summary", run.summary}};
+          {"results", run.results},     {"notes", run.notes},
+          {"summary", run.summary}};
 }
 
 SweepRun sweepFromJson(const nlohmann::json& j, const std::string& origin) {
@@ -241,14 +266,16 @@ SweepRun sweepFromJson(const nlohmann::json& j, const std::string& origin) {
     }
     int version = j.at("schema_version").get<int>();
     if (version != kSweepSchemaVersion) {
-      throw ConfigError(fmt::format("{} has sweep schema version {}, but this dsperf reads version {}; use the "
-                                    "dsperf that wrote it.",
-                                    origin, version, kSweepSchemaVersion));
+      throw ConfigError(
+          fmt::format("{} has sweep schema version {}, but this dsperf reads version {}; use the "
+                      "dsperf that wrote it.",
+                      origin, version, kSweepSchemaVersion));
     }
     SweepRun run;
     j.at("args").get_to(run.args);
     j.at("metadata").get_to(run.metadata);
     j.at("results").get_to(run.results);
+    j.at("notes").get_to(run.notes);
     j.at("summary").get_to(run.summary);
     return run;
   } catch (const nlohmann::json::exception& e) {

@@ -5,10 +5,9 @@
 
 #include <cstddef>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 namespace ds::report {
 
@@ -35,9 +34,9 @@ struct RankTiming {
 struct PlaceResult {
   bool measured = false;
   int iters = 0;
-  double timeUs = 0;  // per op, combined across ranks as -a says
-  double algBw = 0;   // GB/s, GB = 1e9 bytes
-  double busBw = 0;   // GB/s
+  double timeUs = 0;     // per op, combined across ranks as -a says
+  double algBw = 0;      // GB/s, GB = 1e9 bytes
+  double busBw = 0;      // GB/s
   long long wrong = -1;  // elements wrong summed over ranks; -1 when not checked (-c 0)
   // Statistics of the per-iteration maximum over ranks (the slowest rank of each iteration).
   IterStats iter;
@@ -92,7 +91,7 @@ struct SweepMetadata {
   std::vector<std::string> hosts;  // distinct, in rank order
   int worldSize = 0;
   std::vector<SweepRank> ranks;
-  std::string launcher;  // dsrun/torchrun, mpirun, srun or none
+  std::string launcher;                         // dsrun/torchrun, mpirun, srun or none
   std::map<std::string, std::string> versions;  // dsperf, git_sha, nccl, nccl_header, open_mpi, gloo
   std::map<std::string, std::string> env;       // DS_*, DSBENCH_*, NCCL_*, OMPI_*, GLOO_*, ...
   std::string startTime, endTime;               // ISO 8601 UTC
@@ -103,7 +102,7 @@ struct SweepSummary {
   long long outOfBounds = 0;  // total wrong elements (nccl-tests "Out of bounds values")
   double avgBusBw = 0;        // mean busbw over every measured place of every row, as nccl-tests
   int rows = 0;
-  double minBusBw = -1;       // NCCL_TESTS_MIN_BW, -1 when unset
+  double minBusBw = -1;  // NCCL_TESTS_MIN_BW, -1 when unset
   bool bwBelowMin = false;
   std::string status = "ok";  // ok, wrong_data, bandwidth_below_min, timeout, error
   std::string error;          // what stopped the run, when it stopped early
@@ -114,6 +113,8 @@ struct SweepRun {
   SweepArgs args;
   SweepMetadata metadata;
   std::vector<SweepMeasurement> results;
+  // Remarks a reader needs: skipped combinations ("backend X does not support ..."), ...
+  std::vector<std::string> notes;
   SweepSummary summary;
 };
 

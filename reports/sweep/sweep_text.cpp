@@ -1,8 +1,8 @@
 #include "reports/sweep/sweep_text.h"
 
-#include <set>
-
 #include <fmt/format.h>
+
+#include <set>
 
 namespace ds::report {
 
@@ -35,33 +35,41 @@ std::string formatSweepPreamble(const SweepArgs& a, const SweepMetadata& meta) {
   if (a.blocking) s += "# Blocking Enabled: wait for completion and barrier after each collective \n";
   s += "#\n# Using devices\n";
   for (const auto& r : meta.ranks) {
-    s += fmt::format("#  Rank {:2d} Group  0 Pid {:6d} on {:>10} device {:2d} [{}] {}\n", r.rank, r.pid, r.host,
-                     r.localRank, r.device.substr(0, r.device.find(' ')), r.device);
+    s += fmt::format("#  Rank {:2d} Group  0 Pid {:6d} on {:>10} device {:2d} [{}] {}\n", r.rank, r.pid,
+                     r.host, r.localRank, r.device.substr(0, r.device.find(' ')), r.device);
   }
   s += "#\n";
   static const char* kAverage[] = {"rank 0's time (-a 0)", "the average over ranks (-a 1)",
                                    "the minimum over ranks (-a 2)", "the maximum over ranks (-a 3)"};
   s += fmt::format("# dsbench coll: {} rank(s) on {} host(s); backends {}; collectives {}\n", meta.worldSize,
                    meta.hosts.size(), fmt::join(a.backends, ","), fmt::join(a.collectives, ","));
-  s += fmt::format("# time is per operation, {}{}; GB/s with GB = 1e9 bytes\n",
-                   a.average >= 0 && a.average <= 3 ? kAverage[a.average] : "?",
-                   a.minTimeS > 0 ? fmt::format("; iterations grow per size to last at least {} s", a.minTimeS)
-                                  : "");
-  s += "# sizes are rounded down as nccl-tests does (to whole elements, and to a multiple of the ranks where the "
+  s += fmt::format(
+      "# time is per operation, {}{}; GB/s with GB = 1e9 bytes\n",
+      a.average >= 0 && a.average <= 3 ? kAverage[a.average] : "?",
+      a.minTimeS > 0 ? fmt::format("; iterations grow per size to last at least {} s", a.minTimeS) : "");
+  s += "# sizes are rounded down as nccl-tests does (to whole elements, and to a multiple of the ranks where "
+       "the "
        "collective splits the buffer); the size column shows what ran\n";
   return s;
 }
 
-std::string formatTableHeader(const std::string& backend, const std::string& collective, const std::string& busFactor) {
-  std::string s = fmt::format("#\n# Collective {} on backend {} (busbw = algbw x {})\n", collective, backend, busFactor);
-  s += fmt::format("# {:>10}  {:>12}  {:>8}  {:>6}  {:>6}           out-of-place                       in-place          \n",
-                   "", "", "", "", "");
-  s += fmt::format("# {:>10}  {:>12}  {:>8}  {:>6}  {:>6}  {:>7}  {:>6}  {:>6} {:>6}  {:>7}  {:>6}  {:>6} {:>6}  {:>10}\n",
-                   "size", "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong", "time", "algbw", "busbw",
-                   "#wrong", "straggler");
-  s += fmt::format("# {:>10}  {:>12}  {:>8}  {:>6}  {:>6}  {:>7}  {:>6}  {:>6}  {:>5}  {:>7}  {:>6}  {:>6}  {:>5}  {:>10}\n",
-                   "(B)", "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", "",
-                   "(rank+%)");
+std::string formatTableHeader(const std::string& backend, const std::string& collective,
+                              const std::string& busFactor) {
+  std::string s =
+      fmt::format("#\n# Collective {} on backend {} (busbw = algbw x {})\n", collective, backend, busFactor);
+  s += fmt::format(
+      "# {:>10}  {:>12}  {:>8}  {:>6}  {:>6}           out-of-place                       in-place          "
+      "\n",
+      "", "", "", "", "");
+  s += fmt::format(
+      "# {:>10}  {:>12}  {:>8}  {:>6}  {:>6}  {:>7}  {:>6}  {:>6} {:>6}  {:>7}  {:>6}  {:>6} {:>6}  {:>10}\n",
+      "size", "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong", "time", "algbw", "busbw",
+      "#wrong", "straggler");
+  s += fmt::format(
+      "# {:>10}  {:>12}  {:>8}  {:>6}  {:>6}  {:>7}  {:>6}  {:>6}  {:>5}  {:>7}  {:>6}  {:>6}  {:>5}  "
+      "{:>10}\n",
+      "(B)", "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", "",
+      "(rank+%)");
   return s;
 }
 
@@ -78,7 +86,8 @@ std::string place(const PlaceResult& p) {
 std::string formatRow(const SweepMeasurement& m) {
   const PlaceResult& s = m.outOfPlace.measured ? m.outOfPlace : m.inPlace;
   std::string straggler = s.measured ? fmt::format("r{}+{:.0f}%", s.slowestRank, s.spreadPct) : "-";
-  return fmt::format("{:12d}  {:12d}  {:>8}  {:>6}  {:6d}", m.bytes, m.count, ncclTestsTypeName(m.dtype), m.op, m.root) +
+  return fmt::format("{:12d}  {:12d}  {:>8}  {:>6}  {:6d}", m.bytes, m.count, ncclTestsTypeName(m.dtype),
+                     m.op, m.root) +
          place(m.outOfPlace) + place(m.inPlace) + fmt::format("  {:>10}\n", straggler);
 }
 

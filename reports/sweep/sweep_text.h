@@ -19,7 +19,8 @@ std::string formatTimeUs(double us);
 // rank, then our own comment lines (backends, collectives, how time is combined).
 std::string formatSweepPreamble(const SweepArgs& args, const SweepMetadata& meta);
 // A "# Collective ..." comment line and nccl-tests' three column-header lines.
-std::string formatTableHeader(const std::string& backend, const std::string& collective, const std::string& busFactor);
+std::string formatTableHeader(const std::string& backend, const std::string& collective,
+                              const std::string& busFactor);
 // One row: size count type redop root | out-of-place time algbw busbw #wrong | in-place ... | straggler.
 std::string formatRow(const SweepMeasurement& m);
 // After a table: one comment line listing the sizes that were rounded, or "" when none was.

@@ -1,0 +1,300 @@
+#include "bench/coll/coll.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <set>
+
+#include "bench/coll/collective.h"
+#include "bench/coll/harness.h"
+#include "bench/coll/memory.h"
+#include "bench/coll/metadata.h"
+#include "bench/exit_codes.h"
+#include "engine/common/error.h"
+#include "engine/common/net.h"
+#include "engine/init.h"
+#include "reports/sweep/sweep_reporter.h"
+
+namespace ds::bench::coll {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+int exitCodeFor(const std::exception& e) {
+  if (dynamic_cast<const TimeoutError*>(&e)) return kExitTimeout;
+  if (dynamic_cast<const BackendError*>(&e)) {
+    return std::string(e.what()).rfind("CUDA error", 0) == 0 ? kExitCuda : kExitBackend;
+  }
+  if (dynamic_cast<const IoError*>(&e) || dynamic_cast<const ProtocolError*>(&e)) return kExitIo;
+  if (dynamic_cast<const ConfigError*>(&e)) return kExitConfig;
+  return kExitInternal;
+}
+
+const char* statusFor(int code) {
+  switch (code) {
+    case kExitTimeout:
+      return "timeout";
+    case kExitConfig:
+      return "config_error";
+    default:
+      return "error";
+  }
+}
+
+report::SweepArgs argsRecord(const CollOptions& o, const std::vector<std::string>& backends) {
+  report::SweepArgs a;
+  a.minBytes = o.minBytes;
+  a.maxBytes = o.maxBytes;
+  a.stepBytes = o.stepBytes;
+  a.stepFactor = o.stepFactor;
+  a.iters = o.iters;
+  a.warmupIters = o.warmupIters;
+  a.check = o.check;
+  for (auto op : o.ops) a.ops.emplace_back(comm::reduceOpName(op));
+  for (auto t : o.dtypes) a.dtypes.emplace_back(comm::dtypeName(t));
+  a.collectives = o.collectives;
+  a.backends = backends;
+  a.root = o.root;
+  a.average = o.average;
+  a.timeoutS = o.timeoutS.value_or(0);
+  a.minTimeS = o.minTimeS;
+  a.blocking = o.blocking;
+  return a;
+}
+
+// Every rank's identity, gathered on rank 0 through the store (others get an empty list).
+std::vector<report::SweepRank> gatherRanks(World& world) {
+  auto& info = world.info();
+  std::string device =
+      world.accelerator().name() == "cpu" ? "cpu" : fmt::format("cuda:{}", world.localRank());
+  auto devices = world.accelerator().devices();
+  int idx = world.accelerator().name() == "cpu" ? 0 : world.localRank();
+  if (idx < static_cast<int>(devices.size())) device += " " + devices[static_cast<std::size_t>(idx)].name;
+  nlohmann::json mine{
+      {"rank", world.rank()},    {"local_rank", info.localRank.value}, {"node_rank", info.nodeRank.value},
+      {"host", net::hostName()}, {"pid", static_cast<long>(getpid())}, {"device", device}};
+  auto& store = world.store();
+  store.set(fmt::format("ds/coll/rank/{}", world.rank()), store::toBytes(mine.dump()));
+  std::vector<report::SweepRank> out;
+  if (world.rank() != 0) return out;
+  std::vector<std::string> keys;
+  for (int r = 0; r < world.worldSize(); ++r) keys.push_back(fmt::format("ds/coll/rank/{}", r));
+  for (const auto& b : store.multiGet(keys)) {
+    auto j = nlohmann::json::parse(store::toString(b));
+    report::SweepRank r;
+    r.rank = j.at("rank");
+    r.localRank = j.at("local_rank");
+    r.nodeRank = j.at("node_rank");
+    r.host = j.at("host");
+    r.pid = j.at("pid");
+    r.device = j.at("device");
+    out.push_back(r);
+  }
+  return out;
+}
+
+std::unique_ptr<report::SweepReporter> makeReporters(const CollOptions& o) {
+  auto multi = std::make_unique<report::MultiReporter>();
+  multi->add(std::make_unique<report::TextReporter>(stdout));
+  std::string journal = !o.journalPath.empty() ? o.journalPath
+                        : !o.jsonPath.empty()  ? report::journalPathFor(o.jsonPath)
+                                               : "";
+  if (!journal.empty()) multi->add(std::make_unique<report::JournalReporter>(journal));
+  if (!o.jsonPath.empty()) multi->add(std::make_unique<report::JsonReporter>(o.jsonPath));
+  if (::isatty(STDERR_FILENO)) multi->add(std::make_unique<report::ProgressReporter>(stderr));
+  return multi;
+}
+
+double minBusBwFromEnv() {
+  const char* v = std::getenv("NCCL_TESTS_MIN_BW");
+  if (!v || !*v) return -1;
+  char* end = nullptr;
+  double d = std::strtod(v, &end);
+  if (end == v || *end != '\0' || d < 0) {
+    throw ConfigError(
+        fmt::format("NCCL_TESTS_MIN_BW='{}' is not a bandwidth in GB/s; unset it or give a number.", v));
+  }
+  return d;
+}
+
+comm::Device deviceFor(const std::string& backend, World& world) {
+  if (backend == "nccl") return comm::Device{comm::DeviceType::kCuda, world.localRank()};
+  return comm::Device{};
+}
+
+}  // namespace
+
+int runColl(const CollFlags& flags) {
+  const CollOptions o = resolveOptions(flags);
+  const double minBw = minBusBwFromEnv();
+  const auto sizes = sweepSizes(o);
+
+  InitOptions init;
+  init.distBackend = o.backends.empty() ? "" : o.backends.front();
+  init.initMethod = o.initMethod;
+  auto world = initDistributed(init);
+  const int n = world->worldSize();
+  const bool root0 = world->rank() == 0;
+  std::vector<std::string> backends =
+      o.backends.empty() ? std::vector<std::string>{world->backend()} : o.backends;
+
+  // Checks that need the world size; every rank reaches the same verdict.
+  for (const auto& name : o.collectives) {
+    const CollSpec& spec = findCollective(name);
+    if (spec.rooted && o.root >= n) {
+      throw ConfigError(
+          fmt::format("-r/--root {} is not a rank of this job of {} rank(s); give 0..{}.", o.root, n, n - 1));
+    }
+    if (spec.type == comm::OpType::kSend && n < 2) {
+      throw ConfigError("--coll sendrecv needs at least 2 ranks (each sends to the next); start more ranks.");
+    }
+  }
+
+  report::SweepRun run;
+  run.args = argsRecord(o, backends);
+  run.metadata.startTime = isoTimeNow();
+  run.metadata.worldSize = n;
+  run.metadata.ranks = gatherRanks(*world);
+  std::set<std::string> seenHosts;
+  for (const auto& r : run.metadata.ranks) {
+    if (seenHosts.insert(r.host).second) run.metadata.hosts.push_back(r.host);
+  }
+  run.metadata.commandLine = commandLine();
+  run.metadata.launcher = launcherName();
+  run.metadata.versions = libraryVersions();
+  run.metadata.env = relevantEnv();
+
+  // Only rank 0 reports; the others feed a reporter that does nothing.
+  std::unique_ptr<report::SweepReporter> reporter =
+      root0 ? makeReporters(o) : std::make_unique<report::SweepReporter>();
+  reporter->start(run);
+
+  int totalRows = 0;
+  for (const auto& name : o.collectives) {
+    const CollSpec& spec = findCollective(name);
+    totalRows += static_cast<int>(backends.size() * o.dtypes.size() * (spec.reduces ? o.ops.size() : 1) *
+                                  sizes.size());
+  }
+  HarnessOptions ho;
+  ho.iters = o.iters;
+  ho.warmupIters = o.warmupIters;
+  ho.check = o.check;
+  ho.minTimeS = o.minTimeS;
+  ho.blocking = o.blocking;
+  ho.average = o.average;
+  if (o.timeoutS) {
+    ho.waitTimeout = std::chrono::milliseconds(static_cast<long long>(std::ceil(*o.timeoutS * 1000.0)));
+  }
+
+  const auto t0 = Clock::now();
+  int done = 0;
+  auto note = [&](const std::string& text) {
+    run.notes.push_back(text);
+    reporter->note(text);
+  };
+  std::vector<std::unique_ptr<comm::ProcessGroup>> extraGroups;
+  int errorCode = 0;
+  try {
+    for (const auto& backend : backends) {
+      comm::ProcessGroup* pg = nullptr;
+      if (backend == world->backend()) {
+        pg = &world->pg();
+      } else {
+        comm::ProcessGroupOptions po = world->pg().options();
+        po.groupName = "dsbench-coll-" + backend;
+        po.device = deviceFor(backend, *world);
+        extraGroups.push_back(comm::createProcessGroup(backend, po));
+        pg = extraGroups.back().get();
+      }
+      auto memory = makeMemory(pg->options().device);
+      HarnessOptions hob = ho;
+      hob.storePrefix = "ds/coll/h/" + backend;
+      Harness harness(*pg, world->store(), *memory, hob);
+      for (const auto& name : o.collectives) {
+        const CollSpec& spec = findCollective(name);
+        report::SweepTable table{
+            backend, spec.name,
+            fmt::format("{} = {:g} for n = {}", spec.busFactorText, spec.busFactor(n), n)};
+        reporter->tableStart(table);
+        std::vector<report::SweepMeasurement> rows;
+        for (auto dtype : o.dtypes) {
+          std::vector<comm::ReduceOp> ops =
+              spec.reduces ? o.ops : std::vector<comm::ReduceOp>{comm::ReduceOp::kSum};
+          bool prepared = false;
+          for (auto op : ops) {
+            if (!pg->supports(spec.type, dtype, op)) {
+              note(fmt::format("skipped: backend {} does not support {} on {}{}", backend, spec.name,
+                               comm::dtypeName(dtype),
+                               spec.reduces ? fmt::format(" with {}", comm::reduceOpName(op)) : ""));
+              done += static_cast<int>(sizes.size());
+              continue;
+            }
+            if (!prepared) {
+              harness.prepare(spec, dtype, o.maxBytes);
+              prepared = true;
+            }
+            harness.warmup(op, o.root, o.minBytes, o.maxBytes);
+            for (std::size_t bytes : sizes) {
+              report::SweepProgress p{table,
+                                      comm::dtypeName(dtype),
+                                      spec.reduces ? comm::reduceOpName(op) : "none",
+                                      bytes,
+                                      done,
+                                      totalRows,
+                                      std::chrono::duration<double>(Clock::now() - t0).count()};
+              reporter->progress(p);
+              report::SweepMeasurement m = harness.measure(bytes, op, o.root);
+              m.backend = backend;
+              if (root0) {
+                reporter->measurement(m);
+                rows.push_back(m);
+                run.results.push_back(std::move(m));
+              }
+              ++done;
+            }
+          }
+        }
+        reporter->tableEnd(table, rows);
+      }
+      if (!extraGroups.empty()) extraGroups.pop_back();  // this backend is done; free its connections
+    }
+  } catch (const ds::Error& e) {
+    errorCode = exitCodeFor(e);
+    run.summary = report::summarize(run.results, minBw);
+    run.summary.status = statusFor(errorCode);
+    run.summary.error = e.what();
+    run.summary.exitCode = errorCode;
+  }
+
+  if (errorCode == 0) {
+    run.summary = report::summarize(run.results, minBw);
+    run.summary.exitCode = run.summary.outOfBounds > 0 || run.summary.bwBelowMin ? kExitWrongData : kExitOk;
+  }
+  run.metadata.endTime = isoTimeNow();
+  if (root0) reporter->finish(run);
+
+  if (errorCode != 0) {
+    // The group may be broken with an op still inside its backend: leave without destructors (as
+    // runMain does), after saying why.
+    std::fprintf(stderr, "dsbench: %s: %s\n", run.summary.status.c_str(), run.summary.error.c_str());
+    std::fflush(stdout);
+    std::fflush(stderr);
+    std::_Exit(errorCode);
+  }
+  // Every rank leaves with rank 0's verdict (wrong data is only known there).
+  auto& store = world->store();
+  int code = run.summary.exitCode;
+  if (root0)
+    store.set("ds/coll/exit", store::toBytes(std::to_string(code)));
+  else
+    code = std::stoi(store::toString(store.get("ds/coll/exit")));
+  extraGroups.clear();
+  destroyProcessGroup();
+  return code;
+}
+
+}  // namespace ds::bench::coll

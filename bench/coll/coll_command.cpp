@@ -1,0 +1,81 @@
+#include "bench/coll/coll_command.h"
+
+#include <memory>
+
+#include "bench/coll/coll.h"
+
+namespace ds::bench {
+
+Command addCollCommand(CLI::App& parent) {
+  auto f = std::make_shared<coll::CollFlags>();
+  auto* c = parent.add_subcommand(
+      "coll",
+      "Collective sweeps with nccl-tests' flags and table (allreduce, allgather, reduce_scatter, alltoall, "
+      "broadcast, reduce, sendrecv)");
+  c->add_option("-b,--minbytes", f->minBytes,
+                "smallest size in bytes; K, M, G suffixes are binary (default 32M)")
+      ->envname("DSBENCH_MINBYTES");
+  c->add_option("-e,--maxbytes", f->maxBytes, "largest size in bytes (default 32M)")
+      ->envname("DSBENCH_MAXBYTES");
+  c->add_option("-i,--stepbytes", f->stepBytes, "additive step between sizes (default 1M)")
+      ->envname("DSBENCH_STEPBYTES");
+  c->add_option_function<int>(
+       "-f,--stepfactor",
+       [f](const int& v) {
+         f->stepFactor = v;
+         f->stepFactorGiven = true;
+       },
+       "multiplicative step between sizes (an integer >= 2); overrides -i")
+      ->envname("DSBENCH_STEPFACTOR");
+  c->add_option("-n,--iters", f->iters, "timed iterations per size (default 20)")->envname("DSBENCH_ITERS");
+  c->add_option("-w,--warmup_iters", f->warmupIters,
+                "warm-up iterations at the largest and smallest size (default 1)")
+      ->envname("DSBENCH_WARMUP_ITERS");
+  c->add_option("-c,--check", f->check, "data-check iterations per size; 0 turns the check off (default 1)")
+      ->envname("DSBENCH_CHECK");
+  c->add_option("-o,--op", f->op,
+                "reduction op: sum, prod, max, min, avg, a comma list, or all (default sum)")
+      ->envname("DSBENCH_OP");
+  c->add_option(
+       "-d,--datatype", f->datatype,
+       "float, double, half, bfloat16, int32, int64, uint8, int8, a comma list, or all (default float)")
+      ->envname("DSBENCH_DATATYPE");
+  c->add_option("-r,--root", f->root, "root rank of broadcast and reduce (default 0)")
+      ->envname("DSBENCH_ROOT");
+  c->add_option("-a,--average", f->average,
+                "time combined across ranks: 0 rank 0, 1 average, 2 min, 3 max (default 1)")
+      ->envname("DSBENCH_AVERAGE");
+  c->add_option(
+       "-T,--timeout", f->timeoutS,
+       "seconds any one op, barrier or exchange may take; when it runs out the sweep stops, writes what it "
+       "measured and exits 4 (default: the process group's timeout)")
+      ->envname("DSBENCH_TIMEOUT");
+  c->add_option("-J,--json", f->jsonPath,
+                "write the results as JSON to this file (rank 0; atomically at the end)")
+      ->envname("DSBENCH_JSON");
+  c->add_option(
+       "--journal", f->journalPath,
+       "append a JSON line per finished size to this file (default: next to -J, <name>.journal.jsonl)")
+      ->envname("DSBENCH_JOURNAL");
+  c->add_option(
+       "--coll", f->collectives,
+       "collectives: allreduce, allgather, reduce_scatter, alltoall, broadcast, reduce, sendrecv, a comma "
+       "list, or all (default allreduce)")
+      ->envname("DSBENCH_COLL");
+  c->add_option("--backend", f->backends,
+                "backends to compare, a comma list of gloo, mpi, nccl (default: the accelerator's)")
+      ->envname("DSBENCH_BACKEND");
+  c->add_option(
+       "--min-time", f->minTimeS,
+       "seconds: per size, raise the iterations (never below -n) so the timed loop lasts at least this long")
+      ->envname("DSBENCH_MIN_TIME");
+  c->add_flag("-z,--blocking", f->blocking,
+              "wait for each op and barrier before the next (nccl-tests -z 1); per-iteration times are then "
+              "wall times")
+      ->envname("DSBENCH_BLOCKING");
+  c->add_option("--init-method", f->initMethod, "env:// (default), tcp://HOST:PORT or file:///PATH")
+      ->envname("DSBENCH_INIT_METHOD");
+  return Command{c, [f] { return coll::runColl(*f); }};
+}
+
+}  // namespace ds::bench

@@ -1,0 +1,23 @@
+// What a sweep records about the run so that two runs can be compared honestly: versions, the
+// launcher, the relevant environment, the command line and the time. Rank-local; pure reads.
+#pragma once
+
+#include <map>
+#include <string>
+
+namespace ds::bench::coll {
+
+// dsperf and its git sha (from CMake at configure time), NCCL (runtime and header, when this binary
+// links the nccl backend), Open MPI (MPI_Get_library_version) and Gloo (its config.h), each when
+// built in.
+std::map<std::string, std::string> libraryVersions();
+// DS_*, DSBENCH_*, DEEPSPEED_*, NCCL_*, OMPI_*, GLOO_*, MASTER_ADDR/PORT and a few launcher ids.
+std::map<std::string, std::string> relevantEnv();
+// "dsrun/torchrun", "mpirun (Open MPI)", "mpirun (Hydra)", "srun" or "none".
+std::string launcherName();
+// This process's command line from /proc/self/cmdline, arguments with spaces quoted.
+std::string commandLine();
+// "2026-01-31T12:34:56.789Z"
+std::string isoTimeNow();
+
+}  // namespace ds::bench::coll

@@ -1,0 +1,222 @@
+// `dsbench coll` run for real on tiny sizes, under dsrun and under mpirun: the text table keeps
+// nccl-tests' columns and footer, the JSON passes the schema reader, the journal is complete.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "engine/testing/subprocess.h"
+#include "reports/json_io.h"
+#include "reports/sweep/sweep_journal.h"
+#include "reports/sweep/sweep_schema.h"
+
+using namespace ds::testing;
+
+namespace {
+
+RunOptions cleanEnv() {
+  RunOptions o;
+  o.unsetEnv = launcherVariables();
+  o.timeout = std::chrono::seconds(60);
+  return o;
+}
+
+RunOptions mpiEnv() {
+  RunOptions o = cleanEnv();
+  // Tests run in parallel: a port of its own rather than the default 29500.
+  o.setEnv = {{"OMPI_ALLOW_RUN_AS_ROOT", "1"},
+              {"OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"},
+              {"MASTER_PORT", std::to_string(unusedPort())}};
+  return o;
+}
+
+std::vector<std::string> words(const std::string& line) {
+  std::istringstream in(line);
+  std::vector<std::string> w;
+  std::string s;
+  while (in >> s) w.push_back(s);
+  return w;
+}
+
+// Data rows of the table (lines that do not start with '#').
+std::vector<std::vector<std::string>> tableRows(const std::string& out) {
+  std::vector<std::vector<std::string>> rows;
+  std::istringstream in(out);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#' || line[0] == '[') continue;
+    rows.push_back(words(line));
+  }
+  return rows;
+}
+
+int countLines(const std::string& path) {
+  std::ifstream in(path);
+  std::string line;
+  int n = 0;
+  while (std::getline(in, line)) n += line.empty() ? 0 : 1;
+  return n;
+}
+
+}  // namespace
+
+TEST(CollUnderDsrun, EveryCollectiveTwoRanks) {
+  TempDir dir;
+  auto r = run({binDir() + "/dsrun", "--nproc-per-node", "2", "--standalone", binDir() + "/dsbench", "coll",
+                "--coll", "all", "-b", "8", "-e", "4K", "-f", "8", "-n", "3", "-J", dir.file("out.json")},
+               cleanEnv());
+  ASSERT_EQ(r.exitCode, 0) << r.out << r.err;
+  // nccl-tests' header, column names and footer.
+  EXPECT_NE(
+      r.out.find("# nThread 1 nGpus 1 minBytes 8 maxBytes 4096 step: 8(factor) warmup iters: 1 iters: 3"),
+      std::string::npos)
+      << r.out;
+  EXPECT_NE(
+      r.out.find("#       size         count      type   redop    root     time   algbw   busbw #wrong     "
+                 "time   algbw   busbw #wrong"),
+      std::string::npos);
+  EXPECT_NE(r.out.find("# Out of bounds values : 0 OK\n"), std::string::npos);
+  EXPECT_NE(r.out.find("# Avg bus bandwidth    : "), std::string::npos);
+  auto rows = tableRows(r.out);
+  ASSERT_EQ(rows.size(), 7u * 4u) << r.out;  // 7 collectives x (8, 64, 512, 4096)
+  for (const auto& w : rows) {
+    ASSERT_EQ(w.size(), 14u) << r.out;
+    EXPECT_EQ(w[2], "float");
+    EXPECT_TRUE(w[8] == "0") << "out-of-place #wrong: " << w[8];
+    EXPECT_GT(std::stod(w[5]), 0.0) << "time";
+  }
+  // sendrecv has no in-place form.
+  EXPECT_EQ(rows.back()[9], "-");
+
+  auto j = ds::report::readJson(dir.file("out.json"));
+  auto run = ds::report::sweepFromJson(j, "out.json");
+  ASSERT_EQ(run.results.size(), 28u);
+  EXPECT_EQ(run.summary.status, "ok");
+  EXPECT_EQ(run.summary.outOfBounds, 0);
+  EXPECT_EQ(run.metadata.worldSize, 2);
+  ASSERT_EQ(run.metadata.ranks.size(), 2u);
+  EXPECT_NE(run.metadata.ranks[0].pid, run.metadata.ranks[1].pid);
+  EXPECT_EQ(run.metadata.launcher, "dsrun/torchrun");
+  EXPECT_EQ(run.metadata.versions.count("dsperf"), 1u);
+  EXPECT_EQ(run.metadata.versions.count("git_sha"), 1u);
+  EXPECT_EQ(run.metadata.versions.count("gloo"), 1u);
+  EXPECT_EQ(run.metadata.env.count("DS_JOB_ID"), 1u);
+  EXPECT_NE(run.metadata.commandLine.find("coll --coll all"), std::string::npos) << run.metadata.commandLine;
+  EXPECT_FALSE(run.metadata.startTime.empty());
+  EXPECT_FALSE(run.metadata.endTime.empty());
+  std::set<std::string> colls;
+  for (const auto& m : run.results) {
+    colls.insert(m.collective);
+    EXPECT_EQ(m.backend, "gloo");
+    EXPECT_EQ(m.outOfPlace.wrong, 0) << m.collective << " " << m.bytes;
+    EXPECT_EQ(m.outOfPlace.ranks.size(), 2u);
+    EXPECT_EQ(m.outOfPlace.iters, 3);
+    EXPECT_GT(m.outOfPlace.iter.p50Us, 0);
+    EXPECT_LE(m.outOfPlace.iter.minUs, m.outOfPlace.iter.p50Us);
+    EXPECT_LE(m.outOfPlace.iter.p99Us, m.outOfPlace.iter.maxUs);
+    if (m.collective != "sendrecv") {
+      EXPECT_EQ(m.inPlace.wrong, 0) << m.collective;
+    }
+    // busbw follows algbw by the collective's factor.
+    EXPECT_NEAR(m.outOfPlace.busBw, m.outOfPlace.algBw * m.busFactor, 1e-12);
+  }
+  EXPECT_EQ(colls.size(), 7u);
+  // Raw JSON keys of REFERENCE.md §5.
+  auto first = j["results"][0]["out_of_place"];
+  for (const char* k : {"time", "alg_bw", "bus_bw", "nwrong"}) EXPECT_TRUE(first.contains(k)) << k;
+  for (const char* k : {"min_us", "max_us", "avg_us", "p50_us", "p95_us", "p99_us", "stdev_us", "cv_pct"}) {
+    EXPECT_TRUE(first["iter"].contains(k)) << k;
+  }
+  // The journal next to the JSON: start + 28 rows + end.
+  std::string journal = dir.file("out.journal.jsonl");
+  EXPECT_EQ(countLines(journal), 30);
+  auto fromJournal = ds::report::readSweepJournal(journal);
+  EXPECT_EQ(fromJournal.results.size(), 28u);
+  EXPECT_EQ(fromJournal.summary.status, "ok");
+  // Not a TTY: no progress line anywhere.
+  EXPECT_EQ(r.err.find("[dsbench] gloo"), std::string::npos);
+  EXPECT_EQ(r.out.find("ETA"), std::string::npos);
+}
+
+TEST(CollUnderMpirun, TwoBackendsOneRunWithRounding) {
+  std::string mpirun = DS_MPIRUN_PATH;
+  if (mpirun.empty()) GTEST_SKIP() << "built without MPI";
+  TempDir dir;
+  auto r = run({mpirun,
+                "-np",
+                "3",
+                "--oversubscribe",
+                binDir() + "/dsbench",
+                "coll",
+                "--backend",
+                "mpi,gloo",
+                "--coll",
+                "allgather,reduce_scatter,broadcast",
+                "-b",
+                "16",
+                "-e",
+                "1K",
+                "-f",
+                "4",
+                "-d",
+                "float,half",
+                "-o",
+                "sum,max",
+                "-n",
+                "2",
+                "-r",
+                "2",
+                "-a",
+                "3",
+                "-J",
+                dir.file("out.json")},
+               mpiEnv());
+  ASSERT_EQ(r.exitCode, 0) << r.out << r.err;
+  // 16 B of float over 3 ranks: 4 elements -> 3 (one per rank) = 12 B.
+  EXPECT_NE(r.out.find("# Rounded as nccl-tests does (requested -> used bytes): 16->12"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("# Collective allgather on backend mpi"), std::string::npos);
+  EXPECT_NE(r.out.find("# Collective allgather on backend gloo"), std::string::npos);
+  auto run = ds::report::sweepFromJson(ds::report::readJson(dir.file("out.json")), "out.json");
+  EXPECT_EQ(run.metadata.launcher, "mpirun (Open MPI)");
+  EXPECT_EQ(run.metadata.versions.count("open_mpi"), 1u);
+  EXPECT_EQ(run.args.backends, (std::vector<std::string>{"mpi", "gloo"}));
+  // sizes 16, 64, 256, 1024; allgather/broadcast: 2 dtypes; reduce_scatter: 2 dtypes x 2 ops.
+  std::size_t perBackend = 4 * (2 + 2 * 2 + 2);
+  EXPECT_EQ(run.results.size(), 2 * perBackend) << r.out;
+  std::set<std::string> backends;
+  for (const auto& m : run.results) {
+    backends.insert(m.backend);
+    EXPECT_EQ(m.outOfPlace.wrong, 0) << m.backend << " " << m.collective << " " << m.dtype << " " << m.op;
+    EXPECT_EQ(m.inPlace.wrong, 0) << m.backend << " " << m.collective << " " << m.dtype << " " << m.op;
+    if (m.collective == "broadcast") {
+      EXPECT_EQ(m.root, 2);
+    }
+    if (m.collective == "allgather" && m.requestedBytes == 16 && m.dtype == "f32") {
+      EXPECT_EQ(m.bytes, 12u);
+    }
+    // -a 3: the time column is the slowest rank's.
+    double mx = 0;
+    for (const auto& t : m.outOfPlace.ranks) mx = std::max(mx, t.timeUs);
+    EXPECT_DOUBLE_EQ(m.outOfPlace.timeUs, mx);
+  }
+  EXPECT_EQ(backends, (std::set<std::string>{"mpi", "gloo"}));
+}
+
+TEST(CollUnderMpirun, MinTimeGrowsIterations) {
+  std::string mpirun = DS_MPIRUN_PATH;
+  if (mpirun.empty()) GTEST_SKIP() << "built without MPI";
+  TempDir dir;
+  auto r =
+      run({mpirun, "-np", "2", "--oversubscribe", binDir() + "/dsbench", "coll", "--backend", "mpi", "-b",
+           "8", "-e", "8", "-n", "5", "--min-time", "0.05", "--blocking", "-J", dir.file("out.json")},
+          mpiEnv());
+  ASSERT_EQ(r.exitCode, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("# Blocking Enabled"), std::string::npos);
+  auto run = ds::report::sweepFromJson(ds::report::readJson(dir.file("out.json")), "out.json");
+  ASSERT_EQ(run.results.size(), 1u);
+  // An 8-byte MPI allreduce takes microseconds: 50 ms needs far more than 5 iterations.
+  EXPECT_GT(run.results[0].outOfPlace.iters, 50);
+  EXPECT_TRUE(run.args.blocking);
+}

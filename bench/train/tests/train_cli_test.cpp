@@ -1,0 +1,83 @@
+// `dsbench train` as users run it: under dsrun (gloo) and under mpirun (mpi), on a tiny model, with
+// the JSON it writes checked.
+#include <gtest/gtest.h>
+
+#include "engine/testing/subprocess.h"
+#include "reports/json_io.h"
+#include "reports/train/train_schema.h"
+
+using namespace ds::testing;
+
+namespace {
+
+RunOptions cleanEnv() {
+  RunOptions o;
+  o.unsetEnv = launcherVariables();
+  o.timeout = std::chrono::seconds(90);
+  return o;
+}
+
+const std::vector<std::string> kTiny = {
+    "train",    "--model", "mlp:64x4,in=32,out=16", "--batch", "8",         "--steps", "4",
+    "--warmup", "1",       "--bucket-cap-mb",       "0.01,1",  "--overlap", "both",    "--quiet"};
+
+void checkRuns(const std::string& path, const std::string& backend, int ranks) {
+  auto runs = ds::report::trainFromJson(ds::report::readJson(path), path);
+  // Two caps with overlap, plus the one-bucket baseline once.
+  ASSERT_EQ(runs.size(), 3u);
+  EXPECT_TRUE(runs[0].overlap);
+  EXPECT_FALSE(runs[1].overlap);
+  EXPECT_TRUE(runs[2].overlap);
+  EXPECT_GT(runs[0].buckets, 2) << "0.01 MB buckets split the 45 KB of gradients";
+  EXPECT_EQ(runs[1].buckets, 1);
+  for (const auto& r : runs) {
+    EXPECT_EQ(r.backend, backend);
+    EXPECT_EQ(r.worldSize, ranks);
+    EXPECT_EQ(r.steps, 4);
+    EXPECT_EQ(r.stepMs.samples, static_cast<std::size_t>(4 * ranks));
+    EXPECT_GT(r.backwardComputeMs.p50, 0);
+    EXPECT_GT(r.commBusyMs.p50, 0);
+    EXPECT_GT(r.samplesPerSec, 0);
+    EXPECT_GE(r.overlapEfficiency, 0);
+    EXPECT_LE(r.overlapEfficiency, 1);
+    EXPECT_GT(r.lossStart, 0);
+    EXPECT_EQ(r.model, "mlp:64x4,in=32,out=16");
+  }
+}
+
+TEST(TrainUnderDsrun, TwoRanksOnGlooWriteTheSplitAsJson) {
+  TempDir dir;
+  std::vector<std::string> argv = {binDir() + "/dsrun", "--nproc-per-node", "2", "--standalone",
+                                   binDir() + "/dsbench"};
+  argv.insert(argv.end(), kTiny.begin(), kTiny.end());
+  argv.insert(argv.end(), {"--json", dir.file("t.json")});
+  auto r = run(argv, cleanEnv());
+  ASSERT_EQ(r.exitCode, 0) << r.out << r.err;
+  checkRuns(dir.file("t.json"), "gloo", 2);
+  EXPECT_NE(r.out.find("# dsbench train: mlp:64x4,in=32,out=16"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("hidden"), std::string::npos) << r.out;
+}
+
+TEST(TrainUnderMpirun, TwoRanksOnMpi) {
+  std::string mpirun = DS_MPIRUN_PATH;
+  if (mpirun.empty()) GTEST_SKIP() << "built without MPI";
+  TempDir dir;
+  RunOptions o = cleanEnv();
+  o.setEnv = {{"OMPI_ALLOW_RUN_AS_ROOT", "1"},
+              {"OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"},
+              {"MASTER_PORT", std::to_string(unusedPort())}};
+  std::vector<std::string> argv = {mpirun, "-np", "2", "--oversubscribe", binDir() + "/dsbench"};
+  argv.insert(argv.end(), kTiny.begin(), kTiny.end());
+  argv.insert(argv.end(), {"--backend", "mpi", "--json", dir.file("t.json")});
+  auto r = run(argv, o);
+  ASSERT_EQ(r.exitCode, 0) << r.out << r.err;
+  checkRuns(dir.file("t.json"), "mpi", 2);
+}
+
+TEST(TrainFlags, ABadModelIsAConfigurationErrorBeforeAnythingStarts) {
+  auto r = run({binDir() + "/dsbench", "train", "--model", "resnet50"}, cleanEnv());
+  EXPECT_EQ(r.exitCode, 5) << r.out << r.err;
+  EXPECT_NE(r.err.find("unknown model 'resnet50'"), std::string::npos) << r.err;
+}
+
+}  // namespace

@@ -1,0 +1,214 @@
+#include "bench/train/train.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <thread>
+
+#include "bench/exit_codes.h"
+#include "engine/common/error.h"
+#include "engine/common/log.h"
+#include "engine/ddp/ops.h"
+#include "engine/init.h"
+#include "reports/json_io.h"
+#include "reports/train/train_text.h"
+
+namespace ds::bench {
+
+namespace {
+
+constexpr std::size_t kFields = 8;  // StepSample's doubles
+
+double ms(std::int64_t ns) { return static_cast<double>(ns) / 1e6; }
+
+StepSample sampleOf(const ddp::StepRecord& s) {
+  StepSample o;
+  o.forwardMs = ms(s.ddp.forwardNs);
+  o.backwardComputeMs = ms(s.ddp.backwardComputeNs);
+  o.backwardCommMs = ms(s.ddp.backwardCommNs);
+  o.exposedCommMs = ms(s.ddp.exposedCommNs);
+  o.optimizerMs = ms(s.ddp.optimizerNs);
+  o.stepMs = ms(s.stepNs);
+  o.commBusyMs = ms(s.ddp.commBusyNs);
+  o.loss = s.loss;
+  return o;
+}
+
+// Collective: every rank's measured steps, in rank order.
+std::vector<std::vector<StepSample>> gatherSteps(comm::ProcessGroup& pg,
+                                                 const std::vector<StepSample>& mine) {
+  std::vector<double> flat;
+  for (const auto& s : mine) {
+    flat.insert(flat.end(), {s.forwardMs, s.backwardComputeMs, s.backwardCommMs, s.exposedCommMs,
+                             s.optimizerMs, s.stepMs, s.commBusyMs, s.loss});
+  }
+  std::vector<double> all(flat.size() * static_cast<std::size_t>(pg.size()));
+  if (!flat.empty()) {
+    pg.allgather(comm::Buffer{flat.data(), flat.size(), comm::DType::kF64, comm::Device{}},
+                 comm::Buffer{all.data(), all.size(), comm::DType::kF64, comm::Device{}})
+        ->wait();
+  }
+  std::vector<std::vector<StepSample>> out(static_cast<std::size_t>(pg.size()));
+  for (int r = 0; r < pg.size(); ++r) {
+    for (std::size_t k = 0; k < mine.size(); ++k) {
+      const double* d = all.data() + (static_cast<std::size_t>(r) * mine.size() + k) * kFields;
+      out[r].push_back(StepSample{d[0], d[1], d[2], d[3], d[4], d[5], d[6], d[7]});
+    }
+  }
+  return out;
+}
+
+int defaultBlasThreads(const World& world) {
+  unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  int local = std::max(1, world.info().localWorldSize.value);
+  return std::max(1, static_cast<int>(cores) / local);
+}
+
+}  // namespace
+
+void summarizeSteps(const std::vector<std::vector<StepSample>>& perRank, int globalBatch,
+                    report::TrainRunRecord& out) {
+  std::vector<double> fwd, bwd, comm, exposed, opt, step, busy;
+  double sumBusy = 0, sumExposed = 0;
+  std::size_t steps = perRank.empty() ? 0 : perRank[0].size();
+  std::vector<double> slowest(steps, 0.0);
+  for (const auto& rank : perRank) {
+    DS_CHECK(rank.size() == steps, "ranks measured different step counts");
+    for (std::size_t k = 0; k < rank.size(); ++k) {
+      const auto& s = rank[k];
+      fwd.push_back(s.forwardMs);
+      bwd.push_back(s.backwardComputeMs);
+      comm.push_back(s.backwardCommMs);
+      exposed.push_back(s.exposedCommMs);
+      opt.push_back(s.optimizerMs);
+      step.push_back(s.stepMs);
+      busy.push_back(s.commBusyMs);
+      sumBusy += s.commBusyMs;
+      sumExposed += std::min(s.exposedCommMs, s.commBusyMs);
+      slowest[k] = std::max(slowest[k], s.stepMs);
+    }
+  }
+  out.forwardMs = report::summarize(fwd);
+  out.backwardComputeMs = report::summarize(bwd);
+  out.backwardCommMs = report::summarize(comm);
+  out.exposedCommMs = report::summarize(exposed);
+  out.optimizerMs = report::summarize(opt);
+  out.stepMs = report::summarize(step);
+  out.commBusyMs = report::summarize(busy);
+  const double medianStep = report::summarize(slowest).p50;
+  out.samplesPerSec = medianStep > 0 ? globalBatch / (medianStep / 1e3) : 0;
+  out.overlapEfficiency = sumBusy > 0 ? std::clamp(1.0 - sumExposed / sumBusy, 0.0, 1.0) : 0.0;
+  const double samples = static_cast<double>(std::max<std::size_t>(1, busy.size()));
+  out.hiddenCommMs = (sumBusy - sumExposed) / samples;
+  if (steps > 0) {
+    double first = 0, last = 0;
+    for (const auto& rank : perRank) {
+      first += rank.front().loss;
+      last += rank.back().loss;
+    }
+    out.lossStart = first / static_cast<double>(perRank.size());
+    out.lossEnd = last / static_cast<double>(perRank.size());
+  }
+}
+
+int runTrain(const TrainOptions& o) {
+  if (o.steps <= 0 || o.batch <= 0 || o.warmup < 0) {
+    throw ConfigError(
+        fmt::format("dsbench train: --steps ({}) and --batch ({}) must be positive, --warmup ({}) not "
+                    "negative",
+                    o.steps, o.batch, o.warmup));
+  }
+  if (o.bucketCapMb.empty()) throw ConfigError("dsbench train: --bucket-cap-mb needs at least one value");
+  const ddp::MlpSpec spec = ddp::parseModelSpec(o.model);
+  ddp::makeCommHook(o.commHook);  // a bad name fails before any rank starts working
+
+  InitOptions init;
+  init.distBackend = o.backend;
+  init.initMethod = o.initMethod;
+  init.verbose = o.verbose;
+  if (o.timeoutSeconds > 0) init.timeout = std::chrono::seconds(o.timeoutSeconds);
+  auto world = initDistributed(init);
+  auto& pg = world->pg();
+  ddp::ops::setBlasThreads(o.blasThreads > 0 ? o.blasThreads : defaultBlasThreads(*world));
+
+  ddp::TrainConfig base;
+  base.model = spec;
+  base.batch = o.batch;
+  base.steps = o.warmup + o.steps;
+  base.optimizer.kind = o.optimizer;
+  base.optimizer.lr = o.lr > 0 ? o.lr : (o.optimizer == "adamw" ? 1e-3f : 0.01f);
+  const std::size_t perStep =
+      static_cast<std::size_t>(o.batch) * static_cast<std::size_t>(world->worldSize());
+  base.samples = o.samples > 0 ? o.samples : std::max<std::size_t>(1024, 4 * perStep);
+  base.ddp.commHookName = o.commHook;
+  base.ddp.gradientAsBucketView = o.gradientAsBucketView;
+  if (world->accelerator().name() == "cuda")
+    base.device = comm::Device{comm::DeviceType::kCuda, world->localRank()};
+
+  std::vector<bool> overlaps;
+  if (o.overlap != "off") overlaps.push_back(true);
+  if (o.overlap != "on") overlaps.push_back(false);
+
+  std::vector<report::TrainRunRecord> runs;
+  bool finite = true;
+  bool baselineDone = false;
+  for (double cap : o.bucketCapMb) {
+    for (bool overlap : overlaps) {
+      // The baseline is one bucket whatever the cap: measure it once.
+      if (!overlap && baselineDone) continue;
+      baselineDone = baselineDone || !overlap;
+      ddp::TrainConfig c = base;
+      c.ddp.bucketCapMb = cap;
+      c.ddp.overlap = overlap;
+      if (world->rank() == 0 && o.verbose) {
+        log::info("dsbench train: {} on {} rank(s), bucket_cap_mb {}, overlap {}, hook {}", spec.toString(),
+                  world->worldSize(), cap, overlap ? "on" : "off", o.commHook);
+      }
+      ddp::TrainResult result = ddp::train(c, &pg);
+      std::vector<StepSample> mine;
+      for (std::size_t k = static_cast<std::size_t>(o.warmup); k < result.steps.size(); ++k) {
+        mine.push_back(sampleOf(result.steps[k]));
+      }
+      auto all = gatherSteps(pg, mine);
+      report::TrainRunRecord r;
+      r.model = spec.toString();
+      r.params = spec.paramCount();
+      r.worldSize = world->worldSize();
+      r.backend = pg.backendName();
+      r.device = c.device.type == comm::DeviceType::kCuda ? "cuda" : "cpu";
+      r.perRankBatch = o.batch;
+      r.steps = o.steps;
+      r.warmup = o.warmup;
+      r.optimizer = o.optimizer;
+      r.bucketCapMb = cap;
+      r.overlap = overlap;
+      r.commHook = result.logging.comm_hook;
+      r.gradientAsBucketView = o.gradientAsBucketView;
+      r.buckets = static_cast<int>(result.buckets.size());
+      summarizeSteps(all, static_cast<int>(perStep), r);
+      r.ddp.avg_forward_compute_time = result.logging.avg_forward_compute_time;
+      r.ddp.avg_backward_compute_time = result.logging.avg_backward_compute_time;
+      r.ddp.avg_backward_comm_time = result.logging.avg_backward_comm_time;
+      r.ddp.avg_backward_compute_comm_overlap_time = result.logging.avg_backward_compute_comm_overlap_time;
+      r.ddp.avg_exposed_comm_time = result.logging.avg_exposed_comm_time;
+      r.ddp.bucket_sizes = result.logging.bucket_sizes;
+      finite = finite && std::isfinite(r.lossStart) && std::isfinite(r.lossEnd);
+      runs.push_back(std::move(r));
+    }
+  }
+  if (world->rank() == 0) {
+    std::string text = report::formatTrainTable(runs);
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    std::fflush(stdout);
+    if (!o.jsonPath.empty()) report::writeJsonAtomic(o.jsonPath, report::trainToJson(runs));
+    if (!finite) {
+      log::error("dsbench train: the loss is not finite (diverged); the timings stand, but lower --lr");
+    }
+  }
+  destroyProcessGroup();
+  return finite ? kExitOk : kExitWrongData;
+}
+
+}  // namespace ds::bench

@@ -1,0 +1,50 @@
+// `dsbench train`: end-to-end DDP training-step timing. Builds the MLP preset, wraps it in DDP on
+// the world's process group, trains on synthetic teacher-student data, and reports per-step
+// forward / backward compute / backward comm / exposed comm / optimizer percentiles, samples/s and
+// how much of the comm the overlap hid, for every bucket cap x overlap setting asked for.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "engine/ddp/train_loop.h"
+#include "reports/train/train_schema.h"
+
+namespace ds::bench {
+
+struct TrainOptions {
+  std::string model = "25m";              // --model: preset (1m, 25m, 100m) or mlp:WxL[,...]
+  int batch = 32;                         // --batch: samples per rank per step
+  int steps = 20;                         // --steps: measured steps per configuration
+  int warmup = 3;                         // --warmup: steps run first and not measured
+  std::string backend;                    // --backend; empty: the accelerator's default
+  std::string initMethod;                 // --init-method
+  int timeoutSeconds = 0;                 // --timeout
+  std::vector<double> bucketCapMb{25.0};  // --bucket-cap-mb: one run per value
+  std::string overlap = "both";           // --overlap: on, off (one bucket after backward) or both
+  std::string commHook = "allreduce";     // --comm-hook: allreduce, fp16, bf16
+  bool gradientAsBucketView = false;      // --gradient-as-bucket-view
+  std::string optimizer = "sgd";          // --optimizer: sgd or adamw
+  float lr = 0;                           // --lr; 0: 0.01 (sgd) or 1e-3 (adamw)
+  std::size_t samples = 0;                // --samples; 0: 4 steps' worth, at least 1024
+  int blasThreads = 0;                    // --blas-threads; 0: cores / ranks on this node
+  std::string jsonPath;                   // --json (rank 0)
+  bool verbose = true;
+};
+
+// One rank's measured steps of one configuration, as the summary needs them.
+struct StepSample {
+  double forwardMs = 0, backwardComputeMs = 0, backwardCommMs = 0, exposedCommMs = 0, optimizerMs = 0,
+         stepMs = 0, commBusyMs = 0, loss = 0;
+};
+
+// Pure: every rank's measured steps (perRank[r][step]) into the run record's statistics: split
+// percentiles over all ranks' steps, samples/s from the median of the per-step maximum over ranks,
+// overlap efficiency = 1 - sum(exposed) / sum(busy) (clamped to [0, 1]), losses averaged over ranks.
+void summarizeSteps(const std::vector<std::vector<StepSample>>& perRank, int globalBatch,
+                    report::TrainRunRecord& out);
+
+// Collective (every rank of the job runs it). Returns the exit code (bench/exit_codes.h).
+int runTrain(const TrainOptions& options);
+
+}  // namespace ds::bench

@@ -1,0 +1,69 @@
+#include "bench/train/train_command.h"
+
+#include <memory>
+
+#include "bench/train/train.h"
+
+namespace ds::bench {
+
+Command addTrainCommand(CLI::App& parent) {
+  auto o = std::make_shared<TrainOptions>();
+  auto* t = parent.add_subcommand("train",
+                                  "time DDP training steps (forward, backward compute, backward comm, "
+                                  "exposed comm, optimizer) on an MLP preset with synthetic data");
+  t->add_option("--model", o->model,
+                "preset 1m, 25m, 100m, or mlp:WIDTHxLAYERS[,act=relu][,bias=0][,in=N][,out=N]")
+      ->capture_default_str()
+      ->envname("DSBENCH_MODEL");
+  t->add_option("--batch", o->batch, "samples per rank per step")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str()
+      ->envname("DSBENCH_BATCH");
+  t->add_option("--steps", o->steps, "measured steps per configuration")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str()
+      ->envname("DSBENCH_STEPS");
+  t->add_option("--warmup", o->warmup, "unmeasured steps first (includes the bucket rebuild)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str()
+      ->envname("DSBENCH_WARMUP");
+  t->add_option("--backend", o->backend, "nccl, gloo, mpi or shm (default: the accelerator's)")
+      ->envname("DSBENCH_BACKEND");
+  t->add_option("--init-method", o->initMethod, "env:// (default), tcp://HOST:PORT or file:///PATH")
+      ->envname("DSBENCH_INIT_METHOD");
+  t->add_option("--timeout", o->timeoutSeconds, "seconds; default DEEPSPEED_TIMEOUT minutes or 10 min")
+      ->check(CLI::NonNegativeNumber)
+      ->envname("DSBENCH_TIMEOUT");
+  t->add_option("--bucket-cap-mb", o->bucketCapMb, "DDP bucket_cap_mb; a comma-separated list sweeps")
+      ->delimiter(',')
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str()
+      ->envname("DSBENCH_BUCKET_CAP_MB");
+  t->add_option("--overlap", o->overlap, "on, off (one bucket launched after backward) or both")
+      ->check(CLI::IsMember({"on", "off", "both"}))
+      ->capture_default_str()
+      ->envname("DSBENCH_OVERLAP");
+  t->add_option("--comm-hook", o->commHook, "allreduce, fp16 or bf16")
+      ->check(CLI::IsMember({"allreduce", "fp16", "bf16"}))
+      ->capture_default_str()
+      ->envname("DSBENCH_COMM_HOOK");
+  t->add_flag("--gradient-as-bucket-view", o->gradientAsBucketView, "gradients are views into the buckets")
+      ->envname("DSBENCH_GRADIENT_AS_BUCKET_VIEW");
+  t->add_option("--optimizer", o->optimizer, "sgd (momentum 0.9) or adamw")
+      ->check(CLI::IsMember({"sgd", "adamw"}))
+      ->capture_default_str()
+      ->envname("DSBENCH_OPTIMIZER");
+  t->add_option("--lr", o->lr, "learning rate (default 0.01 for sgd, 1e-3 for adamw)")->envname("DSBENCH_LR");
+  t->add_option("--samples", o->samples, "dataset size (default: 4 steps' worth, at least 1024)")
+      ->envname("DSBENCH_SAMPLES");
+  t->add_option("--blas-threads", o->blasThreads,
+                "OpenBLAS threads per rank (default: cores / ranks on the node)")
+      ->check(CLI::NonNegativeNumber)
+      ->envname("DSBENCH_BLAS_THREADS");
+  t->add_option("--json", o->jsonPath, "write the results as JSON to this file (rank 0)")
+      ->envname("DSBENCH_JSON");
+  t->add_flag("!--quiet", o->verbose, "do not log what init_distributed discovered");
+  return Command{t, [o] { return runTrain(*o); }};
+}
+
+}  // namespace ds::bench

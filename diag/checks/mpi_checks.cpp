@@ -1,0 +1,142 @@
+// Family "mpi": which launcher started us, which MPI library is installed, and whether the MPI
+// world matches env:// (REFERENCE.md §1, §8).
+#include <unistd.h>
+
+#include "diag/check.h"
+#include "diag/probes.h"
+#include "diag/util.h"
+
+namespace ds::diag {
+namespace {
+
+struct LauncherGuess {
+  std::string name;
+  std::string evidence;
+  bool mpiFamily = false;
+  std::string family = "";  // "openmpi", "mpich", "" for others
+};
+
+LauncherGuess guessLauncher(const Context& c) {
+  std::string parent = trim(readTextFile(fmt::format("{}/{}/comm", c.paths().procfs, getppid())).value_or(""));
+  if (c.get("TORCHELASTIC_RUN_ID")) {
+    std::string who = parent == "dsrun" ? "dsrun" : parent.empty() ? "dsrun/torchrun" : "torchrun (or dsrun)";
+    return {who, fmt::format("TORCHELASTIC_RUN_ID={}; parent process '{}'", *c.get("TORCHELASTIC_RUN_ID"), parent)};
+  }
+  if (c.get("OMPI_COMM_WORLD_RANK")) return {"Open MPI mpirun", "OMPI_COMM_WORLD_RANK", true, "openmpi"};
+  if (c.get("PMI_RANK") && (c.get("MPI_LOCALRANKID") || c.get("HYDRA_CONTROL_FD") || c.get("PMI_FD"))) {
+    return {"MPICH/Hydra (or Intel MPI) mpiexec", "PMI_RANK", true, "mpich"};
+  }
+  if (c.get("MV2_COMM_WORLD_RANK")) return {"MVAPICH mpirun_rsh", "MV2_COMM_WORLD_RANK", true, "mpich"};
+  if (c.get("SLURM_PROCID") && c.get("SLURM_STEP_ID")) return {"Slurm srun", "SLURM_PROCID, SLURM_STEP_ID"};
+  if (c.get("PMI_RANK")) return {"a PMI launcher", "PMI_RANK", true, ""};
+  if (c.get("PMIX_RANK")) return {"a PMIx launcher", "PMIX_RANK", true, ""};
+  if (c.get("CROSS_RANK") || c.get("LOCAL_SIZE")) return {"DeepSpeed's launcher", "CROSS_RANK/LOCAL_SIZE"};
+  if (c.get("RANK") || c.get("WORLD_SIZE")) return {"a job script (env:// variables set by hand)", "RANK/WORLD_SIZE"};
+  if (c.get("SLURM_JOB_ID")) return {"none (inside a Slurm allocation, outside srun)", "SLURM_JOB_ID without SLURM_PROCID"};
+  return {"none (a lone process)", "no launcher variables"};
+}
+
+Finding launcher(Context& c) {
+  auto g = guessLauncher(c);
+  Json data{{"launcher", g.name}, {"evidence", g.evidence}};
+  if (c.get("SLURM_JOB_ID") && !c.get("SLURM_PROCID") && c.worldSize() > 1 && !g.mpiFamily &&
+      !c.get("TORCHELASTIC_RUN_ID")) {
+    return warn(fmt::format("Started by {} with WORLD_SIZE={} inside a Slurm allocation but not through srun: Slurm does "
+                            "not know these processes (no cleanup, no binding)",
+                            g.name, c.worldSize()),
+                "Start the ranks with srun (or mpirun / dsrun per node under srun).", data);
+  }
+  return pass(fmt::format("Started by {} ({})", g.name, g.evidence), data);
+}
+
+Finding mpiVersion(Context& c) {
+  auto g = guessLauncher(c);
+  bool needed = g.mpiFamily || c.jobBackend() == "mpi";
+  auto& p = c.mpi();
+  Json data{{"path", p.path}, {"version", p.libraryVersion}, {"error", p.error}};
+  if (!p.loaded || !p.error.empty()) {
+    std::string msg = fmt::format("No usable MPI library ({})", p.error);
+    if (needed) {
+      return fail(msg + fmt::format("; the job {} needs it", g.mpiFamily ? "runs under " + g.name : "uses backend mpi"),
+                  "Install Open MPI (libopenmpi-dev openmpi-bin) on every node, the same version everywhere.", data);
+    }
+    return skip(msg + "; not needed: the job neither runs under mpirun nor uses backend mpi", data);
+  }
+  bool isOmpi = p.libraryVersion.find("Open MPI") != std::string::npos;
+  if ((g.family == "openmpi" && !isOmpi) || (g.family == "mpich" && isOmpi)) {
+    return fail(fmt::format("Started by {} but the MPI library here is '{}': a launcher and library of different MPIs do "
+                            "not talk, and every process becomes rank 0 of a world of 1",
+                            g.name, p.libraryVersion),
+                "Use the mpirun that belongs to the installed library (check `which mpirun` and LD_LIBRARY_PATH).", data);
+  }
+  return pass(fmt::format("{} ({})", p.libraryVersion, p.path), data);
+}
+
+Finding worldMatch(Context& c) {
+  struct Set {
+    const char* name;
+    const char* size;
+    const char* localSize;
+  };
+  static const Set kSets[] = {{"Open MPI", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE"},
+                              {"MPICH/Hydra", "PMI_SIZE", "MPI_LOCALNRANKS"},
+                              {"MVAPICH", "MV2_COMM_WORLD_SIZE", "MV2_COMM_WORLD_LOCAL_SIZE"}};
+  const Set* s = nullptr;
+  for (const auto& k : kSets) {
+    if (c.get(k.size)) {
+      s = &k;
+      break;
+    }
+  }
+  bool wantsMpi = c.jobBackend() == "mpi";
+  if (s == nullptr) {
+    if (wantsMpi) {
+      return fail("The job's backend is mpi but no MPI launcher started this process: MPI_Init makes a world of 1 and "
+                  "the world check fails",
+                  "Start the job with mpirun (backend mpi needs it), or use backend gloo under dsrun/torchrun.");
+    }
+    return skip("No MPI launcher variables");
+  }
+  auto mpiSize = parseInteger(*c.get(s->size));
+  Json data{{"launcher", s->name}, {"mpi_size_var", s->size}, {"mpi_size", *c.get(s->size)}};
+  if (!mpiSize || *mpiSize < 1) {
+    return fail(fmt::format("{}={} is not a positive integer", s->size, quoteValue(*c.get(s->size))),
+                "This variable is set by mpirun itself; do not export it by hand.", data);
+  }
+  if (c.get("TORCHELASTIC_RUN_ID")) {
+    return pass(fmt::format("{} world of {} launches per-node agents (dsrun/torchrun); their workers' env:// world is "
+                            "what counts",
+                            s->name, *mpiSize),
+                data);
+  }
+  std::vector<std::string> diffs;
+  if (auto ws = c.get("WORLD_SIZE")) {
+    auto w = parseInteger(*ws);
+    if (!w || *w != *mpiSize) diffs.push_back(fmt::format("WORLD_SIZE={} vs {}={}", quoteValue(*ws), s->size, *mpiSize));
+  }
+  if (auto ls = c.get("LOCAL_WORLD_SIZE"); ls && s->localSize && c.get(s->localSize)) {
+    if (parseInteger(*ls) != parseInteger(*c.get(s->localSize))) {
+      diffs.push_back(fmt::format("LOCAL_WORLD_SIZE={} vs {}={}", quoteValue(*ls), s->localSize,
+                                  quoteValue(*c.get(s->localSize))));
+    }
+  }
+  if (!diffs.empty()) {
+    return fail(fmt::format("The {} world differs from env://: {}. The store waits for one world, MPI runs another; the "
+                            "job hangs at rendezvous or the mpi backend refuses the world",
+                            s->name, join(diffs, "; ")),
+                "Do not export WORLD_SIZE/LOCAL_WORLD_SIZE under mpirun; let discovery read them from MPI.", data);
+  }
+  return pass(fmt::format("{} world of {} matches env://", s->name, *mpiSize), data);
+}
+
+}  // namespace
+
+std::vector<CheckDef> mpiChecks() {
+  return {
+      {"mpi.launcher", "mpi", "Which launcher started this process", launcher},
+      {"mpi.version", "mpi", "MPI library version (dlopen), matching the launcher", mpiVersion},
+      {"mpi.world_match", "mpi", "The MPI launcher's world against env:// and the backend", worldMatch},
+  };
+}
+
+}  // namespace ds::diag

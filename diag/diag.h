@@ -1,0 +1,35 @@
+// dsdiag as a library call: main.cpp binds flags into DiagCommand and calls runDiag.
+#pragma once
+
+#include <string>
+
+#include "diag/registry.h"
+
+namespace ds::diag {
+
+inline constexpr int kExitPass = 0;
+inline constexpr int kExitWarn = 1;
+inline constexpr int kExitFail = 2;
+inline constexpr int kExitToolError = 3;  // usage error, or dsdiag itself could not run
+
+struct DiagCommand {
+  DiagOptions options;
+  Selection selection;
+  std::string jsonPath;
+  bool list = false;
+  bool verbose = false;
+  std::string color = "auto";  // auto (on a TTY, unless NO_COLOR), always, never
+};
+
+// Runs the checks (local or world), prints the report to stdout, writes JSON when asked, and
+// returns the exit code (0 pass, 1 warnings, 2 a failure). Throws ConfigError for misuse (bad
+// --only, bad --color) and IoError when the JSON cannot be written; main maps those to 3.
+int runDiag(const DiagCommand& cmd);
+
+// `dsdiag explain <text>`: prints the matches; exit 0 when something matched, 1 when nothing did.
+int runExplain(const std::string& text);
+
+// dsperf's version, as recorded in reports.
+std::string toolVersion();
+
+}  // namespace ds::diag

@@ -1,0 +1,85 @@
+// dsdiag: pre-flight checks. Thin CLI: flags bind into DiagCommand; runDiag does the work.
+// Exit codes: 0 all pass, 1 warnings only, 2 a failure, 3 dsdiag itself could not run.
+#include <cstdio>
+#include <cstdlib>
+
+#include <CLI/CLI.hpp>
+
+#include "diag/diag.h"
+#include "engine/common/error.h"
+
+namespace {
+
+// Every flag has an environment twin DSDIAG_<NAME>.
+template <typename T>
+CLI::Option* flag(CLI::App& app, const std::string& name, T& target, const std::string& help, const char* env) {
+  return app.add_option(name, target, help)->envname(env);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  ds::diag::DiagCommand cmd;
+  double timeoutS = 30, connectS = 3, largeMiB = 4;
+  std::string only, skip, explainText;
+  CLI::App app{"dsdiag: pre-flight checks that say, before an expensive job starts, why it would hang or crawl.\n"
+               "Exit codes: 0 all pass, 1 warnings only, 2 a failure, 3 dsdiag could not run."};
+  app.allow_extras();  // launcher flags placed after the program name are a finding, not a usage error
+  app.add_flag("--world", cmd.options.world, "Run across the job (under dsrun/torchrun/mpirun/srun): gather on rank 0, "
+                                             "cross-rank checks, smoke allreduce, link matrix")
+      ->envname("DSDIAG_WORLD");
+  flag(app, "--json", cmd.jsonPath, "Write the report as JSON (schema dsperf.diag v1)", "DSDIAG_JSON");
+  flag(app, "--only", only, "Run only these checks: ids, families or prefixes (net.*), comma-separated", "DSDIAG_ONLY");
+  flag(app, "--skip", skip, "Skip these checks (same forms as --only)", "DSDIAG_SKIP");
+  app.add_flag("--list", cmd.list, "List every check id and exit");
+  flag(app, "--timeout", timeoutS, "Seconds for rendezvous, the gather and each collective (world mode)", "DSDIAG_TIMEOUT");
+  flag(app, "--connect-timeout", connectS, "Seconds for the TCP connect test and DNS lookups", "DSDIAG_CONNECT_TIMEOUT");
+  flag(app, "--backend", cmd.options.backend, "The job's backend: nccl, gloo or mpi (default: the accelerator's)",
+       "DSDIAG_BACKEND");
+  flag(app, "--link-large-mib", largeMiB, "Large message of the link matrix, MiB", "DSDIAG_LINK_LARGE_MIB");
+  flag(app, "--slow-link-ms", cmd.options.slowLinkMs, "One-way latency above which a link is slow", "DSDIAG_SLOW_LINK_MS");
+  app.add_flag("--verbose,-v", cmd.verbose, "Print each finding's data and every rank's rows")->envname("DSDIAG_VERBOSE");
+  flag(app, "--color", cmd.color, "auto (on a TTY), always or never", "DSDIAG_COLOR");
+  auto* ex = app.add_subcommand("explain", "Map a pasted error message to its likely causes and the checks that confirm them");
+  ex->add_option("text", explainText, "The error text (quote it)")->required();
+  ex->allow_extras();
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int rc = app.exit(e);
+    return rc == 0 ? 0 : ds::diag::kExitToolError;
+  }
+  try {
+    if (ex->parsed()) {
+      std::string text = explainText;
+      for (const auto& extra : ex->remaining()) text += " " + extra;
+      return ds::diag::runExplain(text);
+    }
+    cmd.options.extraArgs = app.remaining();
+    auto csv = [](const std::string& s) {
+      std::vector<std::string> out;
+      size_t start = 0;
+      while (start <= s.size()) {
+        size_t p = s.find(',', start);
+        std::string part = s.substr(start, p == std::string::npos ? std::string::npos : p - start);
+        if (!part.empty()) out.push_back(part);
+        if (p == std::string::npos) break;
+        start = p + 1;
+      }
+      return out;
+    };
+    cmd.selection.only = csv(only);
+    cmd.selection.skip = csv(skip);
+    if (timeoutS <= 0 || connectS <= 0 || largeMiB <= 0) {
+      throw ds::ConfigError("--timeout, --connect-timeout and --link-large-mib must be positive.");
+    }
+    cmd.options.timeout = std::chrono::milliseconds(static_cast<long long>(timeoutS * 1000));
+    cmd.options.connectTimeout = std::chrono::milliseconds(static_cast<long long>(connectS * 1000));
+    cmd.options.linkLargeBytes = static_cast<std::size_t>(largeMiB * 1024 * 1024);
+    return ds::diag::runDiag(cmd);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "dsdiag: error: %s\n", e.what());
+    return ds::diag::kExitToolError;
+  }
+}

@@ -1,0 +1,85 @@
+#include "diag/registry.h"
+
+#include <algorithm>
+
+#include "engine/common/error.h"
+
+namespace ds::diag {
+
+const std::vector<CheckDef>& localChecks() {
+  static const std::vector<CheckDef> all = [] {
+    std::vector<CheckDef> v;
+    for (auto family : {envChecks(), netChecks(), gpuChecks(), ncclChecks(), mpiChecks(), systemChecks()}) {
+      for (auto& c : family) v.push_back(std::move(c));
+    }
+    return v;
+  }();
+  return all;
+}
+
+const std::vector<WorldCheckInfo>& worldChecks() {
+  static const std::vector<WorldCheckInfo> all = {
+      {"world.rendezvous", "Every rank joins the store within --timeout (names the ranks that never joined)"},
+      {"world.gather", "Every rank reports its local results to rank 0 within --timeout"},
+      {"world.ranks_unique", "Ranks unique and complete, one WORLD_SIZE"},
+      {"world.local_rank_unique", "LOCAL_RANK unique per host"},
+      {"world.gpu_unique", "No two ranks on the same GPU (PCI bus id / UUID)"},
+      {"world.versions_equal", "NCCL, CUDA driver, MPI and dsperf versions equal on every rank"},
+      {"world.nccl_settings_equal", "The same NCCL_* settings on every rank"},
+      {"world.hostnames", "No two hosts share a hostname (boot ids differ)"},
+      {"world.clock_skew", "Clock skew between rank 0 and every rank"},
+      {"world.smoke_allreduce", "A smoke allreduce with a correctness check on the job's backend"},
+      {"world.link_matrix", "Pairwise latency/bandwidth matrix; names the slow link or node"},
+  };
+  return all;
+}
+
+bool patternMatches(const std::string& p, const std::string& id) {
+  if (p == id) return true;
+  if (!p.empty() && p.back() == '*') return id.rfind(p.substr(0, p.size() - 1), 0) == 0;
+  return id.rfind(p + ".", 0) == 0;  // a family
+}
+
+bool Selection::selected(const std::string& id) const {
+  auto any = [&](const std::vector<std::string>& ps) {
+    return std::any_of(ps.begin(), ps.end(), [&](const auto& p) { return patternMatches(p, id); });
+  };
+  if (!only.empty() && !any(only)) return false;
+  return !any(skip);
+}
+
+void validateSelection(const Selection& s) {
+  std::vector<std::string> ids;
+  for (const auto& c : localChecks()) ids.push_back(c.id);
+  for (const auto& c : worldChecks()) ids.emplace_back(c.id);
+  for (const auto* list : {&s.only, &s.skip}) {
+    for (const auto& p : *list) {
+      if (std::none_of(ids.begin(), ids.end(), [&](const auto& id) { return patternMatches(p, id); })) {
+        throw ConfigError(fmt::format("'{}' matches no check; give an id (net.master_port_free), a family (net) or a "
+                                      "prefix (net.*). `dsdiag --list` shows them all.",
+                                      p));
+      }
+    }
+  }
+}
+
+std::vector<DiagRecord> runLocalChecks(Context& ctx, const Selection& sel, int rank, const std::string& host) {
+  std::vector<DiagRecord> out;
+  for (const auto& c : localChecks()) {
+    if (!sel.selected(c.id)) continue;
+    Finding f;
+    try {
+      f = c.run(ctx);
+    } catch (const std::exception& e) {
+      f = fail(fmt::format("The check itself failed: {}", e.what()),
+               "This is a dsdiag bug or an environment it does not understand; report it with this output.");
+    } catch (...) {
+      f = fail("The check itself failed with an unknown exception", "Report this as a dsdiag bug.");
+    }
+    out.push_back(DiagRecord{c.id, c.family, f.status, std::move(f.message), std::move(f.remedy), std::move(f.data),
+                             rank, host});
+  }
+  return out;
+}
+
+}  // namespace ds::diag

@@ -1,0 +1,152 @@
+// The real dsdiag binary: flags, JSON, exit codes, garbage environments, explain, tiny /dev/shm and
+// low ulimits in a child.
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "engine/testing/subprocess.h"
+#include "reports/diag/diag_schema.h"
+#include "reports/json_io.h"
+
+using namespace ds::testing;
+
+namespace {
+
+std::string dsdiag() { return binDir() + "/dsdiag"; }
+
+RunOptions clean(std::map<std::string, std::string> set = {}) {
+  RunOptions o;
+  o.unsetEnv = launcherVariables();
+  for (const char* v : {"NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME", "NCCL_DEBUG", "OMP_NUM_THREADS", "DS_ACCELERATOR"}) {
+    o.unsetEnv.emplace_back(v);
+  }
+  o.setEnv = std::move(set);
+  o.timeout = std::chrono::seconds(30);
+  return o;
+}
+
+const nlohmann::json* check(const nlohmann::json& j, const std::string& id) {
+  for (const auto& c : j["checks"]) {
+    if (c["id"] == id) return &c;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+TEST(DsdiagCli, ListShowsEveryFamily) {
+  auto r = run({dsdiag(), "--list"}, clean());
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  for (const char* id : {"env.rank_range", "net.master_port_free", "gpu.libcuda", "nccl.version", "mpi.launcher",
+                         "system.shm_size", "world.link_matrix"}) {
+    EXPECT_NE(r.out.find(id), std::string::npos) << id;
+  }
+}
+
+TEST(DsdiagCli, JsonCarriesEveryCheckAndTheExitCodeMatches) {
+  TempDir d;
+  auto r = run({dsdiag(), "--json", d.file("r.json")}, clean());
+  auto j = ds::report::readJson(d.file("r.json"));
+  auto rep = ds::report::diagFromJson(j, "r.json");
+  EXPECT_EQ(rep.mode, "local");
+  EXPECT_GT(rep.checks.size(), 30u);
+  EXPECT_EQ(r.exitCode, j["summary"]["exit_code"].get<int>()) << r.out;
+  EXPECT_NE(r.out.find("Summary:"), std::string::npos);
+  EXPECT_EQ(r.out.find("\033["), std::string::npos) << "not a TTY: no colour";
+}
+
+TEST(DsdiagCli, OnlyAndSkipSelectChecks) {
+  TempDir d;
+  auto r = run({dsdiag(), "--only", "net,system.shm_size", "--skip", "net.somaxconn", "--json", d.file("r.json")}, clean());
+  auto j = ds::report::readJson(d.file("r.json"));
+  for (const auto& c : j["checks"]) {
+    std::string id = c["id"];
+    EXPECT_TRUE(id.rfind("net.", 0) == 0 || id == "system.shm_size") << id;
+    EXPECT_NE(id, "net.somaxconn");
+  }
+  EXPECT_NE(check(j, "system.shm_size"), nullptr);
+}
+
+TEST(DsdiagCli, UsageErrorsExitThree) {
+  auto r = run({dsdiag(), "--only", "nte.typo"}, clean());
+  EXPECT_EQ(r.exitCode, 3);
+  EXPECT_NE(r.err.find("matches no check"), std::string::npos) << r.err;
+  EXPECT_EQ(run({dsdiag(), "--timeout", "abc"}, clean()).exitCode, 3);
+  EXPECT_EQ(run({dsdiag(), "--color", "purple"}, clean()).exitCode, 3);
+  EXPECT_EQ(run({dsdiag(), "--json", "/nonexistent/dir/r.json", "--only", "env"}, clean()).exitCode, 3);
+}
+
+TEST(DsdiagCli, PortInUseFailsWithExitTwo) {
+  // The test's own listener: bind a port, hand it to dsdiag as MASTER_PORT.
+  TempDir d;
+  Process holder({"python3", "-c",
+                  "import socket,time,sys\ns=socket.socket()\ns.bind(('0.0.0.0',0))\ns.listen()\nprint(s.getsockname()[1],"
+                  "flush=True)\ntime.sleep(30)"},
+                 clean());
+  std::string port;
+  for (int i = 0; i < 100 && port.empty(); ++i) {
+    port = readFile(holder.stdoutPath());
+    if (port.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_FALSE(port.empty());
+  port.erase(port.find_last_not_of("\n") + 1);
+  auto r = run({dsdiag(), "--only", "net.master_port_free", "--json", d.file("r.json")},
+               clean({{"MASTER_PORT", port}, {"MASTER_ADDR", "127.0.0.1"}}));
+  EXPECT_EQ(r.exitCode, 2) << r.out;
+  EXPECT_NE(r.out.find("python3"), std::string::npos) << "names the owner: " << r.out;
+}
+
+TEST(DsdiagCli, GarbageInEveryVariableNeverCrashes) {
+  std::map<std::string, std::string> g;
+  for (const char* n : {"RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
+                        "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_JOB_NODELIST",
+                        "CUDA_VISIBLE_DEVICES", "NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME", "NCCL_IB_HCA", "NCCL_DEBUG",
+                        "NCCL_CONF_FILE", "DS_ACCELERATOR", "DEEPSPEED_TIMEOUT", "OMP_NUM_THREADS", "TORCHELASTIC_RUN_ID"}) {
+    g[n] = "\x7f garbage ^=,,:-1 $(x)";
+  }
+  TempDir d;
+  auto r = run({dsdiag(), "--json", d.file("r.json"), "--connect-timeout", "0.5"}, clean(g));
+  EXPECT_EQ(r.exitCode, 2) << r.out << r.err;
+  auto j = ds::report::readJson(d.file("r.json"));
+  EXPECT_EQ(check(j, "env.world_info")->at("status"), "FAIL");
+  EXPECT_EQ(check(j, "net.gloo_socket_ifname")->at("status"), "FAIL");
+  EXPECT_EQ(r.out.find("The check itself failed"), std::string::npos) << r.out;
+}
+
+TEST(DsdiagCli, MissingLibrariesAreFindingsNotCrashes) {
+  TempDir d;
+  auto r = run({dsdiag(), "--only", "gpu,nccl", "--backend", "nccl", "--json", d.file("r.json")},
+               clean({{"DSDIAG_LIBCUDA", "/nonexistent/libcuda.so.1"}, {"DSDIAG_LIBNCCL", "/nonexistent/libnccl.so.2"}}));
+  EXPECT_EQ(r.exitCode, 2);
+  auto j = ds::report::readJson(d.file("r.json"));
+  EXPECT_EQ(check(j, "gpu.libcuda")->at("status"), "FAIL");
+  EXPECT_EQ(check(j, "nccl.version")->at("status"), "FAIL");
+  EXPECT_NE(check(j, "gpu.libcuda")->at("message").get<std::string>().find("No GPU visible"), std::string::npos);
+}
+
+TEST(DsdiagCli, TinyShmInAPrivateMountNamespace) {
+  auto probe = run({"unshare", "-m", "true"}, clean());
+  if (probe.exitCode != 0) GTEST_SKIP() << "cannot create a mount namespace here: " << probe.err;
+  auto tiny = run({"unshare", "-m", "sh", "-c",
+                   "mount -t tmpfs -o size=32m tmpfs /dev/shm && exec " + dsdiag() + " --only system.shm_size"},
+                  clean());
+  EXPECT_EQ(tiny.exitCode, 2) << tiny.out << tiny.err;
+  EXPECT_NE(tiny.out.find("32 MiB"), std::string::npos) << tiny.out;
+  auto small = run({"unshare", "-m", "sh", "-c",
+                    "mount -t tmpfs -o size=256m tmpfs /dev/shm && exec " + dsdiag() + " --only system.shm_size"},
+                   clean());
+  EXPECT_EQ(small.exitCode, 1) << small.out << small.err;
+}
+
+TEST(DsdiagCli, LowNofileFails) {
+  auto r = run({"sh", "-c", "ulimit -n 64 && exec " + dsdiag() + " --only system.ulimits"}, clean());
+  EXPECT_EQ(r.exitCode, 2) << r.out << r.err;
+  EXPECT_NE(r.out.find("nofile=64"), std::string::npos) << r.out;
+}
+
+TEST(DsdiagCli, ExplainExitCodes) {
+  auto r = run({dsdiag(), "explain", "Timed out after 600 seconds waiting for clients. 1/2 clients joined."}, clean());
+  EXPECT_EQ(r.exitCode, 0);
+  EXPECT_NE(r.out.find("env.world_size_product"), std::string::npos) << r.out;
+  EXPECT_EQ(run({dsdiag(), "explain", "all good"}, clean()).exitCode, 1);
+}

@@ -1,0 +1,108 @@
+// The cross-rank checks on crafted per-rank reports.
+#include <gtest/gtest.h>
+
+#include "diag/world/cross_checks.h"
+
+using namespace ds::diag;
+using ds::report::DiagRecord;
+using ds::report::DiagStatus;
+
+namespace {
+
+DiagRecord rec(const std::string& id, Json data) {
+  DiagRecord r;
+  r.id = id;
+  r.family = id.substr(0, id.find('.'));
+  r.data = std::move(data);
+  return r;
+}
+
+RankReport rank(int r, const std::string& host, int localRank, const std::string& gpu = "", const std::string& nccl = "2.28.9",
+                Json settings = Json::object()) {
+  RankReport rep{r, host, "0.1.0", {}};
+  rep.records.push_back(rec("env.world_info", {{"rank", r}, {"world_size", 2}, {"local_rank", localRank}}));
+  rep.records.push_back(rec("system.host_identity", {{"hostname", host}, {"boot_id", "boot-" + host}}));
+  rep.records.push_back(rec("nccl.version", {{"runtime", nccl}}));
+  rep.records.push_back(rec("nccl.env", {{"settings", settings}}));
+  if (!gpu.empty()) rep.records.push_back(rec("gpu.local_rank_device", {{"device", {{"bus_id", gpu}, {"uuid", ""}}}}));
+  return rep;
+}
+
+const DiagRecord& find(const std::vector<DiagRecord>& v, const std::string& id) {
+  for (const auto& r : v) {
+    if (r.id == id) return r;
+  }
+  throw std::runtime_error("missing " + id);
+}
+
+}  // namespace
+
+TEST(CrossChecks, HealthyWorldPasses) {
+  auto out = crossRankChecks({rank(0, "a", 0, "0000:01:00.0"), rank(1, "a", 1, "0000:02:00.0")}, 2);
+  for (const auto& r : out) EXPECT_NE(r.status, DiagStatus::kFail) << r.id << ": " << r.message;
+  EXPECT_EQ(find(out, "world.gpu_unique").status, DiagStatus::kPass);
+}
+
+TEST(CrossChecks, DuplicateGpuDetectedNamesTheRanks) {
+  auto out = crossRankChecks({rank(0, "a", 0, "0000:01:00.0"), rank(1, "a", 1, "0000:01:00.0")}, 2);
+  const auto& g = find(out, "world.gpu_unique");
+  EXPECT_EQ(g.status, DiagStatus::kFail);
+  EXPECT_NE(g.message.find("Duplicate GPU detected: ranks 0-1 share GPU 0000:01:00.0"), std::string::npos) << g.message;
+  // The same bus id on two different hosts is fine.
+  out = crossRankChecks({rank(0, "a", 0, "0000:01:00.0"), rank(1, "b", 0, "0000:01:00.0")}, 2);
+  EXPECT_EQ(find(out, "world.gpu_unique").status, DiagStatus::kPass);
+}
+
+TEST(CrossChecks, LocalRankClashAndMissingRank) {
+  auto out = crossRankChecks({rank(0, "a", 0), rank(1, "a", 0)}, 3);
+  EXPECT_EQ(find(out, "world.local_rank_unique").status, DiagStatus::kFail);
+  const auto& u = find(out, "world.ranks_unique");
+  EXPECT_EQ(u.status, DiagStatus::kFail);
+  EXPECT_NE(u.message.find("rank(s) 2 missing"), std::string::npos) << u.message;
+}
+
+TEST(CrossChecks, VersionAndSettingDifferences) {
+  auto out = crossRankChecks({rank(0, "a", 0, "", "2.28.9", {{"NCCL_IB_HCA", "mlx5"}}),
+                              rank(1, "b", 0, "", "2.21.5", Json::object())},
+                             2);
+  const auto& v = find(out, "world.versions_equal");
+  EXPECT_EQ(v.status, DiagStatus::kFail);
+  EXPECT_NE(v.message.find("2.21.5 on rank(s) 1"), std::string::npos) << v.message;
+  const auto& s = find(out, "world.nccl_settings_equal");
+  EXPECT_EQ(s.status, DiagStatus::kWarn);
+  EXPECT_NE(s.message.find("NCCL_IB_HCA"), std::string::npos);
+}
+
+TEST(CrossChecks, SameHostnameDifferentMachinesWarns) {
+  auto a = rank(0, "node", 0), b = rank(1, "node", 0);
+  b.records[1].data["boot_id"] = "other-boot";
+  auto out = crossRankChecks({a, b}, 2);
+  EXPECT_EQ(find(out, "world.hostnames").status, DiagStatus::kWarn);
+  // Told apart by boot id, the two "node"s do not clash on LOCAL_RANK 0.
+  EXPECT_EQ(find(out, "world.local_rank_unique").status, DiagStatus::kPass);
+}
+
+TEST(LinkMatrix, NamesTheRankInEverySlowPair) {
+  std::vector<LinkResult> links = {{0, 1, 50, 2.0, ""}, {0, 2, 20000, 0.05, ""}, {1, 2, 21000, 0.05, ""}};
+  auto f = judgeLinks(links, 3, 10.0, {"a", "a", "b"});
+  EXPECT_EQ(f.status, DiagStatus::kWarn);
+  EXPECT_NE(f.message.find("Rank 2 (host b) is in every slow pair"), std::string::npos) << f.message;
+  EXPECT_EQ(f.data["slow_rank"], 2);
+}
+
+TEST(LinkMatrix, FastLinksPassAndFailuresFail) {
+  EXPECT_EQ(judgeLinks({{0, 1, 80, 2.0, ""}}, 2, 10.0, {"a", "a"}).status, DiagStatus::kPass);
+  EXPECT_EQ(judgeLinks({{0, 1, 25000, 0.01, ""}}, 2, 10.0, {"a", "b"}).status, DiagStatus::kWarn);
+  auto f = judgeLinks({{0, 1, 0, 0, "timed out"}}, 2, 10.0, {"a", "b"});
+  EXPECT_EQ(f.status, DiagStatus::kFail);
+  EXPECT_NE(f.message.find("0<->1: timed out"), std::string::npos);
+  EXPECT_EQ(judgeLinks({}, 1, 10.0, {"a"}).status, DiagStatus::kSkip);
+}
+
+TEST(ClockSkew, LargeOffsetWarnsNamingTheRank) {
+  EXPECT_EQ(judgeClockSkew({{1, 0.4, 0.1}}).status, DiagStatus::kPass);
+  EXPECT_NE(judgeClockSkew({{3, 0.0, 0.1}}).message.find("(rank 3)"), std::string::npos);
+  auto f = judgeClockSkew({{1, 0.4, 0.1}, {2, -4500, 0.2}});
+  EXPECT_EQ(f.status, DiagStatus::kWarn);
+  EXPECT_NE(f.message.find("Rank 2"), std::string::npos);
+}

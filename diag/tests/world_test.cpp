@@ -1,0 +1,106 @@
+// dsdiag --world under dsrun and mpirun, and with a rank that never starts.
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "engine/testing/subprocess.h"
+#include "reports/diag/diag_schema.h"
+#include "reports/json_io.h"
+
+using namespace ds::testing;
+
+namespace {
+
+RunOptions clean(std::map<std::string, std::string> set = {}) {
+  RunOptions o;
+  o.unsetEnv = launcherVariables();
+  o.setEnv = std::move(set);
+  o.timeout = std::chrono::seconds(60);
+  return o;
+}
+
+const nlohmann::json& check(const nlohmann::json& j, const std::string& id) {
+  for (const auto& c : j["checks"]) {
+    if (c["id"] == id && c["rank"] == -1) return c;
+  }
+  throw std::runtime_error("no world check " + id + " in " + j.dump().substr(0, 300));
+}
+
+}  // namespace
+
+TEST(DsdiagWorld, TwoRanksUnderDsrun) {
+  TempDir d;
+  auto r = run({binDir() + "/dsrun", "--nproc-per-node", "2", "--standalone", binDir() + "/dsdiag", "--world", "--timeout",
+                "20", "--json", d.file("w.json")},
+               clean());
+  auto j = ds::report::readJson(d.file("w.json"));
+  auto rep = ds::report::diagFromJson(j, "w.json");
+  EXPECT_EQ(rep.mode, "world");
+  EXPECT_EQ(rep.worldSize, 2);
+  EXPECT_EQ(check(j, "world.smoke_allreduce")["status"], "PASS");
+  EXPECT_EQ(check(j, "world.ranks_unique")["status"], "PASS");
+  EXPECT_EQ(check(j, "world.link_matrix")["data"]["links"].size(), 1u);
+  EXPECT_EQ(check(j, "world.gather")["status"], "PASS");
+  // Both ranks' local records are there.
+  std::set<int> ranks;
+  for (const auto& c : j["checks"]) ranks.insert(c["rank"].get<int>());
+  EXPECT_TRUE(ranks.count(0) && ranks.count(1));
+  EXPECT_NE(r.out.find("dsdiag rank 1"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("dsdiag --world: 2 rank(s)"), std::string::npos) << r.out;
+  EXPECT_EQ(r.exitCode, j["summary"]["exit_code"].get<int>()) << r.out << r.err;
+}
+
+TEST(DsdiagWorld, TwoRanksUnderMpirun) {
+  std::string mpirun = DS_MPIRUN_PATH;
+  if (mpirun.empty()) GTEST_SKIP() << "built without MPI";
+  TempDir d;
+  auto r = run({mpirun, "-np", "2", "--oversubscribe", binDir() + "/dsdiag", "--world", "--timeout", "20", "--json",
+                d.file("w.json")},
+               clean({{"OMPI_ALLOW_RUN_AS_ROOT", "1"},
+                      {"OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"},
+                      {"MASTER_PORT", std::to_string(unusedPort())}}));
+  auto j = ds::report::readJson(d.file("w.json"));
+  EXPECT_EQ(check(j, "world.smoke_allreduce")["status"], "PASS") << r.out;
+  bool ompi = false;
+  for (const auto& c : j["checks"]) {
+    if (c["id"] == "mpi.launcher") ompi = ompi || c["message"].get<std::string>().find("Open MPI") != std::string::npos;
+  }
+  EXPECT_TRUE(ompi) << r.out;
+}
+
+TEST(DsdiagWorld, MissingRankIsNamedWithinTheTimeout) {
+  // WORLD_SIZE=3, but only ranks 0 and 1 are started.
+  int port = unusedPort();
+  auto env = [&](int rank) {
+    return clean({{"RANK", std::to_string(rank)}, {"WORLD_SIZE", "3"}, {"LOCAL_RANK", std::to_string(rank)},
+                  {"LOCAL_WORLD_SIZE", "3"}, {"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", std::to_string(port)},
+                  {"OMP_NUM_THREADS", "1"}});
+  };
+  TempDir d;
+  auto t0 = std::chrono::steady_clock::now();
+  Process r0({binDir() + "/dsdiag", "--world", "--timeout", "4", "--json", d.file("w.json")}, env(0));
+  Process r1({binDir() + "/dsdiag", "--world", "--timeout", "4"}, env(1));
+  auto a = r0.wait();
+  auto b = r1.wait();
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(30));
+  EXPECT_EQ(a.exitCode, 2) << a.out << a.err;
+  EXPECT_EQ(b.exitCode, 2) << b.out << b.err;
+  EXPECT_NE(a.out.find("Ranks that never joined: 2"), std::string::npos) << a.out;
+  auto j = ds::report::readJson(d.file("w.json"));
+  bool found = false;
+  for (const auto& c : j["checks"]) {
+    if (c["id"] == "world.rendezvous") {
+      found = true;
+      EXPECT_EQ(c["status"], "FAIL");
+    }
+  }
+  EXPECT_TRUE(found);
+}
+
+TEST(DsdiagWorld, LauncherFlagAfterTheProgramIsCaught) {
+  auto r = run({binDir() + "/dsrun", "--nproc-per-node", "1", "--standalone", binDir() + "/dsdiag", "--only",
+                "env.launcher_flags", "--master_port", "29511"},
+               clean());
+  EXPECT_EQ(r.exitCode, 2) << r.out << r.err;
+  EXPECT_NE(r.out.find("--master_port"), std::string::npos) << r.out;
+}

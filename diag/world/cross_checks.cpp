@@ -1,0 +1,333 @@
+#include "diag/world/cross_checks.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+
+#include "reports/diag/diag_text.h"
+
+namespace ds::diag {
+namespace {
+
+DiagRecord record(const char* id, Finding f) {
+  return DiagRecord{id, "world", f.status, std::move(f.message), std::move(f.remedy), std::move(f.data), -1, ""};
+}
+
+// Groups ranks by a value; "" values (unknown) are left out.
+std::map<std::string, std::vector<int>> groupBy(const std::vector<RankReport>& reports,
+                                                const std::function<std::string(const RankReport&)>& key) {
+  std::map<std::string, std::vector<int>> g;
+  for (const auto& r : reports) {
+    auto k = key(r);
+    if (!k.empty()) g[k].push_back(r.rank);
+  }
+  return g;
+}
+
+std::string describeGroups(const std::map<std::string, std::vector<int>>& g) {
+  std::vector<std::string> parts;
+  for (const auto& [k, ranks] : g) parts.push_back(fmt::format("{} on rank(s) {}", k, report::rankRanges(ranks)));
+  return join(parts, "; ");
+}
+
+std::string str(const Json* d, const char* key) {
+  if (d == nullptr || !d->contains(key)) return "";
+  const auto& v = (*d)[key];
+  return v.is_string() ? v.get<std::string>() : v.dump();
+}
+
+}  // namespace
+
+const Json* findData(const RankReport& r, const std::string& id) {
+  for (const auto& rec : r.records) {
+    if (rec.id == id) return &rec.data;
+  }
+  return nullptr;
+}
+
+std::vector<DiagRecord> crossRankChecks(const std::vector<RankReport>& reports, int worldSize) {
+  std::vector<DiagRecord> out;
+  // --- ranks unique and complete ---
+  {
+    std::map<int, std::vector<std::string>> claimed;  // rank -> "host pid"
+    std::set<int> sizes;
+    for (const auto& r : reports) {
+      const Json* d = findData(r, "env.world_info");
+      int rank = d && d->contains("rank") ? (*d)["rank"].get<int>() : r.rank;
+      claimed[rank].push_back(r.host);
+      if (d && d->contains("world_size")) sizes.insert((*d)["world_size"].get<int>());
+    }
+    std::vector<int> dup, missing;
+    for (const auto& [rank, hosts] : claimed) {
+      if (hosts.size() > 1) dup.push_back(rank);
+    }
+    for (int i = 0; i < worldSize; ++i) {
+      if (!claimed.count(i)) missing.push_back(i);
+    }
+    Json data{{"duplicates", dup}, {"missing", missing}, {"world_sizes", sizes}};
+    if (!dup.empty() || !missing.empty() || sizes.size() > 1) {
+      out.push_back(record("world.ranks_unique",
+                           fail(fmt::format("Ranks are not unique and complete:{}{}{}",
+                                            dup.empty() ? "" : " rank(s) " + report::rankRanges(dup) + " claimed twice;",
+                                            missing.empty() ? "" : " rank(s) " + report::rankRanges(missing) + " missing;",
+                                            sizes.size() > 1 ? fmt::format(" ranks disagree on WORLD_SIZE ({})", join(sizes, ", ")) : ""),
+                                "Every process needs its own RANK in 0..WORLD_SIZE-1 and the same WORLD_SIZE; check the "
+                                "launcher command on every node.",
+                                data)));
+    } else {
+      out.push_back(record("world.ranks_unique", pass(fmt::format("Ranks 0-{} each reported once, all with WORLD_SIZE={}",
+                                                                  worldSize - 1, worldSize),
+                                                      data)));
+    }
+  }
+  // Hosts are told apart by hostname + boot id (two containers can share a hostname).
+  auto hostKey = [](const RankReport& r) {
+    const Json* d = findData(r, "system.host_identity");
+    return r.host + "/" + str(d, "boot_id");
+  };
+  // --- LOCAL_RANK unique per host ---
+  {
+    std::map<std::string, std::map<int, std::vector<int>>> perHost;
+    for (const auto& r : reports) {
+      const Json* d = findData(r, "env.world_info");
+      if (d && d->contains("local_rank")) perHost[hostKey(r)][(*d)["local_rank"].get<int>()].push_back(r.rank);
+    }
+    std::vector<std::string> clashes;
+    for (const auto& [host, byLocal] : perHost) {
+      for (const auto& [lr, ranks] : byLocal) {
+        if (ranks.size() > 1) {
+          clashes.push_back(fmt::format("LOCAL_RANK={} on {} for ranks {}", lr, host.substr(0, host.find('/')),
+                                        report::rankRanges(ranks)));
+        }
+      }
+    }
+    if (perHost.empty()) {
+      out.push_back(record("world.local_rank_unique", skip("env.world_info did not run (or failed) on the ranks")));
+    } else if (!clashes.empty()) {
+      out.push_back(record("world.local_rank_unique",
+                           fail(fmt::format("{}: those ranks pick the same GPU and the same local resources",
+                                            join(clashes, "; ")),
+                                "Let the launcher set LOCAL_RANK (dsrun/torchrun/mpirun do); do not export it in the job "
+                                "script.",
+                                {{"clashes", clashes}})));
+    } else {
+      out.push_back(record("world.local_rank_unique",
+                           pass(fmt::format("LOCAL_RANK unique on each of {} host(s)", perHost.size()))));
+    }
+  }
+  // --- no two ranks on one GPU ---
+  {
+    std::map<std::string, std::vector<int>> byGpu;
+    int known = 0;
+    for (const auto& r : reports) {
+      const Json* d = findData(r, "gpu.local_rank_device");
+      if (d == nullptr || !d->contains("device")) continue;
+      ++known;
+      std::string id = str(&(*d)["device"], "uuid");
+      if (id.empty()) id = str(&(*d)["device"], "bus_id");
+      byGpu[hostKey(r) + " " + id].push_back(r.rank);
+    }
+    std::vector<std::string> dups;
+    for (const auto& [gpu, ranks] : byGpu) {
+      if (ranks.size() > 1) dups.push_back(fmt::format("ranks {} share GPU {}", report::rankRanges(ranks), gpu.substr(gpu.find(' ') + 1)));
+    }
+    if (known == 0) {
+      out.push_back(record("world.gpu_unique", skip("No rank has a GPU (see the gpu family): nothing to compare")));
+    } else if (!dups.empty()) {
+      out.push_back(record("world.gpu_unique",
+                           fail(fmt::format("Duplicate GPU detected: {}. NCCL refuses two ranks on one GPU", join(dups, "; ")),
+                                "Give each rank its own device: LOCAL_RANK must differ per host and CUDA_VISIBLE_DEVICES "
+                                "must not pin every rank to the same GPU.",
+                                {{"duplicates", dups}})));
+    } else {
+      out.push_back(record("world.gpu_unique", pass(fmt::format("{} rank(s) on distinct GPUs", known))));
+    }
+  }
+  // --- versions equal ---
+  {
+    struct V {
+      const char* what;
+      std::function<std::string(const RankReport&)> get;
+    };
+    std::vector<V> vs = {
+        {"dsperf", [](const RankReport& r) { return r.toolVersion; }},
+        {"NCCL", [](const RankReport& r) { return str(findData(r, "nccl.version"), "runtime"); }},
+        {"CUDA driver", [](const RankReport& r) {
+           const Json* d = findData(r, "gpu.driver_version");
+           std::string v = str(d, "nvml_driver_version");
+           return v.empty() ? (str(d, "driver_cuda_version") == "unknown" ? "" : str(d, "driver_cuda_version")) : v;
+         }},
+        {"MPI", [](const RankReport& r) { return str(findData(r, "mpi.version"), "version"); }},
+    };
+    std::vector<std::string> diffs, same;
+    Json data = Json::object();
+    for (const auto& v : vs) {
+      auto g = groupBy(reports, v.get);
+      Json gj = Json::object();
+      for (const auto& [k, ranks] : g) gj[k] = ranks;
+      data[v.what] = gj;
+      if (g.size() > 1) diffs.push_back(fmt::format("{}: {}", v.what, describeGroups(g)));
+      else if (g.size() == 1) same.push_back(fmt::format("{} {}", v.what, g.begin()->first));
+    }
+    if (!diffs.empty()) {
+      out.push_back(record("world.versions_equal",
+                           fail(fmt::format("Versions differ across ranks: {}. Mixed NCCL/driver versions hang or corrupt "
+                                            "collectives; mixed dsperf builds disagree on protocols",
+                                            join(diffs, " | ")),
+                                "Install the same NCCL, driver, MPI and dsperf on every node (one container image).", data)));
+    } else {
+      out.push_back(record("world.versions_equal",
+                           pass(same.empty() ? "No versions to compare" : "Same on every rank: " + join(same, ", "), data)));
+    }
+  }
+  // --- NCCL settings equal ---
+  {
+    std::map<std::string, std::map<std::string, std::vector<int>>> byVar;  // var -> value -> ranks
+    int known = 0;
+    for (const auto& r : reports) {
+      const Json* d = findData(r, "nccl.env");
+      if (d == nullptr || !d->contains("settings")) continue;
+      ++known;
+      for (auto& [k, v] : (*d)["settings"].items()) byVar[k][v.get<std::string>()].push_back(r.rank);
+    }
+    std::vector<std::string> diffs;
+    for (const auto& [var, values] : byVar) {
+      int covered = 0;
+      for (const auto& [_, ranks] : values) covered += static_cast<int>(ranks.size());
+      if (values.size() > 1 || covered != known) {
+        std::vector<std::string> parts;
+        for (const auto& [val, ranks] : values) parts.push_back(fmt::format("'{}' on {}", val, report::rankRanges(ranks)));
+        if (covered != known) parts.push_back("unset elsewhere");
+        diffs.push_back(fmt::format("{}: {}", var, join(parts, ", ")));
+      }
+    }
+    if (known == 0) {
+      out.push_back(record("world.nccl_settings_equal", skip("nccl.env did not run on the ranks")));
+    } else if (!diffs.empty()) {
+      out.push_back(record("world.nccl_settings_equal",
+                           warn(fmt::format("NCCL settings differ across ranks: {}. Ranks that choose different "
+                                            "transports or algorithms can hang or crawl",
+                                            join(diffs, "; ")),
+                                "Set NCCL_* the same way on every node (job environment or one nccl.conf).",
+                                {{"differences", diffs}})));
+    } else {
+      out.push_back(record("world.nccl_settings_equal",
+                           pass(fmt::format("{} NCCL setting(s), identical on every rank", byVar.size()))));
+    }
+  }
+  // --- hostnames ---
+  {
+    std::map<std::string, std::set<std::string>> boots;
+    for (const auto& r : reports) {
+      const Json* d = findData(r, "system.host_identity");
+      if (d != nullptr) boots[str(d, "hostname")].insert(str(d, "boot_id"));
+    }
+    std::vector<std::string> clash;
+    for (const auto& [h, ids] : boots) {
+      if (ids.size() > 1) clash.push_back(h);
+    }
+    if (boots.empty()) {
+      out.push_back(record("world.hostnames", skip("system.host_identity did not run on the ranks")));
+    } else if (!clash.empty()) {
+      out.push_back(record("world.hostnames",
+                           warn(fmt::format("Different machines share the hostname(s) {}: tools that group ranks by "
+                                            "hostname (local ranks, MPI discovery) put them on one node",
+                                            join(clash, ", ")),
+                                "Give every node a unique hostname (containers: --hostname).", {{"hostnames", clash}})));
+    } else {
+      out.push_back(record("world.hostnames", pass(fmt::format("{} host(s), each with a unique hostname", boots.size()))));
+    }
+  }
+  return out;
+}
+
+Finding judgeLinks(const std::vector<LinkResult>& links, int worldSize, double slowLinkMs,
+                   const std::vector<std::string>& hostOfRank) {
+  Json matrix = Json::array();
+  std::vector<std::string> errors;
+  double minLat = 1e300, maxBw = 0;
+  for (const auto& l : links) {
+    matrix.push_back({{"a", l.a}, {"b", l.b}, {"latency_us", l.latencyUs}, {"bandwidth_GBps", l.bandwidthGBps},
+                      {"error", l.error}});
+    if (!l.error.empty()) {
+      errors.push_back(fmt::format("{}<->{}: {}", l.a, l.b, l.error));
+      continue;
+    }
+    minLat = std::min(minLat, l.latencyUs);
+    maxBw = std::max(maxBw, l.bandwidthGBps);
+  }
+  Json data{{"links", matrix}, {"slow_link_ms", slowLinkMs}};
+  auto host = [&](int r) {
+    return r >= 0 && r < static_cast<int>(hostOfRank.size()) ? hostOfRank[static_cast<size_t>(r)] : std::string("?");
+  };
+  if (!errors.empty()) {
+    return fail(fmt::format("Link test failed: {}", join(errors, "; ")),
+                "Check connectivity between those hosts (firewall, interface choice: GLOO_SOCKET_IFNAME / "
+                "NCCL_SOCKET_IFNAME).",
+                data);
+  }
+  if (links.empty()) return skip(fmt::format("One rank (WORLD_SIZE={}): no pairs to test", worldSize), data);
+  // Slow: above the absolute bound, or (with several pairs) far above the best pair in latency, or
+  // far below it in bandwidth.
+  std::vector<const LinkResult*> slow;
+  for (const auto& l : links) {
+    bool absolute = l.latencyUs > slowLinkMs * 1000.0;
+    bool relative = links.size() > 1 && l.latencyUs > 4 * minLat && l.latencyUs > minLat + 2000.0;
+    bool lowBw = links.size() > 1 && maxBw > 0 && l.bandwidthGBps < maxBw / 8;
+    if (absolute || relative || lowBw) slow.push_back(&l);
+  }
+  std::vector<std::string> parts;
+  for (const auto& l : links) {
+    parts.push_back(fmt::format("{}<->{} {:.0f} us {:.2f} GB/s", l.a, l.b, l.latencyUs, l.bandwidthGBps));
+  }
+  if (slow.empty()) return pass(fmt::format("{} pair(s): {}", links.size(), join(parts, ", ")), data);
+  std::vector<std::string> slowText;
+  std::map<int, int> count;
+  for (const auto* l : slow) {
+    slowText.push_back(fmt::format("{}<->{} ({} <-> {}): {:.1f} ms, {:.2f} GB/s", l->a, l->b, host(l->a), host(l->b),
+                                   l->latencyUs / 1000.0, l->bandwidthGBps));
+    ++count[l->a];
+    ++count[l->b];
+  }
+  std::vector<int> common;
+  for (const auto& [r, n] : count) {
+    if (n == static_cast<int>(slow.size()) && (slow.size() > 1 || links.size() == 1)) common.push_back(r);
+  }
+  data["slow"] = slowText;
+  std::string culprit;
+  if (slow.size() > 1 && common.size() == 1) {
+    culprit = fmt::format(" Rank {} (host {}) is in every slow pair: its node or NIC is the likely cause.", common[0],
+                          host(common[0]));
+    data["slow_rank"] = common[0];
+  }
+  return warn(fmt::format("Slow link(s): {} (best pair {:.0f} us).{}", join(slowText, "; "),
+                          minLat, culprit),
+              "Check the NIC, cable, switch port and interface choice of the hosts named (ethtool, ip -s link; tc qdisc "
+              "for shaping); collectives run at the speed of the slowest link.",
+              data);
+}
+
+Finding judgeClockSkew(const std::vector<ClockSample>& samples) {
+  Json arr = Json::array();
+  double worst = 0;
+  int worstRank = -1;
+  for (const auto& s : samples) {
+    arr.push_back({{"rank", s.rank}, {"offset_ms", s.offsetMs}, {"rtt_ms", s.rttMs}});
+    if (worstRank < 0 || std::fabs(s.offsetMs) > std::fabs(worst)) {
+      worst = s.offsetMs;
+      worstRank = s.rank;
+    }
+  }
+  Json data{{"samples", arr}};
+  if (samples.empty()) return skip("One rank: no clocks to compare", data);
+  if (std::fabs(worst) > 1000.0) {
+    return warn(fmt::format("Rank {}'s clock is {:+.0f} ms off rank 0's: timestamps in logs and traces of different "
+                            "nodes cannot be lined up, and time-based timeouts/certificates misbehave",
+                            worstRank, worst),
+                "Run NTP/chrony on every node (chronyc tracking shows the offset).", data);
+  }
+  return pass(fmt::format("Largest clock offset from rank 0: {:+.3f} ms (rank {})", worst, worstRank), data);
+}
+
+}  // namespace ds::diag

@@ -1,0 +1,45 @@
+// The cross-rank checks of world mode that need only what every rank reported: pure functions,
+// unit-tested with crafted reports.
+#pragma once
+
+#include <vector>
+
+#include "diag/check.h"
+
+namespace ds::diag {
+
+// What one rank sent to rank 0.
+struct RankReport {
+  int rank = 0;
+  std::string host;
+  std::string toolVersion;
+  std::vector<DiagRecord> records;
+};
+
+// The data of check `id` in this rank's records, or nullptr when it did not run.
+const Json* findData(const RankReport& r, const std::string& id);
+
+// world.ranks_unique, world.local_rank_unique, world.gpu_unique, world.versions_equal,
+// world.nccl_settings_equal, world.hostnames. `worldSize` is the size rank 0 expects.
+std::vector<DiagRecord> crossRankChecks(const std::vector<RankReport>& reports, int worldSize);
+
+// One measured link of the pairwise test.
+struct LinkResult {
+  int a = 0, b = 0;
+  double latencyUs = 0;  // half the median small-message round trip
+  double bandwidthGBps = 0;  // large message, both directions, GB = 1e9 bytes
+  std::string error;  // non-empty when the exchange failed
+};
+// world.link_matrix from the measurements: the slow pairs, and the rank common to all of them.
+Finding judgeLinks(const std::vector<LinkResult>& links, int worldSize, double slowLinkMs,
+                   const std::vector<std::string>& hostOfRank);
+
+// world.clock_skew: offsets of each rank's clock from rank 0's (ms), with their uncertainty.
+struct ClockSample {
+  int rank = 0;
+  double offsetMs = 0;
+  double rttMs = 0;
+};
+Finding judgeClockSkew(const std::vector<ClockSample>& samples);
+
+}  // namespace ds::diag

@@ -1,0 +1,373 @@
+#include "engine/ddp/ddp.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+
+#include "engine/common/error.h"
+#include "engine/ddp/ops.h"
+
+namespace ds::ddp {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::int64_t nsBetween(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(b - a).count();
+}
+
+comm::Buffer i64Buffer(std::vector<std::int64_t>& v) {
+  return comm::Buffer{v.data(), v.size(), comm::DType::kI64, comm::Device{}};
+}
+
+// Per parameter: dtype, device type, rank of the shape and up to 4 dims (-1 padded).
+constexpr std::size_t kMaxDims = 4;
+constexpr std::size_t kDescWidth = 3 + kMaxDims;
+
+std::string describeDesc(const std::int64_t* d) {
+  std::vector<std::int64_t> shape(d + 3, d + 3 + d[2]);
+  return fmt::format("{} {}", Tensor::shapeString(shape), comm::dtypeName(static_cast<DType>(d[0])));
+}
+
+}  // namespace
+
+const char* eventName(ReducerEventType t) {
+  switch (t) {
+    case ReducerEventType::kBackwardStart:
+      return "backward_start";
+    case ReducerEventType::kGradReady:
+      return "grad_ready";
+    case ReducerEventType::kBucketLaunched:
+      return "bucket_launched";
+    case ReducerEventType::kBackwardComputeEnd:
+      return "backward_compute_end";
+    default:
+      return "bucket_reduced";
+  }
+}
+
+bool isSampledIteration(long n) { return n >= 1 && (n <= 10 || n % 100 == 0); }
+
+// ------------------------------------------------------------------------------------------------
+// Reducer
+
+Reducer::Reducer(std::vector<Parameter>& params, comm::ProcessGroup& pg, const DdpOptions& options)
+    : params_(params), pg_(pg), options_(options) {
+  hook_ = options.commHook ? options.commHook : makeCommHook(options.commHookName);
+  if (options.overlap) {
+    // A cap below 1 MiB also caps the first bucket, so that a small bucket_cap_mb really gives small
+    // buckets (PyTorch keeps the first at 1 MiB regardless).
+    limits_.bucketCapBytes = bucketCapBytes(options.bucketCapMb);
+    limits_.firstBucketBytes = std::min(options.firstBucketBytes, limits_.bucketCapBytes);
+  } else {
+    limits_.firstBucketBytes = kUnlimitedBucketBytes;
+    limits_.bucketCapBytes = kUnlimitedBucketBytes;
+  }
+  recordOrder_ = options.rebuildBuckets && options.overlap;
+  std::vector<BucketParam> bp;
+  for (auto& p : params_) {
+    if (p.value.dtype() != p.grad.dtype() || p.value.numel() != p.grad.numel()) {
+      throw ConfigError(fmt::format("parameter {}: gradient {} {} does not match the value {} {}", p.name,
+                                    comm::dtypeName(p.grad.dtype()), p.grad.shapeString(),
+                                    comm::dtypeName(p.value.dtype()), p.value.shapeString()));
+    }
+    bp.push_back({p.value.numel(), p.value.dtype(), p.value.device()});
+  }
+  build(assignBuckets(bp, limits_));
+  ready_.assign(params_.size(), false);
+}
+
+void Reducer::build(const std::vector<BucketSpec>& specs) {
+  DS_CHECK(!inBackward_, "buckets rebuilt during a backward");
+  std::vector<Bucket> fresh;
+  locator_.assign(params_.size(), {0, 0});
+  for (std::size_t b = 0; b < specs.size(); ++b) {
+    Bucket bucket;
+    bucket.spec = specs[b];
+    bucket.buffer =
+        Tensor::zeros({static_cast<std::int64_t>(specs[b].numel)}, specs[b].dtype, specs[b].device);
+    std::size_t offset = 0;
+    for (std::size_t m = 0; m < specs[b].params.size(); ++m) {
+      std::size_t i = specs[b].params[m];
+      bucket.offsets.push_back(offset);
+      locator_[i] = {b, m};
+      if (options_.gradientAsBucketView) {
+        Parameter& p = params_[i];
+        Tensor view = bucket.buffer.view(offset, p.grad.numel(), p.grad.shape());
+        ops::copy(p.grad, view);  // keep what the gradient held (rebuild happens before the optimizer)
+        p.grad = view;
+      }
+      offset += params_[i].value.numel();
+    }
+    bucket.grad.index = b;
+    bucket.grad.buffer = bucket.buffer;
+    fresh.push_back(std::move(bucket));
+  }
+  buckets_ = std::move(fresh);
+  specs_ = specs;
+}
+
+std::vector<std::size_t> Reducer::bucketSizes() const {
+  std::vector<std::size_t> out;
+  for (const auto& s : specs_) out.push_back(s.bytes);
+  return out;
+}
+
+std::int64_t Reducer::sinceStart(Clock::time_point t) const { return nsBetween(start_, t); }
+
+void Reducer::prepareForBackward(bool sync) {
+  DS_CHECK(!inBackward_, "prepareForBackward twice without finalizeBackward");
+  inBackward_ = true;
+  sync_ = sync;
+  std::fill(ready_.begin(), ready_.end(), false);
+  readyCount_ = 0;
+  nextLaunch_ = 0;
+  launchedAny_ = false;
+  for (auto& b : buckets_) {
+    b.pending = b.spec.params.size();
+    b.launched = false;
+    b.work.reset();
+  }
+  events_.clear();
+  events_.push_back({ReducerEventType::kBackwardStart, 0});
+  last_ = IterationStats{};
+  last_.synced = sync;
+  last_.buckets = static_cast<int>(buckets_.size());
+  start_ = Clock::now();
+}
+
+void Reducer::markGradReady(std::size_t i) {
+  DS_CHECK(inBackward_, "markGradReady({}) outside a backward", i);
+  if (i >= params_.size()) {
+    throw ConfigError(
+        fmt::format("markGradReady: parameter index {} out of range ({} parameters)", i, params_.size()));
+  }
+  if (ready_[i]) {
+    throw ConfigError(
+        fmt::format("Expected to mark a variable ready only once: parameter {} ({}) was marked ready twice "
+                    "in one backward. "
+                    "Each parameter must get exactly one gradient per backward.",
+                    i, params_[i].name));
+  }
+  ready_[i] = true;
+  ++readyCount_;
+  events_.push_back({ReducerEventType::kGradReady, i});
+  if (!sync_) return;  // no_sync: the gradient stays in .grad and accumulates
+  if (recordOrder_ && rebuilds_ == 0) readyOrder_.push_back(i);
+
+  auto [b, m] = locator_[i];
+  Bucket& bucket = buckets_[b];
+  Parameter& p = params_[i];
+  const float inv = 1.0f / static_cast<float>(pg_.size());
+  Tensor slot = bucket.buffer.view(bucket.offsets[m], p.grad.numel(), p.grad.shape());
+  if (p.grad.sameMemory(slot)) {
+    if (pg_.size() > 1) ops::scale(slot, inv);
+  } else {
+    ops::scaleCopy(p.grad, inv, slot);
+  }
+  DS_CHECK(bucket.pending > 0, "bucket {} completed twice", b);
+  --bucket.pending;
+  if (!options_.overlap) return;  // the baseline launches everything after backward
+  while (nextLaunch_ < buckets_.size() && buckets_[nextLaunch_].pending == 0) launch(nextLaunch_++);
+}
+
+void Reducer::launch(std::size_t b) {
+  Bucket& bucket = buckets_[b];
+  if (!launchedAny_) {
+    firstLaunch_ = Clock::now();
+    launchedAny_ = true;
+  }
+  // GPU gradients are written by kernels on the default stream; the collective must see them.
+  ops::synchronize(bucket.buffer.device());
+  bucket.work = hook_->launch(pg_, bucket.grad);
+  bucket.launched = true;
+  events_.push_back({ReducerEventType::kBucketLaunched, b});
+}
+
+void Reducer::finalizeBackward() {
+  DS_CHECK(inBackward_, "finalizeBackward without prepareForBackward");
+  const auto computeEnd = Clock::now();
+  events_.push_back({ReducerEventType::kBackwardComputeEnd, 0});
+  last_.backwardComputeNs = sinceStart(computeEnd);
+  inBackward_ = false;
+  if (readyCount_ != params_.size()) {
+    std::vector<std::string> missing;
+    for (std::size_t i = 0; i < params_.size(); ++i) {
+      if (!ready_[i]) missing.push_back(fmt::format("{} ({})", i, params_[i].name));
+    }
+    throw ConfigError(fmt::format(
+        "DDP expected every parameter to receive a gradient in this backward, but {} did not: {}. Every rank "
+        "would wait for buckets that never complete; make each parameter take part in the loss.",
+        missing.size(), fmt::join(missing, ", ")));
+  }
+  if (!sync_) return;
+  last_.bucketsLaunchedDuringBackward = static_cast<int>(nextLaunch_);
+  while (nextLaunch_ < buckets_.size()) launch(nextLaunch_++);
+  for (std::size_t b = 0; b < buckets_.size(); ++b) {
+    buckets_[b].work->wait();
+    events_.push_back({ReducerEventType::kBucketReduced, b});
+    last_.commBusyNs +=
+        std::chrono::duration_cast<std::chrono::nanoseconds>(buckets_[b].work->duration()).count();
+  }
+  const auto commEnd = Clock::now();
+  for (auto& bucket : buckets_) {
+    hook_->finish(bucket.grad);
+    for (std::size_t m = 0; m < bucket.spec.params.size(); ++m) {
+      Parameter& p = params_[bucket.spec.params[m]];
+      Tensor slot = bucket.buffer.view(bucket.offsets[m], p.grad.numel(), p.grad.shape());
+      if (!p.grad.sameMemory(slot)) ops::copy(slot, p.grad);
+    }
+  }
+  ops::synchronize(buckets_.empty() ? comm::Device{} : buckets_[0].buffer.device());
+  const auto finalizeEnd = Clock::now();
+  last_.backwardCommNs = launchedAny_ ? nsBetween(firstLaunch_, commEnd) : 0;
+  last_.overlapNs = launchedAny_ ? std::max<std::int64_t>(0, nsBetween(firstLaunch_, computeEnd)) : 0;
+  last_.exposedCommNs = nsBetween(computeEnd, commEnd);
+  last_.finalizeNs = nsBetween(commEnd, finalizeEnd);
+  if (recordOrder_ && rebuilds_ == 0) rebuild();
+}
+
+void Reducer::rebuild() {
+  // Rank 0's order wins, so that every rank builds the same buckets even if their backward orders
+  // differed.
+  std::vector<std::int64_t> order(params_.size());
+  DS_CHECK(readyOrder_.size() == params_.size(), "ready order of {} of {} parameters", readyOrder_.size(),
+           params_.size());
+  for (std::size_t k = 0; k < order.size(); ++k) order[k] = static_cast<std::int64_t>(readyOrder_[k]);
+  pg_.broadcast(i64Buffer(order), 0)->wait();
+  std::vector<std::size_t> rank0Order;
+  for (auto v : order) rank0Order.push_back(static_cast<std::size_t>(v));
+  std::vector<BucketParam> bp;
+  for (auto& p : params_) bp.push_back({p.value.numel(), p.value.dtype(), p.value.device()});
+  build(assignBuckets(bp, limits_, rank0Order));
+  ++rebuilds_;
+}
+
+// ------------------------------------------------------------------------------------------------
+// DistributedDataParallel
+
+DistributedDataParallel::DistributedDataParallel(Mlp& model, comm::ProcessGroup& pg, DdpOptions options)
+    : model_(model), pg_(pg), options_(std::move(options)) {
+  verifyModelAcrossRanks();
+  broadcastParameters();
+  reducer_ = std::make_unique<Reducer>(model_.parameters(), pg_, options_);
+}
+
+void DistributedDataParallel::verifyModelAcrossRanks() {
+  auto& params = model_.parameters();
+  const int size = pg_.size();
+  const int rank = pg_.rank();
+  std::vector<std::int64_t> mine{static_cast<std::int64_t>(params.size())};
+  std::vector<std::int64_t> counts(static_cast<std::size_t>(size));
+  pg_.allgather(i64Buffer(mine), i64Buffer(counts))->wait();
+  for (int r = 0; r < size; ++r) {
+    if (counts[r] != mine[0]) {
+      throw ConfigError(
+          fmt::format("DDP expects same model across all ranks, but Rank {} has {} params, while rank {} has "
+                      "inconsistent {} "
+                      "params. Build the same model (same spec) on every rank before wrapping it in DDP.",
+                      rank, mine[0], r, counts[r]));
+    }
+  }
+  std::vector<std::int64_t> desc(params.size() * kDescWidth, -1);
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    const Tensor& v = params[i].value;
+    DS_CHECK(v.shape().size() <= kMaxDims, "parameter {} has more than {} dimensions", params[i].name,
+             kMaxDims);
+    std::int64_t* d = desc.data() + i * kDescWidth;
+    d[0] = static_cast<std::int64_t>(v.dtype());
+    d[1] = static_cast<std::int64_t>(v.device().type);
+    d[2] = static_cast<std::int64_t>(v.shape().size());
+    for (std::size_t k = 0; k < v.shape().size(); ++k) d[3 + k] = v.shape()[k];
+  }
+  std::vector<std::int64_t> all(desc.size() * static_cast<std::size_t>(size));
+  if (!desc.empty()) pg_.allgather(i64Buffer(desc), i64Buffer(all))->wait();
+  for (int r = 0; r < size; ++r) {
+    const std::int64_t* theirs = all.data() + static_cast<std::size_t>(r) * desc.size();
+    for (std::size_t i = 0; i < params.size(); ++i) {
+      const std::int64_t* a = desc.data() + i * kDescWidth;
+      const std::int64_t* b = theirs + i * kDescWidth;
+      if (!std::equal(a, a + kDescWidth, b)) {
+        throw ConfigError(fmt::format(
+            "DDP expects same model across all ranks, but Rank {} has params[{}] ({}) of {}, while rank {} "
+            "has "
+            "inconsistent {}. Build the same model (same spec) on every rank before wrapping it in DDP.",
+            rank, i, params[i].name, describeDesc(a), r, describeDesc(b)));
+      }
+    }
+  }
+}
+
+void DistributedDataParallel::broadcastParameters() {
+  std::vector<std::shared_ptr<comm::Work>> works;
+  for (auto& p : model_.parameters()) {
+    ops::synchronize(p.value.device());
+    works.push_back(pg_.broadcast(p.value.buffer(), 0));
+  }
+  for (auto& w : works) w->wait();
+}
+
+const Tensor& DistributedDataParallel::forward(const Tensor& x) {
+  auto t0 = Clock::now();
+  const Tensor& out = model_.forward(x);
+  ops::synchronize(out.device());
+  pendingForwardNs_ = nsBetween(t0, Clock::now());
+  return out;
+}
+
+void DistributedDataParallel::backward(const Tensor& dOut) {
+  reducer_->prepareForBackward(requireSync_);
+  model_.backward(dOut, [this](std::size_t i) { reducer_->markGradReady(i); });
+  ops::synchronize(dOut.device());
+  reducer_->finalizeBackward();
+  IterationStats s = reducer_->lastIteration();
+  s.forwardNs = pendingForwardNs_;
+  pendingForwardNs_ = 0;
+  iterations_.push_back(s);
+}
+
+void DistributedDataParallel::optimizerStep(Optimizer& optimizer) {
+  auto t0 = Clock::now();
+  optimizer.step(model_.parameters());
+  ops::synchronize(model_.device());
+  std::int64_t ns = nsBetween(t0, Clock::now());
+  if (!iterations_.empty()) iterations_.back().optimizerNs += ns;
+}
+
+DdpLoggingData DistributedDataParallel::loggingData() const {
+  DdpLoggingData d;
+  d.bucket_sizes = reducer_->bucketSizes();
+  d.world_size = pg_.size();
+  d.backend = pg_.backendName();
+  d.comm_hook = reducer_->commHook().name();
+  d.gradient_as_bucket_view = options_.gradientAsBucketView;
+  d.bucket_cap_bytes = options_.overlap ? bucketCapBytes(options_.bucketCapMb) : kUnlimitedBucketBytes;
+  long n = 0;
+  std::int64_t f = 0, bc = 0, cm = 0, ov = 0, ex = 0, op = 0;
+  for (const auto& it : iterations_) {
+    if (!it.synced) continue;
+    ++n;
+    if (!isSampledIteration(n)) continue;
+    ++d.sampled_iterations;
+    f += it.forwardNs;
+    bc += it.backwardComputeNs;
+    cm += it.backwardCommNs;
+    ov += it.overlapNs;
+    ex += it.exposedCommNs;
+    op += it.optimizerNs;
+  }
+  if (d.sampled_iterations > 0) {
+    const auto k = d.sampled_iterations;
+    d.avg_forward_compute_time = f / k;
+    d.avg_backward_compute_time = bc / k;
+    d.avg_backward_comm_time = cm / k;
+    d.avg_backward_compute_comm_overlap_time = ov / k;
+    d.avg_exposed_comm_time = ex / k;
+    d.avg_optimizer_time = op / k;
+  }
+  return d;
+}
+
+}  // namespace ds::ddp

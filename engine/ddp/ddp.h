@@ -1,0 +1,224 @@
+// DistributedDataParallel with PyTorch's mechanism (REFERENCE.md §4): gradient buckets whose
+// allreduce is launched from inside backward, as soon as every gradient of the bucket is ready, in
+// bucket order, while backward computes the earlier layers.
+//
+//   Mlp model(spec, seed);
+//   DistributedDataParallel ddp(model, pg, {.bucketCapMb = 25});   // collective: verify + broadcast
+//   loss = mse(ddp.forward(x), y, dOut);
+//   ddp.backward(dOut);            // returns when every bucket is reduced and averaged
+//   ddp.optimizerStep(*opt);       // timed, closes the step's statistics
+//
+// Threading: one training thread per rank calls everything here; collectives run on the process
+// group's worker thread (that is where the overlap comes from). Every call that communicates is
+// collective: all ranks must make it in the same order. Network errors and timeouts surface as the
+// process group's exceptions (TimeoutError, BackendError) from backward().
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/comm/process_group.h"
+#include "engine/ddp/bucket.h"
+#include "engine/ddp/comm_hook.h"
+#include "engine/ddp/mlp.h"
+#include "engine/ddp/optimizer.h"
+
+namespace ds::ddp {
+
+struct DdpOptions {
+  double bucketCapMb = kDefaultBucketCapMb;
+  // The first bucket's limit; a smaller bucket cap lowers it to the cap.
+  std::size_t firstBucketBytes = kDefaultFirstBucketBytes;
+  // Parameter gradients become views into the buckets (no copy in, no copy out).
+  bool gradientAsBucketView = false;
+  // false: one bucket per dtype, launched only after backward finished (the "no overlap" baseline).
+  bool overlap = true;
+  // Rebuild the buckets once, after the first synchronised backward, in the order gradients became
+  // ready there (rank 0's order, broadcast).
+  bool rebuildBuckets = true;
+  // allreduce, fp16 or bf16 (makeCommHook); ignored when commHook is set.
+  std::string commHookName = "allreduce";
+  std::shared_ptr<CommHook> commHook;
+};
+
+// One backward, as the reducer saw it. Times are nanoseconds.
+struct IterationStats {
+  bool synced = true;  // false inside no_sync: no communication
+  std::int64_t forwardNs = 0;
+  // Backward start to the last gradient ready (includes copying into buckets and launching).
+  std::int64_t backwardComputeNs = 0;
+  // First bucket launched to every bucket reduced (PyTorch's backward_comm_time).
+  std::int64_t backwardCommNs = 0;
+  // First launch to the end of backward compute, when positive (PyTorch's
+  // backward_compute_comm_overlap_time).
+  std::int64_t overlapNs = 0;
+  // End of backward compute to every bucket reduced: the comm the step waited for.
+  std::int64_t exposedCommNs = 0;
+  // Sum of the collectives' own durations (time the comm thread was busy).
+  std::int64_t commBusyNs = 0;
+  // Hook finish and copy back to .grad after the waits.
+  std::int64_t finalizeNs = 0;
+  std::int64_t optimizerNs = 0;
+  int bucketsLaunchedDuringBackward = 0;
+  int buckets = 0;
+};
+
+// PyTorch's DDP logging data, averaged over the sampled iterations (the first 10, then every 100th).
+struct DdpLoggingData {
+  std::int64_t avg_forward_compute_time = 0;
+  std::int64_t avg_backward_compute_time = 0;
+  std::int64_t avg_backward_comm_time = 0;
+  std::int64_t avg_backward_compute_comm_overlap_time = 0;
+  std::int64_t avg_exposed_comm_time = 0;  // ours: not in PyTorch
+  std::int64_t avg_optimizer_time = 0;     // ours
+  std::vector<std::size_t> bucket_sizes;   // bytes, in bucket order
+  int sampled_iterations = 0;
+  int world_size = 1;
+  std::string backend;
+  std::string comm_hook;
+  bool gradient_as_bucket_view = false;
+  std::size_t bucket_cap_bytes = 0;
+};
+
+// What the reducer did during one backward, in order: for tests that assert on order, not timing.
+enum class ReducerEventType {
+  kBackwardStart,
+  kGradReady,
+  kBucketLaunched,
+  kBackwardComputeEnd,
+  kBucketReduced
+};
+struct ReducerEvent {
+  ReducerEventType type;
+  std::size_t index;  // parameter (kGradReady) or bucket (kBucketLaunched, kBucketReduced); else 0
+};
+const char* eventName(ReducerEventType t);
+
+// The bucket machinery on its own: given the parameters and a process group, it is driven by
+// prepareForBackward(), markGradReady(i) per parameter and finalizeBackward(). DistributedDataParallel
+// drives it from the model's backward; tests may drive it by hand.
+class Reducer {
+ public:
+  // Builds the initial buckets (no communication). params must outlive the reducer.
+  Reducer(std::vector<Parameter>& params, comm::ProcessGroup& pg, const DdpOptions& options);
+
+  // Starts a backward. sync=false: gradients only accumulate locally (no_sync).
+  void prepareForBackward(bool sync);
+  // Parameter i's gradient is final for this backward: copy it into its bucket divided by the world
+  // size (or divide it in place when it is a bucket view), and launch every bucket that is now
+  // complete, in bucket order. Throws ConfigError when i is marked twice in one backward.
+  void markGradReady(std::size_t i);
+  // Ends the backward: launches what is left, waits for every bucket, writes the averages to .grad.
+  // Throws ConfigError naming the parameters that never got a gradient. Collective.
+  void finalizeBackward();
+
+  const std::vector<BucketSpec>& buckets() const { return specs_; }
+  std::vector<std::size_t> bucketSizes() const;
+  const IterationStats& lastIteration() const { return last_; }
+  const std::vector<ReducerEvent>& lastEvents() const { return events_; }
+  // The order gradients became ready in the first synchronised backward (this rank's).
+  const std::vector<std::size_t>& recordedReadyOrder() const { return readyOrder_; }
+  int rebuildCount() const { return rebuilds_; }
+  const CommHook& commHook() const { return *hook_; }
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  struct Bucket {
+    BucketSpec spec;
+    Tensor buffer;
+    std::vector<std::size_t> offsets;  // element offset of each member
+    std::size_t pending = 0;
+    bool launched = false;
+    std::shared_ptr<comm::Work> work;
+    GradBucket grad;
+  };
+  void build(const std::vector<BucketSpec>& specs);
+  void launch(std::size_t b);
+  void rebuild();
+  std::int64_t sinceStart(Clock::time_point t) const;
+
+  std::vector<Parameter>& params_;
+  comm::ProcessGroup& pg_;
+  DdpOptions options_;
+  std::shared_ptr<CommHook> hook_;
+  BucketSizeLimits limits_;
+  std::vector<BucketSpec> specs_;
+  std::vector<Bucket> buckets_;
+  std::vector<std::pair<std::size_t, std::size_t>> locator_;  // param -> (bucket, member)
+  std::vector<bool> ready_;
+  std::vector<std::size_t> readyOrder_;
+  bool recordOrder_ = true;
+  int rebuilds_ = 0;
+  bool sync_ = true;
+  bool inBackward_ = false;
+  std::size_t nextLaunch_ = 0;
+  std::size_t readyCount_ = 0;
+  Clock::time_point start_{};
+  Clock::time_point firstLaunch_{};
+  bool launchedAny_ = false;
+  IterationStats last_;
+  std::vector<ReducerEvent> events_;
+};
+
+class DistributedDataParallel {
+ public:
+  // Collective. Verifies that every rank has the same parameter count, shapes and dtypes (ConfigError
+  // naming this rank and the first rank that differs, on every rank, never a hang), broadcasts the
+  // parameters from rank 0, and builds the buckets.
+  DistributedDataParallel(Mlp& model, comm::ProcessGroup& pg, DdpOptions options = {});
+
+  // The model's forward, timed.
+  const Tensor& forward(const Tensor& x);
+  // The model's backward with every parameter's ready hook wired to the reducer; returns after the
+  // buckets are reduced (unless inside no_sync). Collective unless inside no_sync.
+  void backward(const Tensor& dOut);
+  // The optimizer step, timed and recorded with the last iteration. Not collective.
+  void optimizerStep(Optimizer& optimizer);
+
+  // no_sync(): while the guard lives, backward only accumulates gradients locally.
+  class NoSyncGuard {
+   public:
+    explicit NoSyncGuard(DistributedDataParallel& ddp) : ddp_(&ddp), previous_(ddp.requireSync_) {
+      ddp.requireSync_ = false;
+    }
+    ~NoSyncGuard() {
+      if (ddp_ != nullptr) ddp_->requireSync_ = previous_;
+    }
+    NoSyncGuard(NoSyncGuard&& o) noexcept : ddp_(o.ddp_), previous_(o.previous_) { o.ddp_ = nullptr; }
+    NoSyncGuard(const NoSyncGuard&) = delete;
+    NoSyncGuard& operator=(const NoSyncGuard&) = delete;
+    NoSyncGuard& operator=(NoSyncGuard&&) = delete;
+
+   private:
+    DistributedDataParallel* ddp_;
+    bool previous_;
+  };
+  [[nodiscard]] NoSyncGuard noSync() { return NoSyncGuard(*this); }
+
+  Mlp& module() { return model_; }
+  Reducer& reducer() { return *reducer_; }
+  const DdpOptions& options() const { return options_; }
+  // Every backward so far (no_sync ones too), with its optimizer time when a step followed it.
+  const std::vector<IterationStats>& iterations() const { return iterations_; }
+  DdpLoggingData loggingData() const;
+
+ private:
+  void verifyModelAcrossRanks();
+  void broadcastParameters();
+
+  Mlp& model_;
+  comm::ProcessGroup& pg_;
+  DdpOptions options_;
+  std::unique_ptr<Reducer> reducer_;
+  bool requireSync_ = true;
+  std::int64_t pendingForwardNs_ = 0;
+  std::vector<IterationStats> iterations_;
+};
+
+// Whether PyTorch's DDP logger samples synced iteration `n` (1-based): the first 10, then every 100th.
+bool isSampledIteration(long n);
+
+}  // namespace ds::ddp

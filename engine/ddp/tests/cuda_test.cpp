@@ -1,0 +1,89 @@
+// The DDP engine on a GPU: cuBLAS and the CUDA kernels against the host maths, and a DDP run on nccl.
+// Every test skips with the reason when CUDA sees no device; DS_REQUIRE_GPU=1
+// (scripts/gpu-check.sh) turns that skip into a failure.
+#include <cuda_runtime_api.h>
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <string>
+
+#include "engine/comm/tests/matrix.h"
+#include "engine/ddp/ops.h"
+#include "engine/ddp/tests/scenario.h"
+#include "engine/ddp/train_loop.h"
+
+using namespace ds::ddp;
+namespace dt = ds::ddp::testing;
+
+namespace {
+
+const Device kGpu{ds::comm::DeviceType::kCuda, 0};
+
+#define DS_NEED_GPU()                                                                                  \
+  do {                                                                                                 \
+    int n_ = 0;                                                                                        \
+    cudaError_t e_ = cudaGetDeviceCount(&n_);                                                          \
+    if (e_ != cudaSuccess || n_ == 0) {                                                                \
+      std::string why_ = e_ != cudaSuccess ? cudaGetErrorString(e_) : "cudaGetDeviceCount returned 0"; \
+      const char* req_ = std::getenv("DS_REQUIRE_GPU");                                                \
+      if (req_ != nullptr && std::string(req_) == "1") FAIL() << "DS_REQUIRE_GPU=1 but " << why_;      \
+      GTEST_SKIP() << "skipped: no usable CUDA device (" << why_ << ")";                               \
+    }                                                                                                  \
+  } while (0)
+
+TEST(CudaOps, KernelsAndCublasMatchTheHost) {
+  DS_NEED_GPU();
+  std::vector<float> a(6 * 5), b(4 * 5);
+  for (std::size_t i = 0; i < a.size(); ++i) a[i] = static_cast<float>(i % 7) * 0.25f - 0.7f;
+  for (std::size_t i = 0; i < b.size(); ++i) b[i] = static_cast<float>(i % 5) * 0.5f - 1.0f;
+  Tensor ha = Tensor::fromVector({6, 5}, a), hb = Tensor::fromVector({4, 5}, b);
+  Tensor hc = Tensor::zeros({6, 4}), dc = Tensor::zeros({6, 4}, DType::kF32, kGpu);
+  Tensor da = ha.to(kGpu), db = hb.to(kGpu);
+  ops::gemm(false, true, 1.0f, ha, hb, 0.0f, hc);
+  ops::gemm(false, true, 1.0f, da, db, 0.0f, dc);
+  auto want = hc.toVector(), got = dc.toVector();
+  for (std::size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-5) << "gemm " << i;
+  for (auto act : {ops::Activation::kGelu, ops::Activation::kRelu}) {
+    Tensor hy = Tensor::zeros({6, 5}), dy = Tensor::zeros({6, 5}, DType::kF32, kGpu);
+    ops::activationForward(act, ha, hy);
+    ops::activationForward(act, da, dy);
+    auto w = hy.toVector(), g = dy.toVector();
+    for (std::size_t i = 0; i < w.size(); ++i)
+      EXPECT_NEAR(g[i], w[i], 1e-6) << ops::activationName(act) << " " << i;
+  }
+  for (DType t : {DType::kF16, DType::kBF16}) {
+    EXPECT_EQ(da.toDType(t).toVector(), ha.toDType(t).toVector()) << "the same rounding on both sides";
+  }
+}
+
+TEST(CudaTraining, OneGpuMatchesTheHost) {
+  DS_NEED_GPU();
+  ops::setBlasThreads(1);
+  TrainConfig c = dt::referenceConfig("adamw");
+  TrainResult host = train(c, nullptr);
+  c.device = kGpu;
+  TrainResult gpu = train(c, nullptr);
+  EXPECT_LE(dt::compareParams(gpu.finalParams, host.finalParams).maxAbs, 1e-4);
+  EXPECT_LT(gpu.steps.back().loss, gpu.steps.front().loss);
+}
+
+#if DS_WITH_NCCL
+TEST(CudaDdp, OneRankOnNcclMatchesOneProcess) {
+  DS_NEED_GPU();
+  ds::comm::ProcessGroupOptions o;
+  o.device = kGpu;
+  o.timeout = std::chrono::seconds(60);
+  TrainConfig c = dt::ddpConfig("sgd", 1);
+  c.device = kGpu;
+  TrainResult got;
+  ds::comm::testing::runThreads(
+      "nccl", 1, [&](ds::comm::ProcessGroup& pg) { got = train(c, &pg); }, o);
+  TrainConfig ref = dt::referenceConfig("sgd");
+  ref.device = kGpu;
+  EXPECT_LE(dt::compareParams(got.finalParams, train(ref, nullptr).finalParams).maxAbs, dt::kParamTolerance);
+  EXPECT_GT(got.buckets.size(), 2u);
+  EXPECT_EQ(got.replicaChecks, dt::kSteps);
+}
+#endif
+
+}  // namespace

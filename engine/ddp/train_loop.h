@@ -1,0 +1,67 @@
+// A complete data-parallel training run: dataset, DistributedSampler, MLP, DDP and optimizer, with
+// per-step timings. Used by `dsbench train` and by the equivalence tests (a run without a process
+// group is the single-process reference).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "engine/comm/process_group.h"
+#include "engine/ddp/data.h"
+#include "engine/ddp/ddp.h"
+#include "engine/ddp/mlp.h"
+#include "engine/ddp/optimizer.h"
+
+namespace ds::ddp {
+
+struct TrainConfig {
+  MlpSpec model;
+  // Every rank builds its model from modelSeed + rank * seedStridePerRank; DDP's broadcast from
+  // rank 0 must make them equal (tests set a stride to prove it).
+  std::uint64_t modelSeed = 42;
+  std::uint64_t seedStridePerRank = 0;
+  // The dataset's in/out dims are taken from the model.
+  std::size_t samples = 1024;
+  int teacherHidden = 32;
+  std::uint64_t dataSeed = 1234;
+  bool shuffle = true;
+  std::uint64_t samplerSeed = 0;
+  // Samples per rank per micro-step, micro-steps per optimizer step (all but the last under no_sync;
+  // the loss gradient is scaled by 1/accumulation), optimizer steps.
+  int batch = 16;
+  int accumulation = 1;
+  int steps = 10;
+  OptimizerOptions optimizer;
+  DdpOptions ddp;
+  Device device{};
+  // After every step, allgather a checksum of the parameters and throw InternalError unless every
+  // rank's is bit-identical.
+  bool checkReplicas = false;
+};
+
+struct StepRecord {
+  double loss = 0;  // this rank's mean loss over the step's micro-batches
+  std::int64_t stepNs = 0;
+  // Summed over the step's micro-steps (comm comes from the synced one).
+  IterationStats ddp;
+};
+
+struct TrainResult {
+  std::vector<StepRecord> steps;
+  std::vector<float> finalParams;  // every parameter, flattened in registration order
+  std::vector<BucketSpec> buckets;
+  DdpLoggingData logging;
+  std::uint64_t finalChecksum = 0;
+  int replicaChecks = 0;  // steps whose checksums were compared across ranks
+  std::size_t paramCount = 0;
+};
+
+// Collective when pg is given (every rank calls it with the same config); pg == nullptr trains one
+// process without DDP. Throws ConfigError for a bad config (batch larger than the shard, ...).
+TrainResult train(const TrainConfig& config, comm::ProcessGroup* pg);
+
+// FNV-1a over the bytes of every parameter (host copies for GPU tensors).
+std::uint64_t parameterChecksum(const std::vector<Parameter>& params);
+
+}  // namespace ds::ddp

@@ -1,0 +1,196 @@
+// The sweep's records and formatters: statistics, the nccl-tests text layout, the versioned JSON and
+// the journal (including one cut short by a kill).
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "engine/common/error.h"
+#include "engine/testing/subprocess.h"
+#include "reports/json_io.h"
+#include "reports/sweep/sweep_journal.h"
+#include "reports/sweep/sweep_reporter.h"
+#include "reports/sweep/sweep_schema.h"
+#include "reports/sweep/sweep_text.h"
+
+using namespace ds::report;
+
+namespace {
+
+SweepMeasurement sampleRow() {
+  SweepMeasurement m;
+  m.backend = "gloo";
+  m.collective = "allreduce";
+  m.dtype = "f32";
+  m.op = "sum";
+  m.root = -1;
+  m.worldSize = 2;
+  m.requestedBytes = 10;
+  m.bytes = 8;
+  m.count = 2;
+  m.busFactor = 1;
+  for (PlaceResult* p : {&m.outOfPlace, &m.inPlace}) {
+    p->measured = true;
+    p->iters = 3;
+    p->timeUs = 18.22;
+    p->algBw = 0.0;
+    p->busBw = 0.0;
+    p->wrong = 0;
+    p->iter = computeIterStats({17, 18, 20});
+    p->slowestRank = 1;
+    p->spreadPct = 12.4;
+    p->ranks = {{0, 17.5, computeIterStats({17, 18})}, {1, 19.7, computeIterStats({19, 20})}};
+  }
+  return m;
+}
+
+std::vector<std::string> words(const std::string& line) {
+  std::istringstream in(line);
+  std::vector<std::string> w;
+  std::string s;
+  while (in >> s) w.push_back(s);
+  return w;
+}
+
+}  // namespace
+
+TEST(SweepStats, PercentilesAndSpread) {
+  auto s = computeIterStats({5, 1, 4, 2, 3});
+  EXPECT_EQ(s.n, 5);
+  EXPECT_DOUBLE_EQ(s.minUs, 1);
+  EXPECT_DOUBLE_EQ(s.maxUs, 5);
+  EXPECT_DOUBLE_EQ(s.avgUs, 3);
+  EXPECT_DOUBLE_EQ(s.p50Us, 3);
+  EXPECT_DOUBLE_EQ(s.p95Us, 4.8);
+  EXPECT_DOUBLE_EQ(s.p99Us, 4.96);
+  EXPECT_NEAR(s.stdevUs, 1.5811388, 1e-6);
+  EXPECT_NEAR(s.cvPct, 52.704627, 1e-5);
+  EXPECT_EQ(computeIterStats({}).n, 0);
+  EXPECT_DOUBLE_EQ(computeIterStats({7}).stdevUs, 0);
+}
+
+TEST(SweepText, RowMatchesNcclTestsLayout) {
+  // nccl-tests: "%12li  %12li  %8s  %6s  %6i" then per place "  %7s  %6.2f  %6.2f  %5s".
+  std::string row = formatRow(sampleRow());
+  const std::string nccl =
+      "           8             2     float     sum      -1    18.22    0.00    0.00      0    18.22    0.00 "
+      "   0.00      0";
+  EXPECT_EQ(row.substr(0, nccl.size()), nccl) << row;
+  auto w = words(row);
+  ASSERT_EQ(w.size(), 14u);  // 13 nccl-tests columns + the straggler
+  EXPECT_EQ(w[13], "r1+12%");
+  EXPECT_EQ(formatTimeUs(12345.6), "  12346");
+  EXPECT_EQ(formatTimeUs(123.45), "  123.5");
+  EXPECT_EQ(formatTimeUs(1.234), "   1.23");
+  SweepMeasurement unchecked = sampleRow();
+  unchecked.outOfPlace.wrong = -1;
+  EXPECT_EQ(words(formatRow(unchecked))[8], "N/A");
+  SweepMeasurement noInPlace = sampleRow();
+  noInPlace.inPlace = {};
+  EXPECT_EQ(words(formatRow(noInPlace))[9], "-");
+}
+
+TEST(SweepText, HeaderAndFooterLines) {
+  std::string h = formatTableHeader("gloo", "allreduce", "2(n-1)/n = 1");
+  EXPECT_NE(
+      h.find(
+          "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   "
+          "algbw   busbw #wrong"),
+      std::string::npos)
+      << h;
+  EXPECT_NE(
+      h.find("#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  "
+             "(GB/s)  (GB/s)"),
+      std::string::npos)
+      << h;
+  SweepSummary s = summarize({sampleRow()});
+  s.avgBusBw = 1.5;
+  EXPECT_EQ(formatFooter(s), "# Out of bounds values : 0 OK\n# Avg bus bandwidth    : 1.5 \n#\n");
+  s.outOfBounds = 3;
+  EXPECT_NE(formatFooter(s).find("# Out of bounds values : 3 FAILED"), std::string::npos);
+  EXPECT_EQ(formatRoundingNote({sampleRow()}),
+            "# Rounded as nccl-tests does (requested -> used bytes): 10->8\n");
+  SweepArgs a;
+  a.minBytes = 8;
+  a.maxBytes = 1024;
+  a.stepFactor = 2;
+  a.iters = 20;
+  a.warmupIters = 1;
+  a.check = 1;
+  const std::string first =
+      "# nThread 1 nGpus 1 minBytes 8 maxBytes 1024 step: 2(factor) warmup iters: 1 iters: 20 agg iters: 1 "
+      "validation: 1 graph: 0\n";
+  EXPECT_EQ(formatSweepPreamble(a, {}).substr(0, first.size()), first);
+}
+
+TEST(SweepSummary, WrongDataAndMinBandwidth) {
+  auto row = sampleRow();
+  row.outOfPlace.busBw = 2;
+  row.inPlace.busBw = 4;
+  auto s = summarize({row}, 5.0);
+  EXPECT_DOUBLE_EQ(s.avgBusBw, 3);
+  EXPECT_TRUE(s.bwBelowMin);  // 3 < 0.9 x 5
+  EXPECT_EQ(s.status, "bandwidth_below_min");
+  row.inPlace.wrong = 4;
+  EXPECT_EQ(summarize({row}).outOfBounds, 4);
+  EXPECT_EQ(summarize({row}).status, "wrong_data");
+}
+
+TEST(SweepJson, RoundTripsAndChecksSchema) {
+  SweepRun run;
+  run.args.collectives = {"allreduce"};
+  run.args.backends = {"gloo"};
+  run.metadata.hosts = {"h1"};
+  run.metadata.versions = {{"gloo", "0.5.0"}};
+  run.results = {sampleRow()};
+  run.notes = {"skipped: x"};
+  run.summary = summarize(run.results);
+  auto j = sweepToJson(run);
+  EXPECT_EQ(j["schema"], "dsperf.sweep");
+  EXPECT_EQ(j["schema_version"], 1);
+  EXPECT_EQ(j["results"][0]["out_of_place"]["nwrong"], 0);
+  EXPECT_EQ(j["results"][0]["in_place"]["iter"]["p50_us"], 18.0);
+  auto back = sweepFromJson(j, "x.json");
+  EXPECT_EQ(back.results.size(), 1u);
+  EXPECT_EQ(back.results[0].outOfPlace.ranks[1].timeUs, 19.7);
+  EXPECT_EQ(back.notes[0], "skipped: x");
+  j["schema_version"] = 99;
+  EXPECT_THROW(sweepFromJson(j, "x.json"), ds::ConfigError);
+  EXPECT_THROW(sweepFromJson(nlohmann::json{{"schema", "dsperf.world"}}, "x.json"), ds::ConfigError);
+}
+
+TEST(SweepJournal, KilledRunLeavesAReadableJournal) {
+  ds::testing::TempDir dir;
+  std::string path = journalPathFor(dir.file("r.json"));
+  EXPECT_EQ(path, dir.file("r.journal.jsonl"));
+  {
+    SweepJournal j(path, SweepArgs{}, SweepMetadata{});
+    j.append(sampleRow());
+    j.append(sampleRow());
+  }
+  // A kill mid-write leaves a cut line.
+  std::ofstream(path, std::ios::app) << R"({"type": "measurement", "result": {"backe)";
+  auto run = readSweepJournal(path);
+  EXPECT_EQ(run.results.size(), 2u);
+  EXPECT_EQ(run.summary.status, "incomplete");
+  // A finished run appended to the same file: the reader takes the last run.
+  {
+    std::ofstream(path, std::ios::app) << "\n";
+    SweepJournal j(path, SweepArgs{}, SweepMetadata{});
+    j.append(sampleRow());
+    j.note("skipped: y");
+    j.end(summarize({sampleRow()}), "2026-01-01T00:00:00.000Z");
+  }
+  run = readSweepJournal(path);
+  EXPECT_EQ(run.results.size(), 1u);
+  EXPECT_EQ(run.summary.status, "ok");
+  EXPECT_EQ(run.notes, std::vector<std::string>{"skipped: y"});
+  std::ofstream(dir.file("empty.jsonl")) << "not json\n";
+  EXPECT_THROW(readSweepJournal(dir.file("empty.jsonl")), ds::ConfigError);
+}
+
+TEST(SweepProgress, Line) {
+  SweepProgress p{{"gloo", "allreduce", ""}, "f32", "sum", 1536, 3, 12, 6.0};
+  EXPECT_EQ(formatProgress(p), "gloo allreduce f32 sum 1.5 KiB  [4/12]  ETA 18 s");
+  EXPECT_EQ(humanBytes(268435456), "256 MiB");
+}

@@ -1,0 +1,73 @@
+// The result record of `dsbench train` (one per configuration: bucket cap x overlap x hook) and its
+// versioned JSON. Times are milliseconds per optimizer step; the DDP block keeps PyTorch's field
+// names (REFERENCE.md §4), in nanoseconds as PyTorch reports them.
+#pragma once
+
+#include <cstddef>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+namespace ds::report {
+
+inline constexpr int kTrainSchemaVersion = 1;
+inline constexpr const char* kTrainSchemaName = "dsperf.train";
+
+// Distribution of one per-step time over the measured steps of every rank.
+struct Percentiles {
+  double p50 = 0, p90 = 0, p99 = 0, min = 0, max = 0, mean = 0;
+  std::size_t samples = 0;
+};
+// Linear-interpolated percentiles (numpy's default). Empty input: all zero.
+Percentiles summarize(std::vector<double> values);
+
+// PyTorch's DDP logging data (nanoseconds), averaged over its sampled iterations, from rank 0.
+struct DdpLoggingRecord {
+  long long avg_forward_compute_time = 0;
+  long long avg_backward_compute_time = 0;
+  long long avg_backward_comm_time = 0;
+  long long avg_backward_compute_comm_overlap_time = 0;
+  long long avg_exposed_comm_time = 0;
+  std::vector<std::size_t> bucket_sizes;  // bytes, in launch order
+};
+
+struct TrainRunRecord {
+  // What ran.
+  std::string model;  // canonical spec, e.g. "mlp:1024x24"
+  std::size_t params = 0;
+  int worldSize = 0;
+  std::string backend;
+  std::string device;  // cpu or cuda
+  int perRankBatch = 0;
+  int steps = 0;   // measured steps
+  int warmup = 0;  // steps run before measuring
+  std::string optimizer;
+  double bucketCapMb = 0;
+  bool overlap = true;  // false: one bucket launched after backward
+  std::string commHook;
+  bool gradientAsBucketView = false;
+  int buckets = 0;
+  // Per-step splits (ms): forward, backward compute, backward comm (first launch to all reduced),
+  // exposed comm (what the step waited for after backward), optimizer, whole step, and the busy time
+  // of the collectives themselves.
+  Percentiles forwardMs, backwardComputeMs, backwardCommMs, exposedCommMs, optimizerMs, stepMs, commBusyMs;
+  double samplesPerSec = 0;  // global batch / median step time
+  // Hidden comm / total comm: 1 - exposed / busy, over all measured steps (0 when no comm).
+  double overlapEfficiency = 0;
+  double hiddenCommMs = 0;  // mean per step
+  double lossStart = 0;     // mean over ranks, first step
+  double lossEnd = 0;       // mean over ranks, last step
+  DdpLoggingRecord ddp;
+};
+
+void to_json(nlohmann::json& j, const Percentiles& p);
+void from_json(const nlohmann::json& j, Percentiles& p);
+void to_json(nlohmann::json& j, const TrainRunRecord& r);
+void from_json(const nlohmann::json& j, TrainRunRecord& r);
+
+// {"schema": "dsperf.train", "schema_version": 1, "runs": [...]}
+nlohmann::json trainToJson(const std::vector<TrainRunRecord>& runs);
+// Checks schema and version; throws ConfigError naming `origin` on a mismatch or malformed input.
+std::vector<TrainRunRecord> trainFromJson(const nlohmann::json& j, const std::string& origin);
+
+}  // namespace ds::report

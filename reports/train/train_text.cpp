@@ -1,0 +1,47 @@
+#include "reports/train/train_text.h"
+
+#include <fmt/format.h>
+
+namespace ds::report {
+
+namespace {
+
+std::string row(const TrainRunRecord& r, double Percentiles::*q) {
+  return fmt::format(
+      "{:>7.2f} {:>5} {:>9} {:>4} {:>7} | {:>8.2f} {:>8.2f} {:>8.2f} {:>8.2f} {:>8.2f} {:>8.2f} {:>8.2f} | "
+      "{:>9.1f} {:>6.1f}% | {:>8.4f} -> {:<8.4f}\n",
+      r.bucketCapMb, r.overlap ? "on" : "off", r.commHook, r.buckets,
+      r.gradientAsBucketView ? "view" : "copy", r.forwardMs.*q, r.backwardComputeMs.*q, r.backwardCommMs.*q,
+      r.exposedCommMs.*q, r.optimizerMs.*q, r.stepMs.*q, r.commBusyMs.*q, r.samplesPerSec,
+      100.0 * r.overlapEfficiency, r.lossStart, r.lossEnd);
+}
+
+}  // namespace
+
+std::string formatTrainTable(const std::vector<TrainRunRecord>& runs) {
+  if (runs.empty()) return "# dsbench train: no runs\n";
+  const auto& f = runs.front();
+  std::string out = fmt::format(
+      "# dsbench train: {} ({:.1f}M params), {} rank(s) on {} ({}), batch {}/rank, {} optimizer, {} measured "
+      "steps "
+      "after {} warm-up\n",
+      f.model, static_cast<double>(f.params) / 1e6, f.worldSize, f.backend, f.device, f.perRankBatch,
+      f.optimizer, f.steps, f.warmup);
+  const std::string head = fmt::format(
+      "# {:>5} {:>5} {:>9} {:>4} {:>7} | {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} | {:>9} {:>7} | {}\n",
+      "capMB", "ovlap", "hook", "bkts", "grad", "fwd", "bwd", "bwdcomm", "exposed", "optim", "step",
+      "commbusy", "samples/s", "hidden", "loss start -> end");
+  for (auto [q, name] : {std::pair{&Percentiles::p50, "median"}, std::pair{&Percentiles::p90, "p90"}}) {
+    out += fmt::format("# per-step time in ms, {} over all ranks' measured steps\n", name);
+    out += head;
+    for (const auto& r : runs) out += "  " + row(r, q);
+  }
+  out +=
+      "# bwd = backward compute; bwdcomm = first bucket launched to all reduced; exposed = comm the step "
+      "waited "
+      "for after backward;\n# commbusy = time the collectives ran; hidden = 1 - exposed / commbusy (comm the "
+      "overlap hid)\n";
+  return out;
+}
+
+}  // namespace ds::report
