@@ -1,15 +1,33 @@
 #!/usr/bin/env bash
-# Installs what is missing, builds, and runs the main job on 4 local ranks: dsrun starts them, each
-# runs init_distributed and a store barrier, and rank 0 prints who is who.
-set -euo pipefail
+# Installs what is missing, builds, and runs the main job on 4 local ranks started by dsrun:
+#   1. pre-flight: dsdiag --world (every rank's checks, merged on rank 0, plus cross-rank checks);
+#   2. a small allreduce sweep with dsbench coll (nccl-tests columns), on the default backend.
+# Results go to demo-out/ (or $DS_DEMO_DIR) as JSON, with the sweep's JSON-lines journal.
+set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-"$root/scripts/setup.sh"
-"$root/scripts/build.sh"
+"$root/scripts/setup.sh" || exit 1
+"$root/scripts/build.sh" || exit 1
 bin=${DS_BUILD_DIR:-$root/build}/bin
 out=${DS_DEMO_DIR:-$root/demo-out}
 mkdir -p "$out"
+export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
+
 echo
-echo "== dsrun --nproc-per-node 4 --standalone dsbench world"
-"$bin/dsrun" --nproc-per-node 4 --standalone "$bin/dsbench" world --json "$out/world.json"
+echo "== 1. pre-flight: dsrun --nproc-per-node 4 --standalone dsdiag --world"
+"$bin/dsrun" --nproc-per-node 4 --standalone "$bin/dsdiag" --world --json "$out/diag.json"
+diag_rc=$?
+case $diag_rc in
+  0) echo "demo: pre-flight passed." ;;
+  1) echo "demo: pre-flight passed with warnings (exit 1; dsrun lists that exit as a failure above)." \
+          "On a machine with fewer cores than ranks, system.cpu_affinity warns: that is expected here." ;;
+  *) echo "demo: pre-flight found failures (exit $diag_rc); see the FAIL rows above. Stopping." >&2; exit "$diag_rc" ;;
+esac
+
 echo
-echo "demo: the world report is in $out/world.json"
+echo "== 2. sweep: dsrun --nproc-per-node 4 --standalone dsbench coll -b 8 -e 4M -f 8"
+"$bin/dsrun" --nproc-per-node 4 --standalone "$bin/dsbench" coll -b 8 -e 4M -f 8 -J "$out/sweep.json" || {
+  rc=$?; echo "demo: the sweep failed (exit $rc)" >&2; exit "$rc"; }
+
+echo
+echo "demo: results in $out: diag.json (pre-flight), sweep.json and sweep.journal.jsonl (the sweep)."
+echo "demo: HTML reports come with dsreport (not built yet)."

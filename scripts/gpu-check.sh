@@ -31,6 +31,7 @@ logs=$build/gpu-check-logs
 BUILD_TARGETS=(
   ds_nccl_unit_tests   # engine/comm/backends/nccl: version decode, factory checks
   ds_nccl_gpu_tests    # engine/comm/backends/nccl: the collective matrix on the GPU
+  ds_ddp_gpu_tests     # engine/ddp: tensor, cuBLAS MLP and DDP on the GPU
 )
 
 # The steps, in order. REQUIRED steps stop the run when they fail (later steps would only add noise).

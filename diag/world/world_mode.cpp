@@ -382,7 +382,14 @@ void finishWorld(const WorldOutcome& outcome) {
   if (!isInitialized()) return;
   try {
     auto w = currentWorld();
-    if (w->rank() == 0) w->store().set("diag/exit", store::toBytes(std::to_string(outcome.exitCode)));
+    if (w->rank() == 0) {
+      w->store().set("diag/exit", store::toBytes(std::to_string(outcome.exitCode)));
+    } else if (outcome.report.missingRanks.empty()) {
+      // Rank 0 sets diag/exit once it has printed and written the merged report. Leaving before
+      // that would let a launcher that stops the job on the first non-zero exit (dsrun, torchrun)
+      // kill rank 0 mid-write whenever the verdict is a warning or a failure.
+      w->store().wait({"diag/exit"}, std::chrono::seconds(60));
+    }
     // Missing ranks never reach shutdown: do not wait long for them.
     w->shutdown(outcome.report.missingRanks.empty() ? std::chrono::seconds(30) : std::chrono::seconds(3));
     destroyProcessGroup();
