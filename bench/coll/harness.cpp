@@ -158,17 +158,25 @@ Harness::Timing Harness::timePlace(const CollCounts& c, bool inPlace, comm::Redu
 
   int iters = o_.iters;
   if (o_.minTimeS > 0) {
-    auto t0 = Clock::now();
-    launch(c, inPlace, op, root).wait(o_.waitTimeout);
-    double mine = usSince(t0);
-    store::Bytes b;
-    put(b, mine);
-    double slowest = 0;
-    for (const auto& x : allGather(b)) {
-      std::size_t off = 0;
-      slowest = std::max(slowest, take<double>(x, off));
+    // Pilot rounds of 1, 4, 16, ... ops (at least two rounds) until a round lasts a tenth of --min-time, so
+    // that one slow first op (a cold path, a scheduling hiccup) cannot stand for the size. All ranks decide
+    // from the slowest rank's round, so they run the same number of ops.
+    double perOpUs = 0;
+    for (long k = 1;; k *= 4) {
+      auto t0 = Clock::now();
+      for (long i = 0; i < k; ++i) launch(c, inPlace, op, root).wait(o_.waitTimeout);
+      double mine = usSince(t0);
+      store::Bytes b;
+      put(b, mine);
+      double slowest = 0;
+      for (const auto& x : allGather(b)) {
+        std::size_t off = 0;
+        slowest = std::max(slowest, take<double>(x, off));
+      }
+      perOpUs = slowest / static_cast<double>(k);
+      if ((k >= 4 && slowest >= o_.minTimeS * 1e6 / 10) || k * 4 > o_.maxAdaptiveIters) break;
     }
-    double want = std::ceil(o_.minTimeS * 1e6 / std::max(slowest, 0.01));
+    double want = std::ceil(o_.minTimeS * 1e6 / std::max(perOpUs, 0.01));
     iters = static_cast<int>(
         std::clamp(want, static_cast<double>(o_.iters), static_cast<double>(o_.maxAdaptiveIters)));
     barrier();

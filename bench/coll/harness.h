@@ -22,7 +22,7 @@ struct HarnessOptions {
   int warmupIters = 1;
   int check = 1;
   // > 0: per size, iterations grow until the timed loop should last at least this long (from a
-  // one-op pilot, the slowest rank's), never fewer than `iters` nor more than maxAdaptiveIters.
+  // pilot rounds, the slowest rank's), never fewer than `iters` nor more than maxAdaptiveIters.
   double minTimeS = 0;
   int maxAdaptiveIters = 100000;
   // Wait for each op and barrier the group before the next; per-iteration times are then wall

@@ -216,7 +216,9 @@ TEST(CollUnderMpirun, MinTimeGrowsIterations) {
   EXPECT_NE(r.out.find("# Blocking Enabled"), std::string::npos);
   auto run = ds::report::sweepFromJson(ds::report::readJson(dir.file("out.json")), "out.json");
   ASSERT_EQ(run.results.size(), 1u);
-  // An 8-byte MPI allreduce takes microseconds: 50 ms needs far more than 5 iterations.
-  EXPECT_GT(run.results[0].outOfPlace.iters, 50);
+  // An 8-byte MPI allreduce takes microseconds (tens on a loaded machine): 50 ms needs more than
+  // the 5 iterations of -n. How many more depends on the machine's speed, so only the growth is
+  // asserted.
+  EXPECT_GT(run.results[0].outOfPlace.iters, 5);
   EXPECT_TRUE(run.args.blocking);
 }
