@@ -15,17 +15,27 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// A heartbeat: "<entered seq> <completed seq> <beat counter> <failed 0|1>".
 struct Beat {
   std::uint64_t entered = 0;
   std::uint64_t completed = 0;
   std::uint64_t beat = 0;
+  int failed = 0;  // the rank hit an error itself (and reports it in its own log)
 };
 
 std::optional<Beat> parseBeat(const store::Bytes& b) {
   Beat out;
   std::istringstream in(store::toString(b));
   if (!(in >> out.entered >> out.completed >> out.beat)) return std::nullopt;
+  in >> out.failed;  // optional
   return out;
+}
+
+// Appends "." to a message that does not end a sentence, so another sentence can follow.
+std::string sentence(std::string text) {
+  while (!text.empty() && (text.back() == ' ' || text.back() == '\n')) text.pop_back();
+  if (!text.empty() && text.back() != '.' && text.back() != ')') text += '.';
+  return text;
 }
 
 }  // namespace
@@ -331,9 +341,11 @@ void ProcessGroup::runOp(const OpDesc& desc, const std::function<void()>& body) 
     if (std::strstr(e.what(), "collective mismatch") != nullptr) throw;
     // A peer that vanished mid-op (connection reset) is named from the heartbeats where possible:
     // on one host the backend's own message can only give an address shared by every rank.
+    publishFailure();
     throw BackendError(fmt::format("{} {} failed on rank {}: {}{}", backendName(), desc.describe(), rank(),
-                                   e.what(), missingRanks(desc)));
+                                   sentence(e.what()), missingRanks(desc)));
   } catch (const std::exception& e) {
+    publishFailure();
     throw BackendError(
         fmt::format("{} {} failed on rank {}: {}", backendName(), desc.describe(), rank(), e.what()));
   }
@@ -392,7 +404,8 @@ void ProcessGroup::heartbeatLoop() {
   std::unique_lock<std::mutex> lock(hbMu_);
   bool warned = false;
   while (!stopping_) {
-    std::string value = fmt::format("{} {} {}", enteredSeq_.load(), completedSeq_.load(), ++beat_);
+    std::string value = fmt::format("{} {} {} {}", enteredSeq_.load(), completedSeq_.load(), ++beat_,
+                                    failedPublished_.load() ? 1 : 0);
     lock.unlock();
     try {
       heartbeatStore().set(key(fmt::format("hb/{}", rank())), store::toBytes(value),
@@ -406,8 +419,26 @@ void ProcessGroup::heartbeatLoop() {
   }
 }
 
+void ProcessGroup::publishFailure() {
+  if (failedPublished_.exchange(true) || options_.heartbeatInterval.count() == 0 || size() == 1) return;
+  std::uint64_t beat = 0;
+  {
+    std::lock_guard<std::mutex> lock(hbMu_);
+    beat = ++beat_;
+  }
+  try {
+    heartbeatStore().set(
+        key(fmt::format("hb/{}", rank())),
+        store::toBytes(fmt::format("{} {} {} 1", enteredSeq_.load(), completedSeq_.load(), beat)),
+        Duration(2000));
+  } catch (const Error&) {
+    // Best effort: the failure itself is what this rank reports.
+  }
+}
+
 std::exception_ptr ProcessGroup::diagnoseTimeout(const OpDesc& desc, const std::string& cause) {
   if (!broken_.exchange(true)) brokenReason_ = desc.describe();
+  publishFailure();
   std::string head = fmt::format("{} {} timed out on rank {} of {}: {}.", backendName(), desc.describe(),
                                  rank(), size(), cause);
   std::string who = missingRanks(desc);
@@ -440,19 +471,25 @@ std::string ProcessGroup::missingRanks(const OpDesc& desc) {
   std::map<int, Beat> first;
   std::map<int, Beat> second;
   Duration pause = std::min<Duration>(options_.heartbeatInterval * 3, Duration(5000));
-  if (!snapshot(first)) {
+  auto storeGone = [&] {
     return fmt::format(
         " Which ranks are missing cannot be told: the store at {} cannot be read ({}); rank 0, which "
         "hosts it, has probably failed or exited already, so look at rank 0's error.",
         s.describe(), storeError);
-  }
+  };
+  // Two looks, a few heartbeats apart: one look alone cannot tell a silent rank from a slow one.
+  if (!snapshot(first)) return storeGone();
   std::this_thread::sleep_for(pause);
-  // If the store went away meanwhile, judge from the first look alone (nobody counts as silent).
-  if (!snapshot(second)) second = first;
+  if (!snapshot(second)) return storeGone();
   std::vector<std::string> missing;
+  std::vector<int> failedToo;
   for (int r = 0; r < size(); ++r) {
     if (r == rank()) continue;
     auto b = second.find(r);
+    if (b != second.end() && b->second.failed != 0) {
+      failedToo.push_back(r);  // it hit the error too and says so itself: not a cause
+      continue;
+    }
     if (b == second.end()) {
       missing.push_back(
           fmt::format("{} (never published progress: it died early, never joined, or the store is "
@@ -475,8 +512,13 @@ std::string ProcessGroup::missingRanks(const OpDesc& desc) {
                       r, b->second.entered, pause.count() / 1000.0));
     }
   }
-  if (missing.empty()) return "";
-  return fmt::format(" Ranks that never arrived: {}.", fmt::join(missing, "; "));
+  std::string also =
+      failedToo.empty() ? ""
+                        : fmt::format(" Rank{} {} failed in this group as well and report{} their own error.",
+                                      failedToo.size() == 1 ? "" : "s", fmt::join(failedToo, ", "),
+                                      failedToo.size() == 1 ? "s" : "");
+  if (missing.empty()) return also;
+  return fmt::format(" Ranks that never arrived: {}.{}", fmt::join(missing, "; "), also);
 }
 
 bool detailDebugFromEnv(const char* value) {

@@ -120,6 +120,9 @@ class ProcessGroup {
   // " Ranks that never arrived: 2 (...)." from two looks at the heartbeats a few intervals apart
   // (blocks that long), or "" when every other rank is alive and has reached the op.
   std::string missingRanks(const OpDesc& desc);
+  // Publishes a last heartbeat marked "failed", so that peers diagnosing the same incident do not
+  // count this rank among the causes (it reports its own error). Once; bounded; best effort.
+  void publishFailure();
   // Runs body with the DETAIL check, seq tracking and error wrapping; for enqueue() overrides.
   void runOp(const OpDesc& desc, const std::function<void()>& body);
   // Must be called by the most-derived destructor (before its members go): stops the worker and
@@ -165,7 +168,8 @@ class ProcessGroup {
   std::mutex hbMu_;
   std::condition_variable hbCv_;
   std::thread heartbeat_;
-  std::uint64_t beat_ = 0;
+  std::uint64_t beat_ = 0;  // guarded by hbMu_
+  std::atomic<bool> failedPublished_{false};
   // Lets a Work that outlives its group see that the group is gone.
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
