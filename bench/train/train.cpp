@@ -113,6 +113,49 @@ void summarizeSteps(const std::vector<std::vector<StepSample>>& perRank, int glo
   }
 }
 
+namespace {
+
+// --scaling: the configuration at world sizes 1..N. Ranks 0..k-1 form a sub-group of the job's
+// backend named "train-scale-k" on the world's store; the other ranks wait at a store barrier, so
+// they neither compete for the cores nor leave early. Returns the records on rank 0 (others: empty).
+template <typename RunOne>
+std::vector<report::TrainRunRecord> runScaling(const TrainOptions& o, World& world,
+                                               const ddp::TrainConfig& base, bool overlap, double cap,
+                                               RunOne& runOne) {
+  std::vector<report::TrainRunRecord> out;
+  const int n = world.worldSize();
+  for (int k = 1; k <= n; ++k) {
+    ddp::TrainConfig c = base;
+    c.ddp.bucketCapMb = cap;
+    c.ddp.overlap = overlap;
+    // The dataset grows with the world size, as the global batch does.
+    c.samples = o.samples > 0 ? o.samples
+                              : std::max<std::size_t>(1024, 4 * static_cast<std::size_t>(o.batch) *
+                                                                static_cast<std::size_t>(k));
+    if (world.rank() < k) {
+      if (world.rank() == 0 && o.verbose) log::info("dsbench train --scaling: {} rank(s)", k);
+      std::unique_ptr<comm::ProcessGroup> sub;
+      comm::ProcessGroup* group = nullptr;
+      if (k == n) {
+        group = &world.pg();
+      } else if (k > 1) {
+        comm::ProcessGroupOptions po = world.pg().options();
+        po.rank = world.rank();
+        po.size = k;
+        po.groupName = fmt::format("train-scale-{}", k);
+        sub = comm::createProcessGroup(world.backend(), po);
+        group = sub.get();
+      }
+      auto r = runOne(c, group, k);
+      if (world.rank() == 0) out.push_back(std::move(r));
+    }
+    world.barrier();
+  }
+  return out;
+}
+
+}  // namespace
+
 int runTrain(const TrainOptions& o) {
   if (o.steps <= 0 || o.batch <= 0 || o.warmup < 0) {
     throw ConfigError(
@@ -131,6 +174,12 @@ int runTrain(const TrainOptions& o) {
   if (o.timeoutSeconds > 0) init.timeout = std::chrono::seconds(o.timeoutSeconds);
   auto world = initDistributed(init);
   auto& pg = world->pg();
+  if (o.scaling && world->backend() == "mpi") {
+    throw ConfigError(
+        "dsbench train --scaling needs sub-groups, which the mpi backend does not offer yet. Run it once per "
+        "world size instead: for k in 1 2 ... N: mpirun -np $k dsbench train --backend mpi ... (or use "
+        "--backend gloo).");
+  }
   ddp::ops::setBlasThreads(o.blasThreads > 0 ? o.blasThreads : defaultBlasThreads(*world));
 
   ddp::TrainConfig base;
@@ -151,6 +200,39 @@ int runTrain(const TrainOptions& o) {
   if (o.overlap != "off") overlaps.push_back(true);
   if (o.overlap != "on") overlaps.push_back(false);
 
+  // One configuration on `group` (nullptr: this rank alone) of `n` ranks; collective on the group.
+  auto runOne = [&](const ddp::TrainConfig& c, comm::ProcessGroup* group, int n) {
+    ddp::TrainResult result = ddp::train(c, group);
+    std::vector<StepSample> mine;
+    for (std::size_t k = static_cast<std::size_t>(o.warmup); k < result.steps.size(); ++k) {
+      mine.push_back(sampleOf(result.steps[k]));
+    }
+    auto all = group != nullptr ? gatherSteps(*group, mine) : std::vector<std::vector<StepSample>>{mine};
+    report::TrainRunRecord r;
+    r.model = spec.toString();
+    r.params = spec.paramCount();
+    r.worldSize = n;
+    r.backend = group != nullptr ? group->backendName() : "none";
+    r.device = c.device.type == comm::DeviceType::kCuda ? "cuda" : "cpu";
+    r.perRankBatch = o.batch;
+    r.steps = o.steps;
+    r.warmup = o.warmup;
+    r.optimizer = o.optimizer;
+    r.bucketCapMb = c.ddp.bucketCapMb;
+    r.overlap = c.ddp.overlap;
+    r.commHook = result.logging.comm_hook;
+    r.gradientAsBucketView = o.gradientAsBucketView;
+    r.buckets = static_cast<int>(result.buckets.size());
+    summarizeSteps(all, o.batch * n, r);
+    r.ddp.avg_forward_compute_time = result.logging.avg_forward_compute_time;
+    r.ddp.avg_backward_compute_time = result.logging.avg_backward_compute_time;
+    r.ddp.avg_backward_comm_time = result.logging.avg_backward_comm_time;
+    r.ddp.avg_backward_compute_comm_overlap_time = result.logging.avg_backward_compute_comm_overlap_time;
+    r.ddp.avg_exposed_comm_time = result.logging.avg_exposed_comm_time;
+    r.ddp.bucket_sizes = result.logging.bucket_sizes;
+    return r;
+  };
+
   std::vector<report::TrainRunRecord> runs;
   bool finite = true;
   bool baselineDone = false;
@@ -166,40 +248,22 @@ int runTrain(const TrainOptions& o) {
         log::info("dsbench train: {} on {} rank(s), bucket_cap_mb {}, overlap {}, hook {}", spec.toString(),
                   world->worldSize(), cap, overlap ? "on" : "off", o.commHook);
       }
-      ddp::TrainResult result = ddp::train(c, &pg);
-      std::vector<StepSample> mine;
-      for (std::size_t k = static_cast<std::size_t>(o.warmup); k < result.steps.size(); ++k) {
-        mine.push_back(sampleOf(result.steps[k]));
-      }
-      auto all = gatherSteps(pg, mine);
-      report::TrainRunRecord r;
-      r.model = spec.toString();
-      r.params = spec.paramCount();
-      r.worldSize = world->worldSize();
-      r.backend = pg.backendName();
-      r.device = c.device.type == comm::DeviceType::kCuda ? "cuda" : "cpu";
-      r.perRankBatch = o.batch;
-      r.steps = o.steps;
-      r.warmup = o.warmup;
-      r.optimizer = o.optimizer;
-      r.bucketCapMb = cap;
-      r.overlap = overlap;
-      r.commHook = result.logging.comm_hook;
-      r.gradientAsBucketView = o.gradientAsBucketView;
-      r.buckets = static_cast<int>(result.buckets.size());
-      summarizeSteps(all, static_cast<int>(perStep), r);
-      r.ddp.avg_forward_compute_time = result.logging.avg_forward_compute_time;
-      r.ddp.avg_backward_compute_time = result.logging.avg_backward_compute_time;
-      r.ddp.avg_backward_comm_time = result.logging.avg_backward_comm_time;
-      r.ddp.avg_backward_compute_comm_overlap_time = result.logging.avg_backward_compute_comm_overlap_time;
-      r.ddp.avg_exposed_comm_time = result.logging.avg_exposed_comm_time;
-      r.ddp.bucket_sizes = result.logging.bucket_sizes;
+      auto r = runOne(c, &pg, world->worldSize());
+      finite = finite && std::isfinite(r.lossStart) && std::isfinite(r.lossEnd);
+      runs.push_back(std::move(r));
+    }
+  }
+  std::string scalingText;
+  if (o.scaling) {
+    auto scaled = runScaling(o, *world, base, overlaps.front(), o.bucketCapMb.front(), runOne);
+    scalingText = report::formatScaling(scaled);
+    for (auto& r : scaled) {
       finite = finite && std::isfinite(r.lossStart) && std::isfinite(r.lossEnd);
       runs.push_back(std::move(r));
     }
   }
   if (world->rank() == 0) {
-    std::string text = report::formatTrainTable(runs);
+    std::string text = report::formatTrainTable(runs) + scalingText;
     std::fwrite(text.data(), 1, text.size(), stdout);
     std::fflush(stdout);
     if (!o.jsonPath.empty()) report::writeJsonAtomic(o.jsonPath, report::trainToJson(runs));

@@ -49,6 +49,9 @@ Command addTrainCommand(CLI::App& parent) {
       ->envname("DSBENCH_COMM_HOOK");
   t->add_flag("--gradient-as-bucket-view", o->gradientAsBucketView, "gradients are views into the buckets")
       ->envname("DSBENCH_GRADIENT_AS_BUCKET_VIEW");
+  t->add_flag("--scaling", o->scaling,
+              "also run the first configuration at world sizes 1..N on sub-groups of ranks 0..k-1 (gloo)")
+      ->envname("DSBENCH_SCALING");
   t->add_option("--optimizer", o->optimizer, "sgd (momentum 0.9) or adamw")
       ->check(CLI::IsMember({"sgd", "adamw"}))
       ->capture_default_str()

@@ -44,4 +44,22 @@ std::string formatTrainTable(const std::vector<TrainRunRecord>& runs) {
   return out;
 }
 
+std::string formatScaling(const std::vector<TrainRunRecord>& runs) {
+  if (runs.empty()) return "";
+  double one = 0;
+  std::string out = "# scaling (same configuration on ranks 0..k-1):";
+  for (const auto& r : runs) {
+    if (r.worldSize == 1) one = r.samplesPerSec;
+    out +=
+        fmt::format(" {} rank{} {:.1f} samples/s", r.worldSize, r.worldSize == 1 ? "" : "s", r.samplesPerSec);
+    if (r.worldSize > 1 && one > 0) {
+      out += fmt::format(" ({:.1f}% of {} x 1 rank)", 100.0 * r.samplesPerSec / (one * r.worldSize),
+                         r.worldSize);
+    }
+    out += ";";
+  }
+  out.back() = '\n';
+  return out;
+}
+
 }  // namespace ds::report

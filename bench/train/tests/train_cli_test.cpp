@@ -74,6 +74,40 @@ TEST(TrainUnderMpirun, TwoRanksOnMpi) {
   checkRuns(dir.file("t.json"), "mpi", 2);
 }
 
+TEST(TrainUnderDsrun, ScalingRunsWorldSizesOneToN) {
+  TempDir dir;
+  std::vector<std::string> argv = {binDir() + "/dsrun", "--nproc-per-node", "3", "--standalone",
+                                   binDir() + "/dsbench", "train", "--model", "mlp:64x4,in=32,out=16",
+                                   "--batch", "8", "--steps", "4", "--warmup", "1", "--overlap", "on",
+                                   "--quiet", "--scaling", "--json", dir.file("t.json")};
+  auto r = run(argv, cleanEnv());
+  ASSERT_EQ(r.exitCode, 0) << r.out << r.err;
+  auto j = ds::report::readJson(dir.file("t.json"));
+  ASSERT_EQ(j["runs"].size(), 4u) << j.dump();
+  // The configuration itself on 3 ranks, then the scaling runs on 1, 2 and 3 ranks.
+  EXPECT_EQ(j["runs"][1]["world_size"], 1);
+  EXPECT_EQ(j["runs"][2]["world_size"], 2);
+  EXPECT_EQ(j["runs"][2]["backend"], "gloo");
+  EXPECT_EQ(j["runs"][3]["world_size"], 3);
+  EXPECT_NE(r.out.find("# scaling (same configuration on ranks 0..k-1): 1 rank"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("3 ranks"), std::string::npos) << r.out;
+}
+
+TEST(TrainUnderMpirun, ScalingOnMpiSaysHowToRunIt) {
+  std::string mpirun = DS_MPIRUN_PATH;
+  if (mpirun.empty()) GTEST_SKIP() << "built without MPI";
+  RunOptions o = cleanEnv();
+  o.setEnv = {{"OMPI_ALLOW_RUN_AS_ROOT", "1"},
+              {"OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"},
+              {"MASTER_PORT", std::to_string(unusedPort())}};
+  std::vector<std::string> argv = {mpirun, "-np", "2", "--oversubscribe", binDir() + "/dsbench"};
+  argv.insert(argv.end(), kTiny.begin(), kTiny.end());
+  argv.insert(argv.end(), {"--backend", "mpi", "--scaling"});
+  auto r = run(argv, o);
+  EXPECT_NE(r.exitCode, 0);
+  EXPECT_NE(r.err.find("mpirun -np $k dsbench train"), std::string::npos) << r.err;
+}
+
 TEST(TrainFlags, ABadModelIsAConfigurationErrorBeforeAnythingStarts) {
   auto r = run({binDir() + "/dsbench", "train", "--model", "resnet50"}, cleanEnv());
   EXPECT_EQ(r.exitCode, 5) << r.out << r.err;
