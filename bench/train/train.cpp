@@ -7,12 +7,15 @@
 #include <cstdio>
 #include <thread>
 
+#include "bench/coll/metadata.h"
 #include "bench/exit_codes.h"
+#include "bench/world/world.h"
 #include "engine/common/error.h"
 #include "engine/common/log.h"
 #include "engine/ddp/ops.h"
 #include "engine/init.h"
 #include "reports/json_io.h"
+#include "reports/sweep/sweep_journal.h"
 #include "reports/train/train_text.h"
 
 namespace ds::bench {
@@ -172,8 +175,12 @@ int runTrain(const TrainOptions& o) {
   init.initMethod = o.initMethod;
   init.verbose = o.verbose;
   if (o.timeoutSeconds > 0) init.timeout = std::chrono::seconds(o.timeoutSeconds);
+  const std::string startTime = coll::isoTimeNow();
   auto world = initDistributed(init);
   auto& pg = world->pg();
+  // Who ran it, for the metadata (collective: every rank publishes its record).
+  std::vector<std::string> hosts;
+  for (const auto& rec : gatherWorld(*world)) hosts.push_back(rec.host);
   if (o.scaling && world->backend() == "mpi") {
     throw ConfigError(
         "dsbench train --scaling needs sub-groups, which the mpi backend does not offer yet. Run it once per "
@@ -233,6 +240,12 @@ int runTrain(const TrainOptions& o) {
     return r;
   };
 
+  // Rank 0 appends each finished run to the journal next to --json, so a killed run keeps them.
+  const std::string journal = o.jsonPath.empty() ? "" : report::journalPathFor(o.jsonPath);
+  if (world->rank() == 0 && !journal.empty()) std::remove(journal.c_str());
+  auto keep = [&](const report::TrainRunRecord& r) {
+    if (world->rank() == 0 && !journal.empty()) report::appendTrainJournal(journal, r);
+  };
   std::vector<report::TrainRunRecord> runs;
   bool finite = true;
   bool baselineDone = false;
@@ -250,6 +263,7 @@ int runTrain(const TrainOptions& o) {
       }
       auto r = runOne(c, &pg, world->worldSize());
       finite = finite && std::isfinite(r.lossStart) && std::isfinite(r.lossEnd);
+      keep(r);
       runs.push_back(std::move(r));
     }
   }
@@ -259,6 +273,7 @@ int runTrain(const TrainOptions& o) {
     scalingText = report::formatScaling(scaled);
     for (auto& r : scaled) {
       finite = finite && std::isfinite(r.lossStart) && std::isfinite(r.lossEnd);
+      keep(r);
       runs.push_back(std::move(r));
     }
   }
@@ -266,7 +281,18 @@ int runTrain(const TrainOptions& o) {
     std::string text = report::formatTrainTable(runs) + scalingText;
     std::fwrite(text.data(), 1, text.size(), stdout);
     std::fflush(stdout);
-    if (!o.jsonPath.empty()) report::writeJsonAtomic(o.jsonPath, report::trainToJson(runs));
+    if (!o.jsonPath.empty()) {
+      nlohmann::json meta{{"command_line", coll::commandLine()},
+                          {"launcher", coll::launcherName()},
+                          {"world_size", world->worldSize()},
+                          {"backend", world->backend()},
+                          {"hosts", hosts},
+                          {"versions", coll::libraryVersions()},
+                          {"env", coll::relevantEnv()},
+                          {"start_time", startTime},
+                          {"end_time", coll::isoTimeNow()}};
+      report::writeJsonAtomic(o.jsonPath, report::trainToJson(runs, meta));
+    }
     if (!finite) {
       log::error("dsbench train: the loss is not finite (diverged); the timings stand, but lower --lr");
     }

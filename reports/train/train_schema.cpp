@@ -1,9 +1,12 @@
 #include "reports/train/train_schema.h"
 
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
+#include <cstdio>
 #include <numeric>
 
 #include "engine/common/error.h"
@@ -118,8 +121,27 @@ void from_json(const nlohmann::json& j, TrainRunRecord& r) {
   d.at("bucket_sizes").get_to(r.ddp.bucket_sizes);
 }
 
-nlohmann::json trainToJson(const std::vector<TrainRunRecord>& runs) {
-  return {{"schema", kTrainSchemaName}, {"schema_version", kTrainSchemaVersion}, {"runs", runs}};
+nlohmann::json trainToJson(const std::vector<TrainRunRecord>& runs, const nlohmann::json& metadata) {
+  nlohmann::json j{{"schema", kTrainSchemaName}, {"schema_version", kTrainSchemaVersion}, {"runs", runs}};
+  if (!metadata.is_null()) j["metadata"] = metadata;
+  return j;
+}
+
+void appendTrainJournal(const std::string& path, const TrainRunRecord& run) {
+  std::string line =
+      nlohmann::json{
+          {"schema", "dsperf.train.journal"}, {"schema_version", kTrainSchemaVersion}, {"run", run}}
+          .dump() +
+      "\n";
+  std::FILE* f = std::fopen(path.c_str(), "a");
+  if (f == nullptr) {
+    throw IoError(fmt::format("cannot append to the journal {}: {}", path, errnoText(errno)));
+  }
+  bool ok = std::fwrite(line.data(), 1, line.size(), f) == line.size();
+  ok = std::fflush(f) == 0 && ok;
+  ::fsync(::fileno(f));
+  std::fclose(f);
+  if (!ok) throw IoError(fmt::format("cannot append to the journal {} (disk full?)", path));
 }
 
 std::vector<TrainRunRecord> trainFromJson(const nlohmann::json& j, const std::string& origin) {

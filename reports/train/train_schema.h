@@ -65,8 +65,12 @@ void from_json(const nlohmann::json& j, Percentiles& p);
 void to_json(nlohmann::json& j, const TrainRunRecord& r);
 void from_json(const nlohmann::json& j, TrainRunRecord& r);
 
-// {"schema": "dsperf.train", "schema_version": 1, "runs": [...]}
-nlohmann::json trainToJson(const std::vector<TrainRunRecord>& runs);
+// {"schema": "dsperf.train", "schema_version": 1, "runs": [...], "metadata": {...}}; metadata (the
+// command line, hosts, versions, env, start and end times) is left out when null.
+nlohmann::json trainToJson(const std::vector<TrainRunRecord>& runs, const nlohmann::json& metadata = nullptr);
+// Appends one finished run to a JSON-lines journal ({"schema": "dsperf.train.journal", "run": ...}),
+// flushed at once, so a killed run keeps what it measured. Throws IoError naming the path.
+void appendTrainJournal(const std::string& path, const TrainRunRecord& run);
 // Checks schema and version; throws ConfigError naming `origin` on a mismatch or malformed input.
 std::vector<TrainRunRecord> trainFromJson(const nlohmann::json& j, const std::string& origin);
 

@@ -2,6 +2,8 @@
 // the JSON it writes checked.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "engine/testing/subprocess.h"
 #include "reports/json_io.h"
 #include "reports/train/train_schema.h"
@@ -56,6 +58,14 @@ TEST(TrainUnderDsrun, TwoRanksOnGlooWriteTheSplitAsJson) {
   checkRuns(dir.file("t.json"), "gloo", 2);
   EXPECT_NE(r.out.find("# dsbench train: mlp:64x4,in=32,out=16"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("hidden"), std::string::npos) << r.out;
+  auto j = ds::report::readJson(dir.file("t.json"));
+  EXPECT_NE(j["metadata"]["command_line"].get<std::string>().find("dsbench train"), std::string::npos);
+  EXPECT_EQ(j["metadata"]["hosts"].size(), 2u);
+  EXPECT_EQ(j["metadata"]["backend"], "gloo");
+  EXPECT_TRUE(j["metadata"].contains("start_time") && j["metadata"].contains("end_time"));
+  // The journal has one line per finished run, as the final JSON has.
+  std::string journal = ds::testing::readFile(dir.file("t.journal.jsonl"));
+  EXPECT_EQ(static_cast<std::size_t>(std::count(journal.begin(), journal.end(), '\n')), j["runs"].size()) << journal;
 }
 
 TEST(TrainUnderMpirun, TwoRanksOnMpi) {
