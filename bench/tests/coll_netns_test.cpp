@@ -152,10 +152,7 @@ TEST(CollTwoHosts, MpirunWithNamespaceRshAgent) {
       << "exec ip netns exec \"$ns\" unshare --uts sh -c \"hostname $host && $*\"\n";
   }
   ::chmod(agent.c_str(), 0755);
-  RunOptions o = quick(90s);
-  o.setEnv = {{"OMPI_ALLOW_RUN_AS_ROOT", "1"},
-              {"OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"},
-              {"MASTER_PORT", std::to_string(unusedPort())}};
+  RunOptions o = mpirunOptions(90s);
   auto r =
       run(hosts.on("nodeA", fmt::format("{} --mca plm_rsh_agent {} --host nodeA,nodeB -np 2 {}/dsbench coll "
                                         "--backend gloo,mpi -b 8 -e 32K -f 64 -n 3 -J {}",

@@ -61,11 +61,7 @@ TEST(WorldUnderMpirun, MpiBackendSmokeAllreduce) {
   std::string mpirun = DS_MPIRUN_PATH;
   if (mpirun.empty()) GTEST_SKIP() << "built without MPI";
   TempDir dir;
-  RunOptions o = cleanEnv();
-  // Tests run in parallel: a port of its own rather than the default 29500.
-  o.setEnv = {{"OMPI_ALLOW_RUN_AS_ROOT", "1"},
-              {"OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"},
-              {"MASTER_PORT", std::to_string(unusedPort())}};
+  RunOptions o = mpirunOptions();
   auto r = run({mpirun, "-np", "3", "--oversubscribe", binDir() + "/dsbench", "world", "--backend", "mpi",
                 "--json", dir.file("w.json")},
                o);
@@ -103,15 +99,10 @@ TEST(WorldUnderMpirun, MatchesDsrun) {
                        "world", "--json", dir.file("dsrun.json")},
                       cleanEnv());
   ASSERT_EQ(viaDsrun.exitCode, 0) << viaDsrun.err;
-  RunOptions o = cleanEnv();
-  // Open MPI refuses root without these; more ranks than cores need --oversubscribe.
-  // Tests run in parallel: a port of its own rather than the default 29500.
-  o.setEnv = {{"OMPI_ALLOW_RUN_AS_ROOT", "1"},
-              {"OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"},
-              {"MASTER_PORT", std::to_string(unusedPort())}};
+  // More ranks than cores need --oversubscribe.
   auto viaMpirun = run({mpirun, "-np", "4", "--oversubscribe", binDir() + "/dsbench", "world", "--json",
                         dir.file("mpirun.json")},
-                       o);
+                       mpirunOptions());
   ASSERT_EQ(viaMpirun.exitCode, 0) << viaMpirun.out << viaMpirun.err;
   auto a = readWorld(dir.file("dsrun.json"));
   auto b = readWorld(dir.file("mpirun.json"));

@@ -30,8 +30,8 @@ const nlohmann::json& check(const nlohmann::json& j, const std::string& id) {
 
 TEST(DsdiagWorld, TwoRanksUnderDsrun) {
   TempDir d;
-  auto r = run({binDir() + "/dsrun", "--nproc-per-node", "2", "--standalone", binDir() + "/dsdiag", "--world", "--timeout",
-                "20", "--json", d.file("w.json")},
+  auto r = run({binDir() + "/dsrun", "--nproc-per-node", "2", "--standalone", binDir() + "/dsdiag", "--world",
+                "--timeout", "20", "--json", d.file("w.json")},
                clean());
   auto j = ds::report::readJson(d.file("w.json"));
   auto rep = ds::report::diagFromJson(j, "w.json");
@@ -54,16 +54,15 @@ TEST(DsdiagWorld, TwoRanksUnderMpirun) {
   std::string mpirun = DS_MPIRUN_PATH;
   if (mpirun.empty()) GTEST_SKIP() << "built without MPI";
   TempDir d;
-  auto r = run({mpirun, "-np", "2", "--oversubscribe", binDir() + "/dsdiag", "--world", "--timeout", "20", "--json",
-                d.file("w.json")},
-               clean({{"OMPI_ALLOW_RUN_AS_ROOT", "1"},
-                      {"OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"},
-                      {"MASTER_PORT", std::to_string(unusedPort())}}));
+  auto r = run({mpirun, "-np", "2", "--oversubscribe", binDir() + "/dsdiag", "--world", "--timeout", "20",
+                "--json", d.file("w.json")},
+               mpirunOptions(std::chrono::seconds(60)));
   auto j = ds::report::readJson(d.file("w.json"));
   EXPECT_EQ(check(j, "world.smoke_allreduce")["status"], "PASS") << r.out;
   bool ompi = false;
   for (const auto& c : j["checks"]) {
-    if (c["id"] == "mpi.launcher") ompi = ompi || c["message"].get<std::string>().find("Open MPI") != std::string::npos;
+    if (c["id"] == "mpi.launcher")
+      ompi = ompi || c["message"].get<std::string>().find("Open MPI") != std::string::npos;
   }
   EXPECT_TRUE(ompi) << r.out;
 }
@@ -72,8 +71,12 @@ TEST(DsdiagWorld, MissingRankIsNamedWithinTheTimeout) {
   // WORLD_SIZE=3, but only ranks 0 and 1 are started.
   int port = unusedPort();
   auto env = [&](int rank) {
-    return clean({{"RANK", std::to_string(rank)}, {"WORLD_SIZE", "3"}, {"LOCAL_RANK", std::to_string(rank)},
-                  {"LOCAL_WORLD_SIZE", "3"}, {"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", std::to_string(port)},
+    return clean({{"RANK", std::to_string(rank)},
+                  {"WORLD_SIZE", "3"},
+                  {"LOCAL_RANK", std::to_string(rank)},
+                  {"LOCAL_WORLD_SIZE", "3"},
+                  {"MASTER_ADDR", "127.0.0.1"},
+                  {"MASTER_PORT", std::to_string(port)},
                   {"OMP_NUM_THREADS", "1"}});
   };
   TempDir d;

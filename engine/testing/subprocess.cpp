@@ -100,6 +100,16 @@ const std::vector<std::string>& launcherVariables() {
   return kVars;
 }
 
+RunOptions mpirunOptions(std::chrono::milliseconds timeout) {
+  RunOptions o;
+  o.unsetEnv = launcherVariables();
+  o.setEnv = {{"OMPI_ALLOW_RUN_AS_ROOT", "1"},
+              {"OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"},
+              {"MASTER_PORT", std::to_string(unusedPort())}};
+  o.timeout = timeout;
+  return o;
+}
+
 Process::Process(const std::vector<std::string>& argv, const RunOptions& options)
     : dir_("ds_proc"), options_(options) {
   std::vector<std::string> env;

@@ -65,17 +65,15 @@ TEST(TrainUnderDsrun, TwoRanksOnGlooWriteTheSplitAsJson) {
   EXPECT_TRUE(j["metadata"].contains("start_time") && j["metadata"].contains("end_time"));
   // The journal has one line per finished run, as the final JSON has.
   std::string journal = ds::testing::readFile(dir.file("t.journal.jsonl"));
-  EXPECT_EQ(static_cast<std::size_t>(std::count(journal.begin(), journal.end(), '\n')), j["runs"].size()) << journal;
+  EXPECT_EQ(static_cast<std::size_t>(std::count(journal.begin(), journal.end(), '\n')), j["runs"].size())
+      << journal;
 }
 
 TEST(TrainUnderMpirun, TwoRanksOnMpi) {
   std::string mpirun = DS_MPIRUN_PATH;
   if (mpirun.empty()) GTEST_SKIP() << "built without MPI";
   TempDir dir;
-  RunOptions o = cleanEnv();
-  o.setEnv = {{"OMPI_ALLOW_RUN_AS_ROOT", "1"},
-              {"OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"},
-              {"MASTER_PORT", std::to_string(unusedPort())}};
+  RunOptions o = mpirunOptions();
   std::vector<std::string> argv = {mpirun, "-np", "2", "--oversubscribe", binDir() + "/dsbench"};
   argv.insert(argv.end(), kTiny.begin(), kTiny.end());
   argv.insert(argv.end(), {"--backend", "mpi", "--json", dir.file("t.json")});
@@ -86,10 +84,26 @@ TEST(TrainUnderMpirun, TwoRanksOnMpi) {
 
 TEST(TrainUnderDsrun, ScalingRunsWorldSizesOneToN) {
   TempDir dir;
-  std::vector<std::string> argv = {binDir() + "/dsrun", "--nproc-per-node", "3", "--standalone",
-                                   binDir() + "/dsbench", "train", "--model", "mlp:64x4,in=32,out=16",
-                                   "--batch", "8", "--steps", "4", "--warmup", "1", "--overlap", "on",
-                                   "--quiet", "--scaling", "--json", dir.file("t.json")};
+  std::vector<std::string> argv = {binDir() + "/dsrun",
+                                   "--nproc-per-node",
+                                   "3",
+                                   "--standalone",
+                                   binDir() + "/dsbench",
+                                   "train",
+                                   "--model",
+                                   "mlp:64x4,in=32,out=16",
+                                   "--batch",
+                                   "8",
+                                   "--steps",
+                                   "4",
+                                   "--warmup",
+                                   "1",
+                                   "--overlap",
+                                   "on",
+                                   "--quiet",
+                                   "--scaling",
+                                   "--json",
+                                   dir.file("t.json")};
   auto r = run(argv, cleanEnv());
   ASSERT_EQ(r.exitCode, 0) << r.out << r.err;
   auto j = ds::report::readJson(dir.file("t.json"));
@@ -106,10 +120,7 @@ TEST(TrainUnderDsrun, ScalingRunsWorldSizesOneToN) {
 TEST(TrainUnderMpirun, ScalingOnMpiSaysHowToRunIt) {
   std::string mpirun = DS_MPIRUN_PATH;
   if (mpirun.empty()) GTEST_SKIP() << "built without MPI";
-  RunOptions o = cleanEnv();
-  o.setEnv = {{"OMPI_ALLOW_RUN_AS_ROOT", "1"},
-              {"OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"},
-              {"MASTER_PORT", std::to_string(unusedPort())}};
+  RunOptions o = mpirunOptions();
   std::vector<std::string> argv = {mpirun, "-np", "2", "--oversubscribe", binDir() + "/dsbench"};
   argv.insert(argv.end(), kTiny.begin(), kTiny.end());
   argv.insert(argv.end(), {"--backend", "mpi", "--scaling"});

@@ -21,13 +21,8 @@ const std::string kMpirun = DS_MPIRUN_PATH;
   if (kMpirun.empty()) GTEST_SKIP() << "built without MPI or mpirun was not found"
 
 RunResult mpirun(int np, const std::vector<std::string>& args) {
-  RunOptions o;
-  o.unsetEnv = launcherVariables();
-  o.setEnv = {{"OMPI_ALLOW_RUN_AS_ROOT", "1"},
-              {"OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"},
-              {"OPENBLAS_NUM_THREADS", "1"},
-              {"MASTER_PORT", std::to_string(unusedPort())}};
-  o.timeout = std::chrono::seconds(90);
+  RunOptions o = mpirunOptions();
+  o.setEnv["OPENBLAS_NUM_THREADS"] = "1";
   std::vector<std::string> argv = {kMpirun, "-np", std::to_string(np), "--oversubscribe",
                                    binDir() + "/ds_ddp_worker"};
   argv.insert(argv.end(), args.begin(), args.end());

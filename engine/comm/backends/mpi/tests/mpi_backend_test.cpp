@@ -13,14 +13,7 @@ namespace {
 
 const std::string kMpirun = DS_MPIRUN_PATH;
 
-RunOptions mpiEnv(std::chrono::seconds timeout) {
-  RunOptions o;
-  o.unsetEnv = launcherVariables();
-  // Open MPI refuses root without these (REFERENCE.md §8).
-  o.setEnv = {{"OMPI_ALLOW_RUN_AS_ROOT", "1"}, {"OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"}};
-  o.timeout = timeout;
-  return o;
-}
+RunOptions mpiEnv(std::chrono::seconds timeout) { return mpirunOptions(timeout); }
 
 RunResult mpirun(int np, const std::vector<std::string>& args, const RunOptions& o) {
   std::vector<std::string> argv = {kMpirun, "-np", std::to_string(np), "--oversubscribe",
