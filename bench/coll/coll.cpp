@@ -13,6 +13,7 @@
 #include "bench/coll/memory.h"
 #include "bench/coll/metadata.h"
 #include "bench/exit_codes.h"
+#include "bench/world/world.h"
 #include "engine/common/error.h"
 #include "engine/common/net.h"
 #include "engine/init.h"
@@ -66,32 +67,20 @@ report::SweepArgs argsRecord(const CollOptions& o, const std::vector<std::string
   return a;
 }
 
-// Every rank's identity, gathered on rank 0 through the store (others get an empty list).
+// Every rank's identity (bench/world's gatherWorld), as the sweep's metadata keeps it; rank 0 keeps
+// the list, the others an empty one.
 std::vector<report::SweepRank> gatherRanks(World& world) {
-  auto& info = world.info();
-  std::string device =
-      world.accelerator().name() == "cpu" ? "cpu" : fmt::format("cuda:{}", world.localRank());
-  auto devices = world.accelerator().devices();
-  int idx = world.accelerator().name() == "cpu" ? 0 : world.localRank();
-  if (idx < static_cast<int>(devices.size())) device += " " + devices[static_cast<std::size_t>(idx)].name;
-  nlohmann::json mine{
-      {"rank", world.rank()},    {"local_rank", info.localRank.value}, {"node_rank", info.nodeRank.value},
-      {"host", net::hostName()}, {"pid", static_cast<long>(getpid())}, {"device", device}};
-  auto& store = world.store();
-  store.set(fmt::format("ds/coll/rank/{}", world.rank()), store::toBytes(mine.dump()));
+  auto all = gatherWorld(world);
   std::vector<report::SweepRank> out;
   if (world.rank() != 0) return out;
-  std::vector<std::string> keys;
-  for (int r = 0; r < world.worldSize(); ++r) keys.push_back(fmt::format("ds/coll/rank/{}", r));
-  for (const auto& b : store.multiGet(keys)) {
-    auto j = nlohmann::json::parse(store::toString(b));
+  for (const auto& w : all) {
     report::SweepRank r;
-    r.rank = j.at("rank");
-    r.localRank = j.at("local_rank");
-    r.nodeRank = j.at("node_rank");
-    r.host = j.at("host");
-    r.pid = j.at("pid");
-    r.device = j.at("device");
+    r.rank = w.rank;
+    r.localRank = w.localRank;
+    r.nodeRank = w.nodeRank;
+    r.host = w.host;
+    r.pid = w.pid;
+    r.device = w.device;
     out.push_back(r);
   }
   return out;

@@ -12,6 +12,7 @@
 #include "diag/check.h"
 #include "diag/util.h"
 #include "engine/common/error.h"
+#include "engine/common/net.h"
 
 namespace ds::diag {
 namespace {
@@ -22,26 +23,31 @@ Finding shmSize(Context& c) {
   const std::string& path = c.paths().shm;
   struct statvfs st {};
   if (statvfs(path.c_str(), &st) != 0) {
-    return fail(fmt::format("{} is missing or unusable ({}): NCCL and Gloo's shared-memory transports cannot create "
-                            "segments (\"unhandled system error\")",
-                            path, ds::errnoText(errno)),
-                "Mount a tmpfs at /dev/shm (docker: --shm-size=8g or --ipc=host).");
+    return fail(
+        fmt::format("{} is missing or unusable ({}): NCCL and Gloo's shared-memory transports cannot create "
+                    "segments (\"unhandled system error\")",
+                    path, ds::errnoText(errno)),
+        "Mount a tmpfs at /dev/shm (docker: --shm-size=8g or --ipc=host).");
   }
   double total = static_cast<double>(st.f_blocks) * st.f_frsize;
   double avail = static_cast<double>(st.f_bavail) * st.f_frsize;
   Json data{{"path", path}, {"size_bytes", total}, {"available_bytes", avail}};
   std::string what = fmt::format("{} is {} ({} free)", path, humanBytes(total), humanBytes(avail));
   if (total < 64 * kMiB) {
-    return fail(what + ": below 64 MiB, NCCL's shared-memory segments do not fit and init fails with \"unhandled "
-                       "system error\"",
-                "Enlarge it: docker run --shm-size=8g (or --ipc=host); Kubernetes: an emptyDir with medium Memory "
-                "mounted at /dev/shm.",
-                data);
+    return fail(
+        what +
+            ": below 64 MiB, NCCL's shared-memory segments do not fit and init fails with \"unhandled "
+            "system error\"",
+        "Enlarge it: docker run --shm-size=8g (or --ipc=host); Kubernetes: an emptyDir with medium Memory "
+        "mounted at /dev/shm.",
+        data);
   }
   if (total < 512 * kMiB) {
-    return warn(what + ": below 512 MiB (a container default); NCCL's intra-node transport can run out with several "
-                       "GPUs or large buffers",
-                "Enlarge it to several GiB: docker --shm-size=8g or --ipc=host.", data);
+    return warn(
+        what +
+            ": below 512 MiB (a container default); NCCL's intra-node transport can run out with several "
+            "GPUs or large buffers",
+        "Enlarge it to several GiB: docker --shm-size=8g or --ipc=host.", data);
   }
   return pass(what, data);
 }
@@ -52,20 +58,24 @@ Finding ulimits(Context& c) {
   rlimit mem{}, files{};
   getrlimit(RLIMIT_MEMLOCK, &mem);
   getrlimit(RLIMIT_NOFILE, &files);
-  Json data{{"memlock_soft", limitText(mem.rlim_cur)}, {"memlock_hard", limitText(mem.rlim_max)},
-            {"nofile_soft", limitText(files.rlim_cur)}, {"nofile_hard", limitText(files.rlim_max)}};
+  Json data{{"memlock_soft", limitText(mem.rlim_cur)},
+            {"memlock_hard", limitText(mem.rlim_max)},
+            {"nofile_soft", limitText(files.rlim_cur)},
+            {"nofile_hard", limitText(files.rlim_max)}};
   int n = c.worldSize();
   std::vector<std::string> problems;
   bool fatal = false;
   // The store server on rank 0 holds a socket per rank, Gloo a few per peer.
   rlim_t needFiles = static_cast<rlim_t>(n) * 4 + 64;
   if (files.rlim_cur != RLIM_INFINITY && files.rlim_cur < needFiles) {
-    problems.push_back(fmt::format("nofile={} is below ~{} needed for {} rank(s) (a socket per rank at the store, "
-                                   "several per peer in Gloo): accept() fails with EMFILE",
-                                   files.rlim_cur, needFiles, n));
+    problems.push_back(
+        fmt::format("nofile={} is below ~{} needed for {} rank(s) (a socket per rank at the store, "
+                    "several per peer in Gloo): accept() fails with EMFILE",
+                    files.rlim_cur, needFiles, n));
     fatal = true;
   } else if (files.rlim_cur != RLIM_INFINITY && files.rlim_cur < 4096) {
-    problems.push_back(fmt::format("nofile={} is low for a training job (data loaders and sockets)", files.rlim_cur));
+    problems.push_back(
+        fmt::format("nofile={} is low for a training job (data loaders and sockets)", files.rlim_cur));
   }
   // memlock matters for RDMA only: judge it where an InfiniBand/RoCE device exists.
   bool rdma = false;
@@ -75,15 +85,18 @@ Finding ulimits(Context& c) {
   }
   data["rdma_devices"] = rdma;
   if (rdma && mem.rlim_cur != RLIM_INFINITY && mem.rlim_cur < 64ull * 1024 * 1024) {
-    problems.push_back(fmt::format("memlock={} KiB: RDMA (InfiniBand/RoCE) memory registration fails or falls back to "
-                                   "slower paths",
-                                   mem.rlim_cur / 1024));
+    problems.push_back(
+        fmt::format("memlock={} KiB: RDMA (InfiniBand/RoCE) memory registration fails or falls back to "
+                    "slower paths",
+                    mem.rlim_cur / 1024));
   }
-  std::string summary = fmt::format("memlock {}, nofile {} (soft)", limitText(mem.rlim_cur), limitText(files.rlim_cur));
+  std::string summary =
+      fmt::format("memlock {}, nofile {} (soft)", limitText(mem.rlim_cur), limitText(files.rlim_cur));
   if (problems.empty()) return pass(summary, data);
   std::string msg = summary + ": " + join(problems, "; ");
-  std::string remedy = "Raise the limits in /etc/security/limits.conf (memlock unlimited, nofile 1048576), the "
-                       "container (--ulimit memlock=-1 --ulimit nofile=1048576) or the Slurm/systemd unit.";
+  std::string remedy =
+      "Raise the limits in /etc/security/limits.conf (memlock unlimited, nofile 1048576), the "
+      "container (--ulimit memlock=-1 --ulimit nofile=1048576) or the Slurm/systemd unit.";
   return fatal ? fail(msg, remedy, data) : warn(msg, remedy, data);
 }
 
@@ -98,17 +111,21 @@ Finding cpuAffinity(Context& c) {
     if (CPU_ISSET(i, &set)) cpus.push_back(i);
   }
   Json data{{"online", online}, {"allowed", allowed}, {"local_world_size", local}, {"cpus", cpus}};
-  std::string summary = fmt::format("{} CPU(s) online, {} allowed to this process, {} rank(s) on this node", online,
-                                    allowed, local);
+  std::string summary = fmt::format("{} CPU(s) online, {} allowed to this process, {} rank(s) on this node",
+                                    online, allowed, local);
   if (allowed > 0 && allowed < local) {
-    return warn(summary + ": fewer CPUs than ranks; waiting ranks that busy-poll (MPI, NCCL proxies) steal each "
-                          "other's cores, and small messages get 100-1000x slower",
-                "Start at most one rank per allowed CPU, or bind ranks to disjoint cores (--cpu-bind / numactl); Open "
+    return warn(summary +
+                    ": fewer CPUs than ranks; waiting ranks that busy-poll (MPI, NCCL proxies) steal each "
+                    "other's cores, and small messages get 100-1000x slower",
+                "Start at most one rank per allowed CPU, or bind ranks to disjoint cores (--cpu-bind / "
+                "numactl); Open "
                 "MPI needs --oversubscribe and then yields when idle.",
                 data);
   }
   if (allowed > 0 && online > 0 && allowed < online && local > 1) {
-    return pass(summary + " (restricted by affinity/cgroup: check that ranks do not all share the same few cores)", data);
+    return pass(
+        summary + " (restricted by affinity/cgroup: check that ranks do not all share the same few cores)",
+        data);
   }
   return pass(summary, data);
 }
@@ -127,13 +144,14 @@ Finding topology(Context& c) {
   int packages = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_PACKAGE);
   Json gpus = Json::array(), nics = Json::array();
   std::vector<std::string> parts;
-  for (hwloc_obj_t pci = hwloc_get_next_pcidev(topo, nullptr); pci != nullptr; pci = hwloc_get_next_pcidev(topo, pci)) {
+  for (hwloc_obj_t pci = hwloc_get_next_pcidev(topo, nullptr); pci != nullptr;
+       pci = hwloc_get_next_pcidev(topo, pci)) {
     unsigned cls = pci->attr->pcidev.class_id;
     bool isGpu = pci->attr->pcidev.vendor_id == 0x10de && (cls >> 8) == 0x03;
     bool isNic = (cls >> 8) == 0x02;
     if (!isGpu && !isNic) continue;
-    std::string bus = fmt::format("{:04x}:{:02x}:{:02x}.{:01x}", pci->attr->pcidev.domain, pci->attr->pcidev.bus,
-                                  pci->attr->pcidev.dev, pci->attr->pcidev.func);
+    std::string bus = fmt::format("{:04x}:{:02x}:{:02x}.{:01x}", pci->attr->pcidev.domain,
+                                  pci->attr->pcidev.bus, pci->attr->pcidev.dev, pci->attr->pcidev.func);
     std::vector<std::string> names;
     for (hwloc_obj_t io = pci->io_first_child; io != nullptr; io = io->next_sibling) {
       if (io->type == HWLOC_OBJ_OS_DEVICE && io->name != nullptr) names.emplace_back(io->name);
@@ -143,19 +161,21 @@ Finding topology(Context& c) {
     if (anc != nullptr && anc->nodeset != nullptr) node = hwloc_bitmap_first(anc->nodeset);
     Json d{{"bus_id", bus}, {"numa_node", node}, {"os_devices", names}};
     (isGpu ? gpus : nics).push_back(d);
-    parts.push_back(fmt::format("{} {} on NUMA {}", isGpu ? "GPU" : "NIC",
-                                names.empty() ? bus : join(names, "/"), node));
+    parts.push_back(
+        fmt::format("{} {} on NUMA {}", isGpu ? "GPU" : "NIC", names.empty() ? bus : join(names, "/"), node));
   }
   hwloc_topology_destroy(topo);
-  Json data{{"numa_nodes", numa}, {"packages", packages}, {"cores", cores}, {"pus", pus}, {"gpus", gpus}, {"nics", nics}};
-  std::string summary = fmt::format("{} package(s), {} NUMA node(s), {} core(s), {} PU(s)", packages, numa, cores, pus);
-  if (parts.empty()) return pass(summary + "; no GPU/NIC PCI devices visible to hwloc (VM or container)", data);
+  Json data{{"numa_nodes", numa}, {"packages", packages}, {"cores", cores},
+            {"pus", pus},         {"gpus", gpus},         {"nics", nics}};
+  std::string summary =
+      fmt::format("{} package(s), {} NUMA node(s), {} core(s), {} PU(s)", packages, numa, cores, pus);
+  if (parts.empty())
+    return pass(summary + "; no GPU/NIC PCI devices visible to hwloc (VM or container)", data);
   return pass(summary + "; " + join(parts, ", "), data);
 }
 
 Finding hostIdentity(Context& c) {
-  char host[256] = {};
-  gethostname(host, sizeof host - 1);
+  const std::string host = net::hostName();
   std::string bootId = trim(readTextFile(c.paths().procfs + "/sys/kernel/random/boot_id").value_or(""));
   Json data{{"hostname", host}, {"boot_id", bootId}};
   if (bootId.empty()) return pass(fmt::format("host {} (boot id not readable)", host), data);
@@ -169,7 +189,8 @@ std::vector<CheckDef> systemChecks() {
       {"system.shm_size", "system", "/dev/shm size (< 512 MiB warn, < 64 MiB fail)", shmSize},
       {"system.ulimits", "system", "memlock and nofile ulimits", ulimits},
       {"system.cpu_affinity", "system", "CPU count and affinity against ranks per node", cpuAffinity},
-      {"system.topology", "system", "NUMA and PCI topology (hwloc): which NUMA node each GPU and NIC sits on", topology},
+      {"system.topology", "system", "NUMA and PCI topology (hwloc): which NUMA node each GPU and NIC sits on",
+       topology},
       {"system.host_identity", "system", "Hostname and boot id", hostIdentity},
   };
 }

@@ -25,6 +25,7 @@
 
 #include "engine/common/error.h"
 #include "engine/common/log.h"
+#include "engine/common/net.h"
 
 extern char** environ;  // NOLINT(readability-identifier-naming): POSIX name
 
@@ -87,12 +88,6 @@ bool writeAll(int fd, const char* data, size_t size) {
     }
   }
   return true;
-}
-
-std::string hostName() {
-  char buf[256] = {};
-  if (::gethostname(buf, sizeof(buf) - 1) != 0) return "<unknown host>";
-  return buf;
 }
 
 std::string signalName(int sig) {
@@ -308,7 +303,7 @@ class Supervisor {
       : opts_(std::move(opts)),
         programPath_(std::move(programPath)),
         parentEnv_(std::move(parentEnv)),
-        host_(hostName()) {}
+        host_(net::hostName()) {}
 
   int run() {
     SignalGuard signals;
