@@ -15,12 +15,7 @@ using namespace ds::testing;
 
 namespace {
 
-RunOptions cleanEnv() {
-  RunOptions o;
-  o.unsetEnv = launcherVariables();
-  o.timeout = std::chrono::seconds(60);
-  return o;
-}
+RunOptions cleanEnv() { return cleanOptions(std::chrono::seconds(60)); }
 
 RunOptions mpiEnv() { return mpirunOptions(std::chrono::seconds(60)); }
 

@@ -18,12 +18,7 @@ using namespace std::chrono_literals;
 
 namespace {
 
-RunOptions quick(std::chrono::seconds t = 10s) {
-  RunOptions o;
-  o.unsetEnv = launcherVariables();
-  o.timeout = t;
-  return o;
-}
+RunOptions quick(std::chrono::seconds t = 10s) { return cleanOptions(t); }
 
 // Two namespaces "hosts" nodeA and nodeB, removed (with their veth) on destruction.
 class TwoHosts {

@@ -16,12 +16,7 @@ std::vector<RankRecord> readWorld(const std::string& path) {
   return ds::report::worldFromJson(ds::report::readJson(path), path);
 }
 
-RunOptions cleanEnv() {
-  RunOptions o;
-  o.unsetEnv = launcherVariables();
-  o.timeout = std::chrono::seconds(90);
-  return o;
-}
+RunOptions cleanEnv() { return cleanOptions(std::chrono::seconds(90)); }
 
 void expectSingleNodeWorld(const std::vector<RankRecord>& ranks, int n) {
   ASSERT_EQ(static_cast<int>(ranks.size()), n);

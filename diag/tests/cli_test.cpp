@@ -15,13 +15,11 @@ namespace {
 std::string dsdiag() { return binDir() + "/dsdiag"; }
 
 RunOptions clean(std::map<std::string, std::string> set = {}) {
-  RunOptions o;
-  o.unsetEnv = launcherVariables();
-  for (const char* v : {"NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME", "NCCL_DEBUG", "OMP_NUM_THREADS", "DS_ACCELERATOR"}) {
+  RunOptions o = cleanOptions(std::chrono::seconds(30), std::move(set));
+  for (const char* v :
+       {"NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME", "NCCL_DEBUG", "OMP_NUM_THREADS", "DS_ACCELERATOR"}) {
     o.unsetEnv.emplace_back(v);
   }
-  o.setEnv = std::move(set);
-  o.timeout = std::chrono::seconds(30);
   return o;
 }
 
@@ -37,8 +35,8 @@ const nlohmann::json* check(const nlohmann::json& j, const std::string& id) {
 TEST(DsdiagCli, ListShowsEveryFamily) {
   auto r = run({dsdiag(), "--list"}, clean());
   ASSERT_EQ(r.exitCode, 0) << r.err;
-  for (const char* id : {"env.rank_range", "net.master_port_free", "gpu.libcuda", "nccl.version", "mpi.launcher",
-                         "system.shm_size", "world.link_matrix"}) {
+  for (const char* id : {"env.rank_range", "net.master_port_free", "gpu.libcuda", "nccl.version",
+                         "mpi.launcher", "system.shm_size", "world.link_matrix"}) {
     EXPECT_NE(r.out.find(id), std::string::npos) << id;
   }
 }
@@ -57,7 +55,9 @@ TEST(DsdiagCli, JsonCarriesEveryCheckAndTheExitCodeMatches) {
 
 TEST(DsdiagCli, OnlyAndSkipSelectChecks) {
   TempDir d;
-  auto r = run({dsdiag(), "--only", "net,system.shm_size", "--skip", "net.somaxconn", "--json", d.file("r.json")}, clean());
+  auto r =
+      run({dsdiag(), "--only", "net,system.shm_size", "--skip", "net.somaxconn", "--json", d.file("r.json")},
+          clean());
   auto j = ds::report::readJson(d.file("r.json"));
   for (const auto& c : j["checks"]) {
     std::string id = c["id"];
@@ -79,10 +79,12 @@ TEST(DsdiagCli, UsageErrorsExitThree) {
 TEST(DsdiagCli, PortInUseFailsWithExitTwo) {
   // The test's own listener: bind a port, hand it to dsdiag as MASTER_PORT.
   TempDir d;
-  Process holder({"python3", "-c",
-                  "import socket,time,sys\ns=socket.socket()\ns.bind(('0.0.0.0',0))\ns.listen()\nprint(s.getsockname()[1],"
-                  "flush=True)\ntime.sleep(30)"},
-                 clean());
+  Process holder(
+      {"python3", "-c",
+       "import "
+       "socket,time,sys\ns=socket.socket()\ns.bind(('0.0.0.0',0))\ns.listen()\nprint(s.getsockname()[1],"
+       "flush=True)\ntime.sleep(30)"},
+      clean());
   std::string port;
   for (int i = 0; i < 100 && port.empty(); ++i) {
     port = readFile(holder.stdoutPath());
@@ -98,10 +100,27 @@ TEST(DsdiagCli, PortInUseFailsWithExitTwo) {
 
 TEST(DsdiagCli, GarbageInEveryVariableNeverCrashes) {
   std::map<std::string, std::string> g;
-  for (const char* n : {"RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
-                        "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_JOB_NODELIST",
-                        "CUDA_VISIBLE_DEVICES", "NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME", "NCCL_IB_HCA", "NCCL_DEBUG",
-                        "NCCL_CONF_FILE", "DS_ACCELERATOR", "DEEPSPEED_TIMEOUT", "OMP_NUM_THREADS", "TORCHELASTIC_RUN_ID"}) {
+  for (const char* n : {"RANK",
+                        "WORLD_SIZE",
+                        "LOCAL_RANK",
+                        "LOCAL_WORLD_SIZE",
+                        "MASTER_ADDR",
+                        "MASTER_PORT",
+                        "OMPI_COMM_WORLD_RANK",
+                        "OMPI_COMM_WORLD_SIZE",
+                        "SLURM_PROCID",
+                        "SLURM_NTASKS",
+                        "SLURM_JOB_NODELIST",
+                        "CUDA_VISIBLE_DEVICES",
+                        "NCCL_SOCKET_IFNAME",
+                        "GLOO_SOCKET_IFNAME",
+                        "NCCL_IB_HCA",
+                        "NCCL_DEBUG",
+                        "NCCL_CONF_FILE",
+                        "DS_ACCELERATOR",
+                        "DEEPSPEED_TIMEOUT",
+                        "OMP_NUM_THREADS",
+                        "TORCHELASTIC_RUN_ID"}) {
     g[n] = "\x7f garbage ^=,,:-1 $(x)";
   }
   TempDir d;
@@ -116,25 +135,29 @@ TEST(DsdiagCli, GarbageInEveryVariableNeverCrashes) {
 TEST(DsdiagCli, MissingLibrariesAreFindingsNotCrashes) {
   TempDir d;
   auto r = run({dsdiag(), "--only", "gpu,nccl", "--backend", "nccl", "--json", d.file("r.json")},
-               clean({{"DSDIAG_LIBCUDA", "/nonexistent/libcuda.so.1"}, {"DSDIAG_LIBNCCL", "/nonexistent/libnccl.so.2"}}));
+               clean({{"DSDIAG_LIBCUDA", "/nonexistent/libcuda.so.1"},
+                      {"DSDIAG_LIBNCCL", "/nonexistent/libnccl.so.2"}}));
   EXPECT_EQ(r.exitCode, 2);
   auto j = ds::report::readJson(d.file("r.json"));
   EXPECT_EQ(check(j, "gpu.libcuda")->at("status"), "FAIL");
   EXPECT_EQ(check(j, "nccl.version")->at("status"), "FAIL");
-  EXPECT_NE(check(j, "gpu.libcuda")->at("message").get<std::string>().find("No GPU visible"), std::string::npos);
+  EXPECT_NE(check(j, "gpu.libcuda")->at("message").get<std::string>().find("No GPU visible"),
+            std::string::npos);
 }
 
 TEST(DsdiagCli, TinyShmInAPrivateMountNamespace) {
   auto probe = run({"unshare", "-m", "true"}, clean());
   if (probe.exitCode != 0) GTEST_SKIP() << "cannot create a mount namespace here: " << probe.err;
-  auto tiny = run({"unshare", "-m", "sh", "-c",
-                   "mount -t tmpfs -o size=32m tmpfs /dev/shm && exec " + dsdiag() + " --only system.shm_size"},
-                  clean());
+  auto tiny =
+      run({"unshare", "-m", "sh", "-c",
+           "mount -t tmpfs -o size=32m tmpfs /dev/shm && exec " + dsdiag() + " --only system.shm_size"},
+          clean());
   EXPECT_EQ(tiny.exitCode, 2) << tiny.out << tiny.err;
   EXPECT_NE(tiny.out.find("32 MiB"), std::string::npos) << tiny.out;
-  auto small = run({"unshare", "-m", "sh", "-c",
-                    "mount -t tmpfs -o size=256m tmpfs /dev/shm && exec " + dsdiag() + " --only system.shm_size"},
-                   clean());
+  auto small =
+      run({"unshare", "-m", "sh", "-c",
+           "mount -t tmpfs -o size=256m tmpfs /dev/shm && exec " + dsdiag() + " --only system.shm_size"},
+          clean());
   EXPECT_EQ(small.exitCode, 1) << small.out << small.err;
 }
 
@@ -145,7 +168,8 @@ TEST(DsdiagCli, LowNofileFails) {
 }
 
 TEST(DsdiagCli, ExplainExitCodes) {
-  auto r = run({dsdiag(), "explain", "Timed out after 600 seconds waiting for clients. 1/2 clients joined."}, clean());
+  auto r = run({dsdiag(), "explain", "Timed out after 600 seconds waiting for clients. 1/2 clients joined."},
+               clean());
   EXPECT_EQ(r.exitCode, 0);
   EXPECT_NE(r.out.find("env.world_size_product"), std::string::npos) << r.out;
   EXPECT_EQ(run({dsdiag(), "explain", "all good"}, clean()).exitCode, 1);

@@ -12,11 +12,7 @@ using namespace ds::testing;
 namespace {
 
 RunOptions clean(std::map<std::string, std::string> set = {}) {
-  RunOptions o;
-  o.unsetEnv = launcherVariables();
-  o.setEnv = std::move(set);
-  o.timeout = std::chrono::seconds(60);
-  return o;
+  return cleanOptions(std::chrono::seconds(60), std::move(set));
 }
 
 const nlohmann::json& check(const nlohmann::json& j, const std::string& id) {

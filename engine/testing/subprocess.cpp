@@ -100,14 +100,18 @@ const std::vector<std::string>& launcherVariables() {
   return kVars;
 }
 
-RunOptions mpirunOptions(std::chrono::milliseconds timeout) {
+RunOptions cleanOptions(std::chrono::milliseconds timeout, std::map<std::string, std::string> set) {
   RunOptions o;
   o.unsetEnv = launcherVariables();
-  o.setEnv = {{"OMPI_ALLOW_RUN_AS_ROOT", "1"},
-              {"OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"},
-              {"MASTER_PORT", std::to_string(unusedPort())}};
+  o.setEnv = std::move(set);
   o.timeout = timeout;
   return o;
+}
+
+RunOptions mpirunOptions(std::chrono::milliseconds timeout) {
+  return cleanOptions(timeout, {{"OMPI_ALLOW_RUN_AS_ROOT", "1"},
+                                {"OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"},
+                                {"MASTER_PORT", std::to_string(unusedPort())}});
 }
 
 Process::Process(const std::vector<std::string>& argv, const RunOptions& options)

@@ -55,6 +55,11 @@ std::vector<std::string> variablesWithPrefix(const std::string& prefix);
 // Launcher variables a test process must not pass on (an outer mpirun/srun/dsrun of the CI itself).
 const std::vector<std::string>& launcherVariables();
 
+// Options for a test's child: the launcher variables of an outer job removed, `set` added, bounded
+// by `timeout`.
+RunOptions cleanOptions(std::chrono::milliseconds timeout = std::chrono::seconds(60),
+                        std::map<std::string, std::string> set = {});
+
 // Options for starting `mpirun` in a test: the launcher variables of an outer job removed, Open MPI's
 // run-as-root variables set (REFERENCE.md §8; tests run as root), and a MASTER_PORT of its own, so
 // that tests running in parallel do not meet on the default 29500.

@@ -12,12 +12,7 @@ using namespace ds::testing;
 
 namespace {
 
-RunOptions cleanEnv() {
-  RunOptions o;
-  o.unsetEnv = launcherVariables();
-  o.timeout = std::chrono::seconds(90);
-  return o;
-}
+RunOptions cleanEnv() { return cleanOptions(std::chrono::seconds(90)); }
 
 const std::vector<std::string> kTiny = {
     "train",    "--model", "mlp:64x4,in=32,out=16", "--batch", "8",         "--steps", "4",
