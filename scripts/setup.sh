@@ -5,7 +5,7 @@ set -euo pipefail
 
 packages=(
   # toolchain
-  g++ cmake make pkg-config git
+  g++ cmake make pkg-config git ccache
   # DESIGN.md's dependency list
   libopenmpi-dev openmpi-bin     # MPI
   libgloo-dev                    # CPU collectives
@@ -21,6 +21,7 @@ packages=(
   libasio-dev                    # store event loop option
   # test tools
   iproute2 procps
+  chromium                       # browser tests: headless rendering of reports
 )
 
 missing=()

@@ -1,0 +1,29 @@
+// One dsreport subcommand: its CLI11 options bound into a typed options struct and the one library
+// call that runs it (STYLE.md: CLIs are thin). Each subcommand lives in its own file here.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <functional>
+
+namespace ds::report::cli {
+
+// dsreport's exit codes. compare's 0/1/2 are the CI contract; the others follow it.
+enum ExitCode : int {
+  kExitOk = 0,
+  kExitRegression = 1,  // compare: at least one regression; dashboard/ingest never return it
+  kExitBadInput = 2,    // unreadable, corrupt or mismatched input, bad flags
+  kExitInternal = 3,    // a dsperf bug or an unexpected exception
+};
+
+struct Command {
+  CLI::App* app = nullptr;
+  std::function<int()> run;  // returns an ExitCode; ds::Error escapes to main
+};
+
+Command addHtmlCommand(CLI::App& parent);       // html_command.cpp
+Command addCompareCommand(CLI::App& parent);    // compare_command.cpp
+Command addIngestCommand(CLI::App& parent);     // ingest_command.cpp
+Command addDashboardCommand(CLI::App& parent);  // dashboard_command.cpp
+Command addImportCommand(CLI::App& parent);     // import_command.cpp
+
+}  // namespace ds::report::cli

@@ -1,0 +1,41 @@
+// dsreport: HTML reports, run comparison with a regression verdict, a SQLite history and its
+// dashboard, and import of nccl-tests results. Thin: each subcommand binds flags and calls reports/.
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <exception>
+#include <vector>
+
+#include "engine/common/error.h"
+#include "reports/cli/command.h"
+
+int main(int argc, char** argv) {
+  namespace cli = ds::report::cli;
+  CLI::App app{"dsreport: reports, comparisons and history of dsbench / dsdiag results."};
+  app.set_version_flag("--version", "dsreport 0.1.0");
+  app.require_subcommand(1);
+  std::vector<cli::Command> commands{cli::addHtmlCommand(app), cli::addCompareCommand(app),
+                                     cli::addIngestCommand(app), cli::addDashboardCommand(app),
+                                     cli::addImportCommand(app)};
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int rc = app.exit(e);
+    return rc == 0 ? cli::kExitOk : cli::kExitBadInput;
+  }
+  for (auto& c : commands) {
+    if (!c.app->parsed()) continue;
+    try {
+      return c.run();
+    } catch (const ds::ConfigError& e) {
+      std::fprintf(stderr, "dsreport: error: %s\n", e.what());
+      return cli::kExitBadInput;
+    } catch (const ds::IoError& e) {
+      std::fprintf(stderr, "dsreport: error: %s\n", e.what());
+      return cli::kExitBadInput;
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "dsreport: internal error: %s\n", e.what());
+      return cli::kExitInternal;
+    }
+  }
+  return cli::kExitInternal;
+}
