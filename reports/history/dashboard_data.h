@@ -52,7 +52,7 @@ struct DashboardPoint {
 
 struct DashboardSeries {
   // Stable identity of the series, for element ids and links: "busbw|label|backend|collective|dtype|
-  // op|bytes" or "train_step_p50|label|backend|config". Contains user text: escape it.
+  // op|bytes|world" or "train_step_p50|label|backend|config". Contains user text: escape it.
   std::string id;
   std::string metric;  // "busbw" (out-of-place, GB/s) or "train_step_p50" (ms)
   std::string title;   // human title, e.g. "allreduce busbw, 1 MiB, f32 sum"
@@ -64,6 +64,7 @@ struct DashboardSeries {
   std::string dtype;       // busbw series: f32, bf16, ...; empty for train
   std::string op;          // busbw series: sum, ..., "none"; empty for train
   std::size_t bytes = 0;   // busbw series: the message size; 0 for train
+  int worldSize = 0;       // ranks; part of the series' identity (4 and 8 ranks are different series)
   // Train series: the configuration, e.g. "mlp:1024x24, world 4, cpu, batch 32, bucket 25 MB,
   // overlap, hook none"; empty for busbw series.
   std::string config;
@@ -86,6 +87,10 @@ struct DashboardData {
   // Sorted by label, backend, collective ("train" last), dtype, op, bytes / config.
   std::vector<DashboardSeries> series;
 };
+
+// Fills the baseline, noise, changePct and verdicts of every point of `series` (its points must be
+// oldest first, with values set) and its counters, by the rule at the top of this file. Pure.
+void judgeSeries(DashboardSeries& series, const DashboardOptions& options);
 
 // Reads the history database at `dbPath` (made by `dsreport ingest`) and builds every series that
 // passes the filters. Throws ConfigError when the file is missing, is not a dsreport history
