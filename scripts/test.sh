@@ -1,10 +1,28 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds, and runs the whole test suite through ctest.
 # Arguments go to ctest, e.g. scripts/test.sh -L unit   or   scripts/test.sh -R Store
+# --sanitize=address (ASan+UBSan) or --sanitize=thread (TSan) builds into build-asan/ or build-tsan/
+# (see scripts/build.sh) and runs the tests there with the sanitizer options of
+# scripts/sanitizers/env.sh, e.g. scripts/test.sh --sanitize=address -L 'unit|mp'
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
+sanitize=""
+args=()
+for a in "$@"; do
+  case "$a" in
+    --sanitize=*) sanitize=${a#--sanitize=} ;;
+    *) args+=("$a") ;;
+  esac
+done
 "$root/scripts/setup.sh"
-"$root/scripts/build.sh"
 build=${DS_BUILD_DIR:-$root/build}
+if [[ -n "$sanitize" ]]; then
+  source "$root/scripts/sanitizers/env.sh"
+  ds_sanitizer_env "$sanitize" "$root/scripts/sanitizers"
+  case "$sanitize" in address) build=${DS_BUILD_DIR:-$root/build-asan} ;; thread) build=${DS_BUILD_DIR:-$root/build-tsan} ;; esac
+  DS_BUILD_DIR=$build "$root/scripts/build.sh" --sanitize="$sanitize"
+else
+  "$root/scripts/build.sh"
+fi
 cd "$build"
-ctest --output-on-failure --timeout 300 -j "${DS_TEST_JOBS:-2}" "$@"
+ctest --output-on-failure --timeout 300 -j "${DS_TEST_JOBS:-2}" ${args[@]+"${args[@]}"}

@@ -1,0 +1,43 @@
+# DS_SANITIZE: build every target with sanitizers. One of
+#   ""        no sanitizer (default)
+#   address   AddressSanitizer + LeakSanitizer + UndefinedBehaviorSanitizer together
+#   thread    ThreadSanitizer
+# scripts/build.sh --sanitize=<mode> and scripts/test.sh --sanitize=<mode> configure build-asan/ or
+# build-tsan/ with it. Sanitizer modes build without CUDA (nvcc's device code and the CUDA runtime are
+# not instrumented, and the sanitizers' shadow memory clashes with the CUDA driver's mappings).
+set(DS_SANITIZE "" CACHE STRING "Sanitizer build: empty (none), address (ASan+UBSan) or thread (TSan)")
+set_property(CACHE DS_SANITIZE PROPERTY STRINGS "" address thread)
+
+if(DS_SANITIZE STREQUAL "")
+  return()
+endif()
+if(NOT DS_SANITIZE MATCHES "^(address|thread)$")
+  message(FATAL_ERROR "DS_SANITIZE='${DS_SANITIZE}' is not a sanitizer mode; use address (ASan+UBSan), "
+                      "thread (TSan) or leave it empty")
+endif()
+
+string(TOUPPER "${DS_WITH_CUDA}" _ds_san_cuda)
+if(_ds_san_cuda STREQUAL "ON")
+  message(FATAL_ERROR "DS_SANITIZE=${DS_SANITIZE} builds without CUDA, but DS_WITH_CUDA=ON was asked for; "
+                      "configure with -DDS_WITH_CUDA=OFF (scripts/build.sh --sanitize does)")
+endif()
+set(DS_WITH_CUDA OFF CACHE STRING "Build CUDA support: AUTO, ON or OFF" FORCE)
+message(STATUS "DS_SANITIZE=${DS_SANITIZE}: DS_WITH_CUDA forced OFF")
+
+if(DS_SANITIZE STREQUAL "address")
+  # -fno-sanitize-recover=all: the first UBSan finding aborts the test instead of scrolling past.
+  set(DS_SANITIZE_FLAGS -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer)
+else()
+  set(DS_SANITIZE_FLAGS -fsanitize=thread -fno-omit-frame-pointer)
+endif()
+add_compile_options(${DS_SANITIZE_FLAGS})
+add_link_options(${DS_SANITIZE_FLAGS})
+
+# The run-time options (halt_on_error, the suppression files) are compiled into every executable
+# through the sanitizers' __<tool>_default_options hooks, so that `ctest` run by hand, gtest's test
+# discovery at build time, and workers started by mpirun or dsrun all get them without an
+# environment. ASAN_OPTIONS/UBSAN_OPTIONS/LSAN_OPTIONS/TSAN_OPTIONS still add to or override them.
+add_library(ds_sanitizer_defaults OBJECT ${PROJECT_SOURCE_DIR}/scripts/sanitizers/default_options.c)
+target_compile_definitions(ds_sanitizer_defaults PRIVATE
+  DS_SANITIZER_DIR="${PROJECT_SOURCE_DIR}/scripts/sanitizers")
+link_libraries(ds_sanitizer_defaults)

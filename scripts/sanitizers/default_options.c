@@ -1,0 +1,26 @@
+/* Default run-time options for the sanitizer builds (cmake/Sanitizers.cmake links this into every
+ * target when DS_SANITIZE is set). The sanitizer runtimes call these hooks before reading
+ * ASAN_OPTIONS/UBSAN_OPTIONS/LSAN_OPTIONS/TSAN_OPTIONS, so the environment still overrides them.
+ * scripts/test.sh --sanitize=... sets the same values in the environment; keep the two in step. */
+#ifndef DS_SANITIZER_DIR
+#error "DS_SANITIZER_DIR must name scripts/sanitizers"
+#endif
+
+#define DS_VISIBLE __attribute__((visibility("default"), used))
+
+DS_VISIBLE const char* __asan_default_options(void) {
+  return "halt_on_error=1:abort_on_error=0:detect_leaks=1"
+         ":strict_init_order=1:check_initialization_order=1";
+}
+
+DS_VISIBLE const char* __lsan_default_options(void) {
+  return "suppressions=" DS_SANITIZER_DIR "/lsan.supp:print_suppressions=0";
+}
+
+DS_VISIBLE const char* __ubsan_default_options(void) {
+  return "halt_on_error=1:print_stacktrace=1:suppressions=" DS_SANITIZER_DIR "/ubsan.supp";
+}
+
+DS_VISIBLE const char* __tsan_default_options(void) {
+  return "halt_on_error=1:second_deadlock_stack=1:suppressions=" DS_SANITIZER_DIR "/tsan.supp";
+}

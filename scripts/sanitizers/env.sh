@@ -1,0 +1,24 @@
+# Sourced by scripts/build.sh and scripts/test.sh for --sanitize=<mode>: exports the sanitizer
+# run-time options. The same defaults are compiled into every binary (default_options.c), so running
+# ctest or a binary by hand in build-asan/ or build-tsan/ behaves the same; values already in the
+# environment are appended last and win.
+# $1: address|thread, $2: the scripts/sanitizers directory.
+ds_sanitizer_env() {
+  local mode=$1 dir=$2
+  [[ "${DS_SANITIZER_ENV:-}" == "$mode" ]] && return 0  # already done (test.sh, then build.sh)
+  case "$mode" in
+    address)
+      export ASAN_OPTIONS="halt_on_error=1:abort_on_error=0:detect_leaks=1:strict_init_order=1:check_initialization_order=1${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
+      export LSAN_OPTIONS="suppressions=$dir/lsan.supp:print_suppressions=0${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
+      export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:suppressions=$dir/ubsan.supp${UBSAN_OPTIONS:+:$UBSAN_OPTIONS}"
+      ;;
+    thread)
+      export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$dir/tsan.supp${TSAN_OPTIONS:+:$TSAN_OPTIONS}"
+      ;;
+    *)
+      echo "--sanitize=$mode: not a sanitizer mode; use --sanitize=address (ASan+UBSan) or --sanitize=thread (TSan)" >&2
+      return 1
+      ;;
+  esac
+  export DS_SANITIZER_ENV=$mode
+}
