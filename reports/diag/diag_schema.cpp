@@ -83,12 +83,7 @@ DiagReport diagFromJson(const nlohmann::json& j, const std::string& origin) {
       throw ConfigError(fmt::format("{} is not a dsdiag report (schema '{}', expected '{}').", origin,
                                     j.is_object() ? j.value("schema", "") : "", kDiagSchemaName));
     }
-    int version = j.at("schema_version").get<int>();
-    if (version != kDiagSchemaVersion) {
-      throw ConfigError(fmt::format("{} has diag schema version {}, but this dsperf reads version {}; use the "
-                                    "dsperf that wrote it.",
-                                    origin, version, kDiagSchemaVersion));
-    }
+    checkSchemaVersion(j, kDiagSchemaName, origin);
     DiagReport r;
     j.at("mode").get_to(r.mode);
     j.at("world_size").get_to(r.worldSize);

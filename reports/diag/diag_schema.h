@@ -7,9 +7,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "reports/schema/schema_version.h"
+
 namespace ds::report {
 
-inline constexpr int kDiagSchemaVersion = 1;
+inline constexpr const char* kDiagSchemaVersion = kSchemaVersion;  // reports/schema/schema_version.h
 inline constexpr const char* kDiagSchemaName = "dsperf.diag";
 
 // Ordered by severity: worst() and the exit code rely on kPass < kSkip < kWarn < kFail.
@@ -53,7 +55,7 @@ int diagExitCode(const std::vector<DiagRecord>& records);
 void to_json(nlohmann::json& j, const DiagRecord& r);
 void from_json(const nlohmann::json& j, DiagRecord& r);
 
-// {"schema": "dsperf.diag", "schema_version": 1, "mode", "world_size", "host", "tool_version",
+// {"schema": "dsperf.diag", "schema_version": "1.0", "mode", "world_size", "host", "tool_version",
 //  "summary": {pass, warn, fail, skip, exit_code}, "missing_ranks": [...], "checks": [...]}
 nlohmann::json diagToJson(const DiagReport& report);
 // Checks schema name and version; throws ConfigError naming `origin` on a mismatch or malformed input.

@@ -49,13 +49,7 @@ std::vector<RankRecord> worldFromJson(const nlohmann::json& j, const std::string
       throw ConfigError(fmt::format("{} is not a dsperf world report (schema '{}', expected '{}').", origin,
                                     j.value("schema", ""), kWorldSchemaName));
     }
-    int version = j.at("schema_version").get<int>();
-    if (version != kWorldSchemaVersion) {
-      throw ConfigError(
-          fmt::format("{} has world schema version {}, but this dsperf reads version {}; use the "
-                      "dsperf that wrote it.",
-                      origin, version, kWorldSchemaVersion));
-    }
+    checkSchemaVersion(j, kWorldSchemaName, origin);
     return j.at("ranks").get<std::vector<RankRecord>>();
   } catch (const nlohmann::json::exception& e) {
     throw ConfigError(fmt::format("{} is not a valid dsperf world report: {}", origin, e.what()));

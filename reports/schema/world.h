@@ -5,9 +5,11 @@
 #include <string>
 #include <vector>
 
+#include "reports/schema/schema_version.h"
+
 namespace ds::report {
 
-inline constexpr int kWorldSchemaVersion = 1;
+inline constexpr const char* kWorldSchemaVersion = kSchemaVersion;  // reports/schema/schema_version.h
 inline constexpr const char* kWorldSchemaName = "dsperf.world";
 
 struct RankRecord {
@@ -39,7 +41,7 @@ struct SmokeResult {
 void to_json(nlohmann::json& j, const RankRecord& r);
 void from_json(const nlohmann::json& j, RankRecord& r);
 
-// {"schema": "dsperf.world", "schema_version": 1, "ranks": [...], "smoke": {...}}
+// {"schema": "dsperf.world", "schema_version": "1.0", "ranks": [...], "smoke": {...}}
 nlohmann::json worldToJson(const std::vector<RankRecord>& ranks, const SmokeResult& smoke = {});
 // Checks the schema name and version; throws ConfigError naming `origin` on a mismatch or a
 // malformed document.

@@ -73,10 +73,7 @@ SweepRun readSweepJournal(const std::string& path) {
       std::string type = j.value("type", "");
       if (type == "start") {
         if (j.value("schema", "") != kSweepJournalSchemaName) continue;
-        if (j.value("schema_version", 0) != kSweepSchemaVersion) {
-          throw ConfigError(fmt::format("{} line {}: journal schema version {}, this dsperf reads {}.", path,
-                                        lineNo, j.value("schema_version", 0), kSweepSchemaVersion));
-        }
+        checkSchemaVersion(j, kSweepJournalSchemaName, fmt::format("{} line {}", path, lineNo));
         run = SweepRun{};
         j.at("args").get_to(run.args);
         j.at("metadata").get_to(run.metadata);

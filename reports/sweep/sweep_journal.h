@@ -1,6 +1,6 @@
 // The JSON-lines journal of a sweep: one line per event, appended as it happens, so that a run killed
 // by a signal or a lost rank leaves what it measured. Lines:
-//   {"schema": "dsperf.sweep.journal", "schema_version": 1, "type": "start", "args": ..., "metadata": ...}
+//   {"schema": "dsperf.sweep.journal", "schema_version": "1.0", "type": "start", "args": ..., "metadata": ...}
 //   {"type": "measurement", "result": <one row, as in the final JSON's "results">}
 //   {"type": "note", "text": "..."}
 //   {"type": "end", "summary": ..., "end_time": "..."}

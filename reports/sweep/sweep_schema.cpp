@@ -206,6 +206,8 @@ void to_json(nlohmann::json& j, const SweepMetadata& m) {
        {"env", m.env},
        {"start_time", m.startTime},
        {"end_time", m.endTime}};
+  if (!m.label.empty()) j["label"] = m.label;
+  if (!m.source.empty()) j["source"] = m.source;
 }
 
 void from_json(const nlohmann::json& j, SweepMetadata& m) {
@@ -227,6 +229,8 @@ void from_json(const nlohmann::json& j, SweepMetadata& m) {
   j.at("env").get_to(m.env);
   j.at("start_time").get_to(m.startTime);
   j.at("end_time").get_to(m.endTime);
+  m.label = j.value("label", "");
+  m.source = j.value("source", "");
 }
 
 void to_json(nlohmann::json& j, const SweepSummary& s) {
@@ -264,13 +268,7 @@ SweepRun sweepFromJson(const nlohmann::json& j, const std::string& origin) {
       throw ConfigError(fmt::format("{} is not a dsperf sweep result (schema '{}', expected '{}').", origin,
                                     j.is_object() ? j.value("schema", "") : "", kSweepSchemaName));
     }
-    int version = j.at("schema_version").get<int>();
-    if (version != kSweepSchemaVersion) {
-      throw ConfigError(
-          fmt::format("{} has sweep schema version {}, but this dsperf reads version {}; use the "
-                      "dsperf that wrote it.",
-                      origin, version, kSweepSchemaVersion));
-    }
+    checkSchemaVersion(j, kSweepSchemaName, origin);
     SweepRun run;
     j.at("args").get_to(run.args);
     j.at("metadata").get_to(run.metadata);

@@ -9,10 +9,12 @@
 #include <string>
 #include <vector>
 
+#include "reports/schema/schema_version.h"
+
 namespace ds::report {
 
 inline constexpr const char* kSweepSchemaName = "dsperf.sweep";
-inline constexpr int kSweepSchemaVersion = 1;
+inline constexpr const char* kSweepSchemaVersion = kSchemaVersion;  // reports/schema/schema_version.h
 
 // Statistics of per-iteration times, in microseconds (REFERENCE.md §5 key names).
 struct IterStats {
@@ -95,6 +97,12 @@ struct SweepMetadata {
   std::map<std::string, std::string> versions;  // dsperf, git_sha, nccl, nccl_header, open_mpi, gloo
   std::map<std::string, std::string> env;       // DS_*, DSBENCH_*, NCCL_*, OMPI_*, GLOO_*, ...
   std::string startTime, endTime;               // ISO 8601 UTC
+  // The cluster or system this run describes (dsbench --label, dsreport import --label), so that one
+  // history serves many; empty when none (then left out of the JSON).
+  std::string label;
+  // Where the figures came from when dsbench did not measure them, e.g. "nccl-tests 2.13.9 (imported
+  // from nightly.txt)"; empty for dsbench's own runs (then left out of the JSON).
+  std::string source;
 };
 
 // How a run ended. exitCode follows bench/exit_codes.h.
@@ -132,9 +140,9 @@ void from_json(const nlohmann::json& j, SweepMetadata& m);
 void to_json(nlohmann::json& j, const SweepSummary& s);
 void from_json(const nlohmann::json& j, SweepSummary& s);
 
-// {"schema": "dsperf.sweep", "schema_version": 1, "args", "metadata", "results", "summary"}
+// {"schema": "dsperf.sweep", "schema_version": "1.0", "args", "metadata", "results", "summary"}
 nlohmann::json sweepToJson(const SweepRun& run);
-// Checks the schema name and version; throws ConfigError naming `origin` when they differ or the
+// Checks the schema name and major version (checkSchemaVersion); throws ConfigError naming `origin` when they differ or the
 // document is malformed.
 SweepRun sweepFromJson(const nlohmann::json& j, const std::string& origin);
 

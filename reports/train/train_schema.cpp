@@ -149,13 +149,7 @@ std::vector<TrainRunRecord> trainFromJson(const nlohmann::json& j, const std::st
     throw ConfigError(
         fmt::format("{}: not a dsbench train result (schema is not \"{}\")", origin, kTrainSchemaName));
   }
-  int version = j.value("schema_version", -1);
-  if (version != kTrainSchemaVersion) {
-    throw ConfigError(
-        fmt::format("{}: schema_version {} is not supported (this dsperf reads version {}); use the "
-                    "dsperf that wrote it",
-                    origin, version, kTrainSchemaVersion));
-  }
+  checkSchemaVersion(j, kTrainSchemaName, origin);
   try {
     return j.at("runs").get<std::vector<TrainRunRecord>>();
   } catch (const nlohmann::json::exception& e) {

@@ -8,9 +8,11 @@
 #include <string>
 #include <vector>
 
+#include "reports/schema/schema_version.h"
+
 namespace ds::report {
 
-inline constexpr int kTrainSchemaVersion = 1;
+inline constexpr const char* kTrainSchemaVersion = kSchemaVersion;  // reports/schema/schema_version.h
 inline constexpr const char* kTrainSchemaName = "dsperf.train";
 
 // Distribution of one per-step time over the measured steps of every rank.
@@ -65,7 +67,7 @@ void from_json(const nlohmann::json& j, Percentiles& p);
 void to_json(nlohmann::json& j, const TrainRunRecord& r);
 void from_json(const nlohmann::json& j, TrainRunRecord& r);
 
-// {"schema": "dsperf.train", "schema_version": 1, "runs": [...], "metadata": {...}}; metadata (the
+// {"schema": "dsperf.train", "schema_version": "1.0", "runs": [...], "metadata": {...}}; metadata (the
 // command line, hosts, versions, env, start and end times) is left out when null.
 nlohmann::json trainToJson(const std::vector<TrainRunRecord>& runs, const nlohmann::json& metadata = nullptr);
 // Appends one finished run to a JSON-lines journal ({"schema": "dsperf.train.journal", "run": ...}),

@@ -1,0 +1,214 @@
+#include "reports/run/run_file.h"
+
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <cstdint>
+#include <fstream>
+#include <sstream>
+
+#include "engine/common/error.h"
+#include "reports/json_io.h"
+#include "reports/schema/schema_version.h"
+#include "reports/sweep/sweep_journal.h"
+
+namespace ds::report {
+
+const char* runKindName(RunKind k) {
+  switch (k) {
+    case RunKind::kSweep: return "sweep";
+    case RunKind::kTrain: return "train";
+    case RunKind::kDiag: return "diag";
+    case RunKind::kWorld: return "world";
+  }
+  return "?";
+}
+
+std::string runIdOf(RunKind kind, const nlohmann::json& canonical) {
+  nlohmann::json c = canonical;
+  if (c.is_object()) {
+    c.erase("schema_version");
+    if (c.contains("metadata") && c["metadata"].is_object()) c["metadata"].erase("label");
+  }
+  // nlohmann's object is a std::map: dump() is key-sorted, so equal content gives equal text.
+  std::string text = std::string(runKindName(kind)) + "\n" + c.dump();
+  std::uint64_t h = 14695981039346656037ull;  // FNV-1a 64
+  for (unsigned char ch : text) {
+    h ^= ch;
+    h *= 1099511628211ull;
+  }
+  return fmt::format("{:016x}", h);
+}
+
+namespace {
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    throw IoError(fmt::format("cannot read {}: {}. Check the path and its permissions.", path, errnoText(errno)));
+  }
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+bool endsWith(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// The first non-empty line, parsed; null when it is not a JSON object.
+nlohmann::json firstJsonLine(const std::string& text) {
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    auto j = nlohmann::json::parse(line, nullptr, false);
+    return j.is_object() ? j : nlohmann::json();
+  }
+  return nullptr;
+}
+
+RunFile fromSweep(SweepRun run, const std::string& path) {
+  RunFile f;
+  f.path = path;
+  f.kind = RunKind::kSweep;
+  f.schemaVersion = kSchemaVersion;
+  f.label = run.metadata.label;
+  f.raw = sweepToJson(run);
+  f.runId = runIdOf(f.kind, f.raw);
+  f.sweep = std::move(run);
+  return f;
+}
+
+// dsbench train's journal: one {"schema": "dsperf.train.journal", "run": {...}} line per finished
+// configuration. A line cut short by a kill is skipped, as in the sweep journal.
+RunFile loadTrainJournal(const std::string& text, const std::string& path) {
+  std::istringstream in(text);
+  std::string line;
+  int lineNo = 0;
+  std::vector<TrainRunRecord> runs;
+  while (std::getline(in, line)) {
+    ++lineNo;
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    auto j = nlohmann::json::parse(line, nullptr, false);
+    if (j.is_discarded() || !j.is_object()) continue;
+    std::string where = fmt::format("{} line {}", path, lineNo);
+    if (j.value("schema", "") != "dsperf.train.journal") {
+      throw ConfigError(fmt::format("{} is not a dsbench train journal line (schema '{}'); the file mixes "
+                                    "other content into the journal.",
+                                    where, j.value("schema", "")));
+    }
+    checkSchemaVersion(j, "dsperf.train.journal", where);
+    try {
+      runs.push_back(j.at("run").get<TrainRunRecord>());
+    } catch (const nlohmann::json::exception& e) {
+      throw ConfigError(fmt::format("{} is not a valid train journal line: {}", where, e.what()));
+    }
+  }
+  if (runs.empty()) {
+    throw ConfigError(fmt::format("{} holds no finished dsbench train run (the run was killed before its "
+                                  "first configuration finished).",
+                                  path));
+  }
+  RunFile f;
+  f.path = path;
+  f.kind = RunKind::kTrain;
+  f.schemaVersion = kSchemaVersion;
+  f.raw = trainToJson(runs);
+  f.runId = runIdOf(f.kind, f.raw);
+  f.train = std::move(runs);
+  f.trainMetadata = nullptr;
+  f.origin = "journal";
+  return f;
+}
+
+}  // namespace
+
+RunFile classifyRun(const nlohmann::json& doc, const std::string& origin) {
+  if (!doc.is_object()) {
+    throw ConfigError(fmt::format("{} is not a dsperf result: the document is a JSON {}, not an object.", origin,
+                                  doc.type_name()));
+  }
+  if (!doc.contains("schema") || !doc["schema"].is_string()) {
+    throw ConfigError(
+        fmt::format("{} is not a dsperf result: it has no \"schema\" field. dsreport reads the JSON of dsbench "
+                    "(-J / --json), dsdiag (--json), their journals, and nccl-tests output (dsreport import).",
+                    origin));
+  }
+  const std::string schema = doc["schema"].get<std::string>();
+  RunFile f;
+  f.path = origin;
+  f.raw = doc;
+  if (schema == kSweepSchemaName) {
+    f.kind = RunKind::kSweep;
+    f.schemaVersion = checkSchemaVersion(doc, schema, origin).str();
+    f.sweep = sweepFromJson(doc, origin);
+    f.label = f.sweep->metadata.label;
+    f.runId = runIdOf(f.kind, sweepToJson(*f.sweep));
+  } else if (schema == kTrainSchemaName) {
+    f.kind = RunKind::kTrain;
+    f.schemaVersion = checkSchemaVersion(doc, schema, origin).str();
+    f.train = trainFromJson(doc, origin);
+    f.trainMetadata = doc.contains("metadata") ? doc["metadata"] : nlohmann::json();
+    if (f.trainMetadata.is_object() && f.trainMetadata.contains("label") && f.trainMetadata["label"].is_string())
+      f.label = f.trainMetadata["label"].get<std::string>();
+    f.runId = runIdOf(f.kind, trainToJson(*f.train, f.trainMetadata));
+  } else if (schema == kDiagSchemaName) {
+    f.kind = RunKind::kDiag;
+    f.schemaVersion = checkSchemaVersion(doc, schema, origin).str();
+    f.diag = diagFromJson(doc, origin);
+    f.label = doc.value("label", "");
+    f.runId = runIdOf(f.kind, diagToJson(*f.diag));
+  } else if (schema == kWorldSchemaName) {
+    f.kind = RunKind::kWorld;
+    f.schemaVersion = checkSchemaVersion(doc, schema, origin).str();
+    f.world = worldFromJson(doc, origin);
+    f.runId = runIdOf(f.kind, doc);
+  } else if (schema == kSweepJournalSchemaName || schema == "dsperf.train.journal") {
+    throw ConfigError(fmt::format(
+        "{} is one line of a dsbench journal, not a whole result. Give dsreport the journal file itself "
+        "(.jsonl) or the run's -J/--json output.",
+        origin));
+  } else {
+    if (schema.rfind("dsperf.", 0) == 0) checkSchemaVersion(doc, schema, origin);  // a newer kind: say so
+    throw ConfigError(fmt::format(
+        "{} is not a result dsreport knows: its schema is '{}' (dsreport reads dsperf.sweep, dsperf.train, "
+        "dsperf.diag and dsperf.world, their journals, and nccl-tests output).",
+        origin, schema));
+  }
+  return f;
+}
+
+RunFile loadRunFile(const std::string& path) {
+  const std::string text = slurp(path);
+  if (text.find_first_not_of(" \t\r\n") == std::string::npos) {
+    throw ConfigError(fmt::format("{} is empty. The run that should have written it may have failed before "
+                                  "its first result; look at its log.",
+                                  path));
+  }
+  // A journal: JSON lines whose first line is a journal line (whatever the file is called).
+  nlohmann::json first = firstJsonLine(text);
+  const std::string firstSchema = first.is_object() ? first.value("schema", "") : "";
+  if (firstSchema == kSweepJournalSchemaName) {
+    RunFile f = fromSweep(readSweepJournal(path), path);
+    f.origin = "journal";
+    return f;
+  }
+  if (firstSchema == "dsperf.train.journal") return loadTrainJournal(text, path);
+  if (endsWith(path, ".jsonl") && !first.is_object()) {
+    throw ConfigError(fmt::format("{} is not a dsbench journal: its first line is not a JSON object. The file "
+                                  "may be corrupt or not written by dsbench.",
+                                  path));
+  }
+  nlohmann::json doc = nlohmann::json::parse(text, nullptr, false);
+  if (doc.is_discarded()) {
+    // Not JSON: report where the parser stopped, as readJson does.
+    readJson(path);
+    throw ConfigError(fmt::format("{} is not valid JSON.", path));  // not reached: readJson threw
+  }
+  RunFile f = classifyRun(doc, path);
+  f.path = path;
+  return f;
+}
+
+}  // namespace ds::report

@@ -1,0 +1,219 @@
+// The versioned schema and the run-file loader every dsreport subcommand reads through: one major
+// version check for all kinds, the integer 1 of older files, journals (of killed runs too), and the
+// run id.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <functional>
+
+#include "engine/common/error.h"
+#include "engine/testing/subprocess.h"
+#include "reports/json_io.h"
+#include "reports/run/run_file.h"
+#include "reports/schema/schema_version.h"
+#include "reports/sweep/sweep_journal.h"
+
+using namespace ds::report;
+
+namespace {
+
+SweepMeasurement row(std::size_t bytes, double busBw) {
+  SweepMeasurement m;
+  m.backend = "gloo";
+  m.collective = "allreduce";
+  m.dtype = "f32";
+  m.op = "sum";
+  m.worldSize = 2;
+  m.requestedBytes = m.bytes = bytes;
+  m.count = bytes / 4;
+  m.busFactor = 1;
+  m.outOfPlace.measured = true;
+  m.outOfPlace.iters = 3;
+  m.outOfPlace.timeUs = 10;
+  m.outOfPlace.busBw = busBw;
+  m.outOfPlace.algBw = busBw;
+  m.outOfPlace.wrong = 0;
+  m.outOfPlace.iter = computeIterStats({9, 10, 11});
+  return m;
+}
+
+SweepRun sweep(const std::string& label = "") {
+  SweepRun r;
+  r.args.collectives = {"allreduce"};
+  r.metadata.worldSize = 2;
+  r.metadata.hosts = {"node-a"};
+  r.metadata.label = label;
+  r.results = {row(1024, 1.5), row(2048, 2.5)};
+  r.summary = summarize(r.results);
+  return r;
+}
+
+void writeText(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+}
+
+std::string messageOf(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const ds::Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+}  // namespace
+
+TEST(SchemaVersion, ParsesStringsAndTheOldInteger) {
+  EXPECT_EQ(parseSchemaVersion("1.0", "x").str(), "1.0");
+  EXPECT_EQ(parseSchemaVersion("1.12", "x").minor, 12);
+  EXPECT_EQ(parseSchemaVersion(1, "x").str(), "1.0");
+  for (const nlohmann::json& bad : {nlohmann::json("1"), nlohmann::json("v1.0"), nlohmann::json(1.5),
+                                    nlohmann::json(-1), nlohmann::json("1.x"), nlohmann::json()}) {
+    EXPECT_THROW(parseSchemaVersion(bad, "x"), ds::ConfigError) << bad.dump();
+  }
+}
+
+TEST(SchemaVersion, SameMajorAnyMinorNewerMajorRefused) {
+  nlohmann::json j{{"schema", "dsperf.sweep"}, {"schema_version", "1.7"}};
+  EXPECT_EQ(checkSchemaVersion(j, "dsperf.sweep", "r.json").minor, 7);
+  j["schema_version"] = 1;
+  EXPECT_EQ(checkSchemaVersion(j, "dsperf.sweep", "r.json").str(), "1.0");
+  j["schema_version"] = "2.0";
+  EXPECT_EQ(messageOf([&] { checkSchemaVersion(j, "dsperf.sweep", "report.json"); }),
+            "report.json was written by a newer dsperf (schema dsperf.sweep 2.0); this dsperf reads 1.x. "
+            "Upgrade dsperf on this machine.");
+  j["schema_version"] = 0;
+  EXPECT_NE(messageOf([&] { checkSchemaVersion(j, "dsperf.sweep", "r.json"); }).find("older dsperf"),
+            std::string::npos);
+  j.erase("schema_version");
+  EXPECT_NE(messageOf([&] { checkSchemaVersion(j, "dsperf.sweep", "r.json"); }).find("is missing"),
+            std::string::npos);
+}
+
+TEST(SchemaVersion, EveryWriterWritesTheStringForm) {
+  EXPECT_EQ(sweepToJson(SweepRun{})["schema_version"], "1.0");
+  EXPECT_EQ(trainToJson({})["schema_version"], "1.0");
+  EXPECT_EQ(diagToJson(DiagReport{})["schema_version"], "1.0");
+  EXPECT_EQ(worldToJson({})["schema_version"], "1.0");
+}
+
+TEST(RunFile, LoadsEachKindAndAcceptsMinorVersionsAndTheOldInteger) {
+  ds::testing::TempDir dir;
+  auto j = sweepToJson(sweep("cluster-a"));
+  writeJsonAtomic(dir.file("s.json"), j);
+  RunFile f = loadRunFile(dir.file("s.json"));
+  EXPECT_EQ(f.kind, RunKind::kSweep);
+  EXPECT_STREQ(runKindName(f.kind), "sweep");
+  EXPECT_EQ(f.schemaVersion, "1.0");
+  EXPECT_EQ(f.label, "cluster-a");
+  ASSERT_TRUE(f.sweep.has_value());
+  EXPECT_EQ(f.sweep->results.size(), 2u);
+  EXPECT_EQ(f.path, dir.file("s.json"));
+
+  j["schema_version"] = 1;
+  EXPECT_EQ(classifyRun(j, "old.json").schemaVersion, "1.0");
+  j["schema_version"] = "1.3";
+  j["a_field_from_1_3"] = true;
+  EXPECT_EQ(classifyRun(j, "minor.json").schemaVersion, "1.3");
+
+  nlohmann::json meta{{"label", "gpu-pod-7"}, {"hosts", {"h"}}};
+  RunFile t = classifyRun(trainToJson({TrainRunRecord{}}, meta), "t.json");
+  EXPECT_EQ(t.kind, RunKind::kTrain);
+  EXPECT_EQ(t.label, "gpu-pod-7");
+  EXPECT_EQ(t.train->size(), 1u);
+  EXPECT_EQ(t.trainMetadata["hosts"][0], "h");
+
+  RunFile d = classifyRun(diagToJson(DiagReport{}), "d.json");
+  EXPECT_EQ(d.kind, RunKind::kDiag);
+  EXPECT_TRUE(d.diag.has_value());
+  RunFile w = classifyRun(worldToJson({RankRecord{}}), "w.json");
+  EXPECT_EQ(w.kind, RunKind::kWorld);
+  EXPECT_EQ(w.world->size(), 1u);
+}
+
+TEST(RunFile, RefusesNewerMajorsOtherSchemasAndNonJson) {
+  auto j = sweepToJson(sweep());
+  j["schema_version"] = "2.0";
+  EXPECT_EQ(messageOf([&] { classifyRun(j, "report.json"); }),
+            "report.json was written by a newer dsperf (schema dsperf.sweep 2.0); this dsperf reads 1.x. "
+            "Upgrade dsperf on this machine.");
+  nlohmann::json future{{"schema", "dsperf.cluster"}, {"schema_version", "3.1"}};
+  EXPECT_NE(messageOf([&] { classifyRun(future, "f.json"); }).find("newer dsperf (schema dsperf.cluster 3.1)"),
+            std::string::npos);
+  EXPECT_NE(messageOf([&] { classifyRun(nlohmann::json{{"schema", "other"}}, "o.json"); })
+                .find("o.json is not a result dsreport knows: its schema is 'other'"),
+            std::string::npos);
+  EXPECT_NE(messageOf([&] { classifyRun(nlohmann::json{{"a", 1}}, "n.json"); }).find("no \"schema\" field"),
+            std::string::npos);
+  EXPECT_THROW(classifyRun(nlohmann::json::array(), "a.json"), ds::ConfigError);
+
+  ds::testing::TempDir dir;
+  writeText(dir.file("cut.json"), sweepToJson(sweep()).dump().substr(0, 100));
+  EXPECT_NE(messageOf([&] { loadRunFile(dir.file("cut.json")); }).find("is not valid JSON"), std::string::npos);
+  writeText(dir.file("empty.json"), "\n");
+  EXPECT_NE(messageOf([&] { loadRunFile(dir.file("empty.json")); }).find("is empty"), std::string::npos);
+  EXPECT_THROW(loadRunFile(dir.file("missing.json")), ds::IoError);
+  auto broken = sweepToJson(sweep());
+  broken["results"][0].erase("size");
+  EXPECT_THROW(classifyRun(broken, "b.json"), ds::ConfigError);
+}
+
+TEST(RunFile, ReadsTheJournalOfAKilledSweep) {
+  ds::testing::TempDir dir;
+  std::string path = dir.file("r.journal.jsonl");
+  SweepRun s = sweep("lab");
+  {
+    SweepJournal j(path, s.args, s.metadata);
+    j.append(s.results[0]);
+    j.append(s.results[1]);
+  }
+  {
+    std::ofstream out(path, std::ios::app);
+    out << R"({"type": "measurement", "result": {"backend": "gl)";  // cut by the kill
+  }
+  RunFile f = loadRunFile(path);
+  EXPECT_EQ(f.kind, RunKind::kSweep);
+  EXPECT_EQ(f.origin, "journal");
+  EXPECT_EQ(f.label, "lab");
+  ASSERT_EQ(f.sweep->results.size(), 2u);
+  EXPECT_EQ(f.sweep->summary.status, "incomplete");
+  EXPECT_EQ(f.runId.size(), 16u);
+  // The same journal under another name is recognised by its content.
+  writeText(dir.file("copy.txt"), ds::testing::readFile(path));
+  EXPECT_EQ(loadRunFile(dir.file("copy.txt")).runId, f.runId);
+}
+
+TEST(RunFile, ReadsATrainJournal) {
+  ds::testing::TempDir dir;
+  std::string path = dir.file("t.journal.jsonl");
+  TrainRunRecord r;
+  r.model = "mlp:64x2";
+  appendTrainJournal(path, r);
+  r.bucketCapMb = 5;
+  appendTrainJournal(path, r);
+  RunFile f = loadRunFile(path);
+  EXPECT_EQ(f.kind, RunKind::kTrain);
+  ASSERT_EQ(f.train->size(), 2u);
+  EXPECT_EQ((*f.train)[1].bucketCapMb, 5);
+  writeText(dir.file("bad.jsonl"), "not json\n");
+  EXPECT_THROW(loadRunFile(dir.file("bad.jsonl")), ds::ConfigError);
+}
+
+TEST(RunFile, RunIdIsStableAndIgnoresLabelAndVersionForm) {
+  auto a = classifyRun(sweepToJson(sweep("a")), "a.json");
+  auto b = classifyRun(sweepToJson(sweep("b")), "b.json");
+  auto j = sweepToJson(sweep("a"));
+  j["schema_version"] = 1;
+  auto c = classifyRun(j, "c.json");
+  EXPECT_EQ(a.runId.size(), 16u);
+  EXPECT_EQ(a.runId.find_first_not_of("0123456789abcdef"), std::string::npos);
+  EXPECT_EQ(a.runId, b.runId);
+  EXPECT_EQ(a.runId, c.runId);
+  SweepRun other = sweep("a");
+  other.results[1].outOfPlace.busBw = 2.6;
+  EXPECT_NE(classifyRun(sweepToJson(other), "o.json").runId, a.runId);
+  // A known value, so that the hash never changes by accident between releases (history keys on it).
+  EXPECT_EQ(runIdOf(RunKind::kWorld, nlohmann::json::object()), runIdOf(RunKind::kWorld, nlohmann::json::object()));
+  EXPECT_NE(runIdOf(RunKind::kWorld, nlohmann::json::object()), runIdOf(RunKind::kDiag, nlohmann::json::object()));
+}
