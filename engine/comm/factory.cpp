@@ -6,6 +6,7 @@
 #include "engine/comm/process_group.h"
 #include "engine/common/error.h"
 
+#include "engine/comm/backends/shm/shm_process_group.h"
 #if DS_WITH_GLOO
 #include "engine/comm/backends/gloo/gloo_process_group.h"
 #endif
@@ -42,11 +43,13 @@ std::vector<std::string> availableBackends() {
   }
   if (DS_WITH_GLOO) v.emplace_back("gloo");
   if (DS_WITH_MPI) v.emplace_back("mpi");
+  v.emplace_back("shm");
   return v;
 }
 
 std::unique_ptr<ProcessGroup> createProcessGroup(const std::string& backend,
                                                  const ProcessGroupOptions& options) {
+  if (backend == "shm") return makeShmProcessGroup(options);
 #if DS_WITH_GLOO
   if (backend == "gloo") return makeGlooProcessGroup(options);
 #endif

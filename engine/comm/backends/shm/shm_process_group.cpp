@@ -1,0 +1,809 @@
+// The shm backend (see shm_process_group.h for the knobs and shm_segment.h for the segment).
+//
+// Synchronisation: every local rank owns a step counter in the segment and bumps it at each sync
+// point; all ranks pass the same sync points in the same order, so "rank j has reached my step" is
+// the whole protocol. Data slots alternate by parity at every use (`epoch_`), and every use has at
+// least one sync, so a slot is never rewritten before every reader of its previous contents is done.
+// A waiter spins (pause) for DS_SHM_SPIN_US, then sleeps on the peer's counter with FUTEX_WAIT; a
+// rank wakes sleepers with FUTEX_WAKE only when one announced itself. Every sleep is a slice of at
+// most 50 ms, after which the waiter checks its deadline (the op's timeout), whether the peer gave up
+// (its `failed` flag) and whether the peer process still exists (a pidfd), and names the rank.
+//
+// Large allreduce, per chunk of one slot: each rank copies the slices of its input that other ranks
+// reduce into its slot (not its own slice), sync, reduces its own slice from its input and the
+// peers' slots into its output and its slot, sync, copies the other slices of the result from the
+// peers' slots. With one slot a chunk, the staging stays in the shared cache, so main memory sees
+// about what a zero-copy allreduce moves.
+#include "engine/comm/backends/shm/shm_process_group.h"
+
+#include <fmt/format.h>
+#include <immintrin.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <thread>
+#include <vector>
+
+#include "engine/comm/backends/shm/shm_kernels.h"
+#include "engine/comm/backends/shm/shm_segment.h"
+#include "engine/comm/reduce.h"
+#include "engine/common/error.h"
+#include "engine/common/log.h"
+#include "engine/common/net.h"
+#include "engine/env/world_info.h"
+
+namespace ds::comm {
+namespace shm {
+
+std::size_t parseBytes(const std::string& name, const std::string& text) {
+  auto bad = [&] {
+    return ConfigError(fmt::format("{}='{}' is not a byte count; give a number with an optional K, M or G "
+                                   "suffix (binary), e.g. 1M.",
+                                   name, text));
+  };
+  if (text.empty()) throw bad();
+  std::size_t pos = 0;
+  unsigned long long v = 0;
+  try {
+    v = std::stoull(text, &pos);
+  } catch (const std::exception&) {
+    throw bad();
+  }
+  std::string suffix = text.substr(pos);
+  unsigned long long mult = 1;
+  if (suffix == "K" || suffix == "k" || suffix == "KiB") {
+    mult = 1ull << 10;
+  } else if (suffix == "M" || suffix == "m" || suffix == "MiB") {
+    mult = 1ull << 20;
+  } else if (suffix == "G" || suffix == "g" || suffix == "GiB") {
+    mult = 1ull << 30;
+  } else if (!suffix.empty()) {
+    throw bad();
+  }
+  if (text[0] == '-' || v > (1ull << 40) / mult) throw bad();
+  return static_cast<std::size_t>(v * mult);
+}
+
+ShmConfig configFromEnv() {
+  ShmConfig c;
+  auto get = [](const char* n) -> const char* {
+    const char* v = std::getenv(n);
+    return v != nullptr && *v != '\0' ? v : nullptr;
+  };
+  if (const char* v = get("DS_SHM_BUFFER_BYTES")) {
+    c.slotBytes = parseBytes("DS_SHM_BUFFER_BYTES", v);
+    if (c.slotBytes < 4096 || c.slotBytes > (1ull << 30)) {
+      throw ConfigError(
+          fmt::format("DS_SHM_BUFFER_BYTES={} is out of range; give 4K to 1G (the default is 1M).", v));
+    }
+  }
+  if (const char* v = get("DS_SHM_SMALL_BYTES")) c.smallBytes = parseBytes("DS_SHM_SMALL_BYTES", v);
+  if (const char* v = get("DS_SHM_INLINE_BYTES")) c.inlineBytes = parseBytes("DS_SHM_INLINE_BYTES", v);
+  if (const char* v = get("DS_SHM_SPIN_US")) {
+    char* end = nullptr;
+    double us = std::strtod(v, &end);
+    if (end == v || *end != '\0' || us < 0 || us > 1e6) {
+      throw ConfigError(fmt::format("DS_SHM_SPIN_US='{}' is not valid; give microseconds from 0 to 1000000.", v));
+    }
+    c.spin = std::chrono::nanoseconds(static_cast<long long>(us * 1000));
+  }
+  if (const char* v = get("DS_SHM_DIR")) c.dir = v;
+  if (const char* v = get("DS_SHM_INTER_BACKEND")) {
+    c.interBackend = v;
+    if (c.interBackend != "gloo") {
+      throw ConfigError(fmt::format(
+          "DS_SHM_INTER_BACKEND='{}' is not supported; only gloo can link the hosts of a shm group (the mpi "
+          "backend cannot form sub-groups). Unset it.",
+          v));
+    }
+  }
+  return c;
+}
+
+}  // namespace shm
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using namespace shm;
+
+int cpusAvailable() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (::sched_getaffinity(0, sizeof(set), &set) == 0) return std::max(1, CPU_COUNT(&set));
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
+int pidfdOpen(pid_t pid) {
+#ifdef SYS_pidfd_open
+  return static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+#else
+  (void)pid;
+  return -1;
+#endif
+}
+
+inline bool reached(std::uint32_t v, std::uint32_t target) { return static_cast<std::int32_t>(v - target) >= 0; }
+
+class ShmProcessGroup final : public ProcessGroup {
+ public:
+  ShmProcessGroup(ProcessGroupOptions options, ShmConfig config);
+  ~ShmProcessGroup() override;
+
+  std::string backendName() const override { return "shm"; }
+  bool supports(OpType type, DType dtype, ReduceOp op) const override;
+
+ protected:
+  void doAllreduce(const OpDesc& desc, const Buffer& in, const Buffer& out) override;
+  void doBroadcast(const OpDesc& desc, const Buffer& in, const Buffer& out) override;
+  void doReduce(const OpDesc& desc, const Buffer& in, const Buffer& out) override;
+  void doAllgather(const OpDesc& desc, const Buffer& in, const Buffer& out) override;
+  void doReduceScatter(const OpDesc& desc, const Buffer& in, const Buffer& out) override;
+  void doAlltoall(const OpDesc& desc, const Buffer& in, const Buffer& out) override;
+  void doBarrier(const OpDesc& desc) override;
+  std::shared_ptr<Work> enqueue(OpDesc desc, std::function<void()> body) override;
+
+ private:
+  struct Ctx {
+    const OpDesc& desc;
+    Clock::time_point deadline;
+  };
+
+  void setupHosts();
+  void setupSegment();
+  void setupInter();
+  void releasePeers();
+
+  // --- sync ---
+  void post();
+  void waitFor(int j, const Ctx& ctx);
+  void waitAll(const Ctx& ctx);
+  void checkPeer(int j, const Ctx& ctx);
+  bool peerDead(int j);
+  int parity() { return static_cast<int>(epoch_++ & 1); }
+  // Runs body; on an error flags this rank as failed in the segment, so that local peers stop waiting.
+  template <typename F>
+  void guarded(F&& body);
+
+  // --- local collectives over the ranks of this host (indices 0..ln_-1) ---
+  void localAllreduce(const Ctx& ctx, const char* in, char* out, std::size_t count, DType t, ReduceOp op,
+                      int divisor);
+  void localReduceScatter(const Ctx& ctx, const char* in, char* out, std::size_t count, DType t, ReduceOp op,
+                          int divisor);
+  void localAllgather(const Ctx& ctx, const char* in, char* out, std::size_t bytes);
+  void localBroadcast(const Ctx& ctx, int rootIndex, const char* in, char* out, std::size_t bytes);
+  void localAlltoall(const Ctx& ctx, const char* in, char* out, std::size_t blockBytes);
+  void localBarrier(const Ctx& ctx);
+
+  // --- hierarchy (several hosts): shm within a host, inter_ among the leaders ---
+  void hierAllreduce(const Ctx& ctx, const Buffer& in, char* out, ReduceOp op);
+  char* scratch(std::size_t bytes);
+  bool leader() const { return li_ == 0; }
+  Ctx ctxFor(const OpDesc& d) const { return Ctx{d, Clock::now() + d.timeout}; }
+
+  ShmConfig cfg_;
+  std::string host_;
+  std::vector<std::string> hostNames_;       // per host index
+  std::vector<std::vector<int>> hostRanks_;  // global ranks per host, ascending
+  std::vector<int> hostOf_;                  // host index per global rank
+  int myHost_ = 0;
+  int li_ = 0;  // local index
+  int ln_ = 1;  // local size
+  bool hier_ = false;
+  std::unique_ptr<Segment> seg_;
+  std::vector<int> pidfds_;
+  std::vector<pid_t> peerPids_;
+  std::uint32_t step_ = 0;
+  std::uint64_t epoch_ = 0;
+  std::chrono::nanoseconds spin_{0};
+  bool oversubscribed_ = false;
+  std::unique_ptr<ProcessGroup> inter_;
+  std::vector<char> scratch_;
+  std::atomic<int> queued_{0};
+};
+
+ShmProcessGroup::ShmProcessGroup(ProcessGroupOptions options, ShmConfig config)
+    : ProcessGroup(std::move(options)), cfg_(std::move(config)) {
+  try {
+    setupHosts();
+    setupSegment();
+    if (hier_) setupInter();
+  } catch (...) {
+    shutdown();
+    releasePeers();
+    throw;
+  }
+}
+
+ShmProcessGroup::~ShmProcessGroup() {
+  shutdown();  // no op may run while the segment goes away
+  inter_.reset();
+  releasePeers();
+  seg_.reset();
+}
+
+void ShmProcessGroup::releasePeers() {
+  for (int fd : pidfds_) {
+    if (fd >= 0) ::close(fd);
+  }
+  pidfds_.clear();
+}
+
+std::string storeKey(const ProcessGroupOptions& o, const std::string& suffix) {
+  return fmt::format("pg/{}/shm/{}", o.groupName, suffix);
+}
+
+void ShmProcessGroup::setupHosts() {
+  const auto& o = options();
+  host_ = cfg_.host.empty() ? net::hostName() : cfg_.host;
+  hostOf_.assign(size(), 0);
+  if (size() == 1) {
+    hostNames_ = {host_};
+    hostRanks_ = {{0}};
+    return;
+  }
+  auto& s = store();
+  s.set(storeKey(o, fmt::format("host/{}", rank())), store::toBytes(host_), o.timeout);
+  std::vector<std::string> keys;
+  for (int r = 0; r < size(); ++r) keys.push_back(storeKey(o, fmt::format("host/{}", r)));
+  std::vector<store::Bytes> values;
+  try {
+    values = s.multiGet(keys, o.timeout);
+  } catch (const TimeoutError&) {
+    std::vector<int> missing;
+    for (int r = 0; r < size(); ++r) {
+      if (!s.check({keys[r]}, std::chrono::seconds(5))) missing.push_back(r);
+    }
+    throw TimeoutError(fmt::format(
+        "shm group '{}': rank {} waited {} ms for every rank to publish its host; ranks {} never did (they "
+        "did not create the group, or died).",
+        o.groupName, rank(), o.timeout.count(), fmt::join(missing, ", ")));
+  }
+  std::map<std::string, int> index;
+  for (int r = 0; r < size(); ++r) {
+    std::string h = store::toString(values[r]);
+    auto [it, fresh] = index.emplace(h, static_cast<int>(hostNames_.size()));
+    if (fresh) {
+      hostNames_.push_back(h);
+      hostRanks_.emplace_back();
+    }
+    hostOf_[r] = it->second;
+    hostRanks_[it->second].push_back(r);
+  }
+  myHost_ = hostOf_[rank()];
+  hier_ = hostNames_.size() > 1;
+}
+
+void ShmProcessGroup::setupSegment() {
+  const auto& o = options();
+  const auto& mine = hostRanks_[myHost_];
+  ln_ = static_cast<int>(mine.size());
+  li_ = static_cast<int>(std::find(mine.begin(), mine.end(), rank()) - mine.begin());
+  if (ln_ > kMaxLocalRanks) {
+    throw ConfigError(fmt::format("shm group '{}' has {} ranks on host {}; the shm backend takes at most {}.",
+                                  o.groupName, ln_, host_, kMaxLocalRanks));
+  }
+  oversubscribed_ = ln_ > cpusAvailable();
+  spin_ = cfg_.spin.count() >= 0 ? cfg_.spin
+                                 : (oversubscribed_ ? std::chrono::nanoseconds(std::chrono::microseconds(2))
+                                                    : std::chrono::nanoseconds(std::chrono::microseconds(50)));
+  SegmentSpec spec;
+  spec.dir = cfg_.dir;
+  spec.jobId = o.world != nullptr ? o.world->jobId.value : "";
+  spec.group = o.groupName;
+  spec.host = host_;
+  spec.nranks = ln_;
+  spec.slotBytes = cfg_.slotBytes;
+  if (ln_ == 1) {
+    // Alone on the host: a private segment keeps every code path the same. It is never published.
+    spec.generation = 0;
+    seg_ = Segment::create(spec);
+    seg_->markAttached(0);
+    return;
+  }
+  auto& s = store();
+  // The generation: every incarnation of this group name on this host counts its ranks in, so a group
+  // re-created under the same name never meets its predecessor's segment.
+  const std::string hostKey = storeKey(o, fmt::format("{}/", hostNames_[myHost_]));
+  std::int64_t joined = s.add(hostKey + "join", 1, o.timeout);
+  spec.generation = static_cast<std::uint64_t>((joined - 1) / ln_);
+  const std::string segKey = hostKey + fmt::format("segment/{}", spec.generation);
+  if (leader()) {
+    try {
+      seg_ = Segment::create(spec);
+    } catch (const Error& e) {
+      // The host's other ranks wait for the segment's name: tell them why there is none.
+      try {
+        s.set(segKey, store::toBytes(std::string("error ") + e.what()), std::chrono::seconds(5));
+      } catch (const Error&) {
+      }
+      throw;
+    }
+    s.set(segKey, store::toBytes(fmt::format("ok {} {}", seg_->name(), seg_->nonce())), o.timeout);
+    seg_->markAttached(0);
+  } else {
+    std::string value;
+    try {
+      value = store::toString(s.get(segKey, o.timeout));
+    } catch (const TimeoutError&) {
+      throw TimeoutError(fmt::format(
+          "shm group '{}': rank {} waited {} ms for rank {} (the first rank on host {}) to create the shared "
+          "segment; it never published it (it failed, see its error, or never created the group).",
+          o.groupName, rank(), o.timeout.count(), mine[0], host_));
+    }
+    if (value.rfind("error ", 0) == 0) {
+      throw ConfigError(fmt::format("shm group '{}': rank {} (the first rank on host {}) could not create the "
+                                    "shared segment, so rank {} cannot join: {}",
+                                    o.groupName, mine[0], host_, rank(), value.substr(6)));
+    }
+    DS_CHECK(value.rfind("ok ", 0) == 0, "bad segment key '{}'", value);
+    value = value.substr(3);
+    auto space = value.rfind(' ');
+    DS_CHECK(space != std::string::npos, "bad segment key '{}'", value);
+    std::uint64_t nonce = std::stoull(value.substr(space + 1));
+    seg_ = Segment::attach(spec, value.substr(0, space), nonce);
+    seg_->markAttached(li_);
+  }
+  // Every local rank must attach before any op: until then the name is still linked (a crash would
+  // leave it behind) and the peers' pids are unknown.
+  auto deadline = Clock::now() + o.timeout;
+  auto pause = std::chrono::microseconds(20);
+  while (!seg_->allAttached()) {
+    if (Clock::now() > deadline) {
+      std::vector<int> missing;
+      for (int l = 0; l < ln_; ++l) {
+        if (seg_->ctl(l).pid.load() == 0) missing.push_back(mine[l]);
+      }
+      seg_->unlink();
+      throw TimeoutError(fmt::format(
+          "shm group '{}': rank {} waited {} ms for the ranks of host {} to attach to the shared segment; "
+          "ranks {} never did (they died, or see another /dev/shm: another container without --ipc=host?).",
+          o.groupName, rank(), o.timeout.count(), host_, fmt::join(missing, ", ")));
+    }
+    std::this_thread::sleep_for(pause);
+    pause = std::min<std::chrono::microseconds>(pause * 2, std::chrono::milliseconds(5));
+  }
+  const std::uint64_t myNs = pidNamespaceInode();
+  const pid_t self = ::getpid();
+  pidfds_.assign(ln_, -1);
+  peerPids_.assign(ln_, 0);
+  for (int l = 0; l < ln_; ++l) {
+    pid_t pid = seg_->ctl(l).pid.load();
+    peerPids_[l] = pid;
+    if (l == li_ || pid == self || seg_->ctl(l).pidNamespace != myNs) continue;
+    pidfds_[l] = pidfdOpen(pid);
+  }
+  log::debug("shm group '{}' rank {}: {} local rank(s) on {}, segment {} ({} bytes a slot), {} kernels{}",
+             o.groupName, rank(), ln_, host_, seg_->name(), seg_->slotBytes(), isaName(activeIsa()),
+             oversubscribed_ ? ", oversubscribed" : "");
+}
+
+void ShmProcessGroup::setupInter() {
+  if (!leader()) return;
+  ProcessGroupOptions io = options();
+  io.rank = myHost_;
+  io.size = static_cast<int>(hostNames_.size());
+  io.groupName = options().groupName + "/shm-inter";
+  inter_ = createProcessGroup(cfg_.interBackend, io);
+}
+
+bool ShmProcessGroup::supports(OpType type, DType, ReduceOp) const {
+  if (type == OpType::kSend || type == OpType::kRecv) return false;
+  if (type == OpType::kAlltoall) return !hier_;
+  return true;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Inline execution of small ops.
+
+std::shared_ptr<Work> ShmProcessGroup::enqueue(OpDesc desc, std::function<void()> body) {
+  if (desc.bytes <= cfg_.inlineBytes && queued_.load(std::memory_order_acquire) == 0) {
+    // Nothing of this group is queued, so running here keeps the issue order.
+    auto work = std::make_shared<Work>(desc);
+    work->markStarted();
+    try {
+      runOp(desc, body);
+      work->markCompleted();
+    } catch (...) {
+      work->markCompleted(std::current_exception());
+    }
+    return work;
+  }
+  queued_.fetch_add(1, std::memory_order_acq_rel);
+  return ProcessGroup::enqueue(desc, [this, body = std::move(body)] {
+    struct Done {
+      std::atomic<int>& q;
+      ~Done() { q.fetch_sub(1, std::memory_order_acq_rel); }
+    } done{queued_};
+    body();
+  });
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Sync.
+
+void ShmProcessGroup::post() {
+  RankCtl& c = seg_->ctl(li_);
+  c.step.store(++step_, std::memory_order_seq_cst);
+  if (c.sleepers.load(std::memory_order_seq_cst) != 0) wakeFutex(&c.step);
+}
+
+bool ShmProcessGroup::peerDead(int j) {
+  int fd = pidfds_.empty() ? -1 : pidfds_[j];
+  if (fd >= 0) {
+    struct pollfd p {
+      fd, POLLIN, 0
+    };
+    return ::poll(&p, 1, 0) > 0;  // a pidfd turns readable when the process exits
+  }
+  pid_t pid = peerPids_.empty() ? 0 : peerPids_[j];
+  if (pid <= 0 || pid == ::getpid() || seg_->ctl(j).pidNamespace != pidNamespaceInode()) return false;
+  return ::kill(pid, 0) != 0 && errno == ESRCH;
+}
+
+void ShmProcessGroup::checkPeer(int j, const Ctx& ctx) {
+  const int peer = hostRanks_[myHost_][j];
+  if (seg_->ctl(j).failed.load() != 0) {
+    throw BackendError(fmt::format("rank {} on this host gave up on this op after an error of its own (see "
+                                   "its message); rank {} stops waiting for it",
+                                   peer, rank()));
+  }
+  if (peerDead(j)) {
+    throw BackendError(fmt::format("rank {} (pid {}) on host {} exited while rank {} waited for it at shm step "
+                                   "{}: it crashed or was killed; see its log",
+                                   peer, peerPids_[j], host_, rank(), step_));
+  }
+  if (Clock::now() > ctx.deadline) {
+    throw TimeoutError(fmt::format("rank {} waited {} ms for rank {} at shm step {} (rank {} is at step {})",
+                                   rank(), ctx.desc.timeout.count(), peer, step_, peer,
+                                   seg_->ctl(j).step.load()));
+  }
+}
+
+void ShmProcessGroup::waitFor(int j, const Ctx& ctx) {
+  RankCtl& c = seg_->ctl(j);
+  const std::uint32_t target = step_;
+  if (reached(c.step.load(std::memory_order_acquire), target)) return;
+  if (spin_.count() > 0) {
+    const auto until = Clock::now() + spin_;
+    for (unsigned i = 1;; ++i) {
+      _mm_pause();
+      if (reached(c.step.load(std::memory_order_acquire), target)) return;
+      if ((i & 63) == 0 && Clock::now() > until) break;
+    }
+  }
+  const auto slice = std::chrono::milliseconds(50);
+  for (;;) {
+    c.sleepers.fetch_add(1, std::memory_order_seq_cst);
+    std::uint32_t v = c.step.load(std::memory_order_seq_cst);
+    if (!reached(v, target) && c.failed.load() == 0) {
+      auto left = ctx.deadline - Clock::now();
+      waitFutex(&c.step, v, std::clamp<std::chrono::nanoseconds>(left, std::chrono::microseconds(100), slice));
+    }
+    c.sleepers.fetch_sub(1, std::memory_order_seq_cst);
+    if (reached(c.step.load(std::memory_order_acquire), target)) return;
+    checkPeer(j, ctx);
+  }
+}
+
+void ShmProcessGroup::waitAll(const Ctx& ctx) {
+  for (int j = 0; j < ln_; ++j) {
+    if (j != li_) waitFor(j, ctx);
+  }
+}
+
+template <typename F>
+void ShmProcessGroup::guarded(F&& body) {
+  try {
+    body();
+  } catch (...) {
+    RankCtl& c = seg_->ctl(li_);
+    c.failed.store(1);
+    c.step.fetch_add(0);  // a write barrier for the flag before the wake
+    wakeFutex(&c.step);
+    throw;
+  }
+}
+
+char* ShmProcessGroup::scratch(std::size_t bytes) {
+  if (scratch_.size() < bytes) scratch_.resize(bytes);
+  return scratch_.data();
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Local collectives.
+
+void ShmProcessGroup::localBarrier(const Ctx& ctx) {
+  if (ln_ == 1) return;
+  post();
+  waitAll(ctx);
+}
+
+void ShmProcessGroup::localAllreduce(const Ctx& ctx, const char* in, char* out, std::size_t count, DType t,
+                                     ReduceOp op, int divisor) {
+  const std::size_t es = dtypeSize(t);
+  const std::size_t bytes = count * es;
+  if (ln_ == 1) {
+    if (in != out && bytes > 0) std::memcpy(out, in, bytes);
+    if (divisor > 1) divideBy(out, count, t, divisor);
+    return;
+  }
+  const void* ins[kMaxLocalRanks];
+  if (bytes <= cfg_.smallBytes && bytes <= seg_->slotBytes()) {
+    // One step: everyone posts its whole input, everyone reduces all of them.
+    const int p = parity();
+    if (bytes > 0) std::memcpy(seg_->slot(li_, p), in, bytes);
+    post();
+    waitAll(ctx);
+    for (int r = 0; r < ln_; ++r) ins[r] = r == li_ ? static_cast<const void*>(in) : seg_->slot(r, p);
+    if (count > 0) reduceN(out, nullptr, ins, ln_, count, t, op, divisor);
+    return;
+  }
+  const std::size_t chunk = seg_->slotBytes() / es;
+  const std::size_t align = std::max<std::size_t>(1, 64 / es);
+  for (std::size_t off = 0; off < count; off += chunk) {
+    const std::size_t c = std::min(chunk, count - off);
+    auto sliceStart = [&](int j) {
+      if (j >= ln_) return c;
+      return std::min(c, (c * static_cast<std::size_t>(j) / ln_) / align * align);
+    };
+    const int p = parity();
+    char* mine = seg_->slot(li_, p);
+    for (int j = 0; j < ln_; ++j) {
+      if (j == li_) continue;
+      std::size_t s = sliceStart(j), e = sliceStart(j + 1);
+      if (e > s) std::memcpy(mine + s * es, in + (off + s) * es, (e - s) * es);
+    }
+    post();
+    waitAll(ctx);
+    const std::size_t s = sliceStart(li_), e = sliceStart(li_ + 1);
+    for (int r = 0; r < ln_; ++r) {
+      ins[r] = r == li_ ? static_cast<const void*>(in + (off + s) * es) : seg_->slot(r, p) + s * es;
+    }
+    if (e > s) reduceN(out + (off + s) * es, mine + s * es, ins, ln_, e - s, t, op, divisor);
+    post();
+    waitAll(ctx);
+    for (int j = 0; j < ln_; ++j) {
+      if (j == li_) continue;
+      std::size_t sj = sliceStart(j), ej = sliceStart(j + 1);
+      if (ej > sj) std::memcpy(out + (off + sj) * es, seg_->slot(j, p) + sj * es, (ej - sj) * es);
+    }
+  }
+}
+
+void ShmProcessGroup::localReduceScatter(const Ctx& ctx, const char* in, char* out, std::size_t count, DType t,
+                                         ReduceOp op, int divisor) {
+  const std::size_t es = dtypeSize(t);
+  if (ln_ == 1) {
+    if (in != out && count > 0) std::memcpy(out, in, count * es);
+    if (divisor > 1) divideBy(out, count, t, divisor);
+    return;
+  }
+  const std::size_t per = std::max<std::size_t>(1, seg_->slotBytes() / (es * ln_));
+  const void* ins[kMaxLocalRanks];
+  std::size_t off = 0;
+  do {
+    const std::size_t l = std::min(per, count - off);
+    const int p = parity();
+    char* mine = seg_->slot(li_, p);
+    for (int j = 0; j < ln_; ++j) {
+      if (j != li_ && l > 0) std::memcpy(mine + j * per * es, in + (j * count + off) * es, l * es);
+    }
+    post();
+    waitAll(ctx);
+    for (int r = 0; r < ln_; ++r) {
+      ins[r] = r == li_ ? static_cast<const void*>(in + (li_ * count + off) * es) : seg_->slot(r, p) + li_ * per * es;
+    }
+    if (l > 0) reduceN(out + off * es, nullptr, ins, ln_, l, t, op, divisor);
+    off += l;
+  } while (off < count);
+}
+
+void ShmProcessGroup::localAllgather(const Ctx& ctx, const char* in, char* out, std::size_t bytes) {
+  if (ln_ == 1) {
+    if (in != out && bytes > 0) std::memcpy(out, in, bytes);
+    return;
+  }
+  const std::size_t per = seg_->slotBytes();
+  std::size_t off = 0;
+  do {
+    const std::size_t l = std::min(per, bytes - off);
+    const int p = parity();
+    if (l > 0) std::memcpy(seg_->slot(li_, p), in + off, l);
+    post();
+    waitAll(ctx);
+    for (int j = 0; j < ln_; ++j) {
+      char* dst = out + j * bytes + off;
+      const char* src = j == li_ ? in + off : seg_->slot(j, p);
+      if (l > 0 && dst != src) std::memcpy(dst, src, l);
+    }
+    off += l;
+  } while (off < bytes);
+}
+
+void ShmProcessGroup::localBroadcast(const Ctx& ctx, int rootIndex, const char* in, char* out,
+                                     std::size_t bytes) {
+  if (ln_ == 1) {
+    if (in != out && bytes > 0) std::memcpy(out, in, bytes);
+    return;
+  }
+  const std::size_t per = seg_->slotBytes();
+  std::size_t off = 0;
+  do {
+    const std::size_t l = std::min(per, bytes - off);
+    const int p = parity();
+    // Everyone waits for everyone, not only for the root: a rank that writes its slot two uses later
+    // must know that every rank has finished reading the use before this one.
+    if (li_ == rootIndex) {
+      if (l > 0) std::memcpy(seg_->slot(li_, p), in + off, l);
+      if (l > 0 && in != out) std::memcpy(out + off, in + off, l);
+      post();
+      waitAll(ctx);
+    } else {
+      post();
+      waitAll(ctx);
+      if (l > 0) std::memcpy(out + off, seg_->slot(rootIndex, p), l);
+    }
+    off += l;
+  } while (off < bytes);
+}
+
+void ShmProcessGroup::localAlltoall(const Ctx& ctx, const char* in, char* out, std::size_t blockBytes) {
+  if (ln_ == 1) {
+    if (in != out && blockBytes > 0) std::memcpy(out, in, blockBytes);
+    return;
+  }
+  const std::size_t per = std::max<std::size_t>(1, seg_->slotBytes() / ln_);
+  std::size_t off = 0;
+  do {
+    const std::size_t l = std::min(per, blockBytes - off);
+    const int p = parity();
+    char* mine = seg_->slot(li_, p);
+    for (int j = 0; j < ln_; ++j) {
+      if (j != li_ && l > 0) std::memcpy(mine + j * per, in + j * blockBytes + off, l);
+    }
+    if (in != out && l > 0) std::memcpy(out + li_ * blockBytes + off, in + li_ * blockBytes + off, l);
+    post();
+    waitAll(ctx);
+    for (int j = 0; j < ln_; ++j) {
+      if (j != li_ && l > 0) std::memcpy(out + j * blockBytes + off, seg_->slot(j, p) + li_ * per, l);
+    }
+    off += l;
+  } while (off < blockBytes);
+}
+
+// ---------------------------------------------------------------------------------------------------
+// The ops.
+
+void ShmProcessGroup::hierAllreduce(const Ctx& ctx, const Buffer& in, char* out, ReduceOp op) {
+  const ReduceOp wire = wireOp(op);
+  localAllreduce(ctx, static_cast<const char*>(in.data), out, in.count, in.dtype, wire, 1);
+  if (leader()) {
+    Buffer b{out, in.count, in.dtype, in.device};
+    inter_->allreduce(b, b, wire, ctx.desc.timeout)->wait();
+  }
+  localBroadcast(ctx, 0, out, out, in.bytes());
+  if (op == ReduceOp::kAvg) divideBy(out, in.count, in.dtype, size());
+}
+
+void ShmProcessGroup::doAllreduce(const OpDesc& desc, const Buffer& in, const Buffer& out) {
+  guarded([&] {
+    Ctx ctx = ctxFor(desc);
+    if (hier_) return hierAllreduce(ctx, in, static_cast<char*>(out.data), desc.op);
+    localAllreduce(ctx, static_cast<const char*>(in.data), static_cast<char*>(out.data), in.count, in.dtype,
+                   wireOp(desc.op), desc.op == ReduceOp::kAvg ? ln_ : 1);
+  });
+}
+
+void ShmProcessGroup::doReduce(const OpDesc& desc, const Buffer& in, const Buffer& out) {
+  guarded([&] {
+    Ctx ctx = ctxFor(desc);
+    // Every rank computes the reduction (the same traffic as a reduce through shared memory); only the
+    // root keeps it.
+    char* target = rank() == desc.root ? static_cast<char*>(out.data) : scratch(in.bytes());
+    if (hier_) return hierAllreduce(ctx, in, target, desc.op);
+    localAllreduce(ctx, static_cast<const char*>(in.data), target, in.count, in.dtype, wireOp(desc.op),
+                   desc.op == ReduceOp::kAvg ? ln_ : 1);
+  });
+}
+
+void ShmProcessGroup::doReduceScatter(const OpDesc& desc, const Buffer& in, const Buffer& out) {
+  guarded([&] {
+    Ctx ctx = ctxFor(desc);
+    if (!hier_) {
+      return localReduceScatter(ctx, static_cast<const char*>(in.data), static_cast<char*>(out.data), out.count,
+                                in.dtype, wireOp(desc.op), desc.op == ReduceOp::kAvg ? ln_ : 1);
+    }
+    char* all = scratch(in.bytes());
+    hierAllreduce(ctx, in, all, desc.op);
+    std::memmove(out.data, all + rank() * out.bytes(), out.bytes());
+  });
+}
+
+void ShmProcessGroup::doAllgather(const OpDesc& desc, const Buffer& in, const Buffer& out) {
+  guarded([&] {
+    Ctx ctx = ctxFor(desc);
+    const std::size_t b = in.bytes();
+    if (!hier_) return localAllgather(ctx, static_cast<const char*>(in.data), static_cast<char*>(out.data), b);
+    // Gather the host's inputs, exchange whole hosts among leaders (padded to the largest host), put
+    // every block at its rank's place, and hand the result to the host.
+    std::size_t maxLocal = 0;
+    for (const auto& h : hostRanks_) maxLocal = std::max(maxLocal, h.size());
+    const std::size_t hosts = hostRanks_.size();
+    char* local = scratch(maxLocal * b * (hosts + 1));
+    char* all = local + maxLocal * b;
+    localAllgather(ctx, static_cast<const char*>(in.data), local, b);
+    if (leader()) {
+      Buffer send{local, in.count * maxLocal, in.dtype, in.device};
+      Buffer recv{all, in.count * maxLocal * hosts, in.dtype, in.device};
+      inter_->allgather(send, recv, desc.timeout)->wait();
+      for (std::size_t h = 0; h < hosts; ++h) {
+        for (std::size_t l = 0; l < hostRanks_[h].size(); ++l) {
+          std::memcpy(static_cast<char*>(out.data) + hostRanks_[h][l] * b, all + (h * maxLocal + l) * b, b);
+        }
+      }
+    }
+    localBroadcast(ctx, 0, static_cast<char*>(out.data), static_cast<char*>(out.data), out.bytes());
+  });
+}
+
+void ShmProcessGroup::doBroadcast(const OpDesc& desc, const Buffer& in, const Buffer& out) {
+  guarded([&] {
+    Ctx ctx = ctxFor(desc);
+    const int rootHost = hostOf_[desc.root];
+    const auto& mine = hostRanks_[myHost_];
+    char* o = static_cast<char*>(out.data);
+    if (myHost_ == rootHost) {
+      int ri = static_cast<int>(std::find(mine.begin(), mine.end(), desc.root) - mine.begin());
+      localBroadcast(ctx, ri, static_cast<const char*>(in.data), o, in.bytes());
+    }
+    if (!hier_) return;
+    if (leader()) {
+      Buffer b{o, out.count, out.dtype, out.device};
+      inter_->broadcast(b, b, rootHost, desc.timeout)->wait();
+    }
+    if (myHost_ != rootHost) localBroadcast(ctx, 0, o, o, out.bytes());
+  });
+}
+
+void ShmProcessGroup::doAlltoall(const OpDesc& desc, const Buffer& in, const Buffer& out) {
+  if (hier_) unsupported("alltoall across hosts");
+  guarded([&] {
+    Ctx ctx = ctxFor(desc);
+    localAlltoall(ctx, static_cast<const char*>(in.data), static_cast<char*>(out.data), in.bytes() / ln_);
+  });
+}
+
+void ShmProcessGroup::doBarrier(const OpDesc& desc) {
+  guarded([&] {
+    Ctx ctx = ctxFor(desc);
+    localBarrier(ctx);
+    if (!hier_) return;
+    if (leader()) inter_->barrier(desc.timeout)->wait();
+    localBarrier(ctx);
+  });
+}
+
+}  // namespace
+
+std::unique_ptr<ProcessGroup> makeShmProcessGroup(const ProcessGroupOptions& options, const ShmConfig& config) {
+  if (options.device.type != DeviceType::kCpu) {
+    throw ConfigError(fmt::format("the shm backend works on host memory only, but this group is on {}; use "
+                                  "nccl for GPU buffers.",
+                                  deviceName(options.device)));
+  }
+  return std::make_unique<ShmProcessGroup>(options, config);
+}
+
+std::unique_ptr<ProcessGroup> makeShmProcessGroup(const ProcessGroupOptions& options) {
+  return makeShmProcessGroup(options, shm::configFromEnv());
+}
+
+}  // namespace ds::comm

@@ -1,0 +1,56 @@
+// The shm backend: collectives among the ranks of one host through a shared-memory segment, and,
+// when the group spans hosts, a hierarchy of shm within each host and gloo among the hosts' first
+// ranks (the "leaders").
+//
+// Configuration (environment, read when a group is created; every rank of a host must agree):
+//   DS_SHM_BUFFER_BYTES  bytes of one data slot (default 1 MiB; K/M/G suffixes). The segment holds two
+//                        slots per local rank; larger messages are pipelined through them in chunks.
+//   DS_SHM_SMALL_BYTES   allreduce of at most this many bytes takes the one-step path: every rank
+//                        posts its whole input and reduces all of them itself (default 16 KiB).
+//   DS_SHM_INLINE_BYTES  ops of at most this many bytes run on the calling thread when nothing of the
+//                        group is queued, saving two thread hand-offs (default 64 KiB; 0: never).
+//   DS_SHM_SPIN_US       how long a waiter spins before it blocks on a futex (default 50 µs; 2 µs
+//                        when the host's ranks outnumber the CPUs this process may run on).
+//   DS_SHM_DIR           the tmpfs directory for the segment (default /dev/shm).
+//   DS_SHM_INTER_BACKEND the backend among hosts when the group spans several (gloo; the mpi backend
+//                        cannot form sub-groups).
+//   DS_SHM_KERNEL        generic|avx2|avx512: force the reduction kernels (default: the best the CPU has).
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <string>
+
+#include "engine/comm/process_group.h"
+
+namespace ds::comm {
+namespace shm {
+
+struct ShmConfig {
+  std::size_t slotBytes = 1 << 20;
+  std::size_t smallBytes = 16 << 10;
+  std::size_t inlineBytes = 64 << 10;
+  // Negative: choose from whether the host is oversubscribed.
+  std::chrono::nanoseconds spin{-1};
+  std::string dir = "/dev/shm";
+  std::string interBackend = "gloo";
+  // The identity ranks share memory by; empty: the host name. Tests set it to pretend several hosts.
+  std::string host;
+};
+
+// Reads the DS_SHM_* variables above. Throws ConfigError naming the variable and what is valid.
+ShmConfig configFromEnv();
+// "1048576", "64K", "1M", "2G" -> bytes. Throws ConfigError naming `name`.
+std::size_t parseBytes(const std::string& name, const std::string& text);
+
+}  // namespace shm
+
+// Creates the shm process group. Collective over every rank of options (each rank calls it): the
+// ranks exchange host names through the store, each host's first rank creates the segment, the others
+// attach. Throws ConfigError (/dev/shm too small, bad DS_SHM_* values), IoError, ProtocolError (a
+// segment of another run), TimeoutError (a local rank never attached, named).
+std::unique_ptr<ProcessGroup> makeShmProcessGroup(const ProcessGroupOptions& options);
+std::unique_ptr<ProcessGroup> makeShmProcessGroup(const ProcessGroupOptions& options, const shm::ShmConfig& config);
+
+}  // namespace ds::comm

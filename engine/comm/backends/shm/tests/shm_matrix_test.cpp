@@ -1,0 +1,201 @@
+// The correctness matrix every backend shares (engine/comm/tests/matrix.h) on shm: world sizes 1-4 as
+// threads of one process (each with its own mapping of the segment), with the default slot and with
+// 4 KiB slots so that every op runs many pipelined chunks; then the host hierarchy with pretend
+// hosts (shm inside each, gloo among the leaders), for even, interleaved and uneven layouts.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <mutex>
+#include <thread>
+
+#include "engine/comm/backends/shm/shm_process_group.h"
+#include "engine/comm/tests/matrix.h"
+#include "engine/common/error.h"
+#include "engine/store/hash_store.h"
+
+namespace ds::comm::testing {
+namespace {
+
+MatrixShape shmShape() {
+  MatrixShape s;
+  s.pointToPoint = false;  // shm has no send/recv
+  return s;
+}
+
+struct MatrixParam {
+  int n;
+  const char* slot;  // DS_SHM_BUFFER_BYTES
+};
+
+class ShmMatrix : public ::testing::TestWithParam<MatrixParam> {};
+
+TEST_P(ShmMatrix, AllCasesPass) {
+  const auto p = GetParam();
+  ::setenv("DS_SHM_BUFFER_BYTES", p.slot, 1);
+  auto cases = matrixCases(p.n, shmShape());
+  ProcessGroupOptions base;
+  base.timeout = std::chrono::seconds(30);
+  base.heartbeatInterval = Duration(0);
+  runThreads(
+      "shm", p.n,
+      [&](ProcessGroup& pg) {
+        EXPECT_EQ(pg.backendName(), "shm");
+        for (const auto& f : runCases(pg, cases)) ADD_FAILURE() << f;
+        // Back-to-back small ops on the inline path, many more than the two slot parities.
+        std::vector<float> v(3);
+        for (int i = 0; i < 200; ++i) {
+          v = {1.0f * pg.rank(), 1.0f, static_cast<float>(i)};
+          pg.allreduce(Buffer{v.data(), v.size(), DType::kF32, {}})->wait();
+          float want0 = pg.size() * (pg.size() - 1) / 2.0f;
+          ASSERT_EQ(v[0], want0);
+          ASSERT_EQ(v[1], static_cast<float>(pg.size()));
+          ASSERT_EQ(v[2], static_cast<float>(i * pg.size()));
+        }
+      },
+      base);
+  ::unsetenv("DS_SHM_BUFFER_BYTES");
+}
+
+INSTANTIATE_TEST_SUITE_P(WorldSize, ShmMatrix,
+                         ::testing::Values(MatrixParam{1, "1M"}, MatrixParam{2, "1M"}, MatrixParam{3, "1M"},
+                                           MatrixParam{4, "1M"}, MatrixParam{2, "4K"}, MatrixParam{3, "4K"}),
+                         [](const ::testing::TestParamInfo<MatrixParam>& i) {
+                           return fmt::format("n{}_slot{}", i.param.n, i.param.slot);
+                         });
+
+TEST(ShmBackend, SendAndRecvAreRejectedAtIssue) {
+  ProcessGroupOptions base;
+  base.heartbeatInterval = Duration(0);
+  runThreads(
+      "shm", 2,
+      [](ProcessGroup& pg) {
+        float x = 0;
+        Buffer b{&x, 1, DType::kF32, {}};
+        EXPECT_FALSE(pg.supports(OpType::kSend, DType::kF32, ReduceOp::kSum));
+        try {
+          pg.send(b, 1 - pg.rank());
+          ADD_FAILURE() << "send was accepted";
+        } catch (const BackendError& e) {
+          EXPECT_NE(std::string(e.what()).find("backend shm does not support send"), std::string::npos) << e.what();
+        }
+        pg.barrier()->wait();
+      },
+      base);
+}
+
+TEST(ShmBackend, ALateRankTimesOutNamingIt) {
+  // Rank 1 never issues the op: rank 0 must fail within its timeout, naming rank 1 (from the shm wait
+  // or from the heartbeats, whichever deadline fires first).
+  ProcessGroupOptions base;
+  base.heartbeatInterval = Duration(100);
+  base.timeout = std::chrono::milliseconds(800);
+  std::mutex mu;
+  std::string error;
+  auto t0 = std::chrono::steady_clock::now();
+  runThreads(
+      "shm", 2,
+      [&](ProcessGroup& pg) {
+        if (pg.rank() == 1) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+          return;
+        }
+        std::vector<float> v(1 << 16, 1.0f);  // large: through the worker thread
+        try {
+          pg.allreduce(Buffer{v.data(), v.size(), DType::kF32, {}})->wait();
+        } catch (const TimeoutError& e) {
+          std::lock_guard<std::mutex> lock(mu);
+          error = e.what();
+        }
+      },
+      base);
+  double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_NE(error.find("timed out on rank 0 of 2"), std::string::npos) << error;
+  EXPECT_TRUE(error.find("waited 800 ms for rank 1") != std::string::npos ||
+              error.find("1 (has not reached op #1") != std::string::npos)
+      << error;
+  EXPECT_LT(s, 10.0);
+}
+
+TEST(ShmBackend, BadSettingsAreConfigErrors) {
+  ::setenv("DS_SHM_BUFFER_BYTES", "lots", 1);
+  EXPECT_THROW(shm::configFromEnv(), ConfigError);
+  ::setenv("DS_SHM_BUFFER_BYTES", "2", 1);
+  try {
+    shm::configFromEnv();
+    ADD_FAILURE() << "2 bytes accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("give 4K to 1G"), std::string::npos) << e.what();
+  }
+  ::unsetenv("DS_SHM_BUFFER_BYTES");
+  ::setenv("DS_SHM_INTER_BACKEND", "mpi", 1);
+  EXPECT_THROW(shm::configFromEnv(), ConfigError);
+  ::unsetenv("DS_SHM_INTER_BACKEND");
+  EXPECT_EQ(shm::parseBytes("x", "64K"), 65536u);
+  EXPECT_EQ(shm::parseBytes("x", "3M"), 3u << 20);
+}
+
+// --- hierarchy: pretend hosts inside one process ---
+
+void runHier(const std::vector<std::string>& hostOfRank, const std::function<void(ProcessGroup&)>& fn) {
+  auto store = std::make_shared<store::HashStore>();
+  const int n = static_cast<int>(hostOfRank.size());
+  std::vector<std::thread> threads;
+  std::mutex mu;
+  std::exception_ptr first;
+  for (int r = 0; r < n; ++r) {
+    threads.emplace_back([&, r] {
+      try {
+        ProcessGroupOptions o;
+        o.rank = r;
+        o.size = n;
+        o.store = store;
+        o.timeout = std::chrono::seconds(30);
+        o.heartbeatInterval = Duration(0);
+        o.groupName = "hier";
+        shm::ShmConfig c;
+        c.host = hostOfRank[r];
+        c.slotBytes = 4096;
+        auto pg = makeShmProcessGroup(o, c);
+        fn(*pg);
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(mu);
+        if (!first) first = std::current_exception();
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  if (first) std::rethrow_exception(first);
+}
+
+class ShmHierarchy : public ::testing::TestWithParam<std::vector<std::string>> {};
+
+TEST_P(ShmHierarchy, MatrixPassesAcrossPretendHosts) {
+  const auto hosts = GetParam();
+  const int n = static_cast<int>(hosts.size());
+  MatrixShape shape = shmShape();
+  shape.dtypes = {DType::kF32, DType::kBF16, DType::kI32, DType::kF16};
+  shape.largeCount = 5000;
+  std::vector<MatrixCase> cases;
+  for (const auto& c : matrixCases(n, shape)) {
+    if (c.op != OpType::kAlltoall) cases.push_back(c);  // not across hosts
+  }
+  runHier(hosts, [&](ProcessGroup& pg) {
+    for (const auto& f : runCases(pg, cases)) ADD_FAILURE() << f;
+    EXPECT_FALSE(pg.supports(OpType::kAlltoall, DType::kF32, ReduceOp::kSum));
+  });
+}
+
+INSTANTIATE_TEST_SUITE_P(Layouts, ShmHierarchy,
+                         ::testing::Values(std::vector<std::string>{"A", "A", "B", "B"},
+                                           std::vector<std::string>{"A", "B", "A", "B"},
+                                           std::vector<std::string>{"A", "B", "B"},
+                                           std::vector<std::string>{"A", "B"}),
+                         [](const ::testing::TestParamInfo<std::vector<std::string>>& i) {
+                           std::string s;
+                           for (const auto& h : i.param) s += h;
+                           return s;
+                         });
+
+}  // namespace
+}  // namespace ds::comm::testing
