@@ -1,0 +1,213 @@
+// queryDashboard: the history database's rows grouped into series, each judged against its rolling
+// baseline (the rule is documented in dashboard_data.h).
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+#include <tuple>
+
+#include "engine/common/error.h"
+#include "reports/history/dashboard_data.h"
+#include "reports/history/history_schema.h"
+#include "reports/history/sqlite_db.h"
+
+namespace ds::report::history {
+
+namespace {
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+std::string sizeText(std::size_t bytes) {
+  static const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double v = static_cast<double>(bytes);
+  int u = 0;
+  while (v >= 1024 && u < 4) {
+    v /= 1024;
+    ++u;
+  }
+  return v == std::floor(v) ? fmt::format("{} {}", static_cast<long long>(v), units[u])
+                            : fmt::format("{:.3g} {}", v, units[u]);
+}
+
+bool allowed(const std::vector<std::string>& filter, const std::string& value) {
+  return filter.empty() || std::find(filter.begin(), filter.end(), value) != filter.end();
+}
+
+std::vector<std::string> distinct(Database& db, const std::string& sql) {
+  std::vector<std::string> out;
+  Statement st(db, sql);
+  while (st.step()) out.push_back(st.text(0));
+  return out;
+}
+
+// "train" sorts after every collective.
+std::string collectiveSortKey(const std::string& c) { return c == "train" ? std::string("\x7f") : c; }
+
+}  // namespace
+
+void judgeSeries(DashboardSeries& series, const DashboardOptions& options) {
+  const std::size_t window = static_cast<std::size_t>(std::max(1, options.window));
+  const std::size_t minHistory = static_cast<std::size_t>(std::max(1, options.minHistory));
+  series.regressions = series.improvements = 0;
+  auto& pts = series.points;
+  for (std::size_t i = 0; i < pts.size(); ++i) {
+    DashboardPoint& p = pts[i];
+    p.hasBaseline = false;
+    p.baseline = p.noise = p.changePct = 0;
+    p.regressed = p.improved = false;
+    std::size_t from = i > window ? i - window : 0;
+    if (i - from < minHistory) continue;
+    std::vector<double> prev;
+    for (std::size_t k = from; k < i; ++k) prev.push_back(pts[k].value);
+    double base = median(prev);
+    if (!(base > 0) || !std::isfinite(base)) continue;  // a zero or broken baseline has no percent change
+    std::vector<double> dev;
+    for (double v : prev) dev.push_back(std::fabs(v - base));
+    p.hasBaseline = true;
+    p.baseline = base;
+    p.noise = 1.4826 * median(dev);
+    p.changePct = 100.0 * (p.value - base) / base;
+    double delta = p.value - base;
+    bool significant = std::fabs(p.changePct) > options.thresholdPct && std::fabs(delta) > options.noiseFactor * p.noise;
+    if (!significant) continue;
+    bool better = series.higherIsBetter ? delta > 0 : delta < 0;
+    (better ? p.improved : p.regressed) = true;
+    (better ? series.improvements : series.regressions) += 1;
+  }
+  series.latestRegressed = !pts.empty() && pts.back().regressed;
+}
+
+DashboardData queryDashboard(const std::string& dbPath, const DashboardOptions& options) {
+  if (options.window < 1 || options.minHistory < 1 || options.minHistory > options.window)
+    throw ConfigError(fmt::format("dashboard window {} and minimum history {} do not fit: both must be at least 1 "
+                                  "and the minimum history no larger than the window",
+                                  options.window, options.minHistory));
+  if (!(options.thresholdPct >= 0) || !(options.noiseFactor >= 0))
+    throw ConfigError(fmt::format("dashboard threshold {}% and noise factor {} must be zero or more",
+                                  options.thresholdPct, options.noiseFactor));
+  Database db(dbPath, Database::Mode::kExisting, 30000);
+  prepareForRead(db);
+  // One read transaction, so a concurrent ingest does not show half its runs in some series.
+  db.exec("BEGIN");
+  DashboardData d;
+  d.dbPath = dbPath;
+  d.options = options;
+  d.labels = distinct(db, "SELECT DISTINCT label FROM runs ORDER BY label");
+  d.backends = distinct(db,
+                        "SELECT backend FROM sweep_rows UNION SELECT backend FROM train_rows ORDER BY 1");
+  d.collectives = distinct(db, "SELECT DISTINCT collective FROM sweep_rows ORDER BY collective");
+  if (db.queryInt("SELECT EXISTS (SELECT 1 FROM train_rows)")) d.collectives.push_back("train");
+
+  using SweepKey = std::tuple<std::string, std::string, std::string, std::string, std::string, std::int64_t, int>;
+  std::map<SweepKey, DashboardSeries> sweeps;
+  std::set<std::string> usedRuns;
+  {
+    // Out-of-place busbw; two rows of one run with the same size (sizes rounded to one) are averaged.
+    Statement st(db,
+                 "SELECT r.label, s.backend, s.collective, s.dtype, s.op, s.bytes, s.world_size, r.start_time, "
+                 "r.run_id, r.source_file, AVG(s.busbw) FROM sweep_rows s JOIN runs r ON r.run_id = s.run_id "
+                 "WHERE s.place = 'out' GROUP BY r.label, s.backend, s.collective, s.dtype, s.op, s.bytes, "
+                 "s.world_size, r.run_id ORDER BY r.start_time, r.run_id");
+    while (st.step()) {
+      std::string label = st.text(0), backend = st.text(1), collective = st.text(2);
+      auto bytes = static_cast<std::size_t>(st.integer(5));
+      if (!allowed(options.labels, label) || !allowed(options.backends, backend) ||
+          !allowed(options.collectives, collective))
+        continue;
+      if (!options.sizes.empty() && std::find(options.sizes.begin(), options.sizes.end(), bytes) == options.sizes.end())
+        continue;
+      int world = static_cast<int>(st.integer(6));
+      SweepKey key{label, backend, collectiveSortKey(collective), st.text(3), st.text(4), st.integer(5), world};
+      DashboardSeries& s = sweeps[key];
+      if (s.id.empty()) {
+        s.metric = "busbw";
+        s.unit = "GB/s";
+        s.higherIsBetter = true;
+        s.label = label;
+        s.backend = backend;
+        s.collective = collective;
+        s.dtype = st.text(3);
+        s.op = st.text(4);
+        s.bytes = bytes;
+        s.worldSize = world;
+        s.id = fmt::format("busbw|{}|{}|{}|{}|{}|{}|{}", label, backend, collective, s.dtype, s.op, bytes, world);
+        s.title = fmt::format("{} busbw, {}, {}{}, {} ranks", collective, sizeText(bytes), s.dtype,
+                              s.op == "none" ? "" : " " + s.op, world);
+      }
+      DashboardPoint p;
+      p.time = st.text(7);
+      p.runId = st.text(8);
+      p.sourceFile = st.text(9);
+      p.value = st.real(10);
+      s.points.push_back(std::move(p));
+      usedRuns.insert(st.text(8));
+    }
+  }
+
+  using TrainKey = std::tuple<std::string, std::string, std::string>;
+  std::map<TrainKey, DashboardSeries> trains;
+  if (allowed(options.collectives, "train")) {
+    Statement st(db,
+                 "SELECT r.label, t.backend, t.model, t.world_size, t.device, t.per_rank_batch, t.bucket_cap_mb, "
+                 "t.overlap, t.comm_hook, t.gradient_as_bucket_view, t.optimizer, r.start_time, r.run_id, "
+                 "r.source_file, AVG(t.step_p50_ms) FROM train_rows t JOIN runs r ON r.run_id = t.run_id GROUP BY "
+                 "r.label, t.backend, t.model, t.world_size, t.device, t.per_rank_batch, t.bucket_cap_mb, "
+                 "t.overlap, t.comm_hook, t.gradient_as_bucket_view, t.optimizer, r.run_id ORDER BY r.start_time, "
+                 "r.run_id");
+    while (st.step()) {
+      std::string label = st.text(0), backend = st.text(1);
+      if (!allowed(options.labels, label) || !allowed(options.backends, backend)) continue;
+      int world = static_cast<int>(st.integer(3));
+      std::string config = fmt::format("{}, world {}, {}, batch {}, bucket {:g} MB, {}, hook {}{}, {}", st.text(2),
+                                        world, st.text(4), st.integer(5), st.real(6),
+                                        st.integer(7) ? "overlap" : "no overlap", st.text(8),
+                                        st.integer(9) ? ", bucket view" : "", st.text(10));
+      DashboardSeries& s = trains[{label, backend, config}];
+      if (s.id.empty()) {
+        s.metric = "train_step_p50";
+        s.unit = "ms";
+        s.higherIsBetter = false;
+        s.label = label;
+        s.backend = backend;
+        s.collective = "train";
+        s.worldSize = world;
+        s.config = config;
+        s.id = fmt::format("train_step_p50|{}|{}|{}", label, backend, config);
+        s.title = fmt::format("train step time p50, {}", config);
+      }
+      DashboardPoint p;
+      p.time = st.text(11);
+      p.runId = st.text(12);
+      p.sourceFile = st.text(13);
+      p.value = st.real(14);
+      s.points.push_back(std::move(p));
+      usedRuns.insert(st.text(12));
+    }
+  }
+
+  for (auto& [key, s] : sweeps) d.series.push_back(std::move(s));
+  for (auto& [key, s] : trains) d.series.push_back(std::move(s));
+  for (auto& s : d.series) judgeSeries(s, options);
+  // Train series after the busbw ones of the same label and backend.
+  std::stable_sort(d.series.begin(), d.series.end(), [](const DashboardSeries& a, const DashboardSeries& b) {
+    return std::tie(a.label, a.backend) < std::tie(b.label, b.backend);
+  });
+
+  d.runs = static_cast<int>(usedRuns.size());
+  for (const auto& s : d.series) {
+    for (const auto& p : s.points) {
+      if (d.firstTime.empty() || p.time < d.firstTime) d.firstTime = p.time;
+      if (p.time > d.lastTime) d.lastTime = p.time;
+    }
+  }
+  db.exec("COMMIT");
+  return d;
+}
+
+}  // namespace ds::report::history

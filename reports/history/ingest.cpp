@@ -1,0 +1,324 @@
+#include "reports/history/ingest.h"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <ctime>
+#include <optional>
+#include <set>
+
+#include "engine/common/error.h"
+#include "reports/history/history_schema.h"
+#include "reports/history/sqlite_db.h"
+#include "reports/run/run_file.h"
+
+namespace ds::report::history {
+
+namespace {
+
+std::string isoNowUtc() {
+  std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+std::string join(const std::set<std::string>& s) {
+  std::string out;
+  for (const auto& x : s) out += (out.empty() ? "" : ",") + x;
+  return out;
+}
+
+std::string jsonString(const nlohmann::json& j, const char* key) {
+  if (j.is_object() && j.contains(key) && j[key].is_string()) return j[key].get<std::string>();
+  return {};
+}
+
+// What goes into the runs row, gathered from either kind.
+struct RunRow {
+  std::string startTime, endTime, hosts = "[]", backends, dsperfVersion, gitSha, status, metadata = "{}";
+  int worldSize = 0;
+  std::size_t rows = 0;
+};
+
+RunRow describeSweep(const SweepRun& s) {
+  RunRow r;
+  r.startTime = s.metadata.startTime;
+  r.endTime = s.metadata.endTime;
+  r.hosts = nlohmann::json(s.metadata.hosts).dump();
+  r.worldSize = s.metadata.worldSize;
+  std::set<std::string> backends;
+  for (const auto& m : s.results) {
+    backends.insert(m.backend);
+    if (m.outOfPlace.measured) ++r.rows;
+    if (m.inPlace.measured) ++r.rows;
+    if (r.worldSize == 0) r.worldSize = m.worldSize;
+  }
+  r.backends = join(backends);
+  auto v = s.metadata.versions;
+  r.dsperfVersion = v.count("dsperf") ? v["dsperf"] : "";
+  r.gitSha = v.count("git_sha") ? v["git_sha"] : "";
+  r.status = s.summary.status;
+  nlohmann::json meta;
+  to_json(meta, s.metadata);
+  r.metadata = meta.dump();
+  return r;
+}
+
+RunRow describeTrain(const std::vector<TrainRunRecord>& runs, const nlohmann::json& meta) {
+  RunRow r;
+  r.startTime = jsonString(meta, "start_time");
+  r.endTime = jsonString(meta, "end_time");
+  if (meta.is_object() && meta.contains("hosts") && meta["hosts"].is_array()) r.hosts = meta["hosts"].dump();
+  std::set<std::string> backends;
+  for (const auto& t : runs) {
+    backends.insert(t.backend);
+    r.worldSize = std::max(r.worldSize, t.worldSize);
+  }
+  r.backends = join(backends);
+  r.rows = runs.size();
+  if (meta.is_object() && meta.contains("versions") && meta["versions"].is_object()) {
+    r.dsperfVersion = jsonString(meta["versions"], "dsperf");
+    r.gitSha = jsonString(meta["versions"], "git_sha");
+  }
+  if (meta.is_object()) r.metadata = meta.dump();
+  return r;
+}
+
+// The prepared inserts of one transaction.
+class Writer {
+ public:
+  explicit Writer(Database& db)
+      : db_(db),
+        insertRun_(db,
+                   "INSERT OR IGNORE INTO runs (run_id, label, kind, origin, start_time, end_time, ingested_at, "
+                   "hosts, world_size, backends, source_file, schema_version, dsperf_version, git_sha, status, "
+                   "metadata, row_count) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, "
+                   "?15, ?16, ?17)"),
+        insertSweep_(db,
+                     "INSERT INTO sweep_rows (run_id, seq, place, backend, collective, dtype, op, root, world_size, "
+                     "bytes, count, iters, time_us, algbw, busbw, wrong, min_us, max_us, avg_us, p50_us, p95_us, "
+                     "p99_us, stdev_us, cv_pct, slowest_rank, spread_pct) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, "
+                     "?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, "
+                     "?26)"),
+        insertTrain_(db,
+                     "INSERT INTO train_rows (run_id, seq, model, params, world_size, backend, device, "
+                     "per_rank_batch, steps, warmup, optimizer, bucket_cap_mb, overlap, comm_hook, "
+                     "gradient_as_bucket_view, buckets, step_p50_ms, step_p90_ms, step_p99_ms, step_mean_ms, "
+                     "forward_p50_ms, backward_compute_p50_ms, backward_comm_p50_ms, exposed_comm_p50_ms, "
+                     "optimizer_p50_ms, comm_busy_p50_ms, samples_per_sec, overlap_efficiency, hidden_comm_ms, "
+                     "loss_start, loss_end, record) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, "
+                     "?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, "
+                     "?31, ?32)"),
+        labelOf_(db, "SELECT label FROM runs WHERE run_id = ?1") {}
+
+  // Inserts the run; false when its id was already there (then `existingLabel` is its label).
+  bool addRun(const RunFile& f, const std::string& label, const RunRow& r, const std::string& now,
+              std::string& existingLabel) {
+    insertRun_.bind(1, f.runId)
+        .bind(2, label)
+        .bind(3, std::string(runKindName(f.kind)))
+        .bind(4, f.origin)
+        .bind(5, r.startTime.empty() ? now : r.startTime)
+        .bind(6, r.endTime)
+        .bind(7, now)
+        .bind(8, r.hosts)
+        .bind(9, r.worldSize)
+        .bind(10, r.backends)
+        .bind(11, f.path)
+        .bind(12, f.schemaVersion)
+        .bind(13, r.dsperfVersion)
+        .bind(14, r.gitSha)
+        .bind(15, r.status)
+        .bind(16, r.metadata)
+        .bind(17, static_cast<std::int64_t>(r.rows));
+    insertRun_.run();
+    if (db_.changes() == 1) return true;
+    labelOf_.bind(1, f.runId);
+    existingLabel = labelOf_.step() ? labelOf_.text(0) : "";
+    labelOf_.reset();
+    return false;
+  }
+
+  void addSweepRows(const std::string& runId, const SweepRun& s) {
+    std::int64_t seq = 0;
+    for (const auto& m : s.results) {
+      for (const auto& [place, p] : {std::pair<const char*, const PlaceResult*>{"out", &m.outOfPlace},
+                                     std::pair<const char*, const PlaceResult*>{"in", &m.inPlace}}) {
+        if (!p->measured) continue;
+        insertSweep_.bind(1, runId)
+            .bind(2, seq)
+            .bind(3, std::string(place))
+            .bind(4, m.backend)
+            .bind(5, m.collective)
+            .bind(6, m.dtype)
+            .bind(7, m.op)
+            .bind(8, m.root)
+            .bind(9, m.worldSize)
+            .bind(10, static_cast<std::int64_t>(m.bytes))
+            .bind(11, static_cast<std::int64_t>(m.count))
+            .bind(12, p->iters)
+            .bind(13, p->timeUs)
+            .bind(14, p->algBw)
+            .bind(15, p->busBw)
+            .bind(16, static_cast<std::int64_t>(p->wrong))
+            .bind(17, p->iter.minUs)
+            .bind(18, p->iter.maxUs)
+            .bind(19, p->iter.avgUs)
+            .bind(20, p->iter.p50Us)
+            .bind(21, p->iter.p95Us)
+            .bind(22, p->iter.p99Us)
+            .bind(23, p->iter.stdevUs)
+            .bind(24, p->iter.cvPct)
+            .bind(25, p->slowestRank)
+            .bind(26, p->spreadPct);
+        insertSweep_.run();
+      }
+      ++seq;
+    }
+  }
+
+  void addTrainRows(const std::string& runId, const std::vector<TrainRunRecord>& runs) {
+    std::int64_t seq = 0;
+    for (const auto& t : runs) {
+      nlohmann::json record;
+      to_json(record, t);
+      insertTrain_.bind(1, runId)
+          .bind(2, seq++)
+          .bind(3, t.model)
+          .bind(4, static_cast<std::int64_t>(t.params))
+          .bind(5, t.worldSize)
+          .bind(6, t.backend)
+          .bind(7, t.device)
+          .bind(8, t.perRankBatch)
+          .bind(9, t.steps)
+          .bind(10, t.warmup)
+          .bind(11, t.optimizer)
+          .bind(12, t.bucketCapMb)
+          .bind(13, t.overlap ? 1 : 0)
+          .bind(14, t.commHook)
+          .bind(15, t.gradientAsBucketView ? 1 : 0)
+          .bind(16, t.buckets)
+          .bind(17, t.stepMs.p50)
+          .bind(18, t.stepMs.p90)
+          .bind(19, t.stepMs.p99)
+          .bind(20, t.stepMs.mean)
+          .bind(21, t.forwardMs.p50)
+          .bind(22, t.backwardComputeMs.p50)
+          .bind(23, t.backwardCommMs.p50)
+          .bind(24, t.exposedCommMs.p50)
+          .bind(25, t.optimizerMs.p50)
+          .bind(26, t.commBusyMs.p50)
+          .bind(27, t.samplesPerSec)
+          .bind(28, t.overlapEfficiency)
+          .bind(29, t.hiddenCommMs)
+          .bind(30, t.lossStart)
+          .bind(31, t.lossEnd)
+          .bind(32, record.dump());
+      insertTrain_.run();
+    }
+  }
+
+ private:
+  Database& db_;
+  Statement insertRun_, insertSweep_, insertTrain_, labelOf_;
+};
+
+}  // namespace
+
+IngestReport ingestRuns(const std::string& dbPath, const std::vector<std::string>& paths,
+                        const IngestOptions& options) {
+  IngestReport report;
+  report.files.resize(paths.size());
+  // Read and check every file before taking the write lock, so the lock is held only for inserts.
+  std::vector<std::optional<RunFile>> loaded(paths.size());
+  for (std::size_t i = 0; i < paths.size(); ++i) {
+    IngestOutcome& o = report.files[i];
+    o.path = paths[i];
+    try {
+      RunFile f = loadRunFile(paths[i]);
+      o.kind = runKindName(f.kind);
+      o.runId = f.runId;
+      if (f.kind != RunKind::kSweep && f.kind != RunKind::kTrain) {
+        o.reason = fmt::format("it is a {} report, and the history keeps dsbench results only (coll sweeps and "
+                               "train runs, their journals, imported nccl-tests output)",
+                               o.kind);
+        continue;
+      }
+      loaded[i] = std::move(f);
+    } catch (const ds::Error& e) {
+      o.reason = e.what();
+    } catch (const std::exception& e) {  // nlohmann or std errors a reader let through: still this file's fault
+      o.reason = fmt::format("{} could not be read: {}", paths[i], e.what());
+    }
+  }
+
+  bool any = false;
+  for (const auto& f : loaded) any = any || f.has_value();
+  if (any) {
+    Database db(dbPath, Database::Mode::kCreate, options.busyTimeoutMs);
+    prepareForWrite(db);
+    const std::string now = isoNowUtc();
+    WriteTransaction tx(db);
+    Writer w(db);
+    for (std::size_t i = 0; i < paths.size(); ++i) {
+      if (!loaded[i]) continue;
+      const RunFile& f = *loaded[i];
+      IngestOutcome& o = report.files[i];
+      o.label = options.label.empty() ? f.label : options.label;
+      RunRow row = f.kind == RunKind::kSweep ? describeSweep(*f.sweep) : describeTrain(*f.train, f.trainMetadata);
+      std::string existing;
+      if (!w.addRun(f, o.label, row, now, existing)) {
+        o.status = IngestStatus::kAlreadyPresent;
+        o.label = existing;
+        continue;
+      }
+      if (f.kind == RunKind::kSweep)
+        w.addSweepRows(f.runId, *f.sweep);
+      else
+        w.addTrainRows(f.runId, *f.train);
+      o.status = IngestStatus::kAdded;
+      o.rows = row.rows;
+    }
+    tx.commit();
+  }
+  for (const auto& o : report.files) {
+    if (o.status == IngestStatus::kAdded) ++report.added;
+    if (o.status == IngestStatus::kAlreadyPresent) ++report.alreadyPresent;
+    if (o.status == IngestStatus::kRejected) ++report.rejected;
+  }
+  return report;
+}
+
+std::string formatIngestReport(const IngestReport& report, const std::string& dbPath, bool perFile,
+                               bool rejected) {
+  std::string out;
+  auto labelText = [](const std::string& l) { return l.empty() ? std::string("no label") : "label " + l; };
+  for (const auto& o : report.files) {
+    if (o.status == IngestStatus::kRejected ? !rejected : !perFile) continue;
+    switch (o.status) {
+      case IngestStatus::kAdded:
+        out += fmt::format("added    {}: {} run {}, {} rows, {}\n", o.path, o.kind, o.runId, o.rows, labelText(o.label));
+        break;
+      case IngestStatus::kAlreadyPresent:
+        out += fmt::format("skipped  {}: {} run {} is already in the database ({}), skipped\n", o.path, o.kind,
+                           o.runId, labelText(o.label));
+        break;
+      case IngestStatus::kRejected:
+        out += fmt::format("REJECTED {}: {}\n", o.path, o.reason);
+        break;
+    }
+  }
+  out += fmt::format("{}: {} added, {} already present, {} rejected", dbPath, report.added, report.alreadyPresent,
+                     report.rejected);
+  if (report.rejected > 0)
+    out += report.added + report.alreadyPresent > 0
+               ? "; the rejected files were left out and the others stored: fix or remove them and ingest again"
+               : "; nothing was stored";
+  out += "\n";
+  return out;
+}
+
+}  // namespace ds::report::history

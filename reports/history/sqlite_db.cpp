@@ -1,0 +1,141 @@
+#include "reports/history/sqlite_db.h"
+
+#include <sys/stat.h>
+
+#include "engine/common/error.h"
+
+namespace ds::report::history {
+
+Database::Database(const std::string& path, Mode mode, int busyTimeoutMs) : path_(path) {
+  if (mode == Mode::kExisting) {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0)
+      throw ConfigError(fmt::format("there is no history database at '{}'; create one with `dsreport ingest "
+                                    "RUN.json... --db {}`, or pass the right --db",
+                                    path, path));
+  }
+  int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX;
+  if (mode == Mode::kCreate) flags |= SQLITE_OPEN_CREATE;
+  int rc = sqlite3_open_v2(path.c_str(), &db_, flags, nullptr);
+  if (rc != SQLITE_OK) {
+    std::string msg = db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc);
+    sqlite3_close(db_);
+    db_ = nullptr;
+    throw IoError(fmt::format("cannot open the history database '{}': {} (check the path and that its folder "
+                              "is writable)",
+                              path, msg));
+  }
+  sqlite3_extended_result_codes(db_, 1);
+  sqlite3_busy_timeout(db_, busyTimeoutMs);
+}
+
+Database::~Database() {
+  if (db_) sqlite3_close_v2(db_);
+}
+
+void Database::fail(const std::string& what, int rc) const {
+  std::string msg = db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc);
+  std::string hint;
+  int primary = rc & 0xff;
+  if (primary == SQLITE_BUSY || primary == SQLITE_LOCKED)
+    hint = "; another process held the database's write lock for longer than the busy timeout: retry when it is "
+           "done";
+  else if (primary == SQLITE_NOTADB || primary == SQLITE_CORRUPT)
+    hint = "; the file is not a SQLite database or is damaged: point --db at a dsreport history database";
+  else if (primary == SQLITE_READONLY || primary == SQLITE_CANTOPEN || primary == SQLITE_PERM)
+    hint = "; check that the file and its folder are writable (SQLite writes -wal and -shm files beside it)";
+  else if (primary == SQLITE_FULL)
+    hint = "; the disk is full";
+  throw IoError(fmt::format("history database '{}': {} failed: {} (SQLite code {}){}", path_, what, msg, rc, hint));
+}
+
+void Database::exec(const std::string& sql) {
+  char* err = nullptr;
+  int rc = sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &err);
+  if (err) sqlite3_free(err);
+  if (rc != SQLITE_OK) fail(sql.substr(0, sql.find_first_of("(\n")), rc);
+}
+
+std::int64_t Database::queryInt(const std::string& sql) {
+  Statement st(*this, sql);
+  return st.step() ? st.integer(0) : 0;
+}
+
+std::string Database::queryText(const std::string& sql) {
+  Statement st(*this, sql);
+  return st.step() ? st.text(0) : std::string();
+}
+
+int Database::changes() const { return sqlite3_changes(db_); }
+
+Statement::Statement(Database& db, const std::string& sql) : db_(db) {
+  int rc = sqlite3_prepare_v2(db.handle(), sql.c_str(), static_cast<int>(sql.size()), &stmt_, nullptr);
+  if (rc != SQLITE_OK) db.fail("preparing '" + sql.substr(0, 60) + "'", rc);
+}
+
+Statement::~Statement() { sqlite3_finalize(stmt_); }
+
+Statement& Statement::bind(int i, const std::string& v) {
+  int rc = sqlite3_bind_text(stmt_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
+  if (rc != SQLITE_OK) db_.fail("binding a parameter", rc);
+  return *this;
+}
+
+Statement& Statement::bind(int i, std::int64_t v) {
+  int rc = sqlite3_bind_int64(stmt_, i, v);
+  if (rc != SQLITE_OK) db_.fail("binding a parameter", rc);
+  return *this;
+}
+
+Statement& Statement::bind(int i, double v) {
+  int rc = sqlite3_bind_double(stmt_, i, v);
+  if (rc != SQLITE_OK) db_.fail("binding a parameter", rc);
+  return *this;
+}
+
+Statement& Statement::bindNull(int i) {
+  int rc = sqlite3_bind_null(stmt_, i);
+  if (rc != SQLITE_OK) db_.fail("binding a parameter", rc);
+  return *this;
+}
+
+bool Statement::step() {
+  int rc = sqlite3_step(stmt_);
+  if (rc == SQLITE_ROW) return true;
+  if (rc == SQLITE_DONE) return false;
+  db_.fail(std::string("running '") + sqlite3_sql(stmt_) + "'", rc);
+}
+
+void Statement::run() {
+  while (step()) {
+  }
+  reset();
+}
+
+void Statement::reset() {
+  sqlite3_reset(stmt_);
+  sqlite3_clear_bindings(stmt_);
+}
+
+std::string Statement::text(int col) const {
+  const unsigned char* p = sqlite3_column_text(stmt_, col);
+  if (!p) return {};
+  return std::string(reinterpret_cast<const char*>(p), static_cast<std::size_t>(sqlite3_column_bytes(stmt_, col)));
+}
+
+std::int64_t Statement::integer(int col) const { return sqlite3_column_int64(stmt_, col); }
+double Statement::real(int col) const { return sqlite3_column_double(stmt_, col); }
+bool Statement::isNull(int col) const { return sqlite3_column_type(stmt_, col) == SQLITE_NULL; }
+
+WriteTransaction::WriteTransaction(Database& db) : db_(db) { db_.exec("BEGIN IMMEDIATE"); }
+
+WriteTransaction::~WriteTransaction() {
+  if (!done_) sqlite3_exec(db_.handle(), "ROLLBACK", nullptr, nullptr, nullptr);
+}
+
+void WriteTransaction::commit() {
+  db_.exec("COMMIT");
+  done_ = true;
+}
+
+}  // namespace ds::report::history
