@@ -1,16 +1,42 @@
-// dsreport html (placeholder until its module lands; replaced by the owner of reports/html).
-#include "reports/cli/command.h"
-
+// dsreport html RUN.json [RUN2.json ...] [-o report.html]: one self-contained HTML report; several
+// files are overlaid in one report (backends or clusters side by side).
 #include <cstdio>
+#include <string>
+#include <vector>
+
+#include "reports/cli/command.h"
+#include "reports/html/run_report.h"
+#include "reports/run/run_file.h"
 
 namespace ds::report::cli {
 
+namespace {
+
+struct HtmlOptions {
+  std::vector<std::string> inputs;
+  std::string output = "report.html";
+};
+
+}  // namespace
+
 Command addHtmlCommand(CLI::App& parent) {
+  auto opts = std::make_shared<HtmlOptions>();
   Command c;
-  c.app = parent.add_subcommand("html", "(not built yet)");
-  c.run = [] {
-    std::fprintf(stderr, "dsreport html: not built yet\n");
-    return kExitInternal;
+  c.app = parent.add_subcommand(
+      "html",
+      "Write a self-contained HTML report (charts embedded, opens offline) of one result file, or of several "
+      "overlaid: sweeps (dsbench coll), train runs (dsbench train), pre-flight checks (dsdiag --json), journals.");
+  c.app->add_option("runs", opts->inputs, "result files (JSON written by dsbench or dsdiag, or a .jsonl journal)")
+      ->required();
+  c.app->add_option("-o,--output", opts->output, "the HTML file to write (replaced atomically)")
+      ->capture_default_str()
+      ->envname("DSREPORT_HTML_OUTPUT");
+  c.run = [opts] {
+    std::vector<RunFile> runs;
+    for (const auto& path : opts->inputs) runs.push_back(loadRunFile(path));
+    html::writeRunReport(runs, opts->output);
+    std::printf("dsreport html: wrote %s (%zu run(s))\n", opts->output.c_str(), runs.size());
+    return kExitOk;
   };
   return c;
 }

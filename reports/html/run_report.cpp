@@ -1,0 +1,673 @@
+#include "reports/html/run_report.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <tuple>
+
+#include "engine/common/error.h"
+#include "reports/html/html_page.h"
+#include "reports/schema/world.h"
+
+namespace ds::report::html {
+
+using nlohmann::json;
+
+namespace {
+
+std::string baseName(const std::string& path) {
+  std::string name = path.substr(path.find_last_of('/') == std::string::npos ? 0 : path.find_last_of('/') + 1);
+  for (const char* ext : {".jsonl", ".json"}) {
+    std::string e(ext);
+    if (name.size() > e.size() && name.compare(name.size() - e.size(), e.size(), e) == 0) {
+      return name.substr(0, name.size() - e.size());
+    }
+  }
+  return name;
+}
+
+std::string scalarText(const json& v) {
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_null()) return "";
+  if (v.is_array()) {
+    std::string s;
+    for (const auto& e : v) s += (s.empty() ? "" : ", ") + scalarText(e);
+    return s;
+  }
+  if (v.is_number_float()) return formatNumber(v.get<double>(), 6);
+  return v.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+// Metadata rows (key, value) of one run, from the JSON metadata block the tools write (sweep and
+// train share its keys), in a reading order: who ran what, where, with which versions and env.
+using KeyValues = std::vector<std::pair<std::string, std::string>>;
+
+void addMetadataBlock(KeyValues& rows, const json& meta) {
+  if (!meta.is_object()) return;
+  static const std::vector<std::pair<const char*, const char*>> kFirst = {
+      {"label", "label"},         {"command_line", "command line"}, {"launcher", "launcher"},
+      {"world_size", "world size"}, {"backend", "backend"},           {"hosts", "hosts"},
+      {"start_time", "start time"}, {"end_time", "end time"}};
+  std::set<std::string> done{"ranks", "versions", "env"};
+  for (const auto& [key, name] : kFirst) {
+    done.insert(key);
+    if (meta.contains(key)) rows.emplace_back(name, scalarText(meta[key]));
+  }
+  for (const auto& [key, v] : meta.items()) {
+    if (!done.count(key) && !v.is_object()) rows.emplace_back(key, scalarText(v));
+  }
+  for (const char* block : {"versions", "env"}) {
+    if (!meta.contains(block) || !meta[block].is_object()) continue;
+    for (const auto& [key, v] : meta[block].items()) rows.emplace_back(fmt::format("{}: {}", block, key), scalarText(v));
+  }
+  for (const auto& [key, v] : meta.items()) {
+    if (!done.count(key) && v.is_object()) {
+      for (const auto& [k2, v2] : v.items()) rows.emplace_back(fmt::format("{}: {}", key, k2), scalarText(v2));
+    }
+  }
+}
+
+std::string sizeRange(const SweepArgs& a) {
+  std::string step = a.stepFactor > 1 ? fmt::format("x{}", a.stepFactor) : fmt::format("+{}", formatBytes(a.stepBytes));
+  return fmt::format("{} .. {}, {}", formatBytes(a.minBytes), formatBytes(a.maxBytes), step);
+}
+
+std::string joinStrings(const std::vector<std::string>& v) {
+  std::string s;
+  for (const auto& e : v) s += (s.empty() ? "" : ", ") + e;
+  return s;
+}
+
+KeyValues runMetadata(const RunFile& run) {
+  KeyValues rows;
+  rows.emplace_back("kind", runKindName(run.kind));
+  rows.emplace_back("file", run.path);
+  if (!run.label.empty()) rows.emplace_back("label", run.label);
+  if (!run.runId.empty()) rows.emplace_back("run id", run.runId);
+  if (!run.schemaVersion.empty()) rows.emplace_back("schema version", run.schemaVersion);
+  if (run.sweep) {
+    const SweepRun& s = *run.sweep;
+    json meta = s.metadata;
+    if (run.raw.is_object() && run.raw.contains("metadata") && run.raw["metadata"].is_object()) {
+      // Keys this dsreport's struct does not know (a newer dsbench's) are still shown.
+      for (const auto& [k, v] : run.raw["metadata"].items()) {
+        if (!meta.contains(k)) meta[k] = v;
+      }
+    }
+    KeyValues block;
+    addMetadataBlock(block, meta);
+    for (auto& kv : block) {
+      if (kv.first != "label" || run.label.empty()) rows.push_back(std::move(kv));
+    }
+    rows.emplace_back("collectives", joinStrings(s.args.collectives));
+    rows.emplace_back("backends", joinStrings(s.args.backends));
+    rows.emplace_back("dtypes", joinStrings(s.args.dtypes));
+    rows.emplace_back("ops", joinStrings(s.args.ops));
+    rows.emplace_back("sizes", sizeRange(s.args));
+    rows.emplace_back("iterations / warm-up",
+                      fmt::format("{} / {}{}", s.args.iters, s.args.warmupIters,
+                                  s.args.minTimeS > 0 ? fmt::format(" (at least {} s per size)", s.args.minTimeS) : ""));
+    rows.emplace_back("data check", s.args.check ? "on" : "off");
+    static const char* kAverage[] = {"rank 0", "average over ranks", "minimum over ranks", "maximum over ranks"};
+    rows.emplace_back("time combined as", s.args.average >= 0 && s.args.average <= 3 ? kAverage[s.args.average] : "?");
+    rows.emplace_back("status", s.summary.status);
+    rows.emplace_back("exit code", std::to_string(s.summary.exitCode));
+    rows.emplace_back("avg busbw (GB/s)", formatNumber(s.summary.avgBusBw));
+    rows.emplace_back("wrong elements", std::to_string(s.summary.outOfBounds));
+    if (!s.summary.error.empty()) rows.emplace_back("error", s.summary.error);
+    for (std::size_t i = 0; i < s.notes.size(); ++i) rows.emplace_back(fmt::format("note {}", i + 1), s.notes[i]);
+  }
+  if (run.train) {
+    KeyValues block;
+    addMetadataBlock(block, run.trainMetadata);
+    for (auto& kv : block) {
+      if (kv.first != "label" || run.label.empty()) rows.push_back(std::move(kv));
+    }
+    rows.emplace_back("configurations", std::to_string(run.train->size()));
+  }
+  if (run.diag) {
+    const DiagReport& d = *run.diag;
+    rows.emplace_back("mode", d.mode);
+    rows.emplace_back("world size", std::to_string(d.worldSize));
+    rows.emplace_back("host", d.host);
+    rows.emplace_back("tool version", d.toolVersion);
+    DiagCounts c = countStatuses(d.checks);
+    rows.emplace_back("result", fmt::format("{} pass, {} warn, {} fail, {} skip", c.pass, c.warn, c.fail, c.skip));
+    if (!d.missingRanks.empty()) {
+      std::vector<std::string> m;
+      for (int r : d.missingRanks) m.push_back(std::to_string(r));
+      rows.emplace_back("missing ranks", joinStrings(m));
+    }
+  }
+  return rows;
+}
+
+// Section: one column per run, one row per key (union, in first-seen order).
+void metadataSection(PageBuilder& page, const std::vector<RunFile>& runs, const std::vector<std::string>& names) {
+  page.section("Metadata");
+  std::vector<std::string> keys;
+  std::vector<std::map<std::string, std::string>> values;
+  std::set<std::string> seen;
+  for (const auto& run : runs) {
+    std::map<std::string, std::string> m;
+    for (auto& [k, v] : runMetadata(run)) {
+      if (seen.insert(k).second) keys.push_back(k);
+      m[k] = v;
+    }
+    values.push_back(std::move(m));
+  }
+  std::vector<std::string> header{""};
+  for (const auto& n : names) header.push_back(n);
+  std::vector<Row> rows;
+  for (const auto& k : keys) {
+    Row row{Cell(k, "key")};
+    for (const auto& m : values) {
+      auto it = m.find(k);
+      std::string cls = k == "command line" ? "mono" : "";
+      if (k == "status" && it != m.end()) cls = it->second == "ok" ? "pass" : "fail";
+      row.emplace_back(it == m.end() ? std::string("—") : it->second, cls);
+    }
+    rows.push_back(std::move(row));
+  }
+  page.table(header, rows, "meta");
+
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    std::vector<Row> ranks;
+    if (runs[i].sweep) {
+      for (const auto& r : runs[i].sweep->metadata.ranks) {
+        ranks.push_back({Cell(std::to_string(r.rank), "num"), r.host, Cell(std::to_string(r.localRank), "num"),
+                         Cell(std::to_string(r.nodeRank), "num"), Cell(std::to_string(r.pid), "num"), r.device});
+      }
+    } else if (runs[i].kind == RunKind::kWorld) {
+      for (const auto& r : worldFromJson(runs[i].raw, runs[i].path)) {
+        ranks.push_back({Cell(std::to_string(r.rank), "num"), r.host, Cell(std::to_string(r.localRank), "num"),
+                         Cell(std::to_string(r.nodeRank), "num"), Cell(std::to_string(r.pid), "num"), r.device});
+      }
+    }
+    if (ranks.empty()) continue;
+    std::string summary = fmt::format("Ranks of {} ({})", names[i], ranks.size());
+    std::vector<std::string> header2{"rank", "host", "local rank", "node rank", "pid", "device"};
+    if (runs[i].kind == RunKind::kWorld) {
+      page.heading(summary);
+      page.table(header2, ranks);
+    } else {
+      page.foldedTable(summary, header2, ranks);
+    }
+  }
+}
+
+std::string statusClass(DiagStatus s) {
+  switch (s) {
+    case DiagStatus::kPass: return "pass";
+    case DiagStatus::kWarn: return "warn";
+    case DiagStatus::kFail: return "fail";
+    case DiagStatus::kSkip: return "skip";
+  }
+  return "";
+}
+
+void diagSection(PageBuilder& page, const RunFile& run, const std::string& name, bool several) {
+  const DiagReport& d = *run.diag;
+  page.section(several ? fmt::format("Pre-flight checks: {}", name) : "Pre-flight checks");
+  DiagCounts c = countStatuses(d.checks);
+  page.paragraph(fmt::format("{} pass, {} warn, {} fail, {} skip ({} mode, {} rank(s)). Failures first.", c.pass, c.warn,
+                             c.fail, c.skip, d.mode, d.worldSize),
+                 c.fail ? "fail" : c.warn ? "warn" : "pass");
+  if (!d.missingRanks.empty()) {
+    std::vector<std::string> m;
+    for (int r : d.missingRanks) m.push_back(std::to_string(r));
+    page.paragraph(fmt::format("Ranks that never reported: {}.", joinStrings(m)), "fail");
+  }
+  std::vector<const DiagRecord*> sorted;
+  for (const auto& r : d.checks) sorted.push_back(&r);
+  std::stable_sort(sorted.begin(), sorted.end(),
+                   [](const DiagRecord* a, const DiagRecord* b) { return a->status > b->status; });
+  // Problems in the open; what passed or was skipped folded below them.
+  std::vector<Row> problems, rest;
+  for (const DiagRecord* r : sorted) {
+    bool problem = r->status == DiagStatus::kFail || r->status == DiagStatus::kWarn;
+    (problem ? problems : rest)
+        .push_back({Cell(diagStatusName(r->status), statusClass(r->status)), Cell(r->id, "mono nowrap"),
+                    Cell(r->rank < 0 ? std::string("all") : std::to_string(r->rank), "num"), r->host, r->message,
+                    r->remedy});
+  }
+  std::vector<std::string> header{"status", "check", "rank", "host", "finding", "what to do"};
+  if (!problems.empty()) page.table(header, problems, "diag");
+  if (!rest.empty()) page.foldedTable(fmt::format("{} check(s) passed or skipped", rest.size()), header, rest);
+}
+
+// ---- sweeps ----
+
+struct Variant {
+  std::string dtype, op;
+  bool operator<(const Variant& o) const { return std::tie(dtype, op) < std::tie(o.dtype, o.op); }
+};
+
+const PlaceResult& placeOf(const SweepMeasurement& m, int place) { return place == 0 ? m.outOfPlace : m.inPlace; }
+const char* placeName(int place) { return place == 0 ? "out-of-place" : "in-place"; }
+
+void sweepSection(PageBuilder& page, const std::vector<RunFile>& runs, const std::vector<std::string>& names,
+                  const std::string& collective, const std::string& backend) {
+  bool several = runs.size() > 1;
+  // Rows of this section per run, in size order.
+  std::vector<std::vector<const SweepMeasurement*>> rowsOf(runs.size());
+  std::set<Variant> variants;
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    if (!runs[i].sweep) continue;
+    for (const auto& m : runs[i].sweep->results) {
+      if (m.collective != collective || m.backend != backend) continue;
+      rowsOf[i].push_back(&m);
+      variants.insert({m.dtype, m.op});
+    }
+    std::stable_sort(rowsOf[i].begin(), rowsOf[i].end(),
+                     [](const SweepMeasurement* a, const SweepMeasurement* b) { return a->bytes < b->bytes; });
+  }
+  bool manyVariants = variants.size() > 1;
+  double busFactor = 0;
+  int world = 0;
+  for (const auto& rows : rowsOf) {
+    if (!rows.empty()) {
+      busFactor = rows.front()->busFactor;
+      world = rows.front()->worldSize;
+      break;
+    }
+  }
+  page.section(fmt::format("{} on {}", collective, backend));
+  page.paragraph(fmt::format("busbw = algbw x {} ({} ranks); GB/s with GB = 1e9 bytes. Time is per operation. Sizes "
+                             "on a log-2 axis; in-place dashed.",
+                             formatNumber(busFactor), world),
+                 "muted");
+
+  json bw = json::array(), lat = json::array(), spread = json::array();
+  int color = 0;
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    for (const auto& v : variants) {
+      std::vector<const SweepMeasurement*> rows;
+      for (const auto* m : rowsOf[i]) {
+        if (m->dtype == v.dtype && m->op == v.op) rows.push_back(m);
+      }
+      if (rows.empty()) continue;
+      for (int place = 0; place < 2; ++place) {
+        json b = json::array(), l = json::array(), s = json::array();
+        for (const auto* m : rows) {
+          const PlaceResult& p = placeOf(*m, place);
+          if (!p.measured) continue;
+          b.push_back({m->bytes, p.busBw});
+          l.push_back({m->bytes, p.timeUs});
+          s.push_back({m->bytes, p.spreadPct});
+        }
+        if (b.empty()) continue;
+        std::string label = placeName(place);
+        if (manyVariants) label = fmt::format("{} {} {}", v.dtype, v.op, label);
+        if (several) label = fmt::format("{}: {}", names[i], label);
+        for (auto [arr, pts] : {std::pair{&bw, &b}, std::pair{&lat, &l}, std::pair{&spread, &s}}) {
+          arr->push_back({{"label", label}, {"points", *pts}, {"dashed", place == 1}, {"color", color}});
+        }
+      }
+      ++color;
+    }
+  }
+  if (bw.empty()) {
+    page.paragraph("No size was measured for this collective.", "warn");
+    return;
+  }
+  page.chart({{"kind", "size"}, {"title", fmt::format("{} busbw on {}", collective, backend)}, {"xTitle", "size"},
+              {"yTitle", "busbw (GB/s)"}, {"series", bw}});
+  page.chart({{"kind", "size"}, {"title", fmt::format("{} latency on {}", collective, backend)}, {"xTitle", "size"},
+              {"yTitle", "time per op (µs)"}, {"yLog", true}, {"series", lat}});
+
+  // The raw table.
+  std::vector<std::string> header;
+  if (several) header.push_back("run");
+  for (const char* h : {"size", "bytes", "count", "type", "op", "root"}) header.push_back(h);
+  for (const char* p : {"oop", "ip"}) {
+    for (const char* h : {"time (µs)", "algbw (GB/s)", "busbw (GB/s)", "#wrong"}) header.push_back(fmt::format("{} {}", p, h));
+  }
+  std::vector<Row> table;
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    for (const auto* m : rowsOf[i]) {
+      Row row;
+      if (several) row.emplace_back(names[i]);
+      row.emplace_back(formatBytes(static_cast<double>(m->bytes)), "num");
+      row.emplace_back(std::to_string(m->bytes), "num");
+      row.emplace_back(std::to_string(m->count), "num");
+      row.emplace_back(m->dtype);
+      row.emplace_back(m->op);
+      row.emplace_back(m->root < 0 ? std::string("—") : std::to_string(m->root), "num");
+      for (int place = 0; place < 2; ++place) {
+        const PlaceResult& p = placeOf(*m, place);
+        if (!p.measured) {
+          for (int k = 0; k < 4; ++k) row.emplace_back("—", "num");
+          continue;
+        }
+        row.emplace_back(formatFixed(p.timeUs, 2), "num");
+        row.emplace_back(formatNumber(p.algBw), "num");
+        row.emplace_back(formatNumber(p.busBw), "num");
+        row.emplace_back(p.wrong < 0 ? std::string("N/A") : std::to_string(p.wrong), p.wrong > 0 ? "num fail" : "num");
+      }
+      table.push_back(std::move(row));
+    }
+  }
+  page.table(header, table);
+
+  // Stragglers: the spread between the slowest and fastest rank per size, the slowest rank, and
+  // every rank's time at the largest size.
+  page.heading("Stragglers");
+  page.chart({{"kind", "size"}, {"title", fmt::format("{} on {}: slowest vs fastest rank", collective, backend)},
+              {"xTitle", "size"}, {"yTitle", "spread (%)"}, {"yPercent", true}, {"series", spread}});
+  std::vector<std::string> sh;
+  if (several) sh.push_back("run");
+  for (const char* h : {"size", "type", "op", "place", "slowest rank", "spread (%)", "iter p50 (µs)", "iter p95 (µs)",
+                        "iter p99 (µs)", "iter max (µs)", "iter cv (%)"}) {
+    sh.push_back(h);
+  }
+  std::vector<Row> srows;
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    for (const auto* m : rowsOf[i]) {
+      for (int place = 0; place < 2; ++place) {
+        const PlaceResult& p = placeOf(*m, place);
+        if (!p.measured) continue;
+        Row row;
+        if (several) row.emplace_back(names[i]);
+        row.emplace_back(formatBytes(static_cast<double>(m->bytes)), "num");
+        row.emplace_back(m->dtype);
+        row.emplace_back(m->op);
+        row.emplace_back(placeName(place));
+        row.emplace_back(p.ranks.empty() ? std::string("—") : std::to_string(p.slowestRank), "num");
+        row.emplace_back(formatFixed(p.spreadPct, 1), "num");
+        row.emplace_back(formatFixed(p.iter.p50Us, 2), "num");
+        row.emplace_back(formatFixed(p.iter.p95Us, 2), "num");
+        row.emplace_back(formatFixed(p.iter.p99Us, 2), "num");
+        row.emplace_back(formatFixed(p.iter.maxUs, 2), "num");
+        row.emplace_back(formatFixed(p.iter.cvPct, 1), "num");
+        srows.push_back(std::move(row));
+      }
+    }
+  }
+  page.table(sh, srows);
+
+  // Per-rank time at the largest size of each run (out-of-place when measured), as bars.
+  int maxRanks = 0;
+  json perRank = json::array();
+  std::string sizes;
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    if (rowsOf[i].empty()) continue;
+    const SweepMeasurement* last = rowsOf[i].back();
+    int place = last->outOfPlace.measured ? 0 : 1;
+    const PlaceResult& p = placeOf(*last, place);
+    if (p.ranks.empty()) continue;
+    json values = json::array();
+    for (const auto& r : p.ranks) {
+      if (r.rank >= static_cast<int>(values.size())) values.get_ref<json::array_t&>().resize(r.rank + 1);
+      values[r.rank] = r.timeUs;
+      maxRanks = std::max(maxRanks, r.rank + 1);
+    }
+    std::string label = fmt::format("{} {} {}", formatBytes(static_cast<double>(last->bytes)), last->dtype, placeName(place));
+    if (several) label = fmt::format("{}: {}", names[i], label);
+    perRank.push_back({{"label", label}, {"values", values}, {"color", static_cast<int>(i)}});
+  }
+  if (!perRank.empty()) {
+    json labels = json::array();
+    for (int r = 0; r < maxRanks; ++r) labels.push_back(fmt::format("rank {}", r));
+    for (auto& s : perRank) s["values"].get_ref<json::array_t&>().resize(maxRanks);
+    page.chart({{"kind", "category"}, {"bar", true}, {"title", fmt::format("{} on {}: time per op of each rank at the largest size", collective, backend)},
+                {"yTitle", "time per op (µs)"}, {"labels", labels}, {"series", perRank}});
+  }
+  // Every rank at every size: ranks down, sizes across, one folded table per run and place.
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    for (int place = 0; place < 2; ++place) {
+      std::vector<const SweepMeasurement*> cols;
+      int n = 0;
+      for (const auto* m : rowsOf[i]) {
+        const PlaceResult& p = placeOf(*m, place);
+        if (!p.measured || p.ranks.empty()) continue;
+        cols.push_back(m);
+        for (const auto& r : p.ranks) n = std::max(n, r.rank + 1);
+      }
+      if (cols.empty()) continue;
+      std::vector<std::string> h{"rank"};
+      for (const auto* m : cols) {
+        h.push_back(manyVariants ? fmt::format("{} {}", formatBytes(static_cast<double>(m->bytes)), m->dtype)
+                                 : formatBytes(static_cast<double>(m->bytes)));
+      }
+      std::vector<Row> prow(n);
+      for (int r = 0; r < n; ++r) {
+        prow[r].emplace_back(std::to_string(r), "num");
+        prow[r].resize(cols.size() + 1, Cell("—", "num"));
+      }
+      for (std::size_t c = 0; c < cols.size(); ++c) {
+        const PlaceResult& p = placeOf(*cols[c], place);
+        for (const auto& r : p.ranks) {
+          if (r.rank < 0 || r.rank >= n) continue;
+          bool slowest = r.rank == p.slowestRank && p.ranks.size() > 1;
+          prow[r.rank][c + 1] = Cell(formatFixed(r.timeUs, 2), slowest ? "num warn" : "num");
+        }
+      }
+      page.foldedTable(fmt::format("Time per op of every rank (µs), {}{}; the slowest rank of each size highlighted",
+                                   placeName(place), several ? ", " + names[i] : std::string()),
+                       h, prow);
+    }
+  }
+}
+
+// ---- training ----
+
+std::string capText(double mb) { return fmt::format("{} MB", formatNumber(mb)); }
+
+void trainSection(PageBuilder& page, const std::vector<RunFile>& runs, const std::vector<std::string>& names) {
+  struct Config {
+    std::size_t run;
+    const TrainRunRecord* rec;
+  };
+  std::vector<Config> configs;
+  std::set<int> worlds;
+  std::set<std::string> backends, models;
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    if (!runs[i].train) continue;
+    for (const auto& r : *runs[i].train) {
+      configs.push_back({i, &r});
+      worlds.insert(r.worldSize);
+      backends.insert(r.backend);
+      models.insert(r.model);
+    }
+  }
+  if (configs.empty()) return;
+  bool several = runs.size() > 1;
+  int trainRuns = 0;
+  for (const auto& r : runs) trainRuns += r.train ? 1 : 0;
+  bool severalTrain = trainRuns > 1;
+  auto configName = [&](const Config& c) {
+    const auto& r = *c.rec;
+    std::string s;
+    if (severalTrain) s += names[c.run] + " · ";
+    if (models.size() > 1) s += r.model + " · ";
+    if (backends.size() > 1) s += r.backend + " · ";
+    if (worlds.size() > 1) s += fmt::format("n={} · ", r.worldSize);
+    s += fmt::format("{} · {}", capText(r.bucketCapMb), r.overlap ? "overlap" : "no overlap");
+    if (r.commHook != "none" && !r.commHook.empty()) s += " · " + r.commHook;
+    return s;
+  };
+
+  page.section("Training step");
+  page.paragraph("Mean time per optimizer step, split into forward, backward compute, exposed communication (what "
+                 "the step waited for after backward), optimizer and the rest. Overlap efficiency = 1 - exposed / "
+                 "busy communication time: the share of communication hidden behind backward compute.",
+                 "muted");
+  json labels = json::array();
+  json parts[5] = {json::array(), json::array(), json::array(), json::array(), json::array()};
+  for (const auto& c : configs) {
+    const auto& r = *c.rec;
+    labels.push_back(configName(c));
+    double known = r.forwardMs.mean + r.backwardComputeMs.mean + r.exposedCommMs.mean + r.optimizerMs.mean;
+    parts[0].push_back(r.forwardMs.mean);
+    parts[1].push_back(r.backwardComputeMs.mean);
+    parts[2].push_back(r.exposedCommMs.mean);
+    parts[3].push_back(r.optimizerMs.mean);
+    parts[4].push_back(std::max(0.0, r.stepMs.mean - known));
+  }
+  static const char* kParts[] = {"forward", "backward compute", "exposed comm", "optimizer", "other"};
+  json stack = json::array();
+  for (int k = 0; k < 5; ++k) stack.push_back({{"label", kParts[k]}, {"values", parts[k]}, {"color", k}, {"stack", "step"}});
+  page.chart({{"kind", "category"}, {"bar", true}, {"stacked", true}, {"title", "Step time split (mean per step)"},
+              {"yTitle", "ms per step"}, {"labels", labels}, {"series", stack}});
+
+  // Overlap efficiency and step time against the bucket cap, one line per (run, overlap, hook, world).
+  std::set<double> caps;
+  for (const auto& c : configs) caps.insert(c.rec->bucketCapMb);
+  json capLabels = json::array();
+  for (double cap : caps) capLabels.push_back(capText(cap));
+  std::map<std::string, std::pair<json, json>> lines;  // name -> (efficiency %, step p50)
+  std::vector<std::string> order;
+  for (const auto& c : configs) {
+    const auto& r = *c.rec;
+    std::string name;
+    if (severalTrain) name += names[c.run] + " · ";
+    if (models.size() > 1) name += r.model + " · ";
+    if (backends.size() > 1) name += r.backend + " · ";
+    if (worlds.size() > 1) name += fmt::format("n={} · ", r.worldSize);
+    name += r.overlap ? "overlap" : "no overlap";
+    if (r.commHook != "none" && !r.commHook.empty()) name += " · " + r.commHook;
+    if (!lines.count(name)) {
+      order.push_back(name);
+      lines[name] = {json(std::vector<json>(caps.size())), json(std::vector<json>(caps.size()))};
+    }
+    std::size_t idx = std::distance(caps.begin(), caps.find(r.bucketCapMb));
+    lines[name].first[idx] = r.overlapEfficiency * 100.0;
+    lines[name].second[idx] = r.stepMs.p50;
+  }
+  json eff = json::array(), step = json::array();
+  int color = 0;
+  for (const auto& name : order) {
+    eff.push_back({{"label", name}, {"values", lines[name].first}, {"color", color}});
+    step.push_back({{"label", name}, {"values", lines[name].second}, {"color", color}});
+    ++color;
+  }
+  page.chart({{"kind", "category"}, {"title", "Overlap efficiency per bucket size"}, {"xTitle", "bucket cap"},
+              {"yTitle", "communication hidden (%)"}, {"yPercent", true}, {"labels", capLabels}, {"series", eff}});
+  page.chart({{"kind", "category"}, {"title", "Step time (p50) per bucket size"}, {"xTitle", "bucket cap"},
+              {"yTitle", "ms per step"}, {"labels", capLabels}, {"series", step}});
+
+  std::vector<Row> rows;
+  for (const auto& c : configs) {
+    const auto& r = *c.rec;
+    Row row;
+    if (several) row.emplace_back(names[c.run]);
+    row.emplace_back(r.model);
+    row.emplace_back(r.backend);
+    row.emplace_back(std::to_string(r.worldSize), "num");
+    row.emplace_back(capText(r.bucketCapMb), "num");
+    row.emplace_back(r.overlap ? "yes" : "no");
+    row.emplace_back(r.commHook);
+    row.emplace_back(std::to_string(r.buckets), "num");
+    for (const Percentiles* p : {&r.stepMs}) {
+      row.emplace_back(formatFixed(p->p50, 3), "num");
+      row.emplace_back(formatFixed(p->p90, 3), "num");
+      row.emplace_back(formatFixed(p->p99, 3), "num");
+    }
+    for (const Percentiles* p : {&r.forwardMs, &r.backwardComputeMs, &r.backwardCommMs, &r.exposedCommMs, &r.optimizerMs}) {
+      row.emplace_back(formatFixed(p->mean, 3), "num");
+    }
+    row.emplace_back(formatFixed(r.overlapEfficiency * 100.0, 1), "num");
+    row.emplace_back(formatFixed(r.hiddenCommMs, 3), "num");
+    row.emplace_back(formatNumber(r.samplesPerSec), "num");
+    row.emplace_back(fmt::format("{} → {}", formatNumber(r.lossStart), formatNumber(r.lossEnd)), "num");
+    rows.push_back(std::move(row));
+  }
+  std::vector<std::string> header;
+  if (several) header.push_back("run");
+  for (const char* h : {"model", "backend", "ranks", "bucket cap", "overlap", "hook", "buckets", "step p50 (ms)",
+                        "step p90", "step p99", "forward (mean)", "bwd compute", "bwd comm", "exposed comm", "optimizer",
+                        "overlap eff. (%)", "hidden comm (ms)", "samples/s", "loss"}) {
+    header.push_back(h);
+  }
+  page.table(header, rows);
+}
+
+}  // namespace
+
+std::vector<std::string> runDisplayNames(const std::vector<RunFile>& runs) {
+  std::vector<std::string> names;
+  std::map<std::string, int> count;
+  for (const auto& r : runs) {
+    names.push_back(r.label.empty() ? baseName(r.path) : r.label);
+    if (names.back().empty()) names.back() = "run";
+    ++count[names.back()];
+  }
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    if (count[names[i]] > 1) names[i] += fmt::format(" #{}", i + 1);
+  }
+  return names;
+}
+
+std::string renderRunReport(const std::vector<RunFile>& runs) {
+  if (runs.empty()) throw ConfigError("dsreport html needs at least one result file");
+  std::vector<std::string> names = runDisplayNames(runs);
+  std::string title;
+  if (runs.size() == 1) {
+    title = fmt::format("dsperf report: {}", names[0]);
+  } else if (runs.size() <= 4) {
+    title = "dsperf report: ";
+    for (std::size_t i = 0; i < names.size(); ++i) title += (i ? " vs " : "") + names[i];
+  } else {
+    title = fmt::format("dsperf report: {} runs", runs.size());
+  }
+  PageBuilder page(title, "report");
+
+  page.section("Runs");
+  std::vector<Row> overview;
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    const auto& r = runs[i];
+    std::string status = "—", hosts, start;
+    int world = 0;
+    if (r.sweep) {
+      status = r.sweep->summary.status;
+      hosts = joinStrings(r.sweep->metadata.hosts);
+      start = r.sweep->metadata.startTime;
+      world = r.sweep->metadata.worldSize;
+    } else if (r.train) {
+      status = fmt::format("{} configuration(s)", r.train->size());
+      if (r.trainMetadata.is_object()) {
+        hosts = scalarText(r.trainMetadata.value("hosts", json()));
+        start = scalarText(r.trainMetadata.value("start_time", json()));
+        world = r.trainMetadata.value("world_size", 0);
+      }
+      if (world == 0 && !r.train->empty()) world = r.train->front().worldSize;
+    } else if (r.diag) {
+      DiagCounts c = countStatuses(r.diag->checks);
+      status = c.fail ? "FAIL" : c.warn ? "WARN" : "PASS";
+      hosts = r.diag->host;
+      world = r.diag->worldSize;
+    }
+    std::string cls = status == "ok" || status == "PASS" ? "pass" : status == "FAIL" ? "fail" : status == "WARN" ? "warn" : "";
+    if (r.sweep && status != "ok") cls = "fail";
+    overview.push_back({names[i], runKindName(r.kind), Cell(r.path, "mono"), Cell(status, cls), hosts,
+                        Cell(world ? std::to_string(world) : std::string("—"), "num"), start});
+  }
+  page.table({"run", "kind", "file", "status", "hosts", "ranks", "start (UTC)"}, overview);
+
+  metadataSection(page, runs, names);
+  int diags = 0;
+  for (const auto& r : runs) diags += r.diag ? 1 : 0;
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    if (runs[i].diag) diagSection(page, runs[i], names[i], diags > 1);
+  }
+  std::vector<std::pair<std::string, std::string>> keys;  // (collective, backend), first-seen order
+  for (const auto& r : runs) {
+    if (!r.sweep) continue;
+    for (const auto& m : r.sweep->results) {
+      std::pair<std::string, std::string> k{m.collective, m.backend};
+      if (std::find(keys.begin(), keys.end(), k) == keys.end()) keys.push_back(k);
+    }
+  }
+  for (const auto& [coll, backend] : keys) sweepSection(page, runs, names, coll, backend);
+  trainSection(page, runs, names);
+  return page.render();
+}
+
+void writeRunReport(const std::vector<RunFile>& runs, const std::string& path) {
+  writeHtmlAtomic(path, renderRunReport(runs));
+}
+
+}  // namespace ds::report::html

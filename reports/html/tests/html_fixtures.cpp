@@ -1,0 +1,170 @@
+#include "reports/html/tests/html_fixtures.h"
+
+#include <cmath>
+
+#include "reports/json_io.h"
+
+namespace ds::report::html::testing {
+
+SweepRun makeSweep(const SweepFixture& f) {
+  SweepRun run;
+  run.args.minBytes = 8;
+  run.args.maxBytes = 16 << 20;
+  run.args.stepFactor = 8;
+  run.args.iters = 20;
+  run.args.warmupIters = 2;
+  run.args.check = 1;
+  run.args.ops = {"sum"};
+  run.args.dtypes = {"f32"};
+  run.args.collectives = f.collectives;
+  run.args.backends = {f.backend};
+  run.metadata.commandLine = "dsbench coll -b 8 -e 16M -f 8 -J sweep.json";
+  run.metadata.hosts = {f.host};
+  run.metadata.worldSize = f.worldSize;
+  for (int r = 0; r < f.worldSize; ++r) {
+    run.metadata.ranks.push_back({r, r, 0, f.host, 1000L + r, "cpu test"});
+  }
+  run.metadata.launcher = "dsrun/torchrun";
+  run.metadata.versions = {{"dsperf", "0.1.0"}, {"gloo", "0.5.0"}};
+  run.metadata.env = {{"NCCL_SOCKET_IFNAME", f.envValue}, {"OMP_NUM_THREADS", "1"}};
+  run.metadata.startTime = "2026-11-29T10:00:00.000Z";
+  run.metadata.endTime = "2026-11-29T10:01:00.000Z";
+  for (const auto& coll : f.collectives) {
+    for (std::size_t bytes = 8; bytes <= (16u << 20); bytes *= 8) {
+      SweepMeasurement m;
+      m.backend = f.backend;
+      m.collective = coll;
+      m.dtype = "f32";
+      m.op = coll == "allreduce" ? "sum" : "none";
+      m.worldSize = f.worldSize;
+      m.requestedBytes = m.bytes = bytes;
+      m.count = bytes / 4;
+      m.busFactor = coll == "allreduce" ? 1.5 : 0.75;
+      double share = std::log2(static_cast<double>(bytes)) / 24.0;
+      for (PlaceResult* p : {&m.outOfPlace, &m.inPlace}) {
+        p->measured = true;
+        p->iters = 20;
+        p->busBw = f.peakBusBw * share * (p == &m.inPlace ? 0.9 : 1.0);
+        p->algBw = p->busBw / m.busFactor;
+        p->timeUs = p->algBw > 0 ? static_cast<double>(bytes) / (p->algBw * 1e3) : 0;
+        p->wrong = 0;
+        p->iter = computeIterStats({p->timeUs, p->timeUs * 1.1, p->timeUs * 0.95});
+        for (int r = 0; r < f.worldSize; ++r) {
+          RankTiming t;
+          t.rank = r;
+          t.timeUs = p->timeUs * (r == 1 ? 1.2 : 1.0);
+          p->ranks.push_back(t);
+        }
+        p->slowestRank = 1;
+        p->spreadPct = 20.0;
+      }
+      run.results.push_back(m);
+    }
+  }
+  run.summary = summarize(run.results);
+  return run;
+}
+
+std::vector<TrainRunRecord> makeTrain(const std::string& backend) {
+  std::vector<TrainRunRecord> runs;
+  for (bool overlap : {true, false}) {
+    for (double cap : {1.0, 25.0}) {
+      TrainRunRecord r;
+      r.model = "mlp:256x4";
+      r.params = 263168;
+      r.worldSize = 2;
+      r.backend = backend;
+      r.device = "cpu";
+      r.perRankBatch = 32;
+      r.steps = 10;
+      r.warmup = 2;
+      r.optimizer = "sgd";
+      r.bucketCapMb = cap;
+      r.overlap = overlap;
+      r.commHook = "none";
+      r.buckets = cap < 2 ? 4 : 1;
+      r.forwardMs = summarize({2.0, 2.1});
+      r.backwardComputeMs = summarize({4.0, 4.2});
+      r.backwardCommMs = summarize({3.0, 3.1});
+      r.exposedCommMs = summarize(overlap ? std::vector<double>{1.0, 1.1} : std::vector<double>{3.0, 3.1});
+      r.optimizerMs = summarize({0.5, 0.5});
+      r.commBusyMs = summarize({3.0, 3.0});
+      r.stepMs = summarize(overlap ? std::vector<double>{8.0, 8.2} : std::vector<double>{10.0, 10.2});
+      r.samplesPerSec = 64 / 0.008;
+      r.overlapEfficiency = overlap ? 0.66 : 0.0;
+      r.hiddenCommMs = overlap ? 2.0 : 0.0;
+      r.lossStart = 1.0;
+      r.lossEnd = 0.5;
+      runs.push_back(r);
+    }
+  }
+  return runs;
+}
+
+DiagReport makeDiag(const std::string& host) {
+  DiagReport d;
+  d.mode = "world";
+  d.worldSize = 2;
+  d.host = host;
+  d.toolVersion = "0.1.0";
+  DiagRecord pass{"net.master_port_free", "net", DiagStatus::kPass, "port 29500 is free", "", nlohmann::json::object(), 0,
+                  host};
+  DiagRecord fail{"env.world_size",
+                  "env",
+                  DiagStatus::kFail,
+                  "WORLD_SIZE=4 but 2 processes started",
+                  "start 4 processes or set WORLD_SIZE=2",
+                  nlohmann::json::object(),
+                  -1,
+                  host};
+  d.checks = {pass, fail};
+  return d;
+}
+
+RunFile sweepRunFile(const SweepFixture& f, const std::string& path) {
+  RunFile r;
+  r.path = path;
+  r.kind = RunKind::kSweep;
+  r.schemaVersion = "1.0";
+  r.label = f.label;
+  r.runId = "0123456789abcdef";
+  r.sweep = makeSweep(f);
+  r.raw = sweepToJson(*r.sweep);
+  return r;
+}
+
+RunFile trainRunFile(const std::string& path) {
+  RunFile r;
+  r.path = path;
+  r.kind = RunKind::kTrain;
+  r.schemaVersion = "1.0";
+  r.train = makeTrain();
+  r.trainMetadata = {{"command_line", "dsbench train"}, {"hosts", {"node-a"}}, {"world_size", 2}};
+  r.raw = trainToJson(*r.train, r.trainMetadata);
+  return r;
+}
+
+RunFile diagRunFile(const std::string& host, const std::string& path) {
+  RunFile r;
+  r.path = path;
+  r.kind = RunKind::kDiag;
+  r.schemaVersion = "1.0";
+  r.diag = makeDiag(host);
+  r.raw = diagToJson(*r.diag);
+  return r;
+}
+
+void writeSweepFile(const std::string& path, const SweepFixture& f) {
+  nlohmann::json j = sweepToJson(makeSweep(f));
+  if (!f.label.empty()) j["metadata"]["label"] = f.label;
+  writeJsonAtomic(path, j);
+}
+
+void writeTrainFile(const std::string& path) {
+  writeJsonAtomic(path, trainToJson(makeTrain(), {{"command_line", "dsbench train"}, {"hosts", {"node-a"}},
+                                                   {"world_size", 2}, {"start_time", "2026-11-29T10:00:00Z"}}));
+}
+
+void writeDiagFile(const std::string& path, const std::string& host) { writeJsonAtomic(path, diagToJson(makeDiag(host))); }
+
+}  // namespace ds::report::html::testing

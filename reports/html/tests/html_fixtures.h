@@ -1,0 +1,36 @@
+// Synthetic dsbench/dsdiag results for the HTML tests: records filled as the tools fill them, so the
+// pages are rendered from realistic data without running a sweep.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "reports/run/run_file.h"
+
+namespace ds::report::html::testing {
+
+struct SweepFixture {
+  std::string host = "node-a";
+  std::string label;  // the run's label (RunFile::label and metadata.label)
+  std::string backend = "gloo";
+  std::vector<std::string> collectives{"allreduce", "allgather"};
+  int worldSize = 4;
+  double peakBusBw = 10.0;  // GB/s reached at the largest size
+  std::string envValue = "eth0";  // NCCL_SOCKET_IFNAME in the metadata
+};
+
+SweepRun makeSweep(const SweepFixture& f);
+std::vector<TrainRunRecord> makeTrain(const std::string& backend = "gloo");
+DiagReport makeDiag(const std::string& host = "node-a");
+
+// In-memory RunFiles, as loadRunFile would return them.
+RunFile sweepRunFile(const SweepFixture& f, const std::string& path = "sweep.json");
+RunFile trainRunFile(const std::string& path = "train.json");
+RunFile diagRunFile(const std::string& host = "node-a", const std::string& path = "diag.json");
+
+// Files as the tools write them (the label, when set, in metadata.label).
+void writeSweepFile(const std::string& path, const SweepFixture& f);
+void writeTrainFile(const std::string& path);
+void writeDiagFile(const std::string& path, const std::string& host = "node-a");
+
+}  // namespace ds::report::html::testing

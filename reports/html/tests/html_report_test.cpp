@@ -1,0 +1,207 @@
+// Unit tests of the HTML pages: escaping of every input string, the data block, the content of a
+// report (sections, charts, tables) for sweeps, train runs, pre-flight checks and overlays.
+#include <gtest/gtest.h>
+
+#include <regex>
+
+#include "engine/common/error.h"
+#include "engine/testing/subprocess.h"
+#include "reports/html/html_escape.h"
+#include "reports/html/html_page.h"
+#include "reports/html/run_report.h"
+#include "reports/html/tests/html_fixtures.h"
+
+namespace ds::report::html {
+namespace {
+
+using testing::SweepFixture;
+
+int count(const std::string& haystack, const std::string& needle) {
+  int n = 0;
+  for (auto at = haystack.find(needle); at != std::string::npos; at = haystack.find(needle, at + 1)) ++n;
+  return n;
+}
+
+// The JSON inside <script type="application/json" id="ds-data">, parsed.
+nlohmann::json pageData(const std::string& page) {
+  const std::string open = "<script type=\"application/json\" id=\"ds-data\">";
+  auto a = page.find(open);
+  EXPECT_NE(a, std::string::npos);
+  a += open.size();
+  auto b = page.find("</script>", a);
+  return nlohmann::json::parse(page.substr(a, b - a));
+}
+
+TEST(HtmlEscape, EscapesMarkupCharacters) {
+  EXPECT_EQ(escapeHtml("<script>alert(\"x\") & 'y'</script>"),
+            "&lt;script&gt;alert(&quot;x&quot;) &amp; &#39;y&#39;&lt;/script&gt;");
+  EXPECT_EQ(escapeHtml("plain-host.example"), "plain-host.example");
+  EXPECT_EQ(escapeHtml("µs — ok"), "µs — ok");  // valid UTF-8 passes through
+}
+
+TEST(HtmlEscape, ReplacesInvalidUtf8AndNul) {
+  EXPECT_EQ(escapeHtml(std::string("a\xff<b", 4)), "a\xEF\xBF\xBD&lt;b");
+  EXPECT_EQ(escapeHtml(std::string("a\0b", 3)), "a\xEF\xBF\xBD" "b");
+  EXPECT_EQ(escapeHtml("\xC0\xAF"), "\xEF\xBF\xBD\xEF\xBF\xBD");  // overlong '/'
+}
+
+TEST(JsonForScript, CannotEndTheScriptElementAndRoundTrips) {
+  nlohmann::json j = {{"host", "</script><script>alert(1)</script>"},
+                      {"sep", "a\u2028b\u2029c"},
+                      {"amp", "<!-- & -->"},
+                      {"bad", std::string("x\xffy")}};
+  std::string text = jsonForScript(j);
+  EXPECT_EQ(text.find('<'), std::string::npos) << text;
+  EXPECT_EQ(text.find('>'), std::string::npos) << text;
+  EXPECT_EQ(text.find('&'), std::string::npos) << text;
+  EXPECT_NE(text.find("\\u2028"), std::string::npos) << text;
+  EXPECT_NE(text.find("\\u2029"), std::string::npos) << text;
+  for (unsigned char c : text) EXPECT_LT(c, 0x80);
+  nlohmann::json back = nlohmann::json::parse(text);
+  EXPECT_EQ(back["host"], j["host"]);
+  EXPECT_EQ(back["sep"], j["sep"]);
+  EXPECT_EQ(back["amp"], j["amp"]);
+  EXPECT_EQ(back["bad"], "x\uFFFDy");
+}
+
+TEST(HtmlReport, XssHostnameLabelAndEnvAreEscaped) {
+  SweepFixture f;
+  f.host = "<script>alert('host')</script>";
+  f.label = "<img src=x onerror=alert(1)>";
+  f.envValue = "\"><script>alert(2)</script>";
+  std::string page = renderRunReport({testing::sweepRunFile(f), testing::diagRunFile("<b>diag-host</b>")});
+  EXPECT_EQ(page.find("<script>alert"), std::string::npos);
+  EXPECT_EQ(page.find("<img src=x"), std::string::npos);
+  EXPECT_EQ(page.find("<b>diag-host"), std::string::npos);
+  EXPECT_NE(page.find("&lt;script&gt;alert(&#39;host&#39;)&lt;/script&gt;"), std::string::npos);
+  EXPECT_NE(page.find("&lt;img src=x onerror=alert(1)&gt;"), std::string::npos);
+  EXPECT_NE(page.find("&lt;b&gt;diag-host&lt;/b&gt;"), std::string::npos);
+  // Exactly our three script elements: the data block, Chart.js and the page script.
+  EXPECT_EQ(count(page, "<script"), 3);
+  EXPECT_EQ(count(page, "</script>"), 3);
+  // The label reaches the charts' data intact (drawn on a canvas, never parsed as HTML).
+  std::string data = pageData(page).dump();
+  EXPECT_EQ(data.find(f.host), std::string::npos);  // hosts are not chart data
+  EXPECT_NE(pageData(page)["charts"].size(), 0u);
+}
+
+TEST(HtmlReport, SweepHasSectionsChartsAndRawTables) {
+  SweepFixture f;
+  std::string page = renderRunReport({testing::sweepRunFile(f, "/tmp/results/nightly.json")});
+  EXPECT_NE(page.find("<title>dsperf report: nightly</title>"), std::string::npos);
+  EXPECT_NE(page.find(">allreduce on gloo</h2>"), std::string::npos);
+  EXPECT_NE(page.find(">allgather on gloo</h2>"), std::string::npos);
+  EXPECT_NE(page.find("href=\"#"), std::string::npos);  // the nav
+  nlohmann::json data = pageData(page);
+  // Per collective: busbw, latency, straggler spread and per-rank bars.
+  ASSERT_EQ(data["charts"].size(), 8u);
+  EXPECT_EQ(page.find("data-charts-expected=\"8\"") != std::string::npos, true);
+  const auto& bw = data["charts"][0];
+  EXPECT_EQ(bw["kind"], "size");
+  EXPECT_EQ(bw["yTitle"], "busbw (GB/s)");
+  ASSERT_EQ(bw["series"].size(), 2u);  // out-of-place and in-place
+  EXPECT_EQ(bw["series"][0]["label"], "out-of-place");
+  EXPECT_EQ(bw["series"][1]["label"], "in-place");
+  EXPECT_EQ(bw["series"][1]["dashed"], true);
+  EXPECT_EQ(bw["series"][0]["points"].size(), 8u);  // 8 B .. 16 MiB by 8
+  EXPECT_EQ(bw["series"][0]["points"][0][0], 8);
+  EXPECT_EQ(data["charts"][1]["yLog"], true);  // latency
+  // The raw table holds the sizes and the busbw figures.
+  EXPECT_NE(page.find("<td class=\"num\">16 MiB</td>"), std::string::npos);
+  EXPECT_NE(page.find("oop busbw (GB/s)"), std::string::npos);
+  // Metadata: command line, hosts, versions, env.
+  EXPECT_NE(page.find("dsbench coll -b 8 -e 16M -f 8 -J sweep.json"), std::string::npos);
+  EXPECT_NE(page.find("env: NCCL_SOCKET_IFNAME"), std::string::npos);
+  EXPECT_NE(page.find("versions: gloo"), std::string::npos);
+  // Stragglers: rank 1 is slowest everywhere and highlighted in the per-rank table.
+  EXPECT_NE(page.find("slowest rank"), std::string::npos);
+  EXPECT_NE(page.find("<td class=\"num warn\">"), std::string::npos);
+}
+
+TEST(HtmlReport, OverlaysSeveralRunsWithDistinctNames) {
+  SweepFixture a, b;
+  a.label = "cluster-a";
+  b.label = "cluster-a";  // the same label twice: numbered
+  b.peakBusBw = 20;
+  std::vector<RunFile> runs{testing::sweepRunFile(a, "a.json"), testing::sweepRunFile(b, "b.json")};
+  auto names = runDisplayNames(runs);
+  EXPECT_EQ(names, (std::vector<std::string>{"cluster-a #1", "cluster-a #2"}));
+  std::string page = renderRunReport(runs);
+  nlohmann::json data = pageData(page);
+  const auto& bw = data["charts"][0];
+  ASSERT_EQ(bw["series"].size(), 4u);
+  EXPECT_EQ(bw["series"][0]["label"], "cluster-a #1: out-of-place");
+  EXPECT_EQ(bw["series"][2]["label"], "cluster-a #2: out-of-place");
+  EXPECT_NE(bw["series"][0]["color"], bw["series"][2]["color"]);
+  EXPECT_NE(page.find("dsperf report: cluster-a #1 vs cluster-a #2"), std::string::npos);
+  // One metadata column per run.
+  EXPECT_NE(page.find("<th>cluster-a #1</th><th>cluster-a #2</th>"), std::string::npos);
+}
+
+TEST(HtmlReport, TrainStepSplitAndOverlapEfficiency) {
+  std::string page = renderRunReport({testing::trainRunFile()});
+  nlohmann::json data = pageData(page);
+  ASSERT_EQ(data["charts"].size(), 3u);
+  const auto& split = data["charts"][0];
+  EXPECT_EQ(split["stacked"], true);
+  ASSERT_EQ(split["series"].size(), 5u);
+  EXPECT_EQ(split["series"][2]["label"], "exposed comm");
+  EXPECT_EQ(split["labels"].size(), 4u);
+  // Forward + backward + exposed + optimizer + other = the mean step.
+  double sum = 0;
+  for (const auto& s : split["series"]) sum += s["values"][0].get<double>();
+  EXPECT_NEAR(sum, 8.1, 1e-9);
+  const auto& eff = data["charts"][1];
+  EXPECT_EQ(eff["labels"], (nlohmann::json{"1 MB", "25 MB"}));
+  ASSERT_EQ(eff["series"].size(), 2u);  // overlap, no overlap
+  EXPECT_NEAR(eff["series"][0]["values"][0].get<double>(), 66.0, 1e-9);
+  EXPECT_NE(page.find("overlap eff. (%)"), std::string::npos);
+}
+
+TEST(HtmlReport, DiagTableListsFailuresFirst) {
+  std::string page = renderRunReport({testing::diagRunFile()});
+  auto fail = page.find("<td class=\"fail\">FAIL</td>");
+  auto pass = page.find("<td class=\"pass\">PASS</td>");
+  ASSERT_NE(fail, std::string::npos);
+  ASSERT_NE(pass, std::string::npos);
+  EXPECT_LT(fail, pass);
+  EXPECT_NE(page.find("start 4 processes or set WORLD_SIZE=2"), std::string::npos);
+  EXPECT_EQ(pageData(page)["charts"].size(), 0u);
+}
+
+TEST(HtmlReport, EmptyInputIsAConfigError) { EXPECT_THROW(renderRunReport({}), ConfigError); }
+
+TEST(HtmlReport, WritesAtomicallyAndNamesAnUnwritablePath) {
+  ds::testing::TempDir dir("ds_html");
+  std::string path = dir.file("r.html");
+  writeRunReport({testing::diagRunFile()}, path);
+  std::string text = ds::testing::readFile(path);
+  EXPECT_EQ(text.rfind("<!DOCTYPE html>", 0), 0u);
+  EXPECT_NE(text.find("</html>"), std::string::npos);
+  try {
+    writeRunReport({testing::diagRunFile()}, dir.file("missing-folder/r.html"));
+    FAIL() << "no IoError";
+  } catch (const IoError& e) {
+    EXPECT_NE(std::string(e.what()).find("missing-folder/r.html"), std::string::npos) << e.what();
+  }
+}
+
+TEST(HtmlPage, EmbedsChartJsWithoutEndingTheScript) {
+  PageBuilder page("t", "report");
+  std::string text = page.render();
+  EXPECT_NE(text.find("Chart.js v"), std::string::npos);
+  EXPECT_GT(text.size(), 150000u);  // Chart.js itself is inline, not linked
+  EXPECT_EQ(text.find("<script src"), std::string::npos);
+  EXPECT_EQ(text.find("<link"), std::string::npos);
+  EXPECT_EQ(count(text, "</script>"), 3);
+}
+
+TEST(HtmlPage, FormatsSizes) {
+  EXPECT_EQ(formatBytes(8), "8 B");
+  EXPECT_EQ(formatBytes(1024), "1 KiB");
+  EXPECT_EQ(formatBytes(256.0 * 1024 * 1024), "256 MiB");
+  EXPECT_EQ(formatBytes(1536), "1.5 KiB");
+}
+
+}  // namespace
+}  // namespace ds::report::html
