@@ -5,6 +5,7 @@
 //   stop R            rank R stops itself with SIGSTOP before an allreduce; the others run it
 //   mismatch          rank 1 issues a broadcast where the others issue an allreduce (run with
 //                     DS_DISTRIBUTED_DEBUG=DETAIL)
+// FAULT_BACKEND picks the backend (default: the accelerator's, gloo on cpu).
 // Exit codes as dsbench's: 4 timeout, 3 backend error, 5 configuration error.
 #include <signal.h>
 #include <unistd.h>
@@ -24,6 +25,7 @@ int run(int argc, char** argv) {
   ds::InitOptions o;
   o.verbose = false;
   if (const char* t = std::getenv("FAULT_TIMEOUT_MS")) o.timeout = std::chrono::milliseconds(std::atoi(t));
+  if (const char* b = std::getenv("FAULT_BACKEND")) o.distBackend = b;
   auto world = ds::initDistributed(o);
   auto& pg = world->pg();
   const int rank = world->rank();

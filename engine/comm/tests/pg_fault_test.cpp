@@ -1,8 +1,15 @@
 // Process-group faults with real processes: a killed rank, a stopped rank, mismatched collectives.
-// The survivors must fail within their timeout (+ a few seconds of diagnosis) and name the rank.
+// The survivors must fail within their timeout (+ a few seconds of diagnosis) and name the rank. Every
+// CPU backend runs every case (gloo; shm, whose waits watch the peers' pids and futexes).
 #include <gtest/gtest.h>
+#include <fmt/format.h>
 #include <signal.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 
+#include <filesystem>
+#include <fstream>
 #include <memory>
 #include <thread>
 
@@ -12,8 +19,9 @@ using namespace ds::testing;
 
 namespace {
 
-std::unique_ptr<Process> startRank(int rank, int n, int port, const std::vector<std::string>& args,
-                                   int timeoutMs, std::map<std::string, std::string> extra = {}) {
+std::unique_ptr<Process> startRank(const std::string& backend, int rank, int n, int port,
+                                   const std::vector<std::string>& args, int timeoutMs,
+                                   std::map<std::string, std::string> extra = {}) {
   RunOptions o;
   o.unsetEnv = launcherVariables();
   o.setEnv = {{"RANK", std::to_string(rank)},
@@ -23,7 +31,8 @@ std::unique_ptr<Process> startRank(int rank, int n, int port, const std::vector<
               {"MASTER_PORT", std::to_string(port)},
               {"DS_JOB_ID", "pg-fault"},
               {"DS_ACCELERATOR", "cpu"},
-              {"FAULT_TIMEOUT_MS", std::to_string(timeoutMs)}};
+              {"FAULT_TIMEOUT_MS", std::to_string(timeoutMs)},
+              {"FAULT_BACKEND", backend}};
   for (auto& [k, v] : extra) o.setEnv[k] = v;
   o.timeout = std::chrono::milliseconds(timeoutMs) + std::chrono::seconds(40);
   std::vector<std::string> argv{binDir() + "/ds_comm_fault_worker"};
@@ -40,14 +49,16 @@ bool waitForText(Process& p, const std::string& file, const std::string& text, s
   return false;
 }
 
+class ProcessGroupFaults : public ::testing::TestWithParam<std::string> {};
+
 }  // namespace
 
-TEST(ProcessGroupFaults, AKilledRankIsNamedBySurvivorsWithinTheTimeout) {
+TEST_P(ProcessGroupFaults, AKilledRankIsNamedBySurvivorsWithinTheTimeout) {
   const int port = unusedPort();
   const int timeoutMs = 4000;
   std::vector<std::unique_ptr<Process>> ranks;
   for (int r = 0; r < 3; ++r)
-    ranks.push_back(startRank(r, 3, port, {"loop", std::to_string(8 << 20)}, timeoutMs));
+    ranks.push_back(startRank(GetParam(), r, 3, port, {"loop", std::to_string(8 << 20)}, timeoutMs));
   ASSERT_TRUE(waitForText(*ranks[2], ranks[2]->stdoutPath(), "ready 2", std::chrono::seconds(30)))
       << readFile(ranks[2]->stderrPath());
   std::this_thread::sleep_for(std::chrono::milliseconds(200));  // mid-allreduce
@@ -69,11 +80,11 @@ TEST(ProcessGroupFaults, AKilledRankIsNamedBySurvivorsWithinTheTimeout) {
   ranks[2]->wait();
 }
 
-TEST(ProcessGroupFaults, AStoppedRankIsNamedInTheTimeout) {
+TEST_P(ProcessGroupFaults, AStoppedRankIsNamedInTheTimeout) {
   const int port = unusedPort();
   const int timeoutMs = 3000;
   std::vector<std::unique_ptr<Process>> ranks;
-  for (int r = 0; r < 3; ++r) ranks.push_back(startRank(r, 3, port, {"stop", "1"}, timeoutMs));
+  for (int r = 0; r < 3; ++r) ranks.push_back(startRank(GetParam(), r, 3, port, {"stop", "1"}, timeoutMs));
   for (int r : {0, 2}) {
     auto res = ranks[r]->wait();
     EXPECT_FALSE(res.timedOut);
@@ -90,11 +101,12 @@ TEST(ProcessGroupFaults, AStoppedRankIsNamedInTheTimeout) {
   ranks[1]->wait();
 }
 
-TEST(ProcessGroupFaults, MismatchedCollectivesAreNamedUnderDetail) {
+TEST_P(ProcessGroupFaults, MismatchedCollectivesAreNamedUnderDetail) {
   const int port = unusedPort();
   std::vector<std::unique_ptr<Process>> ranks;
   for (int r = 0; r < 3; ++r) {
-    ranks.push_back(startRank(r, 3, port, {"mismatch"}, 10000, {{"DS_DISTRIBUTED_DEBUG", "DETAIL"}}));
+    ranks.push_back(
+        startRank(GetParam(), r, 3, port, {"mismatch"}, 10000, {{"DS_DISTRIBUTED_DEBUG", "DETAIL"}}));
   }
   for (int r = 0; r < 3; ++r) {
     auto res = ranks[r]->wait();
@@ -105,3 +117,65 @@ TEST(ProcessGroupFaults, MismatchedCollectivesAreNamedUnderDetail) {
     EXPECT_NE(res.err.find("rank 1 issued broadcast(f32, count=4, root=0)"), std::string::npos) << res.err;
   }
 }
+
+// shm only: a /dev/shm (here DS_SHM_DIR) too small for the segment. The host's first rank says how much
+// is needed; the others relay its message, instead of hanging.
+TEST(ShmFaults, ATooSmallShmDirIsAClearErrorOnEveryRank) {
+  TempDir dir;
+  if (::mount("tmpfs", dir.path().c_str(), "tmpfs", 0, "size=256k") != 0) {
+    GTEST_SKIP() << "cannot mount a small tmpfs here (needs root)";
+  }
+  const int port = unusedPort();
+  std::vector<std::unique_ptr<Process>> ranks;
+  for (int r = 0; r < 3; ++r) {
+    ranks.push_back(startRank("shm", r, 3, port, {"loop", "1024"}, 4000, {{"DS_SHM_DIR", dir.path()}}));
+  }
+  std::vector<RunResult> res;
+  for (auto& p : ranks) res.push_back(p->wait());
+  ::umount2(dir.path().c_str(), MNT_DETACH);
+  EXPECT_EQ(res[0].exitCode, 5) << res[0].err;
+  EXPECT_NE(res[0].err.find("the shm backend needs 6.0 MiB in " + dir.path()), std::string::npos) << res[0].err;
+  EXPECT_NE(res[0].err.find("DS_SHM_BUFFER_BYTES"), std::string::npos) << res[0].err;
+  for (int r : {1, 2}) {
+    EXPECT_FALSE(res[r].timedOut);
+    EXPECT_EQ(res[r].exitCode, 5) << res[r].err;
+    EXPECT_NE(res[r].err.find("rank 0 (the first rank on host"), std::string::npos) << res[r].err;
+    EXPECT_NE(res[r].err.find("the shm backend needs 6.0 MiB"), std::string::npos) << res[r].err;
+  }
+}
+
+// shm only: a crashed run's leftovers never reach a new run. A fake segment named like one of a dead
+// creator is swept, and the new job works.
+TEST(ShmFaults, LeftoversOfACrashedRunAreSweptAndIgnored) {
+  TempDir dir;
+  // A creator pid that exited: our own reaped child.
+  pid_t dead = ::fork();
+  if (dead == 0) ::_exit(0);
+  int status = 0;
+  ::waitpid(dead, &status, 0);
+  struct stat st {};
+  ASSERT_EQ(::stat("/proc/self/ns/pid", &st), 0);
+  const std::string stale = dir.file(fmt::format("dsshm-{}-{}-0123456789abcdef", st.st_ino, dead));
+  {
+    std::ofstream f(stale);
+    f << std::string(1 << 16, 'x');  // garbage where a header would be
+  }
+  const int port = unusedPort();
+  std::vector<std::unique_ptr<Process>> ranks;
+  for (int r = 0; r < 2; ++r) {
+    ranks.push_back(startRank("shm", r, 2, port, {"stop", "-1"}, 10000, {{"DS_SHM_DIR", dir.path()}}));
+  }
+  for (auto& p : ranks) {
+    auto res = p->wait();
+    EXPECT_EQ(res.exitCode, 0) << res.err;
+  }
+  EXPECT_FALSE(std::filesystem::exists(stale)) << "the dead creator's segment was not swept";
+  EXPECT_TRUE(std::filesystem::is_empty(dir.path())) << "the run left a segment behind";
+}
+
+INSTANTIATE_TEST_SUITE_P(Backend, ProcessGroupFaults, ::testing::Values(
+#if DS_WITH_GLOO
+                                                         std::string("gloo"),
+#endif
+                                                         std::string("shm")),
+                         [](const ::testing::TestParamInfo<std::string>& i) { return i.param; });
