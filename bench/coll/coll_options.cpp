@@ -8,6 +8,7 @@
 
 #include "bench/coll/collective.h"
 #include "engine/common/error.h"
+#include "reports/schema/label.h"
 
 namespace ds::bench::coll {
 
@@ -113,6 +114,7 @@ CollOptions resolveOptions(const CollFlags& f) {
   o.jsonPath = f.jsonPath;
   o.journalPath = f.journalPath;
   o.initMethod = f.initMethod;
+  if (f.labelGiven || !f.label.empty()) o.label = report::checkLabel(f.label, "--label");
 
   auto listOf = [](const std::string& text, const char* flag) {
     auto items = splitList(text);

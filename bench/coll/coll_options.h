@@ -34,6 +34,8 @@ struct CollFlags {
   double minTimeS = 0;                    // --min-time
   bool blocking = false;                  // -z, --blocking
   std::string initMethod;                 // --init-method
+  std::string label;                      // --label; empty = none
+  bool labelGiven = false;                // --label was given (an empty value is then an error)
 };
 
 struct CollOptions {
@@ -51,6 +53,7 @@ struct CollOptions {
   double minTimeS = 0;
   bool blocking = false;
   std::string initMethod;
+  std::string label;  // checked (reports/schema/label.h); goes to the JSON's metadata.label
 };
 
 // nccl-tests' sizes: a number with an optional binary K, M or G suffix ("32M" = 33554432). Also

@@ -15,6 +15,7 @@
 #include "engine/ddp/ops.h"
 #include "engine/init.h"
 #include "reports/json_io.h"
+#include "reports/schema/label.h"
 #include "reports/sweep/sweep_journal.h"
 #include "reports/train/train_text.h"
 
@@ -167,6 +168,7 @@ int runTrain(const TrainOptions& o) {
                     o.steps, o.batch, o.warmup));
   }
   if (o.bucketCapMb.empty()) throw ConfigError("dsbench train: --bucket-cap-mb needs at least one value");
+  const std::string label = o.labelGiven || !o.label.empty() ? report::checkLabel(o.label, "--label") : "";
   const ddp::MlpSpec spec = ddp::parseModelSpec(o.model);
   ddp::makeCommHook(o.commHook);  // a bad name fails before any rank starts working
 
@@ -291,6 +293,7 @@ int runTrain(const TrainOptions& o) {
                           {"env", coll::relevantEnv()},
                           {"start_time", startTime},
                           {"end_time", coll::isoTimeNow()}};
+      if (!label.empty()) meta["label"] = label;
       report::writeJsonAtomic(o.jsonPath, report::trainToJson(runs, meta));
     }
     if (!finite) {

@@ -29,6 +29,9 @@ struct TrainOptions {
   std::size_t samples = 0;                // --samples; 0: 4 steps' worth, at least 1024
   int blasThreads = 0;                    // --blas-threads; 0: cores / ranks on this node
   std::string jsonPath;                   // --json (rank 0)
+  // --label: the cluster or system (metadata.label in the JSON); checked by report::checkLabel.
+  std::string label;
+  bool labelGiven = false;
   // --scaling: after the runs above, the first configuration again at world sizes 1..N, each on a
   // sub-group of ranks 0..k-1 (the others wait); gloo only (the mpi backend has no sub-groups yet).
   bool scaling = false;

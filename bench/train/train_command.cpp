@@ -65,6 +65,15 @@ Command addTrainCommand(CLI::App& parent) {
       ->envname("DSBENCH_BLAS_THREADS");
   t->add_option("--json", o->jsonPath, "write the results as JSON to this file (rank 0)")
       ->envname("DSBENCH_JSON");
+  t->add_option_function<std::string>(
+       "--label",
+       [o](const std::string& v) {
+         o->label = v;
+         o->labelGiven = true;
+       },
+       "name of the cluster or system this run describes (kept as metadata.label in the JSON, so one "
+       "history serves many); 1-64 printable characters")
+      ->envname("DSBENCH_LABEL");
   t->add_flag("!--quiet", o->verbose, "do not log what init_distributed discovered");
   return Command{t, [o] { return runTrain(*o); }};
 }

@@ -288,7 +288,11 @@ CompareResult compareRuns(const RunFile& base, const RunFile& cur, const Compare
   std::vector<std::string> ha = r.base.hosts, hb = r.cur.hosts;
   std::sort(ha.begin(), ha.end());
   std::sort(hb.begin(), hb.end());
-  if (ha != hb) {
+  if (ha.empty() != hb.empty()) {
+    // A journal of a train run or a bare import does not record hosts: say so, do not block.
+    r.mismatches.push_back(fmt::format("The {} does not record its hosts; compared without checking them.",
+                                       ha.empty() ? "baseline" : "current run"));
+  } else if (ha != hb) {
     std::string text = fmt::format("Hosts differ: baseline ran on {}, current on {}.", joinList(r.base.hosts),
                                    joinList(r.cur.hosts));
     if (options.ignoreHosts) {

@@ -22,7 +22,8 @@
 //
 // Run-level mismatches (recorded in `mismatches`): different kinds, world sizes or hosts (hosts only
 // when !ignoreHosts), labels (a note only). A world-size or kind mismatch, or hosts differing without
-// ignoreHosts, makes the runs not comparable: no items, exit code 2.
+// ignoreHosts, makes the runs not comparable: no items, exit code 2. A run that records no hosts (a
+// train journal, an import without rank lines) is compared with a note instead.
 #pragma once
 
 #include <cstddef>

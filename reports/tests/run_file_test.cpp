@@ -10,6 +10,7 @@
 #include "engine/testing/subprocess.h"
 #include "reports/json_io.h"
 #include "reports/run/run_file.h"
+#include "reports/schema/label.h"
 #include "reports/schema/schema_version.h"
 #include "reports/sweep/sweep_journal.h"
 
@@ -216,4 +217,14 @@ TEST(RunFile, RunIdIsStableAndIgnoresLabelAndVersionForm) {
   // A known value, so that the hash never changes by accident between releases (history keys on it).
   EXPECT_EQ(runIdOf(RunKind::kWorld, nlohmann::json::object()), runIdOf(RunKind::kWorld, nlohmann::json::object()));
   EXPECT_NE(runIdOf(RunKind::kWorld, nlohmann::json::object()), runIdOf(RunKind::kDiag, nlohmann::json::object()));
+}
+
+TEST(Label, OneRuleForEveryTool) {
+  EXPECT_EQ(checkLabel("dgx-a100 pod2"), "dgx-a100 pod2");
+  EXPECT_EQ(checkLabel(std::string(64, 'x')), std::string(64, 'x'));
+  EXPECT_NE(messageOf([] { checkLabel("", "--label"); }).find("--label is empty"), std::string::npos);
+  EXPECT_NE(messageOf([] { checkLabel(std::string(65, 'x')); }).find("is 65 characters long"), std::string::npos);
+  EXPECT_NE(messageOf([] { checkLabel("a\tb"); }).find("(byte 0x09) at position 2"), std::string::npos);
+  EXPECT_NE(messageOf([] { checkLabel("caf\xc3\xa9"); }).find("non-ASCII"), std::string::npos);
+  EXPECT_NE(messageOf([] { checkLabel(" a"); }).find("starts or ends with a space"), std::string::npos);
 }

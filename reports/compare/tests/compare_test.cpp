@@ -207,3 +207,12 @@ TEST(Compare, KindsThatCannotBeComparedAreRefused) {
   auto diag = classifyRun(diagToJson(DiagReport{}), "d.json");
   EXPECT_THROW(compareRuns(diag, diag, {}), ds::ConfigError);
 }
+
+TEST(Compare, ARunWithoutHostsIsComparedWithANote) {
+  auto base = sweepRun({row(1024, 10, 0.02, 20, 1)}, {}, 2);
+  auto cur = sweepRun({row(1024, 10, 0.02, 20, 2)}, {"node-a"}, 2);
+  auto r = compareRuns(base, cur, {});
+  EXPECT_TRUE(r.comparable);
+  EXPECT_EQ(r.items.size(), 1u);
+  EXPECT_NE(r.mismatches.at(0).find("The baseline does not record its hosts"), std::string::npos);
+}
