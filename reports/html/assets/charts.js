@@ -57,6 +57,32 @@ var DS = (function () {
     };
   }
 
+  // A time axis (ms since the epoch, UTC) with ticks on round steps: hours, days, weeks or months, at
+  // most about 10; labelled with the date, and the time of day when the step is under a day.
+  function timeAxis(spec, datasets) {
+    var xs = [];
+    datasets.forEach(function (d) { d.data.forEach(function (p) { if (isFinite(p.x)) xs.push(p.x); }); });
+    var lo = xs.length ? Math.min.apply(null, xs) : 0, hi = xs.length ? Math.max.apply(null, xs) : 1;
+    var H = 3600e3, D = 24 * H;
+    var steps = [H, 3 * H, 6 * H, 12 * H, D, 2 * D, 7 * D, 14 * D, 30 * D, 91 * D, 365 * D];
+    var step = steps[steps.length - 1];
+    for (var i = 0; i < steps.length; i++) { if ((hi - lo) / steps[i] <= 10) { step = steps[i]; break; } }
+    var min = Math.floor(lo / step) * step, max = Math.ceil(hi / step) * step;
+    if (max <= min) max = min + step;
+    return {
+      type: 'linear', min: min, max: max, title: { display: true, text: spec.xTitle || 'run start (UTC)' },
+      afterBuildTicks: function (scale) {
+        var t = [];
+        for (var v = min; v <= max; v += step) t.push({ value: v });
+        scale.ticks = t;
+      },
+      ticks: { autoSkip: false, maxRotation: 50, callback: function (v) {
+        var text = DS.fmtTime(v);
+        return step >= D ? text.slice(0, 10) : text;
+      } }
+    };
+  }
+
   function pointsOf(spec, s) {
     var pts = [];
     (s.points || []).forEach(function (p) {
@@ -91,8 +117,7 @@ var DS = (function () {
       if (!xs.length) xs = [1, 2];
       x = sizeAxis(spec, xs);
     } else if (spec.kind === 'time') {
-      x = { type: 'linear', title: { display: true, text: spec.xTitle || 'time (UTC)' },
-            ticks: { maxRotation: 50, callback: function (v) { return DS.fmtTime(v); } } };
+      x = timeAxis(spec, datasets);
     } else {
       x = { type: 'category', title: { display: !!spec.xTitle, text: spec.xTitle || '' }, stacked: !!spec.stacked,
             ticks: { autoSkip: false, maxRotation: 60 } };

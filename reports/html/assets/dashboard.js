@@ -1,6 +1,8 @@
 // dsperf dashboard: the filters (label, backend, collective, only series that regressed now). Each
 // series is a card "card-<index>" whose chart charts.js has drawn; filtering hides cards. Filter
-// values come from the page data and are put into the page with textContent only.
+// values come from the page data and are put into the page with textContent only. The filters live in
+// the URL's fragment (#label=a&backend=gloo&collective=allreduce&regressed=1), so a filtered view can
+// be linked and is restored on load.
 (function () {
   var d = DS.data.dashboard;
   if (!d) return;
@@ -25,7 +27,25 @@
     if (!select || select.value === 'all') return null;
     return lists[f][Number(select.value)];
   }
-  function apply() {
+  function fromHash() {
+    var params = new URLSearchParams(location.hash.replace(/^#/, ''));
+    fields.forEach(function (f) {
+      var select = document.getElementById('f-' + f);
+      if (!select || !params.has(f)) return;
+      var i = lists[f].indexOf(params.get(f));
+      select.value = i < 0 ? 'all' : String(i);
+    });
+    if (onlyRegressed) onlyRegressed.checked = params.get('regressed') === '1';
+  }
+  function toHash() {
+    var params = new URLSearchParams();
+    fields.forEach(function (f) { var v = chosen(f); if (v !== null) params.set(f, v); });
+    if (onlyRegressed && onlyRegressed.checked) params.set('regressed', '1');
+    var h = params.toString();
+    try { history.replaceState(null, '', h ? '#' + h : location.pathname + location.search); } catch (e) { /* file: URLs in some browsers */ }
+  }
+  function apply(ev) {
+    if (ev) toHash();
     var want = {};
     fields.forEach(function (f) { want[f] = chosen(f); });
     var shown = 0, regressedShown = 0;
@@ -49,5 +69,7 @@
     document.body.dataset.seriesShown = String(shown);
   }
   DS.applyFilters = apply;
+  fromHash();
   apply();
+  window.addEventListener('hashchange', function () { fromHash(); apply(); });
 })();

@@ -27,8 +27,8 @@ SweepRun makeSweep(const SweepFixture& f) {
   run.metadata.launcher = "dsrun/torchrun";
   run.metadata.versions = {{"dsperf", "0.1.0"}, {"gloo", "0.5.0"}};
   run.metadata.env = {{"NCCL_SOCKET_IFNAME", f.envValue}, {"OMP_NUM_THREADS", "1"}};
-  run.metadata.startTime = "2026-11-29T10:00:00.000Z";
-  run.metadata.endTime = "2026-11-29T10:01:00.000Z";
+  run.metadata.startTime = f.startTime;
+  run.metadata.endTime = f.startTime;
   for (const auto& coll : f.collectives) {
     for (std::size_t bytes = 8; bytes <= (16u << 20); bytes *= 8) {
       SweepMeasurement m;

@@ -1,0 +1,186 @@
+// Browser tests (label `browser`): headless Chromium opens a generated report, compare view and
+// dashboard from the real dsreport binary and the test reads what the page script recorded on <body>
+// (charts rendered vs expected, chart errors, filters applied) from the serialised DOM. A hostname
+// that tries to run script must not. Screenshots are kept under <build>/test-artifacts/. Skipped,
+// saying why, when Chromium is not installed.
+#include <gtest/gtest.h>
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <regex>
+
+#include "engine/testing/subprocess.h"
+#include "reports/html/tests/html_fixtures.h"
+#include "reports/json_io.h"
+
+namespace ds::report::html {
+namespace {
+
+namespace fs = std::filesystem;
+using ds::testing::TempDir;
+
+// An onerror handler that would mark the page if the hostname were parsed as HTML.
+const char* kXssHost = "<img src=x onerror=\"document.body.dataset.pwned='1'\"><script>document.body.dataset.pwned='2'</script>";
+
+std::string chromium() {
+  if (const char* env = std::getenv("DS_CHROMIUM"); env && *env) return env;
+  for (const char* p : {"/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome"}) {
+    if (::access(p, X_OK) == 0) return p;
+  }
+  return "";
+}
+
+std::string artifactsDir() {
+  const char* tests = std::getenv("DS_TEST_DIR");
+  fs::path dir = tests && *tests ? fs::path(tests).parent_path() / "test-artifacts" : fs::temp_directory_path() / "ds-test-artifacts";
+  fs::create_directories(dir);
+  return dir.string();
+}
+
+std::string dsreport() { return ds::testing::binDir() + "/dsreport"; }
+
+// The attributes of <body> in the serialised DOM.
+std::map<std::string, std::string> bodyAttributes(const std::string& dom) {
+  std::map<std::string, std::string> attrs;
+  std::smatch body;
+  if (!std::regex_search(dom, body, std::regex("<body([^>]*)>"))) return attrs;
+  std::string text = body[1];
+  std::regex attr("([a-z-]+)=\"([^\"]*)\"");
+  for (auto it = std::sregex_iterator(text.begin(), text.end(), attr); it != std::sregex_iterator(); ++it) {
+    attrs[(*it)[1]] = (*it)[2];
+  }
+  return attrs;
+}
+
+struct Opened {
+  std::string dom;
+  std::map<std::string, std::string> body;
+};
+
+// Opens the page headless, returns the DOM after the scripts ran, and keeps a screenshot.
+Opened open(const std::string& page, const std::string& fragment, const std::string& screenshot) {
+  Opened o;
+  std::string url = "file://" + fs::absolute(page).string() + fragment;
+  TempDir profile("ds_chromium");
+  std::vector<std::string> common{chromium(), "--headless", "--no-sandbox", "--disable-gpu",
+                                  "--user-data-dir=" + profile.path(), "--virtual-time-budget=5000"};
+  auto dumpArgs = common;
+  dumpArgs.push_back("--dump-dom");
+  dumpArgs.push_back(url);
+  auto dump = ds::testing::run(dumpArgs, ds::testing::cleanOptions(std::chrono::seconds(90)));
+  EXPECT_EQ(dump.exitCode, 0) << dump.err;
+  o.dom = dump.out;
+  o.body = bodyAttributes(o.dom);
+  TempDir profile2("ds_chromium");
+  std::string shot = artifactsDir() + "/" + screenshot;
+  auto shotArgs = common;
+  shotArgs[4] = "--user-data-dir=" + profile2.path();
+  shotArgs.push_back("--window-size=1400,2400");
+  shotArgs.push_back("--screenshot=" + shot);
+  shotArgs.push_back(url);
+  auto s = ds::testing::run(shotArgs, ds::testing::cleanOptions(std::chrono::seconds(90)));
+  EXPECT_EQ(s.exitCode, 0) << s.err;
+  EXPECT_TRUE(fs::exists(shot) && fs::file_size(shot) > 10000) << shot;
+  std::printf("screenshot: %s\n", shot.c_str());
+  return o;
+}
+
+void expectChartsRendered(const Opened& o) {
+  ASSERT_EQ(o.body.count("data-render-done"), 1u) << "the page script did not finish:\n" << o.dom.substr(0, 2000);
+  EXPECT_EQ(o.body.at("data-render-done"), "1");
+  EXPECT_EQ(o.body.at("data-chart-errors"), "0") << o.dom.substr(o.dom.find("ds-errors"), 800);
+  EXPECT_GT(std::stoi(o.body.at("data-charts-expected")), 0);
+  EXPECT_EQ(o.body.at("data-charts-rendered"), o.body.at("data-charts-expected"));
+  EXPECT_GT(std::stoi(o.body.at("data-points-drawn")), 0);
+  EXPECT_EQ(o.body.count("data-pwned"), 0u) << "input text ran as script";
+  EXPECT_EQ(o.dom.find("<img"), std::string::npos) << "input text became an element";
+}
+
+class Browser : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (chromium().empty()) {
+      GTEST_SKIP() << "Chromium not found (looked for $DS_CHROMIUM, /usr/bin/chromium, chromium-browser, "
+                      "google-chrome); install it with `apt-get install chromium` (scripts/setup.sh) to run the "
+                      "browser tests.";
+    }
+  }
+};
+
+TEST_F(Browser, ReportOfSweepsTrainAndDiagRendersEveryChart) {
+  TempDir dir("ds_html_browser");
+  testing::SweepFixture a, b;
+  a.host = kXssHost;
+  a.label = "<script>document.body.dataset.pwned='3'</script>";
+  b.label = "cluster-b";
+  b.peakBusBw = 25;
+  testing::writeSweepFile(dir.file("a.json"), a);
+  testing::writeSweepFile(dir.file("b.json"), b);
+  testing::writeTrainFile(dir.file("train.json"));
+  testing::writeDiagFile(dir.file("diag.json"), kXssHost);
+  std::string page = dir.file("report.html");
+  auto r = ds::testing::run({dsreport(), "html", dir.file("a.json"), dir.file("b.json"), dir.file("train.json"),
+                             dir.file("diag.json"), "-o", page},
+                            ds::testing::cleanOptions());
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  Opened o = open(page, "", "report.png");
+  expectChartsRendered(o);
+  // 2 collectives x 4 charts + 3 train charts.
+  EXPECT_EQ(o.body.at("data-charts-expected"), "11");
+  EXPECT_NE(o.dom.find("&lt;img src=x onerror="), std::string::npos);  // shown as text
+}
+
+TEST_F(Browser, CompareViewRendersAndMarksTheRegression) {
+  TempDir dir("ds_html_browser");
+  testing::SweepFixture base, cur;
+  cur.peakBusBw = 5;  // half the bandwidth: every size above 8 B regresses
+  base.label = cur.label = kXssHost;
+  testing::writeSweepFile(dir.file("base.json"), base);
+  testing::writeSweepFile(dir.file("cur.json"), cur);
+  std::string page = dir.file("compare.html");
+  auto r = ds::testing::run({dsreport(), "compare", dir.file("base.json"), dir.file("cur.json"), "--html", page},
+                            ds::testing::cleanOptions());
+  ASSERT_EQ(r.exitCode, 1) << r.out << r.err;
+  Opened o = open(page, "", "compare.png");
+  expectChartsRendered(o);
+  EXPECT_NE(o.dom.find("REGRESSION: "), std::string::npos);
+}
+
+TEST_F(Browser, DashboardRendersFlagsTheRegressionAndFilters) {
+  TempDir dir("ds_html_browser");
+  std::vector<std::string> files;
+  for (int day = 0; day < 6; ++day) {
+    testing::SweepFixture f;
+    f.collectives = {"allreduce", "allgather"};
+    f.startTime = fmt::format("2026-11-{:02d}T02:00:00Z", day + 1);
+    f.peakBusBw = day == 5 ? 5.0 : 10.0 + 0.05 * day;  // the last night is slower
+    files.push_back(dir.file(fmt::format("night{}.json", day)));
+    testing::writeSweepFile(files.back(), f);
+  }
+  std::vector<std::string> ingest{dsreport(), "ingest", "--db", dir.file("h.sqlite"), "--label", kXssHost};
+  ingest.insert(ingest.end(), files.begin(), files.end());
+  auto in = ds::testing::run(ingest, ds::testing::cleanOptions());
+  ASSERT_EQ(in.exitCode, 0) << in.out << in.err;
+  std::string page = dir.file("dashboard.html");
+  auto r = ds::testing::run({dsreport(), "dashboard", "--db", dir.file("h.sqlite"), "-o", page},
+                            ds::testing::cleanOptions());
+  ASSERT_EQ(r.exitCode, 0) << r.out << r.err;
+  Opened all = open(page, "", "dashboard.png");
+  expectChartsRendered(all);
+  int series = std::stoi(all.body.at("data-charts-expected"));
+  EXPECT_EQ(all.body.at("data-series-shown"), std::to_string(series));
+  EXPECT_NE(all.dom.find("REGRESSED"), std::string::npos);
+  // A filtered link: only allgather's series stay visible.
+  Opened gather = open(page, "#collective=allgather", "dashboard-allgather.png");
+  expectChartsRendered(gather);
+  ASSERT_EQ(gather.body.count("data-series-shown"), 1u);
+  int shown = std::stoi(gather.body.at("data-series-shown"));
+  EXPECT_GT(shown, 0);
+  EXPECT_LT(shown, series);
+}
+
+}  // namespace
+}  // namespace ds::report::html
