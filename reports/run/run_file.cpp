@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "engine/common/error.h"
+#include "reports/import/nccl_tests_import.h"
 #include "reports/json_io.h"
 #include "reports/schema/schema_version.h"
 #include "reports/sweep/sweep_journal.h"
@@ -201,6 +202,14 @@ RunFile loadRunFile(const std::string& path) {
                                   path));
   }
   nlohmann::json doc = nlohmann::json::parse(text, nullptr, false);
+  // nccl-tests output, text or -J JSON: imported on the fly (as `dsreport import` would, backend nccl).
+  const bool ncclJson = doc.is_object() && !doc.contains("schema") && doc.contains("results") &&
+                        (doc.contains("nccl_version") || doc.contains("config"));
+  if (ncclJson || (doc.is_discarded() && looksLikeNcclTests(text))) {
+    RunFile f = fromSweep(ncclJson ? importNcclTestsJson(doc, path) : importNcclTestsText(text, path), path);
+    f.origin = ncclJson ? "nccl-tests json" : "nccl-tests text";
+    return f;
+  }
   if (doc.is_discarded()) {
     // Not JSON: report where the parser stopped, as readJson does.
     readJson(path);

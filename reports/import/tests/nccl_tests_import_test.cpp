@@ -1,0 +1,175 @@
+// nccl-tests import on sample outputs written from the documented format (tests/data): golden output
+// of the modern text layout, the older layouts, the -J JSON, and the errors for cut or foreign text.
+#include "reports/import/nccl_tests_import.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <functional>
+#include <sstream>
+
+#include "engine/common/error.h"
+#include "engine/testing/subprocess.h"
+#include "reports/compare/compare.h"
+#include "reports/json_io.h"
+#include "reports/run/run_file.h"
+
+using namespace ds::report;
+
+namespace {
+
+std::string data(const std::string& name) { return std::string(DS_IMPORT_DATA_DIR) + "/" + name; }
+
+std::string text(const std::string& name) {
+  std::ifstream in(data(name), std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string messageOf(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const ds::Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+}  // namespace
+
+TEST(NcclTestsImport, ModernTextMatchesTheGoldenSweep) {
+  SweepRun run = importNcclTestsText(text("all_reduce_2.13.txt"), "all_reduce_2.13.txt", {});
+  nlohmann::json got = sweepToJson(run);
+  if (std::getenv("DS_UPDATE_GOLDEN")) writeJsonAtomic(data("all_reduce_2.13.expected.json"), got);
+  nlohmann::json want = readJson(data("all_reduce_2.13.expected.json"));
+  EXPECT_EQ(got, want) << nlohmann::json::diff(want, got).dump(1);
+  // The figures a reader relies on, spelled out.
+  ASSERT_EQ(run.results.size(), 4u);
+  const auto& big = run.results[3];
+  EXPECT_EQ(big.collective, "allreduce");
+  EXPECT_EQ(big.backend, "nccl");
+  EXPECT_EQ(big.dtype, "f32");
+  EXPECT_EQ(big.op, "sum");
+  EXPECT_EQ(big.root, -1);
+  EXPECT_EQ(big.bytes, 33554432u);
+  EXPECT_EQ(big.count, 8388608u);
+  EXPECT_DOUBLE_EQ(big.outOfPlace.timeUs, 260.0);
+  EXPECT_DOUBLE_EQ(big.outOfPlace.busBw, 193.58);
+  EXPECT_DOUBLE_EQ(big.inPlace.algBw, 127.78);
+  EXPECT_EQ(big.outOfPlace.wrong, 0);
+  EXPECT_NEAR(big.busFactor, 1.5, 0.01);
+  EXPECT_EQ(big.worldSize, 4);
+  EXPECT_EQ(run.metadata.hosts, (std::vector<std::string>{"node-a", "node-b"}));
+  EXPECT_EQ(run.metadata.ranks[3].localRank, 1);
+  EXPECT_EQ(run.metadata.ranks[3].nodeRank, 1);
+  EXPECT_EQ(run.metadata.ranks[2].device, "cuda:0 NVIDIA H100 80GB HBM3");
+  EXPECT_EQ(run.metadata.versions.at("nccl_tests"), "2.13.9");
+  EXPECT_EQ(run.metadata.versions.at("nccl"), "2.19.3");
+  EXPECT_EQ(run.args.iters, 20);
+  EXPECT_EQ(run.args.stepFactor, 32);
+  EXPECT_EQ(run.metadata.source, "nccl-tests 2.13.9 (imported from all_reduce_2.13.txt)");
+}
+
+TEST(NcclTestsImport, OlderLayoutWithErrorColumnNeedsTheCollective) {
+  auto t = text("all_reduce_old_error_column.txt");
+  EXPECT_NE(messageOf([&] { importNcclTestsText(t, "old.txt", {}); })
+                .find("old.txt does not say which collective it measured"),
+            std::string::npos);
+  NcclImportOptions o;
+  o.collective = "all_reduce_perf";
+  o.label = "v100-box";
+  SweepRun run = importNcclTestsText(t, "old.txt", o);
+  ASSERT_EQ(run.results.size(), 2u);
+  EXPECT_EQ(run.results[0].collective, "allreduce");
+  EXPECT_EQ(run.results[0].root, -1);
+  EXPECT_EQ(run.results[1].outOfPlace.wrong, 0);
+  EXPECT_DOUBLE_EQ(run.results[1].outOfPlace.timeUs, 40.0);
+  EXPECT_EQ(run.metadata.worldSize, 2);
+  EXPECT_EQ(run.metadata.hosts, std::vector<std::string>{"gpu-01"});
+  EXPECT_EQ(run.metadata.label, "v100-box");
+  EXPECT_EQ(run.args.iters, 50);
+}
+
+TEST(NcclTestsImport, TypeOnlyLayoutWithTimestampsAndUncheckedRows) {
+  SweepRun run = importNcclTestsText(text("all_gather_timestamps.txt"), "ag.txt", {});
+  ASSERT_EQ(run.results.size(), 3u);
+  EXPECT_EQ(run.results[0].collective, "allgather");
+  EXPECT_EQ(run.results[0].dtype, "f16");
+  EXPECT_EQ(run.results[0].op, "none");
+  EXPECT_EQ(run.results[2].inPlace.wrong, -1);  // N/A: not checked
+  EXPECT_DOUBLE_EQ(run.results[2].inPlace.timeUs, 24.24);
+  EXPECT_EQ(run.summary.outOfBounds, 0);
+}
+
+TEST(NcclTestsImport, JsonFormat3WithPerIterationStatistics) {
+  SweepRun run = importNcclTestsFile(data("all_reduce_j3.json"), {});
+  ASSERT_EQ(run.results.size(), 3u);
+  EXPECT_EQ(run.results[0].collective, "allreduce");
+  EXPECT_EQ(run.results[1].root, -1);
+  EXPECT_EQ(run.results[1].outOfPlace.iters, 40);
+  EXPECT_DOUBLE_EQ(run.results[1].outOfPlace.iter.stdevUs, 0.9);
+  EXPECT_EQ(run.results[1].outOfPlace.iter.n, 40);
+  EXPECT_EQ(run.metadata.hosts, std::vector<std::string>{"node-c"});
+  EXPECT_EQ(run.metadata.versions.at("nccl"), "2.23.4");
+  EXPECT_NE(run.metadata.commandLine.find("all_reduce_perf -b 8"), std::string::npos);
+  // And the statistics make compare noise-aware on imported runs.
+  RunFile a = loadRunFile(data("all_reduce_j3.json"));
+  EXPECT_EQ(a.origin, "nccl-tests json");
+  auto r = compareRuns(a, a, {});
+  ASSERT_EQ(r.items.size(), 6u);
+  EXPECT_TRUE(r.items[0].noiseKnown);
+  EXPECT_EQ(r.exitCode(), 0);
+}
+
+TEST(NcclTestsImport, TruncatedAndForeignTextNameTheLine) {
+  EXPECT_EQ(messageOf([] { importNcclTestsFile(data("truncated.txt"), {}); }),
+            data("truncated.txt") +
+                " line 19: expected a result row of 13 columns (size count type redop root | time algbw busbw "
+                "#wrong | time algbw busbw #wrong) as the header at line 14 announces, found 2: '1048576        "
+                "262144'. The output is truncated or altered; import the complete nccl-tests output.");
+  EXPECT_NE(messageOf([] { importNcclTestsFile(data("no_footer.txt"), {}); })
+                .find("ends at line 18 inside the table that starts at line 14, without nccl-tests' footer"),
+            std::string::npos);
+  EXPECT_NE(messageOf([] { importNcclTestsFile(data("foreign.txt"), {}); })
+                .find("foreign.txt line 1: 'Starting job 4242 on node-a' is not nccl-tests output"),
+            std::string::npos);
+  auto altered = text("all_reduce_2.13.txt");
+  altered.replace(altered.find("   260.00"), 9, "   2x0.00");
+  EXPECT_NE(messageOf([&] { importNcclTestsText(altered, "x.txt", {}); })
+                .find("x.txt line 20: the out-of-place columns of"),
+            std::string::npos);
+  EXPECT_THROW(importNcclTestsText("", "empty.txt", {}), ds::ConfigError);
+  EXPECT_NE(messageOf([] { importNcclTestsJson(nlohmann::json{{"version", 4}, {"results", nlohmann::json::array()}}, "v4.json", {}); })
+                .find("format version is 4"),
+            std::string::npos);
+  ds::testing::TempDir dir;
+  {
+    std::ofstream out(dir.file("cut.json"));
+    out << text("all_reduce_j3.json").substr(0, 300);
+  }
+  EXPECT_NE(messageOf([&] { importNcclTestsFile(dir.file("cut.json"), {}); }).find("truncated or corrupt"),
+            std::string::npos);
+}
+
+TEST(NcclTestsImport, CollectiveNames) {
+  EXPECT_EQ(collectiveFromNcclTests(" ./build/all_reduce_perf"), "allreduce");
+  EXPECT_EQ(collectiveFromNcclTests("all_gather_perf"), "allgather");
+  EXPECT_EQ(collectiveFromNcclTests("reduce_scatter_perf"), "reduce_scatter");
+  EXPECT_EQ(collectiveFromNcclTests("alltoall_perf"), "alltoall");
+  EXPECT_EQ(collectiveFromNcclTests("sendrecv"), "sendrecv");
+  EXPECT_TRUE(looksLikeNcclTests(text("all_reduce_2.13.txt")));
+  EXPECT_FALSE(looksLikeNcclTests(text("foreign.txt")));
+}
+
+TEST(NcclTestsImport, TheImportedJsonIsARunFileForEveryOtherSubcommand) {
+  ds::testing::TempDir dir;
+  writeJsonAtomic(dir.file("run.json"), sweepToJson(importNcclTestsFile(data("all_reduce_2.13.txt"), {})));
+  RunFile f = loadRunFile(dir.file("run.json"));
+  EXPECT_EQ(f.kind, RunKind::kSweep);
+  EXPECT_EQ(f.sweep->results.size(), 4u);
+  RunFile direct = loadRunFile(data("all_reduce_2.13.txt"));
+  EXPECT_EQ(direct.origin, "nccl-tests text");
+  EXPECT_EQ(direct.runId, f.runId);
+}
