@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -17,6 +18,31 @@
 extern char** environ;  // NOLINT
 
 namespace ds::testing {
+
+double timeScale() {
+  static const double kScale = [] {
+    if (const char* s = std::getenv("DS_TEST_TIME_SCALE")) {  // NOLINT(concurrency-mt-unsafe)
+      char* end = nullptr;
+      double v = std::strtod(s, &end);
+      if (end != s && *end == '\0' && v >= 1) return v;
+      std::fprintf(stderr, "DS_TEST_TIME_SCALE='%s' is not a number >= 1; using 1\n", s);
+      return 1.0;
+    }
+#if defined(__SANITIZE_THREAD__)
+    return 8.0;
+#elif defined(__SANITIZE_ADDRESS__)
+    return 3.0;
+#else
+    return 1.0;
+#endif
+  }();
+  return kScale;
+}
+
+std::chrono::milliseconds scaled(std::chrono::milliseconds d) {
+  return std::chrono::milliseconds(
+      static_cast<std::chrono::milliseconds::rep>(static_cast<double>(d.count()) * timeScale()));
+}
 
 std::string binDir() {
   const char* d = std::getenv("DS_BIN_DIR");  // NOLINT(concurrency-mt-unsafe)
@@ -163,7 +189,7 @@ RunResult Process::wait() { return wait(options_.timeout); }
 
 RunResult Process::wait(std::chrono::milliseconds bound) {
   RunResult r;
-  auto deadline = start_ + bound;
+  auto deadline = start_ + scaled(bound);
   int status = 0;
   // Polls with a sleep: the process is a child of ours, and waitpid has no timeout.
   while (true) {

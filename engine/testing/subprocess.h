@@ -12,6 +12,14 @@
 
 namespace ds::testing {
 
+// How much slower than a plain build this build runs: DS_TEST_TIME_SCALE when set (a number >= 1),
+// else 3 under AddressSanitizer and 8 under ThreadSanitizer (cmake -DDS_SANITIZE=...), else 1.
+// Process multiplies its bound by it, so that a sanitized child is not killed as hung; it never
+// changes what a test asserts, nor the timeouts a test hands to the program under test.
+double timeScale();
+// `d` times timeScale(), for the bounds a test puts on its own waiting (a line to appear, ...).
+std::chrono::milliseconds scaled(std::chrono::milliseconds d);
+
 // build/bin (from DS_BIN_DIR, which ctest sets), for finding dsrun, dsbench and test workers.
 std::string binDir();
 std::string readFile(const std::string& path);
@@ -76,7 +84,8 @@ class Process {
   // Where its output goes while it runs (to watch for a line before wait()).
   std::string stdoutPath() const { return dir_.file("stdout"); }
   std::string stderrPath() const { return dir_.file("stderr"); }
-  // Waits up to the options' timeout (or `bound`); on expiry kills the process group and sets timedOut.
+  // Waits up to the options' timeout (or `bound`), times timeScale(), from the start; on expiry kills
+  // the process group and sets timedOut.
   RunResult wait();
   RunResult wait(std::chrono::milliseconds bound);
 

@@ -85,7 +85,8 @@ TEST(StoreBarrierTest, TwoHundredFiftySixTcpClientsPass) {
   });
   for (int r = 0; r < kWorld; ++r) EXPECT_EQ(errors[r], "") << "rank " << r;
   EXPECT_EQ(master.add("barrier/second/count", 0), kWorld);
-  EXPECT_LT(secondsSince(start), 10.0);
+  // A bound against a wake-up storm, not a speed target; sanitizer builds run slower (timeScale()).
+  EXPECT_LT(secondsSince(start), 10.0 * ds::testing::timeScale());
 }
 
 TEST(TcpStoreScaleTest, ServesThousandTwentyFourConnectedClients) {
