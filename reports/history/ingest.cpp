@@ -247,6 +247,7 @@ IngestReport ingestRuns(const std::string& dbPath, const std::vector<std::string
                                o.kind);
         continue;
       }
+      f.raw = nullptr;  // the typed records are all ingest needs; the document would only hold memory
       loaded[i] = std::move(f);
     } catch (const ds::Error& e) {
       o.reason = e.what();
