@@ -11,6 +11,7 @@
 #include "reports/history/history_schema.h"
 #include "reports/history/sqlite_db.h"
 #include "reports/run/run_file.h"
+#include "reports/schema/label.h"
 
 namespace ds::report::history {
 
@@ -23,6 +24,15 @@ std::string isoNowUtc() {
   char buf[32];
   std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
   return buf;
+}
+
+// Times are compared as text, so they must share one form: "YYYY-MM-DDTHH:MM:SS[.fff]Z". dsbench
+// writes that; imported nccl-tests JSON has "YYYY-MM-DD HH:MM:SS" without a zone, taken as UTC.
+std::string normalizeTime(std::string t) {
+  if (t.size() >= 19 && t[4] == '-' && t[7] == '-' && t[10] == ' ' && t[13] == ':') t[10] = 'T';
+  bool zoned = !t.empty() && (t.back() == 'Z' || (t.size() > 19 && t.find_first_of("+-", 19) != std::string::npos));
+  if (t.size() >= 19 && t[10] == 'T' && !zoned) t += 'Z';
+  return t;
 }
 
 std::string join(const std::set<std::string>& s) {
@@ -121,8 +131,8 @@ class Writer {
         .bind(2, label)
         .bind(3, std::string(runKindName(f.kind)))
         .bind(4, f.origin)
-        .bind(5, r.startTime.empty() ? now : r.startTime)
-        .bind(6, r.endTime)
+        .bind(5, r.startTime.empty() ? now : normalizeTime(r.startTime))
+        .bind(6, normalizeTime(r.endTime))
         .bind(7, now)
         .bind(8, r.hosts)
         .bind(9, r.worldSize)
@@ -230,6 +240,7 @@ class Writer {
 
 IngestReport ingestRuns(const std::string& dbPath, const std::vector<std::string>& paths,
                         const IngestOptions& options) {
+  if (!options.label.empty()) checkLabel(options.label, "--label");
   IngestReport report;
   report.files.resize(paths.size());
   // Read and check every file before taking the write lock, so the lock is held only for inserts.

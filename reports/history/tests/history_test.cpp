@@ -14,6 +14,7 @@
 #include "reports/history/sqlite_db.h"
 #include "reports/history/tests/history_fixtures.h"
 #include "reports/json_io.h"
+#include "reports/sweep/sweep_journal.h"
 
 using namespace ds::report::history;
 using namespace ds::report::history::testing;
@@ -121,6 +122,12 @@ TEST(HistoryIngest, LabelFlagOverridesTheFilesLabel) {
   EXPECT_EQ(rep.files[0].label, "cluster-7");
   EXPECT_EQ(count(db, "SELECT count(*) FROM runs WHERE label = 'from-file'"), 1);
   EXPECT_EQ(count(db, "SELECT count(*) FROM runs WHERE label = 'cluster-7'"), 1);
+  // The one label rule of every tool: a bad label stores nothing.
+  SweepSpec c = a;
+  c.startTime = isoTime(2);
+  EXPECT_THROW(ingestRuns(db, {writeSweep(dir.file("c.json"), c)}, {.label = std::string(65, 'x')}), ds::ConfigError);
+  EXPECT_THROW(ingestRuns(db, {writeSweep(dir.file("c.json"), c)}, {.label = "tab\there"}), ds::ConfigError);
+  EXPECT_EQ(count(db, "SELECT count(*) FROM runs"), 2);
 }
 
 TEST(HistoryIngest, CorruptFilesAreRejectedByNameAndTheOthersGoIn) {
@@ -173,6 +180,33 @@ TEST(HistoryIngest, CorruptFilesAreRejectedByNameAndTheOthersGoIn) {
   auto bad = ingestRuns(db2, {truncated});
   EXPECT_EQ(bad.rejected, 1);
   EXPECT_FALSE(std::ifstream(db2).good());
+}
+
+TEST(HistoryIngest, JournalsOfKilledRunsAndNcclTestsOutputGoIn) {
+  TempDir dir;
+  std::string db = dir.file("h.sqlite");
+  // A sweep killed after its first size: the journal has no end line.
+  SweepSpec spec;
+  spec.startTime = "2026-02-01T10:00:00.125Z";
+  auto run = makeSweep(spec);
+  std::string journal = dir.file("killed.journal.jsonl");
+  {
+    ds::report::SweepJournal j(journal, run.args, run.metadata);
+    j.append(run.results[0]);
+  }
+  const std::string samples = DS_NCCL_SAMPLES_DIR;
+  auto rep = ingestRuns(db, {journal, samples + "/all_reduce_2.13.txt", samples + "/all_reduce_j3.json"},
+                        {.label = "dgx-b"});
+  ASSERT_EQ(rep.added, 3) << formatIngestReport(rep, db);
+  EXPECT_EQ(rep.files[0].rows, 2u);
+  EXPECT_EQ(count(db, "SELECT count(*) FROM runs WHERE origin = 'journal' AND status = 'incomplete' AND row_count = 2"),
+            1);
+  EXPECT_EQ(count(db, "SELECT count(*) FROM runs WHERE origin LIKE 'nccl-tests%' AND backends = 'nccl'"), 2);
+  // Every time in one sortable form, whatever the file wrote (nccl-tests JSON: "2025-05-04 01:00:00").
+  EXPECT_EQ(count(db, "SELECT count(*) FROM runs WHERE start_time NOT GLOB "
+                      "'[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]T[0-9][0-9]:[0-9][0-9]:[0-9][0-9]*Z'"),
+            0);
+  EXPECT_EQ(count(db, "SELECT count(*) FROM runs WHERE start_time = '2026-02-01T10:00:00.125Z'"), 1);
 }
 
 TEST(HistoryDatabase, NewerLayoutIsRefusedWithWhatToDo) {
