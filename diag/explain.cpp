@@ -10,14 +10,40 @@
 namespace ds::diag {
 namespace {
 
+#if defined(__GLIBCXX__)
+constexpr auto kSyntax =
+    std::regex::ECMAScript | std::regex::nosubs | std::regex_constants::__polynomial;
+#else  // other standard libraries: correct, but a very long line may exhaust the stack
+constexpr auto kSyntax = std::regex::ECMAScript | std::regex::nosubs;
+#endif
+
+char asciiLower(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; }
+
+// Lower-cases a pattern's literals; an escape's letter keeps its case (\S is not \s).
+std::string lowerPattern(std::string_view re) {
+  std::string out;
+  for (size_t i = 0; i < re.size(); ++i) {
+    out += asciiLower(re[i]);
+    if (re[i] == '\\' && i + 1 < re.size()) out += re[++i];
+  }
+  return out;
+}
+
 struct Pattern {
   std::regex re;
   Explanation ex;
 };
 
 const std::vector<Pattern>& patterns() {
+  // Matched in one linear pass (fuzzing found the default backtracking matcher overflowing the stack on
+  // a long pasted line: libstdc++ recurses once per character a `.*` consumes, and retries every start
+  // position). The pattern is searched as `[\s\S]*(?:re)` from the text's start only
+  // (match_continuous), and libstdc++'s __polynomial flag selects its Thompson-NFA executor, whose
+  // time is linear in the text and whose recursion is bounded by the pattern, not the text.
+  // Case: the text and the patterns are lower-cased (ASCII) instead of std::regex::icase, whose
+  // per-character locale calls made that executor several times slower.
   auto P = [](const char* re, Explanation e) {
-    return Pattern{std::regex(re, std::regex::icase | std::regex::ECMAScript), std::move(e)};
+    return Pattern{std::regex(std::string(R"([\s\S]*(?:)") + lowerPattern(re) + ")", kSyntax), std::move(e)};
   };
   static const std::vector<Pattern> all = {
       P(R"(errno:?\s*98|address already in use|failed to bind)",
@@ -132,8 +158,10 @@ const std::vector<Explanation>& explanations() {
 
 std::vector<Explanation> explain(const std::string& text) {
   std::vector<Explanation> out;
+  std::string lower(text);
+  for (char& c : lower) c = asciiLower(c);
   for (const auto& p : patterns()) {
-    if (std::regex_search(text, p.re)) out.push_back(p.ex);
+    if (std::regex_search(lower, p.re, std::regex_constants::match_continuous)) out.push_back(p.ex);
   }
   return out;
 }

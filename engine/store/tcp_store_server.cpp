@@ -1,6 +1,7 @@
 #include "engine/store/tcp_store_server.h"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -9,6 +10,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
@@ -42,6 +44,8 @@ constexpr std::uint64_t kAcceptRetryTimer = 2;
 constexpr Duration kAcceptRetryDelay{100};
 constexpr size_t kReadChunk = size_t{64} * 1024;
 constexpr int kMaxEvents = 256;
+// Longer waits are cut to this (about 100 years): any i64 of milliseconds would overflow the clock.
+constexpr std::int64_t kMaxWaitMs = std::int64_t{100} * 365 * 24 * 3600 * 1000;
 
 std::string sockaddrText(const sockaddr_storage& ss) {
   char host[INET6_ADDRSTRLEN] = "?";
@@ -106,6 +110,7 @@ class TcpStoreServer::Impl {
   void listen();
   void run();
   void stop();
+  void adopt(int fd, std::string peer);
 
   int port_ = 0;
   std::string address_;
@@ -115,6 +120,8 @@ class TcpStoreServer::Impl {
   size_t maxFrame() const { return opts_.maxValueBytes + opts_.maxKeyBytes + size_t{1024} * 1024; }
 
   void acceptAll();
+  void addConnection(int fd, std::string peer);
+  void takeAdopted();
   void onReadable(Conn& c);
   void onWritable(Conn& c);
   void process(Conn& c);
@@ -150,6 +157,9 @@ class TcpStoreServer::Impl {
   std::multimap<Clock::time_point, std::uint64_t>::iterator acceptTimer_;
   bool acceptPaused_ = false;
   detail::KvMap map_;
+  std::mutex adoptMu_;
+  std::vector<std::pair<int, std::string>> adopted_;  // handed over by adopt(), taken by the event thread
+  bool adoptClosed_ = false;                           // guarded by adoptMu_
 };
 
 void TcpStoreServer::Impl::listen() {
@@ -256,6 +266,12 @@ void TcpStoreServer::Impl::stop() {
   }
   for (auto& [id, c] : conns_) ::close(c->fd);
   conns_.clear();
+  {
+    std::lock_guard adoptLock(adoptMu_);
+    adoptClosed_ = true;
+    for (auto& [fd, peer] : adopted_) ::close(fd);
+    adopted_.clear();
+  }
   numClients_ = 0;
   for (int* fd : {&listenFd_, &wakeFd_, &epollFd_}) {
     if (*fd >= 0) ::close(*fd);
@@ -282,7 +298,10 @@ void TcpStoreServer::Impl::run() {
     }
     for (int i = 0; i < n && !stopping_; ++i) {
       const std::uint64_t id = events[i].data.u64;
-      if (id == kWakeId) continue;
+      if (id == kWakeId) {
+        takeAdopted();
+        continue;
+      }
       if (id == kListenId) {
         acceptAll();
         continue;
@@ -323,21 +342,49 @@ void TcpStoreServer::Impl::acceptAll() {
     }
     int one = 1;
     ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-    auto c = std::make_unique<Conn>();
-    c->id = nextId_++;
-    c->fd = fd;
-    c->peer = sockaddrText(ss);
-    epoll_event ev{};
-    ev.events = EPOLLIN | EPOLLRDHUP;
-    ev.data.u64 = c->id;
-    if (::epoll_ctl(epollFd_, EPOLL_CTL_ADD, fd, &ev) != 0) {
-      ::close(fd);
-      continue;
-    }
-    Conn& ref = *c;
-    conns_.emplace(c->id, std::move(c));
-    updateStallTimer(ref);  // the handshake must arrive within stallTimeout
+    addConnection(fd, sockaddrText(ss));
   }
+}
+
+void TcpStoreServer::Impl::addConnection(int fd, std::string peer) {
+  auto c = std::make_unique<Conn>();
+  c->id = nextId_++;
+  c->fd = fd;
+  c->peer = std::move(peer);
+  epoll_event ev{};
+  ev.events = EPOLLIN | EPOLLRDHUP;
+  ev.data.u64 = c->id;
+  if (::epoll_ctl(epollFd_, EPOLL_CTL_ADD, fd, &ev) != 0) {
+    ::close(fd);
+    return;
+  }
+  Conn& ref = *c;
+  conns_.emplace(c->id, std::move(c));
+  updateStallTimer(ref);  // the handshake must arrive within stallTimeout
+}
+
+void TcpStoreServer::Impl::adopt(int fd, std::string peer) {
+  const int flags = ::fcntl(fd, F_GETFL);
+  ::fcntl(fd, F_SETFL, flags | O_NONBLOCK);
+  std::lock_guard lock(adoptMu_);
+  if (adoptClosed_) {  // stopped: nobody would serve it
+    ::close(fd);
+    return;
+  }
+  adopted_.emplace_back(fd, std::move(peer));
+  std::uint64_t one = 1;
+  [[maybe_unused]] auto n = ::write(wakeFd_, &one, sizeof(one));  // under the lock: stop() closes wakeFd_
+}
+
+void TcpStoreServer::Impl::takeAdopted() {
+  std::uint64_t count = 0;
+  [[maybe_unused]] auto n = ::read(wakeFd_, &count, sizeof(count));
+  std::vector<std::pair<int, std::string>> fds;
+  {
+    std::lock_guard lock(adoptMu_);
+    fds.swap(adopted_);
+  }
+  for (auto& [fd, peer] : fds) addConnection(fd, std::move(peer));
 }
 
 void TcpStoreServer::Impl::onReadable(Conn& c) {
@@ -568,7 +615,8 @@ void TcpStoreServer::Impl::startWait(Conn& c, Op op, std::vector<std::string> ke
   c.waitKeys = std::move(keys);
   c.waiting = true;
   if (tryFinishWait(c)) return;
-  const auto deadline = Clock::now() + std::chrono::milliseconds(std::max<std::int64_t>(0, timeoutMs));
+  // Clamped: a client may send any i64, and now() + a huge duration overflows (found by fuzzing).
+  const auto deadline = Clock::now() + std::chrono::milliseconds(std::clamp<std::int64_t>(timeoutMs, 0, kMaxWaitMs));
   c.waitTimer = timers_.emplace(deadline, c.id);
   c.hasWaitTimer = true;
   for (const auto& k : c.waitKeys) {
@@ -757,5 +805,6 @@ int TcpStoreServer::port() const { return impl_->port_; }
 std::string TcpStoreServer::address() const { return impl_->address_; }
 size_t TcpStoreServer::numClients() const { return impl_->numClients_.load(); }
 void TcpStoreServer::stop() { impl_->stop(); }
+void TcpStoreServer::adoptConnection(int fd, std::string peer) { impl_->adopt(fd, std::move(peer)); }
 
 }  // namespace ds::store

@@ -51,6 +51,11 @@ class TcpStoreServer {
   // the event thread. Idempotent; thread-safe; must not be called from the event thread.
   void stop();
 
+  // Serves an already connected stream socket as if accept() had returned it; the server owns `fd`
+  // from then on. For tests and the fuzzer (engine/store/fuzz), which hand it one end of a
+  // socketpair so that every byte goes through the real receive, parse and reply path. Thread-safe.
+  void adoptConnection(int fd, std::string peer = "socketpair");
+
   class Impl;
 
  private:
