@@ -25,19 +25,22 @@ struct IngestFlags {
 Command addIngestCommand(CLI::App& parent) {
   auto f = std::make_shared<IngestFlags>();
   Command c;
-  c.app = parent.add_subcommand(
-      "ingest",
-      "Store dsbench results (coll sweeps, train runs, their journals, nccl-tests output) in a SQLite history "
-      "database, one transaction per call. A run already stored is skipped. Exit 0: all stored or already there; "
-      "2: some file rejected (the others were stored) or the database unusable.");
-  c.app->add_option("files", f->files, "result files (dsbench -J/--json output, .jsonl journals)")->required();
+  c.app = parent.add_subcommand("ingest",
+                                "Store dsbench results (coll sweeps, train runs, their journals, nccl-tests "
+                                "output) in a SQLite history "
+                                "database, one transaction per call. A run already stored is skipped. Exit "
+                                "0: all stored or already there; "
+                                "2: some file rejected (the others were stored) or the database unusable.");
+  c.app->add_option("files", f->files, "result files (dsbench -J/--json output, .jsonl journals)")
+      ->required();
   c.app->add_option("--db", f->db, "the history database; created when missing")
       ->required()
       ->envname("DSREPORT_DB");
   c.app
-      ->add_option("--label", f->options.label,
-                   "cluster or system name stored with every run of this call, overriding the files' own label "
-                   "(dsbench --label)")
+      ->add_option(
+          "--label", f->options.label,
+          "cluster or system name stored with every run of this call, overriding the files' own label "
+          "(dsbench --label)")
       ->envname("DSREPORT_LABEL");
   c.app
       ->add_option("--busy-timeout-ms", f->options.busyTimeoutMs,

@@ -76,8 +76,8 @@ struct DashboardSeries {
 
 struct DashboardData {
   std::string dbPath;
-  DashboardOptions options;  // as applied
-  int runs = 0;              // runs in the database that fed at least one shown series
+  DashboardOptions options;         // as applied
+  int runs = 0;                     // runs in the database that fed at least one shown series
   std::string firstTime, lastTime;  // time range of those runs
   // Every label, backend and collective in the database (not only the filtered ones), sorted, for
   // the renderer's filter controls.

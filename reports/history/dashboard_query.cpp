@@ -74,7 +74,8 @@ void judgeSeries(DashboardSeries& series, const DashboardOptions& options) {
     p.noise = 1.4826 * median(dev);
     p.changePct = 100.0 * (p.value - base) / base;
     double delta = p.value - base;
-    bool significant = std::fabs(p.changePct) > options.thresholdPct && std::fabs(delta) > options.noiseFactor * p.noise;
+    bool significant =
+        std::fabs(p.changePct) > options.thresholdPct && std::fabs(delta) > options.noiseFactor * p.noise;
     if (!significant) continue;
     bool better = series.higherIsBetter ? delta > 0 : delta < 0;
     (better ? p.improved : p.regressed) = true;
@@ -85,9 +86,10 @@ void judgeSeries(DashboardSeries& series, const DashboardOptions& options) {
 
 DashboardData queryDashboard(const std::string& dbPath, const DashboardOptions& options) {
   if (options.window < 1 || options.minHistory < 1 || options.minHistory > options.window)
-    throw ConfigError(fmt::format("dashboard window {} and minimum history {} do not fit: both must be at least 1 "
-                                  "and the minimum history no larger than the window",
-                                  options.window, options.minHistory));
+    throw ConfigError(
+        fmt::format("dashboard window {} and minimum history {} do not fit: both must be at least 1 "
+                    "and the minimum history no larger than the window",
+                    options.window, options.minHistory));
   if (!(options.thresholdPct >= 0) || !(options.noiseFactor >= 0))
     throw ConfigError(fmt::format("dashboard threshold {}% and noise factor {} must be zero or more",
                                   options.thresholdPct, options.noiseFactor));
@@ -99,31 +101,34 @@ DashboardData queryDashboard(const std::string& dbPath, const DashboardOptions& 
   d.dbPath = dbPath;
   d.options = options;
   d.labels = distinct(db, "SELECT DISTINCT label FROM runs ORDER BY label");
-  d.backends = distinct(db,
-                        "SELECT backend FROM sweep_rows UNION SELECT backend FROM train_rows ORDER BY 1");
+  d.backends = distinct(db, "SELECT backend FROM sweep_rows UNION SELECT backend FROM train_rows ORDER BY 1");
   d.collectives = distinct(db, "SELECT DISTINCT collective FROM sweep_rows ORDER BY collective");
   if (db.queryInt("SELECT EXISTS (SELECT 1 FROM train_rows)")) d.collectives.push_back("train");
 
-  using SweepKey = std::tuple<std::string, std::string, std::string, std::string, std::string, std::int64_t, int>;
+  using SweepKey =
+      std::tuple<std::string, std::string, std::string, std::string, std::string, std::int64_t, int>;
   std::map<SweepKey, DashboardSeries> sweeps;
   std::set<std::string> usedRuns;
   {
     // Out-of-place busbw; two rows of one run with the same size (sizes rounded to one) are averaged.
-    Statement st(db,
-                 "SELECT r.label, s.backend, s.collective, s.dtype, s.op, s.bytes, s.world_size, r.start_time, "
-                 "r.run_id, r.source_file, AVG(s.busbw) FROM sweep_rows s JOIN runs r ON r.run_id = s.run_id "
-                 "WHERE s.place = 'out' GROUP BY r.label, s.backend, s.collective, s.dtype, s.op, s.bytes, "
-                 "s.world_size, r.run_id ORDER BY r.start_time, r.run_id");
+    Statement st(
+        db,
+        "SELECT r.label, s.backend, s.collective, s.dtype, s.op, s.bytes, s.world_size, r.start_time, "
+        "r.run_id, r.source_file, AVG(s.busbw) FROM sweep_rows s JOIN runs r ON r.run_id = s.run_id "
+        "WHERE s.place = 'out' GROUP BY r.label, s.backend, s.collective, s.dtype, s.op, s.bytes, "
+        "s.world_size, r.run_id ORDER BY r.start_time, r.run_id");
     while (st.step()) {
       std::string label = st.text(0), backend = st.text(1), collective = st.text(2);
       auto bytes = static_cast<std::size_t>(st.integer(5));
       if (!allowed(options.labels, label) || !allowed(options.backends, backend) ||
           !allowed(options.collectives, collective))
         continue;
-      if (!options.sizes.empty() && std::find(options.sizes.begin(), options.sizes.end(), bytes) == options.sizes.end())
+      if (!options.sizes.empty() &&
+          std::find(options.sizes.begin(), options.sizes.end(), bytes) == options.sizes.end())
         continue;
       int world = static_cast<int>(st.integer(6));
-      SweepKey key{label, backend, collectiveSortKey(collective), st.text(3), st.text(4), st.integer(5), world};
+      SweepKey key{label,         backend, collectiveSortKey(collective), st.text(3), st.text(4),
+                   st.integer(5), world};
       DashboardSeries& s = sweeps[key];
       if (s.id.empty()) {
         s.metric = "busbw";
@@ -136,7 +141,8 @@ DashboardData queryDashboard(const std::string& dbPath, const DashboardOptions& 
         s.op = st.text(4);
         s.bytes = bytes;
         s.worldSize = world;
-        s.id = fmt::format("busbw|{}|{}|{}|{}|{}|{}|{}", label, backend, collective, s.dtype, s.op, bytes, world);
+        s.id = fmt::format("busbw|{}|{}|{}|{}|{}|{}|{}", label, backend, collective, s.dtype, s.op, bytes,
+                           world);
         s.title = fmt::format("{} busbw, {}, {}{}, {} ranks", collective, sizeText(bytes), s.dtype,
                               s.op == "none" ? "" : " " + s.op, world);
       }
@@ -153,21 +159,22 @@ DashboardData queryDashboard(const std::string& dbPath, const DashboardOptions& 
   using TrainKey = std::tuple<std::string, std::string, std::string>;
   std::map<TrainKey, DashboardSeries> trains;
   if (allowed(options.collectives, "train")) {
-    Statement st(db,
-                 "SELECT r.label, t.backend, t.model, t.world_size, t.device, t.per_rank_batch, t.bucket_cap_mb, "
-                 "t.overlap, t.comm_hook, t.gradient_as_bucket_view, t.optimizer, r.start_time, r.run_id, "
-                 "r.source_file, AVG(t.step_p50_ms) FROM train_rows t JOIN runs r ON r.run_id = t.run_id GROUP BY "
-                 "r.label, t.backend, t.model, t.world_size, t.device, t.per_rank_batch, t.bucket_cap_mb, "
-                 "t.overlap, t.comm_hook, t.gradient_as_bucket_view, t.optimizer, r.run_id ORDER BY r.start_time, "
-                 "r.run_id");
+    Statement st(
+        db,
+        "SELECT r.label, t.backend, t.model, t.world_size, t.device, t.per_rank_batch, t.bucket_cap_mb, "
+        "t.overlap, t.comm_hook, t.gradient_as_bucket_view, t.optimizer, r.start_time, r.run_id, "
+        "r.source_file, AVG(t.step_p50_ms) FROM train_rows t JOIN runs r ON r.run_id = t.run_id GROUP BY "
+        "r.label, t.backend, t.model, t.world_size, t.device, t.per_rank_batch, t.bucket_cap_mb, "
+        "t.overlap, t.comm_hook, t.gradient_as_bucket_view, t.optimizer, r.run_id ORDER BY r.start_time, "
+        "r.run_id");
     while (st.step()) {
       std::string label = st.text(0), backend = st.text(1);
       if (!allowed(options.labels, label) || !allowed(options.backends, backend)) continue;
       int world = static_cast<int>(st.integer(3));
-      std::string config = fmt::format("{}, world {}, {}, batch {}, bucket {:g} MB, {}, hook {}{}, {}", st.text(2),
-                                        world, st.text(4), st.integer(5), st.real(6),
-                                        st.integer(7) ? "overlap" : "no overlap", st.text(8),
-                                        st.integer(9) ? ", bucket view" : "", st.text(10));
+      std::string config =
+          fmt::format("{}, world {}, {}, batch {}, bucket {:g} MB, {}, hook {}{}, {}", st.text(2), world,
+                      st.text(4), st.integer(5), st.real(6), st.integer(7) ? "overlap" : "no overlap",
+                      st.text(8), st.integer(9) ? ", bucket view" : "", st.text(10));
       DashboardSeries& s = trains[{label, backend, config}];
       if (s.id.empty()) {
         s.metric = "train_step_p50";

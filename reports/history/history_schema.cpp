@@ -128,13 +128,15 @@ void checkIdentity(Database& db, const Identity& id) {
   int version = id.version;
   std::int64_t appId = id.appId;
   if (appId != kHistoryApplicationId && !(appId == 0 && version == 0 && id.objects == 0))
-    throw ConfigError(fmt::format("'{}' is a SQLite database of another application (application_id {:#x}), not a "
-                                  "dsreport history; point --db at a new file or at one made by `dsreport ingest`",
-                                  db.path(), appId));
+    throw ConfigError(
+        fmt::format("'{}' is a SQLite database of another application (application_id {:#x}), not a "
+                    "dsreport history; point --db at a new file or at one made by `dsreport ingest`",
+                    db.path(), appId));
   if (version > kHistorySchemaVersion)
-    throw ConfigError(fmt::format("the history database '{}' was written by a newer dsreport (history layout {}; this "
-                                  "dsreport knows layouts up to {}); upgrade dsreport, or use another --db",
-                                  db.path(), version, kHistorySchemaVersion));
+    throw ConfigError(
+        fmt::format("the history database '{}' was written by a newer dsreport (history layout {}; this "
+                    "dsreport knows layouts up to {}); upgrade dsreport, or use another --db",
+                    db.path(), version, kHistorySchemaVersion));
 }
 
 // Runs the migrations from `version` up, inside the caller's write transaction.
@@ -172,9 +174,10 @@ void configure(Database& db) {
   // pages); only a power loss can drop the newest commits, never corrupt the file.
   std::string mode = switchToWal(db);
   if (mode != "wal")
-    throw IoError(fmt::format("history database '{}': SQLite refused WAL mode (journal mode stays '{}'); WAL needs "
-                              "a local file system with shared memory, so keep the database off NFS",
-                              db.path(), mode));
+    throw IoError(
+        fmt::format("history database '{}': SQLite refused WAL mode (journal mode stays '{}'); WAL needs "
+                    "a local file system with shared memory, so keep the database off NFS",
+                    db.path(), mode));
   db.exec("PRAGMA synchronous = NORMAL");
   db.exec("PRAGMA foreign_keys = ON");
 }
@@ -183,9 +186,10 @@ void prepare(Database& db, bool create) {
   Identity id = readIdentity(db);
   checkIdentity(db, id);
   if (!create && id.version == 0)
-    throw ConfigError(fmt::format("'{}' holds no runs yet (it is not a dsreport history database); fill it with "
-                                  "`dsreport ingest RUN.json... --db {}`",
-                                  db.path(), db.path()));
+    throw ConfigError(
+        fmt::format("'{}' holds no runs yet (it is not a dsreport history database); fill it with "
+                    "`dsreport ingest RUN.json... --db {}`",
+                    db.path(), db.path()));
   configure(db);
   if (id.version == kHistorySchemaVersion) return;
   // Another process may be creating or migrating the same file right now: take the write lock,

@@ -30,7 +30,8 @@ std::string isoNowUtc() {
 // writes that; imported nccl-tests JSON has "YYYY-MM-DD HH:MM:SS" without a zone, taken as UTC.
 std::string normalizeTime(std::string t) {
   if (t.size() >= 19 && t[4] == '-' && t[7] == '-' && t[10] == ' ' && t[13] == ':') t[10] = 'T';
-  bool zoned = !t.empty() && (t.back() == 'Z' || (t.size() > 19 && t.find_first_of("+-", 19) != std::string::npos));
+  bool zoned =
+      !t.empty() && (t.back() == 'Z' || (t.size() > 19 && t.find_first_of("+-", 19) != std::string::npos));
   if (t.size() >= 19 && t[10] == 'T' && !zoned) t += 'Z';
   return t;
 }
@@ -102,26 +103,29 @@ class Writer {
  public:
   explicit Writer(Database& db)
       : db_(db),
-        insertRun_(db,
-                   "INSERT OR IGNORE INTO runs (run_id, label, kind, origin, start_time, end_time, ingested_at, "
-                   "hosts, world_size, backends, source_file, schema_version, dsperf_version, git_sha, status, "
-                   "metadata, row_count) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, "
-                   "?15, ?16, ?17)"),
-        insertSweep_(db,
-                     "INSERT INTO sweep_rows (run_id, seq, place, backend, collective, dtype, op, root, world_size, "
-                     "bytes, count, iters, time_us, algbw, busbw, wrong, min_us, max_us, avg_us, p50_us, p95_us, "
-                     "p99_us, stdev_us, cv_pct, slowest_rank, spread_pct) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, "
-                     "?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, "
-                     "?26)"),
-        insertTrain_(db,
-                     "INSERT INTO train_rows (run_id, seq, model, params, world_size, backend, device, "
-                     "per_rank_batch, steps, warmup, optimizer, bucket_cap_mb, overlap, comm_hook, "
-                     "gradient_as_bucket_view, buckets, step_p50_ms, step_p90_ms, step_p99_ms, step_mean_ms, "
-                     "forward_p50_ms, backward_compute_p50_ms, backward_comm_p50_ms, exposed_comm_p50_ms, "
-                     "optimizer_p50_ms, comm_busy_p50_ms, samples_per_sec, overlap_efficiency, hidden_comm_ms, "
-                     "loss_start, loss_end, record) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, "
-                     "?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, "
-                     "?31, ?32)"),
+        insertRun_(
+            db,
+            "INSERT OR IGNORE INTO runs (run_id, label, kind, origin, start_time, end_time, ingested_at, "
+            "hosts, world_size, backends, source_file, schema_version, dsperf_version, git_sha, status, "
+            "metadata, row_count) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, "
+            "?15, ?16, ?17)"),
+        insertSweep_(
+            db,
+            "INSERT INTO sweep_rows (run_id, seq, place, backend, collective, dtype, op, root, world_size, "
+            "bytes, count, iters, time_us, algbw, busbw, wrong, min_us, max_us, avg_us, p50_us, p95_us, "
+            "p99_us, stdev_us, cv_pct, slowest_rank, spread_pct) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, "
+            "?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, "
+            "?26)"),
+        insertTrain_(
+            db,
+            "INSERT INTO train_rows (run_id, seq, model, params, world_size, backend, device, "
+            "per_rank_batch, steps, warmup, optimizer, bucket_cap_mb, overlap, comm_hook, "
+            "gradient_as_bucket_view, buckets, step_p50_ms, step_p90_ms, step_p99_ms, step_mean_ms, "
+            "forward_p50_ms, backward_compute_p50_ms, backward_comm_p50_ms, exposed_comm_p50_ms, "
+            "optimizer_p50_ms, comm_busy_p50_ms, samples_per_sec, overlap_efficiency, hidden_comm_ms, "
+            "loss_start, loss_end, record) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, "
+            "?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, "
+            "?31, ?32)"),
         labelOf_(db, "SELECT label FROM runs WHERE run_id = ?1") {}
 
   // Inserts the run; false when its id was already there (then `existingLabel` is its label).
@@ -253,16 +257,18 @@ IngestReport ingestRuns(const std::string& dbPath, const std::vector<std::string
       o.kind = runKindName(f.kind);
       o.runId = f.runId;
       if (f.kind != RunKind::kSweep && f.kind != RunKind::kTrain) {
-        o.reason = fmt::format("it is a {} report, and the history keeps dsbench results only (coll sweeps and "
-                               "train runs, their journals, imported nccl-tests output)",
-                               o.kind);
+        o.reason = fmt::format(
+            "it is a {} report, and the history keeps dsbench results only (coll sweeps and "
+            "train runs, their journals, imported nccl-tests output)",
+            o.kind);
         continue;
       }
       f.raw = nullptr;  // the typed records are all ingest needs; the document would only hold memory
       loaded[i] = std::move(f);
     } catch (const ds::Error& e) {
       o.reason = e.what();
-    } catch (const std::exception& e) {  // nlohmann or std errors a reader let through: still this file's fault
+    } catch (
+        const std::exception& e) {  // nlohmann or std errors a reader let through: still this file's fault
       o.reason = fmt::format("{} could not be read: {}", paths[i], e.what());
     }
   }
@@ -280,7 +286,8 @@ IngestReport ingestRuns(const std::string& dbPath, const std::vector<std::string
       const RunFile& f = *loaded[i];
       IngestOutcome& o = report.files[i];
       o.label = options.label.empty() ? f.label : options.label;
-      RunRow row = f.kind == RunKind::kSweep ? describeSweep(*f.sweep) : describeTrain(*f.train, f.trainMetadata);
+      RunRow row =
+          f.kind == RunKind::kSweep ? describeSweep(*f.sweep) : describeTrain(*f.train, f.trainMetadata);
       std::string existing;
       if (!w.addRun(f, o.label, row, now, existing)) {
         o.status = IngestStatus::kAlreadyPresent;
@@ -312,23 +319,25 @@ std::string formatIngestReport(const IngestReport& report, const std::string& db
     if (o.status == IngestStatus::kRejected ? !rejected : !perFile) continue;
     switch (o.status) {
       case IngestStatus::kAdded:
-        out += fmt::format("added    {}: {} run {}, {} rows, {}\n", o.path, o.kind, o.runId, o.rows, labelText(o.label));
+        out += fmt::format("added    {}: {} run {}, {} rows, {}\n", o.path, o.kind, o.runId, o.rows,
+                           labelText(o.label));
         break;
       case IngestStatus::kAlreadyPresent:
-        out += fmt::format("skipped  {}: {} run {} is already in the database ({}), skipped\n", o.path, o.kind,
-                           o.runId, labelText(o.label));
+        out += fmt::format("skipped  {}: {} run {} is already in the database ({}), skipped\n", o.path,
+                           o.kind, o.runId, labelText(o.label));
         break;
       case IngestStatus::kRejected:
         out += fmt::format("REJECTED {}: {}\n", o.path, o.reason);
         break;
     }
   }
-  out += fmt::format("{}: {} added, {} already present, {} rejected", dbPath, report.added, report.alreadyPresent,
-                     report.rejected);
+  out += fmt::format("{}: {} added, {} already present, {} rejected", dbPath, report.added,
+                     report.alreadyPresent, report.rejected);
   if (report.rejected > 0)
-    out += report.added + report.alreadyPresent > 0
-               ? "; the rejected files were left out and the others stored: fix or remove them and ingest again"
-               : "; nothing was stored";
+    out +=
+        report.added + report.alreadyPresent > 0
+            ? "; the rejected files were left out and the others stored: fix or remove them and ingest again"
+            : "; nothing was stored";
   out += "\n";
   return out;
 }

@@ -28,9 +28,9 @@ enum class IngestStatus { kAdded, kAlreadyPresent, kRejected };
 struct IngestOutcome {
   std::string path;
   IngestStatus status = IngestStatus::kRejected;
-  std::string kind;   // sweep, train (when classified)
-  std::string runId;  // when classified
-  std::string label;  // the label it was stored under (kAdded) or is stored under (kAlreadyPresent)
+  std::string kind;      // sweep, train (when classified)
+  std::string runId;     // when classified
+  std::string label;     // the label it was stored under (kAdded) or is stored under (kAlreadyPresent)
   std::size_t rows = 0;  // measured rows stored (kAdded)
   std::string reason;    // kRejected: why, as a sentence
 };

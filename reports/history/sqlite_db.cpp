@@ -10,9 +10,10 @@ Database::Database(const std::string& path, Mode mode, int busyTimeoutMs) : path
   if (mode == Mode::kExisting) {
     struct stat st {};
     if (::stat(path.c_str(), &st) != 0)
-      throw ConfigError(fmt::format("there is no history database at '{}'; create one with `dsreport ingest "
-                                    "RUN.json... --db {}`, or pass the right --db",
-                                    path, path));
+      throw ConfigError(
+          fmt::format("there is no history database at '{}'; create one with `dsreport ingest "
+                      "RUN.json... --db {}`, or pass the right --db",
+                      path, path));
   }
   int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX;
   if (mode == Mode::kCreate) flags |= SQLITE_OPEN_CREATE;
@@ -21,9 +22,10 @@ Database::Database(const std::string& path, Mode mode, int busyTimeoutMs) : path
     std::string msg = db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc);
     sqlite3_close(db_);
     db_ = nullptr;
-    throw IoError(fmt::format("cannot open the history database '{}': {} (check the path and that its folder "
-                              "is writable)",
-                              path, msg));
+    throw IoError(
+        fmt::format("cannot open the history database '{}': {} (check the path and that its folder "
+                    "is writable)",
+                    path, msg));
   }
   sqlite3_extended_result_codes(db_, 1);
   sqlite3_busy_timeout(db_, busyTimeoutMs);
@@ -38,15 +40,17 @@ void Database::fail(const std::string& what, int rc) const {
   std::string hint;
   int primary = rc & 0xff;
   if (primary == SQLITE_BUSY || primary == SQLITE_LOCKED)
-    hint = "; another process held the database's write lock for longer than the busy timeout: retry when it is "
-           "done";
+    hint =
+        "; another process held the database's write lock for longer than the busy timeout: retry when it is "
+        "done";
   else if (primary == SQLITE_NOTADB || primary == SQLITE_CORRUPT)
     hint = "; the file is not a SQLite database or is damaged: point --db at a dsreport history database";
   else if (primary == SQLITE_READONLY || primary == SQLITE_CANTOPEN || primary == SQLITE_PERM)
     hint = "; check that the file and its folder are writable (SQLite writes -wal and -shm files beside it)";
   else if (primary == SQLITE_FULL)
     hint = "; the disk is full";
-  throw IoError(fmt::format("history database '{}': {} failed: {} (SQLite code {}){}", path_, what, msg, rc, hint));
+  throw IoError(
+      fmt::format("history database '{}': {} failed: {} (SQLite code {}){}", path_, what, msg, rc, hint));
 }
 
 void Database::exec(const std::string& sql) {
@@ -120,7 +124,8 @@ void Statement::reset() {
 std::string Statement::text(int col) const {
   const unsigned char* p = sqlite3_column_text(stmt_, col);
   if (!p) return {};
-  return std::string(reinterpret_cast<const char*>(p), static_cast<std::size_t>(sqlite3_column_bytes(stmt_, col)));
+  return std::string(reinterpret_cast<const char*>(p),
+                     static_cast<std::size_t>(sqlite3_column_bytes(stmt_, col)));
 }
 
 std::int64_t Statement::integer(int col) const { return sqlite3_column_int64(stmt_, col); }

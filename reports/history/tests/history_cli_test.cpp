@@ -1,8 +1,7 @@
 // `dsreport ingest` as users run it: exit codes, rejected files named on stderr, --label, and two
 // processes ingesting into one database at the same time.
-#include <gtest/gtest.h>
-
 #include <fmt/format.h>
+#include <gtest/gtest.h>
 
 #include <fstream>
 #include <iostream>
@@ -107,8 +106,9 @@ TEST(IngestCli, TwoProcessesIngestingAtOnceBothSucceed) {
   EXPECT_EQ(rb.exitCode, 0) << rb.out << rb.err;
   EXPECT_EQ(count(db, "SELECT count(*) FROM runs"), 2 * own + shared);
   // Every run has all its rows; the shared runs were stored by exactly one of the two.
-  EXPECT_EQ(count(db, "SELECT count(*) FROM runs r WHERE row_count != (SELECT count(*) FROM sweep_rows s WHERE "
-                      "s.run_id = r.run_id)"),
+  EXPECT_EQ(count(db,
+                  "SELECT count(*) FROM runs r WHERE row_count != (SELECT count(*) FROM sweep_rows s WHERE "
+                  "s.run_id = r.run_id)"),
             0);
   EXPECT_EQ(count(db, "SELECT count(*) FROM sweep_rows"), (2 * own + shared) * 3 * 19 * 2);
   Database d(db, Database::Mode::kExisting, 1000);

@@ -91,8 +91,10 @@ std::string writeTrain(const std::string& path, const TrainSpec& spec) {
     r.lossEnd = 1.0;
     runs.push_back(r);
   }
-  nlohmann::json meta{{"command_line", "dsbench train"}, {"hosts", {"node-a"}},
-                      {"start_time", spec.startTime},    {"end_time", spec.startTime},
+  nlohmann::json meta{{"command_line", "dsbench train"},
+                      {"hosts", {"node-a"}},
+                      {"start_time", spec.startTime},
+                      {"end_time", spec.startTime},
                       {"versions", {{"dsperf", "0.1.0"}}}};
   if (!spec.label.empty()) meta["label"] = spec.label;
   writeJsonAtomic(path, trainToJson(runs, meta));

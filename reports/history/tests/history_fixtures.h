@@ -35,7 +35,7 @@ struct TrainSpec {
   std::string startTime = "2026-01-01T00:00:00Z";
   std::string label;
   std::string backend = "gloo";
-  double stepMs = 100.0;  // step p50
+  double stepMs = 100.0;                   // step p50
   std::vector<double> bucketCapsMb{25.0};  // one configuration per cap
 };
 

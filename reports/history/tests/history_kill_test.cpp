@@ -1,10 +1,9 @@
 // Fault: `dsreport ingest` SIGKILLed at random points, 20 times, into one database. After every kill
 // the database passes SQLite's integrity check, each batch (one ingest call) is wholly present or
 // wholly absent, every stored run has all its rows, and the next ingest works.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <signal.h>
-
-#include <fmt/format.h>
 
 #include <chrono>
 #include <iostream>
@@ -76,35 +75,39 @@ TEST(IngestFault, KilledIngestsNeverCorruptTheDatabase) {
   for (int b = 1; b <= kKills; ++b) {
     double wait = b % 2 ? anywhere(rng) : writing(rng);
     {
-      ds::testing::Process p(ingestArgs(db, batches[static_cast<std::size_t>(b)]), ds::testing::cleanOptions());
+      ds::testing::Process p(ingestArgs(db, batches[static_cast<std::size_t>(b)]),
+                             ds::testing::cleanOptions());
       std::this_thread::sleep_for(std::chrono::microseconds(static_cast<long>(wait * 1000)));
       ::kill(p.pid(), SIGKILL);
       auto r = p.wait();
-      if (r.exitCode == -SIGKILL) ++killed;
+      if (r.exitCode == -SIGKILL)
+        ++killed;
       else
         ASSERT_EQ(r.exitCode, 0) << "kill " << b << " after " << wait << " ms: " << r.out << r.err;
     }
     Database d(db, Database::Mode::kExisting, 10000);
-    ASSERT_EQ(d.queryText("PRAGMA integrity_check"), "ok") << "after kill " << b << " at " << wait << " ms (seed " << seed << ")";
+    ASSERT_EQ(d.queryText("PRAGMA integrity_check"), "ok")
+        << "after kill " << b << " at " << wait << " ms (seed " << seed << ")";
     Statement st(d, "SELECT count(*) FROM runs WHERE label = ?1");
     st.bind(1, fmt::format("batch-{}", b));
     ASSERT_TRUE(st.step());
     std::int64_t n = st.integer(0);
     ASSERT_TRUE(n == 0 || n == kFilesPerBatch)
-        << "batch " << b << " is half stored (" << n << " of " << kFilesPerBatch << " runs) after a kill at " << wait
-        << " ms (seed " << seed << ")";
+        << "batch " << b << " is half stored (" << n << " of " << kFilesPerBatch << " runs) after a kill at "
+        << wait << " ms (seed " << seed << ")";
     present[static_cast<std::size_t>(b)] = n == kFilesPerBatch;
     (n ? landedWhole : landedNone) += 1;
-    ASSERT_EQ(d.queryInt("SELECT count(*) FROM runs r WHERE row_count != (SELECT count(*) FROM sweep_rows s WHERE "
-                         "s.run_id = r.run_id)"),
-              0)
+    ASSERT_EQ(
+        d.queryInt("SELECT count(*) FROM runs r WHERE row_count != (SELECT count(*) FROM sweep_rows s WHERE "
+                   "s.run_id = r.run_id)"),
+        0)
         << "a run lost rows after kill " << b;
     std::int64_t expected = 0;
     for (bool p : present) expected += p ? kFilesPerBatch : 0;
     ASSERT_EQ(d.queryInt("SELECT count(*) FROM runs"), expected) << "stray or lost runs after kill " << b;
   }
-  std::cout << kKills << " kills (" << killed << " while running): " << landedWhole << " batches stored whole, "
-            << landedNone << " not at all\n";
+  std::cout << kKills << " kills (" << killed << " while running): " << landedWhole
+            << " batches stored whole, " << landedNone << " not at all\n";
 
   // Everything again in one call: the killed batches go in, the stored ones are skipped.
   std::vector<std::string> all;
@@ -113,8 +116,10 @@ TEST(IngestFault, KilledIngestsNeverCorruptTheDatabase) {
   ASSERT_EQ(last.exitCode, 0) << last.out << last.err;
   Database d(db, Database::Mode::kExisting, 10000);
   EXPECT_EQ(d.queryText("PRAGMA integrity_check"), "ok");
-  EXPECT_EQ(d.queryInt("SELECT count(*) FROM runs"), static_cast<std::int64_t>(batches.size()) * kFilesPerBatch);
-  EXPECT_EQ(d.queryInt("SELECT count(*) FROM runs r WHERE row_count != (SELECT count(*) FROM sweep_rows s WHERE "
-                       "s.run_id = r.run_id)"),
-            0);
+  EXPECT_EQ(d.queryInt("SELECT count(*) FROM runs"),
+            static_cast<std::int64_t>(batches.size()) * kFilesPerBatch);
+  EXPECT_EQ(
+      d.queryInt("SELECT count(*) FROM runs r WHERE row_count != (SELECT count(*) FROM sweep_rows s WHERE "
+                 "s.run_id = r.run_id)"),
+      0);
 }

@@ -69,13 +69,17 @@ TEST(HistoryIngest, StoresSweepAndTrainRunsWithAllRows) {
   EXPECT_EQ(count(db, "SELECT count(*) FROM runs"), 2);
   EXPECT_EQ(count(db, "SELECT count(*) FROM sweep_rows"), static_cast<std::int64_t>(sweepRows(s)));
   EXPECT_EQ(count(db, "SELECT count(*) FROM train_rows"), 2);
-  EXPECT_EQ(count(db, "SELECT count(*) FROM runs WHERE label = 'pod-a' AND kind = 'sweep' AND world_size = 4 AND "
-                      "backends = 'gloo' AND start_time = '2026-01-01T00:00:00Z' AND git_sha = 'abc1234'"),
+  EXPECT_EQ(count(db,
+                  "SELECT count(*) FROM runs WHERE label = 'pod-a' AND kind = 'sweep' AND world_size = 4 AND "
+                  "backends = 'gloo' AND start_time = '2026-01-01T00:00:00Z' AND git_sha = 'abc1234'"),
             1);
-  EXPECT_EQ(count(db, "SELECT count(*) FROM sweep_rows WHERE place = 'out' AND busbw = 10.0 AND bytes = 1048576 AND "
-                      "collective = 'allgather'"),
+  EXPECT_EQ(
+      count(db,
+            "SELECT count(*) FROM sweep_rows WHERE place = 'out' AND busbw = 10.0 AND bytes = 1048576 AND "
+            "collective = 'allgather'"),
+      1);
+  EXPECT_EQ(count(db, "SELECT count(*) FROM train_rows WHERE step_p50_ms = 100.0 AND bucket_cap_mb = 1.0"),
             1);
-  EXPECT_EQ(count(db, "SELECT count(*) FROM train_rows WHERE step_p50_ms = 100.0 AND bucket_cap_mb = 1.0"), 1);
   // The layout is versioned and marked as ours.
   EXPECT_EQ(count(db, "PRAGMA user_version"), kHistorySchemaVersion);
   EXPECT_EQ(count(db, "PRAGMA application_id"), kHistoryApplicationId);
@@ -125,7 +129,8 @@ TEST(HistoryIngest, LabelFlagOverridesTheFilesLabel) {
   // The one label rule of every tool: a bad label stores nothing.
   SweepSpec c = a;
   c.startTime = isoTime(2);
-  EXPECT_THROW(ingestRuns(db, {writeSweep(dir.file("c.json"), c)}, {.label = std::string(65, 'x')}), ds::ConfigError);
+  EXPECT_THROW(ingestRuns(db, {writeSweep(dir.file("c.json"), c)}, {.label = std::string(65, 'x')}),
+               ds::ConfigError);
   EXPECT_THROW(ingestRuns(db, {writeSweep(dir.file("c.json"), c)}, {.label = "tab\there"}), ds::ConfigError);
   EXPECT_EQ(count(db, "SELECT count(*) FROM runs"), 2);
 }
@@ -199,12 +204,15 @@ TEST(HistoryIngest, JournalsOfKilledRunsAndNcclTestsOutputGoIn) {
                         {.label = "dgx-b"});
   ASSERT_EQ(rep.added, 3) << formatIngestReport(rep, db);
   EXPECT_EQ(rep.files[0].rows, 2u);
-  EXPECT_EQ(count(db, "SELECT count(*) FROM runs WHERE origin = 'journal' AND status = 'incomplete' AND row_count = 2"),
-            1);
+  EXPECT_EQ(
+      count(db,
+            "SELECT count(*) FROM runs WHERE origin = 'journal' AND status = 'incomplete' AND row_count = 2"),
+      1);
   EXPECT_EQ(count(db, "SELECT count(*) FROM runs WHERE origin LIKE 'nccl-tests%' AND backends = 'nccl'"), 2);
   // Every time in one sortable form, whatever the file wrote (nccl-tests JSON: "2025-05-04 01:00:00").
-  EXPECT_EQ(count(db, "SELECT count(*) FROM runs WHERE start_time NOT GLOB "
-                      "'[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]T[0-9][0-9]:[0-9][0-9]:[0-9][0-9]*Z'"),
+  EXPECT_EQ(count(db,
+                  "SELECT count(*) FROM runs WHERE start_time NOT GLOB "
+                  "'[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]T[0-9][0-9]:[0-9][0-9]:[0-9][0-9]*Z'"),
             0);
   EXPECT_EQ(count(db, "SELECT count(*) FROM runs WHERE start_time = '2026-02-01T10:00:00.125Z'"), 1);
 }
