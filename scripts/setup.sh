@@ -21,6 +21,7 @@ packages=(
   libasio-dev                    # store event loop option
   # test tools
   iproute2 procps
+  python3-jsonschema             # tests: our JSON outputs validate against reports/schema/dsperf.schema.json
   chromium                       # browser tests: headless rendering of reports
 )
 

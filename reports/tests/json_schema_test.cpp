@@ -1,0 +1,121 @@
+// The shipped JSON Schema (reports/schema/dsperf.schema.json) accepts what our writers write, journals
+// included, and rejects a newer major version and a document with a missing field. Runs the shipped
+// validator (reports/schema/validate_json.py, python3-jsonschema).
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "engine/testing/subprocess.h"
+#include "reports/json_io.h"
+#include "reports/schema/world.h"
+#include "reports/sweep/sweep_journal.h"
+#include "reports/sweep/sweep_schema.h"
+#include "reports/train/train_schema.h"
+#include "reports/diag/diag_schema.h"
+
+using namespace ds::report;
+
+namespace {
+
+const std::string kValidator = std::string(DS_SCHEMA_DIR) + "/validate_json.py";
+
+ds::testing::RunResult validate(const std::vector<std::string>& files) {
+  std::vector<std::string> argv{"python3", kValidator};
+  argv.insert(argv.end(), files.begin(), files.end());
+  return ds::testing::run(argv, ds::testing::cleanOptions(std::chrono::seconds(60)));
+}
+
+bool haveJsonschema() {
+  return ds::testing::run({"python3", "-c", "import jsonschema"}, ds::testing::cleanOptions()).exitCode == 0;
+}
+
+SweepMeasurement row(std::size_t bytes, bool inPlace) {
+  SweepMeasurement m;
+  m.backend = "gloo";
+  m.collective = "allreduce";
+  m.dtype = "f32";
+  m.op = "sum";
+  m.worldSize = 2;
+  m.requestedBytes = m.bytes = bytes;
+  m.count = bytes / 4;
+  m.busFactor = 1;
+  m.outOfPlace.measured = true;
+  m.outOfPlace.iters = 3;
+  m.outOfPlace.timeUs = 5;
+  m.outOfPlace.wrong = 0;
+  m.outOfPlace.iter = computeIterStats({4, 5, 6});
+  m.outOfPlace.ranks = {{0, 5, computeIterStats({4, 5, 6})}};
+  if (inPlace) {
+    m.inPlace = m.outOfPlace;
+    m.inPlace.wrong = -1;
+  }
+  return m;
+}
+
+}  // namespace
+
+TEST(JsonSchema, OurWritersOutputValidates) {
+  if (!haveJsonschema()) GTEST_SKIP() << "python3-jsonschema is not installed (scripts/setup.sh installs it)";
+  ds::testing::TempDir dir;
+  SweepRun s;
+  s.metadata.hosts = {"node-a"};
+  s.metadata.label = "lab pod-1";
+  s.metadata.ranks = {SweepRank{0, 0, 0, "node-a", 42, "cpu"}};
+  s.results = {row(8, true), row(1024, false)};
+  s.notes = {"skipped: x"};
+  s.summary = summarize(s.results);
+  writeJsonAtomic(dir.file("sweep.json"), sweepToJson(s));
+  {
+    SweepJournal j(dir.file("sweep.journal.jsonl"), s.args, s.metadata);
+    j.append(s.results[0]);
+    j.note("a note");
+    j.end(s.summary, "2026-01-01T00:00:00Z");
+  }
+  TrainRunRecord t;
+  t.model = "mlp:64x2";
+  t.stepMs = summarize(std::vector<double>{1, 2, 3});
+  t.ddp.bucket_sizes = {1024};
+  writeJsonAtomic(dir.file("train.json"), trainToJson({t}, {{"label", "x"}, {"hosts", {"h"}}, {"world_size", 1}}));
+  appendTrainJournal(dir.file("train.journal.jsonl"), t);
+  DiagReport d;
+  DiagRecord rec;
+  rec.id = "net.x";
+  rec.family = "net";
+  rec.status = DiagStatus::kWarn;
+  rec.message = "m";
+  d.checks = {rec};
+  writeJsonAtomic(dir.file("diag.json"), diagToJson(d));
+  RankRecord rr;
+  rr.host = "h";
+  writeJsonAtomic(dir.file("world.json"), worldToJson({rr}));
+  auto r = validate({dir.file("sweep.json"), dir.file("sweep.journal.jsonl"), dir.file("train.json"),
+                     dir.file("train.journal.jsonl"), dir.file("diag.json"), dir.file("world.json"),
+                     std::string(DS_IMPORT_GOLDEN)});
+  EXPECT_EQ(r.exitCode, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("7 file(s) valid"), std::string::npos) << r.out;
+}
+
+TEST(JsonSchema, RejectsANewerMajorAndAMissingField) {
+  if (!haveJsonschema()) GTEST_SKIP() << "python3-jsonschema is not installed (scripts/setup.sh installs it)";
+  ds::testing::TempDir dir;
+  SweepRun s;
+  s.results = {row(8, false)};
+  auto j = sweepToJson(s);
+  j["schema_version"] = "2.0";
+  writeJsonAtomic(dir.file("v2.json"), j);
+  j = sweepToJson(s);
+  j["results"][0].erase("bus_factor");
+  writeJsonAtomic(dir.file("missing.json"), j);
+  j = sweepToJson(s);
+  j["metadata"]["label"] = "";
+  writeJsonAtomic(dir.file("label.json"), j);
+  for (const char* name : {"v2.json", "missing.json", "label.json"}) {
+    auto r = validate({dir.file(name)});
+    EXPECT_EQ(r.exitCode, 1) << name << ": " << r.out << r.err;
+  }
+  auto ok = sweepToJson(s);
+  ok["schema_version"] = 1;  // the integer of older files
+  ok["a_field_from_1_4"] = {1, 2};
+  writeJsonAtomic(dir.file("old.json"), ok);
+  EXPECT_EQ(validate({dir.file("old.json")}).exitCode, 0);
+}
