@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <sstream>
@@ -47,6 +49,17 @@ ProcessGroup::ProcessGroup(ProcessGroupOptions options) : options_(std::move(opt
                     options_.groupName, options_.rank, options_.size));
   }
   DS_CHECK(options_.store != nullptr, "a process group needs a store");
+  inlineMaxBytes_ = options_.detailDebug ? 0 : inlineMaxBytesFromEnv(std::getenv("DS_PG_INLINE_MAX_BYTES"));
+  std::weak_ptr<bool> alive = alive_;
+  timeoutHandler_ = std::make_shared<const std::function<std::exception_ptr(const OpDesc&)>>(
+      [this, alive](const OpDesc& d) {
+        auto a = alive.lock();
+        if (!a || !*a) {
+          return std::make_exception_ptr(
+              TimeoutError(fmt::format("{} did not finish within {} ms.", d.describe(), d.timeout.count())));
+        }
+        return diagnoseTimeout(d, fmt::format("it did not finish within {} ms", d.timeout.count()));
+      });
   if (options_.heartbeatInterval.count() > 0 && options_.size > 1) {
     heartbeat_ = std::thread([this] { heartbeatLoop(); });
   }
@@ -88,6 +101,14 @@ bool ProcessGroup::supports(OpType, DType, ReduceOp) const { return true; }
 
 void ProcessGroup::unsupported(const char* what) const {
   throw BackendError(fmt::format("backend {} does not support {}.", backendName(), what));
+}
+
+bool ProcessGroup::inlineEligible(const OpDesc&) const { return false; }
+
+std::function<void()> ProcessGroup::startInline(const OpDesc& desc, const Buffer&, const Buffer&,
+                                                std::chrono::steady_clock::time_point) {
+  throw InternalError(fmt::format("backend {} took the fast path for {} without implementing startInline().",
+                                  backendName(), desc.describe()));
 }
 
 void ProcessGroup::doAllreduce(const OpDesc&, const Buffer&, const Buffer&) { unsupported("allreduce"); }
@@ -167,7 +188,7 @@ std::shared_ptr<Work> ProcessGroup::allreduce(const Buffer& in, const Buffer& ou
   OpDesc d = makeDesc(OpType::kAllreduce, in, t);
   d.op = op;
   d.inPlace = in.data == out.data;
-  return issue(d, [this, in, out](const OpDesc& nd) { doAllreduce(nd, in, out); });
+  return issue(d, in, out);
 }
 
 std::shared_ptr<Work> ProcessGroup::broadcast(const Buffer& in, const Buffer& out, int root, Timeout t) {
@@ -179,7 +200,7 @@ std::shared_ptr<Work> ProcessGroup::broadcast(const Buffer& in, const Buffer& ou
   OpDesc d = makeDesc(OpType::kBroadcast, in, t);
   d.root = root;
   d.inPlace = in.data == out.data;
-  return issue(d, [this, in, out](const OpDesc& nd) { doBroadcast(nd, in, out); });
+  return issue(d, in, out);
 }
 
 std::shared_ptr<Work> ProcessGroup::reduce(const Buffer& in, const Buffer& out, int root, ReduceOp op,
@@ -193,7 +214,7 @@ std::shared_ptr<Work> ProcessGroup::reduce(const Buffer& in, const Buffer& out, 
   d.root = root;
   d.op = op;
   d.inPlace = in.data == out.data;
-  return issue(d, [this, in, out](const OpDesc& nd) { doReduce(nd, in, out); });
+  return issue(d, in, out);
 }
 
 std::shared_ptr<Work> ProcessGroup::allgather(const Buffer& in, const Buffer& out, Timeout t) {
@@ -204,7 +225,7 @@ std::shared_ptr<Work> ProcessGroup::allgather(const Buffer& in, const Buffer& ou
   OpDesc d = makeDesc(OpType::kAllgather, in, t);
   d.bytes = out.bytes();
   d.inPlace = static_cast<char*>(out.data) + rank() * in.bytes() == in.data;
-  return issue(d, [this, in, out](const OpDesc& nd) { doAllgather(nd, in, out); });
+  return issue(d, in, out);
 }
 
 std::shared_ptr<Work> ProcessGroup::reduceScatter(const Buffer& in, const Buffer& out, ReduceOp op,
@@ -217,7 +238,7 @@ std::shared_ptr<Work> ProcessGroup::reduceScatter(const Buffer& in, const Buffer
   d.op = op;
   d.bytes = in.bytes();
   d.inPlace = static_cast<char*>(in.data) + rank() * out.bytes() == out.data;
-  return issue(d, [this, in, out](const OpDesc& nd) { doReduceScatter(nd, in, out); });
+  return issue(d, in, out);
 }
 
 std::shared_ptr<Work> ProcessGroup::alltoall(const Buffer& in, const Buffer& out, Timeout t) {
@@ -232,12 +253,13 @@ std::shared_ptr<Work> ProcessGroup::alltoall(const Buffer& in, const Buffer& out
   }
   OpDesc d = makeDesc(OpType::kAlltoall, in, t);
   d.inPlace = in.data == out.data;
-  return issue(d, [this, in, out](const OpDesc& nd) { doAlltoall(nd, in, out); });
+  return issue(d, in, out);
 }
 
 std::shared_ptr<Work> ProcessGroup::barrier(Timeout t) {
-  OpDesc d = makeDesc(OpType::kBarrier, Buffer{nullptr, 0, DType::kI32, options_.device}, t);
-  return issue(d, [this](const OpDesc& nd) { doBarrier(nd); });
+  const Buffer none{nullptr, 0, DType::kI32, options_.device};
+  OpDesc d = makeDesc(OpType::kBarrier, none, t);
+  return issue(d, none, none);
 }
 
 std::shared_ptr<Work> ProcessGroup::send(const Buffer& data, int dst, int tag, Timeout t) {
@@ -247,7 +269,7 @@ std::shared_ptr<Work> ProcessGroup::send(const Buffer& data, int dst, int tag, T
   OpDesc d = makeDesc(OpType::kSend, data, t);
   d.root = dst;
   d.tag = tag;
-  return issue(d, [this, data](const OpDesc& nd) { doSend(nd, data); });
+  return issue(d, data, data);
 }
 
 std::shared_ptr<Work> ProcessGroup::recv(const Buffer& data, int src, int tag, Timeout t) {
@@ -257,10 +279,33 @@ std::shared_ptr<Work> ProcessGroup::recv(const Buffer& data, int src, int tag, T
   OpDesc d = makeDesc(OpType::kRecv, data, t);
   d.root = src;
   d.tag = tag;
-  return issue(d, [this, data](const OpDesc& nd) { doRecv(nd, data); });
+  return issue(d, data, data);
 }
 
-std::shared_ptr<Work> ProcessGroup::issue(OpDesc desc, std::function<void(const OpDesc&)> body) {
+void ProcessGroup::dispatch(const OpDesc& d, const Buffer& in, const Buffer& out) {
+  switch (d.type) {
+    case OpType::kAllreduce:
+      return doAllreduce(d, in, out);
+    case OpType::kBroadcast:
+      return doBroadcast(d, in, out);
+    case OpType::kReduce:
+      return doReduce(d, in, out);
+    case OpType::kAllgather:
+      return doAllgather(d, in, out);
+    case OpType::kReduceScatter:
+      return doReduceScatter(d, in, out);
+    case OpType::kAlltoall:
+      return doAlltoall(d, in, out);
+    case OpType::kBarrier:
+      return doBarrier(d);
+    case OpType::kSend:
+      return doSend(d, in);
+    case OpType::kRecv:
+      return doRecv(d, in);
+  }
+}
+
+std::shared_ptr<Work> ProcessGroup::issue(OpDesc desc, const Buffer& in, const Buffer& out) {
   if (!supports(desc.type, desc.dtype, desc.op)) {
     bool reducing = desc.type == OpType::kAllreduce || desc.type == OpType::kReduce ||
                     desc.type == OpType::kReduceScatter;
@@ -274,30 +319,90 @@ std::shared_ptr<Work> ProcessGroup::issue(OpDesc desc, std::function<void(const 
                     "of step. Restart the job (see the first error for the ranks that were missing).",
                     backendName(), options_.groupName, brokenReason_));
   }
-  std::lock_guard<std::mutex> lock(issueMu_);
+  std::unique_lock<std::mutex> lock(issueMu_);
   desc.seq = desc.isPointToPoint() ? ++p2pSeq_ : nextSeq_++;
-  // The body gets the numbered desc, so backends see the op's seq (tags, messages).
-  return enqueue(desc, [body = std::move(body), desc] { body(desc); });
+  if (inlineMaxBytes_ > 0 && desc.bytes <= inlineMaxBytes_ && inlineEligible(desc) && claimInline()) {
+    // Later ops (other threads) queue behind this one: the worker waits for running_ to clear.
+    lock.unlock();
+    return runInline(desc, in, out);
+  }
+  // The body gets the numbered desc, so backends see the op's seq (tags, messages). It is built only
+  // here: the fast path has no use for it, and it costs an allocation.
+  return enqueue(desc, [this, desc, in, out] { dispatch(desc, in, out); });
+}
+
+std::shared_ptr<Work> ProcessGroup::makeWork(const OpDesc& desc) {
+  auto work = std::make_shared<Work>(desc);
+  work->setTimeoutHandler(timeoutHandler_);
+  return work;
+}
+
+std::shared_ptr<Work> ProcessGroup::makeWork(const OpDesc& desc, Work::Clock::time_point issued) {
+  auto work = std::make_shared<Work>(desc, issued);
+  work->setTimeoutHandler(timeoutHandler_);
+  return work;
+}
+
+void ProcessGroup::startWorkerLocked() {
+  if (!workerStarted_) {
+    workerStarted_ = true;
+    worker_ = std::thread([this] { workerLoop(); });
+  }
 }
 
 std::shared_ptr<Work> ProcessGroup::enqueue(OpDesc desc, std::function<void()> body) {
-  auto work = std::make_shared<Work>(desc);
-  std::weak_ptr<bool> alive = alive_;
-  work->setTimeoutHandler([this, alive](const OpDesc& d) {
-    auto a = alive.lock();
-    if (!a || !*a) {
-      return std::make_exception_ptr(
-          TimeoutError(fmt::format("{} did not finish within {} ms.", d.describe(), d.timeout.count())));
-    }
-    return diagnoseTimeout(d, fmt::format("it did not finish within {} ms", d.timeout.count()));
-  });
+  auto work = makeWork(desc);
   {
     std::lock_guard<std::mutex> lock(queueMu_);
-    if (!workerStarted_) {
-      workerStarted_ = true;
-      worker_ = std::thread([this] { workerLoop(); });
-    }
+    startWorkerLocked();
     queue_.push_back(Task{work, [this, desc, body = std::move(body)] { runOp(desc, body); }});
+  }
+  queueCv_.notify_one();
+  return work;
+}
+
+bool ProcessGroup::claimInline() {
+  std::lock_guard<std::mutex> lock(queueMu_);
+  if (running_ || !queue_.empty() || stopping_) return false;
+  running_ = true;
+  return true;
+}
+
+std::shared_ptr<Work> ProcessGroup::runInline(const OpDesc& desc, const Buffer& in, const Buffer& out) {
+  const auto issued = Work::Clock::now();
+  auto work = makeWork(desc, issued);
+  const bool collective = !desc.isPointToPoint();
+  std::function<void()> rest;
+  std::exception_ptr error;
+  work->markStarted(issued);
+  if (collective) enteredSeq_ = desc.seq;
+  try {
+    guarded(desc, [&] { rest = startInline(desc, in, out, issued); });
+  } catch (...) {
+    error = std::current_exception();
+  }
+  if (error || !rest) {
+    if (!error && collective) completedSeq_ = desc.seq;
+    work->markCompleted(error);
+    bool wake = false;
+    {
+      std::lock_guard<std::mutex> lock(queueMu_);
+      running_ = false;
+      wake = !queue_.empty();
+    }
+    if (wake) queueCv_.notify_one();
+    return work;
+  }
+  // Not done within the backend's budget: the worker finishes it before anything issued later.
+  {
+    std::lock_guard<std::mutex> lock(queueMu_);
+    startWorkerLocked();
+    queue_.push_front(Task{work, [this, desc, collective, rest = std::move(rest)] {
+                             guarded(desc, rest);
+                             if (collective) completedSeq_ = desc.seq;
+                           },
+                           /*started=*/true});
+    running_ = false;
   }
   queueCv_.notify_one();
   return work;
@@ -308,7 +413,7 @@ void ProcessGroup::workerLoop() {
     Task task;
     {
       std::unique_lock<std::mutex> lock(queueMu_);
-      queueCv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+      queueCv_.wait(lock, [&] { return !running_ && (stopping_ || !queue_.empty()); });
       if (queue_.empty()) {
         workerExited_ = true;
         queueCv_.notify_all();
@@ -316,22 +421,32 @@ void ProcessGroup::workerLoop() {
       }
       task = std::move(queue_.front());
       queue_.pop_front();
+      running_ = true;
     }
-    task.work->markStarted();
+    if (!task.started) task.work->markStarted();
     try {
       task.body();
       task.work->markCompleted();
     } catch (...) {
       task.work->markCompleted(std::current_exception());
     }
+    std::lock_guard<std::mutex> lock(queueMu_);
+    running_ = false;
   }
 }
 
 void ProcessGroup::runOp(const OpDesc& desc, const std::function<void()>& body) {
   const bool collective = !desc.isPointToPoint();
   if (collective) enteredSeq_ = desc.seq;
-  try {
+  guarded(desc, [&] {
     if (collective && options_.detailDebug && options_.size > 1) detailCheck(desc);
+    body();
+  });
+  if (collective) completedSeq_ = desc.seq;
+}
+
+void ProcessGroup::guarded(const OpDesc& desc, const std::function<void()>& body) {
+  try {
     body();
   } catch (const TimeoutError& e) {
     std::rethrow_exception(diagnoseTimeout(desc, e.what()));
@@ -349,7 +464,6 @@ void ProcessGroup::runOp(const OpDesc& desc, const std::function<void()>& body) 
     throw BackendError(
         fmt::format("{} {} failed on rank {}: {}", backendName(), desc.describe(), rank(), e.what()));
   }
-  if (collective) completedSeq_ = desc.seq;
 }
 
 void ProcessGroup::detailCheck(const OpDesc& desc) {
@@ -519,6 +633,39 @@ std::string ProcessGroup::missingRanks(const OpDesc& desc) {
                                       failedToo.size() == 1 ? "s" : "");
   if (missing.empty()) return also;
   return fmt::format(" Ranks that never arrived: {}.{}", fmt::join(missing, "; "), also);
+}
+
+std::size_t inlineMaxBytesFromEnv(const char* value) {
+  if (value == nullptr || *value == '\0') return kDefaultInlineMaxBytes;
+  char* end = nullptr;
+  errno = 0;
+  unsigned long long n = std::strtoull(value, &end, 10);
+  unsigned long long scale = 1;
+  if (end != value && *end != '\0' && end[1] == '\0') {
+    switch (*end) {
+      case 'K':
+        scale = 1ULL << 10;
+        ++end;
+        break;
+      case 'M':
+        scale = 1ULL << 20;
+        ++end;
+        break;
+      case 'G':
+        scale = 1ULL << 30;
+        ++end;
+        break;
+      default:
+        break;
+    }
+  }
+  if (end == value || *end != '\0' || errno != 0 || value[0] == '-' || n > (1ULL << 40) / scale) {
+    throw ConfigError(fmt::format(
+        "DS_PG_INLINE_MAX_BYTES='{}' is not valid; give a number of bytes with an optional K, M or G "
+        "(binary) suffix, e.g. 64K, or 0 to turn the fast path off (unset: {}).",
+        value, kDefaultInlineMaxBytes));
+  }
+  return static_cast<std::size_t>(n * scale);
 }
 
 bool detailDebugFromEnv(const char* value) {

@@ -63,6 +63,8 @@ void Work::wait(Timeout timeout) {
     }
     auto handler = std::move(onTimeout_);
     onTimeout_ = nullptr;
+    if (!handler && sharedOnTimeout_) handler = *sharedOnTimeout_;
+    sharedOnTimeout_ = nullptr;
     lock.unlock();
     std::exception_ptr err = handler ? handler(desc_)
                                      : std::make_exception_ptr(TimeoutError(
@@ -91,9 +93,11 @@ std::chrono::nanoseconds Work::duration() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(finished_ - started_);
 }
 
-void Work::markStarted() {
+void Work::markStarted() { markStarted(Clock::now()); }
+
+void Work::markStarted(Clock::time_point at) {
   std::lock_guard<std::mutex> lock(mu_);
-  started_ = Clock::now();
+  started_ = at;
 }
 
 void Work::markCompleted(std::exception_ptr error) {

@@ -6,7 +6,9 @@
 // divided afterwards (divideBy). Element counts above the chunk limit (INT_MAX, MPI's count type)
 // are split into several requests.
 //
-// Threads: the base runs every op on its worker thread; MPI must provide at least
+// Threads: the base runs ops on its worker thread, or small ones on the caller's thread (the fast
+// path: posted there and tested through the wait loop's spin and yield phases; if still not done,
+// the worker waits for the rest), never two of one group at once; MPI must provide at least
 // MPI_THREAD_SERIALIZED, and mpi::CallGuard serialises groups below MPI_THREAD_MULTIPLE.
 //
 // Timeouts: a request that outlives desc.timeout cannot be cancelled (MPI has no cancel for
@@ -21,6 +23,8 @@
 #include <climits>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
+#include <memory>
 #include <mutex>
 #include <vector>
 
@@ -189,6 +193,15 @@ void abandon(Pending& p) {
   leaked->scratch.swap(p.scratch);
 }
 
+// One op posted to MPI: its requests and owned buffers, its deadline, and what must run once its
+// requests completed (avg's division, copies out of temporaries, recv's size check).
+struct Posted {
+  Pending pending;
+  std::vector<MPI_Status> statuses;  // recv only; otherwise MPI_STATUSES_IGNORE is used
+  std::function<void(Posted&)> after;
+  Clock::time_point deadline;
+};
+
 class MpiProcessGroup final : public ProcessGroup {
  public:
   explicit MpiProcessGroup(const ProcessGroupOptions& options)
@@ -231,93 +244,171 @@ class MpiProcessGroup final : public ProcessGroup {
   std::string backendName() const override { return "mpi"; }
 
  protected:
-  void doAllreduce(const OpDesc& d, const Buffer& in, const Buffer& out) override {
-    if (!begin(d)) return;
-    Pending p;
+  void doAllreduce(const OpDesc& d, const Buffer& in, const Buffer& out) override { runBlocking(d, in, out); }
+  void doBroadcast(const OpDesc& d, const Buffer& in, const Buffer& out) override { runBlocking(d, in, out); }
+  void doReduce(const OpDesc& d, const Buffer& in, const Buffer& out) override { runBlocking(d, in, out); }
+  void doAllgather(const OpDesc& d, const Buffer& in, const Buffer& out) override { runBlocking(d, in, out); }
+  void doReduceScatter(const OpDesc& d, const Buffer& in, const Buffer& out) override {
+    runBlocking(d, in, out);
+  }
+  void doAlltoall(const OpDesc& d, const Buffer& in, const Buffer& out) override { runBlocking(d, in, out); }
+  void doBarrier(const OpDesc& d) override {
+    Buffer none{nullptr, 0, DType::kI32, Device{}};
+    runBlocking(d, none, none);
+  }
+  void doSend(const OpDesc& d, const Buffer& data) override { runBlocking(d, data, data); }
+  void doRecv(const OpDesc& d, const Buffer& data) override { runBlocking(d, data, data); }
+
+  // Every op is a nonblocking MPI call, so every op can start on the caller's thread (the base
+  // applies the size limit).
+  bool inlineEligible(const OpDesc&) const override { return true; }
+
+  // Posts the op, then tests it through the wait loop's spin and yield phases only (the time a
+  // prompt peer needs; PollPolicy), and returns the rest when it is not done by then: from there on
+  // the wait would sleep, and that is the worker thread's job.
+  std::function<void()> startInline(const OpDesc& d, const Buffer& in, const Buffer& out,
+                                    Clock::time_point issued) override {
+    auto op = std::make_shared<Posted>();
+    post(d, in, out, *op, issued);
+    if (!op->pending.reqs.empty()) {
+      auto budget = issued + mpidetail::yieldPhase(policy_, d.bytes);
+      if (!complete(d, *op, std::min(budget, op->deadline))) {
+        return [this, d, op] {
+          complete(d, *op, op->deadline);
+          if (op->after) op->after(*op);
+        };
+      }
+    }
+    if (op->after) op->after(*op);
+    return nullptr;
+  }
+
+ private:
+  void runBlocking(const OpDesc& d, const Buffer& in, const Buffer& out) {
+    Posted op;
+    post(d, in, out, op, Clock::now());
+    if (!op.pending.reqs.empty()) complete(d, op, op.deadline);
+    if (op.after) op.after(op);
+  }
+
+  // Posts `d` into `op`, due by start + d.timeout (no requests: nothing to move). Throws BackendError when MPI refuses it or
+  // an earlier op was abandoned.
+  void post(const OpDesc& d, const Buffer& in, const Buffer& out, Posted& op, Clock::time_point start) {
+    if (mpi::broken()) throw brokenError(d.describe());
+    op.deadline = start + d.timeout;
+    if (d.type == OpType::kSend || d.type == OpType::kRecv) checkTag(d);
+    if (d.type != OpType::kBarrier && d.count == 0) return;  // a no-op on every rank, as in c10d
+    switch (d.type) {
+      case OpType::kAllreduce:
+        postAllreduce(d, in, out, op);
+        return;
+      case OpType::kBroadcast:
+        postBroadcast(d, in, out, op);
+        return;
+      case OpType::kReduce:
+        postReduce(d, in, out, op);
+        return;
+      case OpType::kAllgather:
+        postAllgather(d, in, out, op);
+        return;
+      case OpType::kReduceScatter:
+        postReduceScatter(d, in, out, op);
+        return;
+      case OpType::kAlltoall:
+        postAlltoall(d, in, out, op);
+        return;
+      case OpType::kBarrier: {
+        mpi::CallGuard guard;
+        op.pending.reqs.push_back(MPI_REQUEST_NULL);
+        check(MPI_Ibarrier(comm_, &op.pending.reqs.back()), "MPI_Ibarrier");
+        return;
+      }
+      case OpType::kSend:
+        postSend(d, in, op);
+        return;
+      case OpType::kRecv:
+        postRecv(d, in, op);
+        return;
+    }
+  }
+
+  void postAllreduce(const OpDesc& d, const Buffer& in, const Buffer& out, Posted& op) {
+    Pending& p = op.pending;
     MPI_Datatype t = mpiType(d.dtype);
-    MPI_Op op = mpiOp(d.dtype, d.op);
+    MPI_Op mop = mpiOp(d.dtype, d.op);
     {
       mpi::CallGuard guard;
       forChunks(d.count, maxChunk_, [&](std::size_t off, std::size_t len) {
         p.reqs.push_back(MPI_REQUEST_NULL);
         check(MPI_Iallreduce(d.inPlace ? MPI_IN_PLACE : at(in, off), at(out, off), static_cast<int>(len), t,
-                             op, comm_, &p.reqs.back()),
+                             mop, comm_, &p.reqs.back()),
               "MPI_Iallreduce");
       });
     }
-    finish(d, p);
-    if (d.op == ReduceOp::kAvg) divideBy(out.data, out.count, out.dtype, size());
-  }
-
-  void doBroadcast(const OpDesc& d, const Buffer& in, const Buffer& out) override {
-    if (!begin(d)) return;
-    if (rank() == d.root && !d.inPlace) std::memcpy(out.data, in.data, in.bytes());
-    Pending p;
-    MPI_Datatype t = mpiType(d.dtype);
-    {
-      mpi::CallGuard guard;
-      forChunks(d.count, maxChunk_, [&](std::size_t off, std::size_t len) {
-        p.reqs.push_back(MPI_REQUEST_NULL);
-        check(MPI_Ibcast(at(out, off), static_cast<int>(len), t, d.root, comm_, &p.reqs.back()),
-              "MPI_Ibcast");
-      });
+    if (d.op == ReduceOp::kAvg) {
+      op.after = [out, n = size()](Posted&) { divideBy(out.data, out.count, out.dtype, n); };
     }
-    finish(d, p);
   }
 
-  void doReduce(const OpDesc& d, const Buffer& in, const Buffer& out) override {
-    if (!begin(d)) return;
-    const bool isRoot = rank() == d.root;
-    Pending p;
+  void postBroadcast(const OpDesc& d, const Buffer& in, const Buffer& out, Posted& op) {
+    if (rank() == d.root && !d.inPlace) std::memcpy(out.data, in.data, in.bytes());
+    Pending& p = op.pending;
     MPI_Datatype t = mpiType(d.dtype);
-    MPI_Op op = mpiOp(d.dtype, d.op);
+    mpi::CallGuard guard;
+    forChunks(d.count, maxChunk_, [&](std::size_t off, std::size_t len) {
+      p.reqs.push_back(MPI_REQUEST_NULL);
+      check(MPI_Ibcast(at(out, off), static_cast<int>(len), t, d.root, comm_, &p.reqs.back()), "MPI_Ibcast");
+    });
+  }
+
+  void postReduce(const OpDesc& d, const Buffer& in, const Buffer& out, Posted& op) {
+    const bool isRoot = rank() == d.root;
+    Pending& p = op.pending;
+    MPI_Datatype t = mpiType(d.dtype);
+    MPI_Op mop = mpiOp(d.dtype, d.op);
     {
       mpi::CallGuard guard;
       forChunks(d.count, maxChunk_, [&](std::size_t off, std::size_t len) {
         // MPI_IN_PLACE is valid only at the root; elsewhere the input is read and nothing written.
         const void* send = isRoot && d.inPlace ? MPI_IN_PLACE : at(in, off);
         p.reqs.push_back(MPI_REQUEST_NULL);
-        check(MPI_Ireduce(send, isRoot ? at(out, off) : nullptr, static_cast<int>(len), t, op, d.root, comm_,
+        check(MPI_Ireduce(send, isRoot ? at(out, off) : nullptr, static_cast<int>(len), t, mop, d.root, comm_,
                           &p.reqs.back()),
               "MPI_Ireduce");
       });
     }
-    finish(d, p);
-    if (isRoot && d.op == ReduceOp::kAvg) divideBy(out.data, out.count, out.dtype, size());
+    if (isRoot && d.op == ReduceOp::kAvg) {
+      op.after = [out, n = size()](Posted&) { divideBy(out.data, out.count, out.dtype, n); };
+    }
   }
 
-  void doAllgather(const OpDesc& d, const Buffer& in, const Buffer& out) override {
-    if (!begin(d)) return;
-    Pending p;
+  void postAllgather(const OpDesc& d, const Buffer& in, const Buffer& out, Posted& op) {
+    Pending& p = op.pending;
     MPI_Datatype t = mpiType(d.dtype);
     const std::size_t n = in.count;
-    {
-      mpi::CallGuard guard;
-      if (n <= maxChunk_) {
-        // In place: this rank's data already sits in its slot of out, which is what MPI_IN_PLACE means.
+    mpi::CallGuard guard;
+    if (n <= maxChunk_) {
+      // In place: this rank's data already sits in its slot of out, which is what MPI_IN_PLACE means.
+      p.reqs.push_back(MPI_REQUEST_NULL);
+      check(MPI_Iallgather(d.inPlace ? MPI_IN_PLACE : in.data, static_cast<int>(n), t, out.data,
+                           static_cast<int>(n), t, comm_, &p.reqs.back()),
+            "MPI_Iallgather");
+    } else {
+      // Chunk [off, off+len) of every rank's slot: one element of a type whose extent is a slot.
+      forChunks(n, maxChunk_, [&](std::size_t off, std::size_t len) {
+        MPI_Datatype slot = p.slotType(t, len, n, dtypeSize(d.dtype));
         p.reqs.push_back(MPI_REQUEST_NULL);
-        check(MPI_Iallgather(d.inPlace ? MPI_IN_PLACE : in.data, static_cast<int>(n), t, out.data,
-                             static_cast<int>(n), t, comm_, &p.reqs.back()),
+        check(MPI_Iallgather(d.inPlace ? MPI_IN_PLACE : at(in, off), static_cast<int>(len), t, at(out, off), 1,
+                             slot, comm_, &p.reqs.back()),
               "MPI_Iallgather");
-      } else {
-        // Chunk [off, off+len) of every rank's slot: one element of a type whose extent is a slot.
-        forChunks(n, maxChunk_, [&](std::size_t off, std::size_t len) {
-          MPI_Datatype slot = p.slotType(t, len, n, dtypeSize(d.dtype));
-          p.reqs.push_back(MPI_REQUEST_NULL);
-          check(MPI_Iallgather(d.inPlace ? MPI_IN_PLACE : at(in, off), static_cast<int>(len), t, at(out, off),
-                               1, slot, comm_, &p.reqs.back()),
-                "MPI_Iallgather");
-        });
-      }
+      });
     }
-    finish(d, p);
   }
 
-  void doReduceScatter(const OpDesc& d, const Buffer& in, const Buffer& out) override {
-    if (!begin(d)) return;
-    Pending p;
+  void postReduceScatter(const OpDesc& d, const Buffer& in, const Buffer& out, Posted& op) {
+    Pending& p = op.pending;
     MPI_Datatype t = mpiType(d.dtype);
-    MPI_Op op = mpiOp(d.dtype, d.op);
+    MPI_Op mop = mpiOp(d.dtype, d.op);
     const std::size_t n = out.count;
     const std::size_t es = dtypeSize(d.dtype);
     char* inPlaceResult = nullptr;
@@ -329,7 +420,7 @@ class MpiProcessGroup final : public ProcessGroup {
         // A temporary result leaves the other ranks' slots of in untouched.
         char* dst = d.inPlace ? (inPlaceResult = p.temp(out.bytes())) : static_cast<char*>(out.data);
         p.reqs.push_back(MPI_REQUEST_NULL);
-        check(MPI_Ireduce_scatter_block(in.data, dst, static_cast<int>(n), t, op, comm_, &p.reqs.back()),
+        check(MPI_Ireduce_scatter_block(in.data, dst, static_cast<int>(n), t, mop, comm_, &p.reqs.back()),
               "MPI_Ireduce_scatter_block");
       } else {
         // Chunk [off, off+len) of every slot is packed into a temporary, since a reduction needs
@@ -340,20 +431,22 @@ class MpiProcessGroup final : public ProcessGroup {
             std::memcpy(packed + static_cast<std::size_t>(r) * len * es, at(in, r * n + off), len * es);
           }
           p.reqs.push_back(MPI_REQUEST_NULL);
-          check(MPI_Ireduce_scatter_block(packed, at(out, off), static_cast<int>(len), t, op, comm_,
+          check(MPI_Ireduce_scatter_block(packed, at(out, off), static_cast<int>(len), t, mop, comm_,
                                           &p.reqs.back()),
                 "MPI_Ireduce_scatter_block");
         });
       }
     }
-    finish(d, p);
-    if (inPlaceResult != nullptr) std::memcpy(out.data, inPlaceResult, out.bytes());
-    if (d.op == ReduceOp::kAvg) divideBy(out.data, out.count, out.dtype, size());
+    if (inPlaceResult != nullptr || d.op == ReduceOp::kAvg) {
+      op.after = [out, inPlaceResult, avg = d.op == ReduceOp::kAvg, n = size()](Posted&) {
+        if (inPlaceResult != nullptr) std::memcpy(out.data, inPlaceResult, out.bytes());
+        if (avg) divideBy(out.data, out.count, out.dtype, n);
+      };
+    }
   }
 
-  void doAlltoall(const OpDesc& d, const Buffer& in, const Buffer& out) override {
-    if (!begin(d)) return;
-    Pending p;
+  void postAlltoall(const OpDesc& d, const Buffer& in, const Buffer& out, Posted& op) {
+    Pending& p = op.pending;
     MPI_Datatype t = mpiType(d.dtype);
     const std::size_t n = in.count / static_cast<std::size_t>(size());  // per peer
     const std::size_t es = dtypeSize(d.dtype);
@@ -364,56 +457,34 @@ class MpiProcessGroup final : public ProcessGroup {
       std::memcpy(copy, in.data, in.bytes());
       src = copy;
     }
-    {
-      mpi::CallGuard guard;
-      if (n <= maxChunk_) {
-        p.reqs.push_back(MPI_REQUEST_NULL);
-        check(MPI_Ialltoall(src, static_cast<int>(n), t, out.data, static_cast<int>(n), t, comm_,
-                            &p.reqs.back()),
-              "MPI_Ialltoall");
-      } else {
-        forChunks(n, maxChunk_, [&](std::size_t off, std::size_t len) {
-          MPI_Datatype slot = p.slotType(t, len, n, es);
-          p.reqs.push_back(MPI_REQUEST_NULL);
-          check(MPI_Ialltoall(src + off * es, 1, slot, at(out, off), 1, slot, comm_, &p.reqs.back()),
-                "MPI_Ialltoall");
-        });
-      }
-    }
-    finish(d, p);
-  }
-
-  void doBarrier(const OpDesc& d) override {
-    if (mpi::broken()) throw brokenError(d.describe());
-    Pending p;
-    {
-      mpi::CallGuard guard;
+    mpi::CallGuard guard;
+    if (n <= maxChunk_) {
       p.reqs.push_back(MPI_REQUEST_NULL);
-      check(MPI_Ibarrier(comm_, &p.reqs.back()), "MPI_Ibarrier");
-    }
-    finish(d, p);
-  }
-
-  void doSend(const OpDesc& d, const Buffer& data) override {
-    checkTag(d);
-    if (!begin(d)) return;
-    Pending p;
-    MPI_Datatype t = mpiType(d.dtype);
-    {
-      mpi::CallGuard guard;
-      forChunks(d.count, maxChunk_, [&](std::size_t off, std::size_t len) {
+      check(MPI_Ialltoall(src, static_cast<int>(n), t, out.data, static_cast<int>(n), t, comm_, &p.reqs.back()),
+            "MPI_Ialltoall");
+    } else {
+      forChunks(n, maxChunk_, [&](std::size_t off, std::size_t len) {
+        MPI_Datatype slot = p.slotType(t, len, n, es);
         p.reqs.push_back(MPI_REQUEST_NULL);
-        check(MPI_Isend(at(data, off), static_cast<int>(len), t, d.root, d.tag, comm_, &p.reqs.back()),
-              "MPI_Isend");
+        check(MPI_Ialltoall(src + off * es, 1, slot, at(out, off), 1, slot, comm_, &p.reqs.back()),
+              "MPI_Ialltoall");
       });
     }
-    finish(d, p);
   }
 
-  void doRecv(const OpDesc& d, const Buffer& data) override {
-    checkTag(d);
-    if (!begin(d)) return;
-    Pending p;
+  void postSend(const OpDesc& d, const Buffer& data, Posted& op) {
+    Pending& p = op.pending;
+    MPI_Datatype t = mpiType(d.dtype);
+    mpi::CallGuard guard;
+    forChunks(d.count, maxChunk_, [&](std::size_t off, std::size_t len) {
+      p.reqs.push_back(MPI_REQUEST_NULL);
+      check(MPI_Isend(at(data, off), static_cast<int>(len), t, d.root, d.tag, comm_, &p.reqs.back()),
+            "MPI_Isend");
+    });
+  }
+
+  void postRecv(const OpDesc& d, const Buffer& data, Posted& op) {
+    Pending& p = op.pending;
     MPI_Datatype t = mpiType(d.dtype);
     std::vector<int> want;
     {
@@ -425,20 +496,21 @@ class MpiProcessGroup final : public ProcessGroup {
               "MPI_Irecv");
       });
     }
-    std::vector<MPI_Status> statuses(p.reqs.size());
-    finish(d, p, statuses.data());
-    std::size_t got = 0;
-    for (std::size_t i = 0; i < statuses.size(); ++i) {
-      int n = 0;
-      MPI_Get_count(&statuses[i], t, &n);
-      got += static_cast<std::size_t>(n);
-      if (n != want[i]) {
-        throw BackendError(
-            fmt::format("recv from rank {} (tag {}) got a message of {} elements where {} were "
-                        "expected; the sender's count must equal the receiver's.",
-                        d.root, d.tag, got, d.count));
+    op.statuses.resize(p.reqs.size());
+    op.after = [t, want = std::move(want), d](Posted& o) {
+      std::size_t got = 0;
+      for (std::size_t i = 0; i < o.statuses.size(); ++i) {
+        int n = 0;
+        MPI_Get_count(&o.statuses[i], t, &n);
+        got += static_cast<std::size_t>(n);
+        if (n != want[i]) {
+          throw BackendError(
+              fmt::format("recv from rank {} (tag {}) got a message of {} elements where {} were "
+                          "expected; the sender's count must equal the receiver's.",
+                          d.root, d.tag, got, d.count));
+        }
       }
-    }
+    };
   }
 
  private:
@@ -471,7 +543,8 @@ class MpiProcessGroup final : public ProcessGroup {
       check(MPI_Comm_idup(MPI_COMM_WORLD, &comm_, &p.reqs.back()), "MPI_Comm_idup");
     }
     auto deadline = Clock::now() + timeout;
-    if (mpidetail::waitAll(p.reqs.data(), 1, MPI_STATUSES_IGNORE, 0, deadline, policy_, "MPI_Comm_idup") ==
+    if (mpidetail::waitAll(p.reqs.data(), 1, MPI_STATUSES_IGNORE, 0, deadline, policy_,
+                            [] { return std::string("MPI_Comm_idup"); }) ==
         mpidetail::WaitResult::kTimedOut) {
       mpi::markBroken(fmt::format("creating the mpi process group '{}'", options().groupName));
       abandon(p);
@@ -494,12 +567,6 @@ class MpiProcessGroup final : public ProcessGroup {
     tagUb_ = flag != 0 && ub != nullptr ? *ub : 32767;
   }
 
-  // False when there is nothing to move (count 0 on every rank: the op is a no-op, as in c10d).
-  bool begin(const OpDesc& d) const {
-    if (mpi::broken()) throw brokenError(d.describe());
-    return d.count > 0;
-  }
-
   void checkTag(const OpDesc& d) const {
     if (d.tag < 0 || d.tag > tagUb_) {
       throw ConfigError(fmt::format("{}: tag {} is outside MPI's range 0 to {} (MPI_TAG_UB).", opName(d.type),
@@ -514,15 +581,17 @@ class MpiProcessGroup final : public ProcessGroup {
                     what, mpi::brokenReason()));
   }
 
-  // Waits for p's requests within d.timeout from now. On a timeout, leaks p (MPI may still write
-  // into its buffers), marks MPI broken and throws TimeoutError.
-  void finish(const OpDesc& d, Pending& p, MPI_Status* statuses = MPI_STATUSES_IGNORE) {
-    auto deadline = Clock::now() + d.timeout;
-    auto r = mpidetail::waitAll(p.reqs.data(), static_cast<int>(p.reqs.size()), statuses, d.bytes, deadline,
-                                policy_, fmt::format("mpi {}", d.describe()));
-    if (r == mpidetail::WaitResult::kDone) return;
+  // Tests op's requests until they complete (true) or `until` passes (false, requests still posted).
+  // When `until` is the op's own deadline, running out is a timeout: op's requests are leaked (MPI
+  // may still write into their buffers), MPI is marked broken, and TimeoutError is thrown.
+  bool complete(const OpDesc& d, Posted& op, Clock::time_point until) {
+    auto r = mpidetail::waitAll(op.pending.reqs.data(), static_cast<int>(op.pending.reqs.size()),
+                                op.statuses.empty() ? MPI_STATUSES_IGNORE : op.statuses.data(), d.bytes, until,
+                                policy_, [&d] { return fmt::format("mpi {}", d.describe()); });
+    if (r == mpidetail::WaitResult::kDone) return true;
+    if (until < op.deadline) return false;
     mpi::markBroken(fmt::format("{} of group '{}'", d.fingerprint(), options().groupName));
-    abandon(p);
+    abandon(op.pending);
     throw TimeoutError(fmt::format("MPI did not complete it within {} ms", d.timeout.count()));
   }
 

@@ -13,6 +13,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <functional>
 #include <string>
 
 namespace ds::comm::mpidetail {
@@ -39,15 +40,20 @@ struct PollPolicy {
 // oversubscribed nodes: spin 0). Unset: the defaults. Throws ConfigError on a malformed value.
 PollPolicy pollPolicyFromEnv(const char* value);
 
+// How long waitAll() tests without sleeping (spin, then yield) for an op moving `bytes` per rank:
+// policy.yield plus yieldPerMiB per MiB, at most policy.yield + maxYield.
+std::chrono::nanoseconds yieldPhase(const PollPolicy& policy, std::size_t bytes);
+
 enum class WaitResult { kDone, kTimedOut };
 
 // Tests `reqs[0..n)` (MPI_Testall), which move `bytes` per rank, until all are complete or `deadline` passes.
 // On kDone the requests are MPI_REQUEST_NULL and `statuses` (n entries, may be MPI_STATUSES_IGNORE) are
 // filled. On kTimedOut the requests stay posted: the caller must treat MPI as broken. Throws BackendError
-// (with MPI's error text and `what`) when MPI reports an error. Takes ds::mpi::CallGuard around each
+// (with MPI's error text and `what()`, called only then: formatting a name on every op would cost
+// more than an 8-byte allreduce) when MPI reports an error. Takes ds::mpi::CallGuard around each
 // MPI call, never while sleeping.
 WaitResult waitAll(MPI_Request* reqs, int n, MPI_Status* statuses, std::size_t bytes,
-                   Clock::time_point deadline, const PollPolicy& policy, const std::string& what);
+                   Clock::time_point deadline, const PollPolicy& policy, const std::function<std::string()>& what);
 
 // "MPI_ERR_TRUNCATE: message truncated" for an MPI error code.
 std::string errorText(int code);

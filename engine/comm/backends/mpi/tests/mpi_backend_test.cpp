@@ -35,11 +35,15 @@ struct MatrixCase {
   int np;
   const char* chunk;  // DS_MPI_MAX_CHUNK, "" for MPI's own limit
   const char* large;  // the large count of the matrix
+  // DS_PG_INLINE_MAX_BYTES, "" for the default (every op of the matrix then starts on the caller's
+  // thread); "0" runs every op on the worker, "1K" mixes the two paths op by op.
+  const char* inlineLimit = "";
 };
 
 // Keeps ctest's names readable (gtest would print the struct's bytes).
 void PrintTo(const MatrixCase& c, std::ostream* os) {
-  *os << "np=" << c.np << " chunk=" << (*c.chunk ? c.chunk : "INT_MAX") << " large=" << c.large;
+  *os << "np=" << c.np << " chunk=" << (*c.chunk ? c.chunk : "INT_MAX") << " large=" << c.large
+      << " inline=" << (*c.inlineLimit ? c.inlineLimit : "default");
 }
 
 class MpiMatrix : public ::testing::TestWithParam<MatrixCase> {};
@@ -50,6 +54,7 @@ TEST_P(MpiMatrix, EveryCollectiveTypeOpAndCountMatchesTheReference) {
   TempDir dir;
   RunOptions o = mpiEnv(std::chrono::seconds(100));
   if (*c.chunk != '\0') o.setEnv["DS_MPI_MAX_CHUNK"] = c.chunk;
+  if (*c.inlineLimit != '\0') o.setEnv["DS_PG_INLINE_MAX_BYTES"] = c.inlineLimit;
   auto r = mpirun(c.np, {"matrix", "--store", dir.file("store"), "--large", c.large}, o);
   ASSERT_FALSE(r.timedOut) << "the matrix hung\n" << r.out << r.err;
   EXPECT_EQ(r.exitCode, 0) << r.out << r.err;
@@ -62,11 +67,14 @@ TEST_P(MpiMatrix, EveryCollectiveTypeOpAndCountMatchesTheReference) {
 INSTANTIATE_TEST_SUITE_P(WorldSizes, MpiMatrix,
                          ::testing::Values(MatrixCase{1, "", "4099"}, MatrixCase{2, "", "4099"},
                                            MatrixCase{2, "1000", "4099"}, MatrixCase{3, "", "4099"},
-                                           MatrixCase{4, "1000", "4099"}, MatrixCase{4, "16384", "70001"}),
+                                           MatrixCase{4, "1000", "4099"}, MatrixCase{4, "16384", "70001"},
+                                           MatrixCase{2, "", "4099", "0"}, MatrixCase{3, "", "70001", "1K"}),
                          [](const auto& info) {
+                           std::string limit = info.param.inlineLimit;
                            return "np" + std::to_string(info.param.np) +
                                   (*info.param.chunk ? "_chunked" : "") +
-                                  (std::string(info.param.large) == "4099" ? "" : "_big");
+                                  (std::string(info.param.large) == "4099" ? "" : "_big") +
+                                  (limit.empty() ? "" : limit == "0" ? "_worker_only" : "_inline_" + limit);
                          });
 
 TEST(MpiWorld, SizeMismatchIsAConfigErrorSayingToUseMpirun) {

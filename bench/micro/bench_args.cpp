@@ -1,0 +1,110 @@
+#include "bench/micro/bench_args.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+
+#include "engine/common/error.h"
+
+namespace ds::bench::micro {
+
+std::size_t parseBytes(const std::string& text, const std::string& flag) {
+  char* end = nullptr;
+  const char* s = text.c_str();
+  double v = std::strtod(s, &end);
+  std::string suffix(end == nullptr ? "" : end);
+  double scale = 1;
+  if (suffix == "K" || suffix == "KiB") scale = 1024.0;
+  if (suffix == "M" || suffix == "MiB") scale = 1024.0 * 1024;
+  if (suffix == "G" || suffix == "GiB") scale = 1024.0 * 1024 * 1024;
+  bool ok = end != s && (suffix.empty() || suffix == "B" || scale > 1) && v >= 0 && std::isfinite(v);
+  if (!ok) {
+    throw ConfigError(fmt::format("{} '{}' is not a size; give bytes with an optional K, M or G (binary) "
+                                  "suffix, e.g. 8, 64K, 256M.",
+                                  flag, text));
+  }
+  return static_cast<std::size_t>(v * scale);
+}
+
+namespace {
+
+int parseInt(const std::string& flag, const char* value, int lo) {
+  char* end = nullptr;
+  long v = std::strtol(value, &end, 10);
+  if (end == value || *end != '\0' || v < lo || v > 1000000000) {
+    throw ConfigError(fmt::format("{} '{}' is not valid; give a whole number of at least {}.", flag, value, lo));
+  }
+  return static_cast<int>(v);
+}
+
+}  // namespace
+
+bool parseSweepFlags(int argc, char** argv, SweepFlags& flags, const std::string& usage,
+                     const ExtraFlag& extra) {
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    const char* value = i + 1 < argc ? argv[i + 1] : nullptr;
+    if (a == "-h" || a == "--help") {
+      std::fputs(usage.c_str(), stdout);
+      return false;
+    }
+    auto need = [&]() -> const char* {
+      if (value == nullptr) throw ConfigError(fmt::format("{} needs a value; see --help.", a));
+      ++i;
+      return value;
+    };
+    if (a == "-b" || a == "--minbytes") {
+      flags.minBytes = parseBytes(need(), a);
+    } else if (a == "-e" || a == "--maxbytes") {
+      flags.maxBytes = parseBytes(need(), a);
+    } else if (a == "-f" || a == "--stepfactor") {
+      flags.stepFactor = parseInt(a, need(), 2);
+    } else if (a == "-n" || a == "--iters") {
+      flags.iters = parseInt(a, need(), 1);
+    } else if (a == "-w" || a == "--warmup_iters") {
+      flags.warmupIters = parseInt(a, need(), 0);
+    } else if (a == "--min-time") {
+      const char* v = need();
+      char* end = nullptr;
+      flags.minTimeS = std::strtod(v, &end);
+      if (end == v || *end != '\0' || flags.minTimeS < 0 || flags.minTimeS > 3600) {
+        throw ConfigError(fmt::format("--min-time '{}' is not valid; give seconds from 0 to 3600.", v));
+      }
+    } else if (a == "-J" || a == "--json") {
+      flags.jsonPath = need();
+    } else {
+      int used = extra ? extra(a, value) : 0;
+      if (used == 0) throw ConfigError(fmt::format("unknown flag '{}'; see --help.", a));
+      if (used == 2) {
+        if (value == nullptr) throw ConfigError(fmt::format("{} needs a value; see --help.", a));
+        ++i;
+      }
+    }
+  }
+  if (flags.minBytes > flags.maxBytes) {
+    throw ConfigError(fmt::format("-b {} is larger than -e {}; the smallest size must come first.",
+                                  flags.minBytes, flags.maxBytes));
+  }
+  return true;
+}
+
+std::vector<std::size_t> sweepSizes(const SweepFlags& flags, std::size_t elem) {
+  std::vector<std::size_t> out;
+  for (std::size_t s = std::max<std::size_t>(flags.minBytes, 1); s <= flags.maxBytes;
+       s *= static_cast<std::size_t>(flags.stepFactor)) {
+    std::size_t r = std::max(elem, s / elem * elem);
+    if (out.empty() || out.back() != r) out.push_back(r);
+  }
+  return out;
+}
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::nth_element(v.begin(), v.begin() + static_cast<long>(v.size() / 2), v.end());
+  return v[v.size() / 2];
+}
+
+}  // namespace ds::bench::micro

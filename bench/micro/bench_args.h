@@ -1,0 +1,42 @@
+// The flags the peer benchmarks share (ds_mpi_allreduce_raw, ds_membw_probe): a size sweep in
+// nccl-tests' terms (-b -e -f -n -w) and how long to time each size (--min-time), plus the JSON file.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace ds::bench::micro {
+
+struct SweepFlags {
+  std::size_t minBytes = 8;                   // -b
+  std::size_t maxBytes = std::size_t{256} << 20;  // -e
+  int stepFactor = 2;                         // -f
+  int iters = 20;                             // -n: timed iterations per size (at least)
+  int warmupIters = 5;                        // -w
+  double minTimeS = 0;                        // --min-time: more iterations until the loop lasts this long
+  std::string jsonPath;                       // -J
+};
+
+// "32M" = 33554432, "1K", "8" (binary suffixes, as nccl-tests). Throws ConfigError naming `flag`.
+std::size_t parseBytes(const std::string& text, const std::string& flag);
+
+// What a program adds to the shared flags: called with a flag the shared parser does not know and
+// its value (nullptr when it is the last argument); returns 2 when it used the value, 1 when the
+// flag is a switch, 0 when it does not know the flag either (then ConfigError names it).
+using ExtraFlag = std::function<int(const std::string& flag, const char* value)>;
+
+// Parses argv into `flags`. Returns false when -h/--help was given (after printing `usage`).
+// Throws ConfigError for unknown flags, missing values and values out of range.
+bool parseSweepFlags(int argc, char** argv, SweepFlags& flags, const std::string& usage,
+                     const ExtraFlag& extra = {});
+
+// The sweep's sizes: minBytes, ×stepFactor, ... up to maxBytes (inclusive), each rounded down to a
+// multiple of `elem` (at least one element). Sizes that round to one already listed are dropped.
+std::vector<std::size_t> sweepSizes(const SweepFlags& flags, std::size_t elem);
+
+// Median of a copy of v (upper median for even sizes); 0 for an empty vector.
+double median(std::vector<double> v);
+
+}  // namespace ds::bench::micro

@@ -1,0 +1,169 @@
+#!/usr/bin/env bash
+# Peers side by side (a benchmark, not a test): allreduce (f32, sum) from 8 B to 256 MiB on 2 ranks
+# and on 4 oversubscribed ranks, on
+#   shm      dsbench coll --backend shm (our shared-memory backend)
+#   gloo     dsbench coll --backend gloo
+#   mpi      dsbench coll --backend mpi (Open MPI through the engine's process group)
+#   mpi-raw  ds_mpi_allreduce_raw: MPI_Allreduce with no engine (and mpi-raw-nb: MPI_Iallreduce +
+#            MPI_Wait, the call the engine makes), so the engine's overhead shows
+#   limit    ds_membw_probe: the copy bandwidth of this machine, measured in the same run, and the
+#            busbw an ideal zero-copy allreduce would reach with it
+# interleaved: each round runs the probe, then every peer over all sizes, per world size, in an
+# order that rotates from round to round; the report takes the median round per size. It prints the
+# ratio tables and the ISSUE 8 targets, and writes one dsperf.sweep JSON (peers.json) with every
+# backend's rows (pseudo-backends mpi-raw, mpi-raw-nb and membw-limit included).
+#
+#   scripts/bench-peers.sh [--quick | --full] [--rounds R] [--np 2,4] [-e 256M] [--min-time S]
+#                          [--out DIR] [--no-build]
+#
+# Exit: 0 the report was written (targets missed are reported, not failed; a missing shm is said
+# loudly); 3 a peer other than a missing shm failed in some round (the report still has the rest);
+# 1 nothing to report (build failed, no mpirun).
+set -uo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=${DS_BUILD_DIR:-$root/build}
+bin=$build/bin
+
+mode=full
+rounds=""
+nps=""
+maxbytes=""
+mintime=""
+out=""
+do_build=1
+usage() { sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; }
+while [ $# -gt 0 ]; do
+  case $1 in
+    --quick) mode=quick ;;
+    --full) mode=full ;;
+    --rounds) rounds=$2; shift ;;
+    --np) nps=$2; shift ;;
+    -e|--maxbytes) maxbytes=$2; shift ;;
+    --min-time) mintime=$2; shift ;;
+    --out) out=$2; shift ;;
+    --no-build) do_build=0 ;;
+    -h|--help) usage; exit 0 ;;
+    *) echo "bench-peers: unknown argument '$1'; see --help." >&2; exit 1 ;;
+  esac
+  shift
+done
+
+# quick: 1 round, 2 ranks, sizes ×8 up to 32 MiB, short timing; full: 3 rounds, 2 and 4 ranks,
+# sizes ×2 up to 256 MiB. Every default can be overridden by its flag.
+if [ "$mode" = quick ]; then
+  rounds=${rounds:-1}; nps=${nps:-2}; maxbytes=${maxbytes:-32M}; mintime=${mintime:-0.01}; factor=8
+else
+  rounds=${rounds:-3}; nps=${nps:-2,4}; maxbytes=${maxbytes:-256M}; mintime=${mintime:-0.03}; factor=2
+fi
+case $rounds in ''|*[!0-9]*|0) echo "bench-peers: --rounds '$rounds' must be a whole number of at least 1." >&2; exit 1 ;; esac
+out=${out:-$root/demo-out/peers-$(date -u +%Y%m%dT%H%M%SZ)}
+mkdir -p "$out" || { echo "bench-peers: cannot create the output folder $out." >&2; exit 1; }
+
+tools=(dsbench ds_mpi_allreduce_raw ds_membw_probe ds_peers_report)
+missing_tool=0
+for t in "${tools[@]}"; do [ -x "$bin/$t" ] || missing_tool=1; done
+if [ $missing_tool = 1 ] || [ $do_build = 1 ]; then
+  if [ $do_build = 0 ]; then
+    echo "bench-peers: $bin lacks one of ${tools[*]}; build first (scripts/build.sh) or drop --no-build." >&2
+    exit 1
+  fi
+  echo "== building in $build (scripts/build.sh; up to date builds take seconds)"
+  DS_BUILD_DIR=$build "$root/scripts/build.sh" >"$out/build.log" 2>&1 || {
+    tail -30 "$out/build.log"; echo "bench-peers: the build failed; full log: $out/build.log" >&2; exit 1; }
+  for t in "${tools[@]}"; do
+    [ -x "$bin/$t" ] || { echo "bench-peers: $bin/$t was not built (is MPI installed? scripts/setup.sh)." >&2; exit 1; }
+  done
+fi
+mpirun=$(command -v mpirun) || { echo "bench-peers: mpirun not found; install Open MPI (scripts/setup.sh)." >&2; exit 1; }
+
+# mpirun as root needs these (REFERENCE.md §8); more ranks than cores need --oversubscribe.
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export OMP_NUM_THREADS=1 DS_ACCELERATOR=cpu
+unset RANK WORLD_SIZE LOCAL_RANK MASTER_ADDR TORCHELASTIC_RUN_ID
+
+free_port() {
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])' 2>/dev/null ||
+    echo $((20000 + RANDOM % 20000))
+}
+
+# run_mpi NP LOG CMD...: one job, bounded; returns its exit code.
+run_mpi() {
+  local np=$1 log=$2; shift 2
+  MASTER_PORT=$(free_port) timeout --kill-after=10 900 \
+    "$mpirun" -np "$np" --oversubscribe -x MASTER_PORT -x DS_ACCELERATOR -x OMP_NUM_THREADS "$@" >"$log" 2>&1
+}
+
+sweep=(-b 8 -e "$maxbytes" -f "$factor" -n 5 -w 2 --min-time "$mintime")
+IFS=, read -r -a np_list <<<"$nps"
+ranks_csv=$(IFS=,; echo "${np_list[*]}")
+start=$(date +%s)
+load_before=$(cut -d' ' -f1-3 /proc/loadavg)
+echo "== bench-peers ($mode): $rounds round(s), ranks ${np_list[*]}, sizes 8 B to $maxbytes ×$factor, min-time ${mintime}s"
+echo "   results in $out; load average before: $load_before"
+
+# Is shm there? A one-size run says so (and why not) before the rounds.
+peers=(shm gloo mpi mpi-raw mpi-raw-nb)
+shm_note=""
+if ! run_mpi 2 "$out/shm-probe.log" "$bin/dsbench" coll --backend shm -b 8 -e 8 -n 1 -w 0 -c 1 -T 60; then
+  why=$(grep -E 'error|Error|not' "$out/shm-probe.log" | head -3)
+  echo
+  echo "!! shm is MISSING: 'dsbench coll --backend shm' failed, so its columns stay empty and the"
+  echo "!! shm targets read n/a. Its output ($out/shm-probe.log):"
+  echo "${why:-$(tail -3 "$out/shm-probe.log")}" | sed 's/^/!!   /'
+  echo
+  shm_note="shm missing: dsbench coll --backend shm failed before the rounds: $(echo "$why" | head -1)"
+  peers=(gloo mpi mpi-raw mpi-raw-nb)
+fi
+
+failed=()
+for ((r = 1; r <= rounds; r++)); do
+  t0=$(date +%s)
+  "$bin/ds_membw_probe" -b 8 -e "$maxbytes" -f "$factor" --ranks "$ranks_csv" --min-time 0.02 \
+    -J "$out/r$r-limit.json" >"$out/r$r-limit.log" 2>&1 || failed+=("round $r membw probe")
+  for np in "${np_list[@]}"; do
+    # Rotate the order so that no peer always runs first (warm caches, a quiet machine) or last.
+    n=${#peers[@]}
+    for ((i = 0; i < n; i++)); do
+      peer=${peers[$(((i + r - 1) % n))]}
+      json="$out/r$r-np$np-$peer.json"
+      log="$out/r$r-np$np-$peer.log"
+      p0=$(date +%s.%N)
+      case $peer in
+        mpi-raw) run_mpi "$np" "$log" "$bin/ds_mpi_allreduce_raw" "${sweep[@]}" -J "$json" ;;
+        mpi-raw-nb) run_mpi "$np" "$log" "$bin/ds_mpi_allreduce_raw" --nonblocking "${sweep[@]}" -J "$json" ;;
+        *) run_mpi "$np" "$log" "$bin/dsbench" coll --backend "$peer" "${sweep[@]}" -c 1 -T 120 -J "$json" ;;
+      esac
+      rc=$?
+      secs=$(awk -v a="$p0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
+      if [ $rc -ne 0 ]; then
+        failed+=("round $r np=$np $peer (exit $rc, $log)")
+        printf '   round %d/%d  np=%d  %-10s FAILED (exit %d) after %.1f s; log: %s\n' "$r" "$rounds" "$np" "$peer" "$rc" "$secs" "$log"
+      else
+        printf '   round %d/%d  np=%d  %-10s %6.1f s\n' "$r" "$rounds" "$np" "$peer" "$secs"
+      fi
+    done
+  done
+  echo "   round $r took $(( $(date +%s) - t0 )) s"
+done
+load_after=$(cut -d' ' -f1-3 /proc/loadavg)
+elapsed=$(( $(date +%s) - start ))
+
+echo
+inputs=()
+for f in "$out"/r*-*.json; do [ -s "$f" ] && inputs+=("$f"); done
+notes=(--note "bench-peers.sh --$mode: $rounds round(s), ranks $nps, -e $maxbytes -f $factor, min-time ${mintime}s, ${elapsed} s; load average before $load_before, after $load_after")
+[ -n "$shm_note" ] && notes+=(--note "$shm_note")
+for f in "${failed[@]}"; do notes+=(--note "failed: $f"); done
+"$bin/ds_peers_report" -o "$out/peers.json" "${notes[@]}" "${inputs[@]}" | tee "$out/table.txt"
+report_rc=${PIPESTATUS[0]}
+echo
+echo "bench-peers: $elapsed s in all; load average before: $load_before, after: $load_after"
+[ -n "$shm_note" ] && echo "bench-peers: shm was MISSING from this run (see above)."
+if [ ${#failed[@]} -gt 0 ]; then
+  echo "bench-peers: these runs failed (their rows are missing):"
+  printf '  %s\n' "${failed[@]}"
+fi
+[ $report_rc -ne 0 ] && { echo "bench-peers: the report failed (exit $report_rc)." >&2; exit 1; }
+echo "bench-peers: table in $out/table.txt, JSON in $out/peers.json (dsreport html $out/peers.json)"
+[ ${#failed[@]} -gt 0 ] && exit 3
+exit 0
