@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds, and runs the main job on 4 local ranks started by dsrun:
 #   1. pre-flight: dsdiag --world (every rank's checks, merged on rank 0, plus cross-rank checks);
-#   2. a small allreduce sweep with dsbench coll (nccl-tests columns), on the default backend.
-# Results go to demo-out/ (or $DS_DEMO_DIR) as JSON, with the sweep's JSON-lines journal.
+#   2. a small allreduce sweep with dsbench coll (nccl-tests columns), on the default backend;
+#   3. an HTML report of both (dsreport html), self-contained, at reports/out/report.html.
+# Results go to demo-out/ (or $DS_DEMO_DIR) as JSON, with the sweep's JSON-lines journal; the report to
+# reports/out/ (or $DS_REPORT_DIR).
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 "$root/scripts/setup.sh" || exit 1
@@ -29,5 +31,13 @@ echo "== 2. sweep: dsrun --nproc-per-node 4 --standalone dsbench coll -b 8 -e 4M
   rc=$?; echo "demo: the sweep failed (exit $rc)" >&2; exit "$rc"; }
 
 echo
+echo "== 3. report: dsreport html sweep.json diag.json -o reports/out/report.html"
+report_dir=${DS_REPORT_DIR:-$root/reports/out}
+mkdir -p "$report_dir"
+"$bin/dsreport" html "$out/sweep.json" "$out/diag.json" -o "$report_dir/report.html" || {
+  rc=$?; echo "demo: writing the HTML report failed (exit $rc)" >&2; exit "$rc"; }
+
+echo
 echo "demo: results in $out: diag.json (pre-flight), sweep.json and sweep.journal.jsonl (the sweep)."
-echo "demo: HTML reports come with dsreport (not built yet)."
+echo "demo: the HTML report is $report_dir/report.html: one file with its charts embedded; open it in any"
+echo "      browser, offline (e.g. xdg-open $report_dir/report.html, or copy it off the cluster)."

@@ -454,6 +454,9 @@ void sweepSection(PageBuilder& page, const std::vector<RunFile>& runs, const std
 
 // ---- training ----
 
+// The plain allreduce hook is DDP's default; only another hook is worth naming in a label.
+bool defaultHook(const std::string& hook) { return hook.empty() || hook == "none" || hook == "allreduce"; }
+
 std::string capText(double mb) { return fmt::format("{} MB", formatNumber(mb)); }
 
 void trainSection(PageBuilder& page, const std::vector<RunFile>& runs, const std::vector<std::string>& names) {
@@ -486,7 +489,7 @@ void trainSection(PageBuilder& page, const std::vector<RunFile>& runs, const std
     if (backends.size() > 1) s += r.backend + " · ";
     if (worlds.size() > 1) s += fmt::format("n={} · ", r.worldSize);
     s += fmt::format("{} · {}", capText(r.bucketCapMb), r.overlap ? "overlap" : "no overlap");
-    if (r.commHook != "none" && !r.commHook.empty()) s += " · " + r.commHook;
+    if (!defaultHook(r.commHook)) s += " · " + r.commHook;
     return s;
   };
 
@@ -528,7 +531,7 @@ void trainSection(PageBuilder& page, const std::vector<RunFile>& runs, const std
     if (backends.size() > 1) name += r.backend + " · ";
     if (worlds.size() > 1) name += fmt::format("n={} · ", r.worldSize);
     name += r.overlap ? "overlap" : "no overlap";
-    if (r.commHook != "none" && !r.commHook.empty()) name += " · " + r.commHook;
+    if (!defaultHook(r.commHook)) name += " · " + r.commHook;
     if (!lines.count(name)) {
       order.push_back(name);
       lines[name] = {json(std::vector<json>(caps.size())), json(std::vector<json>(caps.size()))};

@@ -2,10 +2,14 @@
 // report (sections, charts, tables) for sweeps, train runs, pre-flight checks and overlays.
 #include <gtest/gtest.h>
 
-#include <regex>
+#include <fmt/format.h>
+
+#include <cmath>
 
 #include "engine/common/error.h"
 #include "engine/testing/subprocess.h"
+#include "reports/html/compare_html.h"
+#include "reports/html/dashboard_html.h"
 #include "reports/html/html_escape.h"
 #include "reports/html/html_page.h"
 #include "reports/html/run_report.h"
@@ -201,6 +205,128 @@ TEST(HtmlPage, FormatsSizes) {
   EXPECT_EQ(formatBytes(1024), "1 KiB");
   EXPECT_EQ(formatBytes(256.0 * 1024 * 1024), "256 MiB");
   EXPECT_EQ(formatBytes(1536), "1.5 KiB");
+}
+
+}  // namespace
+}  // namespace ds::report::html
+
+namespace ds::report::html {
+namespace {
+
+history::DashboardSeries dashSeries(const std::string& label, const std::string& collective, bool regressLast) {
+  history::DashboardSeries s;
+  s.id = "busbw|" + label + "|gloo|" + collective;
+  s.metric = "busbw";
+  s.title = collective + " busbw, 1 MiB, f32 sum";
+  s.unit = "GB/s";
+  s.label = label;
+  s.backend = "gloo";
+  s.collective = collective;
+  s.worldSize = 4;
+  for (int day = 1; day <= 6; ++day) {
+    history::DashboardPoint p;
+    p.time = fmt::format("2026-11-0{}T02:00:00Z", day);
+    p.runId = fmt::format("{:016x}", day);
+    p.sourceFile = "night<" + std::to_string(day) + ">.json";
+    p.value = day == 6 && regressLast ? 5.0 : 10.0;
+    p.hasBaseline = day > 3;
+    p.baseline = 10.0;
+    p.changePct = (p.value - 10.0) * 10.0;
+    p.regressed = day == 6 && regressLast;
+    s.points.push_back(p);
+  }
+  s.regressions = regressLast ? 1 : 0;
+  s.latestRegressed = regressLast;
+  return s;
+}
+
+TEST(DashboardHtml, OneChartPerSeriesRegressionsMarkedInputEscaped) {
+  history::DashboardData d;
+  d.dbPath = "/tmp/h<1>.sqlite";
+  d.runs = 6;
+  d.labels = {"<script>alert(1)</script>", "lab-b"};
+  d.backends = {"gloo"};
+  d.collectives = {"allgather", "allreduce"};
+  d.series = {dashSeries(d.labels[0], "allreduce", true), dashSeries("lab-b", "allgather", false)};
+  std::string page = renderDashboard(d);
+  EXPECT_EQ(page.find("<script>alert"), std::string::npos);
+  EXPECT_NE(page.find("&lt;script&gt;alert(1)&lt;/script&gt;"), std::string::npos);
+  EXPECT_EQ(page.find("night<"), std::string::npos);
+  EXPECT_EQ(count(page, "</script>"), 3);
+  nlohmann::json data = pageData(page);
+  ASSERT_EQ(data["charts"].size(), 2u);
+  const auto& c = data["charts"][0];
+  EXPECT_EQ(c["kind"], "time");
+  ASSERT_EQ(c["series"].size(), 2u);  // values and the baseline
+  EXPECT_EQ(c["series"][0]["marks"], (nlohmann::json{false, false, false, false, false, true}));
+  EXPECT_TRUE(c["series"][1]["points"][0][1].is_null());  // no baseline before enough history
+  EXPECT_EQ(c["series"][1]["points"][5][1], 10.0);
+  // The filters' data: lists for the selects and each series' keys, in card order.
+  EXPECT_EQ(data["dashboard"]["labels"], nlohmann::json(d.labels));
+  EXPECT_EQ(data["dashboard"]["series"][1]["collective"], "allgather");
+  EXPECT_NE(page.find("id=\"card-1\""), std::string::npos);
+  EXPECT_NE(page.find("id=\"f-collective\""), std::string::npos);
+  EXPECT_NE(page.find("REGRESSED"), std::string::npos);
+  EXPECT_NE(page.find("1 series (their latest run)"), std::string::npos);
+}
+
+TEST(DashboardHtml, EmptyHistorySaysWhatToDo) {
+  history::DashboardData d;
+  d.dbPath = "h.sqlite";
+  std::string page = renderDashboard(d);
+  EXPECT_NE(page.find("dsreport ingest"), std::string::npos);
+  EXPECT_EQ(pageData(page)["charts"].size(), 0u);
+}
+
+TEST(DashboardHtml, ParsesIsoTimes) {
+  double ms = 0;
+  ASSERT_TRUE(parseIsoTimeMs("1970-01-02T00:00:00Z", ms));
+  EXPECT_EQ(ms, 86400e3);
+  ASSERT_TRUE(parseIsoTimeMs("2026-11-29T16:38:35.603Z", ms));
+  EXPECT_NEAR(std::fmod(ms, 1000.0), 603, 1e-3);
+  ASSERT_TRUE(parseIsoTimeMs("1970-01-01T01:00:00+01:00", ms));
+  EXPECT_EQ(ms, 0);
+  EXPECT_FALSE(parseIsoTimeMs("yesterday", ms));
+  EXPECT_FALSE(parseIsoTimeMs("2026-13-01T00:00:00Z", ms));
+}
+
+TEST(CompareHtml, VerdictItemsAndEscaping) {
+  CompareResult r;
+  r.base.path = "/x/base.json";
+  r.base.label = "<b>old</b>";
+  r.cur.path = "/x/cur.json";
+  r.mismatches = {"labels differ: <b>old</b> vs (none)"};
+  for (std::size_t bytes : {1024u, 1u << 20}) {
+    ComparedItem it;
+    it.collective = "allreduce";
+    it.backend = "gloo";
+    it.dtype = "f32";
+    it.op = "sum";
+    it.bytes = bytes;
+    it.place = "out-of-place";
+    it.metric = "busbw";
+    it.unit = "GB/s";
+    it.base = 10;
+    it.cur = bytes == 1024 ? 5 : 10;
+    it.changePct = bytes == 1024 ? -50 : 0;
+    it.verdict = bytes == 1024 ? Verdict::kRegressed : Verdict::kUnchanged;
+    it.reason = "<why>";
+    r.items.push_back(it);
+  }
+  r.regressions = 1;
+  r.unchanged = 1;
+  r.notCompared = {{"allgather gloo f32", "only in the baseline"}};
+  std::string page = renderCompareHtml(r);
+  EXPECT_NE(page.find("REGRESSION: 1 of 2 item(s)"), std::string::npos);
+  EXPECT_EQ(page.find("<b>old"), std::string::npos);
+  EXPECT_EQ(page.find("<why>"), std::string::npos);
+  EXPECT_NE(page.find("only in the baseline"), std::string::npos);
+  nlohmann::json data = pageData(page);
+  ASSERT_GE(data["charts"].size(), 1u);
+  EXPECT_EQ(data["charts"][0]["kind"], "size");
+  EXPECT_EQ(data["charts"][0]["series"][0]["marks"], (nlohmann::json{true, false}));
+  // Regressions are listed before unchanged items.
+  EXPECT_LT(page.find(">regressed<"), page.find(">unchanged<"));
 }
 
 }  // namespace
