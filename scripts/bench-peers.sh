@@ -55,6 +55,10 @@ if [ "$mode" = quick ]; then
 else
   rounds=${rounds:-3}; nps=${nps:-2,4}; maxbytes=${maxbytes:-256M}; mintime=${mintime:-0.03}; factor=2
 fi
+# Each peer runs two sweeps: up to 1 MiB, timed for --min-time per size (latency-bound sizes need
+# many ops to average out the scheduler); above, a fixed -n 3 (one op lasts milliseconds, and
+# dsbench's --min-time pilot alone would cost 5 ops of up to a second each at 256 MiB).
+split=1048576
 case $rounds in ''|*[!0-9]*|0) echo "bench-peers: --rounds '$rounds' must be a whole number of at least 1." >&2; exit 1 ;; esac
 out=${out:-$root/demo-out/peers-$(date -u +%Y%m%dT%H%M%SZ)}
 mkdir -p "$out" || { echo "bench-peers: cannot create the output folder $out." >&2; exit 1; }
@@ -93,7 +97,10 @@ run_mpi() {
     "$mpirun" -np "$np" --oversubscribe -x MASTER_PORT -x DS_ACCELERATOR -x OMP_NUM_THREADS "$@" >"$log" 2>&1
 }
 
-sweep=(-b 8 -e "$maxbytes" -f "$factor" -n 5 -w 2 --min-time "$mintime")
+max_b=$(numfmt --from=iec "$maxbytes" 2>/dev/null || echo "$maxbytes")
+small=(-b 8 -e "$((max_b < split ? max_b : split))" -f "$factor" -n 5 -w 2 --min-time "$mintime")
+large=()
+[ "$max_b" -gt "$split" ] && large=(-b "$((split * factor))" -e "$maxbytes" -f "$factor" -n 3 -w 1)
 IFS=, read -r -a np_list <<<"$nps"
 ranks_csv=$(IFS=,; echo "${np_list[*]}")
 start=$(date +%s)
@@ -125,19 +132,25 @@ for ((r = 1; r <= rounds; r++)); do
     n=${#peers[@]}
     for ((i = 0; i < n; i++)); do
       peer=${peers[$(((i + r - 1) % n))]}
-      json="$out/r$r-np$np-$peer.json"
-      log="$out/r$r-np$np-$peer.log"
       p0=$(date +%s.%N)
-      case $peer in
-        mpi-raw) run_mpi "$np" "$log" "$bin/ds_mpi_allreduce_raw" "${sweep[@]}" -J "$json" ;;
-        mpi-raw-nb) run_mpi "$np" "$log" "$bin/ds_mpi_allreduce_raw" --nonblocking "${sweep[@]}" -J "$json" ;;
-        *) run_mpi "$np" "$log" "$bin/dsbench" coll --backend "$peer" "${sweep[@]}" -c 1 -T 120 -J "$json" ;;
-      esac
-      rc=$?
+      rc=0
+      for part in small large; do
+        if [ $part = small ]; then sweep=("${small[@]}"); else sweep=("${large[@]}"); fi
+        [ ${#sweep[@]} -eq 0 ] && continue
+        json="$out/r$r-np$np-$peer-$part.json"
+        log="$out/r$r-np$np-$peer-$part.log"
+        case $peer in
+          mpi-raw) run_mpi "$np" "$log" "$bin/ds_mpi_allreduce_raw" "${sweep[@]}" -J "$json" ;;
+          mpi-raw-nb) run_mpi "$np" "$log" "$bin/ds_mpi_allreduce_raw" --nonblocking "${sweep[@]}" -J "$json" ;;
+          *) run_mpi "$np" "$log" "$bin/dsbench" coll --backend "$peer" "${sweep[@]}" -c 1 -T 120 -J "$json" ;;
+        esac
+        prc=$?
+        [ $prc -ne 0 ] && rc=$prc
+      done
       secs=$(awk -v a="$p0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
       if [ $rc -ne 0 ]; then
-        failed+=("round $r np=$np $peer (exit $rc, $log)")
-        printf '   round %d/%d  np=%d  %-10s FAILED (exit %d) after %.1f s; log: %s\n' "$r" "$rounds" "$np" "$peer" "$rc" "$secs" "$log"
+        failed+=("round $r np=$np $peer (exit $rc, $out/r$r-np$np-$peer-*.log)")
+        printf '   round %d/%d  np=%d  %-10s FAILED (exit %d) after %.1f s; log: %s\n' "$r" "$rounds" "$np" "$peer" "$rc" "$secs" "$out/r$r-np$np-$peer-*.log"
       else
         printf '   round %d/%d  np=%d  %-10s %6.1f s\n' "$r" "$rounds" "$np" "$peer" "$secs"
       fi

@@ -424,14 +424,19 @@ void ProcessGroup::workerLoop() {
       running_ = true;
     }
     if (!task.started) task.work->markStarted();
+    std::exception_ptr error;
     try {
       task.body();
-      task.work->markCompleted();
     } catch (...) {
-      task.work->markCompleted(std::current_exception());
+      error = std::current_exception();
     }
-    std::lock_guard<std::mutex> lock(queueMu_);
-    running_ = false;
+    // Cleared before the Work completes: a caller that returns from wait() and issues the next op
+    // must find the group idle, or that op would miss the fast path.
+    {
+      std::lock_guard<std::mutex> lock(queueMu_);
+      running_ = false;
+    }
+    task.work->markCompleted(error);
   }
 }
 
