@@ -10,8 +10,8 @@
 #include <signal.h>
 #include <unistd.h>
 
-#include <chrono>
 #include <cctype>
+#include <chrono>
 #include <cstdio>
 #include <random>
 #include <sstream>
@@ -28,9 +28,24 @@ namespace {
 // Small sizes and few iterations, several collectives and dtypes: about 150 rows in about half a
 // second on one rank (a few ms per row), so that kills land all over the sweep.
 std::vector<std::string> sweep(const std::string& json) {
-  return {binDir() + "/dsbench", "coll", "-b",     "8",   "-e",  "1M", "-f",  "2",
-          "-n",                  "20",   "-w",     "1",   "-d",  "float,double", "--coll",
-          "allreduce,allgather,broadcast,reduce", "-J", json};
+  return {binDir() + "/dsbench",
+          "coll",
+          "-b",
+          "8",
+          "-e",
+          "1M",
+          "-f",
+          "2",
+          "-n",
+          "20",
+          "-w",
+          "1",
+          "-d",
+          "float,double",
+          "--coll",
+          "allreduce,allgather,broadcast,reduce",
+          "-J",
+          json};
 }
 
 // The rows of the printed table: lines that start with the size (comments start with '#'; the log
@@ -86,8 +101,8 @@ TEST(JournalKill, TwentyRandomSigkillsLeaveReadableCompleteJournals) {
     const std::string journal = dir.file("k" + std::to_string(k) + ".journal.jsonl");
     const int target = afterRows(gen);
     const int extra = extraUs(gen);
-    SCOPED_TRACE(testing::Message() << "kill " << k << " after " << target << " row(s) + " << extra << " us (seed "
-                                    << seed << ")");
+    SCOPED_TRACE(testing::Message() << "kill " << k << " after " << target << " row(s) + " << extra
+                                    << " us (seed " << seed << ")");
     Process p(sweep(json), options());
     const auto deadline = std::chrono::steady_clock::now() + 20s;
     while (printedRows(readFile(p.stdoutPath())) < target && std::chrono::steady_clock::now() < deadline) {
@@ -112,7 +127,8 @@ TEST(JournalKill, TwentyRandomSigkillsLeaveReadableCompleteJournals) {
     EXPECT_LE(got.size(), order.size());
     // Every row is the one a complete run has at that position (nothing lost in the middle, nothing
     // duplicated).
-    for (std::size_t i = 0; i < got.size() && i < order.size(); ++i) EXPECT_EQ(got[i], order[i]) << "row " << i;
+    for (std::size_t i = 0; i < got.size() && i < order.size(); ++i)
+      EXPECT_EQ(got[i], order[i]) << "row " << i;
     // Every printed (finished) size is in the journal; the last one may be in flight between reporters.
     EXPECT_GE(static_cast<int>(got.size()), printed - 1) << r.out;
     EXPECT_LE(static_cast<int>(got.size()), printed + 1);

@@ -31,25 +31,29 @@ struct CompareCliOptions {
 Command addCompareCommand(CLI::App& parent) {
   auto o = std::make_shared<CompareCliOptions>();
   Command c;
-  c.app = parent.add_subcommand(
-      "compare",
-      "Compare two runs (dsbench coll sweeps, dsbench train runs, journals or nccl-tests imports) and say which "
-      "sizes or configurations regressed. Exit code: 0 no regression, 1 regression, 2 bad or incomparable input.");
+  c.app = parent.add_subcommand("compare",
+                                "Compare two runs (dsbench coll sweeps, dsbench train runs, journals or "
+                                "nccl-tests imports) and say which "
+                                "sizes or configurations regressed. Exit code: 0 no regression, 1 "
+                                "regression, 2 bad or incomparable input.");
   c.app->add_option("baseline", o->baseline, "the reference run")->required();
   c.app->add_option("current", o->current, "the run to judge")->required();
-  c.app->add_option("--threshold", o->compare.thresholdPct,
-                    "percent: smaller changes count as unchanged, whatever the noise")
+  c.app
+      ->add_option("--threshold", o->compare.thresholdPct,
+                   "percent: smaller changes count as unchanged, whatever the noise")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str()
       ->envname("DSREPORT_THRESHOLD");
-  c.app->add_option("--noise-k", o->compare.noiseK,
-                    "a change must also exceed this many combined standard errors of the two runs' "
-                    "per-iteration times")
+  c.app
+      ->add_option("--noise-k", o->compare.noiseK,
+                   "a change must also exceed this many combined standard errors of the two runs' "
+                   "per-iteration times")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str()
       ->envname("DSREPORT_NOISE_K");
-  c.app->add_flag("--ignore-hosts", o->compare.ignoreHosts,
-                  "compare runs made on different hosts (the difference is still reported)")
+  c.app
+      ->add_flag("--ignore-hosts", o->compare.ignoreHosts,
+                 "compare runs made on different hosts (the difference is still reported)")
       ->envname("DSREPORT_IGNORE_HOSTS");
   c.app->add_option("--json", o->jsonPath, "also write the comparison as JSON (schema dsperf.compare)")
       ->envname("DSREPORT_COMPARE_JSON");

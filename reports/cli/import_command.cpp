@@ -29,18 +29,22 @@ Command addImportCommand(CLI::App& parent) {
       "import",
       "Convert nccl-tests output (the text table of any recent version, or its -J JSON) into a dsperf sweep "
       "JSON, so existing nccl-tests history can be compared, reported and ingested like dsbench runs.");
-  c.app->add_option("input", o->input, "nccl-tests console output (.txt/.log) or its -J JSON file")->required();
+  c.app->add_option("input", o->input, "nccl-tests console output (.txt/.log) or its -J JSON file")
+      ->required();
   c.app->add_option("-o,--output", o->output, "the dsperf sweep JSON to write (atomically)")
       ->required()
       ->envname("DSREPORT_IMPORT_OUTPUT");
-  CLI::Option* labelOpt = c.app->add_option("--label", o->import.label, "the cluster or system the run describes (metadata.label)")
-      ->envname("DSREPORT_LABEL");
+  CLI::Option* labelOpt =
+      c.app
+          ->add_option("--label", o->import.label, "the cluster or system the run describes (metadata.label)")
+          ->envname("DSREPORT_LABEL");
   c.app->add_option("--backend", o->import.backend, "the backend column of the imported rows")
       ->capture_default_str()
       ->envname("DSREPORT_IMPORT_BACKEND");
-  c.app->add_option("--collective", o->import.collective,
-                    "the collective, when the output does not name it (older versions): allreduce, allgather, "
-                    "reduce_scatter, alltoall, broadcast, reduce, sendrecv or nccl-tests' binary name")
+  c.app
+      ->add_option("--collective", o->import.collective,
+                   "the collective, when the output does not name it (older versions): allreduce, allgather, "
+                   "reduce_scatter, alltoall, broadcast, reduce, sendrecv or nccl-tests' binary name")
       ->envname("DSREPORT_IMPORT_COLLECTIVE");
   c.run = [o, labelOpt]() -> int {
     if (labelOpt->count() > 0) checkLabel(o->import.label, "--label");
@@ -49,8 +53,8 @@ Command addImportCommand(CLI::App& parent) {
     std::string hosts;
     for (const auto& h : run.metadata.hosts) hosts += (hosts.empty() ? "" : ",") + h;
     std::printf("dsreport import: %s -> %s: %zu row(s) of %s on %d rank(s), hosts %s\n", o->input.c_str(),
-                o->output.c_str(), run.results.size(), run.args.collectives.at(0).c_str(), run.metadata.worldSize,
-                hosts.empty() ? "(not recorded)" : hosts.c_str());
+                o->output.c_str(), run.results.size(), run.args.collectives.at(0).c_str(),
+                run.metadata.worldSize, hosts.empty() ? "(not recorded)" : hosts.c_str());
     return kExitOk;
   };
   return c;

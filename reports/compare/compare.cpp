@@ -14,10 +14,14 @@ namespace ds::report {
 
 const char* verdictName(Verdict v) {
   switch (v) {
-    case Verdict::kUnchanged: return "unchanged";
-    case Verdict::kNoise: return "noise";
-    case Verdict::kImproved: return "improved";
-    case Verdict::kRegressed: return "regressed";
+    case Verdict::kUnchanged:
+      return "unchanged";
+    case Verdict::kNoise:
+      return "noise";
+    case Verdict::kImproved:
+      return "improved";
+    case Verdict::kRegressed:
+      return "regressed";
   }
   return "?";
 }
@@ -74,9 +78,10 @@ void decide(ComparedItem& it, const TimeEstimate& a, const TimeEstimate& b, cons
   }
   it.verdict = it.changePct < 0 ? Verdict::kRegressed : Verdict::kImproved;
   if (it.noiseKnown) {
-    it.reason = fmt::format("{:+.1f}% is beyond the {:g}% threshold and the time difference {:.3g} {} exceeds "
-                            "the noise bound {:.3g} {}",
-                            it.changePct, o.thresholdPct, diff, tunit, it.noise, tunit);
+    it.reason = fmt::format(
+        "{:+.1f}% is beyond the {:g}% threshold and the time difference {:.3g} {} exceeds "
+        "the noise bound {:.3g} {}",
+        it.changePct, o.thresholdPct, diff, tunit, it.noise, tunit);
   } else {
     it.reason = fmt::format(
         "{:+.1f}% is beyond the {:g}% threshold (no per-iteration statistics in a run, so the threshold "
@@ -87,7 +92,8 @@ void decide(ComparedItem& it, const TimeEstimate& a, const TimeEstimate& b, cons
 
 // ---- sweeps ----
 
-using SweepKey = std::tuple<std::string, std::string, std::string, std::string, int, std::size_t, std::string>;
+using SweepKey =
+    std::tuple<std::string, std::string, std::string, std::string, int, std::size_t, std::string>;
 
 struct PlaceRef {
   const SweepMeasurement* m = nullptr;
@@ -141,10 +147,10 @@ void compareSweeps(const SweepRun& a, const SweepRun& b, CompareResult& r) {
     ComparedItem c;
     std::tie(c.collective, c.backend, c.dtype, c.op, c.root, c.bytes, c.place) = k;
     if (x.p->wrong > 0 || y.p->wrong > 0) {
-      r.notCompared.push_back({c.label(), fmt::format("wrong data ({} wrong elements in the baseline, {} in the "
-                                                      "current run): its timing cannot be trusted",
-                                                      std::max<long long>(x.p->wrong, 0),
-                                                      std::max<long long>(y.p->wrong, 0))});
+      r.notCompared.push_back(
+          {c.label(), fmt::format("wrong data ({} wrong elements in the baseline, {} in the "
+                                  "current run): its timing cannot be trusted",
+                                  std::max<long long>(x.p->wrong, 0), std::max<long long>(y.p->wrong, 0))});
       continue;
     }
     if (x.p->busBw > 0 && y.p->busBw > 0) {
@@ -175,9 +181,9 @@ void compareSweeps(const SweepRun& a, const SweepRun& b, CompareResult& r) {
 // ---- train ----
 
 std::string trainConfig(const TrainRunRecord& t) {
-  return fmt::format("{} ws={} {} batch={} cap={:g}MB overlap={} hook={} {}{}", t.model, t.worldSize, t.backend,
-                     t.perRankBatch, t.bucketCapMb, t.overlap ? "on" : "off", t.commHook, t.optimizer,
-                     t.gradientAsBucketView ? " grad-as-bucket-view" : "");
+  return fmt::format("{} ws={} {} batch={} cap={:g}MB overlap={} hook={} {}{}", t.model, t.worldSize,
+                     t.backend, t.perRankBatch, t.bucketCapMb, t.overlap ? "on" : "off", t.commHook,
+                     t.optimizer, t.gradientAsBucketView ? " grad-as-bucket-view" : "");
 }
 
 TimeEstimate trainEstimate(const TrainRunRecord& t) {
@@ -185,13 +191,14 @@ TimeEstimate trainEstimate(const TrainRunRecord& t) {
   e.t = t.stepMs.p50;
   int n = t.steps > 0 ? t.steps : static_cast<int>(t.stepMs.samples);
   if (n >= 2 && t.stepMs.p90 >= t.stepMs.p50) {
-    double sd = (t.stepMs.p90 - t.stepMs.p50) / 1.2816;  // p90 of a normal is mean + 1.2816 sd
+    double sd = (t.stepMs.p90 - t.stepMs.p50) / 1.2816;      // p90 of a normal is mean + 1.2816 sd
     e.se = 1.2533 * sd / std::sqrt(static_cast<double>(n));  // standard error of a median
   }
   return e;
 }
 
-void compareTrain(const std::vector<TrainRunRecord>& a, const std::vector<TrainRunRecord>& b, CompareResult& r) {
+void compareTrain(const std::vector<TrainRunRecord>& a, const std::vector<TrainRunRecord>& b,
+                  CompareResult& r) {
   std::map<std::string, const TrainRunRecord*> ib;
   for (const auto& t : b) ib.emplace(trainConfig(t), &t);
   std::set<std::string> seen;
@@ -241,7 +248,8 @@ RunBrief brief(const RunFile& f) {
       b.worldSize = md.value("world_size", 0);
       if (md.contains("hosts") && md["hosts"].is_array()) {
         for (const auto& h : md["hosts"]) {
-          if (h.is_string() && std::find(b.hosts.begin(), b.hosts.end(), h.get<std::string>()) == b.hosts.end())
+          if (h.is_string() &&
+              std::find(b.hosts.begin(), b.hosts.end(), h.get<std::string>()) == b.hosts.end())
             b.hosts.push_back(h.get<std::string>());
         }
       }
@@ -273,9 +281,10 @@ CompareResult compareRuns(const RunFile& base, const RunFile& cur, const Compare
   r.cur = brief(cur);
   if (base.kind != cur.kind) {
     r.comparable = false;
-    r.mismatches.push_back(fmt::format("The baseline is a {} result and the current run a {} result; only runs "
-                                       "of the same kind can be compared.",
-                                       r.base.kind, r.cur.kind));
+    r.mismatches.push_back(
+        fmt::format("The baseline is a {} result and the current run a {} result; only runs "
+                    "of the same kind can be compared.",
+                    r.base.kind, r.cur.kind));
     return r;
   }
   if (r.base.worldSize != r.cur.worldSize) {
@@ -305,12 +314,14 @@ CompareResult compareRuns(const RunFile& base, const RunFile& cur, const Compare
     }
   }
   if (r.base.backends != r.cur.backends) {
-    r.mismatches.push_back(fmt::format("Backends differ: baseline {}, current {}; only rows of a backend "
-                                       "present in both are compared.",
-                                       joinList(r.base.backends), joinList(r.cur.backends)));
+    r.mismatches.push_back(
+        fmt::format("Backends differ: baseline {}, current {}; only rows of a backend "
+                    "present in both are compared.",
+                    joinList(r.base.backends), joinList(r.cur.backends)));
   }
   if (r.base.label != r.cur.label) {
-    r.mismatches.push_back(fmt::format("Labels differ: baseline '{}', current '{}'.", r.base.label, r.cur.label));
+    r.mismatches.push_back(
+        fmt::format("Labels differ: baseline '{}', current '{}'.", r.base.label, r.cur.label));
   }
   if (!r.comparable) return r;
   if (base.sweep) {
@@ -320,15 +331,24 @@ CompareResult compareRuns(const RunFile& base, const RunFile& cur, const Compare
   }
   for (const auto& it : r.items) {
     switch (it.verdict) {
-      case Verdict::kRegressed: ++r.regressions; break;
-      case Verdict::kImproved: ++r.improvements; break;
-      case Verdict::kUnchanged: ++r.unchanged; break;
-      case Verdict::kNoise: ++r.noisy; break;
+      case Verdict::kRegressed:
+        ++r.regressions;
+        break;
+      case Verdict::kImproved:
+        ++r.improvements;
+        break;
+      case Verdict::kUnchanged:
+        ++r.unchanged;
+        break;
+      case Verdict::kNoise:
+        ++r.noisy;
+        break;
     }
   }
   if (r.items.empty()) {
-    r.mismatches.push_back("No row of one run matches a row of the other (collective, backend, dtype, op, "
-                           "size and place for sweeps; the configuration for train runs).");
+    r.mismatches.push_back(
+        "No row of one run matches a row of the other (collective, backend, dtype, op, "
+        "size and place for sweeps; the configuration for train runs).");
   }
   return r;
 }
@@ -355,8 +375,9 @@ std::string formatCompareText(const CompareResult& r) {
   std::string out;
   out += runLine("baseline", r.base);
   out += runLine("current", r.cur);
-  out += fmt::format("threshold {:g}%, noise bound {:g} x combined standard error of the per-iteration times\n",
-                     r.options.thresholdPct, r.options.noiseK);
+  out +=
+      fmt::format("threshold {:g}%, noise bound {:g} x combined standard error of the per-iteration times\n",
+                  r.options.thresholdPct, r.options.noiseK);
   if (!r.mismatches.empty()) {
     out += "\nRuns differ:\n";
     for (const auto& m : r.mismatches) out += "  - " + m + "\n";
@@ -377,8 +398,9 @@ std::string formatCompareText(const CompareResult& r) {
     out += fmt::format("  {:<{}}  {:>7}  {:>12}  {:>12}  {:>8}  {:>10}\n", "item", w, "metric", "baseline",
                        "current", "change", "noise");
     for (const auto* it : rows) {
-      std::string noise = it->noiseKnown ? fmt::format("{:.3g} {}", it->noise, it->metric == "step" ? "ms" : "us")
-                                         : std::string("unknown");
+      std::string noise = it->noiseKnown
+                              ? fmt::format("{:.3g} {}", it->noise, it->metric == "step" ? "ms" : "us")
+                              : std::string("unknown");
       out += fmt::format("  {:<{}}  {:>7}  {:>12}  {:>12}  {:>+7.1f}%  {:>10}\n", it->label(), w,
                          it->metric + (it->unit.empty() ? "" : ""), fmtValue(it->base) + " " + it->unit,
                          fmtValue(it->cur) + " " + it->unit, it->changePct, noise);
@@ -401,7 +423,8 @@ std::string formatCompareText(const CompareResult& r) {
                          r.improvements);
       break;
     case 1:
-      out += fmt::format("Verdict: REGRESSION in {} of {} item(s) compared.\n", r.regressions, r.items.size());
+      out +=
+          fmt::format("Verdict: REGRESSION in {} of {} item(s) compared.\n", r.regressions, r.items.size());
       break;
     default:
       out += "Verdict: nothing could be compared; see above why.\n";
@@ -412,10 +435,15 @@ std::string formatCompareText(const CompareResult& r) {
 
 nlohmann::json compareToJson(const CompareResult& r) {
   auto briefJson = [](const RunBrief& b) {
-    return nlohmann::json{{"path", b.path},           {"label", b.label}, {"run_id", b.runId},
-                          {"kind", b.kind},           {"start_time", b.startTime},
-                          {"source", b.source},       {"world_size", b.worldSize},
-                          {"hosts", b.hosts},         {"backends", b.backends}};
+    return nlohmann::json{{"path", b.path},
+                          {"label", b.label},
+                          {"run_id", b.runId},
+                          {"kind", b.kind},
+                          {"start_time", b.startTime},
+                          {"source", b.source},
+                          {"world_size", b.worldSize},
+                          {"hosts", b.hosts},
+                          {"backends", b.backends}};
   };
   nlohmann::json items = nlohmann::json::array();
   for (const auto& it : r.items) {

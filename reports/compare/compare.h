@@ -54,14 +54,14 @@ struct ComparedItem {
   std::string config;  // train: "mlp:1024x24 ws=4 gloo batch=32 cap=25MB overlap=on hook=allreduce sgd"
   std::string label() const;  // one line naming the item, for tables
 
-  std::string metric;         // "busbw" (GB/s), "time" (us) or "step" (ms)
-  std::string unit;           // "GB/s", "us", "ms"
+  std::string metric;  // "busbw" (GB/s), "time" (us) or "step" (ms)
+  std::string unit;    // "GB/s", "us", "ms"
   bool higherIsBetter = true;
-  double base = 0, cur = 0;   // the metric in each run
-  double changePct = 0;       // + better, - worse, percent of base
+  double base = 0, cur = 0;  // the metric in each run
+  double changePct = 0;      // + better, - worse, percent of base
   // The noise test, on times (us for sweeps, ms for train).
   double baseTime = 0, curTime = 0;
-  double noise = 0;           // noiseK * sqrt(se_base^2 + se_cur^2); valid when noiseKnown
+  double noise = 0;  // noiseK * sqrt(se_base^2 + se_cur^2); valid when noiseKnown
   bool noiseKnown = false;
   Verdict verdict = Verdict::kUnchanged;
   std::string reason;  // one sentence: why this verdict (threshold, noise, figures)

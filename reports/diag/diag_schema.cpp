@@ -6,10 +6,14 @@ namespace ds::report {
 
 const char* diagStatusName(DiagStatus s) {
   switch (s) {
-    case DiagStatus::kPass: return "PASS";
-    case DiagStatus::kWarn: return "WARN";
-    case DiagStatus::kFail: return "FAIL";
-    case DiagStatus::kSkip: return "SKIP";
+    case DiagStatus::kPass:
+      return "PASS";
+    case DiagStatus::kWarn:
+      return "WARN";
+    case DiagStatus::kFail:
+      return "FAIL";
+    case DiagStatus::kSkip:
+      return "SKIP";
   }
   return "?";
 }
@@ -26,10 +30,18 @@ DiagCounts countStatuses(const std::vector<DiagRecord>& records) {
   DiagCounts c;
   for (const auto& r : records) {
     switch (r.status) {
-      case DiagStatus::kPass: ++c.pass; break;
-      case DiagStatus::kWarn: ++c.warn; break;
-      case DiagStatus::kFail: ++c.fail; break;
-      case DiagStatus::kSkip: ++c.skip; break;
+      case DiagStatus::kPass:
+        ++c.pass;
+        break;
+      case DiagStatus::kWarn:
+        ++c.warn;
+        break;
+      case DiagStatus::kFail:
+        ++c.fail;
+        break;
+      case DiagStatus::kSkip:
+        ++c.skip;
+        break;
     }
   }
   return c;

@@ -2,10 +2,9 @@
 // reports/ turns them into tables and files.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "reports/schema/schema_version.h"
 

@@ -74,6 +74,13 @@ std::string dtypeFrom(const std::string& name) {
   }
 }
 
+// "runs/2025-01-01/nccl.txt" -> "nccl.txt": metadata.source names the file, not where it was read from,
+// so that the same output imported from two places is the same run (the run id hashes the metadata).
+std::string baseName(const std::string& path) {
+  auto slash = path.find_last_of('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
 bool isNcclLogLine(const std::string& line) {
   return line.find(" NCCL INFO ") != std::string::npos || line.find(" NCCL WARN ") != std::string::npos ||
          line.find(" NCCL TRACE ") != std::string::npos;
@@ -151,8 +158,8 @@ void parseParamsLine(const std::string& body, SweepArgs& a) {
 // The layout of a table, from its header line.
 struct Layout {
   int size = -1, count = -1, type = -1, redop = -1, root = -1;
-  int keyCols = 0;      // columns before the first time column
-  int groups = 0;       // 1 or 2 groups of (time, algbw, busbw, wrong)
+  int keyCols = 0;  // columns before the first time column
+  int groups = 0;   // 1 or 2 groups of (time, algbw, busbw, wrong)
   bool timestamp = false;
   bool errorColumn = false;  // older "error" column (a max error, not a count)
   std::string describe() const {
@@ -161,7 +168,8 @@ struct Layout {
                              std::pair{redop, "redop"}, std::pair{root, "root"}}) {
       if (idx >= 0) s += std::string(s.empty() ? "" : " ") + name;
     }
-    for (int g = 0; g < groups; ++g) s += std::string(" | time algbw busbw ") + (errorColumn ? "error" : "#wrong");
+    for (int g = 0; g < groups; ++g)
+      s += std::string(" | time algbw busbw ") + (errorColumn ? "error" : "#wrong");
     if (timestamp) s += " timestamp";
     return s;
   }
@@ -175,19 +183,27 @@ std::optional<Layout> parseHeader(const std::string& body) {
   for (; i < static_cast<int>(w.size()); ++i) {
     const std::string& t = w[i];
     if (t == "time" || t == "cputime") break;
-    if (t == "size") l.size = i;
-    else if (t == "count") l.count = i;
-    else if (t == "type") l.type = i;
-    else if (t == "redop") l.redop = i;
-    else if (t == "root") l.root = i;
-    else return std::nullopt;
+    if (t == "size")
+      l.size = i;
+    else if (t == "count")
+      l.count = i;
+    else if (t == "type")
+      l.type = i;
+    else if (t == "redop")
+      l.redop = i;
+    else if (t == "root")
+      l.root = i;
+    else
+      return std::nullopt;
   }
   l.keyCols = i;
   if (l.size < 0 || l.count < 0 || l.type < 0) return std::nullopt;
   while (i + 3 < static_cast<int>(w.size()) && (w[i] == "time" || w[i] == "cputime")) {
     if (w[i + 1] != "algbw" || w[i + 2] != "busbw") return std::nullopt;
-    if (w[i + 3] == "error") l.errorColumn = true;
-    else if (w[i + 3] != "#wrong") return std::nullopt;
+    if (w[i + 3] == "error")
+      l.errorColumn = true;
+    else if (w[i + 3] != "#wrong")
+      return std::nullopt;
     ++l.groups;
     i += 4;
   }
@@ -215,7 +231,8 @@ double busFactorOf(const std::string& collective, int n) {
   if (n <= 0) return 0;
   double dn = n;
   if (collective == "allreduce") return 2 * (dn - 1) / dn;
-  if (collective == "allgather" || collective == "reduce_scatter" || collective == "alltoall") return (dn - 1) / dn;
+  if (collective == "allgather" || collective == "reduce_scatter" || collective == "alltoall")
+    return (dn - 1) / dn;
   if (collective == "broadcast" || collective == "reduce" || collective == "sendrecv") return 1;
   return 0;
 }
@@ -278,7 +295,8 @@ SweepRun importNcclTestsText(const std::string& text, const std::string& origin,
         if (w.size() >= 3) version = w[2];
         for (const auto& x : w) {
           if (x.rfind("nccl-library=", 0) == 0) {
-            if (auto c = toInt(x.substr(13))) run.metadata.versions["nccl"] = comm::decodeNcclVersion(static_cast<int>(*c)).str();
+            if (auto c = toInt(x.substr(13)))
+              run.metadata.versions["nccl"] = comm::decodeNcclVersion(static_cast<int>(*c)).str();
           } else if (x.rfind("nccl-headers=", 0) == 0) {
             if (auto c = toInt(x.substr(13)))
               run.metadata.versions["nccl_header"] = comm::decodeNcclVersion(static_cast<int>(*c)).str();
@@ -292,9 +310,10 @@ SweepRun importNcclTestsText(const std::string& text, const std::string& origin,
         if (rankSeen.insert(r->rank).second) run.metadata.ranks.push_back(*r);
       } else if (auto l = parseHeader(body)) {
         if (layout) {
-          throw fail(fmt::format("a second table header before the footer of the table that starts at line {}; "
-                                 "the output is cut or two runs are interleaved.",
-                                 tableStart));
+          throw fail(
+              fmt::format("a second table header before the footer of the table that starts at line {}; "
+                          "the output is cut or two runs are interleaved.",
+                          tableStart));
         }
         layout = l;
         tableStart = lineNo;
@@ -305,8 +324,9 @@ SweepRun importNcclTestsText(const std::string& text, const std::string& origin,
         auto colon = body.find(':');
         if (colon != std::string::npos) {
           auto w = words(body.substr(colon + 1));
-          if (!w.empty()) run.notes.push_back(fmt::format("nccl-tests reported Avg bus bandwidth {} GB/s{}", w[0],
-                                                          collective.empty() ? "" : " for " + collective));
+          if (!w.empty())
+            run.notes.push_back(fmt::format("nccl-tests reported Avg bus bandwidth {} GB/s{}", w[0],
+                                            collective.empty() ? "" : " for " + collective));
         }
         layout.reset();
         ++tables;
@@ -327,10 +347,11 @@ SweepRun importNcclTestsText(const std::string& text, const std::string& origin,
     const std::size_t expected = static_cast<std::size_t>(l.keyCols + 4 * l.groups) + (l.timestamp ? 2 : 0);
     const std::size_t withoutTs = static_cast<std::size_t>(l.keyCols + 4 * l.groups);
     if (w.size() != expected && !(l.timestamp && w.size() == withoutTs)) {
-      throw fail(fmt::format(
-          "expected a result row of {} columns ({}) as the header at line {} announces, found {}: {}. The output "
-          "is truncated or altered; import the complete nccl-tests output.",
-          withoutTs, l.describe(), tableStart, w.size(), quote(t)));
+      throw fail(
+          fmt::format("expected a result row of {} columns ({}) as the header at line {} announces, found "
+                      "{}: {}. The output "
+                      "is truncated or altered; import the complete nccl-tests output.",
+                      withoutTs, l.describe(), tableStart, w.size(), quote(t)));
     }
     SweepMeasurement m;
     m.backend = o.backend;
@@ -338,9 +359,10 @@ SweepRun importNcclTestsText(const std::string& text, const std::string& origin,
     auto size = toInt(w[static_cast<std::size_t>(l.size)]);
     auto count = toInt(w[static_cast<std::size_t>(l.count)]);
     if (!size || !count || *size < 0 || *count < 0) {
-      throw fail(fmt::format("the size and count columns of {} are not byte and element counts; the row is "
-                             "altered or cut.",
-                             quote(t)));
+      throw fail(
+          fmt::format("the size and count columns of {} are not byte and element counts; the row is "
+                      "altered or cut.",
+                      quote(t)));
     }
     m.bytes = m.requestedBytes = static_cast<std::size_t>(*size);
     m.count = static_cast<std::size_t>(*count);
@@ -356,10 +378,11 @@ SweepRun importNcclTestsText(const std::string& text, const std::string& origin,
       auto time = toDouble(w[b]), alg = toDouble(w[b + 1]), bus = toDouble(w[b + 2]);
       auto wrong = parseWrong(w[b + 3], l.errorColumn);
       if (!time || !alg || !bus || !wrong) {
-        throw fail(fmt::format("the {} columns of {} are not numbers (time algbw busbw {}); the row is altered "
-                               "or cut.",
-                               g == 0 && l.groups == 2 ? "out-of-place" : "in-place", quote(t),
-                               l.errorColumn ? "error" : "#wrong"));
+        throw fail(
+            fmt::format("the {} columns of {} are not numbers (time algbw busbw {}); the row is altered "
+                        "or cut.",
+                        g == 0 && l.groups == 2 ? "out-of-place" : "in-place", quote(t),
+                        l.errorColumn ? "error" : "#wrong"));
       }
       PlaceResult& p = (g == 0 && l.groups == 2) ? m.outOfPlace : m.inPlace;
       p.measured = true;
@@ -375,22 +398,26 @@ SweepRun importNcclTestsText(const std::string& text, const std::string& origin,
   if (layout) {
     throw ConfigError(fmt::format(
         "{} ends at line {} inside the table that starts at line {}, without nccl-tests' footer ('# Out of "
-        "bounds values' and '# Avg bus bandwidth'): the output is truncated (the run was killed or the log was "
+        "bounds values' and '# Avg bus bandwidth'): the output is truncated (the run was killed or the log "
+        "was "
         "cut). Import a complete output.",
         origin, lineNo, tableStart));
   }
   if (tables == 0) {
     if (firstForeign > 0) {
-      throw ConfigError(fmt::format(
-          "{} line {}: {} is not nccl-tests output, and no nccl-tests results table ('#  size  count  type ...  "
-          "time  algbw  busbw  #wrong') was found in the file. Give the console output of an nccl-tests binary "
-          "(e.g. all_reduce_perf) or its -J JSON.",
-          origin, firstForeign, quote(firstForeignText)));
+      throw ConfigError(
+          fmt::format("{} line {}: {} is not nccl-tests output, and no nccl-tests results table ('#  size  "
+                      "count  type ...  "
+                      "time  algbw  busbw  #wrong') was found in the file. Give the console output of an "
+                      "nccl-tests binary "
+                      "(e.g. all_reduce_perf) or its -J JSON.",
+                      origin, firstForeign, quote(firstForeignText)));
     }
-    throw ConfigError(fmt::format("{}: no nccl-tests results table ('#  size  count  type ...  time  algbw  busbw  "
-                                  "#wrong') was found in its {} line(s); the output is empty or cut before the "
-                                  "first result.",
-                                  origin, lineNo));
+    throw ConfigError(
+        fmt::format("{}: no nccl-tests results table ('#  size  count  type ...  time  algbw  busbw  "
+                    "#wrong') was found in its {} line(s); the output is empty or cut before the "
+                    "first result.",
+                    origin, lineNo));
   }
   if (collective.empty()) {
     throw ConfigError(fmt::format(
@@ -408,7 +435,7 @@ SweepRun importNcclTestsText(const std::string& text, const std::string& origin,
   }
   if (!version.empty()) run.metadata.versions["nccl_tests"] = version;
   run.metadata.source =
-      fmt::format("nccl-tests{} (imported from {})", version.empty() ? "" : " " + version, origin);
+      fmt::format("nccl-tests{} (imported from {})", version.empty() ? "" : " " + version, baseName(origin));
   run.metadata.label = o.label;
   run.args.collectives = {collective};
   run.args.backends = {o.backend};
@@ -435,7 +462,9 @@ IterStats statsFrom(const nlohmann::json& place, int iters) {
     }
   }
   if (!src) return s;
-  auto num = [&](const char* k) { return (*src).contains(k) && (*src)[k].is_number() ? (*src)[k].get<double>() : 0.0; };
+  auto num = [&](const char* k) {
+    return (*src).contains(k) && (*src)[k].is_number() ? (*src)[k].get<double>() : 0.0;
+  };
   s.minUs = num("min_us");
   s.maxUs = num("max_us");
   s.avgUs = num("avg_us");
@@ -450,7 +479,8 @@ IterStats statsFrom(const nlohmann::json& place, int iters) {
 
 }  // namespace
 
-SweepRun importNcclTestsJson(const nlohmann::json& doc, const std::string& origin, const NcclImportOptions& o) {
+SweepRun importNcclTestsJson(const nlohmann::json& doc, const std::string& origin,
+                             const NcclImportOptions& o) {
   auto bad = [&](const std::string& what) {
     return ConfigError(fmt::format("{} is not an nccl-tests -J result: {}", origin, what));
   };
@@ -458,9 +488,10 @@ SweepRun importNcclTestsJson(const nlohmann::json& doc, const std::string& origi
     throw bad("it has no \"results\" list.");
   int version = doc.value("version", 0);
   if (version > 3) {
-    throw bad(fmt::format("its format version is {}, and this dsreport reads versions 1 to 3. Upgrade dsperf, or "
-                          "import the text output instead.",
-                          version));
+    throw bad(
+        fmt::format("its format version is {}, and this dsreport reads versions 1 to 3. Upgrade dsperf, or "
+                    "import the text output instead.",
+                    version));
   }
   SweepRun run;
   run.metadata.launcher = "nccl-tests";
@@ -519,7 +550,8 @@ SweepRun importNcclTestsJson(const nlohmann::json& doc, const std::string& origi
         }
       }
       int iters = row.value("actual_iterations", run.args.iters);
-      for (auto [key, place] : {std::pair{"out_of_place", &m.outOfPlace}, std::pair{"in_place", &m.inPlace}}) {
+      for (auto [key, place] :
+           {std::pair{"out_of_place", &m.outOfPlace}, std::pair{"in_place", &m.inPlace}}) {
         if (!row.contains(key) || row[key].is_null()) continue;
         const auto& p = row[key];
         place->measured = true;
@@ -533,16 +565,18 @@ SweepRun importNcclTestsJson(const nlohmann::json& doc, const std::string& origi
         place->iter = statsFrom(p, iters);
       }
       if (!m.outOfPlace.measured && !m.inPlace.measured)
-        throw bad(fmt::format("result {} (size {}) has neither out_of_place nor in_place figures.", index, m.bytes));
+        throw bad(fmt::format("result {} (size {}) has neither out_of_place nor in_place figures.", index,
+                              m.bytes));
       m.worldSize = run.metadata.worldSize;
       m.busFactor = busFactorOf(collective, m.worldSize);
       finishRow(m);
       run.results.push_back(std::move(m));
     }
     if (collective.empty()) {
-      throw ConfigError(fmt::format("{} does not say which collective it measured (no program name in \"args\"). "
-                                    "Give it: dsreport import {} --collective allreduce (or allgather, ...).",
-                                    origin, origin));
+      throw ConfigError(
+          fmt::format("{} does not say which collective it measured (no program name in \"args\"). "
+                      "Give it: dsreport import {} --collective allreduce (or allgather, ...).",
+                      origin, origin));
     }
     run.args.collectives = {collective};
   } catch (const nlohmann::json::exception& e) {
@@ -554,7 +588,7 @@ SweepRun importNcclTestsJson(const nlohmann::json& doc, const std::string& origi
     if (dtypes.insert(m.dtype).second) run.args.dtypes.push_back(m.dtype);
     if (ops.insert(m.op).second) run.args.ops.push_back(m.op);
   }
-  run.metadata.source = fmt::format("nccl-tests -J format {} (imported from {})", version, origin);
+  run.metadata.source = fmt::format("nccl-tests -J format {} (imported from {})", version, baseName(origin));
   run.metadata.label = o.label;
   run.summary = summarize(run.results);
   return run;
@@ -562,7 +596,9 @@ SweepRun importNcclTestsJson(const nlohmann::json& doc, const std::string& origi
 
 SweepRun importNcclTestsFile(const std::string& path, const NcclImportOptions& o) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw IoError(fmt::format("cannot read {}: {}. Check the path and its permissions.", path, errnoText(errno)));
+  if (!in)
+    throw IoError(
+        fmt::format("cannot read {}: {}. Check the path and its permissions.", path, errnoText(errno)));
   std::stringstream ss;
   ss << in.rdbuf();
   const std::string text = ss.str();
@@ -573,9 +609,10 @@ SweepRun importNcclTestsFile(const std::string& path, const NcclImportOptions& o
       try {
         (void)nlohmann::json::parse(text);
       } catch (const nlohmann::json::parse_error& e) {
-        throw ConfigError(fmt::format("{} looks like an nccl-tests -J file but is not valid JSON (byte {}): the file "
-                                      "is truncated or corrupt (nccl-tests closes the JSON only when the run ends).",
-                                      path, e.byte));
+        throw ConfigError(
+            fmt::format("{} looks like an nccl-tests -J file but is not valid JSON (byte {}): the file "
+                        "is truncated or corrupt (nccl-tests closes the JSON only when the run ends).",
+                        path, e.byte));
       }
     }
     return importNcclTestsJson(doc, path, o);

@@ -32,8 +32,10 @@ struct NcclImportOptions {
 bool looksLikeNcclTests(const std::string& text);
 
 // `origin` names the file in errors and in metadata.source.
-SweepRun importNcclTestsText(const std::string& text, const std::string& origin, const NcclImportOptions& o = {});
-SweepRun importNcclTestsJson(const nlohmann::json& doc, const std::string& origin, const NcclImportOptions& o = {});
+SweepRun importNcclTestsText(const std::string& text, const std::string& origin,
+                             const NcclImportOptions& o = {});
+SweepRun importNcclTestsJson(const nlohmann::json& doc, const std::string& origin,
+                             const NcclImportOptions& o = {});
 // Reads `path` and picks text or JSON by content. Throws IoError when unreadable.
 SweepRun importNcclTestsFile(const std::string& path, const NcclImportOptions& o = {});
 

@@ -17,10 +17,14 @@ namespace ds::report {
 
 const char* runKindName(RunKind k) {
   switch (k) {
-    case RunKind::kSweep: return "sweep";
-    case RunKind::kTrain: return "train";
-    case RunKind::kDiag: return "diag";
-    case RunKind::kWorld: return "world";
+    case RunKind::kSweep:
+      return "sweep";
+    case RunKind::kTrain:
+      return "train";
+    case RunKind::kDiag:
+      return "diag";
+    case RunKind::kWorld:
+      return "world";
   }
   return "?";
 }
@@ -46,7 +50,8 @@ namespace {
 std::string slurp(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
-    throw IoError(fmt::format("cannot read {}: {}. Check the path and its permissions.", path, errnoText(errno)));
+    throw IoError(
+        fmt::format("cannot read {}: {}. Check the path and its permissions.", path, errnoText(errno)));
   }
   std::stringstream ss;
   ss << in.rdbuf();
@@ -95,9 +100,10 @@ RunFile loadTrainJournal(const std::string& text, const std::string& path) {
     if (j.is_discarded() || !j.is_object()) continue;
     std::string where = fmt::format("{} line {}", path, lineNo);
     if (j.value("schema", "") != "dsperf.train.journal") {
-      throw ConfigError(fmt::format("{} is not a dsbench train journal line (schema '{}'); the file mixes "
-                                    "other content into the journal.",
-                                    where, j.value("schema", "")));
+      throw ConfigError(
+          fmt::format("{} is not a dsbench train journal line (schema '{}'); the file mixes "
+                      "other content into the journal.",
+                      where, j.value("schema", "")));
     }
     checkSchemaVersion(j, "dsperf.train.journal", where);
     try {
@@ -107,9 +113,10 @@ RunFile loadTrainJournal(const std::string& text, const std::string& path) {
     }
   }
   if (runs.empty()) {
-    throw ConfigError(fmt::format("{} holds no finished dsbench train run (the run was killed before its "
-                                  "first configuration finished).",
-                                  path));
+    throw ConfigError(
+        fmt::format("{} holds no finished dsbench train run (the run was killed before its "
+                    "first configuration finished).",
+                    path));
   }
   RunFile f;
   f.path = path;
@@ -127,14 +134,14 @@ RunFile loadTrainJournal(const std::string& text, const std::string& path) {
 
 RunFile classifyRun(const nlohmann::json& doc, const std::string& origin) {
   if (!doc.is_object()) {
-    throw ConfigError(fmt::format("{} is not a dsperf result: the document is a JSON {}, not an object.", origin,
-                                  doc.type_name()));
+    throw ConfigError(fmt::format("{} is not a dsperf result: the document is a JSON {}, not an object.",
+                                  origin, doc.type_name()));
   }
   if (!doc.contains("schema") || !doc["schema"].is_string()) {
-    throw ConfigError(
-        fmt::format("{} is not a dsperf result: it has no \"schema\" field. dsreport reads the JSON of dsbench "
-                    "(-J / --json), dsdiag (--json), their journals, and nccl-tests output (dsreport import).",
-                    origin));
+    throw ConfigError(fmt::format(
+        "{} is not a dsperf result: it has no \"schema\" field. dsreport reads the JSON of dsbench "
+        "(-J / --json), dsdiag (--json), their journals, and nccl-tests output (dsreport import).",
+        origin));
   }
   const std::string schema = doc["schema"].get<std::string>();
   RunFile f;
@@ -151,7 +158,8 @@ RunFile classifyRun(const nlohmann::json& doc, const std::string& origin) {
     f.schemaVersion = checkSchemaVersion(doc, schema, origin).str();
     f.train = trainFromJson(doc, origin);
     f.trainMetadata = doc.contains("metadata") ? doc["metadata"] : nlohmann::json();
-    if (f.trainMetadata.is_object() && f.trainMetadata.contains("label") && f.trainMetadata["label"].is_string())
+    if (f.trainMetadata.is_object() && f.trainMetadata.contains("label") &&
+        f.trainMetadata["label"].is_string())
       f.label = f.trainMetadata["label"].get<std::string>();
     f.runId = runIdOf(f.kind, trainToJson(*f.train, f.trainMetadata));
   } else if (schema == kDiagSchemaName) {
@@ -183,9 +191,10 @@ RunFile classifyRun(const nlohmann::json& doc, const std::string& origin) {
 RunFile loadRunFile(const std::string& path) {
   const std::string text = slurp(path);
   if (text.find_first_not_of(" \t\r\n") == std::string::npos) {
-    throw ConfigError(fmt::format("{} is empty. The run that should have written it may have failed before "
-                                  "its first result; look at its log.",
-                                  path));
+    throw ConfigError(
+        fmt::format("{} is empty. The run that should have written it may have failed before "
+                    "its first result; look at its log.",
+                    path));
   }
   // A journal: JSON lines whose first line is a journal line (whatever the file is called).
   nlohmann::json first = firstJsonLine(text);
@@ -197,9 +206,10 @@ RunFile loadRunFile(const std::string& path) {
   }
   if (firstSchema == "dsperf.train.journal") return loadTrainJournal(text, path);
   if (endsWith(path, ".jsonl") && !first.is_object()) {
-    throw ConfigError(fmt::format("{} is not a dsbench journal: its first line is not a JSON object. The file "
-                                  "may be corrupt or not written by dsbench.",
-                                  path));
+    throw ConfigError(
+        fmt::format("{} is not a dsbench journal: its first line is not a JSON object. The file "
+                    "may be corrupt or not written by dsbench.",
+                    path));
   }
   nlohmann::json doc = nlohmann::json::parse(text, nullptr, false);
   // nccl-tests output, text or -J JSON: imported on the fly (as `dsreport import` would, backend nccl).

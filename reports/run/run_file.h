@@ -39,9 +39,9 @@ struct RunFile {
 };
 
 // Reads and classifies a dsperf JSON result (sweep, train, diag, world; also a dsbench journal,
-// .jsonl, of sweep or train, and nccl-tests output, text or -J JSON, imported on the fly). Throws ConfigError naming the path and the reason: not JSON, unknown schema, a newer major
-// version ("written by a newer dsperf: schema 2.0, this dsreport reads 1.x; upgrade dsreport"),
-// missing fields. IoError when unreadable.
+// .jsonl, of sweep or train, and nccl-tests output, text or -J JSON, imported on the fly). Throws ConfigError
+// naming the path and the reason: not JSON, unknown schema, a newer major version ("written by a newer
+// dsperf: schema 2.0, this dsreport reads 1.x; upgrade dsreport"), missing fields. IoError when unreadable.
 RunFile loadRunFile(const std::string& path);
 // The same from a parsed document; `origin` names it in errors.
 RunFile classifyRun(const nlohmann::json& doc, const std::string& origin);

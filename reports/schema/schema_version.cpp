@@ -46,8 +46,8 @@ SchemaVersion parseSchemaVersion(const nlohmann::json& value, const std::string&
 
 SchemaVersion checkSchemaVersion(const nlohmann::json& doc, const std::string& schemaName,
                                  const std::string& origin) {
-  nlohmann::json value = doc.is_object() && doc.contains("schema_version") ? doc.at("schema_version")
-                                                                             : nlohmann::json();
+  nlohmann::json value =
+      doc.is_object() && doc.contains("schema_version") ? doc.at("schema_version") : nlohmann::json();
   SchemaVersion v = parseSchemaVersion(value, origin);
   if (v.major > kSchemaMajor) {
     throw ConfigError(

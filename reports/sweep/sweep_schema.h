@@ -142,8 +142,8 @@ void from_json(const nlohmann::json& j, SweepSummary& s);
 
 // {"schema": "dsperf.sweep", "schema_version": "1.0", "args", "metadata", "results", "summary"}
 nlohmann::json sweepToJson(const SweepRun& run);
-// Checks the schema name and major version (checkSchemaVersion); throws ConfigError naming `origin` when they differ or the
-// document is malformed.
+// Checks the schema name and major version (checkSchemaVersion); throws ConfigError naming `origin` when they
+// differ or the document is malformed.
 SweepRun sweepFromJson(const nlohmann::json& j, const std::string& origin);
 
 }  // namespace ds::report

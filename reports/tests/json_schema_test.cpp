@@ -6,12 +6,12 @@
 #include <fstream>
 
 #include "engine/testing/subprocess.h"
+#include "reports/diag/diag_schema.h"
 #include "reports/json_io.h"
 #include "reports/schema/world.h"
 #include "reports/sweep/sweep_journal.h"
 #include "reports/sweep/sweep_schema.h"
 #include "reports/train/train_schema.h"
-#include "reports/diag/diag_schema.h"
 
 using namespace ds::report;
 
@@ -75,7 +75,8 @@ TEST(JsonSchema, OurWritersOutputValidates) {
   t.model = "mlp:64x2";
   t.stepMs = summarize(std::vector<double>{1, 2, 3});
   t.ddp.bucket_sizes = {1024};
-  writeJsonAtomic(dir.file("train.json"), trainToJson({t}, {{"label", "x"}, {"hosts", {"h"}}, {"world_size", 1}}));
+  writeJsonAtomic(dir.file("train.json"),
+                  trainToJson({t}, {{"label", "x"}, {"hosts", {"h"}}, {"world_size", 1}}));
   appendTrainJournal(dir.file("train.journal.jsonl"), t);
   DiagReport d;
   DiagRecord rec;
@@ -90,9 +91,10 @@ TEST(JsonSchema, OurWritersOutputValidates) {
   writeJsonAtomic(dir.file("world.json"), worldToJson({rr}));
   auto r = validate({dir.file("sweep.json"), dir.file("sweep.journal.jsonl"), dir.file("train.json"),
                      dir.file("train.journal.jsonl"), dir.file("diag.json"), dir.file("world.json"),
-                     std::string(DS_IMPORT_GOLDEN)});
+                     std::string(DS_IMPORT_GOLDEN), std::string(DS_REPORTS_TEST_DATA) + "/sweep_golden.json",
+                     std::string(DS_REPORTS_TEST_DATA) + "/train_golden.json"});
   EXPECT_EQ(r.exitCode, 0) << r.out << r.err;
-  EXPECT_NE(r.out.find("7 file(s) valid"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("9 file(s) valid"), std::string::npos) << r.out;
 }
 
 TEST(JsonSchema, RejectsANewerMajorAndAMissingField) {

@@ -1,15 +1,17 @@
 // The versioned schema and the run-file loader every dsreport subcommand reads through: one major
 // version check for all kinds, the integer 1 of older files, journals (of killed runs too), and the
 // run id.
+#include "reports/run/run_file.h"
+
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <fstream>
 #include <functional>
 
 #include "engine/common/error.h"
 #include "engine/testing/subprocess.h"
 #include "reports/json_io.h"
-#include "reports/run/run_file.h"
 #include "reports/schema/label.h"
 #include "reports/schema/schema_version.h"
 #include "reports/sweep/sweep_journal.h"
@@ -140,18 +142,23 @@ TEST(RunFile, RefusesNewerMajorsOtherSchemasAndNonJson) {
             "report.json was written by a newer dsperf (schema dsperf.sweep 2.0); this dsperf reads 1.x. "
             "Upgrade dsperf on this machine.");
   nlohmann::json future{{"schema", "dsperf.cluster"}, {"schema_version", "3.1"}};
-  EXPECT_NE(messageOf([&] { classifyRun(future, "f.json"); }).find("newer dsperf (schema dsperf.cluster 3.1)"),
+  EXPECT_NE(
+      messageOf([&] { classifyRun(future, "f.json"); }).find("newer dsperf (schema dsperf.cluster 3.1)"),
+      std::string::npos);
+  EXPECT_NE(messageOf([&] {
+              classifyRun(nlohmann::json{{"schema", "other"}}, "o.json");
+            }).find("o.json is not a result dsreport knows: its schema is 'other'"),
             std::string::npos);
-  EXPECT_NE(messageOf([&] { classifyRun(nlohmann::json{{"schema", "other"}}, "o.json"); })
-                .find("o.json is not a result dsreport knows: its schema is 'other'"),
-            std::string::npos);
-  EXPECT_NE(messageOf([&] { classifyRun(nlohmann::json{{"a", 1}}, "n.json"); }).find("no \"schema\" field"),
+  EXPECT_NE(messageOf([&] {
+              classifyRun(nlohmann::json{{"a", 1}}, "n.json");
+            }).find("no \"schema\" field"),
             std::string::npos);
   EXPECT_THROW(classifyRun(nlohmann::json::array(), "a.json"), ds::ConfigError);
 
   ds::testing::TempDir dir;
   writeText(dir.file("cut.json"), sweepToJson(sweep()).dump().substr(0, 100));
-  EXPECT_NE(messageOf([&] { loadRunFile(dir.file("cut.json")); }).find("is not valid JSON"), std::string::npos);
+  EXPECT_NE(messageOf([&] { loadRunFile(dir.file("cut.json")); }).find("is not valid JSON"),
+            std::string::npos);
   writeText(dir.file("empty.json"), "\n");
   EXPECT_NE(messageOf([&] { loadRunFile(dir.file("empty.json")); }).find("is empty"), std::string::npos);
   EXPECT_THROW(loadRunFile(dir.file("missing.json")), ds::IoError);
@@ -215,16 +222,84 @@ TEST(RunFile, RunIdIsStableAndIgnoresLabelAndVersionForm) {
   other.results[1].outOfPlace.busBw = 2.6;
   EXPECT_NE(classifyRun(sweepToJson(other), "o.json").runId, a.runId);
   // A known value, so that the hash never changes by accident between releases (history keys on it).
-  EXPECT_EQ(runIdOf(RunKind::kWorld, nlohmann::json::object()), runIdOf(RunKind::kWorld, nlohmann::json::object()));
-  EXPECT_NE(runIdOf(RunKind::kWorld, nlohmann::json::object()), runIdOf(RunKind::kDiag, nlohmann::json::object()));
+  EXPECT_EQ(runIdOf(RunKind::kWorld, nlohmann::json::object()),
+            runIdOf(RunKind::kWorld, nlohmann::json::object()));
+  EXPECT_NE(runIdOf(RunKind::kWorld, nlohmann::json::object()),
+            runIdOf(RunKind::kDiag, nlohmann::json::object()));
 }
 
 TEST(Label, OneRuleForEveryTool) {
   EXPECT_EQ(checkLabel("dgx-a100 pod2"), "dgx-a100 pod2");
   EXPECT_EQ(checkLabel(std::string(64, 'x')), std::string(64, 'x'));
   EXPECT_NE(messageOf([] { checkLabel("", "--label"); }).find("--label is empty"), std::string::npos);
-  EXPECT_NE(messageOf([] { checkLabel(std::string(65, 'x')); }).find("is 65 characters long"), std::string::npos);
+  EXPECT_NE(messageOf([] { checkLabel(std::string(65, 'x')); }).find("is 65 characters long"),
+            std::string::npos);
   EXPECT_NE(messageOf([] { checkLabel("a\tb"); }).find("(byte 0x09) at position 2"), std::string::npos);
   EXPECT_NE(messageOf([] { checkLabel("caf\xc3\xa9"); }).find("non-ASCII"), std::string::npos);
   EXPECT_NE(messageOf([] { checkLabel(" a"); }).find("starts or ends with a space"), std::string::npos);
+}
+
+// Golden files: the writers' exact output for fixed records (a change to a key or its form shows up
+// here, and must come with a schema version decision), and the readers' round trip from them.
+namespace {
+
+std::string goldenPath(const std::string& name) { return std::string(DS_REPORTS_TEST_DATA) + "/" + name; }
+
+void checkGolden(const nlohmann::json& got, const std::string& name) {
+  if (std::getenv("DS_UPDATE_GOLDEN")) writeJsonAtomic(goldenPath(name), got);
+  nlohmann::json want = readJson(goldenPath(name));
+  EXPECT_EQ(got, want) << name << ": " << nlohmann::json::diff(want, got).dump(1);
+  // The text on disk is the writer's own formatting too (2-space indent, sorted keys, final newline).
+  EXPECT_EQ(ds::testing::readFile(goldenPath(name)), got.dump(2) + "\n") << name;
+}
+
+}  // namespace
+
+TEST(Golden, SweepWriterAndReader) {
+  SweepRun s = sweep("pod-7");
+  s.args.minBytes = 1024;
+  s.args.maxBytes = 2048;
+  s.args.stepFactor = 2;
+  s.args.iters = 3;
+  s.metadata.ranks = {SweepRank{0, 0, 0, "node-a", 4242, "cpu"}, SweepRank{1, 1, 0, "node-a", 4243, "cpu"}};
+  s.metadata.versions = {{"dsperf", "0.1.0"}, {"gloo", "0.5.0"}};
+  s.metadata.startTime = "2026-01-31T12:00:00.000Z";
+  s.metadata.endTime = "2026-01-31T12:00:01.500Z";
+  s.results[1].inPlace = s.results[1].outOfPlace;
+  s.results[1].inPlace.wrong = -1;
+  s.results[1].outOfPlace.ranks = {{0, 9.5, computeIterStats({9, 10})},
+                                   {1, 10.5, computeIterStats({10, 11})}};
+  s.notes = {"backend mpi does not support avg"};
+  s.summary = summarize(s.results);
+  checkGolden(sweepToJson(s), "sweep_golden.json");
+  auto back = sweepFromJson(readJson(goldenPath("sweep_golden.json")), "sweep_golden.json");
+  EXPECT_EQ(sweepToJson(back), sweepToJson(s));
+  EXPECT_EQ(back.metadata.label, "pod-7");
+  EXPECT_EQ(back.results[1].inPlace.wrong, -1);
+  EXPECT_EQ(back.results[1].outOfPlace.ranks[1].iter.p50Us, 10.5);
+}
+
+TEST(Golden, TrainWriterAndReader) {
+  TrainRunRecord t;
+  t.model = "mlp:1024x24";
+  t.params = 25190400;
+  t.worldSize = 2;
+  t.backend = "gloo";
+  t.device = "cpu";
+  t.perRankBatch = 32;
+  t.steps = 20;
+  t.warmup = 3;
+  t.optimizer = "sgd";
+  t.bucketCapMb = 25;
+  t.commHook = "allreduce";
+  t.buckets = 5;
+  t.stepMs = summarize(std::vector<double>{10, 11, 12, 14});
+  t.samplesPerSec = 5818.2;
+  t.overlapEfficiency = 0.25;
+  t.ddp.bucket_sizes = {1048576, 26214400};
+  nlohmann::json meta{{"label", "pod-7"}, {"hosts", {"node-a", "node-a"}}, {"world_size", 2}};
+  checkGolden(trainToJson({t}, meta), "train_golden.json");
+  RunFile f = classifyRun(readJson(goldenPath("train_golden.json")), "train_golden.json");
+  EXPECT_EQ(trainToJson(*f.train, f.trainMetadata), trainToJson({t}, meta));
+  EXPECT_EQ(f.label, "pod-7");
 }

@@ -44,7 +44,8 @@ SweepMeasurement row(std::size_t bytes, double timeUs, double cv, int n, unsigne
   return m;
 }
 
-RunFile sweepRun(std::vector<SweepMeasurement> rows, std::vector<std::string> hosts = {"node-a"}, int ws = 2) {
+RunFile sweepRun(std::vector<SweepMeasurement> rows, std::vector<std::string> hosts = {"node-a"},
+                 int ws = 2) {
   SweepRun s;
   s.metadata.worldSize = ws;
   s.metadata.hosts = hosts;
@@ -134,7 +135,8 @@ TEST(Compare, RowsInOneRunOnlyAndWrongDataAreListedNotCompared) {
   EXPECT_EQ(r.exitCode(), 2);
   auto text = formatCompareText(r);
   EXPECT_NE(text.find("allgather gloo f32 sum (1 row(s)): only in the baseline"), std::string::npos) << text;
-  EXPECT_NE(text.find("allreduce gloo f32 sum (1 row(s)): only in the current run"), std::string::npos) << text;
+  EXPECT_NE(text.find("allreduce gloo f32 sum (1 row(s)): only in the current run"), std::string::npos)
+      << text;
   EXPECT_NE(text.find("wrong data"), std::string::npos) << text;
 }
 

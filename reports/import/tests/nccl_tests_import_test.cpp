@@ -74,8 +74,9 @@ TEST(NcclTestsImport, ModernTextMatchesTheGoldenSweep) {
 
 TEST(NcclTestsImport, OlderLayoutWithErrorColumnNeedsTheCollective) {
   auto t = text("all_reduce_old_error_column.txt");
-  EXPECT_NE(messageOf([&] { importNcclTestsText(t, "old.txt", {}); })
-                .find("old.txt does not say which collective it measured"),
+  EXPECT_NE(messageOf([&] {
+              importNcclTestsText(t, "old.txt", {});
+            }).find("old.txt does not say which collective it measured"),
             std::string::npos);
   NcclImportOptions o;
   o.collective = "all_reduce_perf";
@@ -124,25 +125,31 @@ TEST(NcclTestsImport, JsonFormat3WithPerIterationStatistics) {
 }
 
 TEST(NcclTestsImport, TruncatedAndForeignTextNameTheLine) {
-  EXPECT_EQ(messageOf([] { importNcclTestsFile(data("truncated.txt"), {}); }),
-            data("truncated.txt") +
-                " line 19: expected a result row of 13 columns (size count type redop root | time algbw busbw "
-                "#wrong | time algbw busbw #wrong) as the header at line 14 announces, found 2: '1048576        "
-                "262144'. The output is truncated or altered; import the complete nccl-tests output.");
-  EXPECT_NE(messageOf([] { importNcclTestsFile(data("no_footer.txt"), {}); })
-                .find("ends at line 18 inside the table that starts at line 14, without nccl-tests' footer"),
+  EXPECT_EQ(
+      messageOf([] { importNcclTestsFile(data("truncated.txt"), {}); }),
+      data("truncated.txt") +
+          " line 19: expected a result row of 13 columns (size count type redop root | time algbw busbw "
+          "#wrong | time algbw busbw #wrong) as the header at line 14 announces, found 2: '1048576        "
+          "262144'. The output is truncated or altered; import the complete nccl-tests output.");
+  EXPECT_NE(messageOf([] {
+              importNcclTestsFile(data("no_footer.txt"), {});
+            }).find("ends at line 18 inside the table that starts at line 14, without nccl-tests' footer"),
             std::string::npos);
-  EXPECT_NE(messageOf([] { importNcclTestsFile(data("foreign.txt"), {}); })
-                .find("foreign.txt line 1: 'Starting job 4242 on node-a' is not nccl-tests output"),
+  EXPECT_NE(messageOf([] {
+              importNcclTestsFile(data("foreign.txt"), {});
+            }).find("foreign.txt line 1: 'Starting job 4242 on node-a' is not nccl-tests output"),
             std::string::npos);
   auto altered = text("all_reduce_2.13.txt");
   altered.replace(altered.find("   260.00"), 9, "   2x0.00");
-  EXPECT_NE(messageOf([&] { importNcclTestsText(altered, "x.txt", {}); })
-                .find("x.txt line 20: the out-of-place columns of"),
+  EXPECT_NE(messageOf([&] {
+              importNcclTestsText(altered, "x.txt", {});
+            }).find("x.txt line 20: the out-of-place columns of"),
             std::string::npos);
   EXPECT_THROW(importNcclTestsText("", "empty.txt", {}), ds::ConfigError);
-  EXPECT_NE(messageOf([] { importNcclTestsJson(nlohmann::json{{"version", 4}, {"results", nlohmann::json::array()}}, "v4.json", {}); })
-                .find("format version is 4"),
+  EXPECT_NE(messageOf([] {
+              importNcclTestsJson(nlohmann::json{{"version", 4}, {"results", nlohmann::json::array()}},
+                                  "v4.json", {});
+            }).find("format version is 4"),
             std::string::npos);
   ds::testing::TempDir dir;
   {
