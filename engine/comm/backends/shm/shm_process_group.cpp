@@ -71,6 +71,13 @@ std::size_t parseBytes(const std::string& name, const std::string& text) {
   return static_cast<std::size_t>(v * mult);
 }
 
+std::size_t defaultSlotBytes(int localRanks) {
+  const std::size_t budget = std::size_t{32} << 20;  // all slots of the host
+  std::size_t slot = budget / (2 * static_cast<std::size_t>(std::max(1, localRanks)));
+  slot = std::clamp<std::size_t>(slot, std::size_t{256} << 10, std::size_t{4} << 20);
+  return slot / 4096 * 4096;
+}
+
 ShmConfig configFromEnv() {
   ShmConfig c;
   auto get = [](const char* n) -> const char* {
@@ -81,7 +88,9 @@ ShmConfig configFromEnv() {
     c.slotBytes = parseBytes("DS_SHM_BUFFER_BYTES", v);
     if (c.slotBytes < 4096 || c.slotBytes > (1ull << 30)) {
       throw ConfigError(
-          fmt::format("DS_SHM_BUFFER_BYTES={} is out of range; give 4K to 1G (the default is 1M).", v));
+          fmt::format("DS_SHM_BUFFER_BYTES={} is out of range; give 4K to 1G, or unset it for the default "
+                      "(4M, less above 4 ranks a host).",
+                      v));
     }
   }
   if (const char* v = get("DS_SHM_SMALL_BYTES")) c.smallBytes = parseBytes("DS_SHM_SMALL_BYTES", v);
@@ -293,14 +302,14 @@ void ShmProcessGroup::setupSegment() {
   oversubscribed_ = ln_ > cpusAvailable();
   spin_ = cfg_.spin.count() >= 0 ? cfg_.spin
                                  : (oversubscribed_ ? std::chrono::nanoseconds(std::chrono::microseconds(2))
-                                                    : std::chrono::nanoseconds(std::chrono::microseconds(50)));
+                                                    : std::chrono::nanoseconds(std::chrono::microseconds(20)));
   SegmentSpec spec;
   spec.dir = cfg_.dir;
   spec.jobId = o.world != nullptr ? o.world->jobId.value : "";
   spec.group = o.groupName;
   spec.host = host_;
   spec.nranks = ln_;
-  spec.slotBytes = cfg_.slotBytes;
+  spec.slotBytes = cfg_.slotBytes > 0 ? cfg_.slotBytes : defaultSlotBytes(ln_);
   if (ln_ == 1) {
     // Alone on the host: a private segment keeps every code path the same. It is never published.
     spec.generation = 0;
@@ -319,9 +328,14 @@ void ShmProcessGroup::setupSegment() {
     try {
       seg_ = Segment::create(spec);
     } catch (const Error& e) {
-      // The host's other ranks wait for the segment's name: tell them why there is none.
+      // The host's other ranks wait for the segment's name: tell them why there is none, and give them
+      // a bounded moment to read it (this rank may host the store, which goes when it exits).
       try {
         s.set(segKey, store::toBytes(std::string("error ") + e.what()), std::chrono::seconds(5));
+        const auto until = Clock::now() + std::chrono::seconds(5);
+        while (s.add(segKey + "/seen", 0, std::chrono::seconds(5)) < ln_ - 1 && Clock::now() < until) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        }
       } catch (const Error&) {
       }
       throw;
@@ -339,6 +353,10 @@ void ShmProcessGroup::setupSegment() {
           o.groupName, rank(), o.timeout.count(), mine[0], host_));
     }
     if (value.rfind("error ", 0) == 0) {
+      try {
+        s.add(segKey + "/seen", 1, std::chrono::seconds(5));
+      } catch (const Error&) {
+      }
       throw ConfigError(fmt::format("shm group '{}': rank {} (the first rank on host {}) could not create the "
                                     "shared segment, so rank {} cannot join: {}",
                                     o.groupName, mine[0], host_, rank(), value.substr(6)));

@@ -3,13 +3,16 @@
 // ranks (the "leaders").
 //
 // Configuration (environment, read when a group is created; every rank of a host must agree):
-//   DS_SHM_BUFFER_BYTES  bytes of one data slot (default 1 MiB; K/M/G suffixes). The segment holds two
-//                        slots per local rank; larger messages are pipelined through them in chunks.
+//   DS_SHM_BUFFER_BYTES  bytes of one data slot (K/M/G suffixes). The segment holds two slots per local
+//                        rank; larger messages are pipelined through them in chunks. Default: 4 MiB, less
+//                        above 4 local ranks so that all slots stay within 32 MiB (at least 256 KiB):
+//                        fewer chunks mean fewer syncs, which matters most when the cores are shared,
+//                        while the staging still fits the shared cache.
 //   DS_SHM_SMALL_BYTES   allreduce of at most this many bytes takes the one-step path: every rank
 //                        posts its whole input and reduces all of them itself (default 16 KiB).
 //   DS_SHM_INLINE_BYTES  ops of at most this many bytes run on the calling thread when nothing of the
 //                        group is queued, saving two thread hand-offs (default 64 KiB; 0: never).
-//   DS_SHM_SPIN_US       how long a waiter spins before it blocks on a futex (default 50 µs; 2 µs
+//   DS_SHM_SPIN_US       how long a waiter spins before it blocks on a futex (default 20 µs; 2 µs
 //                        when the host's ranks outnumber the CPUs this process may run on).
 //   DS_SHM_DIR           the tmpfs directory for the segment (default /dev/shm).
 //   DS_SHM_INTER_BACKEND the backend among hosts when the group spans several (gloo; the mpi backend
@@ -28,7 +31,8 @@ namespace ds::comm {
 namespace shm {
 
 struct ShmConfig {
-  std::size_t slotBytes = 1 << 20;
+  // 0: the default for the number of local ranks (defaultSlotBytes).
+  std::size_t slotBytes = 0;
   std::size_t smallBytes = 16 << 10;
   std::size_t inlineBytes = 64 << 10;
   // Negative: choose from whether the host is oversubscribed.
@@ -39,6 +43,8 @@ struct ShmConfig {
   std::string host;
 };
 
+// DS_SHM_BUFFER_BYTES' default for `localRanks` ranks on a host.
+std::size_t defaultSlotBytes(int localRanks);
 // Reads the DS_SHM_* variables above. Throws ConfigError naming the variable and what is valid.
 ShmConfig configFromEnv();
 // "1048576", "64K", "1M", "2G" -> bytes. Throws ConfigError naming `name`.
