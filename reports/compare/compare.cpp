@@ -113,10 +113,16 @@ std::map<SweepKey, PlaceRef> indexSweep(const SweepRun& run, std::vector<SweepKe
   return out;
 }
 
+// The time per op (what busbw comes from) with a standard error from the per-iteration spread, taken
+// as a relative figure: se = time * cv / sqrt(n). The per-iteration times and the time per op (the
+// whole timed loop / iterations) are not always on the same scale (without -z the loop also waits for
+// completions), so the relative spread is what carries over.
 TimeEstimate sweepEstimate(const PlaceResult& p) {
   TimeEstimate e;
   e.t = p.timeUs;
-  if (p.iter.n >= 2 && p.iter.stdevUs >= 0) e.se = p.iter.stdevUs / std::sqrt(static_cast<double>(p.iter.n));
+  if (p.iter.n >= 2 && p.iter.avgUs > 0 && p.iter.stdevUs >= 0) {
+    e.se = p.timeUs * (p.iter.stdevUs / p.iter.avgUs) / std::sqrt(static_cast<double>(p.iter.n));
+  }
   return e;
 }
 

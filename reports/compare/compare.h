@@ -8,8 +8,8 @@
 //
 // Verdict. Per matched item, with t = the time the metric comes from (sweep: time per op in us; train:
 // median step time in ms) and se = the standard error of that time estimated from the run's own
-// per-iteration spread (sweep: stdev / sqrt(n) of the per-iteration times; train: a robust sd from
-// (p90 - p50) / 1.2816, times 1.2533 / sqrt(steps) for a median):
+// per-iteration spread (sweep: time * cv / sqrt(n), cv = stdev / mean of the per-iteration times; train: a
+// robust sd from (p90 - p50) / 1.2816, times 1.2533 / sqrt(steps) for a median):
 //   - changePct: how much the metric got better (+) or worse (-), in percent of the baseline. Sweeps
 //     compare bus bandwidth (lower is worse; time for 0-byte rows), train compares step time (higher
 //     is worse).
