@@ -29,9 +29,9 @@ Command addDashboardCommand(CLI::App& parent) {
   Command c;
   c.app = parent.add_subcommand(
       "dashboard",
-      "Write a self-contained HTML dashboard of the history database: busbw per collective and size and the train "
-      "step time over time, each point judged against the median of the points before it; filters by label, "
-      "backend and collective. Exit 0: written; 2: the database is missing or unusable.");
+      "Write a self-contained HTML dashboard of the history database: busbw per collective and size and the "
+      "train step time over time, each point judged against the median of the points before it; filters by "
+      "label, backend and collective. Exit 0: written; 2: the database is missing or unusable.");
   c.app->add_option("--db", f->db, "the history database written by `dsreport ingest`")
       ->required()
       ->envname("DSREPORT_DB");
@@ -42,14 +42,17 @@ Command addDashboardCommand(CLI::App& parent) {
   c.app->add_option("--backend", f->options.backends, "keep only these backends (repeatable)");
   c.app->add_option("--collective", f->options.collectives,
                     "keep only these collectives (repeatable; \"train\" for the train step series)");
-  c.app->add_option("--size", f->options.sizes, "keep only these message sizes of the busbw series, in bytes");
+  c.app->add_option("--size", f->options.sizes,
+                    "keep only these message sizes of the busbw series, in bytes");
   c.app->add_option("--window", f->options.window, "previous points whose median is a point's baseline")
       ->capture_default_str()
       ->check(CLI::Range(1, 1000));
   c.app->add_option("--min-history", f->options.minHistory, "fewer previous points than this: no verdict")
       ->capture_default_str()
       ->check(CLI::Range(1, 1000));
-  c.app->add_option("--threshold", f->options.thresholdPct, "smallest change flagged, in percent of the baseline")
+  c.app
+      ->add_option("--threshold", f->options.thresholdPct,
+                   "smallest change flagged, in percent of the baseline")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 1000.0));
   c.app->add_option("--noise-factor", f->options.noiseFactor, "and it must exceed this many times the noise")
@@ -60,8 +63,9 @@ Command addDashboardCommand(CLI::App& parent) {
     html::writeDashboard(data, f->output);
     int regressed = 0;
     for (const auto& s : data.series) regressed += s.latestRegressed ? 1 : 0;
-    std::printf("dsreport dashboard: wrote %s (%zu series from %d run(s); %d regressed at their latest run)\n",
-                f->output.c_str(), data.series.size(), data.runs, regressed);
+    std::printf(
+        "dsreport dashboard: wrote %s (%zu series from %d run(s); %d regressed at their latest run)\n",
+        f->output.c_str(), data.series.size(), data.runs, regressed);
     return kExitOk;
   };
   return c;

@@ -1,6 +1,7 @@
 // dsreport html RUN.json [RUN2.json ...] [-o report.html]: one self-contained HTML report; several
 // files are overlaid in one report (backends or clusters side by side).
 #include <cstdio>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -25,8 +26,11 @@ Command addHtmlCommand(CLI::App& parent) {
   c.app = parent.add_subcommand(
       "html",
       "Write a self-contained HTML report (charts embedded, opens offline) of one result file, or of several "
-      "overlaid: sweeps (dsbench coll), train runs (dsbench train), pre-flight checks (dsdiag --json), journals.");
-  c.app->add_option("runs", opts->inputs, "result files (JSON written by dsbench or dsdiag, or a .jsonl journal)")
+      "overlaid: sweeps (dsbench coll), train runs (dsbench train), pre-flight checks (dsdiag --json), "
+      "journals.");
+  c.app
+      ->add_option("runs", opts->inputs,
+                   "result files (JSON written by dsbench or dsdiag, or a .jsonl journal)")
       ->required();
   c.app->add_option("-o,--output", opts->output, "the HTML file to write (replaced atomically)")
       ->capture_default_str()

@@ -24,10 +24,14 @@ std::string join(const std::vector<std::string>& v) {
 
 std::string verdictClass(Verdict v) {
   switch (v) {
-    case Verdict::kRegressed: return "fail";
-    case Verdict::kImproved: return "improved";
-    case Verdict::kNoise: return "skip";
-    case Verdict::kUnchanged: return "";
+    case Verdict::kRegressed:
+      return "fail";
+    case Verdict::kImproved:
+      return "improved";
+    case Verdict::kNoise:
+      return "skip";
+    case Verdict::kUnchanged:
+      return "";
   }
   return "";
 }
@@ -35,7 +39,8 @@ std::string verdictClass(Verdict v) {
 std::string signedPct(double pct) { return fmt::format("{}{:.1f} %", pct >= 0 ? "+" : "", pct); }
 
 std::string runName(const RunBrief& b, const char* role) {
-  std::string file = b.path.substr(b.path.find_last_of('/') == std::string::npos ? 0 : b.path.find_last_of('/') + 1);
+  std::string file =
+      b.path.substr(b.path.find_last_of('/') == std::string::npos ? 0 : b.path.find_last_of('/') + 1);
   return fmt::format("{}: {}", role, b.label.empty() ? file : b.label);
 }
 
@@ -51,28 +56,38 @@ std::string renderCompareHtml(const CompareResult& r) {
   if (code == 2 || !r.comparable || r.items.empty()) {
     verdict = "Not comparable: nothing could be compared (exit 2). See the differences below.";
   } else if (r.regressions > 0) {
-    verdict = fmt::format("REGRESSION: {} of {} item(s) got worse beyond the threshold and the noise (exit 1).",
-                          r.regressions, r.items.size());
+    verdict =
+        fmt::format("REGRESSION: {} of {} item(s) got worse beyond the threshold and the noise (exit 1).",
+                    r.regressions, r.items.size());
   } else {
     verdict = fmt::format("No regression among {} item(s) (exit 0).", r.items.size());
   }
   page.rawHtml(fmt::format("<div class=\"verdict {}\">", code == 0 ? "pass" : "fail"));
   page.paragraph(verdict);
   page.rawHtml("</div>\n");
-  page.paragraph(fmt::format("{} regressed, {} improved, {} within noise, {} unchanged, {} not compared. A change counts "
-                             "when it exceeds {} % of the baseline and {} combined standard errors of the two runs' "
-                             "per-iteration times.",
-                             r.regressions, r.improvements, r.noisy, r.unchanged, r.notCompared.size(),
-                             html::formatNumber(r.options.thresholdPct), html::formatNumber(r.options.noiseK)),
-                 "muted");
+  page.paragraph(
+      fmt::format(
+          "{} regressed, {} improved, {} within noise, {} unchanged, {} not compared. A change counts "
+          "when it exceeds {} % of the baseline and {} combined standard errors of the two runs' "
+          "per-iteration times.",
+          r.regressions, r.improvements, r.noisy, r.unchanged, r.notCompared.size(),
+          html::formatNumber(r.options.thresholdPct), html::formatNumber(r.options.noiseK)),
+      "muted");
 
   page.section("Runs");
   auto brief = [](const RunBrief& b) {
-    return std::vector<std::string>{b.path, b.label.empty() ? "—" : b.label, b.kind, b.runId, b.startTime,
-                                    b.worldSize ? std::to_string(b.worldSize) : "—", join(b.hosts), join(b.backends),
+    return std::vector<std::string>{b.path,
+                                    b.label.empty() ? "—" : b.label,
+                                    b.kind,
+                                    b.runId,
+                                    b.startTime,
+                                    b.worldSize ? std::to_string(b.worldSize) : "—",
+                                    join(b.hosts),
+                                    join(b.backends),
                                     b.source.empty() ? "—" : b.source};
   };
-  static const char* kKeys[] = {"file", "label", "kind", "run id", "start (UTC)", "ranks", "hosts", "backends", "source"};
+  static const char* kKeys[] = {"file",  "label", "kind",     "run id", "start (UTC)",
+                                "ranks", "hosts", "backends", "source"};
   auto bv = brief(r.base), cv = brief(r.cur);
   std::vector<Row> runs;
   for (std::size_t i = 0; i < bv.size(); ++i) {
@@ -115,8 +130,8 @@ std::string renderCompareHtml(const CompareResult& r) {
         if (it->bytes == 0) continue;  // a 0-byte row has no place on a log axis; it is in the table
         pts.push_back({it->bytes, it->changePct});
         marks.push_back(it->verdict == Verdict::kRegressed);
-        t.push_back(fmt::format("{} → {} {}, {}", html::formatNumber(it->base), html::formatNumber(it->cur), it->unit,
-                                verdictName(it->verdict)));
+        t.push_back(fmt::format("{} → {} {}, {}", html::formatNumber(it->base), html::formatNumber(it->cur),
+                                it->unit, verdictName(it->verdict)));
       }
       std::string group = k.substr(0, k.rfind(' '));
       if (!colorOf.count(group)) colorOf[group] = color++;
@@ -192,9 +207,10 @@ std::string renderCompareHtml(const CompareResult& r) {
                     Cell(it->noiseKnown ? html::formatNumber(it->noise) : std::string("unknown"), "num"),
                     Cell(verdictName(it->verdict), verdictClass(it->verdict)), it->reason});
   }
-  page.paragraph("Regressions first (worst first), then the rest; the noise column is in the time unit of the item "
-                 "(µs for sweeps, ms for train).",
-                 "muted");
+  page.paragraph(
+      "Regressions first (worst first), then the rest; the noise column is in the time unit of the item "
+      "(µs for sweeps, ms for train).",
+      "muted");
   page.table({"item", "metric", "baseline", "current", "unit", "change", "noise", "verdict", "why"}, rows);
 
   if (!r.notCompared.empty()) {

@@ -18,7 +18,8 @@ bool parseIsoTimeMs(const std::string& text, double& ms) {
   double s = 0;
   if (std::sscanf(text.c_str(), "%4d-%2d-%2dT%2d:%2d:%lf%n", &y, &mo, &d, &h, &mi, &s, &consumed) < 6) {
     consumed = 0;
-    if (std::sscanf(text.c_str(), "%4d-%2d-%2d%n", &y, &mo, &d, &consumed) < 3 || consumed != 10) return false;
+    if (std::sscanf(text.c_str(), "%4d-%2d-%2d%n", &y, &mo, &d, &consumed) < 3 || consumed != 10)
+      return false;
   }
   if (mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || s < 0 || s >= 61) return false;
   std::string zone = text.substr(static_cast<std::size_t>(consumed));
@@ -26,7 +27,8 @@ bool parseIsoTimeMs(const std::string& text, double& ms) {
   if (!zone.empty() && zone != "Z") {
     int oh = 0, om = 0;
     char sign = 0;
-    if (std::sscanf(zone.c_str(), "%c%2d:%2d", &sign, &oh, &om) != 3 || (sign != '+' && sign != '-')) return false;
+    if (std::sscanf(zone.c_str(), "%c%2d:%2d", &sign, &oh, &om) != 3 || (sign != '+' && sign != '-'))
+      return false;
     offsetMin = (sign == '+' ? 1 : -1) * (oh * 60 + om);
   }
   std::tm tm{};
@@ -72,22 +74,26 @@ std::string renderDashboard(const history::DashboardData& data) {
   }
 
   page.section("Overview");
-  page.table({"", ""},
-             {{Cell("history database", "key"), Cell(data.dbPath, "mono")},
-              {Cell("runs shown", "key"), Cell(std::to_string(data.runs), "num")},
-              {Cell("time range (UTC)", "key"),
-               data.firstTime.empty() ? std::string("—") : fmt::format("{} .. {}", data.firstTime, data.lastTime)},
-              {Cell("series", "key"), Cell(std::to_string(data.series.size()), "num")},
-              {Cell("regressed now", "key"),
-               Cell(fmt::format("{} series (their latest run)", latestRegressed), latestRegressed ? "fail" : "pass")},
-              {Cell("regressed points", "key"), Cell(std::to_string(regressedPoints), "num")}},
-             "meta");
-  page.paragraph(fmt::format(
-      "How points are judged: the baseline of a point is the median of the {} points before it in the same series "
-      "(none with fewer than {}). A point is regressed when it is worse than its baseline by more than {} % and by "
-      "more than {} times the noise of those points (1.4826 x their median absolute deviation); improved likewise. "
-      "A lasting change becomes the new baseline once it holds the median of the window.",
-      o.window, o.minHistory, formatNumber(o.thresholdPct), formatNumber(o.noiseFactor)));
+  page.table(
+      {"", ""},
+      {{Cell("history database", "key"), Cell(data.dbPath, "mono")},
+       {Cell("runs shown", "key"), Cell(std::to_string(data.runs), "num")},
+       {Cell("time range (UTC)", "key"),
+        data.firstTime.empty() ? std::string("—") : fmt::format("{} .. {}", data.firstTime, data.lastTime)},
+       {Cell("series", "key"), Cell(std::to_string(data.series.size()), "num")},
+       {Cell("regressed now", "key"), Cell(fmt::format("{} series (their latest run)", latestRegressed),
+                                           latestRegressed ? "fail" : "pass")},
+       {Cell("regressed points", "key"), Cell(std::to_string(regressedPoints), "num")}},
+      "meta");
+  page.paragraph(
+      fmt::format("How points are judged: the baseline of a point is the median of the {} points before it "
+                  "in the same series "
+                  "(none with fewer than {}). A point is regressed when it is worse than its baseline by "
+                  "more than {} % and by "
+                  "more than {} times the noise of those points (1.4826 x their median absolute deviation); "
+                  "improved likewise. "
+                  "A lasting change becomes the new baseline once it holds the median of the window.",
+                  o.window, o.minHistory, formatNumber(o.thresholdPct), formatNumber(o.noiseFactor)));
 
   page.section("Needs attention");
   std::vector<Row> attention;
@@ -128,13 +134,13 @@ std::string renderDashboard(const history::DashboardData& data) {
       const auto& p = s.points.back();
       std::string line = fmt::format("latest {} {} ({})", formatNumber(p.value), s.unit, p.time);
       if (p.hasBaseline) {
-        line += fmt::format("; baseline {} {}, {}: {}", formatNumber(p.baseline), s.unit, signedPct(p.changePct),
-                            verdictOf(p));
+        line += fmt::format("; baseline {} {}, {}: {}", formatNumber(p.baseline), s.unit,
+                            signedPct(p.changePct), verdictOf(p));
       } else {
         line += "; no baseline yet (too few earlier runs)";
       }
-      line += fmt::format(". {} regressed and {} improved point(s) in this series; {} is better.", s.regressions,
-                          s.improvements, s.higherIsBetter ? "higher" : "lower");
+      line += fmt::format(". {} regressed and {} improved point(s) in this series; {} is better.",
+                          s.regressions, s.improvements, s.higherIsBetter ? "higher" : "lower");
       page.paragraph(line, s.latestRegressed ? "fail" : "");
     }
     // The chart: values over time, the baseline dashed, regressed points marked.
@@ -160,41 +166,45 @@ std::string renderDashboard(const history::DashboardData& data) {
         labels.push_back(p.time);
       }
       marks.push_back(p.regressed);
-      tips.push_back(fmt::format("run {} · {}{}", p.runId, p.sourceFile,
-                                 p.hasBaseline ? fmt::format(" · {} · {}", signedPct(p.changePct), verdictOf(p)) : ""));
+      tips.push_back(
+          fmt::format("run {} · {}{}", p.runId, p.sourceFile,
+                      p.hasBaseline ? fmt::format(" · {} · {}", signedPct(p.changePct), verdictOf(p)) : ""));
     }
-    json spec = {{"kind", timeAxis ? "time" : "category"},
-                 {"title", s.title},
-                 {"yTitle", s.unit},
-                 {"tooltips", {tips, json::array()}},
-                 {"series",
-                  {{{"label", s.title}, {timeAxis ? "points" : "values", values}, {"marks", marks}, {"color", 0}},
-                   {{"label", fmt::format("baseline (median of previous {})", o.window)},
-                    {timeAxis ? "points" : "values", baseline},
-                    {"dashed", true},
-                    {"color", 9}}}}};
+    json spec = {
+        {"kind", timeAxis ? "time" : "category"},
+        {"title", s.title},
+        {"yTitle", s.unit},
+        {"tooltips", {tips, json::array()}},
+        {"series",
+         {{{"label", s.title}, {timeAxis ? "points" : "values", values}, {"marks", marks}, {"color", 0}},
+          {{"label", fmt::format("baseline (median of previous {})", o.window)},
+           {timeAxis ? "points" : "values", baseline},
+           {"dashed", true},
+           {"color", 9}}}}};
     if (!timeAxis) spec["labels"] = labels;
     page.chart(spec);
     std::vector<Row> rows;
     for (auto it = s.points.rbegin(); it != s.points.rend(); ++it) {
       const auto& p = *it;
       std::string cls = p.regressed ? "fail" : p.improved ? "improved" : "";
-      rows.push_back({p.time, Cell(p.runId, "mono"), Cell(p.sourceFile, "mono"), Cell(formatNumber(p.value), "num"),
+      rows.push_back({p.time, Cell(p.runId, "mono"), Cell(p.sourceFile, "mono"),
+                      Cell(formatNumber(p.value), "num"),
                       Cell(p.hasBaseline ? formatNumber(p.baseline) : "—", "num"),
                       Cell(p.hasBaseline ? formatNumber(p.noise) : "—", "num"),
                       Cell(p.hasBaseline ? signedPct(p.changePct) : "—", "num"), Cell(verdictOf(p), cls)});
     }
     page.foldedTable(fmt::format("{} point(s), newest first", s.points.size()),
-                     {"time (UTC)", "run id", "file", fmt::format("value ({})", s.unit), "baseline", "noise", "change",
-                      "verdict"},
+                     {"time (UTC)", "run id", "file", fmt::format("value ({})", s.unit), "baseline", "noise",
+                      "change", "verdict"},
                      rows);
     page.rawHtml("</div>\n");
   }
   if (data.series.empty()) {
     page.section("Trends");
-    page.paragraph("No series to show: the database has no ingested runs that pass the filters. Add runs with "
-                   "`dsreport ingest --db FILE RUN.json`.",
-                   "warn");
+    page.paragraph(
+        "No series to show: the database has no ingested runs that pass the filters. Add runs with "
+        "`dsreport ingest --db FILE RUN.json`.",
+        "warn");
   }
 
   // The filters read every series' label, backend and collective, and the lists for the selects.

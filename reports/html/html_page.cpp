@@ -48,7 +48,8 @@ std::string renderTable(const std::vector<std::string>& header, const std::vecto
   return s;
 }
 
-PageBuilder::PageBuilder(std::string title, std::string kind) : title_(std::move(title)), kind_(std::move(kind)) {
+PageBuilder::PageBuilder(std::string title, std::string kind)
+    : title_(std::move(title)), kind_(std::move(kind)) {
   data_["charts"] = nlohmann::json::array();
 }
 
@@ -67,13 +68,16 @@ void PageBuilder::endSection() {
   inSection_ = false;
 }
 
-void PageBuilder::heading(const std::string& text) { body_ += fmt::format("<h3>{}</h3>\n", escapeHtml(text)); }
+void PageBuilder::heading(const std::string& text) {
+  body_ += fmt::format("<h3>{}</h3>\n", escapeHtml(text));
+}
 
 void PageBuilder::paragraph(const std::string& text, std::string_view cls) {
   body_ += fmt::format("<p{}>{}</p>\n", classAttr(cls), escapeHtml(text));
 }
 
-void PageBuilder::table(const std::vector<std::string>& header, const std::vector<Row>& rows, std::string_view cls) {
+void PageBuilder::table(const std::vector<std::string>& header, const std::vector<Row>& rows,
+                        std::string_view cls) {
   body_ += renderTable(header, rows, cls);
 }
 
@@ -87,8 +91,9 @@ void PageBuilder::foldedTable(const std::string& summary, const std::vector<std:
 void PageBuilder::chart(nlohmann::json spec) {
   std::string id = newId("c");
   spec["canvas"] = id;
-  body_ += fmt::format("<div class=\"chart\"><canvas id=\"{}\" role=\"img\" aria-label=\"{}\"></canvas></div>\n", id,
-                       escapeHtml(spec.value("title", std::string("chart"))));
+  body_ +=
+      fmt::format("<div class=\"chart\"><canvas id=\"{}\" role=\"img\" aria-label=\"{}\"></canvas></div>\n",
+                  id, escapeHtml(spec.value("title", std::string("chart"))));
   data_["charts"].push_back(std::move(spec));
   ++charts_;
 }
@@ -97,19 +102,23 @@ std::string PageBuilder::render() const {
   std::string s;
   s += "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n";
   s += "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n";
-  s += fmt::format("<meta name=\"generator\" content=\"dsreport (dsperf) with Chart.js {}\">\n", chartJsVersion());
-  s += fmt::format("<title>{}</title>\n<style>\n{}\n</style>\n</head>\n", escapeHtml(title_), assets::kPageCss);
+  s += fmt::format("<meta name=\"generator\" content=\"dsreport (dsperf) with Chart.js {}\">\n",
+                   chartJsVersion());
+  s += fmt::format("<title>{}</title>\n<style>\n{}\n</style>\n</head>\n", escapeHtml(title_),
+                   assets::kPageCss);
   s += fmt::format("<body data-page=\"{}\" data-charts-expected=\"{}\">\n", escapeHtml(kind_), charts_);
   s += "<nav><div class=\"brand\">dsperf</div>\n<ul>\n";
   for (const auto& [id, t] : nav_) s += fmt::format("<li><a href=\"#{}\">{}</a></li>\n", id, escapeHtml(t));
   s += "</ul></nav>\n<main>\n";
   s += fmt::format("<h1>{}</h1>\n", escapeHtml(title_));
   s += "<div id=\"ds-errors\" class=\"errors\" hidden></div>\n";
-  s += "<noscript><p class=\"warn\">Charts need JavaScript; the tables below hold every number.</p></noscript>\n";
+  s += "<noscript><p class=\"warn\">Charts need JavaScript; the tables below hold every "
+       "number.</p></noscript>\n";
   s += body_;
   if (inSection_) s += "</section>\n";
-  s += fmt::format("<footer>Made by dsreport; charts by Chart.js {}, embedded so this file opens offline.</footer>\n",
-                   chartJsVersion());
+  s += fmt::format(
+      "<footer>Made by dsreport; charts by Chart.js {}, embedded so this file opens offline.</footer>\n",
+      chartJsVersion());
   s += "</main>\n";
   s += "<script type=\"application/json\" id=\"ds-data\">" + jsonForScript(data_) + "</script>\n";
   s += fmt::format("<script>\n{}\n</script>\n", assets::kChartJs);

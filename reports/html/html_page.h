@@ -74,7 +74,7 @@ class PageBuilder {
 void writeHtmlAtomic(const std::string& path, const std::string& text);
 
 // Number formatting shared by the renderers.
-std::string formatBytes(double bytes);    // "1 KiB", "1.5 MiB", "8 B"
+std::string formatBytes(double bytes);  // "1 KiB", "1.5 MiB", "8 B"
 std::string formatNumber(double v, int significant = 4);
 std::string formatFixed(double v, int decimals);
 

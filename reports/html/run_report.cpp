@@ -18,7 +18,8 @@ using nlohmann::json;
 namespace {
 
 std::string baseName(const std::string& path) {
-  std::string name = path.substr(path.find_last_of('/') == std::string::npos ? 0 : path.find_last_of('/') + 1);
+  std::string name =
+      path.substr(path.find_last_of('/') == std::string::npos ? 0 : path.find_last_of('/') + 1);
   for (const char* ext : {".jsonl", ".json"}) {
     std::string e(ext);
     if (name.size() > e.size() && name.compare(name.size() - e.size(), e.size(), e) == 0) {
@@ -47,7 +48,7 @@ using KeyValues = std::vector<std::pair<std::string, std::string>>;
 void addMetadataBlock(KeyValues& rows, const json& meta) {
   if (!meta.is_object()) return;
   static const std::vector<std::pair<const char*, const char*>> kFirst = {
-      {"label", "label"},         {"command_line", "command line"}, {"launcher", "launcher"},
+      {"label", "label"},           {"command_line", "command line"}, {"launcher", "launcher"},
       {"world_size", "world size"}, {"backend", "backend"},           {"hosts", "hosts"},
       {"start_time", "start time"}, {"end_time", "end time"}};
   std::set<std::string> done{"ranks", "versions", "env"};
@@ -60,17 +61,20 @@ void addMetadataBlock(KeyValues& rows, const json& meta) {
   }
   for (const char* block : {"versions", "env"}) {
     if (!meta.contains(block) || !meta[block].is_object()) continue;
-    for (const auto& [key, v] : meta[block].items()) rows.emplace_back(fmt::format("{}: {}", block, key), scalarText(v));
+    for (const auto& [key, v] : meta[block].items())
+      rows.emplace_back(fmt::format("{}: {}", block, key), scalarText(v));
   }
   for (const auto& [key, v] : meta.items()) {
     if (!done.count(key) && v.is_object()) {
-      for (const auto& [k2, v2] : v.items()) rows.emplace_back(fmt::format("{}: {}", key, k2), scalarText(v2));
+      for (const auto& [k2, v2] : v.items())
+        rows.emplace_back(fmt::format("{}: {}", key, k2), scalarText(v2));
     }
   }
 }
 
 std::string sizeRange(const SweepArgs& a) {
-  std::string step = a.stepFactor > 1 ? fmt::format("x{}", a.stepFactor) : fmt::format("+{}", formatBytes(a.stepBytes));
+  std::string step =
+      a.stepFactor > 1 ? fmt::format("x{}", a.stepFactor) : fmt::format("+{}", formatBytes(a.stepBytes));
   return fmt::format("{} .. {}, {}", formatBytes(a.minBytes), formatBytes(a.maxBytes), step);
 }
 
@@ -106,18 +110,22 @@ KeyValues runMetadata(const RunFile& run) {
     rows.emplace_back("dtypes", joinStrings(s.args.dtypes));
     rows.emplace_back("ops", joinStrings(s.args.ops));
     rows.emplace_back("sizes", sizeRange(s.args));
-    rows.emplace_back("iterations / warm-up",
-                      fmt::format("{} / {}{}", s.args.iters, s.args.warmupIters,
-                                  s.args.minTimeS > 0 ? fmt::format(" (at least {} s per size)", s.args.minTimeS) : ""));
+    rows.emplace_back(
+        "iterations / warm-up",
+        fmt::format("{} / {}{}", s.args.iters, s.args.warmupIters,
+                    s.args.minTimeS > 0 ? fmt::format(" (at least {} s per size)", s.args.minTimeS) : ""));
     rows.emplace_back("data check", s.args.check ? "on" : "off");
-    static const char* kAverage[] = {"rank 0", "average over ranks", "minimum over ranks", "maximum over ranks"};
-    rows.emplace_back("time combined as", s.args.average >= 0 && s.args.average <= 3 ? kAverage[s.args.average] : "?");
+    static const char* kAverage[] = {"rank 0", "average over ranks", "minimum over ranks",
+                                     "maximum over ranks"};
+    rows.emplace_back("time combined as",
+                      s.args.average >= 0 && s.args.average <= 3 ? kAverage[s.args.average] : "?");
     rows.emplace_back("status", s.summary.status);
     rows.emplace_back("exit code", std::to_string(s.summary.exitCode));
     rows.emplace_back("avg busbw (GB/s)", formatNumber(s.summary.avgBusBw));
     rows.emplace_back("wrong elements", std::to_string(s.summary.outOfBounds));
     if (!s.summary.error.empty()) rows.emplace_back("error", s.summary.error);
-    for (std::size_t i = 0; i < s.notes.size(); ++i) rows.emplace_back(fmt::format("note {}", i + 1), s.notes[i]);
+    for (std::size_t i = 0; i < s.notes.size(); ++i)
+      rows.emplace_back(fmt::format("note {}", i + 1), s.notes[i]);
   }
   if (run.train) {
     KeyValues block;
@@ -134,7 +142,8 @@ KeyValues runMetadata(const RunFile& run) {
     rows.emplace_back("host", d.host);
     rows.emplace_back("tool version", d.toolVersion);
     DiagCounts c = countStatuses(d.checks);
-    rows.emplace_back("result", fmt::format("{} pass, {} warn, {} fail, {} skip", c.pass, c.warn, c.fail, c.skip));
+    rows.emplace_back("result",
+                      fmt::format("{} pass, {} warn, {} fail, {} skip", c.pass, c.warn, c.fail, c.skip));
     if (!d.missingRanks.empty()) {
       std::vector<std::string> m;
       for (int r : d.missingRanks) m.push_back(std::to_string(r));
@@ -145,7 +154,8 @@ KeyValues runMetadata(const RunFile& run) {
 }
 
 // Section: one column per run, one row per key (union, in first-seen order).
-void metadataSection(PageBuilder& page, const std::vector<RunFile>& runs, const std::vector<std::string>& names) {
+void metadataSection(PageBuilder& page, const std::vector<RunFile>& runs,
+                     const std::vector<std::string>& names) {
   page.section("Metadata");
   std::vector<std::string> keys;
   std::vector<std::map<std::string, std::string>> values;
@@ -177,13 +187,15 @@ void metadataSection(PageBuilder& page, const std::vector<RunFile>& runs, const 
     std::vector<Row> ranks;
     if (runs[i].sweep) {
       for (const auto& r : runs[i].sweep->metadata.ranks) {
-        ranks.push_back({Cell(std::to_string(r.rank), "num"), r.host, Cell(std::to_string(r.localRank), "num"),
-                         Cell(std::to_string(r.nodeRank), "num"), Cell(std::to_string(r.pid), "num"), r.device});
+        ranks.push_back({Cell(std::to_string(r.rank), "num"), r.host,
+                         Cell(std::to_string(r.localRank), "num"), Cell(std::to_string(r.nodeRank), "num"),
+                         Cell(std::to_string(r.pid), "num"), r.device});
       }
     } else if (runs[i].kind == RunKind::kWorld) {
       for (const auto& r : worldFromJson(runs[i].raw, runs[i].path)) {
-        ranks.push_back({Cell(std::to_string(r.rank), "num"), r.host, Cell(std::to_string(r.localRank), "num"),
-                         Cell(std::to_string(r.nodeRank), "num"), Cell(std::to_string(r.pid), "num"), r.device});
+        ranks.push_back({Cell(std::to_string(r.rank), "num"), r.host,
+                         Cell(std::to_string(r.localRank), "num"), Cell(std::to_string(r.nodeRank), "num"),
+                         Cell(std::to_string(r.pid), "num"), r.device});
       }
     }
     if (ranks.empty()) continue;
@@ -200,10 +212,14 @@ void metadataSection(PageBuilder& page, const std::vector<RunFile>& runs, const 
 
 std::string statusClass(DiagStatus s) {
   switch (s) {
-    case DiagStatus::kPass: return "pass";
-    case DiagStatus::kWarn: return "warn";
-    case DiagStatus::kFail: return "fail";
-    case DiagStatus::kSkip: return "skip";
+    case DiagStatus::kPass:
+      return "pass";
+    case DiagStatus::kWarn:
+      return "warn";
+    case DiagStatus::kFail:
+      return "fail";
+    case DiagStatus::kSkip:
+      return "skip";
   }
   return "";
 }
@@ -212,9 +228,11 @@ void diagSection(PageBuilder& page, const RunFile& run, const std::string& name,
   const DiagReport& d = *run.diag;
   page.section(several ? fmt::format("Pre-flight checks: {}", name) : "Pre-flight checks");
   DiagCounts c = countStatuses(d.checks);
-  page.paragraph(fmt::format("{} pass, {} warn, {} fail, {} skip ({} mode, {} rank(s)). Failures first.", c.pass, c.warn,
-                             c.fail, c.skip, d.mode, d.worldSize),
-                 c.fail ? "fail" : c.warn ? "warn" : "pass");
+  page.paragraph(fmt::format("{} pass, {} warn, {} fail, {} skip ({} mode, {} rank(s)). Failures first.",
+                             c.pass, c.warn, c.fail, c.skip, d.mode, d.worldSize),
+                 c.fail   ? "fail"
+                 : c.warn ? "warn"
+                          : "pass");
   if (!d.missingRanks.empty()) {
     std::vector<std::string> m;
     for (int r : d.missingRanks) m.push_back(std::to_string(r));
@@ -230,12 +248,13 @@ void diagSection(PageBuilder& page, const RunFile& run, const std::string& name,
     bool problem = r->status == DiagStatus::kFail || r->status == DiagStatus::kWarn;
     (problem ? problems : rest)
         .push_back({Cell(diagStatusName(r->status), statusClass(r->status)), Cell(r->id, "mono nowrap"),
-                    Cell(r->rank < 0 ? std::string("all") : std::to_string(r->rank), "num"), r->host, r->message,
-                    r->remedy});
+                    Cell(r->rank < 0 ? std::string("all") : std::to_string(r->rank), "num"), r->host,
+                    r->message, r->remedy});
   }
   std::vector<std::string> header{"status", "check", "rank", "host", "finding", "what to do"};
   if (!problems.empty()) page.table(header, problems, "diag");
-  if (!rest.empty()) page.foldedTable(fmt::format("{} check(s) passed or skipped", rest.size()), header, rest);
+  if (!rest.empty())
+    page.foldedTable(fmt::format("{} check(s) passed or skipped", rest.size()), header, rest);
 }
 
 // ---- sweeps ----
@@ -245,7 +264,9 @@ struct Variant {
   bool operator<(const Variant& o) const { return std::tie(dtype, op) < std::tie(o.dtype, o.op); }
 };
 
-const PlaceResult& placeOf(const SweepMeasurement& m, int place) { return place == 0 ? m.outOfPlace : m.inPlace; }
+const PlaceResult& placeOf(const SweepMeasurement& m, int place) {
+  return place == 0 ? m.outOfPlace : m.inPlace;
+}
 const char* placeName(int place) { return place == 0 ? "out-of-place" : "in-place"; }
 
 void sweepSection(PageBuilder& page, const std::vector<RunFile>& runs, const std::vector<std::string>& names,
@@ -261,8 +282,9 @@ void sweepSection(PageBuilder& page, const std::vector<RunFile>& runs, const std
       rowsOf[i].push_back(&m);
       variants.insert({m.dtype, m.op});
     }
-    std::stable_sort(rowsOf[i].begin(), rowsOf[i].end(),
-                     [](const SweepMeasurement* a, const SweepMeasurement* b) { return a->bytes < b->bytes; });
+    std::stable_sort(
+        rowsOf[i].begin(), rowsOf[i].end(),
+        [](const SweepMeasurement* a, const SweepMeasurement* b) { return a->bytes < b->bytes; });
   }
   bool manyVariants = variants.size() > 1;
   double busFactor = 0;
@@ -275,10 +297,11 @@ void sweepSection(PageBuilder& page, const std::vector<RunFile>& runs, const std
     }
   }
   page.section(fmt::format("{} on {}", collective, backend));
-  page.paragraph(fmt::format("busbw = algbw x {} ({} ranks); GB/s with GB = 1e9 bytes. Time is per operation. Sizes "
-                             "on a log-2 axis; in-place dashed.",
-                             formatNumber(busFactor), world),
-                 "muted");
+  page.paragraph(
+      fmt::format("busbw = algbw x {} ({} ranks); GB/s with GB = 1e9 bytes. Time is per operation. Sizes "
+                  "on a log-2 axis; in-place dashed.",
+                  formatNumber(busFactor), world),
+      "muted");
 
   json bw = json::array(), lat = json::array(), spread = json::array();
   int color = 0;
@@ -313,17 +336,25 @@ void sweepSection(PageBuilder& page, const std::vector<RunFile>& runs, const std
     page.paragraph("No size was measured for this collective.", "warn");
     return;
   }
-  page.chart({{"kind", "size"}, {"title", fmt::format("{} busbw on {}", collective, backend)}, {"xTitle", "size"},
-              {"yTitle", "busbw (GB/s)"}, {"series", bw}});
-  page.chart({{"kind", "size"}, {"title", fmt::format("{} latency on {}", collective, backend)}, {"xTitle", "size"},
-              {"yTitle", "time per op (µs)"}, {"yLog", true}, {"series", lat}});
+  page.chart({{"kind", "size"},
+              {"title", fmt::format("{} busbw on {}", collective, backend)},
+              {"xTitle", "size"},
+              {"yTitle", "busbw (GB/s)"},
+              {"series", bw}});
+  page.chart({{"kind", "size"},
+              {"title", fmt::format("{} latency on {}", collective, backend)},
+              {"xTitle", "size"},
+              {"yTitle", "time per op (µs)"},
+              {"yLog", true},
+              {"series", lat}});
 
   // The raw table.
   std::vector<std::string> header;
   if (several) header.push_back("run");
   for (const char* h : {"size", "bytes", "count", "type", "op", "root"}) header.push_back(h);
   for (const char* p : {"oop", "ip"}) {
-    for (const char* h : {"time (µs)", "algbw (GB/s)", "busbw (GB/s)", "#wrong"}) header.push_back(fmt::format("{} {}", p, h));
+    for (const char* h : {"time (µs)", "algbw (GB/s)", "busbw (GB/s)", "#wrong"})
+      header.push_back(fmt::format("{} {}", p, h));
   }
   std::vector<Row> table;
   for (std::size_t i = 0; i < runs.size(); ++i) {
@@ -345,7 +376,8 @@ void sweepSection(PageBuilder& page, const std::vector<RunFile>& runs, const std
         row.emplace_back(formatFixed(p.timeUs, 2), "num");
         row.emplace_back(formatNumber(p.algBw), "num");
         row.emplace_back(formatNumber(p.busBw), "num");
-        row.emplace_back(p.wrong < 0 ? std::string("N/A") : std::to_string(p.wrong), p.wrong > 0 ? "num fail" : "num");
+        row.emplace_back(p.wrong < 0 ? std::string("N/A") : std::to_string(p.wrong),
+                         p.wrong > 0 ? "num fail" : "num");
       }
       table.push_back(std::move(row));
     }
@@ -355,12 +387,16 @@ void sweepSection(PageBuilder& page, const std::vector<RunFile>& runs, const std
   // Stragglers: the spread between the slowest and fastest rank per size, the slowest rank, and
   // every rank's time at the largest size.
   page.heading("Stragglers");
-  page.chart({{"kind", "size"}, {"title", fmt::format("{} on {}: slowest vs fastest rank", collective, backend)},
-              {"xTitle", "size"}, {"yTitle", "spread (%)"}, {"yPercent", true}, {"series", spread}});
+  page.chart({{"kind", "size"},
+              {"title", fmt::format("{} on {}: slowest vs fastest rank", collective, backend)},
+              {"xTitle", "size"},
+              {"yTitle", "spread (%)"},
+              {"yPercent", true},
+              {"series", spread}});
   std::vector<std::string> sh;
   if (several) sh.push_back("run");
-  for (const char* h : {"size", "type", "op", "place", "slowest rank", "spread (%)", "iter p50 (µs)", "iter p95 (µs)",
-                        "iter p99 (µs)", "iter max (µs)", "iter cv (%)"}) {
+  for (const char* h : {"size", "type", "op", "place", "slowest rank", "spread (%)", "iter p50 (µs)",
+                        "iter p95 (µs)", "iter p99 (µs)", "iter max (µs)", "iter cv (%)"}) {
     sh.push_back(h);
   }
   std::vector<Row> srows;
@@ -404,7 +440,8 @@ void sweepSection(PageBuilder& page, const std::vector<RunFile>& runs, const std
       values[r.rank] = r.timeUs;
       maxRanks = std::max(maxRanks, r.rank + 1);
     }
-    std::string label = fmt::format("{} {} {}", formatBytes(static_cast<double>(last->bytes)), last->dtype, placeName(place));
+    std::string label =
+        fmt::format("{} {} {}", formatBytes(static_cast<double>(last->bytes)), last->dtype, placeName(place));
     if (several) label = fmt::format("{}: {}", names[i], label);
     perRank.push_back({{"label", label}, {"values", values}, {"color", static_cast<int>(i)}});
   }
@@ -412,8 +449,13 @@ void sweepSection(PageBuilder& page, const std::vector<RunFile>& runs, const std
     json labels = json::array();
     for (int r = 0; r < maxRanks; ++r) labels.push_back(fmt::format("rank {}", r));
     for (auto& s : perRank) s["values"].get_ref<json::array_t&>().resize(maxRanks);
-    page.chart({{"kind", "category"}, {"bar", true}, {"title", fmt::format("{} on {}: time per op of each rank at the largest size", collective, backend)},
-                {"yTitle", "time per op (µs)"}, {"labels", labels}, {"series", perRank}});
+    page.chart({{"kind", "category"},
+                {"bar", true},
+                {"title",
+                 fmt::format("{} on {}: time per op of each rank at the largest size", collective, backend)},
+                {"yTitle", "time per op (µs)"},
+                {"labels", labels},
+                {"series", perRank}});
   }
   // Every rank at every size: ranks down, sizes across, one folded table per run and place.
   for (std::size_t i = 0; i < runs.size(); ++i) {
@@ -445,11 +487,69 @@ void sweepSection(PageBuilder& page, const std::vector<RunFile>& runs, const std
           prow[r.rank][c + 1] = Cell(formatFixed(r.timeUs, 2), slowest ? "num warn" : "num");
         }
       }
-      page.foldedTable(fmt::format("Time per op of every rank (µs), {}{}; the slowest rank of each size highlighted",
-                                   placeName(place), several ? ", " + names[i] : std::string()),
-                       h, prow);
+      page.foldedTable(
+          fmt::format("Time per op of every rank (µs), {}{}; the slowest rank of each size highlighted",
+                      placeName(place), several ? ", " + names[i] : std::string()),
+          h, prow);
     }
   }
+}
+
+// One collective on several backends (one run with --backend gloo,mpi, or runs of different backends):
+// busbw and latency of every run and backend in the same two charts, so they can be read side by side.
+void backendsSection(PageBuilder& page, const std::vector<RunFile>& runs,
+                     const std::vector<std::string>& names, const std::string& collective,
+                     const std::vector<std::string>& backends) {
+  bool several = runs.size() > 1;
+  page.section(fmt::format("{}: backends side by side", collective));
+  page.paragraph(
+      fmt::format("{} on {}; out-of-place solid, in-place dashed; one colour per run and backend. The "
+                  "per-backend sections hold the tables.",
+                  collective, joinStrings(backends)),
+      "muted");
+  json bw = json::array(), lat = json::array();
+  int color = 0;
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    if (!runs[i].sweep) continue;
+    for (const auto& backend : backends) {
+      std::map<std::string, std::vector<const SweepMeasurement*>> byVariant;
+      for (const auto& m : runs[i].sweep->results) {
+        if (m.collective == collective && m.backend == backend) byVariant[m.dtype + " " + m.op].push_back(&m);
+      }
+      for (auto& [variant, rows] : byVariant) {
+        std::stable_sort(rows.begin(), rows.end(), [](const SweepMeasurement* a, const SweepMeasurement* b) {
+          return a->bytes < b->bytes;
+        });
+        for (int place = 0; place < 2; ++place) {
+          json b = json::array(), l = json::array();
+          for (const auto* m : rows) {
+            const PlaceResult& p = placeOf(*m, place);
+            if (!p.measured) continue;
+            b.push_back({m->bytes, p.busBw});
+            l.push_back({m->bytes, p.timeUs});
+          }
+          if (b.empty()) continue;
+          std::string label =
+              fmt::format("{}{} {}", backend, byVariant.size() > 1 ? " " + variant : "", placeName(place));
+          if (several) label = names[i] + ": " + label;
+          bw.push_back({{"label", label}, {"points", b}, {"dashed", place == 1}, {"color", color}});
+          lat.push_back({{"label", label}, {"points", l}, {"dashed", place == 1}, {"color", color}});
+        }
+        ++color;
+      }
+    }
+  }
+  page.chart({{"kind", "size"},
+              {"title", fmt::format("{} busbw by backend", collective)},
+              {"xTitle", "size"},
+              {"yTitle", "busbw (GB/s)"},
+              {"series", bw}});
+  page.chart({{"kind", "size"},
+              {"title", fmt::format("{} latency by backend", collective)},
+              {"xTitle", "size"},
+              {"yTitle", "time per op (µs)"},
+              {"yLog", true},
+              {"series", lat}});
 }
 
 // ---- training ----
@@ -459,7 +559,8 @@ bool defaultHook(const std::string& hook) { return hook.empty() || hook == "none
 
 std::string capText(double mb) { return fmt::format("{} MB", formatNumber(mb)); }
 
-void trainSection(PageBuilder& page, const std::vector<RunFile>& runs, const std::vector<std::string>& names) {
+void trainSection(PageBuilder& page, const std::vector<RunFile>& runs,
+                  const std::vector<std::string>& names) {
   struct Config {
     std::size_t run;
     const TrainRunRecord* rec;
@@ -494,10 +595,11 @@ void trainSection(PageBuilder& page, const std::vector<RunFile>& runs, const std
   };
 
   page.section("Training step");
-  page.paragraph("Mean time per optimizer step, split into forward, backward compute, exposed communication (what "
-                 "the step waited for after backward), optimizer and the rest. Overlap efficiency = 1 - exposed / "
-                 "busy communication time: the share of communication hidden behind backward compute.",
-                 "muted");
+  page.paragraph(
+      "Mean time per optimizer step, split into forward, backward compute, exposed communication (what "
+      "the step waited for after backward), optimizer and the rest. Overlap efficiency = 1 - exposed / "
+      "busy communication time: the share of communication hidden behind backward compute.",
+      "muted");
   json labels = json::array();
   json parts[5] = {json::array(), json::array(), json::array(), json::array(), json::array()};
   for (const auto& c : configs) {
@@ -512,9 +614,15 @@ void trainSection(PageBuilder& page, const std::vector<RunFile>& runs, const std
   }
   static const char* kParts[] = {"forward", "backward compute", "exposed comm", "optimizer", "other"};
   json stack = json::array();
-  for (int k = 0; k < 5; ++k) stack.push_back({{"label", kParts[k]}, {"values", parts[k]}, {"color", k}, {"stack", "step"}});
-  page.chart({{"kind", "category"}, {"bar", true}, {"stacked", true}, {"title", "Step time split (mean per step)"},
-              {"yTitle", "ms per step"}, {"labels", labels}, {"series", stack}});
+  for (int k = 0; k < 5; ++k)
+    stack.push_back({{"label", kParts[k]}, {"values", parts[k]}, {"color", k}, {"stack", "step"}});
+  page.chart({{"kind", "category"},
+              {"bar", true},
+              {"stacked", true},
+              {"title", "Step time split (mean per step)"},
+              {"yTitle", "ms per step"},
+              {"labels", labels},
+              {"series", stack}});
 
   // Overlap efficiency and step time against the bucket cap, one line per (run, overlap, hook, world).
   std::set<double> caps;
@@ -547,10 +655,19 @@ void trainSection(PageBuilder& page, const std::vector<RunFile>& runs, const std
     step.push_back({{"label", name}, {"values", lines[name].second}, {"color", color}});
     ++color;
   }
-  page.chart({{"kind", "category"}, {"title", "Overlap efficiency per bucket size"}, {"xTitle", "bucket cap"},
-              {"yTitle", "communication hidden (%)"}, {"yPercent", true}, {"labels", capLabels}, {"series", eff}});
-  page.chart({{"kind", "category"}, {"title", "Step time (p50) per bucket size"}, {"xTitle", "bucket cap"},
-              {"yTitle", "ms per step"}, {"labels", capLabels}, {"series", step}});
+  page.chart({{"kind", "category"},
+              {"title", "Overlap efficiency per bucket size"},
+              {"xTitle", "bucket cap"},
+              {"yTitle", "communication hidden (%)"},
+              {"yPercent", true},
+              {"labels", capLabels},
+              {"series", eff}});
+  page.chart({{"kind", "category"},
+              {"title", "Step time (p50) per bucket size"},
+              {"xTitle", "bucket cap"},
+              {"yTitle", "ms per step"},
+              {"labels", capLabels},
+              {"series", step}});
 
   std::vector<Row> rows;
   for (const auto& c : configs) {
@@ -569,7 +686,8 @@ void trainSection(PageBuilder& page, const std::vector<RunFile>& runs, const std
       row.emplace_back(formatFixed(p->p90, 3), "num");
       row.emplace_back(formatFixed(p->p99, 3), "num");
     }
-    for (const Percentiles* p : {&r.forwardMs, &r.backwardComputeMs, &r.backwardCommMs, &r.exposedCommMs, &r.optimizerMs}) {
+    for (const Percentiles* p :
+         {&r.forwardMs, &r.backwardComputeMs, &r.backwardCommMs, &r.exposedCommMs, &r.optimizerMs}) {
       row.emplace_back(formatFixed(p->mean, 3), "num");
     }
     row.emplace_back(formatFixed(r.overlapEfficiency * 100.0, 1), "num");
@@ -580,9 +698,10 @@ void trainSection(PageBuilder& page, const std::vector<RunFile>& runs, const std
   }
   std::vector<std::string> header;
   if (several) header.push_back("run");
-  for (const char* h : {"model", "backend", "ranks", "bucket cap", "overlap", "hook", "buckets", "step p50 (ms)",
-                        "step p90", "step p99", "forward (mean)", "bwd compute", "bwd comm", "exposed comm", "optimizer",
-                        "overlap eff. (%)", "hidden comm (ms)", "samples/s", "loss"}) {
+  for (const char* h :
+       {"model", "backend", "ranks", "bucket cap", "overlap", "hook", "buckets", "step p50 (ms)", "step p90",
+        "step p99", "forward (mean)", "bwd compute", "bwd comm", "exposed comm", "optimizer",
+        "overlap eff. (%)", "hidden comm (ms)", "samples/s", "loss"}) {
     header.push_back(h);
   }
   page.table(header, rows);
@@ -643,7 +762,10 @@ std::string renderRunReport(const std::vector<RunFile>& runs) {
       hosts = r.diag->host;
       world = r.diag->worldSize;
     }
-    std::string cls = status == "ok" || status == "PASS" ? "pass" : status == "FAIL" ? "fail" : status == "WARN" ? "warn" : "";
+    std::string cls = status == "ok" || status == "PASS" ? "pass"
+                      : status == "FAIL"                 ? "fail"
+                      : status == "WARN"                 ? "warn"
+                                                         : "";
     if (r.sweep && status != "ok") cls = "fail";
     overview.push_back({names[i], runKindName(r.kind), Cell(r.path, "mono"), Cell(status, cls), hosts,
                         Cell(world ? std::to_string(world) : std::string("—"), "num"), start});
@@ -664,7 +786,19 @@ std::string renderRunReport(const std::vector<RunFile>& runs) {
       if (std::find(keys.begin(), keys.end(), k) == keys.end()) keys.push_back(k);
     }
   }
-  for (const auto& [coll, backend] : keys) sweepSection(page, runs, names, coll, backend);
+  std::vector<std::string> collectives;
+  for (const auto& k : keys) {
+    if (std::find(collectives.begin(), collectives.end(), k.first) == collectives.end())
+      collectives.push_back(k.first);
+  }
+  for (const auto& coll : collectives) {
+    std::vector<std::string> backends;
+    for (const auto& k : keys) {
+      if (k.first == coll) backends.push_back(k.second);
+    }
+    if (backends.size() > 1) backendsSection(page, runs, names, coll, backends);
+    for (const auto& backend : backends) sweepSection(page, runs, names, coll, backend);
+  }
   trainSection(page, runs, names);
   return page.render();
 }

@@ -3,8 +3,8 @@
 // (charts rendered vs expected, chart errors, filters applied) from the serialised DOM. A hostname
 // that tries to run script must not. Screenshots are kept under <build>/test-artifacts/. Skipped,
 // saying why, when Chromium is not installed.
-#include <gtest/gtest.h>
 #include <fmt/format.h>
+#include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -22,8 +22,11 @@ namespace {
 namespace fs = std::filesystem;
 using ds::testing::TempDir;
 
+// Labels are at most 64 printable characters, so they get the short attempt.
+const char* kXssLabel = "<img src=x onerror=document.body.dataset.pwned=1>";
 // An onerror handler that would mark the page if the hostname were parsed as HTML.
-const char* kXssHost = "<img src=x onerror=\"document.body.dataset.pwned='1'\"><script>document.body.dataset.pwned='2'</script>";
+const char* kXssHost =
+    "<img src=x onerror=\"document.body.dataset.pwned='1'\"><script>document.body.dataset.pwned='2'</script>";
 
 std::string chromium() {
   if (const char* env = std::getenv("DS_CHROMIUM"); env && *env) return env;
@@ -35,7 +38,8 @@ std::string chromium() {
 
 std::string artifactsDir() {
   const char* tests = std::getenv("DS_TEST_DIR");
-  fs::path dir = tests && *tests ? fs::path(tests).parent_path() / "test-artifacts" : fs::temp_directory_path() / "ds-test-artifacts";
+  fs::path dir = tests && *tests ? fs::path(tests).parent_path() / "test-artifacts"
+                                 : fs::temp_directory_path() / "ds-test-artifacts";
   fs::create_directories(dir);
   return dir.string();
 }
@@ -65,8 +69,12 @@ Opened open(const std::string& page, const std::string& fragment, const std::str
   Opened o;
   std::string url = "file://" + fs::absolute(page).string() + fragment;
   TempDir profile("ds_chromium");
-  std::vector<std::string> common{chromium(), "--headless", "--no-sandbox", "--disable-gpu",
-                                  "--user-data-dir=" + profile.path(), "--virtual-time-budget=5000"};
+  std::vector<std::string> common{chromium(),
+                                  "--headless",
+                                  "--no-sandbox",
+                                  "--disable-gpu",
+                                  "--user-data-dir=" + profile.path(),
+                                  "--virtual-time-budget=5000"};
   auto dumpArgs = common;
   dumpArgs.push_back("--dump-dom");
   dumpArgs.push_back(url);
@@ -89,7 +97,8 @@ Opened open(const std::string& page, const std::string& fragment, const std::str
 }
 
 void expectChartsRendered(const Opened& o) {
-  ASSERT_EQ(o.body.count("data-render-done"), 1u) << "the page script did not finish:\n" << o.dom.substr(0, 2000);
+  ASSERT_EQ(o.body.count("data-render-done"), 1u) << "the page script did not finish:\n"
+                                                  << o.dom.substr(0, 2000);
   EXPECT_EQ(o.body.at("data-render-done"), "1");
   EXPECT_EQ(o.body.at("data-chart-errors"), "0") << o.dom.substr(o.dom.find("ds-errors"), 800);
   EXPECT_GT(std::stoi(o.body.at("data-charts-expected")), 0);
@@ -103,9 +112,10 @@ class Browser : public ::testing::Test {
  protected:
   void SetUp() override {
     if (chromium().empty()) {
-      GTEST_SKIP() << "Chromium not found (looked for $DS_CHROMIUM, /usr/bin/chromium, chromium-browser, "
-                      "google-chrome); install it with `apt-get install chromium` (scripts/setup.sh) to run the "
-                      "browser tests.";
+      GTEST_SKIP()
+          << "Chromium not found (looked for $DS_CHROMIUM, /usr/bin/chromium, chromium-browser, "
+             "google-chrome); install it with `apt-get install chromium` (scripts/setup.sh) to run the "
+             "browser tests.";
     }
   }
 };
@@ -122,8 +132,8 @@ TEST_F(Browser, ReportOfSweepsTrainAndDiagRendersEveryChart) {
   testing::writeTrainFile(dir.file("train.json"));
   testing::writeDiagFile(dir.file("diag.json"), kXssHost);
   std::string page = dir.file("report.html");
-  auto r = ds::testing::run({dsreport(), "html", dir.file("a.json"), dir.file("b.json"), dir.file("train.json"),
-                             dir.file("diag.json"), "-o", page},
+  auto r = ds::testing::run({dsreport(), "html", dir.file("a.json"), dir.file("b.json"),
+                             dir.file("train.json"), dir.file("diag.json"), "-o", page},
                             ds::testing::cleanOptions());
   ASSERT_EQ(r.exitCode, 0) << r.err;
   Opened o = open(page, "", "report.png");
@@ -137,12 +147,14 @@ TEST_F(Browser, CompareViewRendersAndMarksTheRegression) {
   TempDir dir("ds_html_browser");
   testing::SweepFixture base, cur;
   cur.peakBusBw = 5;  // half the bandwidth: every size above 8 B regresses
-  base.label = cur.label = kXssHost;
+  base.label = cur.label = kXssLabel;
+  base.host = cur.host = kXssHost;
   testing::writeSweepFile(dir.file("base.json"), base);
   testing::writeSweepFile(dir.file("cur.json"), cur);
   std::string page = dir.file("compare.html");
-  auto r = ds::testing::run({dsreport(), "compare", dir.file("base.json"), dir.file("cur.json"), "--html", page},
-                            ds::testing::cleanOptions());
+  auto r =
+      ds::testing::run({dsreport(), "compare", dir.file("base.json"), dir.file("cur.json"), "--html", page},
+                       ds::testing::cleanOptions());
   ASSERT_EQ(r.exitCode, 1) << r.out << r.err;
   Opened o = open(page, "", "compare.png");
   expectChartsRendered(o);
@@ -160,7 +172,7 @@ TEST_F(Browser, DashboardRendersFlagsTheRegressionAndFilters) {
     files.push_back(dir.file(fmt::format("night{}.json", day)));
     testing::writeSweepFile(files.back(), f);
   }
-  std::vector<std::string> ingest{dsreport(), "ingest", "--db", dir.file("h.sqlite"), "--label", kXssHost};
+  std::vector<std::string> ingest{dsreport(), "ingest", "--db", dir.file("h.sqlite"), "--label", kXssLabel};
   ingest.insert(ingest.end(), files.begin(), files.end());
   auto in = ds::testing::run(ingest, ds::testing::cleanOptions());
   ASSERT_EQ(in.exitCode, 0) << in.out << in.err;

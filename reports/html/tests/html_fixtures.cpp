@@ -107,7 +107,13 @@ DiagReport makeDiag(const std::string& host) {
   d.worldSize = 2;
   d.host = host;
   d.toolVersion = "0.1.0";
-  DiagRecord pass{"net.master_port_free", "net", DiagStatus::kPass, "port 29500 is free", "", nlohmann::json::object(), 0,
+  DiagRecord pass{"net.master_port_free",
+                  "net",
+                  DiagStatus::kPass,
+                  "port 29500 is free",
+                  "",
+                  nlohmann::json::object(),
+                  0,
                   host};
   DiagRecord fail{"env.world_size",
                   "env",
@@ -161,10 +167,14 @@ void writeSweepFile(const std::string& path, const SweepFixture& f) {
 }
 
 void writeTrainFile(const std::string& path) {
-  writeJsonAtomic(path, trainToJson(makeTrain(), {{"command_line", "dsbench train"}, {"hosts", {"node-a"}},
-                                                   {"world_size", 2}, {"start_time", "2026-11-29T10:00:00Z"}}));
+  writeJsonAtomic(path, trainToJson(makeTrain(), {{"command_line", "dsbench train"},
+                                                  {"hosts", {"node-a"}},
+                                                  {"world_size", 2},
+                                                  {"start_time", "2026-11-29T10:00:00Z"}}));
 }
 
-void writeDiagFile(const std::string& path, const std::string& host) { writeJsonAtomic(path, diagToJson(makeDiag(host))); }
+void writeDiagFile(const std::string& path, const std::string& host) {
+  writeJsonAtomic(path, diagToJson(makeDiag(host)));
+}
 
 }  // namespace ds::report::html::testing

@@ -15,7 +15,7 @@ struct SweepFixture {
   std::string backend = "gloo";
   std::vector<std::string> collectives{"allreduce", "allgather"};
   int worldSize = 4;
-  double peakBusBw = 10.0;  // GB/s reached at the largest size
+  double peakBusBw = 10.0;        // GB/s reached at the largest size
   std::string envValue = "eth0";  // NCCL_SOCKET_IFNAME in the metadata
   std::string startTime = "2026-11-29T10:00:00.000Z";
 };

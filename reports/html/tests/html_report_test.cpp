@@ -1,8 +1,7 @@
 // Unit tests of the HTML pages: escaping of every input string, the data block, the content of a
 // report (sections, charts, tables) for sweeps, train runs, pre-flight checks and overlays.
-#include <gtest/gtest.h>
-
 #include <fmt/format.h>
+#include <gtest/gtest.h>
 
 #include <cmath>
 
@@ -45,7 +44,9 @@ TEST(HtmlEscape, EscapesMarkupCharacters) {
 
 TEST(HtmlEscape, ReplacesInvalidUtf8AndNul) {
   EXPECT_EQ(escapeHtml(std::string("a\xff<b", 4)), "a\xEF\xBF\xBD&lt;b");
-  EXPECT_EQ(escapeHtml(std::string("a\0b", 3)), "a\xEF\xBF\xBD" "b");
+  EXPECT_EQ(escapeHtml(std::string("a\0b", 3)),
+            "a\xEF\xBF\xBD"
+            "b");
   EXPECT_EQ(escapeHtml("\xC0\xAF"), "\xEF\xBF\xBD\xEF\xBF\xBD");  // overlong '/'
 }
 
@@ -213,7 +214,8 @@ TEST(HtmlPage, FormatsSizes) {
 namespace ds::report::html {
 namespace {
 
-history::DashboardSeries dashSeries(const std::string& label, const std::string& collective, bool regressLast) {
+history::DashboardSeries dashSeries(const std::string& label, const std::string& collective,
+                                    bool regressLast) {
   history::DashboardSeries s;
   s.id = "busbw|" + label + "|gloo|" + collective;
   s.metric = "busbw";
@@ -327,6 +329,32 @@ TEST(CompareHtml, VerdictItemsAndEscaping) {
   EXPECT_EQ(data["charts"][0]["series"][0]["marks"], (nlohmann::json{true, false}));
   // Regressions are listed before unchanged items.
   EXPECT_LT(page.find(">regressed<"), page.find(">unchanged<"));
+}
+
+}  // namespace
+}  // namespace ds::report::html
+
+namespace ds::report::html {
+namespace {
+
+TEST(HtmlReport, BackendsOfOneCollectiveShareCharts) {
+  testing::SweepFixture gloo, mpi;
+  gloo.collectives = mpi.collectives = {"allreduce"};
+  mpi.backend = "mpi";
+  mpi.peakBusBw = 20;
+  std::string page =
+      renderRunReport({testing::sweepRunFile(gloo, "gloo.json"), testing::sweepRunFile(mpi, "mpi.json")});
+  auto side = page.find(">allreduce: backends side by side</h2>");
+  ASSERT_NE(side, std::string::npos);
+  EXPECT_LT(side, page.find(">allreduce on gloo</h2>"));
+  EXPECT_LT(page.find(">allreduce on gloo</h2>"), page.find(">allreduce on mpi</h2>"));
+  nlohmann::json data = pageData(page);
+  const auto& bw = data["charts"][0];
+  EXPECT_EQ(bw["title"], "allreduce busbw by backend");
+  ASSERT_EQ(bw["series"].size(), 4u);
+  EXPECT_EQ(bw["series"][0]["label"], "gloo: gloo out-of-place");
+  EXPECT_EQ(bw["series"][2]["label"], "mpi: mpi out-of-place");
+  EXPECT_NE(bw["series"][0]["color"], bw["series"][2]["color"]);
 }
 
 }  // namespace
