@@ -31,8 +31,8 @@ echo "== 2. sweep: dsrun --nproc-per-node 4 --standalone dsbench coll -b 8 -e 4M
   rc=$?; echo "demo: the sweep failed (exit $rc)" >&2; exit "$rc"; }
 
 echo
-echo "== 3. report: dsreport html sweep.json diag.json -o reports/out/report.html"
 report_dir=${DS_REPORT_DIR:-$root/reports/out}
+echo "== 3. report: dsreport html sweep.json diag.json -o $report_dir/report.html"
 mkdir -p "$report_dir"
 "$bin/dsreport" html "$out/sweep.json" "$out/diag.json" -o "$report_dir/report.html" || {
   rc=$?; echo "demo: writing the HTML report failed (exit $rc)" >&2; exit "$rc"; }
