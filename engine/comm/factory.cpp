@@ -3,10 +3,9 @@
 #include <map>
 #include <mutex>
 
+#include "engine/comm/backends/shm/shm_process_group.h"
 #include "engine/comm/process_group.h"
 #include "engine/common/error.h"
-
-#include "engine/comm/backends/shm/shm_process_group.h"
 #if DS_WITH_GLOO
 #include "engine/comm/backends/gloo/gloo_process_group.h"
 #endif

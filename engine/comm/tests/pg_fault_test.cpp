@@ -1,8 +1,8 @@
 // Process-group faults with real processes: a killed rank, a stopped rank, mismatched collectives.
 // The survivors must fail within their timeout (+ a few seconds of diagnosis) and name the rank. Every
 // CPU backend runs every case (gloo; shm, whose waits watch the peers' pids and futexes).
-#include <gtest/gtest.h>
 #include <fmt/format.h>
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
@@ -134,7 +134,8 @@ TEST(ShmFaults, ATooSmallShmDirIsAClearErrorOnEveryRank) {
   for (auto& p : ranks) res.push_back(p->wait());
   ::umount2(dir.path().c_str(), MNT_DETACH);
   EXPECT_EQ(res[0].exitCode, 5) << res[0].err;
-  EXPECT_NE(res[0].err.find("the shm backend needs 24.0 MiB in " + dir.path()), std::string::npos) << res[0].err;
+  EXPECT_NE(res[0].err.find("the shm backend needs 24.0 MiB in " + dir.path()), std::string::npos)
+      << res[0].err;
   EXPECT_NE(res[0].err.find("DS_SHM_BUFFER_BYTES"), std::string::npos) << res[0].err;
   for (int r : {1, 2}) {
     EXPECT_FALSE(res[r].timedOut);
@@ -173,9 +174,10 @@ TEST(ShmFaults, LeftoversOfACrashedRunAreSweptAndIgnored) {
   EXPECT_TRUE(std::filesystem::is_empty(dir.path())) << "the run left a segment behind";
 }
 
-INSTANTIATE_TEST_SUITE_P(Backend, ProcessGroupFaults, ::testing::Values(
+INSTANTIATE_TEST_SUITE_P(Backend, ProcessGroupFaults,
+                         ::testing::Values(
 #if DS_WITH_GLOO
-                                                         std::string("gloo"),
+                             std::string("gloo"),
 #endif
-                                                         std::string("shm")),
+                             std::string("shm")),
                          [](const ::testing::TestParamInfo<std::string>& i) { return i.param; });

@@ -15,7 +15,8 @@ bool cpuHas(Isa isa) {
     case Isa::kGeneric:
       return true;
     case Isa::kAvx2:
-      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+             __builtin_cpu_supports("f16c");
     case Isa::kAvx512:
       return cpuHas(Isa::kAvx2) && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
              __builtin_cpu_supports("avx512vl");
@@ -42,13 +43,15 @@ Isa chooseIsa() {
     for (Isa isa : {Isa::kGeneric, Isa::kAvx2, Isa::kAvx512}) {
       if (s == isaName(isa)) {
         if (!cpuHas(isa)) {
-          throw ConfigError(fmt::format("DS_SHM_KERNEL={} asks for kernels this CPU cannot run; unset it or "
-                                        "use one of: {}.",
-                                        s, [] {
-                                          std::string names;
-                                          for (Isa i : supportedIsas()) names += (names.empty() ? "" : ", ") + std::string(isaName(i));
-                                          return names;
-                                        }()));
+          throw ConfigError(
+              fmt::format("DS_SHM_KERNEL={} asks for kernels this CPU cannot run; unset it or "
+                          "use one of: {}.",
+                          s, [] {
+                            std::string names;
+                            for (Isa i : supportedIsas())
+                              names += (names.empty() ? "" : ", ") + std::string(isaName(i));
+                            return names;
+                          }()));
         }
         return isa;
       }

@@ -44,9 +44,10 @@ namespace shm {
 
 std::size_t parseBytes(const std::string& name, const std::string& text) {
   auto bad = [&] {
-    return ConfigError(fmt::format("{}='{}' is not a byte count; give a number with an optional K, M or G "
-                                   "suffix (binary), e.g. 1M.",
-                                   name, text));
+    return ConfigError(
+        fmt::format("{}='{}' is not a byte count; give a number with an optional K, M or G "
+                    "suffix (binary), e.g. 1M.",
+                    name, text));
   };
   if (text.empty()) throw bad();
   std::size_t pos = 0;
@@ -99,7 +100,8 @@ ShmConfig configFromEnv() {
     char* end = nullptr;
     double us = std::strtod(v, &end);
     if (end == v || *end != '\0' || us < 0 || us > 1e6) {
-      throw ConfigError(fmt::format("DS_SHM_SPIN_US='{}' is not valid; give microseconds from 0 to 1000000.", v));
+      throw ConfigError(
+          fmt::format("DS_SHM_SPIN_US='{}' is not valid; give microseconds from 0 to 1000000.", v));
     }
     c.spin = std::chrono::nanoseconds(static_cast<long long>(us * 1000));
   }
@@ -139,7 +141,9 @@ int pidfdOpen(pid_t pid) {
 #endif
 }
 
-inline bool reached(std::uint32_t v, std::uint32_t target) { return static_cast<std::int32_t>(v - target) >= 0; }
+inline bool reached(std::uint32_t v, std::uint32_t target) {
+  return static_cast<std::int32_t>(v - target) >= 0;
+}
 
 class ShmProcessGroup final : public ProcessGroup {
  public:
@@ -300,9 +304,10 @@ void ShmProcessGroup::setupSegment() {
                                   o.groupName, ln_, host_, kMaxLocalRanks));
   }
   oversubscribed_ = ln_ > cpusAvailable();
-  spin_ = cfg_.spin.count() >= 0 ? cfg_.spin
-                                 : (oversubscribed_ ? std::chrono::nanoseconds(std::chrono::microseconds(2))
-                                                    : std::chrono::nanoseconds(std::chrono::microseconds(20)));
+  spin_ = cfg_.spin.count() >= 0
+              ? cfg_.spin
+              : (oversubscribed_ ? std::chrono::nanoseconds(std::chrono::microseconds(2))
+                                 : std::chrono::nanoseconds(std::chrono::microseconds(20)));
   SegmentSpec spec;
   spec.dir = cfg_.dir;
   spec.jobId = o.world != nullptr ? o.world->jobId.value : "";
@@ -357,9 +362,10 @@ void ShmProcessGroup::setupSegment() {
         s.add(segKey + "/seen", 1, std::chrono::seconds(5));
       } catch (const Error&) {
       }
-      throw ConfigError(fmt::format("shm group '{}': rank {} (the first rank on host {}) could not create the "
-                                    "shared segment, so rank {} cannot join: {}",
-                                    o.groupName, mine[0], host_, rank(), value.substr(6)));
+      throw ConfigError(
+          fmt::format("shm group '{}': rank {} (the first rank on host {}) could not create the "
+                      "shared segment, so rank {} cannot join: {}",
+                      o.groupName, mine[0], host_, rank(), value.substr(6)));
     }
     DS_CHECK(value.rfind("ok ", 0) == 0, "bad segment key '{}'", value);
     value = value.substr(3);
@@ -469,14 +475,16 @@ bool ShmProcessGroup::peerDead(int j) {
 void ShmProcessGroup::checkPeer(int j, const Ctx& ctx) {
   const int peer = hostRanks_[myHost_][j];
   if (seg_->ctl(j).failed.load() != 0) {
-    throw BackendError(fmt::format("rank {} on this host gave up on this op after an error of its own (see "
-                                   "its message); rank {} stops waiting for it",
-                                   peer, rank()));
+    throw BackendError(
+        fmt::format("rank {} on this host gave up on this op after an error of its own (see "
+                    "its message); rank {} stops waiting for it",
+                    peer, rank()));
   }
   if (peerDead(j)) {
-    throw BackendError(fmt::format("rank {} (pid {}) on host {} exited while rank {} waited for it at shm step "
-                                   "{}: it crashed or was killed; see its log",
-                                   peer, peerPids_[j], host_, rank(), step_));
+    throw BackendError(
+        fmt::format("rank {} (pid {}) on host {} exited while rank {} waited for it at shm step "
+                    "{}: it crashed or was killed; see its log",
+                    peer, peerPids_[j], host_, rank(), step_));
   }
   if (Clock::now() > ctx.deadline) {
     throw TimeoutError(fmt::format("rank {} waited {} ms for rank {} at shm step {} (rank {} is at step {})",
@@ -503,7 +511,8 @@ void ShmProcessGroup::waitFor(int j, const Ctx& ctx) {
     std::uint32_t v = c.step.load(std::memory_order_seq_cst);
     if (!reached(v, target) && c.failed.load() == 0) {
       auto left = ctx.deadline - Clock::now();
-      waitFutex(&c.step, v, std::clamp<std::chrono::nanoseconds>(left, std::chrono::microseconds(100), slice));
+      waitFutex(&c.step, v,
+                std::clamp<std::chrono::nanoseconds>(left, std::chrono::microseconds(100), slice));
     }
     c.sleepers.fetch_sub(1, std::memory_order_seq_cst);
     if (reached(c.step.load(std::memory_order_acquire), target)) return;
@@ -596,8 +605,8 @@ void ShmProcessGroup::localAllreduce(const Ctx& ctx, const char* in, char* out, 
   }
 }
 
-void ShmProcessGroup::localReduceScatter(const Ctx& ctx, const char* in, char* out, std::size_t count, DType t,
-                                         ReduceOp op, int divisor) {
+void ShmProcessGroup::localReduceScatter(const Ctx& ctx, const char* in, char* out, std::size_t count,
+                                         DType t, ReduceOp op, int divisor) {
   const std::size_t es = dtypeSize(t);
   if (ln_ == 1) {
     if (in != out && count > 0) std::memcpy(out, in, count * es);
@@ -617,7 +626,8 @@ void ShmProcessGroup::localReduceScatter(const Ctx& ctx, const char* in, char* o
     post();
     waitAll(ctx);
     for (int r = 0; r < ln_; ++r) {
-      ins[r] = r == li_ ? static_cast<const void*>(in + (li_ * count + off) * es) : seg_->slot(r, p) + li_ * per * es;
+      ins[r] = r == li_ ? static_cast<const void*>(in + (li_ * count + off) * es)
+                        : seg_->slot(r, p) + li_ * per * es;
     }
     if (l > 0) reduceN(out + off * es, nullptr, ins, ln_, l, t, op, divisor);
     off += l;
@@ -736,8 +746,8 @@ void ShmProcessGroup::doReduceScatter(const OpDesc& desc, const Buffer& in, cons
   guarded([&] {
     Ctx ctx = ctxFor(desc);
     if (!hier_) {
-      return localReduceScatter(ctx, static_cast<const char*>(in.data), static_cast<char*>(out.data), out.count,
-                                in.dtype, wireOp(desc.op), desc.op == ReduceOp::kAvg ? ln_ : 1);
+      return localReduceScatter(ctx, static_cast<const char*>(in.data), static_cast<char*>(out.data),
+                                out.count, in.dtype, wireOp(desc.op), desc.op == ReduceOp::kAvg ? ln_ : 1);
     }
     char* all = scratch(in.bytes());
     hierAllreduce(ctx, in, all, desc.op);
@@ -749,7 +759,8 @@ void ShmProcessGroup::doAllgather(const OpDesc& desc, const Buffer& in, const Bu
   guarded([&] {
     Ctx ctx = ctxFor(desc);
     const std::size_t b = in.bytes();
-    if (!hier_) return localAllgather(ctx, static_cast<const char*>(in.data), static_cast<char*>(out.data), b);
+    if (!hier_)
+      return localAllgather(ctx, static_cast<const char*>(in.data), static_cast<char*>(out.data), b);
     // Gather the host's inputs, exchange whole hosts among leaders (padded to the largest host), put
     // every block at its rank's place, and hand the result to the host.
     std::size_t maxLocal = 0;
@@ -811,11 +822,13 @@ void ShmProcessGroup::doBarrier(const OpDesc& desc) {
 
 }  // namespace
 
-std::unique_ptr<ProcessGroup> makeShmProcessGroup(const ProcessGroupOptions& options, const ShmConfig& config) {
+std::unique_ptr<ProcessGroup> makeShmProcessGroup(const ProcessGroupOptions& options,
+                                                  const ShmConfig& config) {
   if (options.device.type != DeviceType::kCpu) {
-    throw ConfigError(fmt::format("the shm backend works on host memory only, but this group is on {}; use "
-                                  "nccl for GPU buffers.",
-                                  deviceName(options.device)));
+    throw ConfigError(
+        fmt::format("the shm backend works on host memory only, but this group is on {}; use "
+                    "nccl for GPU buffers.",
+                    deviceName(options.device)));
   }
   return std::make_unique<ShmProcessGroup>(options, config);
 }

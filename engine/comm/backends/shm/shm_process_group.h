@@ -57,6 +57,7 @@ std::size_t parseBytes(const std::string& name, const std::string& text);
 // attach. Throws ConfigError (/dev/shm too small, bad DS_SHM_* values), IoError, ProtocolError (a
 // segment of another run), TimeoutError (a local rank never attached, named).
 std::unique_ptr<ProcessGroup> makeShmProcessGroup(const ProcessGroupOptions& options);
-std::unique_ptr<ProcessGroup> makeShmProcessGroup(const ProcessGroupOptions& options, const shm::ShmConfig& config);
+std::unique_ptr<ProcessGroup> makeShmProcessGroup(const ProcessGroupOptions& options,
+                                                  const shm::ShmConfig& config);
 
 }  // namespace ds::comm

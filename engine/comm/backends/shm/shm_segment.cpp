@@ -26,7 +26,9 @@ constexpr std::size_t kPage = 4096;
 
 std::size_t roundUp(std::size_t v, std::size_t to) { return (v + to - 1) / to * to; }
 
-std::size_t ctlBytes(int nranks) { return roundUp(static_cast<std::size_t>(nranks) * sizeof(RankCtl), kPage); }
+std::size_t ctlBytes(int nranks) {
+  return roundUp(static_cast<std::size_t>(nranks) * sizeof(RankCtl), kPage);
+}
 
 double mib(std::size_t b) { return static_cast<double>(b) / (1 << 20); }
 
@@ -51,7 +53,8 @@ std::uint64_t randomNonce() {
 
 std::string tooSmall(const SegmentSpec& spec, std::size_t need, std::size_t avail, std::size_t total) {
   return fmt::format(
-      "the shm backend needs {:.1f} MiB in {} for group '{}' on host {} ({} local ranks x 2 slots x {:.1f} MiB "
+      "the shm backend needs {:.1f} MiB in {} for group '{}' on host {} ({} local ranks x 2 slots x {:.1f} "
+      "MiB "
       "+ header), but only {:.1f} MiB of {:.1f} MiB are free. Give {} more room (docker run --shm-size=..., "
       "or mount -o remount,size=... {}), remove stale files there, or lower DS_SHM_BUFFER_BYTES (now {} "
       "bytes per slot).",
@@ -108,9 +111,10 @@ std::unique_ptr<Segment> Segment::create(const SegmentSpec& spec) {
   struct statvfs vfs {};
   if (::statvfs(spec.dir.c_str(), &vfs) != 0) {
     int e = errno;
-    throw IoError(fmt::format("the shm backend cannot use {} ({}): {}. Set DS_SHM_DIR to a tmpfs directory "
-                              "every local rank can reach, or choose another backend.",
-                              spec.dir, errnoText(e), e == ENOENT ? "it does not exist" : "statvfs failed"));
+    throw IoError(
+        fmt::format("the shm backend cannot use {} ({}): {}. Set DS_SHM_DIR to a tmpfs directory "
+                    "every local rank can reach, or choose another backend.",
+                    spec.dir, errnoText(e), e == ENOENT ? "it does not exist" : "statvfs failed"));
   }
   const std::size_t avail = static_cast<std::size_t>(vfs.f_bavail) * vfs.f_frsize;
   const std::size_t total = static_cast<std::size_t>(vfs.f_blocks) * vfs.f_frsize;
@@ -118,14 +122,16 @@ std::unique_ptr<Segment> Segment::create(const SegmentSpec& spec) {
 
   const std::uint64_t nonce = randomNonce();
   // The pid namespace is part of the name: a pid is only meaningful (to removeStale) within its own.
-  const std::string name = fmt::format("{}{}-{}-{:016x}", kNamePrefix, pidNamespaceInode(), ::getpid(), nonce);
+  const std::string name =
+      fmt::format("{}{}-{}-{:016x}", kNamePrefix, pidNamespaceInode(), ::getpid(), nonce);
   const std::string path = spec.dir + "/" + name;
   int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
   if (fd < 0) {
     int e = errno;
-    throw IoError(fmt::format("the shm backend could not create {} ({}). Check that {} is a writable tmpfs, "
-                              "or set DS_SHM_DIR.",
-                              path, errnoText(e), spec.dir));
+    throw IoError(
+        fmt::format("the shm backend could not create {} ({}). Check that {} is a writable tmpfs, "
+                    "or set DS_SHM_DIR.",
+                    path, errnoText(e), spec.dir));
   }
   // posix_fallocate, not ftruncate alone: on a full tmpfs ftruncate succeeds and the first touch of a
   // missing page kills the process with SIGBUS.
@@ -135,7 +141,8 @@ std::unique_ptr<Segment> Segment::create(const SegmentSpec& spec) {
     ::unlink(path.c_str());
     if (rc == ENOSPC) {
       if (::statvfs(spec.dir.c_str(), &vfs) == 0) {
-        throw ConfigError(tooSmall(spec, bytes, static_cast<std::size_t>(vfs.f_bavail) * vfs.f_frsize, total));
+        throw ConfigError(
+            tooSmall(spec, bytes, static_cast<std::size_t>(vfs.f_bavail) * vfs.f_frsize, total));
       }
       throw ConfigError(tooSmall(spec, bytes, 0, total));
     }
@@ -147,7 +154,8 @@ std::unique_ptr<Segment> Segment::create(const SegmentSpec& spec) {
   ::close(fd);
   if (base == MAP_FAILED) {
     ::unlink(path.c_str());
-    throw IoError(fmt::format("the shm backend could not map {} ({:.1f} MiB): {}.", path, mib(bytes), errnoText(e)));
+    throw IoError(
+        fmt::format("the shm backend could not map {} ({:.1f} MiB): {}.", path, mib(bytes), errnoText(e)));
   }
   auto* h = new (base) Header{};
   h->version = kVersion;
@@ -167,7 +175,8 @@ std::unique_ptr<Segment> Segment::create(const SegmentSpec& spec) {
   return std::unique_ptr<Segment>(new Segment(spec.dir, name, base, bytes, true));
 }
 
-std::unique_ptr<Segment> Segment::attach(const SegmentSpec& spec, const std::string& name, std::uint64_t nonce) {
+std::unique_ptr<Segment> Segment::attach(const SegmentSpec& spec, const std::string& name,
+                                         std::uint64_t nonce) {
   const std::string path = spec.dir + "/" + name;
   int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW);
   if (fd < 0) {
@@ -209,15 +218,17 @@ std::unique_ptr<Segment> Segment::attach(const SegmentSpec& spec, const std::str
                       spec.generation);
   } else if (h->nonce != nonce) {
     why = "its nonce differs from the one the leader published (a stale segment of a crashed run)";
-  } else if (h->nranks != static_cast<std::uint32_t>(spec.nranks) || h->slotBytes != roundUp(spec.slotBytes, kPage)) {
-    why = fmt::format("it was made for {} ranks x {} bytes, not {} x {}", h->nranks, h->slotBytes, spec.nranks,
-                      spec.slotBytes);
+  } else if (h->nranks != static_cast<std::uint32_t>(spec.nranks) ||
+             h->slotBytes != roundUp(spec.slotBytes, kPage)) {
+    why = fmt::format("it was made for {} ranks x {} bytes, not {} x {}", h->nranks, h->slotBytes,
+                      spec.nranks, spec.slotBytes);
   }
   if (!why.empty()) {
     ::munmap(base, bytes);
-    throw ProtocolError(fmt::format("refusing the shm segment {}: {}. Nothing was written to it; this is a "
-                                    "leftover of another run or a misconfigured job.",
-                                    path, why));
+    throw ProtocolError(
+        fmt::format("refusing the shm segment {}: {}. Nothing was written to it; this is a "
+                    "leftover of another run or a misconfigured job.",
+                    path, why));
   }
   return std::unique_ptr<Segment>(new Segment(spec.dir, name, base, bytes, false));
 }

@@ -69,7 +69,8 @@ class Segment {
   // Opens the segment `name` created by create() on another rank and checks its header. Throws
   // ProtocolError when the segment belongs to another job, group, generation or layout, IoError when
   // it cannot be opened.
-  static std::unique_ptr<Segment> attach(const SegmentSpec& spec, const std::string& name, std::uint64_t nonce);
+  static std::unique_ptr<Segment> attach(const SegmentSpec& spec, const std::string& name,
+                                         std::uint64_t nonce);
   ~Segment();
   Segment(const Segment&) = delete;
   Segment& operator=(const Segment&) = delete;

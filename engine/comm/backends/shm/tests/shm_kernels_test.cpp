@@ -1,4 +1,6 @@
 // The shm reduction kernels on every ISA this CPU runs, against reduceInto (engine/comm/reduce.h).
+#include "engine/comm/backends/shm/shm_kernels.h"
+
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -8,7 +10,6 @@
 #include <random>
 #include <vector>
 
-#include "engine/comm/backends/shm/shm_kernels.h"
 #include "engine/comm/reduce.h"
 
 namespace ds::comm::shm {
@@ -25,7 +26,8 @@ double valueFor(std::mt19937& rng, DType t, ReduceOp op) {
 
 TEST(ShmKernels, EveryIsaMatchesTheReference) {
   std::mt19937 rng(7);
-  const DType types[] = {DType::kF32, DType::kF64, DType::kF16, DType::kBF16, DType::kI32, DType::kI64, DType::kU8, DType::kI8};
+  const DType types[] = {DType::kF32, DType::kF64, DType::kF16, DType::kBF16,
+                         DType::kI32, DType::kI64, DType::kU8,  DType::kI8};
   for (Isa isa : supportedIsas()) {
     for (DType t : types) {
       for (ReduceOp op : kAllReduceOps) {
@@ -34,7 +36,8 @@ TEST(ShmKernels, EveryIsaMatchesTheReference) {
             const std::size_t es = dtypeSize(t);
             std::vector<std::vector<char>> ins(n, std::vector<char>(count * es));
             for (auto& in : ins) {
-              for (std::size_t i = 0; i < count; ++i) setElementFromDouble(in.data(), i, t, valueFor(rng, t, op));
+              for (std::size_t i = 0; i < count; ++i)
+                setElementFromDouble(in.data(), i, t, valueFor(rng, t, op));
             }
             std::vector<const void*> ptrs;
             for (auto& in : ins) ptrs.push_back(in.data());
@@ -60,10 +63,17 @@ TEST(ShmKernels, EveryIsaMatchesTheReference) {
                   double v = elementAsDouble(ins[k].data(), i, t);
                   mag = wireOp(op) == ReduceOp::kProd ? mag * std::fabs(v) : mag + std::fabs(v);
                   switch (wireOp(op)) {
-                    case ReduceOp::kProd: acc *= v; break;
-                    case ReduceOp::kMin: acc = std::min(acc, v); break;
-                    case ReduceOp::kMax: acc = std::max(acc, v); break;
-                    default: acc += v;
+                    case ReduceOp::kProd:
+                      acc *= v;
+                      break;
+                    case ReduceOp::kMin:
+                      acc = std::min(acc, v);
+                      break;
+                    case ReduceOp::kMax:
+                      acc = std::max(acc, v);
+                      break;
+                    default:
+                      acc += v;
                   }
                 }
                 want = acc / divisor;

@@ -77,7 +77,8 @@ TEST(ShmBackend, SendAndRecvAreRejectedAtIssue) {
           pg.send(b, 1 - pg.rank());
           ADD_FAILURE() << "send was accepted";
         } catch (const BackendError& e) {
-          EXPECT_NE(std::string(e.what()).find("backend shm does not support send"), std::string::npos) << e.what();
+          EXPECT_NE(std::string(e.what()).find("backend shm does not support send"), std::string::npos)
+              << e.what();
         }
         pg.barrier()->wait();
       },

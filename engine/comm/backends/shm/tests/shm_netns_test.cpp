@@ -62,7 +62,14 @@ class TwoHosts {
   std::string addrA() const { return fmt::format("10.78.{}.1", subnet_); }
   std::string addrB() const { return fmt::format("10.78.{}.2", subnet_); }
   std::vector<std::string> on(const std::string& host, const std::string& command) const {
-    return {"ip", "netns", "exec", host == "nodeA" ? nsA_ : nsB_, "unshare", "--uts", "sh", "-c",
+    return {"ip",
+            "netns",
+            "exec",
+            host == "nodeA" ? nsA_ : nsB_,
+            "unshare",
+            "--uts",
+            "sh",
+            "-c",
             "hostname " + host + " && exec " + command};
   }
 

@@ -1,4 +1,6 @@
 // The shm segment: header checks on attach, stale-name removal, and the "/dev/shm too small" error.
+#include "engine/comm/backends/shm/shm_segment.h"
+
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -7,11 +9,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <filesystem>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 
-#include "engine/comm/backends/shm/shm_segment.h"
 #include "engine/common/error.h"
 #include "engine/testing/subprocess.h"
 
@@ -83,8 +84,10 @@ TEST(ShmSegment, NamesLeftByADeadCreatorAreRemoved) {
   if (dead == 0) ::_exit(0);
   int status = 0;
   ::waitpid(dead, &status, 0);
-  const std::string stale = fmt::format("{}/{}{}-{}-00000000deadbeef", dir.path(), kNamePrefix, pidNamespaceInode(), dead);
-  const std::string live = fmt::format("{}/{}{}-{}-00000000cafef00d", dir.path(), kNamePrefix, pidNamespaceInode(), ::getpid());
+  const std::string stale =
+      fmt::format("{}/{}{}-{}-00000000deadbeef", dir.path(), kNamePrefix, pidNamespaceInode(), dead);
+  const std::string live =
+      fmt::format("{}/{}{}-{}-00000000cafef00d", dir.path(), kNamePrefix, pidNamespaceInode(), ::getpid());
   const std::string foreign = fmt::format("{}/{}1-{}-00000000cafef00d", dir.path(), kNamePrefix, dead);
   for (const auto& p : {stale, live, foreign}) std::ofstream(p) << "x";
   auto spec = specIn(dir.path());

@@ -39,8 +39,8 @@ int run() {
   }
   for (const auto& f : failures) std::fprintf(stderr, "FAIL %s\n", f.c_str());
   if (failures.empty()) {
-    std::printf("shm-world ok rank %d of %d on %s (%zu cases)\n", pg.rank(), pg.size(), ds::net::hostName().c_str(),
-                cases.size());
+    std::printf("shm-world ok rank %d of %d on %s (%zu cases)\n", pg.rank(), pg.size(),
+                ds::net::hostName().c_str(), cases.size());
   }
   std::fflush(stdout);
   ds::destroyProcessGroup();
