@@ -217,6 +217,29 @@ TEST(HistoryIngest, JournalsOfKilledRunsAndNcclTestsOutputGoIn) {
   EXPECT_EQ(count(db, "SELECT count(*) FROM runs WHERE start_time = '2026-02-01T10:00:00.125Z'"), 1);
 }
 
+TEST(HistoryIngest, WriteLockHeldPastTheTimeoutIsAClearErrorAndStoresNothing) {
+  TempDir dir;
+  std::string db = dir.file("h.sqlite");
+  ASSERT_EQ(ingestRuns(db, {writeSweep(dir.file("a.json"), {})}).added, 1);
+  SweepSpec b;
+  b.startTime = isoTime(1);
+  std::string fb = writeSweep(dir.file("b.json"), b);
+  {
+    Database holder(db, Database::Mode::kExisting, 1000);
+    WriteTransaction tx(holder);  // another writer, mid-transaction
+    try {
+      ingestRuns(db, {fb}, {.label = "", .busyTimeoutMs = 200});
+      FAIL() << "the ingest did not wait for the lock";
+    } catch (const ds::IoError& e) {
+      std::string m = e.what();
+      EXPECT_NE(m.find("write lock"), std::string::npos) << m;
+      EXPECT_NE(m.find(db), std::string::npos) << m;
+    }
+  }
+  EXPECT_EQ(count(db, "SELECT count(*) FROM runs"), 1);
+  EXPECT_EQ(ingestRuns(db, {fb}).added, 1) << "the lock is free again";
+}
+
 TEST(HistoryDatabase, NewerLayoutIsRefusedWithWhatToDo) {
   TempDir dir;
   std::string db = dir.file("h.sqlite");
