@@ -63,7 +63,7 @@ Command addCollCommand(CLI::App& parent) {
        "list, or all (default allreduce)")
       ->envname("DSBENCH_COLL");
   c->add_option("--backend", f->backends,
-                "backends to compare, a comma list of gloo, mpi, nccl (default: the accelerator's)")
+                "backends to compare, a comma list of gloo, mpi, nccl, shm (default: the accelerator's)")
       ->envname("DSBENCH_BACKEND");
   c->add_option(
        "--min-time", f->minTimeS,
