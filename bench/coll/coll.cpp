@@ -88,11 +88,13 @@ std::vector<report::SweepRank> gatherRanks(World& world) {
 
 std::unique_ptr<report::SweepReporter> makeReporters(const CollOptions& o) {
   auto multi = std::make_unique<report::MultiReporter>();
-  multi->add(std::make_unique<report::TextReporter>(stdout));
+  // The journal first: a row on the screen is then always already in the journal, even when the run
+  // is killed between the two.
   std::string journal = !o.journalPath.empty() ? o.journalPath
                         : !o.jsonPath.empty()  ? report::journalPathFor(o.jsonPath)
                                                : "";
   if (!journal.empty()) multi->add(std::make_unique<report::JournalReporter>(journal));
+  multi->add(std::make_unique<report::TextReporter>(stdout));
   if (!o.jsonPath.empty()) multi->add(std::make_unique<report::JsonReporter>(o.jsonPath));
   if (::isatty(STDERR_FILENO)) multi->add(std::make_unique<report::ProgressReporter>(stderr));
   return multi;
@@ -156,6 +158,7 @@ int runColl(const CollFlags& flags) {
   run.metadata.launcher = launcherName();
   run.metadata.versions = libraryVersions();
   run.metadata.env = relevantEnv();
+  run.metadata.label = o.label;
 
   // Only rank 0 reports; the others feed a reporter that does nothing.
   std::unique_ptr<report::SweepReporter> reporter =

@@ -75,6 +75,15 @@ Command addCollCommand(CLI::App& parent) {
       ->envname("DSBENCH_BLOCKING");
   c->add_option("--init-method", f->initMethod, "env:// (default), tcp://HOST:PORT or file:///PATH")
       ->envname("DSBENCH_INIT_METHOD");
+  c->add_option_function<std::string>(
+       "--label",
+       [f](const std::string& v) {
+         f->label = v;
+         f->labelGiven = true;
+       },
+       "name of the cluster or system this run describes (kept as metadata.label in the JSON, so one "
+       "history serves many); 1-64 printable characters")
+      ->envname("DSBENCH_LABEL");
   return Command{c, [f] { return coll::runColl(*f); }};
 }
 
