@@ -24,7 +24,9 @@ std::string tempDir() {
   static const std::string dir = [] {
     char tmpl[] = "/tmp/run_file_fuzz.XXXXXX";
     if (::mkdtemp(tmpl) == nullptr) std::abort();
-    return std::string(tmpl);
+    static std::string made(tmpl);
+    std::atexit([] { ::rmdir(made.c_str()); });  // the file is unlinked after each input
+    return made;
   }();
   return dir;
 }
