@@ -36,6 +36,12 @@ std::string normalizeTime(std::string t) {
   return t;
 }
 
+// JSON text for a column. Files may carry invalid UTF-8 (an env value, a host name): it is stored
+// with U+FFFD in its place rather than failing the ingest.
+std::string jsonText(const nlohmann::json& j) {
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
 std::string join(const std::set<std::string>& s) {
   std::string out;
   for (const auto& x : s) out += (out.empty() ? "" : ",") + x;
@@ -58,7 +64,7 @@ RunRow describeSweep(const SweepRun& s) {
   RunRow r;
   r.startTime = s.metadata.startTime;
   r.endTime = s.metadata.endTime;
-  r.hosts = nlohmann::json(s.metadata.hosts).dump();
+  r.hosts = jsonText(nlohmann::json(s.metadata.hosts));
   r.worldSize = s.metadata.worldSize;
   std::set<std::string> backends;
   for (const auto& m : s.results) {
@@ -74,7 +80,7 @@ RunRow describeSweep(const SweepRun& s) {
   r.status = s.summary.status;
   nlohmann::json meta;
   to_json(meta, s.metadata);
-  r.metadata = meta.dump();
+  r.metadata = jsonText(meta);
   return r;
 }
 
@@ -82,7 +88,8 @@ RunRow describeTrain(const std::vector<TrainRunRecord>& runs, const nlohmann::js
   RunRow r;
   r.startTime = jsonString(meta, "start_time");
   r.endTime = jsonString(meta, "end_time");
-  if (meta.is_object() && meta.contains("hosts") && meta["hosts"].is_array()) r.hosts = meta["hosts"].dump();
+  if (meta.is_object() && meta.contains("hosts") && meta["hosts"].is_array())
+    r.hosts = jsonText(meta["hosts"]);
   std::set<std::string> backends;
   for (const auto& t : runs) {
     backends.insert(t.backend);
@@ -94,7 +101,7 @@ RunRow describeTrain(const std::vector<TrainRunRecord>& runs, const nlohmann::js
     r.dsperfVersion = jsonString(meta["versions"], "dsperf");
     r.gitSha = jsonString(meta["versions"], "git_sha");
   }
-  if (meta.is_object()) r.metadata = meta.dump();
+  if (meta.is_object()) r.metadata = jsonText(meta);
   return r;
 }
 
@@ -230,7 +237,7 @@ class Writer {
           .bind(29, t.hiddenCommMs)
           .bind(30, t.lossStart)
           .bind(31, t.lossEnd)
-          .bind(32, record.dump());
+          .bind(32, jsonText(record));
       insertTrain_.run();
     }
   }
