@@ -161,7 +161,11 @@ class ShmProcessGroup final : public ProcessGroup {
   void doReduceScatter(const OpDesc& desc, const Buffer& in, const Buffer& out) override;
   void doAlltoall(const OpDesc& desc, const Buffer& in, const Buffer& out) override;
   void doBarrier(const OpDesc& desc) override;
-  std::shared_ptr<Work> enqueue(OpDesc desc, std::function<void()> body) override;
+  // The base's fast path: ops of at most DS_SHM_INLINE_BYTES start on the caller's thread when
+  // nothing of the group is queued or running (the base decides that, and keeps the issue order).
+  bool inlineEligible(const OpDesc& desc) const override;
+  std::function<void()> startInline(const OpDesc& desc, const Buffer& in, const Buffer& out,
+                                    Clock::time_point issued) override;
 
  private:
   struct Ctx {
@@ -176,7 +180,12 @@ class ShmProcessGroup final : public ProcessGroup {
 
   // --- sync ---
   void post();
-  void waitFor(int j, const Ctx& ctx);
+  // Waits until local rank j has reached this rank's step: spins until `spinUntil` (a zero
+  // time_point: DS_SHM_SPIN_US from now), then sleeps on its futex in slices. Returns false when
+  // `giveUpAt` passes first (the caller hands the rest to the worker); throws when the peer died,
+  // gave up, or ctx.deadline passed.
+  bool waitFor(int j, const Ctx& ctx, Clock::time_point spinUntil = {},
+               Clock::time_point giveUpAt = Clock::time_point::max());
   void waitAll(const Ctx& ctx);
   void checkPeer(int j, const Ctx& ctx);
   bool peerDead(int j);
@@ -219,8 +228,12 @@ class ShmProcessGroup final : public ProcessGroup {
   bool oversubscribed_ = false;
   std::unique_ptr<ProcessGroup> inter_;
   std::vector<char> scratch_;
-  std::atomic<int> queued_{0};
 };
+
+// How long a small op waits on the caller's thread for a late peer (spinning for DS_SHM_SPIN_US,
+// then sleeping on the futex) before the rest goes to the worker thread, so that wait() with a short
+// timeout returns on time. The op's own deadline is unaffected.
+constexpr auto kInlineBudget = std::chrono::microseconds(200);
 
 ShmProcessGroup::ShmProcessGroup(ProcessGroupOptions options, ShmConfig config)
     : ProcessGroup(std::move(options)), cfg_(std::move(config)) {
@@ -427,27 +440,77 @@ bool ShmProcessGroup::supports(OpType type, DType, ReduceOp) const {
 // ---------------------------------------------------------------------------------------------------
 // Inline execution of small ops.
 
-std::shared_ptr<Work> ShmProcessGroup::enqueue(OpDesc desc, std::function<void()> body) {
-  if (desc.bytes <= cfg_.inlineBytes && queued_.load(std::memory_order_acquire) == 0) {
-    // Nothing of this group is queued, so running here keeps the issue order.
-    auto work = std::make_shared<Work>(desc);
-    work->markStarted();
-    try {
-      runOp(desc, body);
-      work->markCompleted();
-    } catch (...) {
-      work->markCompleted(std::current_exception());
+bool ShmProcessGroup::inlineEligible(const OpDesc& desc) const {
+  return desc.bytes <= cfg_.inlineBytes && !desc.isPointToPoint();
+}
+
+std::function<void()> ShmProcessGroup::startInline(const OpDesc& desc, const Buffer& in, const Buffer& out,
+                                                   Clock::time_point issued) {
+  const std::size_t bytes = in.bytes();
+  if (desc.type != OpType::kAllreduce || hier_ || ln_ == 1 || bytes > cfg_.smallBytes ||
+      bytes > seg_->slotBytes() || in.count == 0) {
+    // Everything else runs here to the end, as on the worker.
+    switch (desc.type) {
+      case OpType::kAllreduce:
+        doAllreduce(desc, in, out);
+        break;
+      case OpType::kBroadcast:
+        doBroadcast(desc, in, out);
+        break;
+      case OpType::kReduce:
+        doReduce(desc, in, out);
+        break;
+      case OpType::kAllgather:
+        doAllgather(desc, in, out);
+        break;
+      case OpType::kReduceScatter:
+        doReduceScatter(desc, in, out);
+        break;
+      case OpType::kAlltoall:
+        doAlltoall(desc, in, out);
+        break;
+      case OpType::kBarrier:
+        doBarrier(desc);
+        break;
+      case OpType::kSend:
+      case OpType::kRecv:
+        unsupported(opName(desc.type));
     }
-    return work;
+    return nullptr;
   }
-  queued_.fetch_add(1, std::memory_order_acq_rel);
-  return ProcessGroup::enqueue(desc, [this, body = std::move(body)] {
-    struct Done {
-      std::atomic<int>& q;
-      ~Done() { q.fetch_sub(1, std::memory_order_acq_rel); }
-    } done{queued_};
-    body();
+  // The one-step allreduce, split where a late peer would block: post here, wait briefly, and if a
+  // peer has not posted by then, the worker waits for it and reduces.
+  const Clock::time_point deadline = issued + desc.timeout;
+  const int p = parity();
+  const ReduceOp op = wireOp(desc.op);
+  const int divisor = desc.op == ReduceOp::kAvg ? ln_ : 1;
+  auto reduce = [this, p, op, divisor](const Buffer& i, const Buffer& o) {
+    const void* ins[kMaxLocalRanks];
+    for (int r = 0; r < ln_; ++r) ins[r] = r == li_ ? i.data : seg_->slot(r, p);
+    reduceN(o.data, nullptr, ins, ln_, i.count, i.dtype, op, divisor);
+  };
+  int next = 0;  // the first local rank not yet known to have posted
+  guarded([&] {
+    std::memcpy(seg_->slot(li_, p), in.data, bytes);
+    post();
+    const Ctx ctx{desc, deadline};
+    const auto spinUntil = issued + spin_;
+    const auto giveUpAt = issued + std::max<std::chrono::nanoseconds>(spin_, kInlineBudget);
+    for (; next < ln_; ++next) {
+      if (next != li_ && !waitFor(next, ctx, spinUntil, giveUpAt)) return;
+    }
+    reduce(in, out);
   });
+  if (next == ln_) return nullptr;
+  return [this, desc, in, out, deadline, next, reduce] {
+    guarded([&] {
+      const Ctx ctx{desc, deadline};
+      for (int j = next; j < ln_; ++j) {
+        if (j != li_) waitFor(j, ctx);
+      }
+      reduce(in, out);
+    });
+  };
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -493,29 +556,33 @@ void ShmProcessGroup::checkPeer(int j, const Ctx& ctx) {
   }
 }
 
-void ShmProcessGroup::waitFor(int j, const Ctx& ctx) {
+bool ShmProcessGroup::waitFor(int j, const Ctx& ctx, Clock::time_point spinUntil, Clock::time_point giveUpAt) {
   RankCtl& c = seg_->ctl(j);
   const std::uint32_t target = step_;
-  if (reached(c.step.load(std::memory_order_acquire), target)) return;
+  if (reached(c.step.load(std::memory_order_acquire), target)) return true;
   if (spin_.count() > 0) {
-    const auto until = Clock::now() + spin_;
+    const auto until = spinUntil == Clock::time_point{} ? Clock::now() + spin_ : spinUntil;
     for (unsigned i = 1;; ++i) {
       _mm_pause();
-      if (reached(c.step.load(std::memory_order_acquire), target)) return;
+      if (reached(c.step.load(std::memory_order_acquire), target)) return true;
       if ((i & 63) == 0 && Clock::now() > until) break;
     }
   }
   const auto slice = std::chrono::milliseconds(50);
   for (;;) {
+    const auto now = Clock::now();
+    if (now >= giveUpAt) {
+      checkPeer(j, ctx);  // a dead peer or a passed deadline is reported here, not handed on
+      return false;
+    }
     c.sleepers.fetch_add(1, std::memory_order_seq_cst);
     std::uint32_t v = c.step.load(std::memory_order_seq_cst);
     if (!reached(v, target) && c.failed.load() == 0) {
-      auto left = ctx.deadline - Clock::now();
-      waitFutex(&c.step, v,
-                std::clamp<std::chrono::nanoseconds>(left, std::chrono::microseconds(100), slice));
+      auto left = std::min(ctx.deadline, giveUpAt) - now;
+      waitFutex(&c.step, v, std::clamp<std::chrono::nanoseconds>(left, std::chrono::microseconds(10), slice));
     }
     c.sleepers.fetch_sub(1, std::memory_order_seq_cst);
-    if (reached(c.step.load(std::memory_order_acquire), target)) return;
+    if (reached(c.step.load(std::memory_order_acquire), target)) return true;
     checkPeer(j, ctx);
   }
 }
