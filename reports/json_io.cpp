@@ -11,8 +11,12 @@
 
 namespace ds::report {
 
+std::string dumpJson(const nlohmann::json& j, int indent) {
+  return j.dump(indent, ' ', /*ensure_ascii=*/false, nlohmann::json::error_handler_t::replace);
+}
+
 void writeJsonAtomic(const std::string& path, const nlohmann::json& j) {
-  std::string text = j.dump(2) + "\n";
+  std::string text = dumpJson(j, 2) + "\n";
   std::string tmp = fmt::format("{}.tmp.{}", path, getpid());
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) {

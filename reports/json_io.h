@@ -7,6 +7,9 @@
 
 namespace ds::report {
 
+// Serialises for a file: a string with bytes that are not UTF-8 (a hostname or env value from a broken
+// locale, an imported text) is written with U+FFFD in their place instead of failing the whole write.
+std::string dumpJson(const nlohmann::json& j, int indent = -1);
 // Throws IoError naming the path and errno.
 void writeJsonAtomic(const std::string& path, const nlohmann::json& j);
 // Throws IoError when unreadable, ConfigError naming the path and position when not JSON.

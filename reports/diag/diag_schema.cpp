@@ -102,7 +102,17 @@ DiagReport diagFromJson(const nlohmann::json& j, const std::string& origin) {
     r.host = j.value("host", "");
     r.toolVersion = j.value("tool_version", "");
     r.missingRanks = j.value("missing_ranks", std::vector<int>{});
-    r.checks = j.at("checks").get<std::vector<DiagRecord>>();
+    const auto& checks = j.at("checks");
+    if (!checks.is_array()) throw ConfigError(fmt::format("{}: 'checks' is not a list.", origin));
+    for (std::size_t i = 0; i < checks.size(); ++i) {
+      try {
+        r.checks.push_back(checks[i].get<DiagRecord>());
+      } catch (const ConfigError& e) {
+        throw ConfigError(fmt::format("{}: checks[{}]: {}", origin, i, e.what()));
+      } catch (const nlohmann::json::exception& e) {
+        throw ConfigError(fmt::format("{}: checks[{}] is not a valid dsdiag check: {}", origin, i, e.what()));
+      }
+    }
     return r;
   } catch (const nlohmann::json::exception& e) {
     throw ConfigError(fmt::format("{} is not a valid dsdiag report: {}", origin, e.what()));

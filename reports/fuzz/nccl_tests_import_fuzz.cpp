@@ -13,6 +13,7 @@
 
 #include "engine/common/error.h"
 #include "reports/import/nccl_tests_import.h"
+#include "reports/json_io.h"
 
 namespace {
 

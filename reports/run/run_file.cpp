@@ -36,7 +36,7 @@ std::string runIdOf(RunKind kind, const nlohmann::json& canonical) {
     if (c.contains("metadata") && c["metadata"].is_object()) c["metadata"].erase("label");
   }
   // nlohmann's object is a std::map: dump() is key-sorted, so equal content gives equal text.
-  std::string text = std::string(runKindName(kind)) + "\n" + c.dump();
+  std::string text = std::string(runKindName(kind)) + "\n" + dumpJson(c);
   std::uint64_t h = 14695981039346656037ull;  // FNV-1a 64
   for (unsigned char ch : text) {
     h ^= ch;

@@ -1,4 +1,5 @@
 #include "reports/sweep/sweep_journal.h"
+#include "reports/json_io.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -47,7 +48,7 @@ void SweepJournal::end(const SweepSummary& s, const std::string& endTime) {
 }
 
 void SweepJournal::writeLine(const nlohmann::json& j) {
-  std::string line = j.dump() + "\n";
+  std::string line = dumpJson(j) + "\n";
   size_t off = 0;
   while (off < line.size()) {
     ssize_t n = ::write(fd_, line.data() + off, line.size() - off);

@@ -1,4 +1,5 @@
 #include "reports/train/train_schema.h"
+#include "reports/json_io.h"
 
 #include <fmt/format.h>
 #include <unistd.h>
@@ -129,9 +130,8 @@ nlohmann::json trainToJson(const std::vector<TrainRunRecord>& runs, const nlohma
 
 void appendTrainJournal(const std::string& path, const TrainRunRecord& run) {
   std::string line =
-      nlohmann::json{
-          {"schema", "dsperf.train.journal"}, {"schema_version", kTrainSchemaVersion}, {"run", run}}
-          .dump() +
+      dumpJson(nlohmann::json{
+          {"schema", "dsperf.train.journal"}, {"schema_version", kTrainSchemaVersion}, {"run", run}}) +
       "\n";
   std::FILE* f = std::fopen(path.c_str(), "a");
   if (f == nullptr) {
