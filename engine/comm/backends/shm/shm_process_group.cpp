@@ -4,7 +4,8 @@
 // point; all ranks pass the same sync points in the same order, so "rank j has reached my step" is
 // the whole protocol. Data slots alternate by parity at every use (`epoch_`), and every use has at
 // least one sync, so a slot is never rewritten before every reader of its previous contents is done.
-// A waiter spins (pause) for DS_SHM_SPIN_US, then sleeps on the peer's counter with FUTEX_WAIT; a
+// A waiter spins for DS_SHM_SPIN_US (pause, and after a few turns sched_yield at each turn, so that a
+// peer queued on the same CPU gets it), then sleeps on the peer's counter with FUTEX_WAIT; a
 // rank wakes sleepers with FUTEX_WAKE only when one announced itself. Every sleep is a slice of at
 // most 50 ms, after which the waiter checks its deadline (the op's timeout), whether the peer gave up
 // (its `failed` flag) and whether the peer process still exists (a pidfd), and names the rank.
