@@ -5,6 +5,13 @@ function(ds_add_gtest name)
   if(NOT ARG_TIMEOUT)
     set(ARG_TIMEOUT 120)
   endif()
+  # Sanitized binaries run slower (engine/testing's timeScale(): 3 under ASan, 8 under TSan); the
+  # ctest bound follows, so a slow test is not killed as hung. Assertions are unchanged.
+  if(DS_SANITIZE STREQUAL "address")
+    math(EXPR ARG_TIMEOUT "${ARG_TIMEOUT} * 3")
+  elseif(DS_SANITIZE STREQUAL "thread")
+    math(EXPR ARG_TIMEOUT "${ARG_TIMEOUT} * 8")
+  endif()
   add_executable(${name} ${ARG_SOURCES})
   target_link_libraries(${name} PRIVATE ${ARG_LIBS} GTest::gtest GTest::gtest_main Threads::Threads)
   set_target_properties(${name} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests)

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds, and runs the main job on 4 local ranks started by dsrun:
 #   1. pre-flight: dsdiag --world (every rank's checks, merged on rank 0, plus cross-rank checks);
-#   2. a small allreduce sweep with dsbench coll (nccl-tests columns), on the default backend;
+#   2. a small allreduce sweep with dsbench coll (nccl-tests columns) on gloo (the cpu default) and on
+#      shm (our shared-memory backend), side by side;
 #   3. an HTML report of both (dsreport html), self-contained, at reports/out/report.html.
 # Results go to demo-out/ (or $DS_DEMO_DIR) as JSON, with the sweep's JSON-lines journal; the report to
 # reports/out/ (or $DS_REPORT_DIR).
@@ -26,8 +27,9 @@ case $diag_rc in
 esac
 
 echo
-echo "== 2. sweep: dsrun --nproc-per-node 4 --standalone dsbench coll -b 8 -e 4M -f 8"
-"$bin/dsrun" --nproc-per-node 4 --standalone "$bin/dsbench" coll -b 8 -e 4M -f 8 -J "$out/sweep.json" || {
+echo "== 2. sweep: dsrun --nproc-per-node 4 --standalone dsbench coll --backend gloo,shm -b 8 -e 4M -f 8"
+"$bin/dsrun" --nproc-per-node 4 --standalone "$bin/dsbench" coll --backend gloo,shm -b 8 -e 4M -f 8 \
+  -J "$out/sweep.json" || {
   rc=$?; echo "demo: the sweep failed (exit $rc)" >&2; exit "$rc"; }
 
 echo

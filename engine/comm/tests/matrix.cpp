@@ -104,8 +104,8 @@ MemoryOps hostMemory() {
   MemoryOps m;
   m.alloc = [](std::size_t b) { return ::operator new(b); };
   m.free = [](void* p) { ::operator delete(p); };
-  m.toDevice = [](void* d, const void* s, std::size_t b) { std::memcpy(d, s, b); };
-  m.toHost = [](void* d, const void* s, std::size_t b) { std::memcpy(d, s, b); };
+  m.toDevice = [](void* d, const void* s, std::size_t b) { if (b != 0) std::memcpy(d, s, b); };
+  m.toHost = [](void* d, const void* s, std::size_t b) { if (b != 0) std::memcpy(d, s, b); };
   return m;
 }
 
@@ -213,10 +213,10 @@ std::string runCase(ProcessGroup& pg, const MatrixCase& c, const MemoryOps& mem)
     // In place: one buffer of the larger size, holding the input where the op expects it.
     std::size_t big = std::max(inElems, outElems);
     std::vector<char> host(big * es, 0);
-    if (c.op == OpType::kAllgather) {
-      std::memcpy(host.data() + me * c.count * es, hostIn.data(), hostIn.size());
-    } else {
-      std::memcpy(host.data(), hostIn.data(), hostIn.size());
+    // memcpy from an empty vector's data() (null) is undefined even for 0 bytes (UBSan).
+    if (!hostIn.empty()) {
+      std::size_t at = c.op == OpType::kAllgather ? me * c.count * es : 0;
+      std::memcpy(host.data() + at, hostIn.data(), hostIn.size());
     }
     DeviceBuffer one(mem, host.size());
     if (one.ptr != nullptr) mem.toDevice(one.ptr, host.data(), host.size());

@@ -1,5 +1,6 @@
 #include "engine/comm/backends/shm/shm_kernels.h"
 
+#include <cpuid.h>
 #include <fmt/format.h>
 
 #include <cstdlib>
@@ -10,13 +11,18 @@
 namespace ds::comm::shm {
 namespace {
 
+// F16C from CPUID leaf 1 directly: clang 14's __builtin_cpu_supports does not know "f16c".
+bool cpuHasF16c() {
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  return __get_cpuid(1, &a, &b, &c, &d) != 0 && (c & bit_F16C) != 0;
+}
+
 bool cpuHas(Isa isa) {
   switch (isa) {
     case Isa::kGeneric:
       return true;
     case Isa::kAvx2:
-      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-             __builtin_cpu_supports("f16c");
+      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && cpuHasF16c();
     case Isa::kAvx512:
       return cpuHas(Isa::kAvx2) && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
              __builtin_cpu_supports("avx512vl");
