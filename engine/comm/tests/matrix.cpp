@@ -243,7 +243,7 @@ std::string runCase(ProcessGroup& pg, const MatrixCase& c, const MemoryOps& mem)
     work->wait();
     hostOut.assign(host.size(), 0);
     if (one.ptr != nullptr) mem.toHost(hostOut.data(), one.ptr, host.size());
-    if (c.op == OpType::kReduceScatter) {
+    if (c.op == OpType::kReduceScatter && c.count != 0) {
       std::memmove(hostOut.data(), hostOut.data() + me * c.count * es, c.count * es);
       resultElems = c.count;
     }

@@ -825,7 +825,7 @@ void ShmProcessGroup::doReduceScatter(const OpDesc& desc, const Buffer& in, cons
     }
     char* all = scratch(in.bytes());
     hierAllreduce(ctx, in, all, desc.op);
-    std::memmove(out.data, all + rank() * out.bytes(), out.bytes());
+    if (out.bytes() != 0) std::memmove(out.data, all + rank() * out.bytes(), out.bytes());
   });
 }
 
@@ -847,7 +847,7 @@ void ShmProcessGroup::doAllgather(const OpDesc& desc, const Buffer& in, const Bu
       Buffer send{local, in.count * maxLocal, in.dtype, in.device};
       Buffer recv{all, in.count * maxLocal * hosts, in.dtype, in.device};
       inter_->allgather(send, recv, desc.timeout)->wait();
-      for (std::size_t h = 0; h < hosts; ++h) {
+      for (std::size_t h = 0; h < hosts && b > 0; ++h) {
         for (std::size_t l = 0; l < hostRanks_[h].size(); ++l) {
           std::memcpy(static_cast<char*>(out.data) + hostRanks_[h][l] * b, all + (h * maxLocal + l) * b, b);
         }
