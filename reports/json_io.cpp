@@ -15,34 +15,43 @@ std::string dumpJson(const nlohmann::json& j, int indent) {
   return j.dump(indent, ' ', /*ensure_ascii=*/false, nlohmann::json::error_handler_t::replace);
 }
 
-void writeJsonAtomic(const std::string& path, const nlohmann::json& j) {
-  std::string text = dumpJson(j, 2) + "\n";
+void writeTextAtomic(const std::string& path, const std::string& text) {
   std::string tmp = fmt::format("{}.tmp.{}", path, getpid());
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) {
     throw IoError(fmt::format("cannot write {}: {}. Check that the folder exists and is writable.", path,
                               errnoText(errno)));
   }
-  size_t off = 0;
+  auto fail = [&](int err, const char* hint) {
+    ::unlink(tmp.c_str());
+    return IoError(fmt::format("cannot write {}: {}{}", path, errnoText(err), hint));
+  };
+  std::size_t off = 0;
   while (off < text.size()) {
     ssize_t n = ::write(fd, text.data() + off, text.size() - off);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) {
       int err = errno;
       ::close(fd);
-      ::unlink(tmp.c_str());
-      throw IoError(fmt::format("cannot write {}: {} (disk full?)", path, errnoText(err)));
+      throw fail(err, " (disk full?)");
     }
-    off += static_cast<size_t>(n);
+    off += static_cast<std::size_t>(n);
   }
-  ::fsync(fd);
-  ::close(fd);
+  // A failed fsync or close means the bytes may not be on disk: the old file stays in place.
+  if (::fsync(fd) != 0) {
+    int err = errno;
+    ::close(fd);
+    throw fail(err, " (disk full?)");
+  }
+  if (::close(fd) != 0) throw fail(errno, " (disk full?)");
   if (::rename(tmp.c_str(), path.c_str()) != 0) {
     int err = errno;
     ::unlink(tmp.c_str());
     throw IoError(fmt::format("cannot move the finished file into place at {}: {}", path, errnoText(err)));
   }
 }
+
+void writeJsonAtomic(const std::string& path, const nlohmann::json& j) { writeTextAtomic(path, dumpJson(j, 2) + "\n"); }
 
 nlohmann::json readJson(const std::string& path) {
   std::ifstream in(path);

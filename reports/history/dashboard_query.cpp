@@ -12,16 +12,11 @@
 #include "reports/history/dashboard_data.h"
 #include "reports/history/history_schema.h"
 #include "reports/history/sqlite_db.h"
+#include "reports/stats.h"
 
 namespace ds::report::history {
 
 namespace {
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 std::string sizeText(std::size_t bytes) {
   static const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};

@@ -7,6 +7,7 @@
 #include <map>
 
 #include "reports/html/html_page.h"
+#include "reports/json_io.h"
 
 namespace ds::report {
 
@@ -223,7 +224,7 @@ std::string renderCompareHtml(const CompareResult& r) {
 }
 
 void writeCompareHtml(const CompareResult& result, const std::string& path) {
-  html::writeHtmlAtomic(path, renderCompareHtml(result));
+  writeTextAtomic(path, renderCompareHtml(result));
 }
 
 }  // namespace ds::report

@@ -8,6 +8,7 @@
 #include <map>
 
 #include "reports/html/html_page.h"
+#include "reports/json_io.h"
 
 namespace ds::report::html {
 
@@ -224,7 +225,7 @@ std::string renderDashboard(const history::DashboardData& data) {
 }
 
 void writeDashboard(const history::DashboardData& data, const std::string& path) {
-  writeHtmlAtomic(path, renderDashboard(data));
+  writeTextAtomic(path, renderDashboard(data));
 }
 
 }  // namespace ds::report::html

@@ -1,13 +1,9 @@
 #include "reports/html/html_page.h"
 
-#include <fcntl.h>
 #include <fmt/format.h>
-#include <unistd.h>
 
-#include <cerrno>
 #include <cmath>
 
-#include "engine/common/error.h"
 #include "reports/html/html_escape.h"
 
 #ifndef DS_CHARTJS_VERSION
@@ -128,36 +124,6 @@ std::string PageBuilder::render() const {
   return s;
 }
 
-void writeHtmlAtomic(const std::string& path, const std::string& text) {
-  std::string tmp = fmt::format("{}.tmp.{}", path, getpid());
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    throw IoError(fmt::format("cannot write the report {}: {}. Check that the folder exists and is writable.",
-                              path, errnoText(errno)));
-  }
-  std::size_t off = 0;
-  while (off < text.size()) {
-    ssize_t n = ::write(fd, text.data() + off, text.size() - off);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      int err = errno;
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      throw IoError(fmt::format("cannot write the report {}: {} (disk full?)", path, errnoText(err)));
-    }
-    off += static_cast<std::size_t>(n);
-  }
-  if (::fsync(fd) != 0 || ::close(fd) != 0) {
-    int err = errno;
-    ::unlink(tmp.c_str());
-    throw IoError(fmt::format("cannot write the report {}: {} (disk full?)", path, errnoText(err)));
-  }
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    int err = errno;
-    ::unlink(tmp.c_str());
-    throw IoError(fmt::format("cannot move the finished report into place at {}: {}", path, errnoText(err)));
-  }
-}
 
 std::string formatBytes(double bytes) {
   static const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};

@@ -69,9 +69,6 @@ class PageBuilder {
   int charts_ = 0;
 };
 
-// Writes the page atomically (temp file in the same folder + fsync + rename). Throws IoError naming
-// the path and what to do.
-void writeHtmlAtomic(const std::string& path, const std::string& text);
 
 // Number formatting shared by the renderers.
 std::string formatBytes(double bytes);  // "1 KiB", "1.5 MiB", "8 B"

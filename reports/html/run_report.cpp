@@ -9,6 +9,7 @@
 
 #include "engine/common/error.h"
 #include "reports/html/html_page.h"
+#include "reports/json_io.h"
 #include "reports/schema/world.h"
 
 namespace ds::report::html {
@@ -804,7 +805,7 @@ std::string renderRunReport(const std::vector<RunFile>& runs) {
 }
 
 void writeRunReport(const std::vector<RunFile>& runs, const std::string& path) {
-  writeHtmlAtomic(path, renderRunReport(runs));
+  writeTextAtomic(path, renderRunReport(runs));
 }
 
 }  // namespace ds::report::html

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "engine/common/error.h"
+#include "reports/stats.h"
 
 namespace ds::report {
 
@@ -12,20 +13,14 @@ IterStats computeIterStats(std::vector<double> us) {
   s.n = static_cast<int>(us.size());
   if (us.empty()) return s;
   std::sort(us.begin(), us.end());
-  auto pct = [&](double p) {
-    double pos = p / 100.0 * static_cast<double>(us.size() - 1);
-    auto lo = static_cast<std::size_t>(std::floor(pos));
-    std::size_t hi = std::min(lo + 1, us.size() - 1);
-    return us[lo] + (us[hi] - us[lo]) * (pos - static_cast<double>(lo));
-  };
   s.minUs = us.front();
   s.maxUs = us.back();
   double sum = 0;
   for (double v : us) sum += v;
   s.avgUs = sum / static_cast<double>(us.size());
-  s.p50Us = pct(50);
-  s.p95Us = pct(95);
-  s.p99Us = pct(99);
+  s.p50Us = quantileSorted(us, 0.50);
+  s.p95Us = quantileSorted(us, 0.95);
+  s.p99Us = quantileSorted(us, 0.99);
   if (us.size() > 1) {
     double ss = 0;
     for (double v : us) ss += (v - s.avgUs) * (v - s.avgUs);

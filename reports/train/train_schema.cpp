@@ -11,6 +11,7 @@
 #include <numeric>
 
 #include "engine/common/error.h"
+#include "reports/stats.h"
 
 namespace ds::report {
 
@@ -19,15 +20,9 @@ Percentiles summarize(std::vector<double> v) {
   p.samples = v.size();
   if (v.empty()) return p;
   std::sort(v.begin(), v.end());
-  auto at = [&](double q) {
-    double pos = q * static_cast<double>(v.size() - 1);
-    auto lo = static_cast<std::size_t>(std::floor(pos));
-    auto hi = std::min(lo + 1, v.size() - 1);
-    return v[lo] + (v[hi] - v[lo]) * (pos - static_cast<double>(lo));
-  };
-  p.p50 = at(0.5);
-  p.p90 = at(0.9);
-  p.p99 = at(0.99);
+  p.p50 = quantileSorted(v, 0.5);
+  p.p90 = quantileSorted(v, 0.9);
+  p.p99 = quantileSorted(v, 0.99);
   p.min = v.front();
   p.max = v.back();
   p.mean = std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
