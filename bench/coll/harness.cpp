@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <exception>
 
 #include "bench/coll/data_check.h"
 #include "engine/common/error.h"
@@ -56,6 +57,15 @@ double combineTimes(const std::vector<double>& perRank, int average) {
 
 Harness::Harness(comm::ProcessGroup& pg, store::Store& store, Memory& memory, HarnessOptions options)
     : pg_(pg), store_(store), mem_(memory), o_(std::move(options)) {}
+
+Harness::~Harness() {
+  // Unwinding from a failed wait: an op abandoned by -T can run on the group's worker until the
+  // group's own timeout (minutes), so the buffers are kept at once; the tool then leaves by _Exit.
+  const bool failing = std::uncaught_exceptions() > 0;
+  if (pg_.waitIdle(failing ? comm::Duration(0) : comm::ProcessGroup::kAbandonedOpGrace)) return;
+  send_.leak();
+  recv_.leak();
+}
 
 void Harness::prepare(const CollSpec& spec, comm::DType dtype, std::size_t maxBytes) {
   spec_ = &spec;

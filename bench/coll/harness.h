@@ -41,6 +41,12 @@ double combineTimes(const std::vector<double>& perRank, int average);
 class Harness {
  public:
   Harness(comm::ProcessGroup& pg, store::Store& store, Memory& memory, HarnessOptions options);
+  // Frees the buffers once the group is idle. While an exception unwinds (a failed or timed-out
+  // wait), an abandoned op or queued iterations may still use them: they are then kept (leaked)
+  // rather than freed under the backend.
+  ~Harness();
+  Harness(const Harness&) = delete;
+  Harness& operator=(const Harness&) = delete;
 
   // Allocates the buffers for `spec` on `dtype` up to maxBytes (as nccl-tests: once per table).
   void prepare(const CollSpec& spec, comm::DType dtype, std::size_t maxBytes);

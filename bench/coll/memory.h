@@ -43,6 +43,8 @@ class DeviceBuffer {
     std::swap(p_, o.p_);
     return *this;
   }
+  // Gives up the allocation without freeing it: for memory an abandoned op may still write to.
+  void leak() { p_ = nullptr; }
   void* data() const { return p_; }
   std::size_t bytes() const { return bytes_; }
 

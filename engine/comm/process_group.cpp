@@ -313,12 +313,7 @@ std::shared_ptr<Work> ProcessGroup::issue(OpDesc desc, const Buffer& in, const B
                                    opName(desc.type), dtypeName(desc.dtype),
                                    reducing ? fmt::format(" with op {}", reduceOpName(desc.op)) : ""));
   }
-  if (broken_) {
-    throw BackendError(
-        fmt::format("the {} process group '{}' is unusable: {} timed out earlier, so the ranks are out "
-                    "of step. Restart the job (see the first error for the ranks that were missing).",
-                    backendName(), options_.groupName, brokenReason_));
-  }
+  if (broken_) throw unusableError();
   std::unique_lock<std::mutex> lock(issueMu_);
   desc.seq = desc.isPointToPoint() ? ++p2pSeq_ : nextSeq_++;
   if (inlineMaxBytes_ > 0 && desc.bytes <= inlineMaxBytes_ && inlineEligible(desc) && claimInline()) {
@@ -361,6 +356,11 @@ std::shared_ptr<Work> ProcessGroup::enqueue(OpDesc desc, std::function<void()> b
   return work;
 }
 
+bool ProcessGroup::waitIdle(Duration limit) {
+  std::unique_lock<std::mutex> lock(queueMu_);
+  return idleCv_.wait_for(lock, limit, [&] { return workerExited_ || (!running_ && queue_.empty()); });
+}
+
 bool ProcessGroup::claimInline() {
   std::lock_guard<std::mutex> lock(queueMu_);
   if (running_ || !queue_.empty() || stopping_) return false;
@@ -391,13 +391,15 @@ std::shared_ptr<Work> ProcessGroup::runInline(const OpDesc& desc, const Buffer& 
       wake = !queue_.empty();
     }
     if (wake) queueCv_.notify_one();
+    idleCv_.notify_all();
     return work;
   }
   // Not done within the backend's budget: the worker finishes it before anything issued later.
   {
     std::lock_guard<std::mutex> lock(queueMu_);
     startWorkerLocked();
-    queue_.push_front(Task{work, [this, desc, collective, rest = std::move(rest)] {
+    queue_.push_front(Task{work,
+                           [this, desc, collective, rest = std::move(rest)] {
                              guarded(desc, rest);
                              if (collective) completedSeq_ = desc.seq;
                            },
@@ -417,6 +419,7 @@ void ProcessGroup::workerLoop() {
       if (queue_.empty()) {
         workerExited_ = true;
         queueCv_.notify_all();
+        idleCv_.notify_all();
         return;
       }
       task = std::move(queue_.front());
@@ -436,11 +439,27 @@ void ProcessGroup::workerLoop() {
       std::lock_guard<std::mutex> lock(queueMu_);
       running_ = false;
     }
+    idleCv_.notify_all();
     task.work->markCompleted(error);
   }
 }
 
+BackendError ProcessGroup::unusableError() const {
+  std::string reason;
+  {
+    std::lock_guard<std::mutex> lock(brokenMu_);
+    reason = brokenReason_;
+  }
+  return BackendError(
+      fmt::format("the {} process group '{}' is unusable: {} timed out earlier, so the ranks are out "
+                  "of step. Restart the job (see the first error for the ranks that were missing).",
+                  backendName(), options_.groupName, reason));
+}
+
 void ProcessGroup::runOp(const OpDesc& desc, const std::function<void()>& body) {
+  // Queued behind an op that timed out: fail at once instead of waiting out another timeout (the
+  // peers are out of step), so the queue drains and the caller's buffers are soon free to release.
+  if (broken_) throw unusableError();
   const bool collective = !desc.isPointToPoint();
   if (collective) enteredSeq_ = desc.seq;
   guarded(desc, [&] {
@@ -450,9 +469,9 @@ void ProcessGroup::runOp(const OpDesc& desc, const std::function<void()>& body) 
   if (collective) completedSeq_ = desc.seq;
 }
 
-void ProcessGroup::guarded(const OpDesc& desc, const std::function<void()>& body) {
+void ProcessGroup::rethrowTranslated(const OpDesc& desc, std::exception_ptr error) {
   try {
-    body();
+    std::rethrow_exception(error);
   } catch (const TimeoutError& e) {
     std::rethrow_exception(diagnoseTimeout(desc, e.what()));
   } catch (const ConfigError&) {
@@ -556,7 +575,10 @@ void ProcessGroup::publishFailure() {
 }
 
 std::exception_ptr ProcessGroup::diagnoseTimeout(const OpDesc& desc, const std::string& cause) {
-  if (!broken_.exchange(true)) brokenReason_ = desc.describe();
+  {
+    std::lock_guard<std::mutex> lock(brokenMu_);
+    if (!broken_.exchange(true)) brokenReason_ = desc.describe();
+  }
   publishFailure();
   std::string head = fmt::format("{} {} timed out on rank {} of {}: {}.", backendName(), desc.describe(),
                                  rank(), size(), cause);

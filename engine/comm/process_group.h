@@ -26,6 +26,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <deque>
+#include <exception>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -34,6 +35,7 @@
 
 #include "engine/comm/types.h"
 #include "engine/comm/work.h"
+#include "engine/common/error.h"
 #include "engine/store/store.h"
 
 namespace ds::env {
@@ -77,6 +79,16 @@ class ProcessGroup {
   const ProcessGroupOptions& options() const { return options_; }
   // True after an op timed out: the peers are out of step, and every later op fails at once.
   bool broken() const { return broken_.load(); }
+  // Waits until no op of this group is queued or running, at most `limit`; true when idle. An op
+  // abandoned by a timed-out wait() goes on running on the worker until its backend gives up (the
+  // do*() contract: by its own deadline, then the timeout diagnosis), and ops issued after it are
+  // still queued: whoever owns memory such ops read or write calls this before freeing it, and keeps
+  // the memory when it returns false (a bounded leak in a failing process beats a write into freed
+  // memory). nccl ops are never pending here: their timeout aborts the communicator, ending them.
+  bool waitIdle(Duration limit);
+  // The limit owners of op memory give waitIdle() when tearing down: long enough for an abandoned
+  // op's backend to reach its deadline and diagnose the timeout (at most 3 heartbeats, 5 s).
+  static constexpr Duration kAbandonedOpGrace = std::chrono::seconds(10);
   // The largest op (OpDesc::bytes) that may start on the caller's thread (the fast path, see the
   // class comment); 0 when it is off. Backends that do not opt in never take it, whatever this says.
   std::size_t inlineMaxBytes() const { return inlineMaxBytes_; }
@@ -174,19 +186,32 @@ class ProcessGroup {
   std::shared_ptr<Work> runInline(const OpDesc& desc, const Buffer& in, const Buffer& out);
   // Starts the worker thread if needed; queueMu_ held.
   void startWorkerLocked();
-  // runOp's error translation (TimeoutError diagnosed, others wrapped with the op and rank).
-  void guarded(const OpDesc& desc, const std::function<void()>& body);
+  // Runs body with runOp's error translation (TimeoutError diagnosed, others wrapped with the op and
+  // rank). A template, so the fast path's inline ops pass their lambda without a std::function.
+  template <class Body>
+  void guarded(const OpDesc& desc, Body&& body) {
+    try {
+      body();
+    } catch (...) {
+      rethrowTranslated(desc, std::current_exception());
+    }
+  }
+  [[noreturn]] void rethrowTranslated(const OpDesc& desc, std::exception_ptr error);
   OpDesc makeDesc(OpType type, const Buffer& in, Timeout timeout) const;
   void checkBuffer(const char* what, const Buffer& b) const;
   void checkRank(const char* what, int r) const;
   void detailCheck(const OpDesc& desc);
+  // "the <backend> process group '<name>' is unusable: <op> timed out earlier ...", for ops issued or
+  // dequeued after a timeout.
+  BackendError unusableError() const;
   void workerLoop();
   void heartbeatLoop();
   std::string key(const std::string& suffix) const;
 
   ProcessGroupOptions options_;
   std::atomic<bool> broken_{false};
-  std::string brokenReason_;
+  mutable std::mutex brokenMu_;
+  std::string brokenReason_;   // the op that timed out first; guarded by brokenMu_
   std::uint64_t nextSeq_ = 1;  // collectives; guarded by issueMu_
   std::uint64_t p2pSeq_ = 0;   // send/recv; guarded by issueMu_
   std::mutex issueMu_;
@@ -200,6 +225,7 @@ class ProcessGroup {
   };
   std::mutex queueMu_;
   std::condition_variable queueCv_;
+  std::condition_variable idleCv_;  // running_ became false, or the worker exited (waitIdle)
   std::deque<Task> queue_;
   std::atomic<bool> stopping_{false};
   bool workerExited_ = false;  // guarded by queueMu_

@@ -53,6 +53,12 @@ bool isSampledIteration(long n) { return n >= 1 && (n <= 10 || n % 100 == 0); }
 // ------------------------------------------------------------------------------------------------
 // Reducer
 
+Reducer::~Reducer() {
+  if (pg_.waitIdle(comm::ProcessGroup::kAbandonedOpGrace)) return;
+  // Deliberately never freed: an op still running on the group's worker writes into these buffers.
+  static_cast<void>(new std::vector<Bucket>(std::move(buckets_)));
+}
+
 Reducer::Reducer(std::vector<Parameter>& params, comm::ProcessGroup& pg, const DdpOptions& options)
     : params_(params), pg_(pg), options_(options) {
   hook_ = options.commHook ? options.commHook : makeCommHook(options.commHookName);

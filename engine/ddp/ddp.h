@@ -104,6 +104,12 @@ class Reducer {
  public:
   // Builds the initial buckets (no communication). params must outlive the reducer.
   Reducer(std::vector<Parameter>& params, comm::ProcessGroup& pg, const DdpOptions& options);
+  // Frees the bucket buffers once the group is idle: after a failed backward (a timed-out bucket,
+  // a peer lost) later buckets may still be reduced in place by the worker, and their buffers are
+  // then kept (leaked) rather than freed under it. The group must outlive the reducer.
+  ~Reducer();
+  Reducer(const Reducer&) = delete;
+  Reducer& operator=(const Reducer&) = delete;
 
   // Starts a backward. sync=false: gradients only accumulate locally (no_sync).
   void prepareForBackward(bool sync);

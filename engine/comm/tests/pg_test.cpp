@@ -103,6 +103,31 @@ TEST(ProcessGroupBase, ATimeoutNamesTheRankThatNeverArrived) {
   EXPECT_LT(seconds, 10);
 }
 
+TEST(ProcessGroupBase, OpsQueuedBehindATimeoutFailAtOnceAndTheGroupGoesIdle) {
+  // nccl-tests' default: every iteration is issued, then waited. When the first times out, the
+  // others must not each wait out a timeout of their own, and the caller must be able to tell when
+  // the worker no longer touches the buffers (waitIdle) before freeing them.
+  runThreads(
+      "gloo", 2,
+      [&](ProcessGroup& pg) {
+        EXPECT_TRUE(pg.waitIdle(std::chrono::milliseconds(0)));  // nothing issued yet
+        std::vector<float> v(64, 1.0f);
+        Buffer b{v.data(), v.size(), DType::kF32, {}};
+        if (pg.rank() == 1) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(4000));  // alive, never joins
+          return;
+        }
+        std::vector<std::shared_ptr<Work>> works;
+        for (int i = 0; i < 5; ++i) works.push_back(pg.allreduce(b));
+        EXPECT_NE(errorOf([&] { works[0]->wait(); }).find("timed out"), std::string::npos);
+        EXPECT_TRUE(pg.waitIdle(ProcessGroup::kAbandonedOpGrace));
+        for (int i = 2; i < 5; ++i) {
+          EXPECT_NE(errorOf([&] { works[i]->wait(); }).find("is unusable"), std::string::npos) << "op " << i;
+        }
+      },
+      fastOptions());
+}
+
 TEST(ProcessGroupBase, DetailModeNamesMismatchedRanks) {
   ProcessGroupOptions o = fastOptions();
   o.detailDebug = true;
