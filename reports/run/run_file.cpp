@@ -62,16 +62,23 @@ bool endsWith(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-// The first non-empty line, parsed; null when it is not a JSON object.
-nlohmann::json firstJsonLine(const std::string& text) {
-  std::istringstream in(text);
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-    auto j = nlohmann::json::parse(line, nullptr, false);
-    return j.is_object() ? j : nlohmann::json();
-  }
-  return nullptr;
+// The first non-empty line, parsed (discarded when not JSON), and whether it is the whole text: a
+// compact one-line result file is then parsed once, not once for the journal test and once whole.
+struct FirstLine {
+  nlohmann::json parsed;
+  bool wholeText = false;
+};
+
+FirstLine firstJsonLine(const std::string& text) {
+  const std::size_t start = text.find_first_not_of(" \t\r\n");
+  if (start == std::string::npos) return {};
+  std::size_t end = text.find('\n', start);
+  if (end == std::string::npos) end = text.size();
+  FirstLine f;
+  f.parsed = nlohmann::json::parse(text.begin() + static_cast<std::ptrdiff_t>(start),
+                                   text.begin() + static_cast<std::ptrdiff_t>(end), nullptr, false);
+  f.wholeText = text.find_first_not_of(" \t\r\n", end) == std::string::npos;
+  return f;
 }
 
 RunFile fromSweep(SweepRun run, const std::string& path) {
@@ -197,21 +204,22 @@ RunFile loadRunFile(const std::string& path) {
                     path));
   }
   // A journal: JSON lines whose first line is a journal line (whatever the file is called).
-  nlohmann::json first = firstJsonLine(text);
-  const std::string firstSchema = first.is_object() ? first.value("schema", "") : "";
+  FirstLine line = firstJsonLine(text);
+  const bool firstIsObject = line.parsed.is_object();
+  const std::string firstSchema = firstIsObject ? line.parsed.value("schema", "") : "";
   if (firstSchema == kSweepJournalSchemaName) {
     RunFile f = fromSweep(readSweepJournal(path), path);
     f.origin = "journal";
     return f;
   }
   if (firstSchema == "dsperf.train.journal") return loadTrainJournal(text, path);
-  if (endsWith(path, ".jsonl") && !first.is_object()) {
+  if (endsWith(path, ".jsonl") && !firstIsObject) {
     throw ConfigError(
         fmt::format("{} is not a dsbench journal: its first line is not a JSON object. The file "
                     "may be corrupt or not written by dsbench.",
                     path));
   }
-  nlohmann::json doc = nlohmann::json::parse(text, nullptr, false);
+  nlohmann::json doc = line.wholeText ? std::move(line.parsed) : nlohmann::json::parse(text, nullptr, false);
   // nccl-tests output, text or -J JSON: imported on the fly (as `dsreport import` would, backend nccl).
   const bool ncclJson = doc.is_object() && !doc.contains("schema") && doc.contains("results") &&
                         (doc.contains("nccl_version") || doc.contains("config"));
