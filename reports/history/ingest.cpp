@@ -110,52 +110,31 @@ class Writer {
  public:
   explicit Writer(Database& db)
       : db_(db),
-        insertRun_(
-            db,
-            "INSERT OR IGNORE INTO runs (run_id, label, kind, origin, start_time, end_time, ingested_at, "
-            "hosts, world_size, backends, source_file, schema_version, dsperf_version, git_sha, status, "
-            "metadata, row_count) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, "
-            "?15, ?16, ?17)"),
-        insertSweep_(
-            db,
-            "INSERT INTO sweep_rows (run_id, seq, place, backend, collective, dtype, op, root, world_size, "
-            "bytes, count, iters, time_us, algbw, busbw, wrong, min_us, max_us, avg_us, p50_us, p95_us, "
-            "p99_us, stdev_us, cv_pct, slowest_rank, spread_pct) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, "
-            "?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, "
-            "?26)"),
-        insertTrain_(
-            db,
-            "INSERT INTO train_rows (run_id, seq, model, params, world_size, backend, device, "
-            "per_rank_batch, steps, warmup, optimizer, bucket_cap_mb, overlap, comm_hook, "
-            "gradient_as_bucket_view, buckets, step_p50_ms, step_p90_ms, step_p99_ms, step_mean_ms, "
-            "forward_p50_ms, backward_compute_p50_ms, backward_comm_p50_ms, exposed_comm_p50_ms, "
-            "optimizer_p50_ms, comm_busy_p50_ms, samples_per_sec, overlap_efficiency, hidden_comm_ms, "
-            "loss_start, loss_end, record) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, "
-            "?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, "
-            "?31, ?32)"),
+        insertRun_(db, "INSERT OR IGNORE", "runs"),
+        insertSweep_(db, "INSERT", "sweep_rows"),
+        insertTrain_(db, "INSERT", "train_rows"),
         labelOf_(db, "SELECT label FROM runs WHERE run_id = ?1") {}
 
   // Inserts the run; false when its id was already there (then `existingLabel` is its label).
   bool addRun(const RunFile& f, const std::string& label, const RunRow& r, const std::string& now,
               std::string& existingLabel) {
-    insertRun_.bind(1, f.runId)
-        .bind(2, label)
-        .bind(3, std::string(runKindName(f.kind)))
-        .bind(4, f.origin)
-        .bind(5, r.startTime.empty() ? now : normalizeTime(r.startTime))
-        .bind(6, normalizeTime(r.endTime))
-        .bind(7, now)
-        .bind(8, r.hosts)
-        .bind(9, r.worldSize)
-        .bind(10, r.backends)
-        .bind(11, f.path)
-        .bind(12, f.schemaVersion)
-        .bind(13, r.dsperfVersion)
-        .bind(14, r.gitSha)
-        .bind(15, r.status)
-        .bind(16, r.metadata)
-        .bind(17, static_cast<std::int64_t>(r.rows));
-    insertRun_.run();
+    insertRun_.insert({{"run_id", f.runId},
+                       {"label", label},
+                       {"kind", std::string(runKindName(f.kind))},
+                       {"origin", f.origin},
+                       {"start_time", r.startTime.empty() ? now : normalizeTime(r.startTime)},
+                       {"end_time", normalizeTime(r.endTime)},
+                       {"ingested_at", now},
+                       {"hosts", r.hosts},
+                       {"world_size", r.worldSize},
+                       {"backends", r.backends},
+                       {"source_file", f.path},
+                       {"schema_version", f.schemaVersion},
+                       {"dsperf_version", r.dsperfVersion},
+                       {"git_sha", r.gitSha},
+                       {"status", r.status},
+                       {"metadata", r.metadata},
+                       {"row_count", static_cast<std::int64_t>(r.rows)}});
     if (db_.changes() == 1) return true;
     labelOf_.bind(1, f.runId);
     existingLabel = labelOf_.step() ? labelOf_.text(0) : "";
@@ -169,33 +148,32 @@ class Writer {
       for (const auto& [place, p] : {std::pair<const char*, const PlaceResult*>{"out", &m.outOfPlace},
                                      std::pair<const char*, const PlaceResult*>{"in", &m.inPlace}}) {
         if (!p->measured) continue;
-        insertSweep_.bind(1, runId)
-            .bind(2, seq)
-            .bind(3, std::string(place))
-            .bind(4, m.backend)
-            .bind(5, m.collective)
-            .bind(6, m.dtype)
-            .bind(7, m.op)
-            .bind(8, m.root)
-            .bind(9, m.worldSize)
-            .bind(10, static_cast<std::int64_t>(m.bytes))
-            .bind(11, static_cast<std::int64_t>(m.count))
-            .bind(12, p->iters)
-            .bind(13, p->timeUs)
-            .bind(14, p->algBw)
-            .bind(15, p->busBw)
-            .bind(16, static_cast<std::int64_t>(p->wrong))
-            .bind(17, p->iter.minUs)
-            .bind(18, p->iter.maxUs)
-            .bind(19, p->iter.avgUs)
-            .bind(20, p->iter.p50Us)
-            .bind(21, p->iter.p95Us)
-            .bind(22, p->iter.p99Us)
-            .bind(23, p->iter.stdevUs)
-            .bind(24, p->iter.cvPct)
-            .bind(25, p->slowestRank)
-            .bind(26, p->spreadPct);
-        insertSweep_.run();
+        insertSweep_.insert({{"run_id", runId},
+                             {"seq", seq},
+                             {"place", std::string(place)},
+                             {"backend", m.backend},
+                             {"collective", m.collective},
+                             {"dtype", m.dtype},
+                             {"op", m.op},
+                             {"root", m.root},
+                             {"world_size", m.worldSize},
+                             {"bytes", static_cast<std::int64_t>(m.bytes)},
+                             {"count", static_cast<std::int64_t>(m.count)},
+                             {"iters", p->iters},
+                             {"time_us", p->timeUs},
+                             {"algbw", p->algBw},
+                             {"busbw", p->busBw},
+                             {"wrong", static_cast<std::int64_t>(p->wrong)},
+                             {"min_us", p->iter.minUs},
+                             {"max_us", p->iter.maxUs},
+                             {"avg_us", p->iter.avgUs},
+                             {"p50_us", p->iter.p50Us},
+                             {"p95_us", p->iter.p95Us},
+                             {"p99_us", p->iter.p99Us},
+                             {"stdev_us", p->iter.stdevUs},
+                             {"cv_pct", p->iter.cvPct},
+                             {"slowest_rank", p->slowestRank},
+                             {"spread_pct", p->spreadPct}});
       }
       ++seq;
     }
@@ -206,45 +184,45 @@ class Writer {
     for (const auto& t : runs) {
       nlohmann::json record;
       to_json(record, t);
-      insertTrain_.bind(1, runId)
-          .bind(2, seq++)
-          .bind(3, t.model)
-          .bind(4, static_cast<std::int64_t>(t.params))
-          .bind(5, t.worldSize)
-          .bind(6, t.backend)
-          .bind(7, t.device)
-          .bind(8, t.perRankBatch)
-          .bind(9, t.steps)
-          .bind(10, t.warmup)
-          .bind(11, t.optimizer)
-          .bind(12, t.bucketCapMb)
-          .bind(13, t.overlap ? 1 : 0)
-          .bind(14, t.commHook)
-          .bind(15, t.gradientAsBucketView ? 1 : 0)
-          .bind(16, t.buckets)
-          .bind(17, t.stepMs.p50)
-          .bind(18, t.stepMs.p90)
-          .bind(19, t.stepMs.p99)
-          .bind(20, t.stepMs.mean)
-          .bind(21, t.forwardMs.p50)
-          .bind(22, t.backwardComputeMs.p50)
-          .bind(23, t.backwardCommMs.p50)
-          .bind(24, t.exposedCommMs.p50)
-          .bind(25, t.optimizerMs.p50)
-          .bind(26, t.commBusyMs.p50)
-          .bind(27, t.samplesPerSec)
-          .bind(28, t.overlapEfficiency)
-          .bind(29, t.hiddenCommMs)
-          .bind(30, t.lossStart)
-          .bind(31, t.lossEnd)
-          .bind(32, jsonText(record));
-      insertTrain_.run();
+      insertTrain_.insert({{"run_id", runId},
+                           {"seq", seq++},
+                           {"model", t.model},
+                           {"params", static_cast<std::int64_t>(t.params)},
+                           {"world_size", t.worldSize},
+                           {"backend", t.backend},
+                           {"device", t.device},
+                           {"per_rank_batch", t.perRankBatch},
+                           {"steps", t.steps},
+                           {"warmup", t.warmup},
+                           {"optimizer", t.optimizer},
+                           {"bucket_cap_mb", t.bucketCapMb},
+                           {"overlap", t.overlap ? 1 : 0},
+                           {"comm_hook", t.commHook},
+                           {"gradient_as_bucket_view", t.gradientAsBucketView ? 1 : 0},
+                           {"buckets", t.buckets},
+                           {"step_p50_ms", t.stepMs.p50},
+                           {"step_p90_ms", t.stepMs.p90},
+                           {"step_p99_ms", t.stepMs.p99},
+                           {"step_mean_ms", t.stepMs.mean},
+                           {"forward_p50_ms", t.forwardMs.p50},
+                           {"backward_compute_p50_ms", t.backwardComputeMs.p50},
+                           {"backward_comm_p50_ms", t.backwardCommMs.p50},
+                           {"exposed_comm_p50_ms", t.exposedCommMs.p50},
+                           {"optimizer_p50_ms", t.optimizerMs.p50},
+                           {"comm_busy_p50_ms", t.commBusyMs.p50},
+                           {"samples_per_sec", t.samplesPerSec},
+                           {"overlap_efficiency", t.overlapEfficiency},
+                           {"hidden_comm_ms", t.hiddenCommMs},
+                           {"loss_start", t.lossStart},
+                           {"loss_end", t.lossEnd},
+                           {"record", jsonText(record)}});
     }
   }
 
  private:
   Database& db_;
-  Statement insertRun_, insertSweep_, insertTrain_, labelOf_;
+  RowInserter insertRun_, insertSweep_, insertTrain_;
+  Statement labelOf_;
 };
 
 }  // namespace

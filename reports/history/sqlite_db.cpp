@@ -97,6 +97,34 @@ Statement& Statement::bind(int i, double v) {
   return *this;
 }
 
+RowInserter::RowInserter(Database& db, std::string verb, std::string table)
+    : db_(db), verb_(std::move(verb)), table_(std::move(table)) {}
+
+RowInserter::~RowInserter() = default;
+
+void RowInserter::insert(std::initializer_list<Column> row) {
+  if (!stmt_) {
+    std::string names, marks;
+    for (const auto& c : row) {
+      names += fmt::format("{}{}", columns_.empty() ? "" : ", ", c.name);
+      columns_.emplace_back(c.name);
+      marks += fmt::format("{}?{}", columns_.size() > 1 ? ", " : "", columns_.size());
+    }
+    stmt_ = std::make_unique<Statement>(
+        db_, fmt::format("{} INTO {} ({}) VALUES ({})", verb_, table_, names, marks));
+  }
+  DS_CHECK(row.size() == columns_.size(), "a row for {} has {} columns, the first had {}", table_, row.size(),
+           columns_.size());
+  int i = 0;
+  for (const auto& c : row) {
+    DS_CHECK(columns_[i] == c.name, "a row for {} names column {} as '{}', the first named it '{}'", table_,
+             i + 1, c.name, columns_[i]);
+    ++i;
+    std::visit([&](const auto& v) { stmt_->bind(i, v); }, c.value);
+  }
+  stmt_->run();
+}
+
 Statement& Statement::bindNull(int i) {
   int rc = sqlite3_bind_null(stmt_, i);
   if (rc != SQLITE_OK) db_.fail("binding a parameter", rc);

@@ -6,8 +6,11 @@
 #include <sqlite3.h>
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
+#include <variant>
+#include <vector>
 
 namespace ds::report::history {
 
@@ -66,6 +69,28 @@ class Statement {
  private:
   Database& db_;
   sqlite3_stmt* stmt_ = nullptr;
+};
+
+// Inserts rows given as (column, value) pairs, so a value sits next to the name of its column and
+// cannot drift into another. The statement is prepared from the first row's columns; every later
+// row must name the same columns in the same order (an internal error otherwise).
+class RowInserter {
+ public:
+  using Value = std::variant<std::int64_t, double, std::string>;
+  struct Column {
+    const char* name;
+    Value value;
+  };
+  // verb: "INSERT" or "INSERT OR IGNORE".
+  RowInserter(Database& db, std::string verb, std::string table);
+  ~RowInserter();
+  void insert(std::initializer_list<Column> row);
+
+ private:
+  Database& db_;
+  std::string verb_, table_;
+  std::vector<std::string> columns_;
+  std::unique_ptr<Statement> stmt_;
 };
 
 // BEGIN IMMEDIATE on construction (takes the write lock now, so two writers queue on the busy
