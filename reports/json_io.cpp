@@ -51,7 +51,9 @@ void writeTextAtomic(const std::string& path, const std::string& text) {
   }
 }
 
-void writeJsonAtomic(const std::string& path, const nlohmann::json& j) { writeTextAtomic(path, dumpJson(j, 2) + "\n"); }
+void writeJsonAtomic(const std::string& path, const nlohmann::json& j) {
+  writeTextAtomic(path, dumpJson(j, 2) + "\n");
+}
 
 nlohmann::json readJson(const std::string& path) {
   std::ifstream in(path);

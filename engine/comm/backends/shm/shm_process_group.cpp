@@ -126,6 +126,13 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using namespace shm;
 
+// memcpy for the collectives' slices, which are often empty (0-byte ops, a rank with no share, the
+// same buffer in and out): memcpy with a null pointer or an overlapping (identical) range is
+// undefined behaviour even for 0 bytes, so those copies are skipped here, once.
+void copyBytes(void* dst, const void* src, std::size_t n) {
+  if (n > 0 && dst != src) std::memcpy(dst, src, n);
+}
+
 int cpusAvailable() {
   cpu_set_t set;
   CPU_ZERO(&set);
@@ -632,7 +639,7 @@ void ShmProcessGroup::localAllreduce(const Ctx& ctx, const char* in, char* out, 
   const std::size_t es = dtypeSize(t);
   const std::size_t bytes = count * es;
   if (ln_ == 1) {
-    if (in != out && bytes > 0) std::memcpy(out, in, bytes);
+    copyBytes(out, in, bytes);
     if (divisor > 1) divideBy(out, count, t, divisor);
     return;
   }
@@ -640,7 +647,7 @@ void ShmProcessGroup::localAllreduce(const Ctx& ctx, const char* in, char* out, 
   if (bytes <= cfg_.smallBytes && bytes <= seg_->slotBytes()) {
     // One step: everyone posts its whole input, everyone reduces all of them.
     const int p = parity();
-    if (bytes > 0) std::memcpy(seg_->slot(li_, p), in, bytes);
+    copyBytes(seg_->slot(li_, p), in, bytes);
     post();
     waitAll(ctx);
     for (int r = 0; r < ln_; ++r) ins[r] = r == li_ ? static_cast<const void*>(in) : seg_->slot(r, p);
@@ -660,7 +667,7 @@ void ShmProcessGroup::localAllreduce(const Ctx& ctx, const char* in, char* out, 
     for (int j = 0; j < ln_; ++j) {
       if (j == li_) continue;
       std::size_t s = sliceStart(j), e = sliceStart(j + 1);
-      if (e > s) std::memcpy(mine + s * es, in + (off + s) * es, (e - s) * es);
+      copyBytes(mine + s * es, in + (off + s) * es, (e - s) * es);
     }
     post();
     waitAll(ctx);
@@ -674,7 +681,7 @@ void ShmProcessGroup::localAllreduce(const Ctx& ctx, const char* in, char* out, 
     for (int j = 0; j < ln_; ++j) {
       if (j == li_) continue;
       std::size_t sj = sliceStart(j), ej = sliceStart(j + 1);
-      if (ej > sj) std::memcpy(out + (off + sj) * es, seg_->slot(j, p) + sj * es, (ej - sj) * es);
+      copyBytes(out + (off + sj) * es, seg_->slot(j, p) + sj * es, (ej - sj) * es);
     }
   }
 }
@@ -683,7 +690,7 @@ void ShmProcessGroup::localReduceScatter(const Ctx& ctx, const char* in, char* o
                                          DType t, ReduceOp op, int divisor) {
   const std::size_t es = dtypeSize(t);
   if (ln_ == 1) {
-    if (in != out && count > 0) std::memcpy(out, in, count * es);
+    copyBytes(out, in, count * es);
     if (divisor > 1) divideBy(out, count, t, divisor);
     return;
   }
@@ -695,7 +702,7 @@ void ShmProcessGroup::localReduceScatter(const Ctx& ctx, const char* in, char* o
     const int p = parity();
     char* mine = seg_->slot(li_, p);
     for (int j = 0; j < ln_; ++j) {
-      if (j != li_ && l > 0) std::memcpy(mine + j * per * es, in + (j * count + off) * es, l * es);
+      if (j != li_) copyBytes(mine + j * per * es, in + (j * count + off) * es, l * es);
     }
     post();
     waitAll(ctx);
@@ -710,7 +717,7 @@ void ShmProcessGroup::localReduceScatter(const Ctx& ctx, const char* in, char* o
 
 void ShmProcessGroup::localAllgather(const Ctx& ctx, const char* in, char* out, std::size_t bytes) {
   if (ln_ == 1) {
-    if (in != out && bytes > 0) std::memcpy(out, in, bytes);
+    copyBytes(out, in, bytes);
     return;
   }
   const std::size_t per = seg_->slotBytes();
@@ -718,13 +725,13 @@ void ShmProcessGroup::localAllgather(const Ctx& ctx, const char* in, char* out, 
   do {
     const std::size_t l = std::min(per, bytes - off);
     const int p = parity();
-    if (l > 0) std::memcpy(seg_->slot(li_, p), in + off, l);
+    copyBytes(seg_->slot(li_, p), in + off, l);
     post();
     waitAll(ctx);
     for (int j = 0; j < ln_; ++j) {
       char* dst = out + j * bytes + off;
       const char* src = j == li_ ? in + off : seg_->slot(j, p);
-      if (l > 0 && dst != src) std::memcpy(dst, src, l);
+      copyBytes(dst, src, l);
     }
     off += l;
   } while (off < bytes);
@@ -733,7 +740,7 @@ void ShmProcessGroup::localAllgather(const Ctx& ctx, const char* in, char* out, 
 void ShmProcessGroup::localBroadcast(const Ctx& ctx, int rootIndex, const char* in, char* out,
                                      std::size_t bytes) {
   if (ln_ == 1) {
-    if (in != out && bytes > 0) std::memcpy(out, in, bytes);
+    copyBytes(out, in, bytes);
     return;
   }
   const std::size_t per = seg_->slotBytes();
@@ -744,14 +751,14 @@ void ShmProcessGroup::localBroadcast(const Ctx& ctx, int rootIndex, const char* 
     // Everyone waits for everyone, not only for the root: a rank that writes its slot two uses later
     // must know that every rank has finished reading the use before this one.
     if (li_ == rootIndex) {
-      if (l > 0) std::memcpy(seg_->slot(li_, p), in + off, l);
-      if (l > 0 && in != out) std::memcpy(out + off, in + off, l);
+      copyBytes(seg_->slot(li_, p), in + off, l);
+      copyBytes(out + off, in + off, l);
       post();
       waitAll(ctx);
     } else {
       post();
       waitAll(ctx);
-      if (l > 0) std::memcpy(out + off, seg_->slot(rootIndex, p), l);
+      copyBytes(out + off, seg_->slot(rootIndex, p), l);
     }
     off += l;
   } while (off < bytes);
@@ -759,7 +766,7 @@ void ShmProcessGroup::localBroadcast(const Ctx& ctx, int rootIndex, const char* 
 
 void ShmProcessGroup::localAlltoall(const Ctx& ctx, const char* in, char* out, std::size_t blockBytes) {
   if (ln_ == 1) {
-    if (in != out && blockBytes > 0) std::memcpy(out, in, blockBytes);
+    copyBytes(out, in, blockBytes);
     return;
   }
   const std::size_t per = std::max<std::size_t>(1, seg_->slotBytes() / ln_);
@@ -769,13 +776,13 @@ void ShmProcessGroup::localAlltoall(const Ctx& ctx, const char* in, char* out, s
     const int p = parity();
     char* mine = seg_->slot(li_, p);
     for (int j = 0; j < ln_; ++j) {
-      if (j != li_ && l > 0) std::memcpy(mine + j * per, in + j * blockBytes + off, l);
+      if (j != li_) copyBytes(mine + j * per, in + j * blockBytes + off, l);
     }
-    if (in != out && l > 0) std::memcpy(out + li_ * blockBytes + off, in + li_ * blockBytes + off, l);
+    copyBytes(out + li_ * blockBytes + off, in + li_ * blockBytes + off, l);
     post();
     waitAll(ctx);
     for (int j = 0; j < ln_; ++j) {
-      if (j != li_ && l > 0) std::memcpy(out + j * blockBytes + off, seg_->slot(j, p) + li_ * per, l);
+      if (j != li_) copyBytes(out + j * blockBytes + off, seg_->slot(j, p) + li_ * per, l);
     }
     off += l;
   } while (off < blockBytes);
