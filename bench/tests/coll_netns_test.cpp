@@ -10,6 +10,7 @@
 #include <fstream>
 
 #include "engine/testing/subprocess.h"
+#include "engine/testing/two_hosts.h"
 #include "reports/json_io.h"
 #include "reports/sweep/sweep_schema.h"
 
@@ -19,77 +20,6 @@ using namespace std::chrono_literals;
 namespace {
 
 RunOptions quick(std::chrono::seconds t = 10s) { return cleanOptions(t); }
-
-// Two namespaces "hosts" nodeA and nodeB, removed (with their veth) on destruction.
-class TwoHosts {
- public:
-  TwoHosts() {
-    int id = static_cast<int>(getpid() % 100000);
-    subnet_ = 20 + (id % 200);
-    nsA_ = fmt::format("dsca{}", id);
-    nsB_ = fmt::format("dscb{}", id);
-    auto r = run({"ip", "netns", "add", nsA_}, quick());
-    if (r.exitCode != 0) {
-      why_ = "cannot create network namespaces (needs root and ip netns): " + r.err;
-      return;
-    }
-    made_ = true;
-    const std::string vA = "v" + nsA_, vB = "v" + nsB_;
-    const std::vector<std::vector<std::string>> steps = {
-        {"ip", "netns", "add", nsB_},
-        {"ip", "link", "add", vA, "type", "veth", "peer", "name", vB},
-        {"ip", "link", "set", vA, "netns", nsA_},
-        {"ip", "link", "set", vB, "netns", nsB_},
-        {"ip", "-n", nsA_, "addr", "add", addrA() + "/24", "dev", vA},
-        {"ip", "-n", nsB_, "addr", "add", addrB() + "/24", "dev", vB},
-        {"ip", "-n", nsA_, "link", "set", "lo", "up"},
-        {"ip", "-n", nsB_, "link", "set", "lo", "up"},
-        {"ip", "-n", nsA_, "link", "set", vA, "up"},
-        {"ip", "-n", nsB_, "link", "set", vB, "up"},
-    };
-    for (const auto& s : steps) {
-      auto x = run(s, quick());
-      if (x.exitCode != 0) {
-        why_ = fmt::format("'{}' failed: {}", fmt::join(s, " "), x.err);
-        return;
-      }
-    }
-    if (run({"unshare", "--version"}, quick()).exitCode != 0) {
-      why_ = "unshare (util-linux) is missing";
-      return;
-    }
-    ok_ = true;
-  }
-  ~TwoHosts() {
-    if (made_) {
-      run({"ip", "netns", "del", nsA_}, quick());
-      run({"ip", "netns", "del", nsB_}, quick());
-    }
-  }
-  bool ok() const { return ok_; }
-  const std::string& why() const { return why_; }
-  std::string addrA() const { return fmt::format("10.77.{}.1", subnet_); }
-  std::string addrB() const { return fmt::format("10.77.{}.2", subnet_); }
-  const std::string& nsA() const { return nsA_; }
-  const std::string& nsB() const { return nsB_; }
-  // argv that runs `command` (a shell line) on host nodeA or nodeB.
-  std::vector<std::string> on(const std::string& host, const std::string& command) const {
-    return {"ip",
-            "netns",
-            "exec",
-            host == "nodeA" ? nsA_ : nsB_,
-            "unshare",
-            "--uts",
-            "sh",
-            "-c",
-            "hostname " + host + " && exec " + command};
-  }
-
- private:
-  int subnet_ = 0;
-  std::string nsA_, nsB_, why_;
-  bool made_ = false, ok_ = false;
-};
 
 void expectTwoHostSweep(const std::string& jsonPath, const std::vector<std::string>& backends) {
   auto run = ds::report::sweepFromJson(ds::report::readJson(jsonPath), jsonPath);
@@ -108,7 +38,7 @@ void expectTwoHostSweep(const std::string& jsonPath, const std::vector<std::stri
 }  // namespace
 
 TEST(CollTwoHosts, DsrunOnePerHost) {
-  TwoHosts hosts;
+  TwoHosts hosts("c", 77);
   if (!hosts.ok()) GTEST_SKIP() << "netns test skipped: " << hosts.why();
   TempDir dir;
   const std::string bin = binDir();
@@ -133,7 +63,7 @@ TEST(CollTwoHosts, DsrunOnePerHost) {
 TEST(CollTwoHosts, MpirunWithNamespaceRshAgent) {
   std::string mpirun = DS_MPIRUN_PATH;
   if (mpirun.empty()) GTEST_SKIP() << "built without MPI";
-  TwoHosts hosts;
+  TwoHosts hosts("c", 77);
   if (!hosts.ok()) GTEST_SKIP() << "netns test skipped: " << hosts.why();
   TempDir dir;
   // The rsh agent: "<agent> <host> <command words...>", as ssh would get them; it maps the host name
