@@ -1,7 +1,6 @@
 // Family "system": the node's limits and layout (REFERENCE.md §7.7, §7.11): /dev/shm, ulimits, CPU
 // affinity, NUMA/PCI topology (hwloc), host identity.
 #include <dirent.h>
-#include <dlfcn.h>
 #include <hwloc.h>
 #include <sched.h>
 #include <sys/resource.h>
@@ -132,14 +131,6 @@ Finding cpuAffinity(Context& c) {
 }
 
 Finding topology(Context& c) {
-#if defined(__SANITIZE_ADDRESS__)
-  // Third-party, ASan builds only: libpciaccess (loaded by hwloc's pci plugin) keeps its state in
-  // globals and is unloaded with the plugin when the topology is destroyed; LeakSanitizer then sees
-  // that state as leaked from an unknown module, which no suppression can name. Pinning the library
-  // keeps the state reachable.
-  static void* pinnedPciaccess = dlopen("libpciaccess.so.0", RTLD_NOW | RTLD_NODELETE);
-  (void)pinnedPciaccess;
-#endif
   hwloc_topology_t topo;
   if (hwloc_topology_init(&topo) != 0) return warn("hwloc could not initialise", "Check libhwloc.");
   hwloc_topology_set_io_types_filter(topo, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
