@@ -1,49 +1,35 @@
 #include "diag/explain.h"
 
-#include "diag/check.h"
+#include <fmt/format.h>
+#include <re2/re2.h>
 
 #include <algorithm>
-#include <regex>
+#include <memory>
 
-#include <fmt/format.h>
+#include "diag/check.h"
+#include "engine/common/error.h"
 
 namespace ds::diag {
 namespace {
 
-#if defined(__GLIBCXX__)
-constexpr auto kSyntax =
-    std::regex::ECMAScript | std::regex::nosubs | std::regex_constants::__polynomial;
-#else  // other standard libraries: correct, but a very long line may exhaust the stack
-constexpr auto kSyntax = std::regex::ECMAScript | std::regex::nosubs;
-#endif
-
-char asciiLower(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; }
-
-// Lower-cases a pattern's literals; an escape's letter keeps its case (\S is not \s).
-std::string lowerPattern(std::string_view re) {
-  std::string out;
-  for (size_t i = 0; i < re.size(); ++i) {
-    out += asciiLower(re[i]);
-    if (re[i] == '\\' && i + 1 < re.size()) out += re[++i];
-  }
-  return out;
-}
-
 struct Pattern {
-  std::regex re;
+  std::shared_ptr<const RE2> re;
   Explanation ex;
 };
 
 const std::vector<Pattern>& patterns() {
-  // Matched in one linear pass (fuzzing found the default backtracking matcher overflowing the stack on
-  // a long pasted line: libstdc++ recurses once per character a `.*` consumes, and retries every start
-  // position). The pattern is searched as `[\s\S]*(?:re)` from the text's start only
-  // (match_continuous), and libstdc++'s __polynomial flag selects its Thompson-NFA executor, whose
-  // time is linear in the text and whose recursion is bounded by the pattern, not the text.
-  // Case: the text and the patterns are lower-cased (ASCII) instead of std::regex::icase, whose
-  // per-character locale calls made that executor several times slower.
+  // RE2: matching time is linear in the text and its memory bounded, whatever is pasted (fuzzing
+  // found std::regex's backtracking matcher overflowing the stack on one long line). Case-insensitive,
+  // and `.` does not cross a newline, as the patterns were written for.
   auto P = [](const char* re, Explanation e) {
-    return Pattern{std::regex(std::string(R"([\s\S]*(?:)") + lowerPattern(re) + ")", kSyntax), std::move(e)};
+    RE2::Options o;
+    o.set_case_sensitive(false);
+    o.set_never_capture(true);
+    o.set_log_errors(false);
+    auto compiled = std::make_shared<const RE2>(re, o);
+    DS_CHECK(compiled->ok(), "dsdiag explain pattern for '{}' does not compile: {}", e.key,
+             compiled->error());
+    return Pattern{std::move(compiled), std::move(e)};
   };
   static const std::vector<Pattern> all = {
       P(R"(errno:?\s*98|address already in use|failed to bind)",
@@ -58,8 +44,7 @@ const std::vector<Pattern>& patterns() {
          "Clients cannot connect to the store at MASTER_ADDR:MASTER_PORT",
          {"MASTER_ADDR is unreachable from this node, or points at the wrong NIC (docker/private address)",
           "MASTER_ADDR resolves to 127.0.x.x in a multi-node job",
-          "Rank 0 has not started, crashed, or listens on another MASTER_PORT",
-          "A firewall drops the port"},
+          "Rank 0 has not started, crashed, or listens on another MASTER_PORT", "A firewall drops the port"},
          {"net.master_addr_resolves", "net.master_reachable", "net.interfaces", "world.rendezvous"}}),
       P(R"(waiting for clients|clients joined|ranks that never joined)",
         {"world_incomplete",
@@ -72,8 +57,7 @@ const std::vector<Pattern>& patterns() {
         {"duplicate_gpu",
          "Two ranks use the same GPU",
          {"LOCAL_RANK is wrong or missing, so two ranks picked the same device",
-          "CUDA_VISIBLE_DEVICES restricts every rank to the same GPU",
-          "More ranks per node than GPUs"},
+          "CUDA_VISIBLE_DEVICES restricts every rank to the same GPU", "More ranks per node than GPUs"},
          {"world.gpu_unique", "gpu.local_rank_device", "gpu.visible_devices", "env.launcher_vars"}}),
       P(R"(invalid device ordinal)",
         {"invalid_device_ordinal",
@@ -91,8 +75,7 @@ const std::vector<Pattern>& patterns() {
         {"nccl_system_error",
          "NCCL hit a system call failure (shared memory, sockets, devices)",
          {"/dev/shm is too small (a container default of 64 MiB) for NCCL's shared-memory segments",
-          "NCCL_SOCKET_IFNAME / NCCL_IB_HCA select no usable interface",
-          "Low memlock or nofile ulimits"},
+          "NCCL_SOCKET_IFNAME / NCCL_IB_HCA select no usable interface", "Low memlock or nofile ulimits"},
          {"system.shm_size", "net.nccl_socket_ifname", "net.nccl_ib_hca", "system.ulimits"}}),
       P(R"(watchdog caught collective operation timeout|collective operation timeout|workNCCL\(|failed to pass monitoredbarrier|ranks that never arrived)",
         {"collective_timeout",
@@ -107,17 +90,19 @@ const std::vector<Pattern>& patterns() {
          "The launcher's variables are missing",
          {"The script was started with python/./prog instead of dsrun, torchrun, mpirun or srun",
           "A job script exports only some of RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT",
-          "An MPI launcher was expected to fill them (auto MPI discovery) but is not the one that started the job"},
+          "An MPI launcher was expected to fill them (auto MPI discovery) but is not the one that started "
+          "the job"},
          {"env.launcher_vars", "env.world_info", "mpi.launcher"}}),
-      P(R"(wait timeout after \d+ ?ms)",
-        {"store_wait_timeout",
-         "A store wait ran out: some rank never set the key",
-         {"A rank is missing, slow to start or crashed", "Ranks disagree on the job (a stray process of another job)"},
-         {"world.rendezvous", "world.gather", "net.master_reachable"}}),
+      P(R"(wait timeout after \d+ ?ms)", {"store_wait_timeout",
+                                          "A store wait ran out: some rank never set the key",
+                                          {"A rank is missing, slow to start or crashed",
+                                           "Ranks disagree on the job (a stray process of another job)"},
+                                          {"world.rendezvous", "world.gather", "net.master_reachable"}}),
       P(R"(no socket interface found|nccl_socket_ifname|bootstrap.*no.*interface)",
         {"nccl_ifname",
          "NCCL found no usable socket interface",
-         {"NCCL_SOCKET_IFNAME names interfaces that are missing or down", "Its syntax is wrong (=^x instead of ^=x)"},
+         {"NCCL_SOCKET_IFNAME names interfaces that are missing or down",
+          "Its syntax is wrong (=^x instead of ^=x)"},
          {"net.nccl_socket_ifname", "net.interfaces"}}),
       P(R"(driver version is insufficient|cuda driver version is insufficient)",
         {"driver_too_old",
@@ -127,18 +112,20 @@ const std::vector<Pattern>& patterns() {
       P(R"(libcuda\.so[^ ]*: cannot open|no cuda-capable device|cuda_error_no_device|found no nvidia driver)",
         {"no_gpu",
          "CUDA finds no driver or device",
-         {"No NVIDIA driver on this node (or the container lacks --gpus)", "CUDA_VISIBLE_DEVICES hides every device"},
+         {"No NVIDIA driver on this node (or the container lacks --gpus)",
+          "CUDA_VISIBLE_DEVICES hides every device"},
          {"gpu.libcuda", "gpu.visible_devices", "gpu.devices"}}),
       P(R"(libnccl\.so[^ ]*: cannot open|nccl version mismatch|ncclInvalidUsage|ncclInternalError)",
         {"nccl_library",
          "NCCL is missing or not the one expected",
-         {"libnccl is not installed or not on the loader path", "A different libnccl than the header version shadows it",
-          "Nodes run different NCCL versions"},
+         {"libnccl is not installed or not on the loader path",
+          "A different libnccl than the header version shadows it", "Nodes run different NCCL versions"},
          {"nccl.version", "world.versions_equal"}}),
       P(R"(unrecognized arguments?:.*--(master|nproc|nnodes|node)[-_]|--local[-_]rank)",
         {"launcher_flag_misplaced",
          "A launcher flag reached the script",
-         {"The flag was written after the script name, so the launcher passed it to the script (e.g. --master_port)",
+         {"The flag was written after the script name, so the launcher passed it to the script (e.g. "
+          "--master_port)",
           "The launcher passes --local_rank and the script accepts only --local-rank (or the reverse)"},
          {"env.launcher_flags"}}),
   };
@@ -158,10 +145,8 @@ const std::vector<Explanation>& explanations() {
 
 std::vector<Explanation> explain(const std::string& text) {
   std::vector<Explanation> out;
-  std::string lower(text);
-  for (char& c : lower) c = asciiLower(c);
   for (const auto& p : patterns()) {
-    if (std::regex_search(lower, p.re, std::regex_constants::match_continuous)) out.push_back(p.ex);
+    if (RE2::PartialMatch(text, *p.re)) out.push_back(p.ex);
   }
   return out;
 }
@@ -176,10 +161,11 @@ std::string formatExplanations(const std::string& text, const std::vector<Explan
   for (const auto& e : found) {
     out += fmt::format("{} [{}]\n  Likely causes:\n", e.title, e.key);
     for (const auto& c : e.causes) out += "    - " + c + "\n";
-    out += fmt::format("  Confirm with: dsdiag --only {}{}\n\n", join(e.checks, ","),
-                       std::any_of(e.checks.begin(), e.checks.end(), [](const auto& c) { return c.rfind("world.", 0) == 0; })
-                           ? "  (world.* checks need --world under the job's launcher)"
-                           : "");
+    out += fmt::format(
+        "  Confirm with: dsdiag --only {}{}\n\n", join(e.checks, ","),
+        std::any_of(e.checks.begin(), e.checks.end(), [](const auto& c) { return c.rfind("world.", 0) == 0; })
+            ? "  (world.* checks need --world under the job's launcher)"
+            : "");
   }
   return out;
 }

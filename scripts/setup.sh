@@ -17,6 +17,7 @@ packages=(
   libsqlite3-dev                 # run history
   libjs-chart.js                 # charts, embedded into HTML reports
   libhwloc-dev                   # topology
+  libre2-dev                     # dsdiag explain: linear-time pattern matching
   libfmt-dev                     # formatting
   libasio-dev                    # store event loop option
   # test tools
