@@ -202,55 +202,58 @@ int runColl(const CollFlags& flags) {
         extraGroups.push_back(comm::createProcessGroup(backend, po));
         pg = extraGroups.back().get();
       }
-      auto memory = makeMemory(pg->options().device);
-      HarnessOptions hob = ho;
-      hob.storePrefix = "ds/coll/h/" + backend;
-      Harness harness(*pg, world->store(), *memory, hob);
-      for (const auto& name : o.collectives) {
-        const CollSpec& spec = findCollective(name);
-        report::SweepTable table{
-            backend, spec.name,
-            fmt::format("{} = {:g} for n = {}", spec.busFactorText, spec.busFactor(n), n)};
-        reporter->tableStart(table);
-        std::vector<report::SweepMeasurement> rows;
-        for (auto dtype : o.dtypes) {
-          std::vector<comm::ReduceOp> ops =
-              spec.reduces ? o.ops : std::vector<comm::ReduceOp>{comm::ReduceOp::kSum};
-          bool prepared = false;
-          for (auto op : ops) {
-            if (!pg->supports(spec.type, dtype, op)) {
-              note(fmt::format("skipped: backend {} does not support {} on {}{}", backend, spec.name,
-                               comm::dtypeName(dtype),
-                               spec.reduces ? fmt::format(" with {}", comm::reduceOpName(op)) : ""));
-              done += static_cast<int>(sizes.size());
-              continue;
-            }
-            if (!prepared) {
-              harness.prepare(spec, dtype, o.maxBytes);
-              prepared = true;
-            }
-            harness.warmup(op, o.root, o.minBytes, o.maxBytes);
-            for (std::size_t bytes : sizes) {
-              report::SweepProgress p{table,
-                                      comm::dtypeName(dtype),
-                                      spec.reduces ? comm::reduceOpName(op) : "none",
-                                      bytes,
-                                      done,
-                                      totalRows,
-                                      std::chrono::duration<double>(Clock::now() - t0).count()};
-              reporter->progress(p);
-              report::SweepMeasurement m = harness.measure(bytes, op, o.root);
-              m.backend = backend;
-              if (root0) {
-                reporter->measurement(m);
-                rows.push_back(m);
-                run.results.push_back(std::move(m));
+      {
+        // The harness (and its buffers) goes before the group it runs on.
+        auto memory = makeMemory(pg->options().device);
+        HarnessOptions hob = ho;
+        hob.storePrefix = "ds/coll/h/" + backend;
+        Harness harness(*pg, world->store(), *memory, hob);
+        for (const auto& name : o.collectives) {
+          const CollSpec& spec = findCollective(name);
+          report::SweepTable table{
+              backend, spec.name,
+              fmt::format("{} = {:g} for n = {}", spec.busFactorText, spec.busFactor(n), n)};
+          reporter->tableStart(table);
+          std::vector<report::SweepMeasurement> rows;
+          for (auto dtype : o.dtypes) {
+            std::vector<comm::ReduceOp> ops =
+                spec.reduces ? o.ops : std::vector<comm::ReduceOp>{comm::ReduceOp::kSum};
+            bool prepared = false;
+            for (auto op : ops) {
+              if (!pg->supports(spec.type, dtype, op)) {
+                note(fmt::format("skipped: backend {} does not support {} on {}{}", backend, spec.name,
+                                 comm::dtypeName(dtype),
+                                 spec.reduces ? fmt::format(" with {}", comm::reduceOpName(op)) : ""));
+                done += static_cast<int>(sizes.size());
+                continue;
               }
-              ++done;
+              if (!prepared) {
+                harness.prepare(spec, dtype, o.maxBytes);
+                prepared = true;
+              }
+              harness.warmup(op, o.root, o.minBytes, o.maxBytes);
+              for (std::size_t bytes : sizes) {
+                report::SweepProgress p{table,
+                                        comm::dtypeName(dtype),
+                                        spec.reduces ? comm::reduceOpName(op) : "none",
+                                        bytes,
+                                        done,
+                                        totalRows,
+                                        std::chrono::duration<double>(Clock::now() - t0).count()};
+                reporter->progress(p);
+                report::SweepMeasurement m = harness.measure(bytes, op, o.root);
+                m.backend = backend;
+                if (root0) {
+                  reporter->measurement(m);
+                  rows.push_back(m);
+                  run.results.push_back(std::move(m));
+                }
+                ++done;
+              }
             }
           }
+          reporter->tableEnd(table, rows);
         }
-        reporter->tableEnd(table, rows);
       }
       if (!extraGroups.empty()) extraGroups.pop_back();  // this backend is done; free its connections
     }
