@@ -163,6 +163,9 @@ class ProcessGroup {
   // Publishes a last heartbeat marked "failed", so that peers diagnosing the same incident do not
   // count this rank among the causes (it reports its own error). Once; bounded; best effort.
   void publishFailure();
+  // Calls the do*() function of d.type (send/recv/barrier: as their do*() take it); for a
+  // startInline() that runs an op to the end on the caller's thread.
+  void dispatch(const OpDesc& d, const Buffer& in, const Buffer& out);
   // Runs body with the DETAIL check, seq tracking and error wrapping; for enqueue() overrides.
   void runOp(const OpDesc& desc, const std::function<void()>& body);
   // Must be called by the most-derived destructor (before its members go): stops the worker and
@@ -176,8 +179,6 @@ class ProcessGroup {
 
  private:
   std::shared_ptr<Work> issue(OpDesc desc, const Buffer& in, const Buffer& out);
-  // Calls the do*() function of d.type (send/recv/barrier: as their do*() take it).
-  void dispatch(const OpDesc& d, const Buffer& in, const Buffer& out);
   std::shared_ptr<Work> makeWork(const OpDesc& desc);
   std::shared_ptr<Work> makeWork(const OpDesc& desc, Work::Clock::time_point issued);
   // Claims the right to run an op on the caller's thread: true when nothing is queued or running.

@@ -458,32 +458,7 @@ std::function<void()> ShmProcessGroup::startInline(const OpDesc& desc, const Buf
   if (desc.type != OpType::kAllreduce || hier_ || ln_ == 1 || bytes > cfg_.smallBytes ||
       bytes > seg_->slotBytes() || in.count == 0) {
     // Everything else runs here to the end, as on the worker.
-    switch (desc.type) {
-      case OpType::kAllreduce:
-        doAllreduce(desc, in, out);
-        break;
-      case OpType::kBroadcast:
-        doBroadcast(desc, in, out);
-        break;
-      case OpType::kReduce:
-        doReduce(desc, in, out);
-        break;
-      case OpType::kAllgather:
-        doAllgather(desc, in, out);
-        break;
-      case OpType::kReduceScatter:
-        doReduceScatter(desc, in, out);
-        break;
-      case OpType::kAlltoall:
-        doAlltoall(desc, in, out);
-        break;
-      case OpType::kBarrier:
-        doBarrier(desc);
-        break;
-      case OpType::kSend:
-      case OpType::kRecv:
-        unsupported(opName(desc.type));
-    }
+    dispatch(desc, in, out);
     return nullptr;
   }
   // The one-step allreduce, split where a late peer would block: post here, wait briefly, and if a
