@@ -22,9 +22,10 @@ std::size_t parseBytes(const std::string& text, const std::string& flag) {
   if (suffix == "G" || suffix == "GiB") scale = 1024.0 * 1024 * 1024;
   bool ok = end != s && (suffix.empty() || suffix == "B" || scale > 1) && v >= 0 && std::isfinite(v);
   if (!ok) {
-    throw ConfigError(fmt::format("{} '{}' is not a size; give bytes with an optional K, M or G (binary) "
-                                  "suffix, e.g. 8, 64K, 256M.",
-                                  flag, text));
+    throw ConfigError(
+        fmt::format("{} '{}' is not a size; give bytes with an optional K, M or G (binary) "
+                    "suffix, e.g. 8, 64K, 256M.",
+                    flag, text));
   }
   return static_cast<std::size_t>(v * scale);
 }
@@ -35,7 +36,8 @@ int parseInt(const std::string& flag, const char* value, int lo) {
   char* end = nullptr;
   long v = std::strtol(value, &end, 10);
   if (end == value || *end != '\0' || v < lo || v > 1000000000) {
-    throw ConfigError(fmt::format("{} '{}' is not valid; give a whole number of at least {}.", flag, value, lo));
+    throw ConfigError(
+        fmt::format("{} '{}' is not valid; give a whole number of at least {}.", flag, value, lo));
   }
   return static_cast<int>(v);
 }
@@ -99,6 +101,21 @@ std::vector<std::size_t> sweepSizes(const SweepFlags& flags, std::size_t elem) {
     if (out.empty() || out.back() != r) out.push_back(r);
   }
   return out;
+}
+
+report::SweepMeasurement allreduceRow(const std::string& backend, int worldSize, std::size_t bytes) {
+  report::SweepMeasurement m;
+  m.backend = backend;
+  m.collective = "allreduce";
+  m.dtype = "f32";
+  m.op = "sum";
+  m.root = -1;
+  m.worldSize = worldSize;
+  m.requestedBytes = bytes;
+  m.bytes = bytes;
+  m.count = bytes / sizeof(float);
+  m.busFactor = 2.0 * (worldSize - 1) / worldSize;
+  return m;
 }
 
 double median(std::vector<double> v) {

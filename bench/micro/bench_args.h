@@ -7,16 +7,18 @@
 #include <string>
 #include <vector>
 
+#include "reports/sweep/sweep_schema.h"
+
 namespace ds::bench::micro {
 
 struct SweepFlags {
-  std::size_t minBytes = 8;                   // -b
+  std::size_t minBytes = 8;                       // -b
   std::size_t maxBytes = std::size_t{256} << 20;  // -e
-  int stepFactor = 2;                         // -f
-  int iters = 20;                             // -n: timed iterations per size (at least)
-  int warmupIters = 5;                        // -w
-  double minTimeS = 0;                        // --min-time: more iterations until the loop lasts this long
-  std::string jsonPath;                       // -J
+  int stepFactor = 2;                             // -f
+  int iters = 20;                                 // -n: timed iterations per size (at least)
+  int warmupIters = 5;                            // -w
+  double minTimeS = 0;   // --min-time: more iterations until the loop lasts this long
+  std::string jsonPath;  // -J
 };
 
 // "32M" = 33554432, "1K", "8" (binary suffixes, as nccl-tests). Throws ConfigError naming `flag`.
@@ -35,6 +37,10 @@ bool parseSweepFlags(int argc, char** argv, SweepFlags& flags, const std::string
 // The sweep's sizes: minBytes, ×stepFactor, ... up to maxBytes (inclusive), each rounded down to a
 // multiple of `elem` (at least one element). Sizes that round to one already listed are dropped.
 std::vector<std::size_t> sweepSizes(const SweepFlags& flags, std::size_t elem);
+
+// A result row of an f32 sum allreduce of `bytes` over `worldSize` ranks (busbw factor 2(n-1)/n),
+// as the peers (raw MPI, the bandwidth limit) report it; the places are left for the caller.
+report::SweepMeasurement allreduceRow(const std::string& backend, int worldSize, std::size_t bytes);
 
 // Median of a copy of v (upper median for even sizes); 0 for an empty vector.
 double median(std::vector<double> v);

@@ -52,6 +52,7 @@
 namespace {
 
 using Clock = std::chrono::steady_clock;
+using ds::bench::micro::allreduceRow;
 using ds::bench::micro::SweepFlags;
 namespace report = ds::report;
 
@@ -99,7 +100,8 @@ struct Buffers {
     src = static_cast<char*>(std::aligned_alloc(4096, rounded));
     dst = static_cast<char*>(std::aligned_alloc(4096, rounded));
     if (src == nullptr || dst == nullptr) {
-      throw ds::ConfigError(fmt::format("cannot allocate 2 × {} bytes for the copy probe; lower -e.", rounded));
+      throw ds::ConfigError(
+          fmt::format("cannot allocate 2 × {} bytes for the copy probe; lower -e.", rounded));
     }
     std::memset(src, 1, rounded);  // touch every page before timing
     std::memset(dst, 2, rounded);
@@ -117,7 +119,8 @@ void copyOnce(const Buffers& b, std::size_t bytes) {
 
 // Aggregate copy GB/s of `k` threads, each copying `bytes` `reps` times on its own buffers, started
 // together; the time runs until the last thread is done. Best of `trials`.
-double copyRate(std::vector<std::unique_ptr<Buffers>>& bufs, int k, std::size_t bytes, long reps, int trials) {
+double copyRate(std::vector<std::unique_ptr<Buffers>>& bufs, int k, std::size_t bytes, long reps,
+                int trials) {
   double best = 0;
   for (int trial = 0; trial < trials; ++trial) {
     std::barrier sync(k + 1);
@@ -136,7 +139,8 @@ double copyRate(std::vector<std::unique_ptr<Buffers>>& bufs, int k, std::size_t 
     sync.arrive_and_wait();
     for (auto& t : threads) t.join();
     double slowest = *std::max_element(secs.begin(), secs.end());
-    if (slowest > 0) best = std::max(best, static_cast<double>(k) * static_cast<double>(bytes) * reps / slowest / 1e9);
+    if (slowest > 0)
+      best = std::max(best, static_cast<double>(k) * static_cast<double>(bytes) * reps / slowest / 1e9);
   }
   return best;
 }
@@ -181,13 +185,14 @@ int run(int argc, char** argv) {
   f.iters = 1;
   f.minTimeS = 0.02;
   std::vector<int> ranks{2};
-  bool go = ds::bench::micro::parseSweepFlags(argc, argv, f, kUsage, [&](const std::string& a, const char* v) {
-    if (a == "--ranks" && v != nullptr) {
-      ranks = parseRanks(v);
-      return 2;
-    }
-    return 0;
-  });
+  bool go =
+      ds::bench::micro::parseSweepFlags(argc, argv, f, kUsage, [&](const std::string& a, const char* v) {
+        if (a == "--ranks" && v != nullptr) {
+          ranks = parseRanks(v);
+          return 2;
+        }
+        return 0;
+      });
   if (!go) return ds::bench::kExitOk;
   if (f.minTimeS <= 0) f.minTimeS = 0.02;
   const int ncores = cores();
@@ -226,11 +231,13 @@ int run(int argc, char** argv) {
       "min(n, cores) cores copying S bytes at once; each rank of such an allreduce reads S and writes S "
       "(a 1/n slice from and to every rank's buffer), so n ranks need n copies of S on k cores; t = n·S/Bk");
 
-  std::printf("# ds_membw_probe: %d core(s); GB = 1e9 bytes; a copy of S bytes counts S (it reads S and writes S)\n",
-              ncores);
-  std::printf("# limit busbw(n) = Bk·2(n-1)/n², k = min(n, cores): an ideal zero-copy in-place allreduce makes\n"
-              "#   each rank read S and write S (a 1/n slice from and to every rank's buffer), i.e. one memcpy\n"
-              "#   of S per rank, n of them on k cores: t = n·S/Bk, algbw = S/t, busbw = algbw·2(n-1)/n.\n");
+  std::printf(
+      "# ds_membw_probe: %d core(s); GB = 1e9 bytes; a copy of S bytes counts S (it reads S and writes S)\n",
+      ncores);
+  std::printf(
+      "# limit busbw(n) = Bk·2(n-1)/n², k = min(n, cores): an ideal zero-copy in-place allreduce makes\n"
+      "#   each rank read S and write S (a 1/n slice from and to every rank's buffer), i.e. one memcpy\n"
+      "#   of S per rank, n of them on k cores: t = n·S/Bk, algbw = S/t, busbw = algbw·2(n-1)/n.\n");
   std::printf("#\n# %12s  %12s", "size (B)", "B1 GB/s");
   for (int k : ks) std::printf("  %8s%-4d", "B", k);
   for (int n : ranks) std::printf("  limit n=%-3d", n);
@@ -247,25 +254,14 @@ int run(int argc, char** argv) {
     }
     for (int n : ranks) {
       const int k = std::min(n, ncores);
-      const double factor = 2.0 * (n - 1) / n;
       const double tUs = static_cast<double>(n) * static_cast<double>(bytes) / (bk[k] * 1e9) * 1e6;
-      report::SweepMeasurement m;
-      m.backend = "membw-limit";
-      m.collective = "allreduce";
-      m.dtype = "f32";
-      m.op = "sum";
-      m.root = -1;
-      m.worldSize = n;
-      m.requestedBytes = bytes;
-      m.bytes = bytes;
-      m.count = bytes / 4;
-      m.busFactor = factor;
+      report::SweepMeasurement m = allreduceRow("membw-limit", n, bytes);
       report::PlaceResult p;
       p.measured = true;
       p.iters = static_cast<int>(reps);
       p.timeUs = tUs;
       p.algBw = static_cast<double>(bytes) / 1e9 / (tUs * 1e-6);
-      p.busBw = p.algBw * factor;
+      p.busBw = p.algBw * m.busFactor;
       p.wrong = -1;
       m.outOfPlace = p;
       m.inPlace = p;

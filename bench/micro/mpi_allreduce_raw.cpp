@@ -33,6 +33,7 @@
 namespace {
 
 using Clock = std::chrono::steady_clock;
+using ds::bench::micro::allreduceRow;
 using ds::bench::micro::SweepFlags;
 namespace report = ds::report;
 
@@ -49,7 +50,8 @@ void mpiCheck(int rc, const char* what) {
   char text[MPI_MAX_ERROR_STRING] = {};
   int len = 0;
   MPI_Error_string(rc, text, &len);
-  throw ds::BackendError(fmt::format("{} failed: {}", what, std::string(text, static_cast<std::size_t>(len))));
+  throw ds::BackendError(
+      fmt::format("{} failed: {}", what, std::string(text, static_cast<std::size_t>(len))));
 }
 
 struct Raw {
@@ -138,8 +140,8 @@ report::PlaceResult combine(const Raw& mpi, const PlaceTiming& t, double bytes, 
   long long wrong = 0;
   mpiCheck(MPI_Reduce(&t.wrong, &wrong, 1, MPI_LONG_LONG, MPI_SUM, 0, mpi.comm), "MPI_Reduce");
   std::vector<double> slowest(t.itersUs.size());
-  mpiCheck(MPI_Reduce(t.itersUs.data(), slowest.data(), static_cast<int>(t.itersUs.size()), MPI_DOUBLE, MPI_MAX,
-                      0, mpi.comm),
+  mpiCheck(MPI_Reduce(t.itersUs.data(), slowest.data(), static_cast<int>(t.itersUs.size()), MPI_DOUBLE,
+                      MPI_MAX, 0, mpi.comm),
            "MPI_Reduce");
   report::PlaceResult p;
   if (mpi.rank != 0) return p;
@@ -171,7 +173,8 @@ std::vector<report::SweepRank> gatherRanks(const Raw& mpi) {
   std::vector<char> hosts(static_cast<std::size_t>(mpi.size) * sizeof host);
   long pid = static_cast<long>(::getpid());
   std::vector<long> pids(static_cast<std::size_t>(mpi.size));
-  mpiCheck(MPI_Gather(host, sizeof host, MPI_CHAR, hosts.data(), sizeof host, MPI_CHAR, 0, mpi.comm), "MPI_Gather");
+  mpiCheck(MPI_Gather(host, sizeof host, MPI_CHAR, hosts.data(), sizeof host, MPI_CHAR, 0, mpi.comm),
+           "MPI_Gather");
   mpiCheck(MPI_Gather(&pid, 1, MPI_LONG, pids.data(), 1, MPI_LONG, 0, mpi.comm), "MPI_Gather");
   std::vector<report::SweepRank> out;
   if (mpi.rank != 0) return out;
@@ -191,20 +194,21 @@ int run(int argc, char** argv) {
   SweepFlags f;
   bool nonblocking = false;
   int check = 1;
-  bool go = ds::bench::micro::parseSweepFlags(argc, argv, f, kUsage, [&](const std::string& a, const char* v) {
-    if (a == "--nonblocking") {
-      nonblocking = true;
-      return 1;
-    }
-    if ((a == "-c" || a == "--check") && v != nullptr) {
-      if (std::string(v) != "0" && std::string(v) != "1") {
-        throw ds::ConfigError(fmt::format("-c '{}' is not valid; give 0 (no check) or 1.", v));
-      }
-      check = std::stoi(v);
-      return 2;
-    }
-    return 0;
-  });
+  bool go =
+      ds::bench::micro::parseSweepFlags(argc, argv, f, kUsage, [&](const std::string& a, const char* v) {
+        if (a == "--nonblocking") {
+          nonblocking = true;
+          return 1;
+        }
+        if ((a == "-c" || a == "--check") && v != nullptr) {
+          if (std::string(v) != "0" && std::string(v) != "1") {
+            throw ds::ConfigError(fmt::format("-c '{}' is not valid; give 0 (no check) or 1.", v));
+          }
+          check = std::stoi(v);
+          return 2;
+        }
+        return 0;
+      });
   if (!go) return ds::bench::kExitOk;
   if (f.maxBytes / sizeof(float) > static_cast<std::size_t>(INT32_MAX)) {
     throw ds::ConfigError(fmt::format("-e {} is more than MPI's count limit of {} floats; use 8G at most.",
@@ -270,17 +274,7 @@ int run(int argc, char** argv) {
   std::vector<report::SweepMeasurement> rows;
   for (std::size_t bytes : sizes) {
     const int count = static_cast<int>(bytes / sizeof(float));
-    report::SweepMeasurement m;
-    m.backend = backend;
-    m.collective = "allreduce";
-    m.dtype = "f32";
-    m.op = "sum";
-    m.root = -1;
-    m.worldSize = n;
-    m.requestedBytes = bytes;
-    m.bytes = bytes;
-    m.count = static_cast<std::size_t>(count);
-    m.busFactor = factor;
+    report::SweepMeasurement m = allreduceRow(backend, n, bytes);
     for (bool inPlace : {false, true}) {
       PlaceTiming t = timePlace(mpi, f, check != 0, inPlace, send.data(), recv.data(), count);
       (inPlace ? m.inPlace : m.outOfPlace) = combine(mpi, t, static_cast<double>(bytes), factor, check != 0);
