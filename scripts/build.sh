@@ -5,21 +5,13 @@
 # instead (still $DS_BUILD_DIR when set), with -DDS_SANITIZE=<mode> and without CUDA.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-sanitize=""
-args=()
-for a in "$@"; do
-  case "$a" in
-    --sanitize=*) sanitize=${a#--sanitize=} ;;
-    *) args+=("$a") ;;
-  esac
-done
-default_build=$root/build
+source "$root/scripts/sanitizers/env.sh"
+ds_parse_sanitize_flag "$@"
 if [[ -n "$sanitize" ]]; then
-  source "$root/scripts/sanitizers/env.sh"
   ds_sanitizer_env "$sanitize" "$root/scripts/sanitizers"  # test discovery runs the test binaries
-  case "$sanitize" in address) default_build=$root/build-asan ;; thread) default_build=$root/build-tsan ;; esac
   args=(-DDS_SANITIZE="$sanitize" -DDS_WITH_CUDA=OFF ${args[@]+"${args[@]}"})
 fi
+default_build=$(ds_build_dir_for "$sanitize" "$root")
 build=${DS_BUILD_DIR:-$default_build}
 jobs=${DS_JOBS:-$(nproc)}
 cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=${DS_BUILD_TYPE:-RelWithDebInfo} ${args[@]+"${args[@]}"} >"$build.configure.log" 2>&1 || {

@@ -6,20 +6,14 @@
 # scripts/sanitizers/env.sh, e.g. scripts/test.sh --sanitize=address -L 'unit|mp'
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-sanitize=""
-args=()
-for a in "$@"; do
-  case "$a" in
-    --sanitize=*) sanitize=${a#--sanitize=} ;;
-    *) args+=("$a") ;;
-  esac
-done
-"$root/scripts/setup.sh"
-build=${DS_BUILD_DIR:-$root/build}
+source "$root/scripts/sanitizers/env.sh"
+ds_parse_sanitize_flag "$@"
 if [[ -n "$sanitize" ]]; then
-  source "$root/scripts/sanitizers/env.sh"
-  ds_sanitizer_env "$sanitize" "$root/scripts/sanitizers"
-  case "$sanitize" in address) build=${DS_BUILD_DIR:-$root/build-asan} ;; thread) build=${DS_BUILD_DIR:-$root/build-tsan} ;; esac
+  ds_sanitizer_env "$sanitize" "$root/scripts/sanitizers"  # an unknown mode stops here
+fi
+"$root/scripts/setup.sh"
+build=${DS_BUILD_DIR:-$(ds_build_dir_for "$sanitize" "$root")}
+if [[ -n "$sanitize" ]]; then
   DS_BUILD_DIR=$build "$root/scripts/build.sh" --sanitize="$sanitize"
 else
   "$root/scripts/build.sh"

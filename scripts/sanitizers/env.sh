@@ -1,5 +1,5 @@
-# Sourced by scripts/build.sh and scripts/test.sh for --sanitize=<mode>: exports the sanitizer
-# run-time options. The same defaults are compiled into every binary (default_options.c), so running
+# Sourced by scripts/build.sh and scripts/test.sh: their --sanitize=<mode> flag, the build folder of
+# each mode, and the sanitizer run-time options. The same defaults are compiled into every binary (default_options.c), so running
 # ctest or a binary by hand in build-asan/ or build-tsan/ behaves the same; values already in the
 # environment are appended last and win.
 # $1: address|thread, $2: the scripts/sanitizers directory.
@@ -21,4 +21,27 @@ ds_sanitizer_env() {
       ;;
   esac
   export DS_SANITIZER_ENV=$mode
+}
+
+# Splits the arguments into $sanitize (the mode of --sanitize=<mode>, or empty) and the array
+# $args (everything else), for the caller to use.
+ds_parse_sanitize_flag() {
+  sanitize=""
+  args=()
+  local a
+  for a in "$@"; do
+    case "$a" in
+      --sanitize=*) sanitize=${a#--sanitize=} ;;
+      *) args+=("$a") ;;
+    esac
+  done
+}
+
+# The default build folder of a mode under the repo root $2: build, build-asan or build-tsan.
+ds_build_dir_for() {
+  case "$1" in
+    address) echo "$2/build-asan" ;;
+    thread) echo "$2/build-tsan" ;;
+    *) echo "$2/build" ;;
+  esac
 }
