@@ -65,6 +65,9 @@ nlohmann::json readJson(const std::string& path) {
   } catch (const nlohmann::json::parse_error& e) {
     throw ConfigError(fmt::format("{} is not valid JSON (byte {}): {}. The file may be truncated or corrupt.",
                                   path, e.byte, e.what()));
+  } catch (const nlohmann::json::exception& e) {
+    // Valid syntax the library still refuses, e.g. a number too large for a double (out_of_range 406).
+    throw ConfigError(fmt::format("{} cannot be read as JSON: {}. The file may be corrupt.", path, e.what()));
   }
 }
 

@@ -606,14 +606,18 @@ SweepRun importNcclTestsFile(const std::string& path, const NcclImportOptions& o
   if (first != std::string::npos && text[first] == '{') {
     auto doc = nlohmann::json::parse(text, nullptr, false);
     if (doc.is_discarded()) {
+      std::string why = "not valid JSON";
       try {
-        (void)nlohmann::json::parse(text);
+        [[maybe_unused]] auto reparsed = nlohmann::json::parse(text);  // to learn why it failed
       } catch (const nlohmann::json::parse_error& e) {
-        throw ConfigError(
-            fmt::format("{} looks like an nccl-tests -J file but is not valid JSON (byte {}): the file "
-                        "is truncated or corrupt (nccl-tests closes the JSON only when the run ends).",
-                        path, e.byte));
+        why = fmt::format("not valid JSON (byte {})", e.byte);
+      } catch (const nlohmann::json::exception& e) {
+        why = fmt::format("not readable JSON ({})", e.what());  // e.g. a number too large for a double
       }
+      throw ConfigError(
+          fmt::format("{} looks like an nccl-tests -J file but is {}: the file is truncated or corrupt "
+                      "(nccl-tests closes the JSON only when the run ends).",
+                      path, why));
     }
     return importNcclTestsJson(doc, path, o);
   }

@@ -158,6 +158,18 @@ TEST(NcclTestsImport, TruncatedAndForeignTextNameTheLine) {
   }
   EXPECT_NE(messageOf([&] { importNcclTestsFile(dir.file("cut.json"), {}); }).find("truncated or corrupt"),
             std::string::npos);
+  // Valid syntax nlohmann::json still refuses (a number beyond a double, found by run_file_fuzz): a
+  // ConfigError naming the file, not a bare library exception.
+  {
+    std::ofstream out(dir.file("huge.json"));
+    out << R"({"version": 3, "results": [{"time": 2e88888885}]})";
+  }
+  const std::string huge = messageOf([&] { importNcclTestsFile(dir.file("huge.json"), {}); });
+  EXPECT_NE(huge.find("huge.json looks like an nccl-tests -J file but is not readable JSON"),
+            std::string::npos)
+      << huge;
+  const std::string viaLoader = messageOf([&] { loadRunFile(dir.file("huge.json")); });
+  EXPECT_NE(viaLoader.find("huge.json cannot be read as JSON"), std::string::npos) << viaLoader;
 }
 
 TEST(NcclTestsImport, CollectiveNames) {
