@@ -1,9 +1,14 @@
-// Result files (JSON, HTML) are written atomically (temp file in the same folder + fsync + rename), so a killed run
-// never leaves a half-written result.
+// Result files (JSON, HTML) are written atomically (temp file in the same folder + fsync + rename), so a
+// killed run never leaves a half-written result.
 #pragma once
 
+#include <cmath>
+#include <cstdint>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <type_traits>
+#include <vector>
 
 namespace ds::report {
 
@@ -17,5 +22,72 @@ void writeTextAtomic(const std::string& path, const std::string& text);
 void writeJsonAtomic(const std::string& path, const nlohmann::json& j);
 // Throws IoError when unreadable, ConfigError naming the path and position when not JSON.
 nlohmann::json readJson(const std::string& path);
+
+// An integer field read from a file: a JSON number that fits T, else nlohmann's out_of_range (406) or
+// type_error (302), which the readers turn into a ConfigError naming the file. nlohmann::json's own
+// get<int>() casts whatever is there, and a float beyond the type (1e60) is undefined behaviour.
+// A float with a fraction is truncated, as get<int>() does.
+template <class T>
+T readInt(const nlohmann::json& j) {
+  static_assert(std::is_integral_v<T> && !std::is_same_v<T, bool>);
+  using L = std::numeric_limits<T>;
+  auto tooBig = [&](const std::string& shown) {
+    return nlohmann::json::out_of_range::create(406,
+                                                "number " + shown + " does not fit an integer from " +
+                                                    std::to_string(L::min()) + " to " +
+                                                    std::to_string(L::max()),
+                                                &j);
+  };
+  if (j.is_number_unsigned()) {
+    const auto v = j.get<std::uint64_t>();
+    if (v > static_cast<std::uint64_t>(L::max())) throw tooBig(std::to_string(v));
+    return static_cast<T>(v);
+  }
+  if (j.is_number_integer()) {
+    const auto v = j.get<std::int64_t>();
+    if ((v < 0 && (!L::is_signed || v < static_cast<std::int64_t>(L::min()))) ||
+        (v > 0 && static_cast<std::uint64_t>(v) > static_cast<std::uint64_t>(L::max())))
+      throw tooBig(std::to_string(v));
+    return static_cast<T>(v);
+  }
+  if (j.is_number_float()) {
+    const double v = std::trunc(j.get<double>());
+    const double limit = std::ldexp(1.0, L::digits);  // 2^digits: the first value beyond T
+    if (!(v < limit && v >= (L::is_signed ? -limit : 0.0))) throw tooBig(j.dump());
+    return static_cast<T>(v);
+  }
+  throw nlohmann::json::type_error::create(302, std::string("type must be number, but is ") + j.type_name(),
+                                           &j);
+}
+
+template <class T>
+inline constexpr bool kIsInteger = std::is_integral_v<T> && !std::is_same_v<T, bool>;
+template <class T>
+struct IsIntegerVector : std::false_type {};
+template <class E, class A>
+struct IsIntegerVector<std::vector<E, A>> : std::bool_constant<kIsInteger<E>> {};
+
+// j.get_to(out), with readInt's check when out is an integer or a vector of integers.
+template <class T>
+void readTo(const nlohmann::json& j, T& out) {
+  if constexpr (kIsInteger<T>) {
+    out = readInt<T>(j);
+  } else if constexpr (IsIntegerVector<T>::value) {
+    if (!j.is_array())
+      throw nlohmann::json::type_error::create(
+          302, std::string("type must be array, but is ") + j.type_name(), &j);
+    out.clear();
+    for (const auto& e : j) out.push_back(readInt<typename T::value_type>(e));
+  } else {
+    j.get_to(out);
+  }
+}
+
+// j.value(key, fallback) for an integer: the fallback when the key is missing, else readInt.
+template <class T>
+T readIntOr(const nlohmann::json& j, const char* key, T fallback) {
+  auto it = j.find(key);
+  return it == j.end() ? fallback : readInt<T>(*it);
+}
 
 }  // namespace ds::report

@@ -9,6 +9,7 @@
 #include <tuple>
 
 #include "engine/common/error.h"
+#include "reports/json_io.h"
 
 namespace ds::report {
 
@@ -251,7 +252,7 @@ RunBrief brief(const RunFile& f) {
   } else if (f.train) {
     const auto& md = f.trainMetadata;
     if (md.is_object()) {
-      b.worldSize = md.value("world_size", 0);
+      b.worldSize = readIntOr(md, "world_size", 0);
       if (md.contains("hosts") && md["hosts"].is_array()) {
         for (const auto& h : md["hosts"]) {
           if (h.is_string() &&

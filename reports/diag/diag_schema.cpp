@@ -1,6 +1,7 @@
 #include "reports/diag/diag_schema.h"
 
 #include "engine/common/error.h"
+#include "reports/json_io.h"
 
 namespace ds::report {
 
@@ -61,13 +62,13 @@ void to_json(nlohmann::json& j, const DiagRecord& r) {
 }
 
 void from_json(const nlohmann::json& j, DiagRecord& r) {
-  j.at("id").get_to(r.id);
-  j.at("family").get_to(r.family);
+  readTo(j.at("id"), r.id);
+  readTo(j.at("family"), r.family);
   r.status = parseDiagStatus(j.at("status").get<std::string>());
-  j.at("message").get_to(r.message);
-  j.at("remedy").get_to(r.remedy);
+  readTo(j.at("message"), r.message);
+  readTo(j.at("remedy"), r.remedy);
   r.data = j.value("data", nlohmann::json::object());
-  r.rank = j.value("rank", -1);
+  r.rank = readIntOr(j, "rank", -1);
   r.host = j.value("host", "");
 }
 
@@ -97,8 +98,8 @@ DiagReport diagFromJson(const nlohmann::json& j, const std::string& origin) {
     }
     checkSchemaVersion(j, kDiagSchemaName, origin);
     DiagReport r;
-    j.at("mode").get_to(r.mode);
-    j.at("world_size").get_to(r.worldSize);
+    readTo(j.at("mode"), r.mode);
+    readTo(j.at("world_size"), r.worldSize);
     r.host = j.value("host", "");
     r.toolVersion = j.value("tool_version", "");
     r.missingRanks = j.value("missing_ranks", std::vector<int>{});

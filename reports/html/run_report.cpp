@@ -754,7 +754,7 @@ std::string renderRunReport(const std::vector<RunFile>& runs) {
       if (r.trainMetadata.is_object()) {
         hosts = scalarText(r.trainMetadata.value("hosts", json()));
         start = scalarText(r.trainMetadata.value("start_time", json()));
-        world = r.trainMetadata.value("world_size", 0);
+        world = readIntOr(r.trainMetadata, "world_size", 0);
       }
       if (world == 0 && !r.train->empty()) world = r.train->front().worldSize;
     } else if (r.diag) {

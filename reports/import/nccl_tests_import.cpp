@@ -15,6 +15,7 @@
 #include "engine/comm/backends/nccl/nccl_version.h"
 #include "engine/comm/types.h"
 #include "engine/common/error.h"
+#include "reports/json_io.h"
 
 namespace ds::report {
 
@@ -473,7 +474,7 @@ IterStats statsFrom(const nlohmann::json& place, int iters) {
   s.p99Us = num("p99_us");
   s.stdevUs = num("stdev_us");
   s.cvPct = num("cv_pct");
-  s.n = src->contains("n") && (*src)["n"].is_number() ? (*src)["n"].get<int>() : iters;
+  s.n = src->contains("n") && (*src)["n"].is_number() ? readInt<int>((*src)["n"]) : iters;
   return s;
 }
 
@@ -486,7 +487,7 @@ SweepRun importNcclTestsJson(const nlohmann::json& doc, const std::string& origi
   };
   if (!doc.is_object() || !doc.contains("results") || !doc["results"].is_array())
     throw bad("it has no \"results\" list.");
-  int version = doc.value("version", 0);
+  int version = readIntOr(doc, "version", 0);
   if (version > 3) {
     throw bad(
         fmt::format("its format version is {}, and this dsreport reads versions 1 to 3. Upgrade dsperf, or "
@@ -505,25 +506,25 @@ SweepRun importNcclTestsJson(const nlohmann::json& doc, const std::string& origi
     if (collective.empty() && doc.contains("args") && doc["args"].is_array() && !doc["args"].empty())
       collective = collectiveFromNcclTests(doc["args"][0].get<std::string>());
     if (doc.contains("nccl_version") && doc["nccl_version"].is_number_integer())
-      run.metadata.versions["nccl"] = comm::decodeNcclVersion(doc["nccl_version"].get<int>()).str();
+      run.metadata.versions["nccl"] = comm::decodeNcclVersion(readInt<int>(doc["nccl_version"])).str();
     run.metadata.startTime = doc.value("start_time", "");
     run.metadata.endTime = doc.value("end_time", "");
     const nlohmann::json cfg = doc.value("config", nlohmann::json::object());
     run.args.minBytes = cfg.value("minimum_bytes", std::size_t{0});
     run.args.maxBytes = cfg.value("maximum_bytes", std::size_t{0});
-    run.args.stepFactor = cfg.value("step_factor", 0);
+    run.args.stepFactor = readIntOr(cfg, "step_factor", 0);
     run.args.stepBytes = cfg.value("step_bytes", std::size_t{0});
-    run.args.warmupIters = cfg.value("warmup_iters", 0);
-    run.args.iters = cfg.value("iterations", 0);
-    run.args.check = cfg.value("validation", 0);
+    run.args.warmupIters = readIntOr(cfg, "warmup_iters", 0);
+    run.args.iters = readIntOr(cfg, "iterations", 0);
+    run.args.check = readIntOr(cfg, "validation", 0);
     const nlohmann::json devices =
         cfg.contains("devices") ? cfg["devices"] : doc.value("devices", nlohmann::json::array());
     for (const auto& d : devices) {
       SweepRank r;
-      r.rank = d.value("rank", 0);
-      r.pid = d.value("pid", 0L);
+      r.rank = readIntOr(d, "rank", 0);
+      r.pid = readIntOr<long>(d, "pid", 0L);
       r.host = d.value("hostname", "");
-      r.device = fmt::format("cuda:{}", d.value("device", 0));
+      r.device = fmt::format("cuda:{}", readIntOr(d, "device", 0));
       std::string info = d.value("device_info", "");
       if (!info.empty()) r.device += " " + info;
       run.metadata.ranks.push_back(r);
@@ -535,14 +536,14 @@ SweepRun importNcclTestsJson(const nlohmann::json& doc, const std::string& origi
       SweepMeasurement m;
       m.backend = o.backend;
       m.collective = collective;
-      m.bytes = m.requestedBytes = row.at("size").get<std::size_t>();
-      m.count = row.at("count").get<std::size_t>();
+      m.bytes = m.requestedBytes = readInt<std::size_t>(row.at("size"));
+      m.count = readInt<std::size_t>(row.at("count"));
       m.dtype = dtypeFrom(row.at("type").get<std::string>());
       m.op = lower(row.value("redop", "none"));
       if (row.contains("root")) {
         const auto& root = row["root"];
         if (root.is_number_integer()) {
-          m.root = root.get<int>();
+          m.root = readInt<int>(root);
         } else if (root.is_string()) {
           auto v = toInt(trim(root.get<std::string>()));
           if (!v) throw bad(fmt::format("result {} has root {}, not a rank number.", index, root.dump()));

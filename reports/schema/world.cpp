@@ -1,6 +1,7 @@
 #include "reports/schema/world.h"
 
 #include "engine/common/error.h"
+#include "reports/json_io.h"
 
 namespace ds::report {
 
@@ -20,18 +21,18 @@ void to_json(nlohmann::json& j, const RankRecord& r) {
 }
 
 void from_json(const nlohmann::json& j, RankRecord& r) {
-  j.at("rank").get_to(r.rank);
-  j.at("world_size").get_to(r.worldSize);
-  j.at("local_rank").get_to(r.localRank);
-  j.at("local_world_size").get_to(r.localWorldSize);
-  j.at("node_rank").get_to(r.nodeRank);
-  j.at("host").get_to(r.host);
-  j.at("pid").get_to(r.pid);
-  j.at("accelerator").get_to(r.accelerator);
-  j.at("device").get_to(r.device);
-  j.at("backend").get_to(r.backend);
-  j.at("job_id").get_to(r.jobId);
-  j.at("provenance").get_to(r.provenance);
+  readTo(j.at("rank"), r.rank);
+  readTo(j.at("world_size"), r.worldSize);
+  readTo(j.at("local_rank"), r.localRank);
+  readTo(j.at("local_world_size"), r.localWorldSize);
+  readTo(j.at("node_rank"), r.nodeRank);
+  readTo(j.at("host"), r.host);
+  readTo(j.at("pid"), r.pid);
+  readTo(j.at("accelerator"), r.accelerator);
+  readTo(j.at("device"), r.device);
+  readTo(j.at("backend"), r.backend);
+  readTo(j.at("job_id"), r.jobId);
+  readTo(j.at("provenance"), r.provenance);
 }
 
 nlohmann::json worldToJson(const std::vector<RankRecord>& ranks, const SmokeResult& smoke) {

@@ -1,5 +1,4 @@
 #include "reports/sweep/sweep_journal.h"
-#include "reports/json_io.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -8,6 +7,7 @@
 #include <fstream>
 
 #include "engine/common/error.h"
+#include "reports/json_io.h"
 
 namespace ds::report {
 
@@ -76,8 +76,8 @@ SweepRun readSweepJournal(const std::string& path) {
         if (j.value("schema", "") != kSweepJournalSchemaName) continue;
         checkSchemaVersion(j, kSweepJournalSchemaName, fmt::format("{} line {}", path, lineNo));
         run = SweepRun{};
-        j.at("args").get_to(run.args);
-        j.at("metadata").get_to(run.metadata);
+        readTo(j.at("args"), run.args);
+        readTo(j.at("metadata"), run.metadata);
         started = true;
         ended = false;
       } else if (type == "measurement" && started) {
@@ -85,7 +85,7 @@ SweepRun readSweepJournal(const std::string& path) {
       } else if (type == "note" && started) {
         run.notes.push_back(j.value("text", ""));
       } else if (type == "end" && started) {
-        j.at("summary").get_to(run.summary);
+        readTo(j.at("summary"), run.summary);
         run.metadata.endTime = j.value("end_time", "");
         ended = true;
       }

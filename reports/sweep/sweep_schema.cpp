@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "engine/common/error.h"
+#include "reports/json_io.h"
 #include "reports/stats.h"
 
 namespace ds::report {
@@ -63,15 +64,15 @@ void to_json(nlohmann::json& j, const IterStats& s) {
 }
 
 void from_json(const nlohmann::json& j, IterStats& s) {
-  j.at("n").get_to(s.n);
-  j.at("min_us").get_to(s.minUs);
-  j.at("max_us").get_to(s.maxUs);
-  j.at("avg_us").get_to(s.avgUs);
-  j.at("p50_us").get_to(s.p50Us);
-  j.at("p95_us").get_to(s.p95Us);
-  j.at("p99_us").get_to(s.p99Us);
-  j.at("stdev_us").get_to(s.stdevUs);
-  j.at("cv_pct").get_to(s.cvPct);
+  readTo(j.at("n"), s.n);
+  readTo(j.at("min_us"), s.minUs);
+  readTo(j.at("max_us"), s.maxUs);
+  readTo(j.at("avg_us"), s.avgUs);
+  readTo(j.at("p50_us"), s.p50Us);
+  readTo(j.at("p95_us"), s.p95Us);
+  readTo(j.at("p99_us"), s.p99Us);
+  readTo(j.at("stdev_us"), s.stdevUs);
+  readTo(j.at("cv_pct"), s.cvPct);
 }
 
 namespace {
@@ -94,19 +95,19 @@ PlaceResult placeFromJson(const nlohmann::json& j) {
   PlaceResult p;
   if (j.is_null()) return p;
   p.measured = true;
-  j.at("time").get_to(p.timeUs);
-  j.at("alg_bw").get_to(p.algBw);
-  j.at("bus_bw").get_to(p.busBw);
-  p.wrong = j.at("nwrong").is_null() ? -1 : j.at("nwrong").get<long long>();
-  j.at("iters").get_to(p.iters);
-  j.at("iter").get_to(p.iter);
-  j.at("straggler").at("rank").get_to(p.slowestRank);
-  j.at("straggler").at("spread_pct").get_to(p.spreadPct);
+  readTo(j.at("time"), p.timeUs);
+  readTo(j.at("alg_bw"), p.algBw);
+  readTo(j.at("bus_bw"), p.busBw);
+  p.wrong = j.at("nwrong").is_null() ? -1 : readInt<long long>(j.at("nwrong"));
+  readTo(j.at("iters"), p.iters);
+  readTo(j.at("iter"), p.iter);
+  readTo(j.at("straggler").at("rank"), p.slowestRank);
+  readTo(j.at("straggler").at("spread_pct"), p.spreadPct);
   for (const auto& r : j.at("ranks")) {
     RankTiming t;
-    r.at("rank").get_to(t.rank);
-    r.at("time_us").get_to(t.timeUs);
-    r.at("iter").get_to(t.iter);
+    readTo(r.at("rank"), t.rank);
+    readTo(r.at("time_us"), t.timeUs);
+    readTo(r.at("iter"), t.iter);
     p.ranks.push_back(t);
   }
   return p;
@@ -130,16 +131,16 @@ void to_json(nlohmann::json& j, const SweepMeasurement& m) {
 }
 
 void from_json(const nlohmann::json& j, SweepMeasurement& m) {
-  j.at("backend").get_to(m.backend);
-  j.at("collective").get_to(m.collective);
-  j.at("dtype").get_to(m.dtype);
-  j.at("op").get_to(m.op);
-  j.at("root").get_to(m.root);
-  j.at("world_size").get_to(m.worldSize);
-  j.at("requested_bytes").get_to(m.requestedBytes);
-  j.at("size").get_to(m.bytes);
-  j.at("count").get_to(m.count);
-  j.at("bus_factor").get_to(m.busFactor);
+  readTo(j.at("backend"), m.backend);
+  readTo(j.at("collective"), m.collective);
+  readTo(j.at("dtype"), m.dtype);
+  readTo(j.at("op"), m.op);
+  readTo(j.at("root"), m.root);
+  readTo(j.at("world_size"), m.worldSize);
+  readTo(j.at("requested_bytes"), m.requestedBytes);
+  readTo(j.at("size"), m.bytes);
+  readTo(j.at("count"), m.count);
+  readTo(j.at("bus_factor"), m.busFactor);
   m.outOfPlace = placeFromJson(j.at("out_of_place"));
   m.inPlace = placeFromJson(j.at("in_place"));
 }
@@ -164,22 +165,22 @@ void to_json(nlohmann::json& j, const SweepArgs& a) {
 }
 
 void from_json(const nlohmann::json& j, SweepArgs& a) {
-  j.at("minbytes").get_to(a.minBytes);
-  j.at("maxbytes").get_to(a.maxBytes);
-  j.at("stepbytes").get_to(a.stepBytes);
-  j.at("stepfactor").get_to(a.stepFactor);
-  j.at("iters").get_to(a.iters);
-  j.at("warmup_iters").get_to(a.warmupIters);
-  j.at("check").get_to(a.check);
-  j.at("op").get_to(a.ops);
-  j.at("datatype").get_to(a.dtypes);
-  j.at("root").get_to(a.root);
-  j.at("average").get_to(a.average);
-  j.at("timeout_s").get_to(a.timeoutS);
-  j.at("min_time_s").get_to(a.minTimeS);
-  j.at("blocking").get_to(a.blocking);
-  j.at("collectives").get_to(a.collectives);
-  j.at("backends").get_to(a.backends);
+  readTo(j.at("minbytes"), a.minBytes);
+  readTo(j.at("maxbytes"), a.maxBytes);
+  readTo(j.at("stepbytes"), a.stepBytes);
+  readTo(j.at("stepfactor"), a.stepFactor);
+  readTo(j.at("iters"), a.iters);
+  readTo(j.at("warmup_iters"), a.warmupIters);
+  readTo(j.at("check"), a.check);
+  readTo(j.at("op"), a.ops);
+  readTo(j.at("datatype"), a.dtypes);
+  readTo(j.at("root"), a.root);
+  readTo(j.at("average"), a.average);
+  readTo(j.at("timeout_s"), a.timeoutS);
+  readTo(j.at("min_time_s"), a.minTimeS);
+  readTo(j.at("blocking"), a.blocking);
+  readTo(j.at("collectives"), a.collectives);
+  readTo(j.at("backends"), a.backends);
 }
 
 void to_json(nlohmann::json& j, const SweepMetadata& m) {
@@ -206,24 +207,24 @@ void to_json(nlohmann::json& j, const SweepMetadata& m) {
 }
 
 void from_json(const nlohmann::json& j, SweepMetadata& m) {
-  j.at("command_line").get_to(m.commandLine);
-  j.at("hosts").get_to(m.hosts);
-  j.at("world_size").get_to(m.worldSize);
+  readTo(j.at("command_line"), m.commandLine);
+  readTo(j.at("hosts"), m.hosts);
+  readTo(j.at("world_size"), m.worldSize);
   for (const auto& r : j.at("ranks")) {
     SweepRank x;
-    r.at("rank").get_to(x.rank);
-    r.at("local_rank").get_to(x.localRank);
-    r.at("node_rank").get_to(x.nodeRank);
-    r.at("host").get_to(x.host);
-    r.at("pid").get_to(x.pid);
-    r.at("device").get_to(x.device);
+    readTo(r.at("rank"), x.rank);
+    readTo(r.at("local_rank"), x.localRank);
+    readTo(r.at("node_rank"), x.nodeRank);
+    readTo(r.at("host"), x.host);
+    readTo(r.at("pid"), x.pid);
+    readTo(r.at("device"), x.device);
     m.ranks.push_back(x);
   }
-  j.at("launcher").get_to(m.launcher);
-  j.at("versions").get_to(m.versions);
-  j.at("env").get_to(m.env);
-  j.at("start_time").get_to(m.startTime);
-  j.at("end_time").get_to(m.endTime);
+  readTo(j.at("launcher"), m.launcher);
+  readTo(j.at("versions"), m.versions);
+  readTo(j.at("env"), m.env);
+  readTo(j.at("start_time"), m.startTime);
+  readTo(j.at("end_time"), m.endTime);
   m.label = j.value("label", "");
   m.source = j.value("source", "");
 }
@@ -240,14 +241,14 @@ void to_json(nlohmann::json& j, const SweepSummary& s) {
 }
 
 void from_json(const nlohmann::json& j, SweepSummary& s) {
-  j.at("out_of_bounds").get_to(s.outOfBounds);
-  j.at("avg_bus_bw").get_to(s.avgBusBw);
-  j.at("rows").get_to(s.rows);
-  j.at("min_bus_bw").get_to(s.minBusBw);
-  j.at("bw_below_min").get_to(s.bwBelowMin);
-  j.at("status").get_to(s.status);
-  j.at("error").get_to(s.error);
-  j.at("exit_code").get_to(s.exitCode);
+  readTo(j.at("out_of_bounds"), s.outOfBounds);
+  readTo(j.at("avg_bus_bw"), s.avgBusBw);
+  readTo(j.at("rows"), s.rows);
+  readTo(j.at("min_bus_bw"), s.minBusBw);
+  readTo(j.at("bw_below_min"), s.bwBelowMin);
+  readTo(j.at("status"), s.status);
+  readTo(j.at("error"), s.error);
+  readTo(j.at("exit_code"), s.exitCode);
 }
 
 nlohmann::json sweepToJson(const SweepRun& run) {
@@ -265,11 +266,11 @@ SweepRun sweepFromJson(const nlohmann::json& j, const std::string& origin) {
     }
     checkSchemaVersion(j, kSweepSchemaName, origin);
     SweepRun run;
-    j.at("args").get_to(run.args);
-    j.at("metadata").get_to(run.metadata);
-    j.at("results").get_to(run.results);
-    j.at("notes").get_to(run.notes);
-    j.at("summary").get_to(run.summary);
+    readTo(j.at("args"), run.args);
+    readTo(j.at("metadata"), run.metadata);
+    readTo(j.at("results"), run.results);
+    readTo(j.at("notes"), run.notes);
+    readTo(j.at("summary"), run.summary);
     return run;
   } catch (const nlohmann::json::exception& e) {
     throw ConfigError(fmt::format("{} is not a valid dsperf sweep result: {}", origin, e.what()));

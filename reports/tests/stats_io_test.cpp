@@ -73,3 +73,43 @@ TEST(WriteTextAtomic, MissingFolderIsAnIoErrorNamingThePath) {
     EXPECT_NE(what.find("folder exists"), std::string::npos) << what;
   }
 }
+
+TEST(ReadInt, AcceptsWhatFitsAndRefusesWhatDoesNotWithNlohmannExceptions) {
+  using nlohmann::json;
+  EXPECT_EQ(readInt<int>(json(42)), 42);
+  EXPECT_EQ(readInt<int>(json(-7)), -7);
+  EXPECT_EQ(readInt<std::size_t>(json(std::uint64_t{1} << 40)), std::size_t{1} << 40);
+  EXPECT_EQ(readInt<int>(json(20.0)), 20);  // an integral float, as another tool may write it
+  EXPECT_EQ(readInt<long long>(json(-2.9)), -2);  // truncated, as get<long long>() does
+  // Beyond the type: nlohmann's get<>() would cast (undefined behaviour for the float).
+  EXPECT_THROW(readInt<std::size_t>(json(1.04811e+60)), json::out_of_range);
+  EXPECT_THROW(readInt<int>(json(1e10)), json::out_of_range);
+  EXPECT_THROW(readInt<int>(json(std::int64_t{1} << 40)), json::out_of_range);
+  EXPECT_THROW(readInt<std::size_t>(json(-1)), json::out_of_range);
+  EXPECT_THROW(readInt<std::size_t>(json(-1.0)), json::out_of_range);
+  EXPECT_THROW(readInt<std::uint64_t>(json(18446744073709551616.0)), json::out_of_range);  // 2^64
+  EXPECT_THROW(readInt<int>(json("12")), json::type_error);
+  EXPECT_EQ(readIntOr(json::object(), "world_size", 3), 3);
+  EXPECT_EQ(readIntOr(json{{"world_size", 8}}, "world_size", 3), 8);
+  std::vector<int> ranks;
+  readTo(json{1, 2, 3}, ranks);
+  EXPECT_EQ(ranks, (std::vector<int>{1, 2, 3}));
+  EXPECT_THROW(readTo(json{1, 1e300}, ranks), json::out_of_range);
+}
+
+TEST(ReadInt, AFloatInAnIntegerFieldOfASweepIsAnErrorNamingTheFile) {
+  auto dir = std::filesystem::temp_directory_path() / ("ds_readint_" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string path = (dir / "sweep.json").string();
+  nlohmann::json doc = sweepToJson(SweepRun{});
+  doc["args"]["stepbytes"] = 1.04811e+60;
+  writeJsonAtomic(path, doc);
+  try {
+    sweepFromJson(readJson(path), path);
+    FAIL() << "expected a ConfigError";
+  } catch (const ds::ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find(path), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("does not fit an integer"), std::string::npos) << e.what();
+  }
+  std::filesystem::remove_all(dir);
+}

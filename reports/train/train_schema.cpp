@@ -1,5 +1,4 @@
 #include "reports/train/train_schema.h"
-#include "reports/json_io.h"
 
 #include <fmt/format.h>
 #include <unistd.h>
@@ -11,6 +10,7 @@
 #include <numeric>
 
 #include "engine/common/error.h"
+#include "reports/json_io.h"
 #include "reports/stats.h"
 
 namespace ds::report {
@@ -35,13 +35,13 @@ void to_json(nlohmann::json& j, const Percentiles& p) {
 }
 
 void from_json(const nlohmann::json& j, Percentiles& p) {
-  j.at("p50").get_to(p.p50);
-  j.at("p90").get_to(p.p90);
-  j.at("p99").get_to(p.p99);
-  j.at("min").get_to(p.min);
-  j.at("max").get_to(p.max);
-  j.at("mean").get_to(p.mean);
-  j.at("samples").get_to(p.samples);
+  readTo(j.at("p50"), p.p50);
+  readTo(j.at("p90"), p.p90);
+  readTo(j.at("p99"), p.p99);
+  readTo(j.at("min"), p.min);
+  readTo(j.at("max"), p.max);
+  readTo(j.at("mean"), p.mean);
+  readTo(j.at("samples"), p.samples);
 }
 
 void to_json(nlohmann::json& j, const TrainRunRecord& r) {
@@ -81,40 +81,40 @@ void to_json(nlohmann::json& j, const TrainRunRecord& r) {
 }
 
 void from_json(const nlohmann::json& j, TrainRunRecord& r) {
-  j.at("model").get_to(r.model);
-  j.at("params").get_to(r.params);
-  j.at("world_size").get_to(r.worldSize);
-  j.at("backend").get_to(r.backend);
-  j.at("device").get_to(r.device);
-  j.at("per_rank_batch").get_to(r.perRankBatch);
-  j.at("steps").get_to(r.steps);
-  j.at("warmup").get_to(r.warmup);
-  j.at("optimizer").get_to(r.optimizer);
-  j.at("bucket_cap_mb").get_to(r.bucketCapMb);
-  j.at("overlap").get_to(r.overlap);
-  j.at("comm_hook").get_to(r.commHook);
-  j.at("gradient_as_bucket_view").get_to(r.gradientAsBucketView);
-  j.at("buckets").get_to(r.buckets);
+  readTo(j.at("model"), r.model);
+  readTo(j.at("params"), r.params);
+  readTo(j.at("world_size"), r.worldSize);
+  readTo(j.at("backend"), r.backend);
+  readTo(j.at("device"), r.device);
+  readTo(j.at("per_rank_batch"), r.perRankBatch);
+  readTo(j.at("steps"), r.steps);
+  readTo(j.at("warmup"), r.warmup);
+  readTo(j.at("optimizer"), r.optimizer);
+  readTo(j.at("bucket_cap_mb"), r.bucketCapMb);
+  readTo(j.at("overlap"), r.overlap);
+  readTo(j.at("comm_hook"), r.commHook);
+  readTo(j.at("gradient_as_bucket_view"), r.gradientAsBucketView);
+  readTo(j.at("buckets"), r.buckets);
   const auto& t = j.at("time_ms");
-  t.at("forward").get_to(r.forwardMs);
-  t.at("backward_compute").get_to(r.backwardComputeMs);
-  t.at("backward_comm").get_to(r.backwardCommMs);
-  t.at("exposed_comm").get_to(r.exposedCommMs);
-  t.at("optimizer").get_to(r.optimizerMs);
-  t.at("step").get_to(r.stepMs);
-  t.at("comm_busy").get_to(r.commBusyMs);
-  j.at("samples_per_sec").get_to(r.samplesPerSec);
-  j.at("overlap_efficiency").get_to(r.overlapEfficiency);
-  j.at("hidden_comm_ms").get_to(r.hiddenCommMs);
-  j.at("loss").at("start").get_to(r.lossStart);
-  j.at("loss").at("end").get_to(r.lossEnd);
+  readTo(t.at("forward"), r.forwardMs);
+  readTo(t.at("backward_compute"), r.backwardComputeMs);
+  readTo(t.at("backward_comm"), r.backwardCommMs);
+  readTo(t.at("exposed_comm"), r.exposedCommMs);
+  readTo(t.at("optimizer"), r.optimizerMs);
+  readTo(t.at("step"), r.stepMs);
+  readTo(t.at("comm_busy"), r.commBusyMs);
+  readTo(j.at("samples_per_sec"), r.samplesPerSec);
+  readTo(j.at("overlap_efficiency"), r.overlapEfficiency);
+  readTo(j.at("hidden_comm_ms"), r.hiddenCommMs);
+  readTo(j.at("loss").at("start"), r.lossStart);
+  readTo(j.at("loss").at("end"), r.lossEnd);
   const auto& d = j.at("ddp_logging");
-  d.at("avg_forward_compute_time").get_to(r.ddp.avg_forward_compute_time);
-  d.at("avg_backward_compute_time").get_to(r.ddp.avg_backward_compute_time);
-  d.at("avg_backward_comm_time").get_to(r.ddp.avg_backward_comm_time);
-  d.at("avg_backward_compute_comm_overlap_time").get_to(r.ddp.avg_backward_compute_comm_overlap_time);
-  d.at("avg_exposed_comm_time").get_to(r.ddp.avg_exposed_comm_time);
-  d.at("bucket_sizes").get_to(r.ddp.bucket_sizes);
+  readTo(d.at("avg_forward_compute_time"), r.ddp.avg_forward_compute_time);
+  readTo(d.at("avg_backward_compute_time"), r.ddp.avg_backward_compute_time);
+  readTo(d.at("avg_backward_comm_time"), r.ddp.avg_backward_comm_time);
+  readTo(d.at("avg_backward_compute_comm_overlap_time"), r.ddp.avg_backward_compute_comm_overlap_time);
+  readTo(d.at("avg_exposed_comm_time"), r.ddp.avg_exposed_comm_time);
+  readTo(d.at("bucket_sizes"), r.ddp.bucket_sizes);
 }
 
 nlohmann::json trainToJson(const std::vector<TrainRunRecord>& runs, const nlohmann::json& metadata) {
