@@ -55,6 +55,12 @@ void writeJsonAtomic(const std::string& path, const nlohmann::json& j) {
   writeTextAtomic(path, dumpJson(j, 2) + "\n");
 }
 
+std::string textOr(const nlohmann::json& j, const char* key, const std::string& fallback) {
+  if (!j.is_object()) return fallback;
+  auto it = j.find(key);
+  return it != j.end() && it->is_string() ? it->get<std::string>() : fallback;
+}
+
 nlohmann::json readJson(const std::string& path) {
   std::ifstream in(path);
   if (!in) throw IoError(fmt::format("cannot read {}: {}", path, errnoText(errno)));

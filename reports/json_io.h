@@ -90,4 +90,9 @@ T readIntOr(const nlohmann::json& j, const char* key, T fallback) {
   return it == j.end() ? fallback : readInt<T>(*it);
 }
 
+// j.value(key, fallback) for a text field: the fallback when j is not an object, the key is missing
+// or holds something else than a string (nlohmann's value() throws type_error for that, which some
+// callers would let escape without the file's name).
+std::string textOr(const nlohmann::json& j, const char* key, const std::string& fallback);
+
 }  // namespace ds::report

@@ -260,7 +260,7 @@ RunBrief brief(const RunFile& f) {
             b.hosts.push_back(h.get<std::string>());
         }
       }
-      b.startTime = md.value("start_time", "");
+      b.startTime = textOr(md, "start_time", "");
     }
     std::set<std::string> bk;
     for (const auto& t : *f.train) {

@@ -69,7 +69,7 @@ void from_json(const nlohmann::json& j, DiagRecord& r) {
   readTo(j.at("remedy"), r.remedy);
   r.data = j.value("data", nlohmann::json::object());
   r.rank = readIntOr(j, "rank", -1);
-  r.host = j.value("host", "");
+  r.host = textOr(j, "host", "");
 }
 
 nlohmann::json diagToJson(const DiagReport& report) {
@@ -92,17 +92,17 @@ nlohmann::json diagToJson(const DiagReport& report) {
 
 DiagReport diagFromJson(const nlohmann::json& j, const std::string& origin) {
   try {
-    if (!j.is_object() || j.value("schema", "") != kDiagSchemaName) {
+    if (!j.is_object() || textOr(j, "schema", "") != kDiagSchemaName) {
       throw ConfigError(fmt::format("{} is not a dsdiag report (schema '{}', expected '{}').", origin,
-                                    j.is_object() ? j.value("schema", "") : "", kDiagSchemaName));
+                                    j.is_object() ? textOr(j, "schema", "") : "", kDiagSchemaName));
     }
     checkSchemaVersion(j, kDiagSchemaName, origin);
     DiagReport r;
     readTo(j.at("mode"), r.mode);
     readTo(j.at("world_size"), r.worldSize);
-    r.host = j.value("host", "");
-    r.toolVersion = j.value("tool_version", "");
-    r.missingRanks = j.value("missing_ranks", std::vector<int>{});
+    r.host = textOr(j, "host", "");
+    r.toolVersion = textOr(j, "tool_version", "");
+    if (j.contains("missing_ranks")) readTo(j.at("missing_ranks"), r.missingRanks);
     const auto& checks = j.at("checks");
     if (!checks.is_array()) throw ConfigError(fmt::format("{}: 'checks' is not a list.", origin));
     for (std::size_t i = 0; i < checks.size(); ++i) {

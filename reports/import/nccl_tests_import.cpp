@@ -507,13 +507,13 @@ SweepRun importNcclTestsJson(const nlohmann::json& doc, const std::string& origi
       collective = collectiveFromNcclTests(doc["args"][0].get<std::string>());
     if (doc.contains("nccl_version") && doc["nccl_version"].is_number_integer())
       run.metadata.versions["nccl"] = comm::decodeNcclVersion(readInt<int>(doc["nccl_version"])).str();
-    run.metadata.startTime = doc.value("start_time", "");
-    run.metadata.endTime = doc.value("end_time", "");
+    run.metadata.startTime = textOr(doc, "start_time", "");
+    run.metadata.endTime = textOr(doc, "end_time", "");
     const nlohmann::json cfg = doc.value("config", nlohmann::json::object());
-    run.args.minBytes = cfg.value("minimum_bytes", std::size_t{0});
-    run.args.maxBytes = cfg.value("maximum_bytes", std::size_t{0});
+    run.args.minBytes = readIntOr(cfg, "minimum_bytes", std::size_t{0});
+    run.args.maxBytes = readIntOr(cfg, "maximum_bytes", std::size_t{0});
     run.args.stepFactor = readIntOr(cfg, "step_factor", 0);
-    run.args.stepBytes = cfg.value("step_bytes", std::size_t{0});
+    run.args.stepBytes = readIntOr(cfg, "step_bytes", std::size_t{0});
     run.args.warmupIters = readIntOr(cfg, "warmup_iters", 0);
     run.args.iters = readIntOr(cfg, "iterations", 0);
     run.args.check = readIntOr(cfg, "validation", 0);
@@ -523,9 +523,9 @@ SweepRun importNcclTestsJson(const nlohmann::json& doc, const std::string& origi
       SweepRank r;
       r.rank = readIntOr(d, "rank", 0);
       r.pid = readIntOr<long>(d, "pid", 0L);
-      r.host = d.value("hostname", "");
+      r.host = textOr(d, "hostname", "");
       r.device = fmt::format("cuda:{}", readIntOr(d, "device", 0));
-      std::string info = d.value("device_info", "");
+      std::string info = textOr(d, "device_info", "");
       if (!info.empty()) r.device += " " + info;
       run.metadata.ranks.push_back(r);
     }
@@ -539,7 +539,7 @@ SweepRun importNcclTestsJson(const nlohmann::json& doc, const std::string& origi
       m.bytes = m.requestedBytes = readInt<std::size_t>(row.at("size"));
       m.count = readInt<std::size_t>(row.at("count"));
       m.dtype = dtypeFrom(row.at("type").get<std::string>());
-      m.op = lower(row.value("redop", "none"));
+      m.op = lower(textOr(row, "redop", "none"));
       if (row.contains("root")) {
         const auto& root = row["root"];
         if (root.is_number_integer()) {
@@ -550,7 +550,7 @@ SweepRun importNcclTestsJson(const nlohmann::json& doc, const std::string& origi
           m.root = static_cast<int>(*v);
         }
       }
-      int iters = row.value("actual_iterations", run.args.iters);
+      int iters = readIntOr(row, "actual_iterations", run.args.iters);
       for (auto [key, place] :
            {std::pair{"out_of_place", &m.outOfPlace}, std::pair{"in_place", &m.inPlace}}) {
         if (!row.contains(key) || row[key].is_null()) continue;

@@ -106,11 +106,11 @@ RunFile loadTrainJournal(const std::string& text, const std::string& path) {
     auto j = nlohmann::json::parse(line, nullptr, false);
     if (j.is_discarded() || !j.is_object()) continue;
     std::string where = fmt::format("{} line {}", path, lineNo);
-    if (j.value("schema", "") != "dsperf.train.journal") {
+    if (textOr(j, "schema", "") != "dsperf.train.journal") {
       throw ConfigError(
           fmt::format("{} is not a dsbench train journal line (schema '{}'); the file mixes "
                       "other content into the journal.",
-                      where, j.value("schema", "")));
+                      where, textOr(j, "schema", "")));
     }
     checkSchemaVersion(j, "dsperf.train.journal", where);
     try {
@@ -173,7 +173,7 @@ RunFile classifyRun(const nlohmann::json& doc, const std::string& origin) {
     f.kind = RunKind::kDiag;
     f.schemaVersion = checkSchemaVersion(doc, schema, origin).str();
     f.diag = diagFromJson(doc, origin);
-    f.label = doc.value("label", "");
+    f.label = textOr(doc, "label", "");
     f.runId = runIdOf(f.kind, diagToJson(*f.diag));
   } else if (schema == kWorldSchemaName) {
     f.kind = RunKind::kWorld;
@@ -206,7 +206,7 @@ RunFile loadRunFile(const std::string& path) {
   // A journal: JSON lines whose first line is a journal line (whatever the file is called).
   FirstLine line = firstJsonLine(text);
   const bool firstIsObject = line.parsed.is_object();
-  const std::string firstSchema = firstIsObject ? line.parsed.value("schema", "") : "";
+  const std::string firstSchema = firstIsObject ? textOr(line.parsed, "schema", "") : "";
   if (firstSchema == kSweepJournalSchemaName) {
     RunFile f = fromSweep(readSweepJournal(path), path);
     f.origin = "journal";

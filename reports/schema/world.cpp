@@ -46,9 +46,9 @@ nlohmann::json worldToJson(const std::vector<RankRecord>& ranks, const SmokeResu
 
 std::vector<RankRecord> worldFromJson(const nlohmann::json& j, const std::string& origin) {
   try {
-    if (j.value("schema", "") != kWorldSchemaName) {
+    if (textOr(j, "schema", "") != kWorldSchemaName) {
       throw ConfigError(fmt::format("{} is not a dsperf world report (schema '{}', expected '{}').", origin,
-                                    j.value("schema", ""), kWorldSchemaName));
+                                    textOr(j, "schema", ""), kWorldSchemaName));
     }
     checkSchemaVersion(j, kWorldSchemaName, origin);
     return j.at("ranks").get<std::vector<RankRecord>>();

@@ -71,9 +71,9 @@ SweepRun readSweepJournal(const std::string& path) {
     nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
     if (j.is_discarded() || !j.is_object()) continue;  // a line cut short by a kill
     try {
-      std::string type = j.value("type", "");
+      std::string type = textOr(j, "type", "");
       if (type == "start") {
-        if (j.value("schema", "") != kSweepJournalSchemaName) continue;
+        if (textOr(j, "schema", "") != kSweepJournalSchemaName) continue;
         checkSchemaVersion(j, kSweepJournalSchemaName, fmt::format("{} line {}", path, lineNo));
         run = SweepRun{};
         readTo(j.at("args"), run.args);
@@ -83,10 +83,10 @@ SweepRun readSweepJournal(const std::string& path) {
       } else if (type == "measurement" && started) {
         run.results.push_back(j.at("result").get<SweepMeasurement>());
       } else if (type == "note" && started) {
-        run.notes.push_back(j.value("text", ""));
+        run.notes.push_back(textOr(j, "text", ""));
       } else if (type == "end" && started) {
         readTo(j.at("summary"), run.summary);
-        run.metadata.endTime = j.value("end_time", "");
+        run.metadata.endTime = textOr(j, "end_time", "");
         ended = true;
       }
     } catch (const nlohmann::json::exception& e) {

@@ -225,8 +225,8 @@ void from_json(const nlohmann::json& j, SweepMetadata& m) {
   readTo(j.at("env"), m.env);
   readTo(j.at("start_time"), m.startTime);
   readTo(j.at("end_time"), m.endTime);
-  m.label = j.value("label", "");
-  m.source = j.value("source", "");
+  m.label = textOr(j, "label", "");
+  m.source = textOr(j, "source", "");
 }
 
 void to_json(nlohmann::json& j, const SweepSummary& s) {
@@ -260,9 +260,9 @@ nlohmann::json sweepToJson(const SweepRun& run) {
 
 SweepRun sweepFromJson(const nlohmann::json& j, const std::string& origin) {
   try {
-    if (!j.is_object() || j.value("schema", "") != kSweepSchemaName) {
+    if (!j.is_object() || textOr(j, "schema", "") != kSweepSchemaName) {
       throw ConfigError(fmt::format("{} is not a dsperf sweep result (schema '{}', expected '{}').", origin,
-                                    j.is_object() ? j.value("schema", "") : "", kSweepSchemaName));
+                                    j.is_object() ? textOr(j, "schema", "") : "", kSweepSchemaName));
     }
     checkSchemaVersion(j, kSweepSchemaName, origin);
     SweepRun run;

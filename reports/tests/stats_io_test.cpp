@@ -79,7 +79,7 @@ TEST(ReadInt, AcceptsWhatFitsAndRefusesWhatDoesNotWithNlohmannExceptions) {
   EXPECT_EQ(readInt<int>(json(42)), 42);
   EXPECT_EQ(readInt<int>(json(-7)), -7);
   EXPECT_EQ(readInt<std::size_t>(json(std::uint64_t{1} << 40)), std::size_t{1} << 40);
-  EXPECT_EQ(readInt<int>(json(20.0)), 20);  // an integral float, as another tool may write it
+  EXPECT_EQ(readInt<int>(json(20.0)), 20);        // an integral float, as another tool may write it
   EXPECT_EQ(readInt<long long>(json(-2.9)), -2);  // truncated, as get<long long>() does
   // Beyond the type: nlohmann's get<>() would cast (undefined behaviour for the float).
   EXPECT_THROW(readInt<std::size_t>(json(1.04811e+60)), json::out_of_range);
@@ -112,4 +112,13 @@ TEST(ReadInt, AFloatInAnIntegerFieldOfASweepIsAnErrorNamingTheFile) {
     EXPECT_NE(std::string(e.what()).find("does not fit an integer"), std::string::npos) << e.what();
   }
   std::filesystem::remove_all(dir);
+}
+
+TEST(TextOr, AnythingButAStringGivesTheFallback) {
+  using nlohmann::json;
+  EXPECT_EQ(textOr(json{{"schema", "dsperf.sweep"}}, "schema", ""), "dsperf.sweep");
+  EXPECT_EQ(textOr(json{{"schema", json::array()}}, "schema", "?"), "?");  // nlohmann's value() throws here
+  EXPECT_EQ(textOr(json{{"schema", 3}}, "schema", ""), "");
+  EXPECT_EQ(textOr(json::object(), "schema", "none"), "none");
+  EXPECT_EQ(textOr(json::array(), "schema", "none"), "none");
 }

@@ -140,7 +140,7 @@ void appendTrainJournal(const std::string& path, const TrainRunRecord& run) {
 }
 
 std::vector<TrainRunRecord> trainFromJson(const nlohmann::json& j, const std::string& origin) {
-  if (!j.is_object() || j.value("schema", "") != kTrainSchemaName) {
+  if (!j.is_object() || textOr(j, "schema", "") != kTrainSchemaName) {
     throw ConfigError(
         fmt::format("{}: not a dsbench train result (schema is not \"{}\")", origin, kTrainSchemaName));
   }
