@@ -177,7 +177,9 @@ std::vector<std::size_t> sweepSizes(const CollOptions& o) {
   std::vector<std::size_t> sizes;
   for (std::size_t s = o.minBytes; s <= o.maxBytes;) {
     sizes.push_back(s);
-    std::size_t next = o.stepFactor > 1 ? s * static_cast<std::size_t>(o.stepFactor) : s + o.stepBytes;
+    const auto factor = static_cast<std::size_t>(o.stepFactor);
+    if (o.stepFactor > 1 && s > o.maxBytes / factor) break;  // the next size is beyond -e (or overflows)
+    std::size_t next = o.stepFactor > 1 ? s * factor : s + o.stepBytes;
     if (next <= s) break;  // min == max with a zero step, or overflow
     s = next;
   }

@@ -7,28 +7,10 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "bench/coll/coll_options.h"
 #include "engine/common/error.h"
 
 namespace ds::bench::micro {
-
-std::size_t parseBytes(const std::string& text, const std::string& flag) {
-  char* end = nullptr;
-  const char* s = text.c_str();
-  double v = std::strtod(s, &end);
-  std::string suffix(end == nullptr ? "" : end);
-  double scale = 1;
-  if (suffix == "K" || suffix == "KiB") scale = 1024.0;
-  if (suffix == "M" || suffix == "MiB") scale = 1024.0 * 1024;
-  if (suffix == "G" || suffix == "GiB") scale = 1024.0 * 1024 * 1024;
-  bool ok = end != s && (suffix.empty() || suffix == "B" || scale > 1) && v >= 0 && std::isfinite(v);
-  if (!ok) {
-    throw ConfigError(
-        fmt::format("{} '{}' is not a size; give bytes with an optional K, M or G (binary) "
-                    "suffix, e.g. 8, 64K, 256M.",
-                    flag, text));
-  }
-  return static_cast<std::size_t>(v * scale);
-}
 
 namespace {
 
@@ -59,9 +41,9 @@ bool parseSweepFlags(int argc, char** argv, SweepFlags& flags, const std::string
       return value;
     };
     if (a == "-b" || a == "--minbytes") {
-      flags.minBytes = parseBytes(need(), a);
+      flags.minBytes = coll::parseSize(need(), a);
     } else if (a == "-e" || a == "--maxbytes") {
-      flags.maxBytes = parseBytes(need(), a);
+      flags.maxBytes = coll::parseSize(need(), a);
     } else if (a == "-f" || a == "--stepfactor") {
       flags.stepFactor = parseInt(a, need(), 2);
     } else if (a == "-n" || a == "--iters") {
@@ -78,12 +60,7 @@ bool parseSweepFlags(int argc, char** argv, SweepFlags& flags, const std::string
     } else if (a == "-J" || a == "--json") {
       flags.jsonPath = need();
     } else {
-      int used = extra ? extra(a, value) : 0;
-      if (used == 0) throw ConfigError(fmt::format("unknown flag '{}'; see --help.", a));
-      if (used == 2) {
-        if (value == nullptr) throw ConfigError(fmt::format("{} needs a value; see --help.", a));
-        ++i;
-      }
+      if (!extra || !extra(a, need)) throw ConfigError(fmt::format("unknown flag '{}'; see --help.", a));
     }
   }
   if (flags.minBytes > flags.maxBytes) {
@@ -94,9 +71,12 @@ bool parseSweepFlags(int argc, char** argv, SweepFlags& flags, const std::string
 }
 
 std::vector<std::size_t> sweepSizes(const SweepFlags& flags, std::size_t elem) {
+  coll::CollOptions o;
+  o.minBytes = std::max<std::size_t>(flags.minBytes, 1);
+  o.maxBytes = flags.maxBytes;
+  o.stepFactor = flags.stepFactor;
   std::vector<std::size_t> out;
-  for (std::size_t s = std::max<std::size_t>(flags.minBytes, 1); s <= flags.maxBytes;
-       s *= static_cast<std::size_t>(flags.stepFactor)) {
+  for (std::size_t s : coll::sweepSizes(o)) {
     std::size_t r = std::max(elem, s / elem * elem);
     if (out.empty() || out.back() != r) out.push_back(r);
   }
@@ -116,12 +96,6 @@ report::SweepMeasurement allreduceRow(const std::string& backend, int worldSize,
   m.count = bytes / sizeof(float);
   m.busFactor = 2.0 * (worldSize - 1) / worldSize;
   return m;
-}
-
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::nth_element(v.begin(), v.begin() + static_cast<long>(v.size() / 2), v.end());
-  return v[v.size() / 2];
 }
 
 }  // namespace ds::bench::micro

@@ -21,28 +21,22 @@ struct SweepFlags {
   std::string jsonPath;  // -J
 };
 
-// "32M" = 33554432, "1K", "8" (binary suffixes, as nccl-tests). Throws ConfigError naming `flag`.
-std::size_t parseBytes(const std::string& text, const std::string& flag);
-
-// What a program adds to the shared flags: called with a flag the shared parser does not know and
-// its value (nullptr when it is the last argument); returns 2 when it used the value, 1 when the
-// flag is a switch, 0 when it does not know the flag either (then ConfigError names it).
-using ExtraFlag = std::function<int(const std::string& flag, const char* value)>;
+// What a program adds to the shared flags: called with a flag the shared parser does not know;
+// returns whether it knows it. A flag that takes a value calls `value()`, which consumes the next
+// argument or throws ConfigError "<flag> needs a value" when there is none.
+using ExtraFlag = std::function<bool(const std::string& flag, const std::function<const char*()>& value)>;
 
 // Parses argv into `flags`. Returns false when -h/--help was given (after printing `usage`).
 // Throws ConfigError for unknown flags, missing values and values out of range.
 bool parseSweepFlags(int argc, char** argv, SweepFlags& flags, const std::string& usage,
                      const ExtraFlag& extra = {});
 
-// The sweep's sizes: minBytes, ×stepFactor, ... up to maxBytes (inclusive), each rounded down to a
+// The sweep's sizes as dsbench coll steps them (coll::sweepSizes), each rounded down to a
 // multiple of `elem` (at least one element). Sizes that round to one already listed are dropped.
 std::vector<std::size_t> sweepSizes(const SweepFlags& flags, std::size_t elem);
 
 // A result row of an f32 sum allreduce of `bytes` over `worldSize` ranks (busbw factor 2(n-1)/n),
 // as the peers (raw MPI, the bandwidth limit) report it; the places are left for the caller.
 report::SweepMeasurement allreduceRow(const std::string& backend, int worldSize, std::size_t bytes);
-
-// Median of a copy of v (upper median for even sizes); 0 for an empty vector.
-double median(std::vector<double> v);
 
 }  // namespace ds::bench::micro

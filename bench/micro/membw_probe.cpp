@@ -48,6 +48,7 @@
 #include "bench/micro/bench_args.h"
 #include "engine/common/error.h"
 #include "reports/sweep/sweep_reporter.h"
+#include "engine/common/net.h"
 
 namespace {
 
@@ -186,12 +187,10 @@ int run(int argc, char** argv) {
   f.minTimeS = 0.02;
   std::vector<int> ranks{2};
   bool go =
-      ds::bench::micro::parseSweepFlags(argc, argv, f, kUsage, [&](const std::string& a, const char* v) {
-        if (a == "--ranks" && v != nullptr) {
-          ranks = parseRanks(v);
-          return 2;
-        }
-        return 0;
+      ds::bench::micro::parseSweepFlags(argc, argv, f, kUsage, [&](const std::string& a, const auto& value) {
+        if (a != "--ranks") return false;
+        ranks = parseRanks(value());
+        return true;
       });
   if (!go) return ds::bench::kExitOk;
   if (f.minTimeS <= 0) f.minTimeS = 0.02;
@@ -217,9 +216,7 @@ int run(int argc, char** argv) {
   runRec.args.backends = {"membw-limit"};
   runRec.args.check = 0;
   runRec.metadata.worldSize = ranks.front();
-  char host[256] = {};
-  ::gethostname(host, sizeof host - 1);
-  runRec.metadata.hosts = {host};
+  runRec.metadata.hosts = {ds::net::hostName()};
   runRec.metadata.commandLine = ds::bench::coll::commandLine();
   runRec.metadata.launcher = "none";
   runRec.metadata.versions = ds::bench::coll::libraryVersions();

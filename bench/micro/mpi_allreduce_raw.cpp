@@ -195,19 +195,20 @@ int run(int argc, char** argv) {
   bool nonblocking = false;
   int check = 1;
   bool go =
-      ds::bench::micro::parseSweepFlags(argc, argv, f, kUsage, [&](const std::string& a, const char* v) {
+      ds::bench::micro::parseSweepFlags(argc, argv, f, kUsage, [&](const std::string& a, const auto& value) {
         if (a == "--nonblocking") {
           nonblocking = true;
-          return 1;
+          return true;
         }
-        if ((a == "-c" || a == "--check") && v != nullptr) {
-          if (std::string(v) != "0" && std::string(v) != "1") {
+        if (a == "-c" || a == "--check") {
+          const std::string v = value();
+          if (v != "0" && v != "1") {
             throw ds::ConfigError(fmt::format("-c '{}' is not valid; give 0 (no check) or 1.", v));
           }
           check = std::stoi(v);
-          return 2;
+          return true;
         }
-        return 0;
+        return false;
       });
   if (!go) return ds::bench::kExitOk;
   if (f.maxBytes / sizeof(float) > static_cast<std::size_t>(INT32_MAX)) {
