@@ -94,7 +94,7 @@ DiagReport diagFromJson(const nlohmann::json& j, const std::string& origin) {
   try {
     if (!j.is_object() || textOr(j, "schema", "") != kDiagSchemaName) {
       throw ConfigError(fmt::format("{} is not a dsdiag report (schema '{}', expected '{}').", origin,
-                                    j.is_object() ? textOr(j, "schema", "") : "", kDiagSchemaName));
+                                    textOr(j, "schema", ""), kDiagSchemaName));
     }
     checkSchemaVersion(j, kDiagSchemaName, origin);
     DiagReport r;

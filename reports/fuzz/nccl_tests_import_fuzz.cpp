@@ -26,7 +26,7 @@ void check(const ds::report::SweepRun& run, const char* how) {
     }
   }
   // As dsreport writes it: bytes that are not UTF-8 are replaced, not an exception.
-  (void)ds::report::sweepToJson(run).dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
+  (void)ds::report::dumpJson(ds::report::sweepToJson(run), 2);
 }
 
 template <typename F>

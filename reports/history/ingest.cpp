@@ -10,6 +10,7 @@
 #include "engine/common/error.h"
 #include "reports/history/history_schema.h"
 #include "reports/history/sqlite_db.h"
+#include "reports/json_io.h"
 #include "reports/run/run_file.h"
 #include "reports/schema/label.h"
 
@@ -36,21 +37,10 @@ std::string normalizeTime(std::string t) {
   return t;
 }
 
-// JSON text for a column. Files may carry invalid UTF-8 (an env value, a host name): it is stored
-// with U+FFFD in its place rather than failing the ingest.
-std::string jsonText(const nlohmann::json& j) {
-  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-}
-
 std::string join(const std::set<std::string>& s) {
   std::string out;
   for (const auto& x : s) out += (out.empty() ? "" : ",") + x;
   return out;
-}
-
-std::string jsonString(const nlohmann::json& j, const char* key) {
-  if (j.is_object() && j.contains(key) && j[key].is_string()) return j[key].get<std::string>();
-  return {};
 }
 
 // What goes into the runs row, gathered from either kind.
@@ -64,7 +54,7 @@ RunRow describeSweep(const SweepRun& s) {
   RunRow r;
   r.startTime = s.metadata.startTime;
   r.endTime = s.metadata.endTime;
-  r.hosts = jsonText(nlohmann::json(s.metadata.hosts));
+  r.hosts = dumpJson(nlohmann::json(s.metadata.hosts));
   r.worldSize = s.metadata.worldSize;
   std::set<std::string> backends;
   for (const auto& m : s.results) {
@@ -80,16 +70,16 @@ RunRow describeSweep(const SweepRun& s) {
   r.status = s.summary.status;
   nlohmann::json meta;
   to_json(meta, s.metadata);
-  r.metadata = jsonText(meta);
+  r.metadata = dumpJson(meta);
   return r;
 }
 
 RunRow describeTrain(const std::vector<TrainRunRecord>& runs, const nlohmann::json& meta) {
   RunRow r;
-  r.startTime = jsonString(meta, "start_time");
-  r.endTime = jsonString(meta, "end_time");
+  r.startTime = textOr(meta, "start_time", "");
+  r.endTime = textOr(meta, "end_time", "");
   if (meta.is_object() && meta.contains("hosts") && meta["hosts"].is_array())
-    r.hosts = jsonText(meta["hosts"]);
+    r.hosts = dumpJson(meta["hosts"]);
   std::set<std::string> backends;
   for (const auto& t : runs) {
     backends.insert(t.backend);
@@ -98,10 +88,10 @@ RunRow describeTrain(const std::vector<TrainRunRecord>& runs, const nlohmann::js
   r.backends = join(backends);
   r.rows = runs.size();
   if (meta.is_object() && meta.contains("versions") && meta["versions"].is_object()) {
-    r.dsperfVersion = jsonString(meta["versions"], "dsperf");
-    r.gitSha = jsonString(meta["versions"], "git_sha");
+    r.dsperfVersion = textOr(meta["versions"], "dsperf", "");
+    r.gitSha = textOr(meta["versions"], "git_sha", "");
   }
-  if (meta.is_object()) r.metadata = jsonText(meta);
+  if (meta.is_object()) r.metadata = dumpJson(meta);
   return r;
 }
 
@@ -215,7 +205,7 @@ class Writer {
                            {"hidden_comm_ms", t.hiddenCommMs},
                            {"loss_start", t.lossStart},
                            {"loss_end", t.lossEnd},
-                           {"record", jsonText(record)}});
+                           {"record", dumpJson(record)}});
     }
   }
 

@@ -39,7 +39,7 @@ std::string scalarText(const json& v) {
     return s;
   }
   if (v.is_number_float()) return formatNumber(v.get<double>(), 6);
-  return v.dump(-1, ' ', false, json::error_handler_t::replace);
+  return dumpJson(v);
 }
 
 // Metadata rows (key, value) of one run, from the JSON metadata block the tools write (sweep and

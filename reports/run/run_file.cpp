@@ -165,9 +165,12 @@ RunFile classifyRun(const nlohmann::json& doc, const std::string& origin) {
     f.schemaVersion = checkSchemaVersion(doc, schema, origin).str();
     f.train = trainFromJson(doc, origin);
     f.trainMetadata = doc.contains("metadata") ? doc["metadata"] : nlohmann::json();
-    if (f.trainMetadata.is_object() && f.trainMetadata.contains("label") &&
-        f.trainMetadata["label"].is_string())
-      f.label = f.trainMetadata["label"].get<std::string>();
+    f.label = textOr(f.trainMetadata, "label", "");
+    try {
+      (void)readIntOr(f.trainMetadata, "world_size", 0);  // read again by compare and html: checked here
+    } catch (const nlohmann::json::exception& e) {
+      throw ConfigError(fmt::format("{}: metadata.world_size is not a rank count: {}", origin, e.what()));
+    }
     f.runId = runIdOf(f.kind, trainToJson(*f.train, f.trainMetadata));
   } else if (schema == kDiagSchemaName) {
     f.kind = RunKind::kDiag;
@@ -206,7 +209,7 @@ RunFile loadRunFile(const std::string& path) {
   // A journal: JSON lines whose first line is a journal line (whatever the file is called).
   FirstLine line = firstJsonLine(text);
   const bool firstIsObject = line.parsed.is_object();
-  const std::string firstSchema = firstIsObject ? textOr(line.parsed, "schema", "") : "";
+  const std::string firstSchema = textOr(line.parsed, "schema", "");
   if (firstSchema == kSweepJournalSchemaName) {
     RunFile f = fromSweep(readSweepJournal(path), path);
     f.origin = "journal";

@@ -5,6 +5,7 @@
 #include <cctype>
 
 #include "engine/common/error.h"
+#include "reports/json_io.h"
 
 namespace ds::report {
 
@@ -26,9 +27,13 @@ bool parseDigits(const std::string& s, int& out) {
 
 SchemaVersion parseSchemaVersion(const nlohmann::json& value, const std::string& origin) {
   SchemaVersion v;
-  if (value.is_number_unsigned() || (value.is_number_integer() && value.get<long long>() >= 0)) {
-    v.major = static_cast<int>(value.get<long long>());
-    return v;
+  if (value.is_number_integer()) {  // the integer 1 of older files; one that does not fit an int is refused
+                                    // below
+    try {
+      v.major = readInt<int>(value);
+      if (v.major >= 0) return v;
+    } catch (const nlohmann::json::exception&) {
+    }
   }
   if (value.is_string()) {
     std::string s = value.get<std::string>();

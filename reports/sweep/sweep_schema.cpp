@@ -262,7 +262,7 @@ SweepRun sweepFromJson(const nlohmann::json& j, const std::string& origin) {
   try {
     if (!j.is_object() || textOr(j, "schema", "") != kSweepSchemaName) {
       throw ConfigError(fmt::format("{} is not a dsperf sweep result (schema '{}', expected '{}').", origin,
-                                    j.is_object() ? textOr(j, "schema", "") : "", kSweepSchemaName));
+                                    textOr(j, "schema", ""), kSweepSchemaName));
     }
     checkSchemaVersion(j, kSweepSchemaName, origin);
     SweepRun run;
