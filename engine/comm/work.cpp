@@ -61,12 +61,9 @@ void Work::wait(Timeout timeout) {
                       "{} ms).",
                       timeout->count(), desc_.describe(), desc_.timeout.count()));
     }
-    auto handler = std::move(onTimeout_);
-    onTimeout_ = nullptr;
-    if (!handler && sharedOnTimeout_) handler = *sharedOnTimeout_;
-    sharedOnTimeout_ = nullptr;
+    auto handler = std::move(sharedOnTimeout_);  // once: later waits see the stored error
     lock.unlock();
-    std::exception_ptr err = handler ? handler(desc_)
+    std::exception_ptr err = handler ? (*handler)(desc_)
                                      : std::make_exception_ptr(TimeoutError(
                                            fmt::format("{} did not finish within its timeout of {} ms.",
                                                        desc_.describe(), desc_.timeout.count())));

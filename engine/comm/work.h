@@ -80,11 +80,8 @@ class Work {
   void markStarted();
   void markStarted(Clock::time_point at);
   void markCompleted(std::exception_ptr error = nullptr);
-  // Called (once) by wait() when the op's own timeout ran out; returns the error to raise.
-  void setTimeoutHandler(std::function<std::exception_ptr(const OpDesc&)> handler) {
-    onTimeout_ = std::move(handler);
-  }
-  // The same, shared by many Works (a process group's one handler): no allocation per op.
+  // Called (once) by wait() when the op's own timeout ran out; returns the error to raise. Shared by
+  // many Works (a process group's one handler): no allocation per op.
   void setTimeoutHandler(std::shared_ptr<const std::function<std::exception_ptr(const OpDesc&)>> handler) {
     sharedOnTimeout_ = std::move(handler);
   }
@@ -98,7 +95,6 @@ class Work {
   Clock::time_point issued_ = Clock::now();
   Clock::time_point started_{};
   Clock::time_point finished_{};
-  std::function<std::exception_ptr(const OpDesc&)> onTimeout_;
   std::shared_ptr<const std::function<std::exception_ptr(const OpDesc&)>> sharedOnTimeout_;
 };
 

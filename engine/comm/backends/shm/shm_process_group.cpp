@@ -549,12 +549,16 @@ bool ShmProcessGroup::waitFor(int j, const Ctx& ctx, Clock::time_point spinUntil
     for (unsigned i = 1;; ++i) {
       _mm_pause();
       if (reached(c.step.load(std::memory_order_acquire), target)) return true;
-      if ((i & 63) == 0 && Clock::now() > until) break;
-      // Give the core away at every turn: on a loaded host the peer may be queued behind this rank
-      // on the same CPU, and a pure spin only delays it (measured on 2 shared cores: time per op ~
-      // the spin, 28-33 us at 20 us; yielding every 8th turn 2.3 us, every 2nd 0.7 us). On an idle
-      // core sched_yield returns at once, so this is still a spin bounded by DS_SHM_SPIN_US.
-      if (i > 32) ::sched_yield();  // the first turns stay pure: a peer on another core is ~0.1 us away
+      // The first turns stay pure: a peer on another core is ~0.1 us away. Then the core is given
+      // away at every turn: on a loaded host the peer may be queued behind this rank on the same
+      // CPU, and a pure spin only delays it (measured on 2 shared cores: time per op ~ the spin,
+      // 28-33 us at 20 us; yielding every 8th turn 2.3 us, every 2nd 0.7 us). A yield can last a
+      // whole timeslice, so the clock is read at every yielding turn: the spin stays bounded by
+      // DS_SHM_SPIN_US.
+      if (i > 32) {
+        if (Clock::now() > until) break;
+        ::sched_yield();
+      }
     }
   }
   const auto slice = std::chrono::milliseconds(50);
