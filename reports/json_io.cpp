@@ -66,14 +66,19 @@ nlohmann::json readJson(const std::string& path) {
   if (!in) throw IoError(fmt::format("cannot read {}: {}", path, errnoText(errno)));
   std::stringstream ss;
   ss << in.rdbuf();
+  return parseJsonText(ss.str(), path);
+}
+
+nlohmann::json parseJsonText(const std::string& text, const std::string& origin) {
   try {
-    return nlohmann::json::parse(ss.str());
+    return nlohmann::json::parse(text);
   } catch (const nlohmann::json::parse_error& e) {
     throw ConfigError(fmt::format("{} is not valid JSON (byte {}): {}. The file may be truncated or corrupt.",
-                                  path, e.byte, e.what()));
+                                  origin, e.byte, e.what()));
   } catch (const nlohmann::json::exception& e) {
     // Valid syntax the library still refuses, e.g. a number too large for a double (out_of_range 406).
-    throw ConfigError(fmt::format("{} cannot be read as JSON: {}. The file may be corrupt.", path, e.what()));
+    throw ConfigError(
+        fmt::format("{} cannot be read as JSON: {}. The file may be corrupt.", origin, e.what()));
   }
 }
 

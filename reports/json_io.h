@@ -22,6 +22,8 @@ void writeTextAtomic(const std::string& path, const std::string& text);
 void writeJsonAtomic(const std::string& path, const nlohmann::json& j);
 // Throws IoError when unreadable, ConfigError naming the path and position when not JSON.
 nlohmann::json readJson(const std::string& path);
+// readJson of a file's text already read (`origin` names it in errors).
+nlohmann::json parseJsonText(const std::string& text, const std::string& origin);
 
 // An integer field read from a file: a JSON number that fits T, else nlohmann's out_of_range (406) or
 // type_error (302), which the readers turn into a ConfigError naming the file. nlohmann::json's own

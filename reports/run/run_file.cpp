@@ -211,7 +211,7 @@ RunFile loadRunFile(const std::string& path) {
   const bool firstIsObject = line.parsed.is_object();
   const std::string firstSchema = textOr(line.parsed, "schema", "");
   if (firstSchema == kSweepJournalSchemaName) {
-    RunFile f = fromSweep(readSweepJournal(path), path);
+    RunFile f = fromSweep(parseSweepJournal(text, path), path);
     f.origin = "journal";
     return f;
   }
@@ -231,11 +231,7 @@ RunFile loadRunFile(const std::string& path) {
     f.origin = ncclJson ? "nccl-tests json" : "nccl-tests text";
     return f;
   }
-  if (doc.is_discarded()) {
-    // Not JSON: report where the parser stopped, as readJson does.
-    readJson(path);
-    throw ConfigError(fmt::format("{} is not valid JSON.", path));  // not reached: readJson threw
-  }
+  if (doc.is_discarded()) parseJsonText(text, path);  // not JSON: throws, saying where the parser stopped
   RunFile f = classifyRun(doc, path);
   f.path = path;
   return f;

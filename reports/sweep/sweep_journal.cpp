@@ -5,6 +5,7 @@
 
 #include <cerrno>
 #include <fstream>
+#include <sstream>
 
 #include "engine/common/error.h"
 #include "reports/json_io.h"
@@ -59,8 +60,15 @@ void SweepJournal::writeLine(const nlohmann::json& j) {
 }
 
 SweepRun readSweepJournal(const std::string& path) {
-  std::ifstream in(path);
+  std::ifstream in(path, std::ios::binary);
   if (!in) throw IoError(fmt::format("cannot read the journal {}: {}", path, errnoText(errno)));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return parseSweepJournal(ss.str(), path);
+}
+
+SweepRun parseSweepJournal(const std::string& text, const std::string& path) {
+  std::istringstream in(text);
   SweepRun run;
   bool started = false, ended = false;
   std::string line;

@@ -1,6 +1,7 @@
 // The JSON-lines journal of a sweep: one line per event, appended as it happens, so that a run killed
 // by a signal or a lost rank leaves what it measured. Lines:
-//   {"schema": "dsperf.sweep.journal", "schema_version": "1.0", "type": "start", "args": ..., "metadata": ...}
+//   {"schema": "dsperf.sweep.journal", "schema_version": "1.0", "type": "start", "args": ..., "metadata":
+//   ...}
 //   {"type": "measurement", "result": <one row, as in the final JSON's "results">}
 //   {"type": "note", "text": "..."}
 //   {"type": "end", "summary": ..., "end_time": "..."}
@@ -44,5 +45,7 @@ class SweepJournal {
 // with the footer figures recomputed from the rows; a truncated last line is skipped. Throws
 // IoError when unreadable, ConfigError when no start line of our schema is found.
 SweepRun readSweepJournal(const std::string& path);
+// The same, of a journal's text already read (`origin` names it in errors).
+SweepRun parseSweepJournal(const std::string& text, const std::string& origin);
 
 }  // namespace ds::report
