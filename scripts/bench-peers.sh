@@ -33,15 +33,17 @@ mintime=""
 out=""
 do_build=1
 usage() { sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; }
+bad() { echo "bench-peers: $*; see --help." >&2; exit 1; }
+value_of() { [ $# -ge 2 ] || bad "$1 needs a value"; printf '%s' "$2"; }
 while [ $# -gt 0 ]; do
   case $1 in
     --quick) mode=quick ;;
     --full) mode=full ;;
-    --rounds) rounds=$2; shift ;;
-    --np) nps=$2; shift ;;
-    -e|--maxbytes) maxbytes=$2; shift ;;
-    --min-time) mintime=$2; shift ;;
-    --out) out=$2; shift ;;
+    --rounds) rounds=$(value_of "$@") || exit 1; shift ;;
+    --np) nps=$(value_of "$@") || exit 1; shift ;;
+    -e|--maxbytes) maxbytes=$(value_of "$@") || exit 1; shift ;;
+    --min-time) mintime=$(value_of "$@") || exit 1; shift ;;
+    --out) out=$(value_of "$@") || exit 1; shift ;;
     --no-build) do_build=0 ;;
     -h|--help) usage; exit 0 ;;
     *) echo "bench-peers: unknown argument '$1'; see --help." >&2; exit 1 ;;
@@ -60,7 +62,10 @@ fi
 # many ops to average out the scheduler); above, a fixed -n 3 (one op lasts milliseconds, and
 # dsbench's --min-time pilot alone would cost 5 ops of up to a second each at 256 MiB).
 split=1048576
-case $rounds in ''|*[!0-9]*|0) echo "bench-peers: --rounds '$rounds' must be a whole number of at least 1." >&2; exit 1 ;; esac
+case $rounds in ''|*[!0-9]*|0) bad "--rounds '$rounds' must be a whole number of at least 1" ;; esac
+[[ "$nps" =~ ^[1-9][0-9]*(,[1-9][0-9]*)*$ ]] || bad "--np '$nps' must be rank counts separated by commas, e.g. 2,4"
+[[ "$mintime" =~ ^[0-9]+(\.[0-9]+)?$ ]] || bad "--min-time '$mintime' must be seconds, e.g. 0.03"
+max_b=$(numfmt --from=iec "${maxbytes%B}" 2>/dev/null) || bad "-e '$maxbytes' is not a size; give bytes with an optional K, M or G, e.g. 32M"
 out=${out:-$root/demo-out/peers-$(date -u +%Y%m%dT%H%M%SZ)}
 mkdir -p "$out" || { echo "bench-peers: cannot create the output folder $out." >&2; exit 1; }
 
@@ -98,12 +103,12 @@ run_mpi() {
     "$mpirun" -np "$np" --oversubscribe -x MASTER_PORT -x DS_ACCELERATOR -x OMP_NUM_THREADS "$@" >"$log" 2>&1
 }
 
-max_b=$(numfmt --from=iec "$maxbytes" 2>/dev/null || echo "$maxbytes")
 small=(-b 8 -e "$((max_b < split ? max_b : split))" -f "$factor" -n 5 -w 2 --min-time "$mintime")
 large=()
-[ "$max_b" -gt "$split" ] && large=(-b "$((split * factor))" -e "$maxbytes" -f "$factor" -n 3 -w 1)
+first_large=8  # the first size of the ×factor grid from 8 B beyond the small sweep, so both sweeps share one grid
+while [ "$first_large" -le "$split" ]; do first_large=$((first_large * factor)); done
+[ "$max_b" -ge "$first_large" ] && large=(-b "$first_large" -e "$maxbytes" -f "$factor" -n 3 -w 1)
 IFS=, read -r -a np_list <<<"$nps"
-ranks_csv=$(IFS=,; echo "${np_list[*]}")
 start=$(date +%s)
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 echo "== bench-peers ($mode): $rounds round(s), ranks ${np_list[*]}, sizes 8 B to $maxbytes ×$factor, min-time ${mintime}s"
@@ -126,7 +131,7 @@ fi
 failed=()
 for ((r = 1; r <= rounds; r++)); do
   t0=$(date +%s)
-  "$bin/ds_membw_probe" -b 8 -e "$maxbytes" -f "$factor" --ranks "$ranks_csv" --min-time 0.02 \
+  "$bin/ds_membw_probe" -b 8 -e "$maxbytes" -f "$factor" --ranks "$nps" --min-time 0.02 \
     -J "$out/r$r-limit.json" >"$out/r$r-limit.log" 2>&1 || failed+=("round $r membw probe")
   for np in "${np_list[@]}"; do
     # Rotate the order so that no peer always runs first (warm caches, a quiet machine) or last.
