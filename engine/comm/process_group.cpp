@@ -11,6 +11,7 @@
 
 #include "engine/common/error.h"
 #include "engine/common/log.h"
+#include "engine/env/env_source.h"
 
 namespace ds::comm {
 namespace {
@@ -664,35 +665,12 @@ std::string ProcessGroup::missingRanks(const OpDesc& desc) {
 
 std::size_t inlineMaxBytesFromEnv(const char* value) {
   if (value == nullptr || *value == '\0') return kDefaultInlineMaxBytes;
-  char* end = nullptr;
-  errno = 0;
-  unsigned long long n = std::strtoull(value, &end, 10);
-  unsigned long long scale = 1;
-  if (end != value && *end != '\0' && end[1] == '\0') {
-    switch (*end) {
-      case 'K':
-        scale = 1ULL << 10;
-        ++end;
-        break;
-      case 'M':
-        scale = 1ULL << 20;
-        ++end;
-        break;
-      case 'G':
-        scale = 1ULL << 30;
-        ++end;
-        break;
-      default:
-        break;
-    }
+  try {
+    return env::parseBytesVar("DS_PG_INLINE_MAX_BYTES", value);
+  } catch (const ConfigError& e) {
+    throw ConfigError(
+        fmt::format("{} 0 turns the fast path off (unset: {}).", e.what(), kDefaultInlineMaxBytes));
   }
-  if (end == value || *end != '\0' || errno != 0 || value[0] == '-' || n > (1ULL << 40) / scale) {
-    throw ConfigError(fmt::format(
-        "DS_PG_INLINE_MAX_BYTES='{}' is not valid; give a number of bytes with an optional K, M or G "
-        "(binary) suffix, e.g. 64K, or 0 to turn the fast path off (unset: {}).",
-        value, kDefaultInlineMaxBytes));
-  }
-  return static_cast<std::size_t>(n * scale);
 }
 
 bool detailDebugFromEnv(const char* value) {

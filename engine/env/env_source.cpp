@@ -1,6 +1,7 @@
 #include "engine/env/env_source.h"
 
 #include <charconv>
+#include <cstddef>
 #include <cstdlib>
 #include <string>
 
@@ -48,6 +49,36 @@ long long parseIntVar(std::string_view name, std::string_view value, long long m
     throw ConfigError(fmt::format("{}={} is out of range; it must be {}.", name, value, valid));
   }
   return out;
+}
+
+std::size_t parseBytesVar(std::string_view name, const std::string& text) {
+  auto bad = [&] {
+    return ConfigError(
+        fmt::format("{}='{}' is not a byte count; give a number with an optional K, M or G "
+                    "suffix (binary), e.g. 1M.",
+                    name, text));
+  };
+  if (text.empty()) throw bad();
+  std::size_t pos = 0;
+  unsigned long long v = 0;
+  try {
+    v = std::stoull(text, &pos);
+  } catch (const std::exception&) {
+    throw bad();
+  }
+  std::string suffix = text.substr(pos);
+  unsigned long long mult = 1;
+  if (suffix == "K" || suffix == "k" || suffix == "KiB") {
+    mult = 1ull << 10;
+  } else if (suffix == "M" || suffix == "m" || suffix == "MiB") {
+    mult = 1ull << 20;
+  } else if (suffix == "G" || suffix == "g" || suffix == "GiB") {
+    mult = 1ull << 30;
+  } else if (!suffix.empty()) {
+    throw bad();
+  }
+  if (text[0] == '-' || v > (1ull << 40) / mult) throw bad();
+  return static_cast<std::size_t>(v * mult);
 }
 
 }  // namespace ds::env

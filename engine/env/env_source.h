@@ -2,6 +2,7 @@
 // in tests, so that every launcher's variable set can be checked without touching the real env.
 #pragma once
 
+#include <cstddef>
 #include <initializer_list>
 #include <map>
 #include <optional>
@@ -39,5 +40,9 @@ class MapEnv final : public EnvSource {
 // in words for the message, e.g. "0 to WORLD_SIZE-1".
 long long parseIntVar(std::string_view name, std::string_view value, long long min, long long max,
                       std::string_view valid);
+
+// Parses an environment value as a byte count: "1048576", "64K", "1M", "2G" (binary; k/KiB forms
+// too), at most 1 TiB. Throws ConfigError naming the variable and the accepted form.
+std::size_t parseBytesVar(std::string_view name, const std::string& text);
 
 }  // namespace ds::env

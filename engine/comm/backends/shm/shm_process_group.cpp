@@ -38,40 +38,11 @@
 #include "engine/common/error.h"
 #include "engine/common/log.h"
 #include "engine/common/net.h"
+#include "engine/env/env_source.h"
 #include "engine/env/world_info.h"
 
 namespace ds::comm {
 namespace shm {
-
-std::size_t parseBytes(const std::string& name, const std::string& text) {
-  auto bad = [&] {
-    return ConfigError(
-        fmt::format("{}='{}' is not a byte count; give a number with an optional K, M or G "
-                    "suffix (binary), e.g. 1M.",
-                    name, text));
-  };
-  if (text.empty()) throw bad();
-  std::size_t pos = 0;
-  unsigned long long v = 0;
-  try {
-    v = std::stoull(text, &pos);
-  } catch (const std::exception&) {
-    throw bad();
-  }
-  std::string suffix = text.substr(pos);
-  unsigned long long mult = 1;
-  if (suffix == "K" || suffix == "k" || suffix == "KiB") {
-    mult = 1ull << 10;
-  } else if (suffix == "M" || suffix == "m" || suffix == "MiB") {
-    mult = 1ull << 20;
-  } else if (suffix == "G" || suffix == "g" || suffix == "GiB") {
-    mult = 1ull << 30;
-  } else if (!suffix.empty()) {
-    throw bad();
-  }
-  if (text[0] == '-' || v > (1ull << 40) / mult) throw bad();
-  return static_cast<std::size_t>(v * mult);
-}
 
 std::size_t defaultSlotBytes(int localRanks) {
   const std::size_t budget = std::size_t{32} << 20;  // all slots of the host
@@ -87,7 +58,7 @@ ShmConfig configFromEnv() {
     return v != nullptr && *v != '\0' ? v : nullptr;
   };
   if (const char* v = get("DS_SHM_BUFFER_BYTES")) {
-    c.slotBytes = parseBytes("DS_SHM_BUFFER_BYTES", v);
+    c.slotBytes = env::parseBytesVar("DS_SHM_BUFFER_BYTES", v);
     if (c.slotBytes < 4096 || c.slotBytes > (1ull << 30)) {
       throw ConfigError(
           fmt::format("DS_SHM_BUFFER_BYTES={} is out of range; give 4K to 1G, or unset it for the default "
@@ -95,8 +66,9 @@ ShmConfig configFromEnv() {
                       v));
     }
   }
-  if (const char* v = get("DS_SHM_SMALL_BYTES")) c.smallBytes = parseBytes("DS_SHM_SMALL_BYTES", v);
-  if (const char* v = get("DS_SHM_INLINE_BYTES")) c.inlineBytes = parseBytes("DS_SHM_INLINE_BYTES", v);
+  if (const char* v = get("DS_SHM_SMALL_BYTES")) c.smallBytes = env::parseBytesVar("DS_SHM_SMALL_BYTES", v);
+  if (const char* v = get("DS_SHM_INLINE_BYTES"))
+    c.inlineBytes = env::parseBytesVar("DS_SHM_INLINE_BYTES", v);
   if (const char* v = get("DS_SHM_SPIN_US")) {
     char* end = nullptr;
     double us = std::strtod(v, &end);

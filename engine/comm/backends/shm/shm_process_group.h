@@ -47,8 +47,6 @@ struct ShmConfig {
 std::size_t defaultSlotBytes(int localRanks);
 // Reads the DS_SHM_* variables above. Throws ConfigError naming the variable and what is valid.
 ShmConfig configFromEnv();
-// "1048576", "64K", "1M", "2G" -> bytes. Throws ConfigError naming `name`.
-std::size_t parseBytes(const std::string& name, const std::string& text);
 
 }  // namespace shm
 

@@ -12,6 +12,7 @@
 #include "engine/comm/backends/shm/shm_process_group.h"
 #include "engine/comm/tests/matrix.h"
 #include "engine/common/error.h"
+#include "engine/env/env_source.h"
 #include "engine/store/hash_store.h"
 
 namespace ds::comm::testing {
@@ -132,8 +133,8 @@ TEST(ShmBackend, BadSettingsAreConfigErrors) {
   ::setenv("DS_SHM_INTER_BACKEND", "mpi", 1);
   EXPECT_THROW(shm::configFromEnv(), ConfigError);
   ::unsetenv("DS_SHM_INTER_BACKEND");
-  EXPECT_EQ(shm::parseBytes("x", "64K"), 65536u);
-  EXPECT_EQ(shm::parseBytes("x", "3M"), 3u << 20);
+  EXPECT_EQ(ds::env::parseBytesVar("x", "64K"), 65536u);
+  EXPECT_EQ(ds::env::parseBytesVar("x", "3M"), 3u << 20);
 }
 
 // --- hierarchy: pretend hosts inside one process ---
