@@ -1,14 +1,11 @@
 // The shared order statistics (one quantile rule for sweeps, train runs and the dashboard) and the
 // atomic text writer every result file goes through.
 #include <gtest/gtest.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "engine/common/error.h"
+#include "engine/testing/subprocess.h"
 #include "reports/json_io.h"
 #include "reports/stats.h"
 #include "reports/sweep/sweep_schema.h"
@@ -41,26 +38,15 @@ TEST(Stats, SweepAndTrainPercentilesAgreeOnTheSameSamples) {
   EXPECT_DOUBLE_EQ(it.p50Us, 75.75);  // between 50 and 51 (x1.5)
 }
 
-namespace {
-std::string slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-}  // namespace
-
 TEST(WriteTextAtomic, ReplacesTheWholeFileAndLeavesNoTempFile) {
-  auto dir = std::filesystem::temp_directory_path() / ("ds_stats_io_" + std::to_string(getpid()));
-  std::filesystem::create_directories(dir);
-  std::string path = (dir / "report.html").string();
+  ds::testing::TempDir dir;
+  const std::string path = dir.file("report.html");
   writeTextAtomic(path, "old contents that are longer");
   writeTextAtomic(path, "new");
-  EXPECT_EQ(slurp(path), "new");
+  EXPECT_EQ(ds::testing::readFile(path), "new");
   int entries = 0;
-  for ([[maybe_unused]] auto& e : std::filesystem::directory_iterator(dir)) ++entries;
+  for ([[maybe_unused]] auto& e : std::filesystem::directory_iterator(dir.path())) ++entries;
   EXPECT_EQ(entries, 1);
-  std::filesystem::remove_all(dir);
 }
 
 TEST(WriteTextAtomic, MissingFolderIsAnIoErrorNamingThePath) {
@@ -98,9 +84,8 @@ TEST(ReadInt, AcceptsWhatFitsAndRefusesWhatDoesNotWithNlohmannExceptions) {
 }
 
 TEST(ReadInt, AFloatInAnIntegerFieldOfASweepIsAnErrorNamingTheFile) {
-  auto dir = std::filesystem::temp_directory_path() / ("ds_readint_" + std::to_string(getpid()));
-  std::filesystem::create_directories(dir);
-  const std::string path = (dir / "sweep.json").string();
+  ds::testing::TempDir dir;
+  const std::string path = dir.file("sweep.json");
   nlohmann::json doc = sweepToJson(SweepRun{});
   doc["args"]["stepbytes"] = 1.04811e+60;
   writeJsonAtomic(path, doc);
@@ -111,7 +96,6 @@ TEST(ReadInt, AFloatInAnIntegerFieldOfASweepIsAnErrorNamingTheFile) {
     EXPECT_NE(std::string(e.what()).find(path), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("does not fit an integer"), std::string::npos) << e.what();
   }
-  std::filesystem::remove_all(dir);
 }
 
 TEST(TextOr, AnythingButAStringGivesTheFallback) {
