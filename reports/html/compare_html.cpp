@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <map>
 
 #include "reports/html/html_page.h"
@@ -40,8 +41,7 @@ std::string verdictClass(Verdict v) {
 std::string signedPct(double pct) { return fmt::format("{}{:.1f} %", pct >= 0 ? "+" : "", pct); }
 
 std::string runName(const RunBrief& b, const char* role) {
-  std::string file =
-      b.path.substr(b.path.find_last_of('/') == std::string::npos ? 0 : b.path.find_last_of('/') + 1);
+  const std::string file = std::filesystem::path(b.path).filename().string();
   return fmt::format("{}: {}", role, b.label.empty() ? file : b.label);
 }
 

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <map>
 #include <set>
 #include <tuple>
@@ -19,8 +20,7 @@ using nlohmann::json;
 namespace {
 
 std::string baseName(const std::string& path) {
-  std::string name =
-      path.substr(path.find_last_of('/') == std::string::npos ? 0 : path.find_last_of('/') + 1);
+  std::string name = std::filesystem::path(path).filename().string();
   for (const char* ext : {".jsonl", ".json"}) {
     std::string e(ext);
     if (name.size() > e.size() && name.compare(name.size() - e.size(), e.size(), e) == 0) {

@@ -5,6 +5,7 @@
 #include <cctype>
 #include <cerrno>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <optional>
@@ -77,10 +78,7 @@ std::string dtypeFrom(const std::string& name) {
 
 // "runs/2025-01-01/nccl.txt" -> "nccl.txt": metadata.source names the file, not where it was read from,
 // so that the same output imported from two places is the same run (the run id hashes the metadata).
-std::string baseName(const std::string& path) {
-  auto slash = path.find_last_of('/');
-  return slash == std::string::npos ? path : path.substr(slash + 1);
-}
+std::string baseName(const std::string& path) { return std::filesystem::path(path).filename().string(); }
 
 bool isNcclLogLine(const std::string& line) {
   return line.find(" NCCL INFO ") != std::string::npos || line.find(" NCCL WARN ") != std::string::npos ||
@@ -248,8 +246,7 @@ void finishRow(SweepMeasurement& m) {
 
 std::string collectiveFromNcclTests(const std::string& name) {
   std::string n = lower(trim(name));
-  auto slash = n.find_last_of('/');
-  if (slash != std::string::npos) n = n.substr(slash + 1);
+  n = baseName(n);
   if (n.size() > 5 && n.compare(n.size() - 5, 5, "_perf") == 0) n.resize(n.size() - 5);
   if (n == "all_reduce") return "allreduce";
   if (n == "all_gather") return "allgather";
