@@ -26,6 +26,7 @@
 #include <string>
 #include <tuple>
 #include <vector>
+#include <thread>
 
 #include "bench/coll/metadata.h"
 #include "bench/exit_codes.h"
@@ -217,7 +218,9 @@ int run(int argc, char** argv) {
     for (const auto& [key, g] : groups) {
       if (std::get<1>(key) == n) sizes.insert(std::get<2>(key));
     }
-    std::printf("\n## %d ranks%s\n", n, n > 2 ? " (oversubscribed: more ranks than the 2 cores)" : "");
+    const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    std::printf("\n## %d ranks%s\n", n,
+                n > cores ? fmt::format(" (oversubscribed: more ranks than the {} cores)", cores).c_str() : "");
     std::printf("%8s | %8s %8s %8s %8s %8s | %8s %8s %8s %8s | %6s\n", "size", "shm", "gloo", "mpi", "mpi-raw",
                 "limit", "shm/gloo", "shm/mpi", "shm/raw", "shm/lim", "noise%");
     for (std::size_t s : sizes) {
