@@ -217,13 +217,34 @@ std::string defaultCollective(const NcclImportOptions& o, const std::string& fro
 }
 
 // What a place's "wrong" column holds: a count, "N/A" (not checked: -1) or the older error value.
+// The older "error" column is the largest deviation from the expected value (a float such as 1e-07 that
+// nccl-tests compared with a tolerance of its own), not a count of wrong elements: a row cannot say
+// whether it failed, so it reads as -1 (no count) until the table's footer settles it (see
+// settleErrorColumn).
 std::optional<long long> parseWrong(const std::string& s, bool errorColumn) {
   if (s == "N/A") return -1;
   auto d = toDouble(s);
   if (!d || *d < 0) return std::nullopt;
-  if (errorColumn) return *d > 0 ? 1 : 0;  // a max error, not a count: any error is wrong data
+  if (errorColumn) return -1;
   return static_cast<long long>(std::llround(*d));
 }
+
+// "Out of bounds values : 0 OK" -> 0; "... : 3 FAILED" -> 3; anything else -> nullopt.
+std::optional<long long> footerOutOfBounds(const std::string& body) {
+  auto colon = body.find(':');
+  if (colon == std::string::npos) return std::nullopt;
+  auto w = words(body.substr(colon + 1));
+  if (w.empty()) return std::nullopt;
+  auto n = toInt(w[0]);
+  if (!n || *n < 0) return std::nullopt;
+  return *n;
+}
+
+bool isReducing(const std::string& collective) {
+  return collective == "allreduce" || collective == "reduce" || collective == "reduce_scatter";
+}
+
+bool isRooted(const std::string& collective) { return collective == "broadcast" || collective == "reduce"; }
 
 // REFERENCE.md §5's bus factor when the collective and world size are known; else busbw / algbw.
 double busFactorOf(const std::string& collective, int n) {
@@ -275,6 +296,10 @@ SweepRun importNcclTestsText(const std::string& text, const std::string& origin,
   int firstForeign = 0;
   std::string firstForeignText;
   std::set<int> rankSeen;
+  std::size_t tableFirstRow = 0;  // index in run.results of the current table's first row
+  long long footerFailures = 0;   // out-of-bounds values reported by footers of error-column tables
+  bool noRedopColumn = false, noRootColumn = false;
+  std::vector<bool> opInferred, rootInferred;  // per row: the layout had no such column
   std::istringstream in(text);
   std::string line;
   int lineNo = 0;
@@ -315,8 +340,22 @@ SweepRun importNcclTestsText(const std::string& text, const std::string& origin,
         }
         layout = l;
         tableStart = lineNo;
+        tableFirstRow = run.results.size();
       } else if (body.rfind("Out of bounds values", 0) == 0) {
         if (!layout) throw fail("a footer ('Out of bounds values') without a table header before it.");
+        if (layout->errorColumn) {
+          // The footer is the only count this layout has: 0 vouches for every row of the table; a
+          // failure cannot be pinned to a row, so the rows keep no count and the run is marked below.
+          if (auto n = footerOutOfBounds(body)) {
+            if (*n == 0) {
+              for (std::size_t i = tableFirstRow; i < run.results.size(); ++i) {
+                for (PlaceResult* p : {&run.results[i].outOfPlace, &run.results[i].inPlace})
+                  if (p->measured) p->wrong = 0;
+              }
+            }
+            footerFailures += *n;
+          }
+        }
       } else if (body.rfind("Avg bus bandwidth", 0) == 0) {
         if (!layout) throw fail("a footer ('Avg bus bandwidth') without a table header before it.");
         auto colon = body.find(':');
@@ -365,7 +404,11 @@ SweepRun importNcclTestsText(const std::string& text, const std::string& origin,
     m.bytes = m.requestedBytes = static_cast<std::size_t>(*size);
     m.count = static_cast<std::size_t>(*count);
     m.dtype = dtypeFrom(w[static_cast<std::size_t>(l.type)]);
-    m.op = l.redop >= 0 ? lower(w[static_cast<std::size_t>(l.redop)]) : "none";
+    m.op = l.redop >= 0 ? lower(w[static_cast<std::size_t>(l.redop)]) : "";  // settled below
+    opInferred.push_back(l.redop < 0);
+    rootInferred.push_back(l.root < 0);
+    noRedopColumn = noRedopColumn || l.redop < 0;
+    noRootColumn = noRootColumn || l.root < 0;
     if (l.root >= 0) {
       auto root = toInt(w[static_cast<std::size_t>(l.root)]);
       if (!root) throw fail(fmt::format("the root column of {} is not a rank number.", quote(t)));
@@ -423,8 +466,23 @@ SweepRun importNcclTestsText(const std::string& text, const std::string& origin,
         "nccl-tests versions). Give it: dsreport import {} --collective allreduce (or allgather, ...).",
         origin, origin));
   }
-  for (auto& m : run.results) {
+  for (std::size_t i = 0; i < run.results.size(); ++i) {
+    SweepMeasurement& m = run.results[i];
     if (m.collective.empty()) m.collective = collective;
+    // Layouts without a redop or root column ran with nccl-tests' defaults (-o sum, -r 0). Newer
+    // nccl-tests prints them ("sum", "none", root -1 or 0); filling the same values keeps an old log
+    // comparable with the same system's newer ones.
+    if (opInferred[i]) m.op = isReducing(m.collective) ? "sum" : "none";
+    if (rootInferred[i]) m.root = isRooted(m.collective) ? 0 : -1;
+  }
+  if (noRedopColumn && isReducing(collective)) {
+    run.notes.push_back(
+        "This nccl-tests layout has no redop column: its rows are taken as op sum, nccl-tests' default "
+        "(-o sum).");
+  }
+  if (noRootColumn && isRooted(collective)) {
+    run.notes.push_back(
+        "This nccl-tests layout has no root column: its rows are taken as root 0, nccl-tests' default (-r 0).");
   }
   finishRanks(run.metadata);
   for (auto& m : run.results) {
@@ -443,6 +501,15 @@ SweepRun importNcclTestsText(const std::string& text, const std::string& origin,
     if (ops.insert(m.op).second) run.args.ops.push_back(m.op);
   }
   run.summary = summarize(run.results);
+  if (footerFailures > 0) {
+    // Error-column layouts count failures only in the footer; the run failed even though no row says so.
+    run.summary.outOfBounds = std::max(run.summary.outOfBounds, footerFailures);
+    run.summary.status = "wrong_data";
+    run.notes.push_back(fmt::format(
+        "nccl-tests reported {} out-of-bounds value(s). This log layout gives each row's largest error, "
+        "not a count, so the sizes that failed are not known; every row shows no count (N/A).",
+        footerFailures));
+  }
   return run;
 }
 

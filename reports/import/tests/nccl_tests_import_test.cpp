@@ -192,3 +192,91 @@ TEST(NcclTestsImport, TheImportedJsonIsARunFileForEveryOtherSubcommand) {
   EXPECT_EQ(direct.origin, "nccl-tests text");
   EXPECT_EQ(direct.runId, f.runId);
 }
+
+namespace {
+
+RunFile importedRunFile(ds::testing::TempDir& dir, const std::string& name) {
+  NcclImportOptions o;
+  o.collective = "all_reduce_perf";  // the older layouts do not name it
+  writeJsonAtomic(dir.file(name + ".json"), sweepToJson(importNcclTestsFile(data(name), o)));
+  return loadRunFile(dir.file(name + ".json"));
+}
+
+}  // namespace
+
+// The same system's all_reduce in the three text layouts nccl-tests has printed (modern with redop and
+// root, no redop/root column, redop with the older max-error column) imports to rows that match one
+// another: same op, root and checked status, so compare finds every row in every pair.
+TEST(NcclTestsImport, ThreeLayoutsOfOneSystemCompareRowByRow) {
+  ds::testing::TempDir dir;
+  std::vector<std::string> files{"all_reduce_2.13.txt", "all_reduce_no_redop.txt", "all_reduce_error_column.txt"};
+  std::vector<RunFile> runs;
+  for (const auto& f : files) runs.push_back(importedRunFile(dir, f));
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    SCOPED_TRACE(files[i]);
+    ASSERT_EQ(runs[i].sweep->results.size(), 4u);
+    for (const auto& m : runs[i].sweep->results) {
+      EXPECT_EQ(m.op, "sum");
+      EXPECT_EQ(m.root, -1);
+      EXPECT_EQ(m.outOfPlace.wrong, 0);
+      EXPECT_EQ(m.inPlace.wrong, 0);
+    }
+    EXPECT_EQ(runs[i].sweep->summary.status, "ok");
+  }
+  for (std::size_t a = 0; a < runs.size(); ++a) {
+    for (std::size_t b = 0; b < runs.size(); ++b) {
+      if (a == b) continue;
+      SCOPED_TRACE(files[a] + " vs " + files[b]);
+      CompareResult r = compareRuns(runs[a], runs[b]);
+      EXPECT_TRUE(r.comparable);
+      EXPECT_EQ(r.items.size(), 8u);  // 4 sizes x out-of-place, in-place
+      EXPECT_TRUE(r.notCompared.empty()) << r.notCompared.front().what << ": " << r.notCompared.front().reason;
+    }
+  }
+  // The layout without a redop column says where its op came from.
+  bool noted = false;
+  for (const auto& n : runs[1].sweep->notes) noted = noted || n.find("no redop column") != std::string::npos;
+  EXPECT_TRUE(noted);
+}
+
+// The older "error" column is a maximum deviation (a float), not a count of wrong elements: 1e-07 with
+// a footer of "0 OK" is a clean row; a footer that counts failures marks the run without inventing
+// which rows failed.
+TEST(NcclTestsImport, ErrorColumnIsAMaximumErrorSettledByTheFooter) {
+  NcclImportOptions o;
+  o.collective = "all_reduce_perf";
+  SweepRun ok = importNcclTestsText(text("all_reduce_error_column.txt"), "ok.txt", o);
+  EXPECT_EQ(ok.results[1].outOfPlace.wrong, 0);  // error 1e-07
+  EXPECT_EQ(ok.summary.status, "ok");
+  EXPECT_EQ(ok.summary.outOfBounds, 0);
+
+  SweepRun bad = importNcclTestsText(text("all_reduce_error_column_failed.txt"), "bad.txt", o);
+  ASSERT_EQ(bad.results.size(), 2u);
+  EXPECT_EQ(bad.results[0].outOfPlace.wrong, -1);
+  EXPECT_EQ(bad.results[1].inPlace.wrong, -1);
+  EXPECT_EQ(bad.summary.status, "wrong_data");
+  EXPECT_EQ(bad.summary.outOfBounds, 2);
+  bool noted = false;
+  for (const auto& n : bad.notes) noted = noted || n.find("reported 2 out-of-bounds value(s)") != std::string::npos;
+  EXPECT_TRUE(noted);
+}
+
+// Without a root column, rooted collectives ran with nccl-tests' default root 0; others have none (-1).
+TEST(NcclTestsImport, MissingRootAndRedopColumnsTakeNcclTestsDefaults) {
+  std::string t =
+      "#       size         count    type     time   algbw   busbw  #wrong     time   algbw   busbw  #wrong\n"
+      "        1024           256   float    10.00    0.10    0.10       0    10.00    0.10    0.10       0\n"
+      "# Out of bounds values : 0 OK\n"
+      "# Avg bus bandwidth    : 0.1\n";
+  for (auto [name, op, root] : {std::tuple{"broadcast_perf", "none", 0}, std::tuple{"reduce_perf", "sum", 0},
+                                std::tuple{"all_gather_perf", "none", -1}, std::tuple{"alltoall_perf", "none", -1},
+                                std::tuple{"reduce_scatter_perf", "sum", -1}}) {
+    SCOPED_TRACE(name);
+    NcclImportOptions o;
+    o.collective = name;
+    SweepRun run = importNcclTestsText(t, "t.txt", o);
+    ASSERT_EQ(run.results.size(), 1u);
+    EXPECT_EQ(run.results[0].op, op);
+    EXPECT_EQ(run.results[0].root, root);
+  }
+}
