@@ -9,6 +9,7 @@
 #include <tuple>
 
 #include "engine/common/error.h"
+#include "reports/diag/diag_text.h"
 #include "reports/html/html_page.h"
 #include "reports/json_io.h"
 #include "reports/schema/world.h"
@@ -122,7 +123,7 @@ KeyValues runMetadata(const RunFile& run) {
                       s.args.average >= 0 && s.args.average <= 3 ? kAverage[s.args.average] : "?");
     rows.emplace_back("status", s.summary.status);
     rows.emplace_back("exit code", std::to_string(s.summary.exitCode));
-    rows.emplace_back("avg busbw (GB/s)", formatNumber(s.summary.avgBusBw));
+    rows.emplace_back("avg busbw (GB/s)", formatNumber(s.summary.avgBusBw, 6));  // nccl-tests' %g
     rows.emplace_back("wrong elements", std::to_string(s.summary.outOfBounds));
     if (!s.summary.error.empty()) rows.emplace_back("error", s.summary.error);
     for (std::size_t i = 0; i < s.notes.size(); ++i)
@@ -239,18 +240,38 @@ void diagSection(PageBuilder& page, const RunFile& run, const std::string& name,
     for (int r : d.missingRanks) m.push_back(std::to_string(r));
     page.paragraph(fmt::format("Ranks that never reported: {}.", joinStrings(m)), "fail");
   }
-  std::vector<const DiagRecord*> sorted;
-  for (const auto& r : d.checks) sorted.push_back(&r);
-  std::stable_sort(sorted.begin(), sorted.end(),
-                   [](const DiagRecord* a, const DiagRecord* b) { return a->status > b->status; });
+  // One row per identical finding (check, status, message, remedy), naming its ranks as ranges
+  // ("0-3,5") and its hosts, as the text output does; a finding that differs keeps its own row.
+  struct Group {
+    const DiagRecord* rec;
+    std::vector<int> ranks;
+    std::vector<std::string> hosts;
+  };
+  std::vector<Group> groups;
+  for (const auto& r : d.checks) {
+    auto same = [&](const Group& g) {
+      return r.rank >= 0 && !g.ranks.empty() && g.rec->id == r.id && g.rec->status == r.status &&
+             g.rec->message == r.message && g.rec->remedy == r.remedy;
+    };
+    auto it = std::find_if(groups.begin(), groups.end(), same);
+    if (it == groups.end()) {
+      groups.push_back({&r, r.rank >= 0 ? std::vector<int>{r.rank} : std::vector<int>{}, {r.host}});
+      continue;
+    }
+    it->ranks.push_back(r.rank);
+    if (std::find(it->hosts.begin(), it->hosts.end(), r.host) == it->hosts.end()) it->hosts.push_back(r.host);
+  }
+  std::stable_sort(groups.begin(), groups.end(),
+                   [](const Group& a, const Group& b) { return a.rec->status > b.rec->status; });
   // Problems in the open; what passed or was skipped folded below them.
   std::vector<Row> problems, rest;
-  for (const DiagRecord* r : sorted) {
+  for (const Group& g : groups) {
+    const DiagRecord* r = g.rec;
     bool problem = r->status == DiagStatus::kFail || r->status == DiagStatus::kWarn;
     (problem ? problems : rest)
         .push_back({Cell(diagStatusName(r->status), statusClass(r->status)), Cell(r->id, "mono nowrap"),
-                    Cell(r->rank < 0 ? std::string("all") : std::to_string(r->rank), "num"), r->host,
-                    r->message, r->remedy});
+                    Cell(g.ranks.empty() ? std::string("all") : rankRanges(g.ranks), "num"),
+                    joinStrings(g.hosts), r->message, r->remedy});
   }
   std::vector<std::string> header{"status", "check", "rank", "host", "finding", "what to do"};
   if (!problems.empty()) page.table(header, problems, "diag");
@@ -320,13 +341,14 @@ void sweepSection(PageBuilder& page, const std::vector<RunFile>& runs, const std
           if (!p.measured) continue;
           b.push_back({m->bytes, p.busBw});
           l.push_back({m->bytes, p.timeUs});
-          s.push_back({m->bytes, p.spreadPct});
+          if (!p.ranks.empty()) s.push_back({m->bytes, p.spreadPct});  // no per-rank times: no spread
         }
         if (b.empty()) continue;
         std::string label = placeName(place);
         if (manyVariants) label = fmt::format("{} {} {}", v.dtype, v.op, label);
         if (several) label = fmt::format("{}: {}", names[i], label);
         for (auto [arr, pts] : {std::pair{&bw, &b}, std::pair{&lat, &l}, std::pair{&spread, &s}}) {
+          if (pts->empty()) continue;
           arr->push_back({{"label", label}, {"points", *pts}, {"dashed", place == 1}, {"color", color}});
         }
       }
@@ -375,8 +397,8 @@ void sweepSection(PageBuilder& page, const std::vector<RunFile>& runs, const std
           continue;
         }
         row.emplace_back(formatFixed(p.timeUs, 2), "num");
-        row.emplace_back(formatNumber(p.algBw), "num");
-        row.emplace_back(formatNumber(p.busBw), "num");
+        row.emplace_back(formatFixed(p.algBw, 2), "num");  // nccl-tests' precision (%6.2f)
+        row.emplace_back(formatFixed(p.busBw, 2), "num");
         row.emplace_back(p.wrong < 0 ? std::string("N/A") : std::to_string(p.wrong),
                          p.wrong > 0 ? "num fail" : "num");
       }
@@ -386,14 +408,38 @@ void sweepSection(PageBuilder& page, const std::vector<RunFile>& runs, const std
   page.table(header, table);
 
   // Stragglers: the spread between the slowest and fastest rank per size, the slowest rank, and
-  // every rank's time at the largest size.
+  // every rank's time at the largest size. Data without per-rank times (nccl-tests text, one rank) or
+  // per-iteration statistics says so instead of drawing zeros.
   page.heading("Stragglers");
-  page.chart({{"kind", "size"},
-              {"title", fmt::format("{} on {}: slowest vs fastest rank", collective, backend)},
-              {"xTitle", "size"},
-              {"yTitle", "spread (%)"},
-              {"yPercent", true},
-              {"series", spread}});
+  bool anyRanks = false, anyIter = false;
+  for (const auto& rows : rowsOf) {
+    for (const auto* m : rows) {
+      for (int place = 0; place < 2; ++place) {
+        const PlaceResult& p = placeOf(*m, place);
+        anyRanks = anyRanks || (p.measured && !p.ranks.empty());
+        anyIter = anyIter || (p.measured && p.iter.n > 0);
+      }
+    }
+  }
+  if (!anyRanks) {
+    page.paragraph(
+        "Per-rank times: not in this data. These results carry one time per size (nccl-tests text "
+        "output, or a run whose ranks were not recorded), so there is no slowest rank or spread to show.",
+        "muted nodata");
+  } else {
+    page.chart({{"kind", "size"},
+                {"title", fmt::format("{} on {}: slowest vs fastest rank", collective, backend)},
+                {"xTitle", "size"},
+                {"yTitle", "spread (%)"},
+                {"yPercent", true},
+                {"series", spread}});
+  }
+  if (!anyIter) {
+    page.paragraph(
+        "Per-iteration percentiles: not in this data. These results carry only the mean time per size "
+        "(nccl-tests text output keeps no per-iteration times; its -J format 3 does).",
+        "muted nodata");
+  }
   std::vector<std::string> sh;
   if (several) sh.push_back("run");
   for (const char* h : {"size", "type", "op", "place", "slowest rank", "spread (%)", "iter p50 (µs)",
@@ -412,18 +458,22 @@ void sweepSection(PageBuilder& page, const std::vector<RunFile>& runs, const std
         row.emplace_back(m->dtype);
         row.emplace_back(m->op);
         row.emplace_back(placeName(place));
-        row.emplace_back(p.ranks.empty() ? std::string("—") : std::to_string(p.slowestRank), "num");
-        row.emplace_back(formatFixed(p.spreadPct, 1), "num");
-        row.emplace_back(formatFixed(p.iter.p50Us, 2), "num");
-        row.emplace_back(formatFixed(p.iter.p95Us, 2), "num");
-        row.emplace_back(formatFixed(p.iter.p99Us, 2), "num");
-        row.emplace_back(formatFixed(p.iter.maxUs, 2), "num");
-        row.emplace_back(formatFixed(p.iter.cvPct, 1), "num");
+        const bool ranks = !p.ranks.empty(), iter = p.iter.n > 0;
+        auto orDash = [](bool known, double v, int decimals) {
+          return Cell(known ? formatFixed(v, decimals) : std::string("—"), "num");
+        };
+        row.emplace_back(ranks ? std::to_string(p.slowestRank) : std::string("—"), "num");
+        row.push_back(orDash(ranks, p.spreadPct, 1));
+        row.push_back(orDash(iter, p.iter.p50Us, 2));
+        row.push_back(orDash(iter, p.iter.p95Us, 2));
+        row.push_back(orDash(iter, p.iter.p99Us, 2));
+        row.push_back(orDash(iter, p.iter.maxUs, 2));
+        row.push_back(orDash(iter, p.iter.cvPct, 1));
         srows.push_back(std::move(row));
       }
     }
   }
-  page.table(sh, srows);
+  if (anyRanks || anyIter) page.table(sh, srows);
 
   // Per-rank time at the largest size of each run (out-of-place when measured), as bars.
   int maxRanks = 0;
@@ -731,8 +781,10 @@ std::string renderRunReport(const std::vector<RunFile>& runs) {
   if (runs.size() == 1) {
     title = fmt::format("dsperf report: {}", names[0]);
   } else if (runs.size() <= 4) {
+    // "a vs b" only for runs of one kind; a sweep with its pre-flight run is not a comparison.
+    bool oneKind = std::all_of(runs.begin(), runs.end(), [&](const RunFile& r) { return r.kind == runs[0].kind; });
     title = "dsperf report: ";
-    for (std::size_t i = 0; i < names.size(); ++i) title += (i ? " vs " : "") + names[i];
+    for (std::size_t i = 0; i < names.size(); ++i) title += (i ? (oneKind ? " vs " : ", ") : "") + names[i];
   } else {
     title = fmt::format("dsperf report: {} runs", runs.size());
   }

@@ -143,6 +143,26 @@ TEST_F(Browser, ReportOfSweepsTrainAndDiagRendersEveryChart) {
   EXPECT_NE(o.dom.find("&lt;img src=x onerror="), std::string::npos);  // shown as text
 }
 
+// Results with one time per size (as an nccl-tests text import has) render every chart they have, say
+// "not in this data" where the straggler figures would be, and keep nccl-tests' 2 decimals.
+TEST_F(Browser, ReportWithoutPerRankDataShowsNoDataAndSourcePrecision) {
+  TempDir dir("ds_html_browser");
+  testing::SweepFixture f;
+  f.perRankData = false;
+  f.peakBusBw = 103.36;
+  testing::writeSweepFile(dir.file("nccl.json"), f);
+  std::string page = dir.file("nodata.html");
+  auto r = ds::testing::run({dsreport(), "html", dir.file("nccl.json"), "-o", page}, ds::testing::cleanOptions());
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  Opened o = open(page, "", "report-nodata.png");
+  expectChartsRendered(o);
+  EXPECT_EQ(o.body.at("data-charts-expected"), "4");  // busbw and latency for 2 collectives, nothing else
+  EXPECT_NE(o.dom.find("Per-rank times: not in this data"), std::string::npos);
+  EXPECT_NE(o.dom.find("Per-iteration percentiles: not in this data"), std::string::npos);
+  EXPECT_NE(o.dom.find(">103.36<"), std::string::npos);
+  EXPECT_EQ(o.dom.find(">103.4<"), std::string::npos);
+}
+
 TEST_F(Browser, CompareViewRendersAndMarksTheRegression) {
   TempDir dir("ds_html_browser");
   testing::SweepFixture base, cur;

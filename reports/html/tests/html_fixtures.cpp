@@ -48,6 +48,7 @@ SweepRun makeSweep(const SweepFixture& f) {
         p->algBw = p->busBw / m.busFactor;
         p->timeUs = p->algBw > 0 ? static_cast<double>(bytes) / (p->algBw * 1e3) : 0;
         p->wrong = 0;
+        if (!f.perRankData) continue;
         p->iter = computeIterStats({p->timeUs, p->timeUs * 1.1, p->timeUs * 0.95});
         for (int r = 0; r < f.worldSize; ++r) {
           RankTiming t;

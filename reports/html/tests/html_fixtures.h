@@ -18,6 +18,9 @@ struct SweepFixture {
   double peakBusBw = 10.0;        // GB/s reached at the largest size
   std::string envValue = "eth0";  // NCCL_SOCKET_IFNAME in the metadata
   std::string startTime = "2026-11-29T10:00:00.000Z";
+  // false: one time per size and nothing else, as an nccl-tests text import has (no per-rank times, no
+  // per-iteration statistics, no rank list).
+  bool perRankData = true;
 };
 
 SweepRun makeSweep(const SweepFixture& f);

@@ -357,5 +357,64 @@ TEST(HtmlReport, BackendsOfOneCollectiveShareCharts) {
   EXPECT_NE(bw["series"][0]["color"], bw["series"][2]["color"]);
 }
 
+
+// Results with one time per size (an nccl-tests text import) show "not in this data" where per-rank
+// and per-iteration figures would be, never a flat 0% spread line or a table of 0.00 percentiles.
+TEST(HtmlReport, SweepWithoutPerRankDataSaysNotInThisData) {
+  SweepFixture f;
+  f.perRankData = false;
+  std::string page = renderRunReport({testing::sweepRunFile(f)});
+  EXPECT_EQ(count(page, "Per-rank times: not in this data"), 2);  // one per collective
+  EXPECT_EQ(count(page, "Per-iteration percentiles: not in this data"), 2);
+  EXPECT_EQ(page.find("iter p50 (µs)"), std::string::npos);  // no table of zeros
+  nlohmann::json charts = pageData(page)["charts"];
+  EXPECT_EQ(charts.size(), 4u);  // busbw and latency per collective; no spread, no per-rank bars
+  for (const auto& c : charts) EXPECT_EQ(c["title"].get<std::string>().find("slowest"), std::string::npos);
+  // With the data, the straggler chart and table are there and the notice is not.
+  std::string full = renderRunReport({testing::sweepRunFile(SweepFixture{})});
+  EXPECT_EQ(full.find("not in this data"), std::string::npos);
+  EXPECT_NE(full.find("iter p50 (µs)"), std::string::npos);
+}
+
+// nccl-tests prints algbw and busbw with 2 decimals; the tables keep them (103.36, not 103.4).
+TEST(HtmlReport, TablesKeepNcclTestsPrecision) {
+  SweepFixture f;
+  f.peakBusBw = 103.36;  // the largest size's out-of-place busbw
+  std::string page = renderRunReport({testing::sweepRunFile(f)});
+  EXPECT_NE(page.find(">103.36<"), std::string::npos);
+  EXPECT_EQ(page.find(">103.4<"), std::string::npos);
+  EXPECT_NE(page.find(">68.91<"), std::string::npos);  // its algbw, 103.36 / 1.5, to 2 decimals
+}
+
+// "a vs b" is for runs of one kind; a sweep with its pre-flight run is not a comparison.
+TEST(HtmlReport, TitleSaysVsOnlyForRunsOfOneKind) {
+  std::string mixed = renderRunReport({testing::sweepRunFile(SweepFixture{}), testing::diagRunFile()});
+  EXPECT_NE(mixed.find("<title>dsperf report: sweep, diag</title>"), std::string::npos);
+  EXPECT_EQ(mixed.find(" vs diag"), std::string::npos);
+  std::string two = renderRunReport(
+      {testing::sweepRunFile(SweepFixture{}, "a.json"), testing::sweepRunFile(SweepFixture{}, "b.json")});
+  EXPECT_NE(two.find("<title>dsperf report: a vs b</title>"), std::string::npos);
+}
+
+// An identical finding on several ranks is one row naming the ranks as ranges, as in the text output;
+// a finding that differs keeps its own row.
+TEST(HtmlReport, DiagTableGroupsIdenticalFindingsByRankRanges) {
+  RunFile run = testing::diagRunFile();
+  run.diag->worldSize = 6;
+  run.diag->checks.clear();
+  for (int r = 0; r < 6; ++r) {
+    DiagRecord rec{"sys.shm_size", "system", DiagStatus::kWarn, "/dev/shm has 64 MiB",
+                   "mount a larger /dev/shm", nlohmann::json::object(), r, r < 3 ? "node-a" : "node-b"};
+    if (r == 4) rec.message = "/dev/shm has 32 MiB";
+    run.diag->checks.push_back(rec);
+  }
+  std::string page = renderRunReport({run});
+  EXPECT_EQ(count(page, "/dev/shm has 64 MiB"), 1);
+  EXPECT_EQ(count(page, "/dev/shm has 32 MiB"), 1);
+  EXPECT_NE(page.find(">0-3,5<"), std::string::npos);
+  EXPECT_NE(page.find("node-a, node-b"), std::string::npos);
+  EXPECT_NE(page.find(">4<"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace ds::report::html
