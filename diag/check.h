@@ -158,6 +158,7 @@ struct CheckDef {
 std::vector<CheckDef> envChecks();
 std::vector<CheckDef> netChecks();
 std::vector<CheckDef> gpuChecks();
+std::vector<CheckDef> gpuHealthChecks();  // NVML: ECC, PCIe, clocks, processes, modes, NVLink
 std::vector<CheckDef> ncclChecks();
 std::vector<CheckDef> mpiChecks();
 std::vector<CheckDef> systemChecks();

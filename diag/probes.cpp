@@ -2,8 +2,10 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <cstring>
 
+#include "diag/nvml_api.h"
 #include "diag/util.h"
 #include "engine/comm/backends/nccl/nccl_version.h"
 
@@ -100,29 +102,226 @@ Json probeCudaChild(const LibraryNames& libs) {
       }
     }
   }
-  // NVML, independently: it is what nvidia-smi and DCGM use, and it can be missing on its own.
-  std::string nused, nerrors;
-  void* n = openFirst(libs.nvml, nused, nerrors);
-  j["nvml_loaded"] = n != nullptr;
-  j["nvml_path"] = nused;
+  return j;
+}
+
+// NVML in its own child: it is what nvidia-smi and DCGM use, it can be missing, broken or hung on its
+// own, and a crash in it must not cost the CUDA findings. Every health query is optional: a function
+// the driver lacks, or NOT_SUPPORTED on this GPU, leaves its key out.
+Json probeNvmlChild(const LibraryNames& libs) {
+  Json j = Json::object();
+  std::string used, errors;
+  void* n = openFirst(libs.nvml, used, errors);
+  j["loaded"] = n != nullptr;
+  j["path"] = used;
   if (n == nullptr) {
-    j["nvml_error"] = nerrors;
-  } else {
-    using InitFn = int (*)();
-    using VerFn = int (*)(char*, unsigned);
-    auto init = sym<InitFn>(n, "nvmlInit_v2");
-    if (init == nullptr) init = sym<InitFn>(n, "nvmlInit");
-    int rc = init != nullptr ? init() : -1;
-    if (rc != 0) {
-      j["nvml_error"] = init == nullptr ? "no nvmlInit symbol" : fmt::format("nvmlInit failed (nvmlReturn_t {})", rc);
-    } else {
-      char buf[96] = {};
-      if (auto f = sym<VerFn>(n, "nvmlSystemGetDriverVersion"); f != nullptr && f(buf, sizeof buf - 1) == 0) {
-        j["nvml_driver_version"] = std::string(buf);
+    j["error"] = errors;
+    return j;
+  }
+  using InitFn = nvmlReturn_t (*)();
+  auto init = sym<InitFn>(n, "nvmlInit_v2");
+  if (init == nullptr) init = sym<InitFn>(n, "nvmlInit");
+  int rc = init != nullptr ? init() : -1;
+  if (rc != NVML_SUCCESS) {
+    j["error"] = init == nullptr ? "no nvmlInit symbol" : fmt::format("nvmlInit failed (nvmlReturn_t {})", rc);
+    return j;
+  }
+  char text[128] = {};
+  using TextFn = nvmlReturn_t (*)(char*, unsigned);
+  if (auto f = sym<TextFn>(n, "nvmlSystemGetDriverVersion"); f != nullptr && f(text, sizeof text - 1) == 0) {
+    j["driver_version"] = std::string(text);
+  }
+  using CountFn = nvmlReturn_t (*)(unsigned*);
+  using HandleFn = nvmlReturn_t (*)(unsigned, nvmlDevice_t*);
+  using DevTextFn = nvmlReturn_t (*)(nvmlDevice_t, char*, unsigned);
+  using PciFn = nvmlReturn_t (*)(nvmlDevice_t, nvmlPciInfo_t*);
+  using UintFn = nvmlReturn_t (*)(nvmlDevice_t, unsigned*);
+  using IntFn = nvmlReturn_t (*)(nvmlDevice_t, int*);
+  using Uint2Fn = nvmlReturn_t (*)(nvmlDevice_t, unsigned*, unsigned*);
+  using Int2Fn = nvmlReturn_t (*)(nvmlDevice_t, int*, int*);
+  using U64Fn = nvmlReturn_t (*)(nvmlDevice_t, unsigned long long*);
+  using EccFn = nvmlReturn_t (*)(nvmlDevice_t, int, int, unsigned long long*);
+  using RowsFn = nvmlReturn_t (*)(nvmlDevice_t, unsigned*, unsigned*, unsigned*, unsigned*);
+  using ProcFn = nvmlReturn_t (*)(nvmlDevice_t, unsigned*, nvmlProcessInfo_t*);
+  using ProcNameFn = nvmlReturn_t (*)(unsigned, char*, unsigned);
+  using LinkFn = nvmlReturn_t (*)(nvmlDevice_t, unsigned, int*);
+  auto count = sym<CountFn>(n, "nvmlDeviceGetCount_v2");
+  auto handle = sym<HandleFn>(n, "nvmlDeviceGetHandleByIndex_v2");
+  if (count == nullptr || handle == nullptr) {
+    j["error"] = used + " has no nvmlDeviceGetCount_v2/nvmlDeviceGetHandleByIndex_v2 (a driver older than 418?)";
+    return j;
+  }
+  auto devText = [&](const char* fn, nvmlDevice_t d) -> std::optional<std::string> {
+    auto f = sym<DevTextFn>(n, fn);
+    char buf[128] = {};
+    if (f == nullptr || f(d, buf, sizeof buf - 1) != NVML_SUCCESS) return std::nullopt;
+    return std::string(buf);
+  };
+  unsigned devices = 0;
+  if (int c = count(&devices); c != NVML_SUCCESS) {
+    j["error"] = fmt::format("nvmlDeviceGetCount_v2 failed (nvmlReturn_t {})", c);
+    return j;
+  }
+  auto procName = sym<ProcNameFn>(n, "nvmlSystemGetProcessName");
+  Json arr = Json::array();
+  for (unsigned i = 0; i < devices; ++i) {
+    nvmlDevice_t d = nullptr;
+    Json o{{"index", i}};
+    if (handle(i, &d) != NVML_SUCCESS) {
+      o["error"] = "nvmlDeviceGetHandleByIndex_v2 failed";
+      arr.push_back(o);
+      continue;
+    }
+    if (auto v = devText("nvmlDeviceGetName", d)) o["name"] = *v;
+    if (auto v = devText("nvmlDeviceGetUUID", d)) o["uuid"] = *v;
+    nvmlPciInfo_t pci{};
+    if (auto f = sym<PciFn>(n, "nvmlDeviceGetPciInfo_v3"); f != nullptr && f(d, &pci) == NVML_SUCCESS) {
+      o["bus_id"] = std::string(pci.busId, strnlen(pci.busId, sizeof pci.busId));
+    }
+    auto u = [&](const char* fn, const char* key) {
+      unsigned v = 0;
+      if (auto f = sym<UintFn>(n, fn); f != nullptr && f(d, &v) == NVML_SUCCESS) o[key] = v;
+    };
+    int cur = 0, pend = 0;
+    if (auto f = sym<Int2Fn>(n, "nvmlDeviceGetEccMode"); f != nullptr && f(d, &cur, &pend) == NVML_SUCCESS) {
+      o["ecc_enabled"] = cur == NVML_FEATURE_ENABLED;
+    }
+    if (auto f = sym<EccFn>(n, "nvmlDeviceGetTotalEccErrors"); f != nullptr) {
+      unsigned long long v = 0;
+      if (f(d, NVML_MEMORY_ERROR_TYPE_UNCORRECTED, NVML_VOLATILE_ECC, &v) == NVML_SUCCESS) o["ecc_volatile_uncorrected"] = v;
+      if (f(d, NVML_MEMORY_ERROR_TYPE_UNCORRECTED, NVML_AGGREGATE_ECC, &v) == NVML_SUCCESS) o["ecc_aggregate_uncorrected"] = v;
+    }
+    if (auto f = sym<RowsFn>(n, "nvmlDeviceGetRemappedRows"); f != nullptr) {
+      unsigned corr = 0, unc = 0, pending = 0, failed = 0;
+      if (f(d, &corr, &unc, &pending, &failed) == NVML_SUCCESS) {
+        o["remapped_uncorrectable"] = unc;
+        o["remap_pending"] = pending != 0;
+        o["remap_failure"] = failed != 0;
       }
     }
+    if (auto f = sym<IntFn>(n, "nvmlDeviceGetRetiredPagesPendingStatus"); f != nullptr) {
+      int pending = 0;
+      if (f(d, &pending) == NVML_SUCCESS) o["retired_pages_pending"] = pending == NVML_FEATURE_ENABLED;
+    }
+    u("nvmlDeviceGetCurrPcieLinkGeneration", "pcie_gen");
+    u("nvmlDeviceGetMaxPcieLinkGeneration", "pcie_max_gen");
+    u("nvmlDeviceGetCurrPcieLinkWidth", "pcie_width");
+    u("nvmlDeviceGetMaxPcieLinkWidth", "pcie_max_width");
+    // Renamed in driver 535; the old name stays exported by newer drivers.
+    for (const char* fn : {"nvmlDeviceGetCurrentClocksEventReasons", "nvmlDeviceGetCurrentClocksThrottleReasons"}) {
+      unsigned long long v = 0;
+      if (auto f = sym<U64Fn>(n, fn); f != nullptr && f(d, &v) == NVML_SUCCESS) {
+        o["clock_event_reasons"] = v;
+        break;
+      }
+    }
+    bool procsKnown = false;
+    Json procs = Json::array();
+    for (const char* fn : {"nvmlDeviceGetComputeRunningProcesses_v3", "nvmlDeviceGetGraphicsRunningProcesses_v3"}) {
+      auto f = sym<ProcFn>(n, fn);
+      if (f == nullptr) continue;
+      std::vector<nvmlProcessInfo_t> infos(64);
+      unsigned cnt = static_cast<unsigned>(infos.size());
+      if (f(d, &cnt, infos.data()) != NVML_SUCCESS) continue;
+      procsKnown = true;
+      for (unsigned k = 0; k < cnt && k < infos.size(); ++k) {
+        const auto& p = infos[k];
+        bool dup = std::any_of(procs.begin(), procs.end(), [&](const Json& q) { return q["pid"] == p.pid; });
+        if (dup) continue;
+        char pname[256] = {};
+        std::string name;
+        if (procName != nullptr && procName(p.pid, pname, sizeof pname - 1) == NVML_SUCCESS) name = pname;
+        if (name.empty()) name = trim(readTextFile(fmt::format("/proc/{}/comm", p.pid)).value_or(""));
+        procs.push_back({{"pid", p.pid},
+                         {"name", name},
+                         {"used_bytes", p.usedGpuMemory == NVML_VALUE_NOT_AVAILABLE ? 0ULL : p.usedGpuMemory}});
+      }
+    }
+    if (procsKnown) o["processes"] = procs;
+    if (auto f = sym<IntFn>(n, "nvmlDeviceGetPersistenceMode"); f != nullptr) {
+      int mode = 0;
+      if (f(d, &mode) == NVML_SUCCESS) o["persistence"] = mode == NVML_FEATURE_ENABLED;
+    }
+    if (auto f = sym<Uint2Fn>(n, "nvmlDeviceGetMigMode"); f != nullptr) {
+      unsigned mc = 0, mp = 0;
+      if (f(d, &mc, &mp) == NVML_SUCCESS) {
+        o["mig_current"] = mc;
+        o["mig_pending"] = mp;
+      }
+    }
+    if (auto f = sym<IntFn>(n, "nvmlDeviceGetComputeMode"); f != nullptr) {
+      int mode = 0;
+      if (f(d, &mode) == NVML_SUCCESS) o["compute_mode"] = mode;
+    }
+    if (auto f = sym<LinkFn>(n, "nvmlDeviceGetNvLinkState"); f != nullptr) {
+      Json links = Json::array();
+      for (unsigned l = 0; l < NVML_NVLINK_MAX_LINKS; ++l) {
+        int active = 0;
+        // NOT_SUPPORTED / INVALID_ARGUMENT: this link does not exist on this GPU.
+        if (f(d, l, &active) == NVML_SUCCESS) links.push_back({l, active == NVML_FEATURE_ENABLED ? 1 : 0});
+      }
+      o["nvlink"] = links;
+    }
+    arr.push_back(o);
   }
+  j["devices"] = arr;
+  if (auto f = sym<InitFn>(n, "nvmlShutdown"); f != nullptr) f();
   return j;
+}
+
+template <typename T>
+std::optional<T> optionalField(const Json& j, const char* key) {
+  if (!j.contains(key) || j[key].is_null()) return std::nullopt;
+  return j[key].get<T>();
+}
+
+void fillNvml(GpuProbe& p, const LibraryNames& libs) {
+  auto r = runIsolated([&] { return probeNvmlChild(libs); }, kProbeTimeout);
+  if (!r.error.empty()) {
+    p.nvmlError = fmt::format("probing {} {}", libs.nvml.empty() ? "libnvidia-ml" : libs.nvml.front(), r.error);
+    p.nvmlProbeBroken = true;
+    return;
+  }
+  const Json& j = r.value;
+  p.nvmlLoaded = j.value("loaded", false);
+  p.nvmlPath = j.value("path", "");
+  p.nvmlError = j.value("error", "");
+  p.nvmlDriverVersion = j.value("driver_version", "");
+  for (const auto& o : j.value("devices", Json::array())) {
+    NvmlDevice d;
+    d.index = o.value("index", 0);
+    d.name = o.value("name", "");
+    d.busId = o.value("bus_id", "");
+    d.uuid = o.value("uuid", "");
+    d.eccEnabled = optionalField<bool>(o, "ecc_enabled");
+    d.eccVolatileUncorrected = optionalField<std::uint64_t>(o, "ecc_volatile_uncorrected");
+    d.eccAggregateUncorrected = optionalField<std::uint64_t>(o, "ecc_aggregate_uncorrected");
+    d.remappedUncorrectable = optionalField<unsigned>(o, "remapped_uncorrectable");
+    d.remapPending = optionalField<bool>(o, "remap_pending");
+    d.remapFailure = optionalField<bool>(o, "remap_failure");
+    d.retiredPagesPending = optionalField<bool>(o, "retired_pages_pending");
+    d.pcieGen = optionalField<unsigned>(o, "pcie_gen");
+    d.pcieMaxGen = optionalField<unsigned>(o, "pcie_max_gen");
+    d.pcieWidth = optionalField<unsigned>(o, "pcie_width");
+    d.pcieMaxWidth = optionalField<unsigned>(o, "pcie_max_width");
+    d.clockEventReasons = optionalField<std::uint64_t>(o, "clock_event_reasons");
+    if (o.contains("processes")) {
+      std::vector<GpuProcess> procs;
+      for (const auto& q : o["processes"]) {
+        procs.push_back({q.value("pid", 0u), q.value("name", ""), q.value("used_bytes", std::uint64_t{0})});
+      }
+      d.processes = procs;
+    }
+    d.persistence = optionalField<bool>(o, "persistence");
+    d.migCurrent = optionalField<unsigned>(o, "mig_current");
+    d.migPending = optionalField<unsigned>(o, "mig_pending");
+    d.computeMode = optionalField<int>(o, "compute_mode");
+    for (const auto& link : o.value("nvlink", Json::array())) {
+      d.nvlinkIds.push_back(link[0].get<int>());
+      d.nvlinkActive.push_back(link[1].get<int>());
+    }
+    p.nvmlDevices.push_back(d);
+  }
 }
 
 }  // namespace
@@ -137,7 +336,7 @@ GpuProbe probeGpu(const LibraryNames& libs) {
   auto r = runIsolated([&] { return probeCudaChild(libs); }, kProbeTimeout);
   if (!r.error.empty()) {
     p.cudaError = fmt::format("probing {} {}", libs.cuda.empty() ? "libcuda" : libs.cuda.front(), r.error);
-    p.nvmlError = "not probed: the CUDA probe failed first";
+    fillNvml(p, libs);
     return p;
   }
   const Json& j = r.value;
@@ -155,10 +354,7 @@ GpuProbe probeGpu(const LibraryNames& libs) {
     g.uuid = d.value("uuid", "");
     p.devices.push_back(g);
   }
-  p.nvmlLoaded = j.value("nvml_loaded", false);
-  p.nvmlPath = j.value("nvml_path", "");
-  p.nvmlError = j.value("nvml_error", "");
-  p.nvmlDriverVersion = j.value("nvml_driver_version", "");
+  fillNvml(p, libs);
   return p;
 }
 

@@ -3,6 +3,8 @@
 // a finding instead of a crash of dsdiag. Each probe is plain data, filled once per run.
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,6 +20,36 @@ struct GpuDevice {
   std::string uuid;  // "GPU-xxxxxxxx-..."
 };
 
+// One GPU as NVML sees it (NVML's index is nvidia-smi's: PCI order, not CUDA's default order), with
+// the health fields of DCGM's level-1 diagnostics. A field is empty when NVML does not support it on
+// this GPU or driver.
+struct GpuProcess {
+  unsigned pid = 0;
+  std::string name;            // nvmlSystemGetProcessName, else /proc/<pid>/comm, else ""
+  std::uint64_t usedBytes = 0; // 0 when NVML cannot tell (containers, MIG)
+};
+struct NvmlDevice {
+  int index = 0;
+  std::string name;
+  std::string busId;
+  std::string uuid;
+  std::optional<bool> eccEnabled;
+  std::optional<std::uint64_t> eccVolatileUncorrected;   // since the driver loaded
+  std::optional<std::uint64_t> eccAggregateUncorrected;  // over the GPU's lifetime
+  std::optional<unsigned> remappedUncorrectable;  // rows remapped for uncorrectable errors (A100 and later)
+  std::optional<bool> remapPending;               // a remap waits for a GPU reset
+  std::optional<bool> remapFailure;               // a remap failed: the GPU should be replaced
+  std::optional<bool> retiredPagesPending;        // page retirement (before A100) waits for a reset
+  std::optional<unsigned> pcieGen, pcieMaxGen, pcieWidth, pcieMaxWidth;
+  std::optional<std::uint64_t> clockEventReasons;  // nvmlClocksEventReason* bits
+  std::optional<std::vector<GpuProcess>> processes;  // compute and graphics processes holding memory
+  std::optional<bool> persistence;
+  std::optional<unsigned> migCurrent, migPending;
+  std::optional<int> computeMode;
+  std::vector<int> nvlinkActive;  // per link NVML reports (absent links left out): 1 active, 0 down
+  std::vector<int> nvlinkIds;     // the link numbers of nvlinkActive
+};
+
 struct GpuProbe {
   // libcuda
   bool cudaLoaded = false;
@@ -31,6 +63,8 @@ struct GpuProbe {
   std::string nvmlPath;
   std::string nvmlError;
   std::string nvmlDriverVersion;  // "550.54.15"
+  bool nvmlProbeBroken = false;   // the library crashed or hung in the probe child (nvmlError says which)
+  std::vector<NvmlDevice> nvmlDevices;
   // CUDA toolkit the tools were built with (CUDA_VERSION), 0 when unknown.
   int builtCudaVersion = 0;
 };

@@ -149,6 +149,14 @@ Finding libcuda(Context& c) {
 Finding nvml(Context& c) {
   auto& g = c.gpu();
   Json data{{"path", g.nvmlPath}, {"error", g.nvmlError}, {"driver_version", g.nvmlDriverVersion}};
+  if (g.nvmlProbeBroken) {
+    return fail(fmt::format("{}: nvidia-smi, DCGM and NCCL's topology detection call the same library and will "
+                            "crash or hang the same way",
+                            g.nvmlError),
+                "Check the driver (nvidia-smi, dmesg for NVRM/Xid errors); a hung NVML usually means a GPU fell off the "
+                "bus or the driver needs a reload: drain the node and reboot it.",
+                data);
+  }
   if (!g.nvmlLoaded || !g.nvmlError.empty()) {
     if (!g.cudaLoaded || g.devices.empty()) return noGpu(c, "libnvidia-ml: " + (g.nvmlError.empty() ? "not loaded" : g.nvmlError));
     return warn("libnvidia-ml is missing or fails (" + g.nvmlError + ") while CUDA works: nvidia-smi, DCGM and NCCL's "

@@ -174,3 +174,120 @@ TEST(DsdiagCli, ExplainExitCodes) {
   EXPECT_NE(r.out.find("env.world_size_product"), std::string::npos) << r.out;
   EXPECT_EQ(run({dsdiag(), "explain", "all good"}, clean()).exitCode, 1);
 }
+
+// NVML health checks against the fake libnvidia-ml.so.1 (fake_nvml.cpp), loaded through
+// LD_LIBRARY_PATH like the driver's. libcuda is pointed at a missing file, so only NVML speaks.
+namespace {
+
+const char* const kHealthChecks[] = {"gpu.ecc",         "gpu.pcie_link",        "gpu.clocks",
+                                     "gpu.foreign_processes", "gpu.persistence_mode", "gpu.mig_mode",
+                                     "gpu.compute_mode", "gpu.nvlink"};
+const char* const kGpu0 = "GPU 0 (00000000:19:00.0, GPU-8c4f2a51-0d3e-4b7a-9f21-6a1c0e5b7d10)";
+const char* const kGpu1 = "GPU 1 (00000000:3B:00.0, GPU-3e9b7c02-51aa-4d86-b0e4-92f7d1c3a8e5)";
+
+nlohmann::json withFakeNvml(const std::string& scenario, std::vector<std::string> extraArgs = {},
+                            std::map<std::string, std::string> vars = {}, RunResult* result = nullptr) {
+  TempDir d;
+  vars["LD_LIBRARY_PATH"] = DS_FAKE_NVML_DIR;
+  vars["DS_FAKE_NVML_SCENARIO"] = scenario;
+  vars["DSDIAG_LIBCUDA"] = "/nonexistent/libcuda.so.1";
+  std::vector<std::string> argv{dsdiag(), "--only", "gpu", "--json", d.file("r.json")};
+  argv.insert(argv.end(), extraArgs.begin(), extraArgs.end());
+  auto r = run(argv, clean(vars));
+  if (result != nullptr) *result = r;
+  return ds::report::readJson(d.file("r.json"));
+}
+
+std::string status(const nlohmann::json& j, const std::string& id) {
+  auto* c = check(j, id);
+  return c == nullptr ? "missing" : c->at("status").get<std::string>();
+}
+std::string message(const nlohmann::json& j, const std::string& id) {
+  auto* c = check(j, id);
+  return c == nullptr ? "" : c->at("message").get<std::string>() + " | " + c->at("remedy").get<std::string>();
+}
+
+struct Scenario {
+  const char* name;
+  const char* checkId;
+  const char* status;
+  std::vector<std::string> says;
+};
+
+// The scenario's name in test output, not gtest's byte dump.
+void PrintTo(const Scenario& s, std::ostream* os) { *os << s.name; }
+
+class FakeNvml : public ::testing::TestWithParam<Scenario> {};
+
+}  // namespace
+
+TEST(DsdiagNvml, HealthyH200PassesEveryHealthCheck) {
+  auto j = withFakeNvml("healthy");
+  EXPECT_EQ(status(j, "gpu.nvml"), "PASS") << message(j, "gpu.nvml");
+  EXPECT_NE(message(j, "gpu.nvml").find("580.95.05"), std::string::npos);
+  for (const char* id : kHealthChecks) EXPECT_EQ(status(j, id), "PASS") << id << ": " << message(j, id);
+  // Idle GPUs sit at Gen1: not a degraded link.
+  EXPECT_NE(message(j, "gpu.pcie_link").find("idle GPUs lower the generation"), std::string::npos);
+  EXPECT_NE(message(j, "gpu.nvlink").find("18 NVLink links active"), std::string::npos);
+}
+
+TEST_P(FakeNvml, NamesTheGpuAndTheFix) {
+  const auto& s = GetParam();
+  auto j = withFakeNvml(s.name);
+  EXPECT_EQ(status(j, s.checkId), s.status) << message(j, s.checkId);
+  for (const auto& text : s.says) {
+    EXPECT_NE(message(j, s.checkId).find(text), std::string::npos) << text << " in " << message(j, s.checkId);
+  }
+  for (const char* id : kHealthChecks) {
+    if (std::string(id) == s.checkId) continue;
+    EXPECT_EQ(status(j, id), "PASS") << id << ": " << message(j, id);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Scenarios, FakeNvml,
+    ::testing::Values(
+        Scenario{"ecc", "gpu.ecc", "FAIL", {kGpu1, "3 uncorrectable ECC error(s)", "row remap", "nvidia-smi -r -i 1"}},
+        Scenario{"ecc_history", "gpu.ecc", "WARN", {kGpu0, "2 uncorrectable ECC error(s) over the GPU's lifetime"}},
+        Scenario{"x8", "gpu.pcie_link", "WARN", {kGpu0, "x8 of x16", "lspci -vv -s 00000000:19:00.0"}},
+        Scenario{"foreign_process", "gpu.foreign_processes", "WARN", {kGpu1, "pid 4242 (python3, 10", "kill 4242"}},
+        Scenario{"mig", "gpu.mig_mode", "WARN", {kGpu0, "MIG is on", "nvidia-smi -i 0 -mig 0"}},
+        Scenario{"slowdown", "gpu.clocks", "FAIL", {kGpu1, "HW thermal slowdown"}},
+        Scenario{"nvlink_down", "gpu.nvlink", "WARN", {kGpu0, "(links 5)", "nvidia-smi nvlink -s -i 0"}},
+        Scenario{"persistence_off", "gpu.persistence_mode", "WARN", {kGpu0, kGpu1, "nvidia-persistenced"}}),
+    [](const ::testing::TestParamInfo<Scenario>& i) { return std::string(i.param.name); });
+
+TEST(DsdiagNvml, MigFailsWhenTheJobWantsNccl) {
+  auto j = withFakeNvml("mig", {"--backend", "nccl"});
+  EXPECT_EQ(status(j, "gpu.mig_mode"), "FAIL") << message(j, "gpu.mig_mode");
+}
+
+TEST(DsdiagNvml, ExclusiveProcessFailsOnlyWithMoreRanksThanGpus) {
+  std::map<std::string, std::string> fourRanks{{"RANK", "0"},          {"WORLD_SIZE", "4"},
+                                               {"LOCAL_RANK", "0"},    {"LOCAL_WORLD_SIZE", "4"},
+                                               {"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", "29500"}};
+  auto crowded = withFakeNvml("exclusive", {}, fourRanks);
+  EXPECT_EQ(status(crowded, "gpu.compute_mode"), "FAIL") << message(crowded, "gpu.compute_mode");
+  EXPECT_NE(message(crowded, "gpu.compute_mode").find("4 ranks on this node share 2 visible GPU(s)"), std::string::npos)
+      << message(crowded, "gpu.compute_mode");
+  auto alone = withFakeNvml("exclusive");
+  EXPECT_EQ(status(alone, "gpu.compute_mode"), "PASS") << message(alone, "gpu.compute_mode");
+}
+
+TEST(DsdiagNvml, ACrashingLibraryIsAFindingAndTheOtherChecksRun) {
+  RunResult r;
+  auto j = withFakeNvml("crash", {}, {}, &r);
+  EXPECT_EQ(r.exitCode, 2) << r.out << r.err;
+  EXPECT_EQ(status(j, "gpu.nvml"), "FAIL");
+  EXPECT_NE(message(j, "gpu.nvml").find("probing libnvidia-ml.so.1"), std::string::npos) << message(j, "gpu.nvml");
+  EXPECT_EQ(status(j, "gpu.dcgm_env"), "PASS");
+  EXPECT_EQ(status(j, "gpu.ecc"), "SKIP");
+}
+
+TEST(DsdiagNvml, AHangingLibraryIsBoundedByTheProbeTimeout) {
+  RunResult r;
+  auto j = withFakeNvml("hang", {}, {}, &r);
+  EXPECT_FALSE(r.timedOut);
+  EXPECT_EQ(status(j, "gpu.nvml"), "FAIL");
+  EXPECT_NE(message(j, "gpu.nvml").find("did not finish within"), std::string::npos) << message(j, "gpu.nvml");
+}
