@@ -42,6 +42,19 @@ std::string listText() {
 
 }  // namespace
 
+FailOn parseFailOn(const std::string& text) {
+  if (text == "warn") return FailOn::kWarn;
+  if (text == "fail") return FailOn::kFail;
+  throw ConfigError(fmt::format(
+      "--fail-on={} is not valid; use warn (exit 1 on warnings, the default) or fail (exit non-zero only on "
+      "a failure).",
+      text));
+}
+
+int exitCodeUnder(FailOn policy, int code) {
+  return policy == FailOn::kFail && code == kExitWarn ? kExitPass : code;
+}
+
 int runDiag(const DiagCommand& cmd) {
   env::ProcessEnv penv;
   validateSelection(cmd.selection);
@@ -52,7 +65,7 @@ int runDiag(const DiagCommand& cmd) {
   }
   if (cmd.options.timeout.count() <= 0) throw ConfigError("--timeout must be positive (seconds).");
   Context ctx(penv, cmd.options);
-  report::DiagTextOptions text{color, cmd.verbose};
+  report::DiagTextOptions text{color, cmd.verbose, cmd.failOn == FailOn::kFail};
   if (!cmd.options.world) {
     ctx.probeAll();
     report::DiagReport rep;
@@ -64,9 +77,10 @@ int runDiag(const DiagCommand& cmd) {
     std::fputs(report::formatDiagText(rep, text).c_str(), stdout);
     std::fflush(stdout);
     if (!cmd.jsonPath.empty()) report::writeJsonAtomic(cmd.jsonPath, report::diagToJson(rep));
-    return report::diagExitCode(rep.checks);
+    return exitCodeUnder(cmd.failOn, report::diagExitCode(rep.checks));
   }
   auto outcome = runWorld(ctx, cmd.selection, toolVersion());
+  outcome.exitCode = exitCodeUnder(cmd.failOn, outcome.exitCode);  // rank 0 publishes the code every rank exits with
   if (outcome.root) {
     std::fputs(report::formatDiagText(outcome.report, text).c_str(), stdout);
     if (!cmd.jsonPath.empty()) {

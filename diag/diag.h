@@ -12,6 +12,17 @@ inline constexpr int kExitWarn = 1;
 inline constexpr int kExitFail = 2;
 inline constexpr int kExitToolError = 3;  // usage error, or dsdiag itself could not run
 
+// Which findings make dsdiag exit non-zero (--fail-on). kWarn (the default) keeps the codes above; kFail
+// lets warnings pass (exit 0), so that launchers (dsrun, torchrun, srun) treat advice as success and
+// only a failure stops the job. The JSON report keeps the findings' own code in summary.exit_code.
+enum class FailOn { kWarn, kFail };
+
+// "warn" or "fail"; anything else is a ConfigError naming the flag and the valid values.
+FailOn parseFailOn(const std::string& text);
+
+// The exit code under a policy: warnings (1) become 0 under kFail; other codes are unchanged.
+int exitCodeUnder(FailOn policy, int code);
+
 struct DiagCommand {
   DiagOptions options;
   Selection selection;
@@ -19,10 +30,11 @@ struct DiagCommand {
   bool list = false;
   bool verbose = false;
   std::string color = "auto";  // auto (on a TTY, unless NO_COLOR), always, never
+  FailOn failOn = FailOn::kWarn;
 };
 
 // Runs the checks (local or world), prints the report to stdout, writes JSON when asked, and
-// returns the exit code (0 pass, 1 warnings, 2 a failure). Throws ConfigError for misuse (bad
+// returns the exit code (0 pass, 1 warnings, 2 a failure; warnings give 0 under FailOn::kFail). Throws ConfigError for misuse (bad
 // --only, bad --color) and IoError when the JSON cannot be written; main maps those to 3.
 int runDiag(const DiagCommand& cmd);
 

@@ -1,5 +1,6 @@
 // dsdiag: pre-flight checks. Thin CLI: flags bind into DiagCommand; runDiag does the work.
-// Exit codes: 0 all pass, 1 warnings only, 2 a failure, 3 dsdiag itself could not run.
+// Exit codes: 0 all pass, 1 warnings only (0 with --fail-on fail), 2 a failure, 3 dsdiag itself could not
+// run.
 #include <cstdio>
 #include <cstdlib>
 
@@ -21,7 +22,7 @@ CLI::Option* flag(CLI::App& app, const std::string& name, T& target, const std::
 int main(int argc, char** argv) {
   ds::diag::DiagCommand cmd;
   double timeoutS = 30, connectS = 3, largeMiB = 4;
-  std::string only, skip, explainText;
+  std::string only, skip, explainText, failOn = "warn";
   CLI::App app{"dsdiag: pre-flight checks that say, before an expensive job starts, why it would hang or crawl.\n"
                "Exit codes: 0 all pass, 1 warnings only, 2 a failure, 3 dsdiag could not run."};
   app.allow_extras();  // launcher flags placed after the program name are a finding, not a usage error
@@ -40,6 +41,10 @@ int main(int argc, char** argv) {
   flag(app, "--slow-link-ms", cmd.options.slowLinkMs, "One-way latency above which a link is slow", "DSDIAG_SLOW_LINK_MS");
   app.add_flag("--verbose,-v", cmd.verbose, "Print each finding's data and every rank's rows")->envname("DSDIAG_VERBOSE");
   flag(app, "--color", cmd.color, "auto (on a TTY), always or never", "DSDIAG_COLOR");
+  flag(app, "--fail-on", failOn,
+       "warn (default: exit 1 on warnings, 2 on failures) or fail (warnings exit 0; for launchers, where any "
+       "non-zero exit reads as a crash)",
+       "DSDIAG_FAIL_ON");
   auto* ex = app.add_subcommand("explain", "Map a pasted error message to its likely causes and the checks that confirm them");
   ex->add_option("text", explainText, "The error text (quote it)")->required();
   ex->allow_extras();
@@ -57,6 +62,7 @@ int main(int argc, char** argv) {
       return ds::diag::runExplain(text);
     }
     cmd.options.extraArgs = app.remaining();
+    cmd.failOn = ds::diag::parseFailOn(failOn);
     auto csv = [](const std::string& s) {
       std::vector<std::string> out;
       size_t start = 0;

@@ -76,6 +76,25 @@ TEST(DsdiagCli, UsageErrorsExitThree) {
   EXPECT_EQ(run({dsdiag(), "--json", "/nonexistent/dir/r.json", "--only", "env"}, clean()).exitCode, 3);
 }
 
+// --fail-on fail: warnings exit 0 (what a launcher needs to read advice as success), failures still
+// exit 2, the JSON keeps the findings' own code, and a bad policy is a usage error.
+TEST(DsdiagCli, FailOnFailLetsWarningsExitZero) {
+  TempDir d;
+  RunOptions o = cleanOptions(std::chrono::seconds(30), {{"OMP_NUM_THREADS", "abc"}});  // a WARN
+  auto strict = run({dsdiag(), "--only", "env.omp_num_threads"}, o);
+  EXPECT_EQ(strict.exitCode, 1) << strict.out << strict.err;
+  auto lenient = run({dsdiag(), "--only", "env.omp_num_threads", "--fail-on", "fail", "--json", d.file("r.json")}, o);
+  EXPECT_EQ(lenient.exitCode, 0) << lenient.out << lenient.err;
+  EXPECT_NE(lenient.out.find("exit 0 under --fail-on fail"), std::string::npos) << lenient.out;
+  EXPECT_EQ(ds::report::readJson(d.file("r.json"))["summary"]["exit_code"].get<int>(), 1);
+  RunOptions viaEnv = o;
+  viaEnv.setEnv["DSDIAG_FAIL_ON"] = "fail";
+  EXPECT_EQ(run({dsdiag(), "--only", "env.omp_num_threads"}, viaEnv).exitCode, 0);
+  auto bad = run({dsdiag(), "--fail-on", "never"}, clean());
+  EXPECT_EQ(bad.exitCode, 3);
+  EXPECT_NE(bad.err.find("--fail-on=never is not valid"), std::string::npos) << bad.err;
+}
+
 TEST(DsdiagCli, PortInUseFailsWithExitTwo) {
   // The test's own listener: bind a port, hand it to dsdiag as MASTER_PORT.
   TempDir d;

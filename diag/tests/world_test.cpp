@@ -46,6 +46,21 @@ TEST(DsdiagWorld, TwoRanksUnderDsrun) {
   EXPECT_EQ(r.exitCode, j["summary"]["exit_code"].get<int>()) << r.out << r.err;
 }
 
+// Under a launcher, warnings with --fail-on fail end the job cleanly: every rank exits 0, so dsrun prints
+// no failure table and terminates no rank.
+TEST(DsdiagWorld, WarningsUnderDsrunWithFailOnFailEndClean) {
+  TempDir d;
+  auto r = run({binDir() + "/dsrun", "--nproc-per-node", "2", "--standalone", binDir() + "/dsdiag", "--world",
+                "--timeout", "20", "--fail-on", "fail", "--json", d.file("w.json")},
+               clean({{"OMP_NUM_THREADS", "abc"}}));  // a WARN on every rank
+  EXPECT_EQ(r.exitCode, 0) << r.out << r.err;
+  EXPECT_EQ(r.err.find("Root Cause"), std::string::npos) << r.err;
+  EXPECT_EQ(r.out.find("Root Cause"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("exit 0 under --fail-on fail"), std::string::npos) << r.out;
+  auto j = ds::report::readJson(d.file("w.json"));
+  EXPECT_GE(j["summary"]["exit_code"].get<int>(), 1);  // the report still says what it found
+}
+
 TEST(DsdiagWorld, TwoRanksUnderMpirun) {
   std::string mpirun = DS_MPIRUN_PATH;
   if (mpirun.empty()) GTEST_SKIP() << "built without MPI";

@@ -110,10 +110,12 @@ std::string formatDiagText(const DiagReport& report, const DiagTextOptions& opti
   }
   auto c = countStatuses(report.checks);
   int code = diagExitCode(report.checks);
-  out += fmt::format("\nSummary: {} pass, {} warn, {} fail, {} skip -> {} (exit {})\n", c.pass, c.warn, c.fail,
+  const bool tolerated = code == 1 && options.warningsPass;
+  out += fmt::format("\nSummary: {} pass, {} warn, {} fail, {} skip -> {} ({})\n", c.pass, c.warn, c.fail,
                      c.skip, code == 2 ? paint(DiagStatus::kFail, "FAIL") : code == 1 ? paint(DiagStatus::kWarn, "WARN")
                                                                                        : paint(DiagStatus::kPass, "PASS"),
-                     code);
+                     tolerated ? "exit 0 under --fail-on fail: the warnings are advice, not failures"
+                               : fmt::format("exit {}", code));
   if (!report.missingRanks.empty()) {
     out += fmt::format("Ranks that never reported: {}\n", rankRanges(report.missingRanks));
   }

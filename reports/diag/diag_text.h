@@ -12,6 +12,8 @@ struct DiagTextOptions {
   bool color = false;
   // Also print each finding's data (compact JSON) and every rank's PASS rows separately.
   bool verbose = false;
+  // dsdiag --fail-on fail: warnings exit 0, and the summary line says so.
+  bool warningsPass = false;
 };
 
 // The whole report. In world mode rows of the same check that pass on several ranks are merged into
