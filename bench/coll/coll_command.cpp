@@ -3,6 +3,7 @@
 #include <memory>
 
 #include "bench/coll/coll.h"
+#include "bench/common_flags.h"
 
 namespace ds::bench {
 
@@ -45,14 +46,10 @@ Command addCollCommand(CLI::App& parent) {
   c->add_option("-a,--average", f->average,
                 "time combined across ranks: 0 rank 0, 1 average, 2 min, 3 max (default 1)")
       ->envname("DSBENCH_AVERAGE");
-  c->add_option(
-       "-T,--timeout", f->timeoutS,
-       "seconds any one op, barrier or exchange may take; when it runs out the sweep stops, writes what it "
-       "measured and exits 4 (default: the process group's timeout)")
-      ->envname("DSBENCH_TIMEOUT");
-  c->add_option("-J,--json", f->jsonPath,
-                "write the results as JSON to this file (rank 0; atomically at the end)")
-      ->envname("DSBENCH_JSON");
+  flags::timeout(c, f->timeoutS,
+                 "seconds any one op, barrier or exchange may take; when it runs out the sweep stops, writes "
+                 "what it measured and exits 4 (default: the process group's timeout)");
+  flags::json(c, f->jsonPath, "write the results as JSON to this file (rank 0; atomically at the end)");
   c->add_option(
        "--journal", f->journalPath,
        "append a JSON line per finished size to this file (default: next to -J, <name>.journal.jsonl)")
@@ -62,9 +59,8 @@ Command addCollCommand(CLI::App& parent) {
        "collectives: allreduce, allgather, reduce_scatter, alltoall, broadcast, reduce, sendrecv, a comma "
        "list, or all (default allreduce)")
       ->envname("DSBENCH_COLL");
-  c->add_option("--backend", f->backends,
-                "backends to compare, a comma list of gloo, mpi, nccl, shm (default: the accelerator's)")
-      ->envname("DSBENCH_BACKEND");
+  flags::backend(c, f->backends,
+                 "backends to compare, a comma list of gloo, mpi, nccl, shm (default: the accelerator's)");
   c->add_option(
        "--min-time", f->minTimeS,
        "seconds: per size, raise the iterations (never below -n) so the timed loop lasts at least this long")
@@ -73,17 +69,8 @@ Command addCollCommand(CLI::App& parent) {
               "wait for each op and barrier before the next (nccl-tests -z 1); per-iteration times are then "
               "wall times")
       ->envname("DSBENCH_BLOCKING");
-  c->add_option("--init-method", f->initMethod, "env:// (default), tcp://HOST:PORT or file:///PATH")
-      ->envname("DSBENCH_INIT_METHOD");
-  c->add_option_function<std::string>(
-       "--label",
-       [f](const std::string& v) {
-         f->label = v;
-         f->labelGiven = true;
-       },
-       "name of the cluster or system this run describes (kept as metadata.label in the JSON, so one "
-       "history serves many); 1-64 printable characters")
-      ->envname("DSBENCH_LABEL");
+  flags::initMethod(c, f->initMethod);
+  flags::label(c, f->label, f->labelGiven);
   return Command{c, [f] { return coll::runColl(*f); }};
 }
 

@@ -2,6 +2,7 @@
 
 #include <memory>
 
+#include "bench/common_flags.h"
 #include "bench/train/train.h"
 
 namespace ds::bench {
@@ -27,13 +28,10 @@ Command addTrainCommand(CLI::App& parent) {
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str()
       ->envname("DSBENCH_WARMUP");
-  t->add_option("--backend", o->backend, "nccl, gloo, mpi or shm (default: the accelerator's)")
-      ->envname("DSBENCH_BACKEND");
-  t->add_option("--init-method", o->initMethod, "env:// (default), tcp://HOST:PORT or file:///PATH")
-      ->envname("DSBENCH_INIT_METHOD");
-  t->add_option("--timeout", o->timeoutSeconds, "seconds; default DEEPSPEED_TIMEOUT minutes or 10 min")
-      ->check(CLI::NonNegativeNumber)
-      ->envname("DSBENCH_TIMEOUT");
+  flags::backend(t, o->backend, "nccl, gloo, mpi or shm (default: the accelerator's)");
+  flags::initMethod(t, o->initMethod);
+  flags::timeout(t, o->timeoutSeconds, "seconds; default DEEPSPEED_TIMEOUT minutes or 10 min")
+      ->check(CLI::NonNegativeNumber);
   t->add_option("--bucket-cap-mb", o->bucketCapMb, "DDP bucket_cap_mb; a comma-separated list sweeps")
       ->delimiter(',')
       ->check(CLI::PositiveNumber)
@@ -63,18 +61,9 @@ Command addTrainCommand(CLI::App& parent) {
                 "OpenBLAS threads per rank (default: cores / ranks on the node)")
       ->check(CLI::NonNegativeNumber)
       ->envname("DSBENCH_BLAS_THREADS");
-  t->add_option("--json", o->jsonPath, "write the results as JSON to this file (rank 0)")
-      ->envname("DSBENCH_JSON");
-  t->add_option_function<std::string>(
-       "--label",
-       [o](const std::string& v) {
-         o->label = v;
-         o->labelGiven = true;
-       },
-       "name of the cluster or system this run describes (kept as metadata.label in the JSON, so one "
-       "history serves many); 1-64 printable characters")
-      ->envname("DSBENCH_LABEL");
-  t->add_flag("!--quiet", o->verbose, "do not log what init_distributed discovered");
+  flags::json(t, o->jsonPath, "write the results as JSON to this file (rank 0)");
+  flags::label(t, o->label, o->labelGiven);
+  flags::quiet(t, o->verbose);
   return Command{t, [o] { return runTrain(*o); }};
 }
 

@@ -1,6 +1,7 @@
 #include <memory>
 
 #include "bench/command.h"
+#include "bench/common_flags.h"
 #include "bench/world/world.h"
 
 namespace ds::bench {
@@ -10,16 +11,12 @@ Command addWorldCommand(CLI::App& parent) {
   auto* w = parent.add_subcommand("world",
                                   "init_distributed, a store barrier, a smoke allreduce, and a table of "
                                   "who every rank is");
-  w->add_option("--backend", o->backend, "nccl, gloo, mpi or shm (default: the accelerator's)")
-      ->envname("DSBENCH_BACKEND");
-  w->add_option("--init-method", o->initMethod, "env:// (default), tcp://HOST:PORT or file:///PATH")
-      ->envname("DSBENCH_INIT_METHOD");
-  w->add_option("--timeout", o->timeoutSeconds, "seconds; default DEEPSPEED_TIMEOUT minutes or 10 min")
-      ->check(CLI::NonNegativeNumber)
-      ->envname("DSBENCH_TIMEOUT");
-  w->add_option("--json", o->jsonPath, "write the world report as JSON to this file (rank 0)")
-      ->envname("DSBENCH_JSON");
-  w->add_flag("!--quiet", o->verbose, "do not log what init_distributed discovered");
+  flags::backend(w, o->backend, "nccl, gloo, mpi or shm (default: the accelerator's)");
+  flags::initMethod(w, o->initMethod);
+  flags::timeout(w, o->timeoutSeconds, "seconds; default DEEPSPEED_TIMEOUT minutes or 10 min")
+      ->check(CLI::NonNegativeNumber);
+  flags::json(w, o->jsonPath, "write the world report as JSON to this file (rank 0)");
+  flags::quiet(w, o->verbose);
   return Command{w, [o] { return runWorld(*o); }};
 }
 
