@@ -111,11 +111,39 @@ std::shared_ptr<store::Store> makeStore(const InitMethod& m, const env::WorldInf
   return std::make_shared<store::TcpStore>(w.masterAddr.value, so);
 }
 
+// DeepSpeed's arguments and the init_method, as discovery takes them.
+env::DiscoveryOptions discoveryOptions(const InitOptions& o, const InitMethod& method) {
+  env::DiscoveryOptions d;
+  d.rank = o.rank;
+  d.worldSize = o.worldSize;
+  d.distributedPort = o.distributedPort;
+  d.autoMpiDiscovery = o.autoMpiDiscovery;
+  if (method.kind == InitMethod::Kind::kTcp) {
+    d.masterAddr = method.host;
+    d.masterPort = method.port;
+  }
+  return d;
+}
+
 }  // namespace
 
 const std::vector<std::string>& knownBackends() {
   static const std::vector<std::string> kNames{"nccl", "gloo", "mpi", "shm"};
   return kNames;
+}
+
+InitPlan planInit(const InitOptions& o) {
+  env::ProcessEnv env;
+  InitPlan plan;
+  plan.info = env::discoverWorld(discoveryOptions(o, parseInitMethod(o.initMethod)), env);
+  accel::Selection accel = accel::selectAccelerator(env);
+  plan.accelerator = accel.accelerator->name();
+  plan.acceleratorOverridden = accel.overridden;
+  plan.acceleratorReason = accel.reason;
+  plan.backend = chooseBackend(o, *accel.accelerator);
+  plan.timeout = o.timeout.value_or(defaultTimeout(env));
+  plan.initMethod = o.initMethod.empty() ? "env://" : o.initMethod;
+  return plan;
 }
 
 InitMethod parseInitMethod(const std::string& text) {
@@ -219,16 +247,7 @@ std::shared_ptr<World> initDistributed(const InitOptions& o) {
   }
   env::ProcessEnv env;
   InitMethod method = parseInitMethod(o.initMethod);
-  env::DiscoveryOptions d;
-  d.rank = o.rank;
-  d.worldSize = o.worldSize;
-  d.distributedPort = o.distributedPort;
-  d.autoMpiDiscovery = o.autoMpiDiscovery;
-  if (method.kind == InitMethod::Kind::kTcp) {
-    d.masterAddr = method.host;
-    d.masterPort = method.port;
-  }
-  env::WorldInfo info = env::discoverWorld(d, env);
+  env::WorldInfo info = env::discoverWorld(discoveryOptions(o, method), env);
   bool usedMpi = info.needsMpiMasterAddr || info.needsMpiLocalRanks;
   env::resolveThroughMpi(info);
   const bool talk = o.verbose && info.rank.value == 0;

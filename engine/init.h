@@ -91,6 +91,20 @@ std::shared_ptr<World> currentWorld();
 // Shuts the World down and forgets it; a later initDistributed creates a new one.
 void destroyProcessGroup();
 
+// What initDistributed would conclude from this process's environment and these options, without
+// contacting anything: no store, no MPI_Init, no process group (`dsbench world --dry-run`). Throws
+// the ConfigErrors initDistributed would throw for the same configuration.
+struct InitPlan {
+  env::WorldInfo info;  // as discovered; needsMpi* say what only MPI itself would settle
+  std::string accelerator;
+  bool acceleratorOverridden = false;  // DS_ACCELERATOR chose it
+  std::string acceleratorReason;       // why cuda was not chosen on auto detect
+  std::string backend;
+  std::chrono::milliseconds timeout{0};
+  std::string initMethod;  // "env://" when none was given
+};
+InitPlan planInit(const InitOptions& options = {});
+
 // Parsed init_method.
 struct InitMethod {
   enum class Kind { kEnv, kTcp, kFile } kind = Kind::kEnv;

@@ -38,4 +38,32 @@ std::string formatSmoke(const SmokeResult& s) {
                      s.backend, s.got, s.expected);
 }
 
+std::string formatInitPlan(const InitPlan& p) {
+  const auto& w = p.info;
+  std::string out = "# dsbench world --dry-run: what init_distributed would conclude here (nothing was contacted)\n";
+  out += fmt::format("#   launcher     {}\n", env::launcherName(w.launcher));
+  for (const auto& line : w.describe()) out += fmt::format("#   {}\n", line);
+  if (w.needsMpiMasterAddr)
+    out += "#   MASTER_ADDR is settled by MPI at start-up: rank 0's address, broadcast to all ranks\n";
+  if (w.needsMpiLocalRanks)
+    out += "#   LOCAL_RANK and LOCAL_WORLD_SIZE are settled by MPI at start-up: ranks on the same host\n";
+  std::string why = p.acceleratorOverridden ? "DS_ACCELERATOR" : "auto detect";
+  if (!p.acceleratorOverridden && !p.acceleratorReason.empty()) why += ": " + p.acceleratorReason;
+  out += fmt::format("#   accelerator  {} ({})\n", p.accelerator, why);
+  out += fmt::format("#   backend      {}\n", p.backend);
+  out += fmt::format("#   init_method  {}, timeout {} s\n", p.initMethod, p.timeout.count() / 1000);
+  if (w.worldSize.value == 1) {
+    out += "#   rendezvous   a single process: its own store, nobody to wait for\n";
+  } else if (p.initMethod.rfind("file://", 0) == 0) {
+    out += fmt::format("#   rendezvous   every rank uses the file store {}\n", p.initMethod.substr(7));
+  } else if (w.rank.value == 0) {
+    out += fmt::format("#   rendezvous   this is rank 0: it would host the store on port {} and wait for {} other rank(s)\n",
+                       w.masterPort.value, w.worldSize.value - 1);
+  } else {
+    out += fmt::format("#   rendezvous   this is rank {}: it would connect to the store at {}:{}\n", w.rank.value,
+                       w.masterAddr.value, w.masterPort.value);
+  }
+  return out;
+}
+
 }  // namespace ds::report

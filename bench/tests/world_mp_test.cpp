@@ -114,3 +114,30 @@ TEST(WorldUnderMpirun, MatchesDsrun) {
   EXPECT_NE(viaMpirun.err.find("Discovered MPI settings of world_rank=0"), std::string::npos)
       << viaMpirun.err;
 }
+
+// --dry-run prints what discovery concludes, with each value's source, and exits at once: rank 3 of a
+// torchrun-style environment whose master does not exist is not contacted (it would wait otherwise).
+TEST(WorldDryRun, PrintsTheDiscoveredWorldWithoutContactingAnything) {
+  RunOptions o = cleanOptions(std::chrono::seconds(20), {{"RANK", "3"},
+                                                         {"WORLD_SIZE", "8"},
+                                                         {"LOCAL_RANK", "1"},
+                                                         {"LOCAL_WORLD_SIZE", "2"},
+                                                         {"MASTER_ADDR", "node-that-does-not-exist.invalid"},
+                                                         {"MASTER_PORT", "29511"},
+                                                         {"DS_ACCELERATOR", "cpu"}});
+  auto r = run({binDir() + "/dsbench", "world", "--dry-run"}, o);
+  ASSERT_EQ(r.exitCode, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("nothing was contacted"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("RANK=3 (from RANK)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("WORLD_SIZE=8 (from WORLD_SIZE)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("MASTER_PORT=29511 (from MASTER_PORT)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("accelerator  cpu (DS_ACCELERATOR)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("backend      gloo"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("connect to the store at node-that-does-not-exist.invalid:29511"), std::string::npos)
+      << r.out;
+  // A configuration that discovery refuses is refused by the dry run too (exit 5), with the variable named.
+  o.setEnv["RANK"] = "9";
+  auto bad = run({binDir() + "/dsbench", "world", "--dry-run"}, o);
+  EXPECT_EQ(bad.exitCode, 5) << bad.out << bad.err;
+  EXPECT_NE(bad.err.find("RANK"), std::string::npos) << bad.err;
+}

@@ -76,6 +76,11 @@ int runWorld(const WorldOptions& o) {
   init.initMethod = o.initMethod;
   init.verbose = o.verbose;
   if (o.timeoutSeconds > 0) init.timeout = std::chrono::seconds(o.timeoutSeconds);
+  if (o.dryRun) {
+    std::string text = report::formatInitPlan(planInit(init));
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    return kExitOk;
+  }
   auto world = initDistributed(init);
   world->barrier();
   auto ranks = gatherWorld(*world);

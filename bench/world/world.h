@@ -16,6 +16,7 @@ struct WorldOptions {
   int timeoutSeconds = 0;  // --timeout; 0 = DEEPSPEED_TIMEOUT or 10 min
   std::string jsonPath;    // --json (written by rank 0)
   bool verbose = true;
+  bool dryRun = false;     // --dry-run: print what discovery concludes and exit, contacting nothing
 };
 
 // This rank's record.

@@ -17,6 +17,10 @@ Command addWorldCommand(CLI::App& parent) {
       ->check(CLI::NonNegativeNumber);
   flags::json(w, o->jsonPath, "write the world report as JSON to this file (rank 0)");
   flags::quiet(w, o->verbose);
+  w->add_flag("--dry-run", o->dryRun,
+              "print what discovery concludes from this environment (every value with its source) and exit, "
+              "contacting nothing")
+      ->envname("DSBENCH_DRY_RUN");
   return Command{w, [o] { return runWorld(*o); }};
 }
 
