@@ -22,6 +22,8 @@ packages=(
   libasio-dev                    # store event loop option
   # test tools
   iproute2 procps
+  patchelf                       # scripts/bundle.sh: RPATH $ORIGIN/../lib in the relocatable bundle
+  libblas3                       # scripts/bundle.sh: the netlib BLAS of the bundle (-DDS_BLAS=reference)
   python3-jsonschema             # tests: our JSON outputs validate against reports/schema/dsperf.schema.json
   chromium                       # browser tests: headless rendering of reports
 )

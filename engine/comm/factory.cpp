@@ -65,7 +65,13 @@ std::unique_ptr<ProcessGroup> createProcessGroup(const std::string& backend,
         "the nccl backend is not linked into this tool (dsdiag and dsrun do not load libnccl, so that "
         "they run on nodes where it is missing); use dsbench, or choose gloo or mpi.");
   }
-  if (backend == "gloo" || backend == "mpi" || backend == "nccl" || backend == "shm") {
+  if (backend == "mpi") {
+    throw ConfigError(
+        "the mpi backend is not in this build of dsperf. The relocatable bundle (scripts/bundle.sh) leaves it out "
+        "because Open MPI's plugins do not work when copied to another machine: use --backend nccl or gloo, or "
+        "build dsperf on that machine with Open MPI installed (scripts/setup.sh, scripts/build.sh).");
+  }
+  if (backend == "gloo" || backend == "nccl" || backend == "shm") {
     throw ConfigError(
         fmt::format("the {} backend is not available in this build of dsperf. Install its library "
                     "(scripts/setup.sh) and rebuild, or choose another backend.",

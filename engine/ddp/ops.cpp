@@ -9,6 +9,7 @@
 
 #include "engine/comm/half.h"
 #include "engine/common/error.h"
+#include "engine/common/log.h"
 #if DS_WITH_CUDA
 #include "engine/ddp/cuda_ops.h"
 #endif
@@ -365,9 +366,20 @@ void synchronize(const Device& device) {
 }
 
 int setBlasThreads(int n) {
+#if DS_BLAS_REFERENCE
+  // The bundle's netlib BLAS is single-threaded and slow: CPU figures from it are not OpenBLAS's.
+  static bool said = false;
+  if (!said) {
+    said = true;
+    log::warn("this dsperf uses the reference (netlib) BLAS of the relocatable bundle: CPU GEMMs run single-threaded "
+              "and several times slower than with OpenBLAS, so CPU train figures are not comparable; GPU runs use cuBLAS");
+  }
+  return 1;
+#else
   int previous = openblas_get_num_threads();
   openblas_set_num_threads(n);
   return previous;
+#endif
 }
 
 }  // namespace ds::ddp::ops

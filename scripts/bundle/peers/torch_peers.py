@@ -1,0 +1,185 @@
+#!/usr/bin/env python3
+"""Step g of run-gpu-checks.sh: the node's own torch as the peer of dsperf on the same GPU, in the
+same run. It measures, with torch only (nothing else from the bundle):
+
+  allreduce   torch.distributed NCCL allreduce at world size 1, float32, on the sizes of dsperf's sweep;
+  mlp         the MLP of each dsbench train file (same width, depth, batch, f32): forward, backward and
+              an SGD step, timed with CUDA events;
+  copy        device-to-device copy bandwidth (torch Tensor.copy_), the memory limit of the GPU.
+
+It writes PEERS.json and prints ratio tables (dsperf / torch; above 1 means dsperf takes longer).
+Usage: torch_peers.py --out PEERS.json [--sweep SWEEP.json] [--train TRAIN.json ...]
+"""
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+
+
+def load(path):
+    with open(path) as f:
+        return json.load(f)
+
+
+def timed(torch, fn, iters, warmup):
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for _ in range(iters):
+        fn()
+    end.record()
+    end.synchronize()
+    return start.elapsed_time(end) / iters  # ms
+
+
+def allreduce_peer(torch, sizes, deadline):
+    import torch.distributed as dist
+    store_file = tempfile.NamedTemporaryFile(prefix="ds_peer_store_", delete=False).name
+    os.unlink(store_file)
+    dist.init_process_group("nccl", init_method="file://" + store_file, rank=0, world_size=1,
+                            device_id=torch.device("cuda:0"))
+    rows = []
+    try:
+        for size in sizes:
+            if time.monotonic() > deadline:
+                break
+            n = max(1, size // 4)
+            x = torch.ones(n, dtype=torch.float32, device="cuda")
+            iters = 20 if size < (64 << 20) else 5
+            ms = timed(torch, lambda: dist.all_reduce(x), iters, 3)
+            rows.append({"size": n * 4, "time_us": ms * 1000.0, "alg_bw": n * 4 / (ms * 1e6)})
+            del x
+    finally:
+        dist.destroy_process_group()
+    return rows
+
+
+def mlp_peer(torch, spec, batch):
+    torch.manual_seed(0)
+    width, layers, in_features, out_features, act, bias = spec
+    # dsperf's mlp:WxL is L linear layers: in -> W -> ... -> W -> out, an activation between them.
+    dims = [in_features] + [width] * (layers - 1) + [out_features]
+    mods = []
+    for i in range(len(dims) - 1):
+        mods.append(torch.nn.Linear(dims[i], dims[i + 1], bias=bias))
+        if i < len(dims) - 2:
+            mods.append(torch.nn.ReLU() if act == "relu" else torch.nn.GELU())
+    model = torch.nn.Sequential(*mods).cuda()
+    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    x = torch.randn(batch, in_features, device="cuda")
+    y = torch.randn(batch, out_features, device="cuda")
+    params = sum(p.numel() for p in model.parameters())
+
+    def fwd():
+        return torch.nn.functional.mse_loss(model(x), y)
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        loss = fwd()
+        loss.backward()
+        opt.step()
+
+    fwd_ms = timed(torch, lambda: fwd(), 10, 3)
+    step_ms = timed(torch, step, 10, 3)
+    # Multiply-adds of the GEMMs: forward 2*params*batch FLOPs, backward twice that.
+    flops = 6.0 * params * batch
+    return {"params": params, "batch": batch, "forward_ms": fwd_ms, "step_ms": step_ms,
+            "tflops": flops / (step_ms * 1e-3) / 1e12}
+
+
+def copy_peer(torch):
+    n = 1 << 30  # bytes
+    a = torch.empty(n, dtype=torch.uint8, device="cuda")
+    b = torch.empty_like(a)
+    ms = timed(torch, lambda: b.copy_(a), 20, 3)
+    # A copy reads and writes every byte.
+    return {"bytes": n, "time_ms": ms, "gbps": 2 * n / (ms * 1e6)}
+
+
+def parse_model(spec):
+    """dsperf's canonical spec mlp:WIDTHxLAYERS[,act=gelu|relu][,bias=1|0][,in=N][,out=N]."""
+    body = spec.split(":", 1)[1]
+    parts = body.split(",")
+    width, layers = (int(v) for v in parts[0].split("x"))
+    opts = dict(p.split("=", 1) for p in parts[1:] if "=" in p)
+    return (width, layers, int(opts.get("in", width)), int(opts.get("out", width)), opts.get("act", "gelu"),
+            opts.get("bias", "1") != "0")
+
+
+def table(title, header, rows):
+    print(f"\n{title}")
+    widths = [max(len(str(r[i])) for r in [header] + rows) for i in range(len(header))]
+    for r in [header] + rows:
+        print("  " + "  ".join(str(v).rjust(w) for v, w in zip(r, widths)))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--sweep", help="dsbench coll -J file (nccl, world size 1)")
+    ap.add_argument("--train", action="append", default=[], help="dsbench train --json file")
+    ap.add_argument("--budget-s", type=float, default=100.0)
+    a = ap.parse_args()
+    deadline = time.monotonic() + a.budget_s
+    try:
+        import torch
+    except Exception as e:  # noqa: BLE001 - any import failure means no peer
+        print(f"torch_peers: the node's python ({sys.executable}) cannot import torch: {e}", file=sys.stderr)
+        return 2
+    if not torch.cuda.is_available():
+        print(f"torch_peers: torch {torch.__version__} sees no CUDA device", file=sys.stderr)
+        return 2
+    result = {"torch": torch.__version__, "cuda": torch.version.cuda, "nccl": ".".join(map(str, torch.cuda.nccl.version())),
+              "device": torch.cuda.get_device_name(0)}
+    print(f"torch {result['torch']} (CUDA {result['cuda']}, NCCL {result['nccl']}) on {result['device']}")
+
+    ours = {}
+    if a.sweep and os.path.exists(a.sweep):
+        for r in load(a.sweep).get("results", []):
+            if r.get("collective") == "allreduce" and r.get("dtype") in ("float", "float32"):
+                ours[r["size"]] = r["out_of_place"]["time"]
+    sizes = sorted(ours) or [8 << k for k in range(0, 30, 2)]
+    result["allreduce"] = allreduce_peer(torch, sizes, deadline)
+    rows = []
+    for r in result["allreduce"]:
+        mine = ours.get(r["size"])
+        rows.append([r["size"], f"{r['time_us']:.1f}", f"{mine:.1f}" if mine else "-",
+                     f"{mine / r['time_us']:.2f}" if mine else "-"])
+    table("allreduce, world size 1, float32 (time in us)", ["bytes", "torch", "dsperf", "dsperf/torch"], rows)
+
+    result["copy"] = copy_peer(torch)
+    print(f"\ndevice-to-device copy (torch, 1 GiB): {result['copy']['gbps']:.0f} GB/s (read + write)")
+
+    result["mlp"] = []
+    rows = []
+    for path in a.train:
+        if not os.path.exists(path) or time.monotonic() > deadline:
+            continue
+        for run in load(path).get("runs", []):
+            if run.get("device") != "cuda":
+                continue
+            peer = mlp_peer(torch, parse_model(run["model"]), run["per_rank_batch"])
+            if peer["params"] != run["params"]:
+                print(f"torch_peers: note: torch's {run['model']} has {peer['params']} parameters, dsperf's "
+                      f"{run['params']}: the models differ", file=sys.stderr)
+            mine = run["time_ms"]["step"]["p50"]
+            mine_tflops = 6.0 * run["params"] * run["per_rank_batch"] / (mine * 1e-3) / 1e12
+            peer.update({"model": run["model"], "dsperf_step_ms": mine, "dsperf_tflops": mine_tflops})
+            result["mlp"].append(peer)
+            rows.append([run["model"], run["per_rank_batch"], f"{peer['step_ms']:.2f}", f"{mine:.2f}",
+                         f"{mine / peer['step_ms']:.2f}", f"{peer['tflops']:.1f}", f"{mine_tflops:.1f}"])
+            break  # one configuration per file
+    if rows:
+        table("MLP step (forward + backward + SGD), f32, world size 1",
+              ["model", "batch", "torch ms", "dsperf ms", "dsperf/torch", "torch TFLOP/s", "dsperf TFLOP/s"], rows)
+    with open(a.out, "w") as f:
+        json.dump(result, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,275 @@
+#!/usr/bin/env bash
+# Every GPU check of dsperf in one call, on a GPU node (README "GPU nodes"). It runs inside the
+# relocatable bundle (scripts/bundle.sh copies it to the bundle's top folder), or from the source
+# tree after a CUDA build (scripts/gpu-check.sh: DS_GPU_BIN_DIR and DS_GPU_TEST_DIR name the build).
+#
+# Usage: run-gpu-checks.sh OUTDIR
+# Steps, each under its own timeout, 8 minutes in all (DS_GPU_CHECKS_BUDGET_S, default 480):
+#   gpu_visible  a. the GPUs (nvidia-smi), the driver, and the NCCL and cuBLAS libraries found
+#   dsdiag       b. dsdiag --json: every gpu.* and nccl.* check PASS or WARN, never SKIP or FAIL
+#   gpu_tests    c. the gpu test binaries: NCCL collective matrix at world size 1; tensor, cuBLAS MLP, DDP
+#   sweep        d. dsbench coll --backend nccl, world size 1, every collective, 8 B to 4 GiB, -J
+#   two_ranks    e. two ranks on GPU 0: dsdiag --world fails world.gpu_unique naming both ranks and the
+#                   bus id; dsbench coll --backend nccl ends within its timeout naming NCCL's duplicate-GPU error
+#   train        f. dsbench train on CUDA: the 100m preset and an MLP of width 8192, f32
+#   peers        g. the node's torch on the same work (allreduce, MLP step, device copy): ratio tables
+#   summary      h. summary.json (a dsperf.diag document: `dsreport html summary.json` makes a report)
+# Files written to OUTDIR (at most 8): gpu-checks.log, summary.json, dsdiag.json, two-ranks.json,
+# sweep-nccl.json, train-100m.json, train-mlp8192.json, peers.json.
+# The last line is `gpu-checks: PASS` (exit 0) or `gpu-checks: FAIL (<steps>)` (exit 1); 2: bad usage.
+# DS_GPU_CHECKS_STEPS="a list" runs only those steps (never PASS).
+set -uo pipefail
+
+if (($# != 1)) || [[ "$1" == -* ]]; then
+  sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2
+  exit 2
+fi
+out=$1
+mkdir -p "$out" || { echo "gpu-checks: cannot create the output folder $out" >&2; exit 2; }
+out=$(cd "$out" && pwd)
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+if [[ -f "$here/share/dsperf/find-libs.sh" ]]; then
+  mode=bundle
+  bin=$here/bin
+  tests=$here/libexec
+  peers=$here/share/dsperf/peers
+  # shellcheck source=bundle/find-libs.sh
+  source "$here/share/dsperf/find-libs.sh"
+  DS_BUNDLE_QUIET=1 ds_bundle_find_libs "$here"
+else
+  mode=source
+  bin=${DS_GPU_BIN_DIR:-$here/../build-gpu/bin}
+  tests=${DS_GPU_TEST_DIR:-$here/../build-gpu/tests}
+  peers=$here/bundle/peers
+fi
+python=${DS_PYTHON:-python3}
+budget_s=${DS_GPU_CHECKS_BUDGET_S:-480}
+[[ "$budget_s" =~ ^[0-9]+$ ]] || { echo "gpu-checks: DS_GPU_CHECKS_BUDGET_S='$budget_s' is not a whole number of seconds" >&2; exit 2; }
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/gpu-checks.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+STEPS=(gpu_visible dsdiag gpu_tests sweep two_ranks train peers)
+REQUIRED=(gpu_visible)
+if [[ -n "${DS_GPU_CHECKS_STEPS:-}" ]]; then
+  read -r -a STEPS <<<"$DS_GPU_CHECKS_STEPS"
+  echo "gpu-checks: running only ${STEPS[*]} (DS_GPU_CHECKS_STEPS)"
+fi
+t0=$SECONDS
+remaining() { echo $((budget_s - (SECONDS - t0))); }
+# Runs a command under min($1, what is left of the budget) seconds; 124 when cut off.
+bounded() {
+  local limit=$1 left
+  shift
+  left=$(remaining)
+  ((left < limit)) && limit=$left
+  ((limit < 1)) && return 124
+  timeout -k 5 "$limit" "$@"
+}
+why=""     # a step's one-line reason when it fails
+remedy=""  # and what to do, when the step knows better than "read the log"
+# JSON queries go through the node's python (present on every node the bundle targets).
+pyq() { "$python" -c "$1" "${@:2}"; }
+
+step_gpu_visible() {
+  echo "dsperf run-gpu-checks ($mode), host $(uname -n), $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+  [[ -n "${DS_BUNDLE_LIBS:-}" ]] && echo "libraries: $DS_BUNDLE_LIBS"
+  if ! command -v nvidia-smi >/dev/null; then
+    why="no GPU: nvidia-smi is not installed, so this machine has no NVIDIA driver"
+    remedy="Run on a GPU node with the NVIDIA driver loaded (nvidia-smi -L must list a GPU)."
+    echo "$why"
+    return 1
+  fi
+  local list rc
+  list=$(bounded 10 nvidia-smi -L 2>&1)
+  rc=$?
+  echo "$list"
+  if ((rc != 0)) || ! grep -q '^GPU [0-9]' <<<"$list"; then
+    why="no GPU: nvidia-smi lists none (exit $rc)"
+    remedy="Check the driver (dmesg for Xid/NVRM errors) and CUDA_VISIBLE_DEVICES."
+    echo "$why"
+    return 1
+  fi
+  bounded 10 nvidia-smi --query-gpu=index,name,pci.bus_id,driver_version,memory.total,persistence_mode \
+    --format=csv 2>&1
+  if [[ "${DS_BUNDLE_LIBS:-}" == *"NOT FOUND"* ]]; then
+    why="libraries missing: ${DS_BUNDLE_LIBS#*NOT FOUND: }"
+    remedy="Set DS_NCCL_LIB / DS_CUBLAS_LIB to the folder holding them, or DS_PYTHON to a python with nvidia-nccl-cu13 and nvidia-cublas."
+    return 1
+  fi
+}
+
+step_dsdiag() {
+  DS_ACCELERATOR=cuda bounded 60 "$bin/dsdiag" --backend nccl --json "$out/dsdiag.json"
+  local rc=$?
+  [[ -f "$out/dsdiag.json" ]] || { why="dsdiag wrote no JSON (exit $rc)"; return 1; }
+  local bad
+  bad=$(pyq 'import json, sys
+j = json.load(open(sys.argv[1]))
+print("; ".join(c["id"] + " " + c["status"] for c in j["checks"]
+                if c["id"].split(".")[0] in ("gpu", "nccl") and c["status"] not in ("PASS", "WARN")))' \
+    "$out/dsdiag.json") || { why="dsdiag.json is unreadable"; return 1; }
+  if [[ -n "$bad" ]]; then
+    why="gpu/nccl checks not PASS or WARN: $bad"
+    return 1
+  fi
+}
+
+step_gpu_tests() {
+  local t failed=()
+  for t in ds_nccl_gpu_tests ds_ddp_gpu_tests; do
+    if [[ ! -x "$tests/$t" ]]; then
+      failed+=("$t missing")
+      continue
+    fi
+    echo "--- $t"
+    DS_REQUIRE_GPU=1 bounded 150 "$tests/$t" --gtest_brief=1 || failed+=("$t exit $?")
+  done
+  ((${#failed[@]} == 0)) || { why="${failed[*]}"; return 1; }
+}
+
+step_sweep() {
+  DS_ACCELERATOR=cuda bounded 150 "$bin/dsbench" coll --backend nccl --coll all -b 8 -e 4G -f 4 -n 10 -w 2 \
+    -T 60 -J "$out/sweep-nccl.json" --journal "$tmp/sweep.journal.jsonl"
+  local rc=$?
+  ((rc == 0)) || { why="dsbench coll --backend nccl exit $rc$( ((rc == 124)) && echo ' (cut off: a hang)')"; return 1; }
+}
+
+step_two_ranks() {
+  # Both ranks take GPU 0: LOCAL_RANK=0 for each, as a launcher that loses the local rank would do.
+  local problems=()
+  CUDA_VISIBLE_DEVICES=0 bounded 60 "$bin/dsrun" --standalone --nproc-per-node 2 -- env LOCAL_RANK=0 \
+    "$bin/dsdiag" --world --timeout 30 --json "$out/two-ranks.json" >"$tmp/world.txt" 2>&1
+  local rc=$?
+  tail -n 20 "$tmp/world.txt"
+  if [[ ! -f "$out/two-ranks.json" ]]; then
+    problems+=("dsdiag --world wrote no JSON (exit $rc)")
+  else
+    local verdict
+    verdict=$(pyq 'import json, sys
+j = json.load(open(sys.argv[1]))
+c = [c for c in j["checks"] if c["id"] == "world.gpu_unique"]
+if not c: print("world.gpu_unique missing"); sys.exit()
+m = c[0]["message"]
+if c[0]["status"] != "FAIL": print("world.gpu_unique is " + c[0]["status"] + ", not FAIL: " + m)
+elif not ("0" in m and "1" in m and ":" in m): print("world.gpu_unique does not name both ranks and the bus id: " + m)' \
+      "$out/two-ranks.json")
+    [[ -n "$verdict" ]] && problems+=("$verdict")
+  fi
+  CUDA_VISIBLE_DEVICES=0 NCCL_DEBUG=WARN DS_ACCELERATOR=cuda bounded 90 "$bin/dsrun" --standalone \
+    --nproc-per-node 2 -- env LOCAL_RANK=0 "$bin/dsbench" coll --backend nccl -b 1M -e 1M -n 5 -T 30 \
+    >"$tmp/dup.txt" 2>&1
+  rc=$?
+  grep -iE 'duplicate|error' "$tmp/dup.txt" | head -n 8
+  if ((rc == 124)); then
+    problems+=("dsbench on two ranks of one GPU hung until the step's timeout")
+  elif ((rc == 0)); then
+    problems+=("dsbench on two ranks of one GPU succeeded: NCCL should refuse a duplicate GPU")
+  elif ! grep -qi 'duplicate GPU' "$tmp/dup.txt"; then
+    problems+=("dsbench failed (exit $rc) without naming NCCL's duplicate-GPU error")
+  fi
+  ((${#problems[@]} == 0)) || { why=$(printf '%s; ' "${problems[@]}"); why=${why%; }; return 1; }
+}
+
+step_train() {
+  local failed=()
+  DS_ACCELERATOR=cuda bounded 120 "$bin/dsbench" train --backend nccl --model 100m --batch 64 --steps 20 \
+    --warmup 5 --json "$out/train-100m.json" || failed+=("100m exit $?")
+  DS_ACCELERATOR=cuda bounded 120 "$bin/dsbench" train --backend nccl --model mlp:8192x8 --batch 256 --steps 20 \
+    --warmup 5 --json "$out/train-mlp8192.json" || failed+=("mlp:8192x8 exit $?")
+  echo "bf16 parameters: not run (dsbench train has no parameter dtype option yet; f32 only)"
+  for f in "$out"/train-*.json; do
+    [[ -f "$f" ]] || continue
+    pyq 'import json, sys
+for r in json.load(open(sys.argv[1]))["runs"]:
+    t = r["time_ms"]; step = t["step"]["p50"]
+    tf = 6.0 * r["params"] * r["per_rank_batch"] / (step * 1e-3) / 1e12
+    print("%s batch %d: step %.2f ms = forward %.2f + backward %.2f + exposed comm %.2f + optimizer %.2f; GEMMs %.1f TFLOP/s"
+          % (r["model"], r["per_rank_batch"], step, t["forward"]["p50"], t["backward_compute"]["p50"],
+             t["exposed_comm"]["p50"], t["optimizer"]["p50"], tf))' "$f" || true
+  done
+  ((${#failed[@]} == 0)) || { why="${failed[*]}"; return 1; }
+}
+
+step_peers() {
+  local args=(--out "$out/peers.json" --budget-s 100)
+  [[ -f "$out/sweep-nccl.json" ]] && args+=(--sweep "$out/sweep-nccl.json")
+  local f
+  for f in "$out"/train-*.json; do [[ -f "$f" ]] && args+=(--train "$f"); done
+  bounded 150 "$python" "$peers/torch_peers.py" "${args[@]}"
+  local rc=$?
+  ((rc == 0)) || { why="torch peers exit $rc (see above)"; return 1; }
+}
+
+is_required() { local s; for s in "${REQUIRED[@]}"; do [[ $s == "$1" ]] && return 0; done; return 1; }
+
+# One dsperf.diag record per step (JSON-escaped through python when present, by sed otherwise).
+records=()
+json_str() {
+  local s=$1
+  s=${s//\\/\\\\}
+  s=${s//\"/\\\"}
+  s=$(tr -d '\000-\037' <<<"$s")
+  printf '"%s"' "$s"
+}
+npass=0 nskip=0 nfail=0
+record() {  # step status message remedy seconds
+  case $2 in PASS) npass=$((npass + 1)) ;; SKIP) nskip=$((nskip + 1)) ;; *) nfail=$((nfail + 1)) ;; esac
+  records+=("{\"id\": \"gpu_checks.$1\", \"family\": \"gpu_checks\", \"status\": \"$2\", \"message\": $(json_str "$3"), \"remedy\": $(json_str "$4"), \"data\": {\"seconds\": $5}, \"rank\": -1, \"host\": $(json_str "$(uname -n)")}")
+}
+
+run_all() {
+failed_steps=()
+stopped=""
+for step in "${STEPS[@]}"; do
+  if ! declare -F "step_$step" >/dev/null; then
+    echo "gpu-checks: unknown step '$step' (steps: gpu_visible dsdiag gpu_tests sweep two_ranks train peers)"
+    failed_steps+=("$step")
+    record "$step" FAIL "unknown step" "Use the step names of run-gpu-checks.sh --help." 0
+    continue
+  fi
+  if [[ -n "$stopped" ]]; then
+    echo "gpu-checks: $step: not run ($stopped failed)"
+    record "$step" SKIP "not run: $stopped failed" "" 0
+    continue
+  fi
+  echo "===== gpu-checks: $step ($(remaining) s of the budget left) ====="
+  start=$SECONDS
+  why=""
+  remedy=""
+  if "step_$step"; then
+    echo "gpu-checks: $step: ok ($((SECONDS - start)) s)"
+    record "$step" PASS "ok" "" $((SECONDS - start))
+  else
+    echo "gpu-checks: $step: FAILED ($((SECONDS - start)) s): ${why:-see the output above}"
+    failed_steps+=("$step")
+    record "$step" FAIL "${why:-failed, see gpu-checks.log}" "${remedy:-See the output of the step in gpu-checks.log.}" \
+      $((SECONDS - start))
+    is_required "$step" && stopped=$step
+  fi
+done
+
+if ((${#failed_steps[@]} == 0)) && [[ -n "${DS_GPU_CHECKS_STEPS:-}" ]]; then
+  result="FAIL (only ${STEPS[*]} ran, by DS_GPU_CHECKS_STEPS)"
+elif ((${#failed_steps[@]} == 0)); then
+  result="PASS"
+else
+  result="FAIL ($(IFS=,; echo "${failed_steps[*]}"))"
+fi
+files=$(cd "$out" && ls -1 | grep -v '^summary.json$' | sed 's/.*/"&"/' | paste -sd, -)
+{
+  echo "{\"schema\": \"dsperf.diag\", \"schema_version\": \"1.0\", \"mode\": \"local\", \"world_size\": 1,"
+  echo " \"host\": $(json_str "$(uname -n)"), \"tool_version\": \"run-gpu-checks ($mode)\","
+  echo " \"summary\": {\"pass\": $npass, \"warn\": 0, \"fail\": $nfail, \"skip\": $nskip, \"exit_code\": $((nfail > 0 ? 2 : 0))},"
+  echo " \"gpu_checks\": {\"result\": $(json_str "gpu-checks: $result"), \"seconds\": $((SECONDS - t0)), \"budget_s\": $budget_s, \"files\": [${files}]},"
+  echo " \"checks\": ["
+  (IFS=$'\n'; echo "${records[*]}" | sed '$!s/$/,/')
+  echo " ]}"
+} >"$out/summary.json"
+echo "gpu-checks: wrote $out/summary.json (dsreport html $out/summary.json makes a report; the sweep and train JSON are standard dsperf files)"
+echo "gpu-checks: total $((SECONDS - t0)) s of ${budget_s} s"
+echo "gpu-checks: $result"
+[[ "$result" == PASS ]]
+}
+
+# Everything the steps print also goes to gpu-checks.log; the pipeline ends only when tee has written it.
+run_all 2>&1 | tee "$out/gpu-checks.log"
+exit "${PIPESTATUS[0]}"
