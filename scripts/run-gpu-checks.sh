@@ -144,13 +144,14 @@ step_two_ranks() {
     problems+=("dsdiag --world wrote no JSON (exit $rc)")
   else
     local verdict
-    verdict=$(pyq 'import json, sys
+    verdict=$(pyq 'import json, re, sys
 j = json.load(open(sys.argv[1]))
 c = [c for c in j["checks"] if c["id"] == "world.gpu_unique"]
 if not c: print("world.gpu_unique missing"); sys.exit()
 m = c[0]["message"]
 if c[0]["status"] != "FAIL": print("world.gpu_unique is " + c[0]["status"] + ", not FAIL: " + m)
-elif not ("0" in m and "1" in m and ":" in m): print("world.gpu_unique does not name both ranks and the bus id: " + m)' \
+elif not re.search(r"ranks 0-1 share GPU [0-9a-fA-F]+:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-9]", m):
+    print("world.gpu_unique does not name both ranks and the bus id: " + m)' \
       "$out/two-ranks.json")
     [[ -n "$verdict" ]] && problems+=("$verdict")
   fi
@@ -217,57 +218,57 @@ record() {  # step status message remedy seconds
 }
 
 run_all() {
-failed_steps=()
-stopped=""
-for step in "${STEPS[@]}"; do
-  if ! declare -F "step_$step" >/dev/null; then
-    echo "gpu-checks: unknown step '$step' (steps: gpu_visible dsdiag gpu_tests sweep two_ranks train peers)"
-    failed_steps+=("$step")
-    record "$step" FAIL "unknown step" "Use the step names of run-gpu-checks.sh --help." 0
-    continue
-  fi
-  if [[ -n "$stopped" ]]; then
-    echo "gpu-checks: $step: not run ($stopped failed)"
-    record "$step" SKIP "not run: $stopped failed" "" 0
-    continue
-  fi
-  echo "===== gpu-checks: $step ($(remaining) s of the budget left) ====="
-  start=$SECONDS
-  why=""
-  remedy=""
-  if "step_$step"; then
-    echo "gpu-checks: $step: ok ($((SECONDS - start)) s)"
-    record "$step" PASS "ok" "" $((SECONDS - start))
-  else
-    echo "gpu-checks: $step: FAILED ($((SECONDS - start)) s): ${why:-see the output above}"
-    failed_steps+=("$step")
-    record "$step" FAIL "${why:-failed, see gpu-checks.log}" "${remedy:-See the output of the step in gpu-checks.log.}" \
-      $((SECONDS - start))
-    is_required "$step" && stopped=$step
-  fi
-done
+  failed_steps=()
+  stopped=""
+  for step in "${STEPS[@]}"; do
+    if ! declare -F "step_$step" >/dev/null; then
+      echo "gpu-checks: unknown step '$step' (steps: gpu_visible dsdiag gpu_tests sweep two_ranks train peers)"
+      failed_steps+=("$step")
+      record "$step" FAIL "unknown step" "Use the step names of run-gpu-checks.sh --help." 0
+      continue
+    fi
+    if [[ -n "$stopped" ]]; then
+      echo "gpu-checks: $step: not run ($stopped failed)"
+      record "$step" SKIP "not run: $stopped failed" "" 0
+      continue
+    fi
+    echo "===== gpu-checks: $step ($(remaining) s of the budget left) ====="
+    start=$SECONDS
+    why=""
+    remedy=""
+    if "step_$step"; then
+      echo "gpu-checks: $step: ok ($((SECONDS - start)) s)"
+      record "$step" PASS "ok" "" $((SECONDS - start))
+    else
+      echo "gpu-checks: $step: FAILED ($((SECONDS - start)) s): ${why:-see the output above}"
+      failed_steps+=("$step")
+      record "$step" FAIL "${why:-failed, see gpu-checks.log}" "${remedy:-See the output of the step in gpu-checks.log.}" \
+        $((SECONDS - start))
+      is_required "$step" && stopped=$step
+    fi
+  done
 
-if ((${#failed_steps[@]} == 0)) && [[ -n "${DS_GPU_CHECKS_STEPS:-}" ]]; then
-  result="FAIL (only ${STEPS[*]} ran, by DS_GPU_CHECKS_STEPS)"
-elif ((${#failed_steps[@]} == 0)); then
-  result="PASS"
-else
-  result="FAIL ($(IFS=,; echo "${failed_steps[*]}"))"
-fi
-files=$(cd "$out" && ls -1 | grep -v '^summary.json$' | sed 's/.*/"&"/' | paste -sd, -)
-{
-  echo "{\"schema\": \"dsperf.diag\", \"schema_version\": \"1.0\", \"mode\": \"local\", \"world_size\": 1,"
-  echo " \"host\": $(json_str "$(uname -n)"), \"tool_version\": \"run-gpu-checks ($mode)\","
-  echo " \"summary\": {\"pass\": $npass, \"warn\": 0, \"fail\": $nfail, \"skip\": $nskip, \"exit_code\": $((nfail > 0 ? 2 : 0))},"
-  echo " \"gpu_checks\": {\"result\": $(json_str "gpu-checks: $result"), \"seconds\": $((SECONDS - t0)), \"budget_s\": $budget_s, \"files\": [${files}]},"
-  echo " \"checks\": ["
-  (IFS=$'\n'; echo "${records[*]}" | sed '$!s/$/,/')
-  echo " ]}"
-} >"$out/summary.json"
-echo "gpu-checks: wrote $out/summary.json (dsreport html $out/summary.json makes a report; the sweep and train JSON are standard dsperf files)"
-echo "gpu-checks: total $((SECONDS - t0)) s of ${budget_s} s"
-echo "gpu-checks: $result"
-[[ "$result" == PASS ]]
+  if ((${#failed_steps[@]} == 0)) && [[ -n "${DS_GPU_CHECKS_STEPS:-}" ]]; then
+    result="FAIL (only ${STEPS[*]} ran, by DS_GPU_CHECKS_STEPS)"
+  elif ((${#failed_steps[@]} == 0)); then
+    result="PASS"
+  else
+    result="FAIL ($(IFS=,; echo "${failed_steps[*]}"))"
+  fi
+  files=$(cd "$out" && ls -1 | grep -v '^summary.json$' | sed 's/.*/"&"/' | paste -sd, -)
+  {
+    echo "{\"schema\": \"dsperf.diag\", \"schema_version\": \"1.0\", \"mode\": \"local\", \"world_size\": 1,"
+    echo " \"host\": $(json_str "$(uname -n)"), \"tool_version\": \"run-gpu-checks ($mode)\","
+    echo " \"summary\": {\"pass\": $npass, \"warn\": 0, \"fail\": $nfail, \"skip\": $nskip, \"exit_code\": $((nfail > 0 ? 2 : 0))},"
+    echo " \"gpu_checks\": {\"result\": $(json_str "gpu-checks: $result"), \"seconds\": $((SECONDS - t0)), \"budget_s\": $budget_s, \"files\": [${files}]},"
+    echo " \"checks\": ["
+    (IFS=$'\n'; echo "${records[*]}" | sed '$!s/$/,/')
+    echo " ]}"
+  } >"$out/summary.json"
+  echo "gpu-checks: wrote $out/summary.json (dsreport html $out/summary.json makes a report; the sweep and train JSON are standard dsperf files)"
+  echo "gpu-checks: total $((SECONDS - t0)) s of ${budget_s} s"
+  echo "gpu-checks: $result"
+  [[ "$result" == PASS ]]
 }
 
 # Everything the steps print also goes to gpu-checks.log; the pipeline ends only when tee has written it.

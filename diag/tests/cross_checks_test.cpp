@@ -53,6 +53,14 @@ TEST(CrossChecks, DuplicateGpuDetectedNamesTheRanks) {
   EXPECT_EQ(find(out, "world.gpu_unique").status, DiagStatus::kPass);
 }
 
+TEST(CrossChecks, DuplicateGpuNamesTheBusIdBesideTheUuid) {
+  std::vector<RankReport> reps{rank(0, "a", 0, "0000:19:00.0"), rank(1, "a", 0, "0000:19:00.0")};
+  for (auto& rep : reps) rep.records.back().data["device"]["uuid"] = "GPU-8c4f2a51";
+  const auto& g = find(crossRankChecks(reps, 2), "world.gpu_unique");
+  EXPECT_EQ(g.status, DiagStatus::kFail);
+  EXPECT_NE(g.message.find("ranks 0-1 share GPU 0000:19:00.0 (GPU-8c4f2a51)"), std::string::npos) << g.message;
+}
+
 TEST(CrossChecks, LocalRankClashAndMissingRank) {
   auto out = crossRankChecks({rank(0, "a", 0), rank(1, "a", 0)}, 3);
   EXPECT_EQ(find(out, "world.local_rank_unique").status, DiagStatus::kFail);

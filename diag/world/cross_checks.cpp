@@ -119,18 +119,20 @@ std::vector<DiagRecord> crossRankChecks(const std::vector<RankReport>& reports, 
   // --- no two ranks on one GPU ---
   {
     std::map<std::string, std::vector<int>> byGpu;
+    std::map<std::string, std::string> gpuName;  // the GPU as a message names it: bus id, then UUID
     int known = 0;
     for (const auto& r : reports) {
       const Json* d = findData(r, "gpu.local_rank_device");
       if (d == nullptr || !d->contains("device")) continue;
       ++known;
-      std::string id = str(&(*d)["device"], "uuid");
-      if (id.empty()) id = str(&(*d)["device"], "bus_id");
-      byGpu[hostKey(r) + " " + id].push_back(r.rank);
+      std::string uuid = str(&(*d)["device"], "uuid"), bus = str(&(*d)["device"], "bus_id");
+      std::string key = hostKey(r) + " " + (uuid.empty() ? bus : uuid);
+      byGpu[key].push_back(r.rank);
+      gpuName[key] = bus.empty() ? uuid : uuid.empty() ? bus : bus + " (" + uuid + ")";
     }
     std::vector<std::string> dups;
     for (const auto& [gpu, ranks] : byGpu) {
-      if (ranks.size() > 1) dups.push_back(fmt::format("ranks {} share GPU {}", report::rankRanges(ranks), gpu.substr(gpu.find(' ') + 1)));
+      if (ranks.size() > 1) dups.push_back(fmt::format("ranks {} share GPU {}", report::rankRanges(ranks), gpuName[gpu]));
     }
     if (known == 0) {
       out.push_back(record("world.gpu_unique", skip("No rank has a GPU (see the gpu family): nothing to compare")));
