@@ -27,7 +27,7 @@ fi
 out=$1
 mkdir -p "$out" || { echo "gpu-checks: cannot create the output folder $out" >&2; exit 2; }
 out=$(cd "$out" && pwd)
-here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+here=$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")
 if [[ -f "$here/share/dsperf/find-libs.sh" ]]; then
   mode=bundle
   bin=$here/bin

@@ -8,9 +8,9 @@
 #   2. the node's Python (DS_PYTHON, else python3): its nvidia-* packages (nvidia-nccl-cu13, nvidia-cublas);
 #   3. the CUDA toolkit (CUDA_HOME, else /usr/local/cuda): lib64, lib, targets/x86_64-linux/lib.
 # One line on stderr says which was used (DS_BUNDLE_QUIET=1 silences it).
-here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+here=$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")  # bin/, also when called through a symlink
 bundle=$(cd "$here/.." && pwd)
 # shellcheck source=find-libs.sh
 source "$bundle/share/dsperf/find-libs.sh"
 ds_bundle_find_libs "$bundle"
-exec "$bundle/libexec/$(basename "$0")" "$@"
+exec "$bundle/libexec/$(basename "$(readlink -f "${BASH_SOURCE[0]}")")" "$@"
