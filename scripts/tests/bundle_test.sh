@@ -53,6 +53,9 @@ ldd_ok() {
 check "ldd: every bundled binary and library resolves inside the bundle or on the allowlist" ldd_ok
 check "RPATH of the binaries is \$ORIGIN/../lib" bash -c "readelf -d '$b/libexec/dsdiag' | grep -q 'RPATH.*\\\$ORIGIN/../lib'"
 
+ln -s "$b/bin/dsdiag" "$tmp/dsdiag-link"
+check "a symlink to a launcher runs its tool" bash -c "DS_BUNDLE_QUIET=1 '$tmp/dsdiag-link' --list | grep -q gpu.ecc"
+
 # 2. Hide every system copy of what the bundle carries (MANIFEST: "  libfmt.so.9 <- /lib/...").
 hidden=()
 while read -r _ _ path; do
