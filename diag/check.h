@@ -111,7 +111,8 @@ class Context {
   int localWorldSize() const { return world_ ? world_->localWorldSize.value : 1; }
   // Several nodes (knowably): LOCAL_WORLD_SIZE < WORLD_SIZE, or a node count above 1 from the launcher.
   bool multiNode() const;
-  // The node count from the launcher (SLURM_NNODES, SLURM_JOB_NUM_NODES, CROSS_SIZE, GROUP_WORLD_SIZE),
+  // The node count from the launcher (SLURM_STEP_NUM_NODES, SLURM_NNODES, SLURM_JOB_NUM_NODES, CROSS_SIZE,
+  // GROUP_WORLD_SIZE),
   // with the variable it came from; nullopt when unknown or garbage.
   std::optional<std::pair<int, std::string>> nodeCount() const;
 

@@ -54,7 +54,8 @@ std::vector<std::string> Context::namesWithPrefix(const std::string& prefix) con
 }
 
 std::optional<std::pair<int, std::string>> Context::nodeCount() const {
-  for (const char* v : {"SLURM_NNODES", "SLURM_JOB_NUM_NODES", "CROSS_SIZE", "GROUP_WORLD_SIZE"}) {
+  // The step's node count first: an srun step may use fewer nodes than its allocation.
+  for (const char* v : {"SLURM_STEP_NUM_NODES", "SLURM_NNODES", "SLURM_JOB_NUM_NODES", "CROSS_SIZE", "GROUP_WORLD_SIZE"}) {
     if (auto s = env_.get(v)) {
       auto n = parseInteger(*s);
       if (n && *n >= 1 && *n < (1 << 24)) return std::make_pair(static_cast<int>(*n), std::string(v));

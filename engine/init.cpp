@@ -8,7 +8,9 @@
 #include "engine/common/error.h"
 #include "engine/common/log.h"
 #include "engine/common/net.h"
+#include "engine/common/progress.h"
 #include "engine/env/mpi_discovery.h"
+#include "engine/env/slurm.h"
 #include "engine/store/barrier.h"
 #include "engine/store/file_store.h"
 #include "engine/store/tcp_store.h"
@@ -48,9 +50,50 @@ std::string chooseBackend(const InitOptions& o, const accel::Accelerator& a) {
   return backend;
 }
 
+// The ranks (at most `limit`) whose registration is missing. Throws Error when the store is gone.
+std::vector<int> missingRanks(store::Store& s, int n, size_t limit) {
+  std::vector<int> missing;
+  for (int r = 0; r < n && missing.size() < limit; ++r) {
+    if (!s.check({fmt::format("init/rank/{}", r)}, std::chrono::seconds(5))) missing.push_back(r);
+  }
+  return missing;
+}
+
+std::string rankList(const std::vector<int>& ranks, size_t limit) {
+  return fmt::format("{}{}", fmt::join(ranks, ", "), ranks.size() >= limit ? " (first ones)" : "");
+}
+
+// The progress line of a rank still waiting at rendezvous. Rank 0 works out who is missing and
+// leaves the list in the store; the others read it there rather than each asking for every rank.
+void reportRendezvousProgress(store::Store& s, const env::WorldInfo& w, double elapsed, double left,
+                              const std::string& hint) {
+  constexpr size_t kListed = 32;
+  const int n = w.worldSize.value;
+  std::int64_t count = 0;
+  std::string missing;
+  try {
+    count = s.add("init/", 0, std::chrono::seconds(5));
+    if (w.rank.value == 0) {
+      missing = rankList(missingRanks(s, n, kListed), kListed);
+      s.set("init/missing", store::toBytes(missing), std::chrono::seconds(5));
+    } else if (s.check({"init/missing"}, std::chrono::seconds(5))) {
+      missing = store::toString(s.get("init/missing", std::chrono::seconds(5)));
+    } else {
+      missing = "not listed yet (rank 0 lists them)";
+    }
+  } catch (const Error& e) {
+    missing = fmt::format("unknown (the store did not answer: {})", e.what());
+  }
+  log::warn(
+      "rendezvous: still waiting after {:.0f} s at {}: {}/{} ranks joined; missing ranks: {}; {:.0f} s left "
+      "before the timeout. A missing rank was not started, died before joining, or cannot reach the store{}.",
+      elapsed, s.describe(), count, n, missing, left, hint.empty() ? "" : "; " + hint);
+}
+
 // Every rank registers itself, then counts in with add("init/", 1) as in c10d; the last to arrive
-// releases the others. On timeout the registrations tell which ranks never came.
-void joinRendezvous(store::Store& s, const env::WorldInfo& w, milliseconds timeout) {
+// releases the others. While it waits, each rank prints a progress line on ProgressSchedule's
+// plan; on timeout the registrations tell which ranks never came. `hint` is added to those lines.
+void joinRendezvous(store::Store& s, const env::WorldInfo& w, milliseconds timeout, const std::string& hint) {
   const int n = w.worldSize.value;
   const int rank = w.rank.value;
   auto t0 = Clock::now();
@@ -58,30 +101,39 @@ void joinRendezvous(store::Store& s, const env::WorldInfo& w, milliseconds timeo
         store::toBytes(fmt::format("{}:{}:{}", net::hostName(), getpid(), n)));
   std::int64_t joined = s.add("init/", 1);
   if (joined == n) s.set("init/done", store::toBytes("1"));
-  try {
-    s.wait({"init/done"}, timeout);
-  } catch (const TimeoutError&) {
+  const auto deadline = t0 + timeout;
+  ProgressSchedule progress(t0);
+  for (;;) {
+    const auto sliceEnd = std::min(deadline, progress.next());
+    auto slice = std::chrono::ceil<milliseconds>(sliceEnd - Clock::now());
+    try {
+      s.wait({"init/done"}, std::max(slice, milliseconds(1)));
+      break;
+    } catch (const TimeoutError&) {
+      if (Clock::now() < deadline) {
+        progress.advance();
+        reportRendezvousProgress(s, w, progress.elapsedSeconds(), std::chrono::duration<double>(deadline - Clock::now()).count(), hint);
+        continue;
+      }
+    }
     std::int64_t count = 0;
     std::vector<int> missing;
     try {
       count = s.add("init/", 0, std::chrono::seconds(5));
-      for (int r = 0; r < n && missing.size() < 64; ++r) {
-        if (!s.check({fmt::format("init/rank/{}", r)}, std::chrono::seconds(5))) missing.push_back(r);
-      }
+      missing = missingRanks(s, n, 64);
     } catch (const Error&) {
       // The store itself is gone; report what we know.
     }
-    std::string missingText = missing.empty()
-                                  ? ""
-                                  : fmt::format(" Ranks that never joined: {}{}.", fmt::join(missing, ", "),
-                                                missing.size() == 64 ? " (first 64)" : "");
+    std::string missingText =
+        missing.empty() ? "" : fmt::format(" Ranks that never joined: {}.", rankList(missing, 64));
     throw TimeoutError(
         fmt::format("Timed out after {:.0f} seconds waiting for clients. {}/{} clients joined.{} This is "
                     "rank {}, waiting at "
                     "{}. Check that WORLD_SIZE={} matches the number of processes started, and that the "
                     "missing ranks could "
-                    "reach MASTER_ADDR:MASTER_PORT (run dsdiag on their nodes).",
-                    secondsSince(t0), count, n, missingText, rank, s.describe(), n));
+                    "reach MASTER_ADDR:MASTER_PORT (run dsdiag on their nodes){}.",
+                    secondsSince(t0), count, n, missingText, rank, s.describe(), n,
+                    hint.empty() ? "" : "; " + hint));
   }
   // A rank started with a different WORLD_SIZE would pair up wrongly; all registrations must agree.
   for (int r = 0; r < n; ++r) {
@@ -108,6 +160,16 @@ std::shared_ptr<store::Store> makeStore(const InitMethod& m, const env::WorldInf
       !client && w.rank.value == 0 && !(agent && (*agent == "True" || *agent == "true" || *agent == "1"));
   so.jobId = w.jobId.value;
   so.timeout = timeout;
+  if (env::slurmPlace(env) != env::SlurmPlace::kNone) {
+    so.portTakenAdvice = fmt::format(
+        "under Slurm, export MASTER_PORT=<a free port> in the job script (every task must see the same value){}. "
+        "Other tasks of this step wait for the store until their timeout: {}.",
+        w.masterPort.source.rfind("default under Slurm", 0) == 0
+            ? "; the default, 15000 + the last 4 digits of SLURM_JOB_ID, collides with a job whose id ends in the "
+              "same digits, or with another step of this job running at the same time"
+            : "",
+        env::kSrunKillHint);
+  }
   return std::make_shared<store::TcpStore>(w.masterAddr.value, so);
 }
 
@@ -248,6 +310,7 @@ std::shared_ptr<World> initDistributed(const InitOptions& o) {
   env::ProcessEnv env;
   InitMethod method = parseInitMethod(o.initMethod);
   env::WorldInfo info = env::discoverWorld(discoveryOptions(o, method), env);
+  for (const auto& note : info.notes) log::warn("{}", note);
   bool usedMpi = info.needsMpiMasterAddr || info.needsMpiLocalRanks;
   env::resolveThroughMpi(info);
   const bool talk = o.verbose && info.rank.value == 0;
@@ -284,7 +347,8 @@ std::shared_ptr<World> initDistributed(const InitOptions& o) {
 
   auto t0 = Clock::now();
   auto store = makeStore(method, info, timeout, env);
-  joinRendezvous(*store, info, timeout);
+  joinRendezvous(*store, info, timeout,
+                 env::slurmPlace(env) == env::SlurmPlace::kStep ? std::string(env::kSrunKillHint) : "");
   if (talk) {
     log::info("Rendezvous complete: {} rank(s) joined at {} in {:.3f} s", info.worldSize.value,
               store->describe(), secondsSince(t0));

@@ -26,6 +26,7 @@ packages=(
   libblas3                       # scripts/bundle.sh: the netlib BLAS of the bundle (-DDS_BLAS=reference)
   python3-jsonschema             # tests: our JSON outputs validate against reports/schema/dsperf.schema.json
   chromium                       # browser tests: headless rendering of reports
+  slurm-wlm munge                # slurm tests: a real one-node Slurm (scripts/slurm-fixture.sh)
 )
 
 missing=()

@@ -4,6 +4,8 @@
 
 #include "diag/check.h"
 #include "diag/util.h"
+#include "engine/common/error.h"
+#include "engine/env/slurm.h"
 
 namespace ds::diag {
 namespace {
@@ -24,10 +26,27 @@ constexpr LauncherSet kLaunchers[] = {
     {"Slurm", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", nullptr},
 };
 
+// A batch script's SLURM_PROCID/SLURM_NTASKS describe the allocation, not this process (discovery
+// ignores them there too).
+bool slurmVarsDescribeUs(const Context& c, const LauncherSet& l) {
+  return std::string_view(l.name) != "Slurm" || env::slurmPlace(c.env()) != env::SlurmPlace::kAllocation;
+}
+
+// srun --mpi=pmi2/pmix exports PMI_RANK/PMIX_RANK equal to SLURM_PROCID: that is srun's PMI, not
+// MPICH's mpiexec.
+std::string launcherLabel(const Context& c, const LauncherSet& l) {
+  std::string_view name(l.name);
+  if ((name == "MPICH/Hydra" || name == "PMIx") && env::slurmPlace(c.env()) == env::SlurmPlace::kStep &&
+      c.get(l.rank) == c.get("SLURM_PROCID")) {
+    return name == "PMIx" ? "Slurm (srun --mpi=pmix)" : "Slurm (srun --mpi=pmi2)";
+  }
+  return l.name;
+}
+
 const LauncherSet* detectLauncher(const Context& c) {
   if (c.get("TORCHELASTIC_RUN_ID")) return nullptr;
   for (const auto& l : kLaunchers) {
-    if (c.get(l.rank)) return &l;
+    if (c.get(l.rank) && slurmVarsDescribeUs(c, l)) return &l;
   }
   return nullptr;
 }
@@ -62,12 +81,12 @@ Finding launcherVars(Context& c) {
   std::vector<std::string> set, missing;
   for (const char* v : envVars) (c.get(v) ? set : missing).emplace_back(v);
   const auto* l = detectLauncher(c);
-  Json data{{"set", set}, {"missing", missing}, {"launcher", l ? l->name : (c.get("TORCHELASTIC_RUN_ID") ? "dsrun/torchrun" : "none")}};
+  Json data{{"set", set}, {"missing", missing}, {"launcher", l ? launcherLabel(c, *l) : (c.get("TORCHELASTIC_RUN_ID") ? "dsrun/torchrun" : "none")}};
   if (set.empty()) {
     if (l != nullptr) {
       return pass(fmt::format("No env:// variables; rank and size come from the {} launcher (MPI discovery, as "
                               "DeepSpeed's auto_mpi_discovery)",
-                              l->name),
+                              launcherLabel(c, *l)),
                   data);
     }
     return pass("No launcher variables: a single process (WORLD_SIZE=1). Under dsrun, torchrun, mpirun or srun dsdiag "
@@ -80,8 +99,8 @@ Finding launcherVars(Context& c) {
     if (l != nullptr) {
       return warn(fmt::format("environment variable {} expected, but not set, while {} is: discovery silently falls "
                               "back to the {} launcher's {} for it, mixing two sources",
-                              absent, hasRank ? "RANK" : "WORLD_SIZE", l->name, hasRank ? l->size : l->rank),
-                  fmt::format("Export both RANK and WORLD_SIZE, or neither (and let {} set the world).", l->name), data);
+                              absent, hasRank ? "RANK" : "WORLD_SIZE", launcherLabel(c, *l), hasRank ? l->size : l->rank),
+                  fmt::format("Export both RANK and WORLD_SIZE, or neither (and let {} set the world).", launcherLabel(c, *l)), data);
     }
     return fail(fmt::format("environment variable {} expected, but not set ({} is set): init_distributed stops here",
                             absent, hasRank ? "RANK" : "WORLD_SIZE"),
@@ -103,7 +122,7 @@ Finding launcherVars(Context& c) {
   if (multi && !c.get("LOCAL_RANK")) {
     return warn(fmt::format("LOCAL_RANK is not set with WORLD_SIZE={}: the local rank is derived{}, and a wrong guess "
                             "puts two ranks on one GPU",
-                            *size, l ? fmt::format(" from {}", l->name) : " as RANK % LOCAL_WORLD_SIZE (one node assumed)"),
+                            *size, l ? fmt::format(" from {}", launcherLabel(c, *l)) : " as RANK % LOCAL_WORLD_SIZE (one node assumed)"),
                 "Export LOCAL_RANK (and LOCAL_WORLD_SIZE) per process, as dsrun/torchrun do.", data);
   }
   return pass(fmt::format("env:// variables set: {}{}", join(set, ", "),
@@ -117,9 +136,15 @@ Finding launcherAgreement(Context& c) {
                 "launcher and are ignored, as discovery does");
   }
   std::vector<std::string> conflicts;
+  std::vector<std::string> launchers;
   Json pairs = Json::array();
   for (const auto& l : kLaunchers) {
-    if (!c.get(l.rank)) continue;
+    if (!c.get(l.rank) || !slurmVarsDescribeUs(c, l)) continue;
+    // srun --mpi=pmi2 shows as one launcher, not as "PMI" and "Slurm".
+    if (auto label = launcherLabel(c, l);
+        !(label == "Slurm" && !launchers.empty() && launchers.back().rfind("Slurm (", 0) == 0)) {
+      launchers.push_back(label);
+    }
     std::pair<const char*, const char*> cmp[] = {
         {"RANK", l.rank}, {"WORLD_SIZE", l.size}, {"LOCAL_RANK", l.localRank}, {"LOCAL_WORLD_SIZE", l.localSize}};
     for (auto [e, lv] : cmp) {
@@ -132,7 +157,13 @@ Finding launcherAgreement(Context& c) {
       conflicts.push_back(fmt::format("{}={} but {}={}", e, quoteValue(*a), lv, quoteValue(*b)));
     }
   }
-  if (pairs.empty()) return skip("No launcher variables next to env:// ones: nothing to compare", {{"pairs", pairs}});
+  if (pairs.empty()) {
+    if (launchers.empty()) return skip("No launcher variables next to env:// ones: nothing to compare", {{"pairs", pairs}});
+    return skip(fmt::format("No env:// variables (RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE) next to the {} "
+                            "launcher's: it alone describes the world, nothing to compare",
+                            join(launchers, "/")),
+                {{"pairs", pairs}, {"launchers", launchers}});
+  }
   if (!conflicts.empty()) {
     return fail(fmt::format("env:// and the launcher describe different processes: {}. Ranks would pair up wrongly "
                             "and hang at rendezvous",
@@ -191,8 +222,38 @@ Finding worldSizeProduct(Context& c) {
   const auto& w = *c.world();
   int size = w.worldSize.value, local = w.localWorldSize.value;
   auto nodes = c.nodeCount();
-  // Slurm's own product, when it is the launcher.
-  if (auto ntpn = c.get("SLURM_NTASKS_PER_NODE"); ntpn && nodes && nodes->second.rfind("SLURM", 0) == 0) {
+  // Under srun, the step's own layout: its tasks per node add up to its size, however uneven
+  // ("2(x3),1"), and whatever the allocation around it was (SLURM_NTASKS_PER_NODE is the
+  // allocation's and stays set inside a smaller step).
+  if (w.launcher == env::Launcher::kSlurm) {
+    if (auto tpn = env::firstSet(c.env(), {"SLURM_STEP_TASKS_PER_NODE", "SLURM_TASKS_PER_NODE"})) {
+      std::vector<int> counts;
+      try {
+        counts = env::expandTasksPerNode(tpn->second, tpn->first);
+      } catch (const ConfigError& e) {
+        return fail(e.what(), "srun sets this variable: do not export it by hand in the job script.",
+                    {{"variable", tpn->first}, {"value", tpn->second}});
+      }
+      long long sum = 0;
+      for (int n : counts) sum += n;
+      Json data{{"world_size", size}, {"tasks_per_node_var", tpn->first}, {"tasks_per_node", tpn->second},
+                {"nodes", counts.size()}, {"tasks", sum}};
+      if (sum != size) {
+        return fail(fmt::format("WORLD_SIZE={} but {}='{}' adds up to {} task(s) on {} node(s): {}", size, tpn->first,
+                                tpn->second, sum, counts.size(),
+                                sum > size ? "rank 0 waits for processes that were never started"
+                                           : "some processes get a RANK beyond WORLD_SIZE"),
+                    "Do not export WORLD_SIZE in a job script run under srun: discovery reads the step's size.", data);
+      }
+      bool uneven = std::adjacent_find(counts.begin(), counts.end(), std::not_equal_to<>()) != counts.end();
+      return pass(fmt::format("WORLD_SIZE={} = the step's {}='{}' over {} node(s){}", size, tpn->first, tpn->second,
+                              counts.size(), uneven ? " (uneven: legal under srun)" : ""),
+                  data);
+    }
+  }
+  // Slurm's own product, when it is the launcher and gave no tasks-per-node list.
+  if (auto ntpn = c.get("SLURM_NTASKS_PER_NODE");
+      ntpn && nodes && nodes->second.rfind("SLURM", 0) == 0 && w.launcher == env::Launcher::kSlurm) {
     if (auto t = parseInteger(*ntpn); t && *t * nodes->first != size) {
       return fail(fmt::format("WORLD_SIZE={} but {}={} x SLURM_NTASKS_PER_NODE={} = {}: rank 0 waits for processes "
                               "that were never started",

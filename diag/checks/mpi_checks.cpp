@@ -5,6 +5,7 @@
 #include "diag/check.h"
 #include "diag/probes.h"
 #include "diag/util.h"
+#include "engine/env/slurm.h"
 
 namespace ds::diag {
 namespace {
@@ -16,6 +17,8 @@ struct LauncherGuess {
   std::string family = "";  // "openmpi", "mpich", "" for others
 };
 
+std::string firstLine(const std::string& text) { return text.substr(0, text.find('\n')); }
+
 LauncherGuess guessLauncher(const Context& c) {
   std::string parent = trim(readTextFile(fmt::format("{}/{}/comm", c.paths().procfs, getppid())).value_or(""));
   if (c.get("TORCHELASTIC_RUN_ID")) {
@@ -23,24 +26,53 @@ LauncherGuess guessLauncher(const Context& c) {
     return {who, fmt::format("TORCHELASTIC_RUN_ID={}; parent process '{}'", *c.get("TORCHELASTIC_RUN_ID"), parent)};
   }
   if (c.get("OMPI_COMM_WORLD_RANK")) return {"Open MPI mpirun", "OMPI_COMM_WORLD_RANK", true, "openmpi"};
+  const auto place = env::slurmPlace(c.env());
+  // srun --mpi=pmi2/pmix exports PMI_RANK (and PMI_FD) or PMIX_RANK equal to SLURM_PROCID: that is srun
+  // serving a PMI, not MPICH's mpiexec (whose PMI_RANK differs from its proxies' SLURM_PROCID).
+  if (place == env::SlurmPlace::kStep && c.get("SLURM_PROCID")) {
+    auto procid = c.get("SLURM_PROCID");
+    const std::string plugin = env::slurmMpiPlugin(c.env());
+    const char* pmiRank = plugin == "pmix" ? "PMIX_RANK" : "PMI_RANK";
+    if (plugin == "none" || c.get(pmiRank) == procid) {
+      return {fmt::format("Slurm srun (--mpi={})", plugin),
+              plugin == "none" ? "SLURM_PROCID, SLURM_STEP_ID; no PMIX_RANK or PMI_RANK"
+                               : fmt::format("SLURM_PROCID, SLURM_STEP_ID, {} equal to SLURM_PROCID", pmiRank),
+              false, "srun-" + plugin};
+    }
+  }
   if (c.get("PMI_RANK") && (c.get("MPI_LOCALRANKID") || c.get("HYDRA_CONTROL_FD") || c.get("PMI_FD"))) {
     return {"MPICH/Hydra (or Intel MPI) mpiexec", "PMI_RANK", true, "mpich"};
   }
   if (c.get("MV2_COMM_WORLD_RANK")) return {"MVAPICH mpirun_rsh", "MV2_COMM_WORLD_RANK", true, "mpich"};
-  if (c.get("SLURM_PROCID") && c.get("SLURM_STEP_ID")) return {"Slurm srun", "SLURM_PROCID, SLURM_STEP_ID"};
   if (c.get("PMI_RANK")) return {"a PMI launcher", "PMI_RANK", true, ""};
   if (c.get("PMIX_RANK")) return {"a PMIx launcher", "PMIX_RANK", true, ""};
   if (c.get("CROSS_RANK") || c.get("LOCAL_SIZE")) return {"DeepSpeed's launcher", "CROSS_RANK/LOCAL_SIZE"};
   if (c.get("RANK") || c.get("WORLD_SIZE")) return {"a job script (env:// variables set by hand)", "RANK/WORLD_SIZE"};
-  if (c.get("SLURM_JOB_ID")) return {"none (inside a Slurm allocation, outside srun)", "SLURM_JOB_ID without SLURM_PROCID"};
+  if (place == env::SlurmPlace::kAllocation) {
+    auto step = c.get("SLURM_STEP_ID");
+    return {"none (a Slurm batch script or salloc shell, outside any srun step)",
+            fmt::format("SLURM_JOB_ID={} with {}", *c.get("SLURM_JOB_ID"),
+                        step ? fmt::format("SLURM_STEP_ID={} (not a task step)", *step) : "no SLURM_STEP_ID")};
+  }
   return {"none (a lone process)", "no launcher variables"};
 }
 
 Finding launcher(Context& c) {
   auto g = guessLauncher(c);
   Json data{{"launcher", g.name}, {"evidence", g.evidence}};
-  if (c.get("SLURM_JOB_ID") && !c.get("SLURM_PROCID") && c.worldSize() > 1 && !g.mpiFamily &&
-      !c.get("TORCHELASTIC_RUN_ID")) {
+  const bool outsideStep = env::slurmPlace(c.env()) == env::SlurmPlace::kAllocation;
+  if (outsideStep && c.worldSize() == 1 && !g.mpiFamily && !c.get("TORCHELASTIC_RUN_ID")) {
+    auto tasks = env::firstSet(c.env(), {"SLURM_NTASKS", "SLURM_NPROCS"});
+    if (tasks && parseInteger(tasks->second).value_or(1) > 1) {
+      return warn(fmt::format("Slurm allocated {}={} tasks, but this process runs in the batch script (or salloc "
+                              "shell), outside any srun step: it is a single process, not rank 0 of {}",
+                              tasks->first, tasks->second, tasks->second),
+                  "Start the command with srun inside the script (`srun dsbench ...`), or with `dsrun "
+                  "--nproc-per-node N` on one node.",
+                  data);
+    }
+  }
+  if (outsideStep && c.worldSize() > 1 && !g.mpiFamily && !c.get("TORCHELASTIC_RUN_ID")) {
     return warn(fmt::format("Started by {} with WORLD_SIZE={} inside a Slurm allocation but not through srun: Slurm does "
                             "not know these processes (no cleanup, no binding)",
                             g.name, c.worldSize()),
@@ -63,6 +95,24 @@ Finding mpiVersion(Context& c) {
     return skip(msg + "; not needed: the job neither runs under mpirun nor uses backend mpi", data);
   }
   bool isOmpi = p.libraryVersion.find("Open MPI") != std::string::npos;
+  // Under srun the PMI comes from srun's --mpi plugin, and the library must speak it.
+  if (g.family.rfind("srun-", 0) == 0) {
+    const std::string plugin = g.family.substr(5);
+    const bool speaks = plugin == "pmix" || (plugin == "pmi2" && !isOmpi);
+    const int tasks = c.worldSize();
+    if (needed && tasks > 1 && !speaks) {
+      return fail(fmt::format("The job uses backend mpi under srun --mpi={}, but '{}' does not speak that PMI: "
+                              "MPI_Init aborts (init_distributed refuses first)",
+                              plugin, firstLine(p.libraryVersion)),
+                  fmt::format("Start the step with `srun --mpi={} ...` (`srun --mpi=list` shows this Slurm's "
+                              "plugins), or use backend gloo, which needs no MPI.",
+                              isOmpi ? "pmix" : "pmi2"),
+                  data);
+    }
+    return pass(fmt::format("{} ({}); under srun --mpi={}{}", firstLine(p.libraryVersion), p.path, plugin,
+                            needed ? "" : ": not used, the backend is not mpi"),
+                data);
+  }
   if ((g.family == "openmpi" && !isOmpi) || (g.family == "mpich" && isOmpi)) {
     return fail(fmt::format("Started by {} but the MPI library here is '{}': a launcher and library of different MPIs do "
                             "not talk, and every process becomes rank 0 of a world of 1",
@@ -79,7 +129,7 @@ Finding worldMatch(Context& c) {
     const char* localSize;
   };
   static const Set kSets[] = {{"Open MPI", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE"},
-                              {"MPICH/Hydra", "PMI_SIZE", "MPI_LOCALNRANKS"},
+                              {"PMI (MPICH/Hydra, or srun --mpi=pmi2)", "PMI_SIZE", "MPI_LOCALNRANKS"},
                               {"MVAPICH", "MV2_COMM_WORLD_SIZE", "MV2_COMM_WORLD_LOCAL_SIZE"}};
   const Set* s = nullptr;
   for (const auto& k : kSets) {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "engine/common/error.h"
+#include "engine/env/slurm.h"
 
 namespace ds::mpi {
 namespace {
@@ -50,6 +51,30 @@ void finalizeAtExit() {
   for (auto it = hooks.rbegin(); it != hooks.rend(); ++it) (*it)();
   MPI_Finalize();
 }
+// Under srun no mpirun stands behind the tasks: MPI_Init finds the world through the PMI that srun's
+// --mpi plugin serves, and a library that does not speak it aborts the whole process inside
+// MPI_Init. Refuse before that, naming the plugin that works. Open MPI (Debian's, at least) is built
+// with PMIx and without Slurm's PMI-2; MPICH speaks PMI-2 and, when built for it, PMIx.
+void checkSrunPlugin() {
+  env::ProcessEnv env;
+  if (env::slurmPlace(env) != env::SlurmPlace::kStep || env.get("OMPI_COMM_WORLD_RANK")) return;
+  auto tasks = env::firstSet(env, {"SLURM_STEP_NUM_TASKS", "SLURM_NTASKS"});
+  if (!tasks || tasks->second == "1") return;  // a singleton needs no PMI
+  char version[MPI_MAX_LIBRARY_VERSION_STRING] = {};
+  int len = 0;
+  MPI_Get_library_version(version, &len);  // callable before MPI_Init (MPI-3)
+  const bool openMpi = std::string_view(version).find("Open MPI") != std::string_view::npos;
+  const std::string plugin = env::slurmMpiPlugin(env);
+  if (plugin == "pmix" || (!openMpi && plugin == "pmi2")) return;
+  const std::string_view text(version);
+  const std::string firstLine(text.substr(0, text.find('\n')));
+  throw ConfigError(fmt::format(
+      "backend mpi under srun needs a PMI that this MPI library ({}) speaks, but this step was started with "
+      "--mpi={}{}, so MPI_Init would abort. Start it with `srun --mpi={} ...` (`srun --mpi=list` shows the "
+      "plugins of this Slurm), or use backend gloo, which needs no MPI.",
+      firstLine, plugin, plugin == "none" ? " (no PMIX_RANK or PMI_RANK in the environment)" : "",
+      openMpi ? "pmix" : "pmi2"));
+}
 }  // namespace
 
 void ensureInitialized() {
@@ -60,6 +85,7 @@ void ensureInitialized() {
       MPI_Query_thread(&gLevel);
       return;
     }
+    checkSrunPlugin();  // throws; call_once then runs again on the next call
     int rc = MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &gLevel);
     if (rc != MPI_SUCCESS) {
       char text[MPI_MAX_ERROR_STRING] = {};

@@ -9,6 +9,7 @@ namespace ds::env {
 namespace {
 
 constexpr long long kMaxWorld = 1LL << 24;
+constexpr int kDefaultPort = 29500;  // DeepSpeed's distributed_port
 
 // One launcher's variables (REFERENCE.md §1). nullptr: the launcher has no such variable.
 struct LauncherVars {
@@ -17,10 +18,13 @@ struct LauncherVars {
   const char* size;
   const char* localRank;
   const char* localSize;
+  // Read when `size` is unset: the allocation's spelling after the step's.
+  const char* sizeFallback = nullptr;
 };
 
 // Order matters: under `mpirun` inside a Slurm allocation both sets exist and mpirun's is the one
-// that describes this process; Open MPI also exports PMIX_RANK.
+// that describes this process; Open MPI also exports PMIX_RANK. srun --mpi=pmi2/pmix exports
+// PMI_RANK/PMIX_RANK equal to SLURM_PROCID: discoverWorld then takes Slurm's entry (see there).
 constexpr std::array<LauncherVars, 5> kLaunchers{{
     {Launcher::kOpenMpi, "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK",
      "OMPI_COMM_WORLD_LOCAL_SIZE"},
@@ -28,8 +32,11 @@ constexpr std::array<LauncherVars, 5> kLaunchers{{
     {Launcher::kMvapich, "MV2_COMM_WORLD_RANK", "MV2_COMM_WORLD_SIZE", "MV2_COMM_WORLD_LOCAL_RANK",
      "MV2_COMM_WORLD_LOCAL_SIZE"},
     {Launcher::kPmix, "PMIX_RANK", nullptr, nullptr, nullptr},
-    {Launcher::kSlurm, "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", nullptr},
+    // srun exports the step's task count as SLURM_STEP_NUM_TASKS (and SLURM_NTASKS, which a batch
+    // script also has, for the allocation).
+    {Launcher::kSlurm, "SLURM_PROCID", "SLURM_STEP_NUM_TASKS", "SLURM_LOCALID", nullptr, "SLURM_NTASKS"},
 }};
+constexpr const LauncherVars& kSlurmVars = kLaunchers.back();
 
 struct Reader {
   const EnvSource& env;
@@ -115,12 +122,27 @@ WorldInfo discoverWorld(const DiscoveryOptions& opts, const EnvSource& env) {
   // variables describe this worker and the outer launcher's describe the per-node agent, so the
   // outer ones must not be compared or used.
   bool underLocalLauncher = env.get("TORCHELASTIC_RUN_ID").has_value();
+  const SlurmPlace slurm = slurmPlace(env);
+  bool ignoredAllocation = false;
   if (opts.autoMpiDiscovery && !underLocalLauncher) {
     for (const auto& l : kLaunchers) {
-      if (env.get(l.rank)) {
-        launcher = &l;
+      auto v = env.get(l.rank);
+      if (!v) continue;
+      // A batch script (or salloc shell) sees SLURM_PROCID=0 and the allocation's SLURM_NTASKS, but
+      // no srun started ranks: taking them would make rank 0 of N wait for N-1 ranks that never come.
+      if (l.id == Launcher::kSlurm && slurm == SlurmPlace::kAllocation) {
+        ignoredAllocation = true;
+        continue;
+      }
+      // srun --mpi=pmi2/pmix: the plugin's rank is the task's SLURM_PROCID, and the step's variables
+      // give the size, local ranks and nodes, so MPI is never needed to settle them.
+      if ((l.id == Launcher::kMpich || l.id == Launcher::kPmix) && slurm == SlurmPlace::kStep &&
+          env.get("SLURM_PROCID") == v) {
+        launcher = &kSlurmVars;
         break;
       }
+      launcher = &l;
+      break;
     }
   }
   Reader r{env, launcher};
@@ -149,6 +171,7 @@ WorldInfo discoverWorld(const DiscoveryOptions& opts, const EnvSource& env) {
   auto envSize = r.intVar("WORLD_SIZE", 1, kMaxWorld, kSizeValid);
   auto lRank = r.launcherVar(&LauncherVars::rank, 0, kMaxWorld, kRankValid);
   auto lSize = r.launcherVar(&LauncherVars::size, 1, kMaxWorld, kSizeValid);
+  if (!lSize) lSize = r.launcherVar(&LauncherVars::sizeFallback, 1, kMaxWorld, kSizeValid);
   if (launcher != nullptr) {
     checkAgree(envRank, lRank, launcher->id);
     checkAgree(envSize, lSize, launcher->id);
@@ -161,6 +184,13 @@ WorldInfo discoverWorld(const DiscoveryOptions& opts, const EnvSource& env) {
   std::optional<Sourced<int>> size = opts.worldSize >= 1 ? Sourced<int>{opts.worldSize, "argument world_size"}
                                      : envSize           ? envSize
                                                          : lSize;
+  if (rank && !size && launcher != nullptr && launcher->id == Launcher::kPmix) {
+    throw ConfigError(
+        fmt::format("PMIX_RANK={} is set but PMIx exports no world size, and neither WORLD_SIZE nor a Slurm "
+                    "step (SLURM_STEP_NUM_TASKS) gives one. Export WORLD_SIZE (and MASTER_ADDR), or start the "
+                    "job with srun (any --mpi plugin) or mpirun, which set the size.",
+                    rank->value));
+  }
   if (rank && !size) {
     throw ConfigError(
         fmt::format("environment variable WORLD_SIZE expected, but not set ({}={} is set). "
@@ -180,6 +210,19 @@ WorldInfo discoverWorld(const DiscoveryOptions& opts, const EnvSource& env) {
   }
   w.rank = rank.value_or(Sourced<int>{0, "default (single process)"});
   w.worldSize = size.value_or(Sourced<int>{1, "default (single process)"});
+  if (ignoredAllocation && !size) {
+    auto tasks = firstSet(env, {"SLURM_NTASKS", "SLURM_NPROCS"});
+    if (tasks && tasks->second != "1") {
+      w.notes.push_back(fmt::format(
+          "this process runs inside Slurm job {} but not in an srun step (a batch script or an salloc shell: "
+          "SLURM_STEP_ID is {}), so SLURM_PROCID and {}={} describe the allocation, not ranks that were "
+          "started. It runs as a single process. To run {} ranks, start the command with `srun` inside the "
+          "script (or with `dsrun --nproc-per-node N` on one node).",
+          env.get("SLURM_JOB_ID").value_or("?"),
+          env.get("SLURM_STEP_ID") ? fmt::format("'{}' (not a task step)", *env.get("SLURM_STEP_ID")) : "unset",
+          tasks->first, tasks->second, tasks->second));
+    }
+  }
 
   // --- local rank and local world size ---
   auto envLocalRank = r.intVar("LOCAL_RANK", 0, kMaxWorld, "0 to LOCAL_WORLD_SIZE-1");
@@ -191,10 +234,11 @@ WorldInfo discoverWorld(const DiscoveryOptions& opts, const EnvSource& env) {
                        ? r.intVar("SLURM_NODEID", 0, kMaxWorld, "0 to the number of nodes - 1")
                        : std::nullopt;
   if (!lLocalSize && slurmNode) {
-    if (auto tpn = env.get("SLURM_TASKS_PER_NODE")) {
-      auto counts = expandTasksPerNode(*tpn);
+    // The step's layout, not the allocation's: `srun -n 2` inside `sbatch --ntasks-per-node=4`.
+    if (auto tpn = firstSet(env, {"SLURM_STEP_TASKS_PER_NODE", "SLURM_TASKS_PER_NODE"})) {
+      auto counts = expandTasksPerNode(tpn->second, tpn->first);
       if (static_cast<size_t>(slurmNode->value) < counts.size()) {
-        lLocalSize = Sourced<int>{counts[slurmNode->value], "SLURM_TASKS_PER_NODE[SLURM_NODEID]"};
+        lLocalSize = Sourced<int>{counts[slurmNode->value], tpn->first + "[SLURM_NODEID]"};
       }
     }
   }
@@ -240,9 +284,13 @@ WorldInfo discoverWorld(const DiscoveryOptions& opts, const EnvSource& env) {
     w.masterAddr = {*opts.masterAddr, "argument init_method"};
   } else if (auto v = env.get("MASTER_ADDR")) {
     w.masterAddr = {*v, "MASTER_ADDR"};
-  } else if (launcher != nullptr && launcher->id == Launcher::kSlurm && env.get("SLURM_JOB_NODELIST")) {
-    auto hosts = expandNodelist(*env.get("SLURM_JOB_NODELIST"));
-    w.masterAddr = {hosts.front(), "SLURM_JOB_NODELIST (first host)"};
+  } else if (auto nodes = launcher != nullptr && launcher->id == Launcher::kSlurm
+                             ? firstSet(env, {"SLURM_STEP_NODELIST", "SLURM_JOB_NODELIST", "SLURM_NODELIST"})
+                             : std::nullopt) {
+    // The step's first node hosts its task 0 (srun's default block distribution); the allocation's
+    // first node may not be in the step at all.
+    auto hosts = expandNodelist(nodes->second, nodes->first);
+    w.masterAddr = {hosts.front(), nodes->first + " (first host)"};
   } else if (mpiStyle && w.worldSize.value > 1) {
     w.needsMpiMasterAddr = true;
     w.masterAddr = {"", "pending: rank 0's address, to be agreed through MPI"};
@@ -269,6 +317,12 @@ WorldInfo discoverWorld(const DiscoveryOptions& opts, const EnvSource& env) {
     w.masterPort = {*opts.masterPort, "argument init_method"};
   } else if (auto v = r.intVar("MASTER_PORT", 1, 65535, "a TCP port, 1 to 65535")) {
     w.masterPort = *v;
+  } else if (auto port = slurm != SlurmPlace::kNone && opts.distributedPort == kDefaultPort
+                             ? slurmDefaultPort(env.get("SLURM_JOB_ID").value_or(""))
+                             : std::nullopt) {
+    // Two jobs sharing a node must not both take 29500; Lightning users know this rule.
+    w.masterPort = {*port, fmt::format("default under Slurm: 15000 + last 4 digits of SLURM_JOB_ID={}",
+                                       env.get("SLURM_JOB_ID").value_or(""))};
   } else {
     w.masterPort = {opts.distributedPort, "distributed_port (default 29500)"};
   }

@@ -17,6 +17,14 @@ constexpr size_t kMaxHosts = 65'536;
                   varName, list, why));
 }
 
+[[noreturn]] void badTasks(std::string_view varName, std::string_view list, std::string_view why) {
+  throw ConfigError(
+      fmt::format("{}='{}' is not a valid Slurm tasks-per-node list: {}. Expected a form like "
+                  "'2(x3),1' (three nodes with 2 tasks, then one with 1). srun sets it; do not "
+                  "export it by hand.",
+                  varName, list, why));
+}
+
 // Splits at commas that are not inside brackets.
 std::vector<std::string_view> splitTopLevel(std::string_view s, std::string_view varName,
                                             std::string_view all) {
@@ -106,7 +114,7 @@ std::vector<std::string> expandNodelist(std::string_view list, std::string_view 
 std::vector<int> expandTasksPerNode(std::string_view list, std::string_view varName) {
   std::vector<int> out;
   size_t start = 0;
-  if (list.empty()) badList(varName, list, "it is empty");
+  if (list.empty()) badTasks(varName, list, "it is empty");
   while (start <= list.size()) {
     size_t comma = list.find(',', start);
     std::string_view item =
@@ -116,17 +124,54 @@ std::vector<int> expandTasksPerNode(std::string_view list, std::string_view varN
     long long n = parseIntVar(varName, count, 0, 1'000'000, "a task count such as '2(x3),1'");
     long long repeat = 1;
     if (paren != std::string_view::npos) {
-      if (item.back() != ')') badList(varName, list, fmt::format("'{}' lacks its closing ')'", item));
+      if (item.back() != ')') badTasks(varName, list, fmt::format("'{}' lacks its closing ')'", item));
       repeat = parseIntVar(varName, item.substr(paren + 2, item.size() - paren - 3), 1, 1'000'000,
                            "a repeat count such as '2(x3)'");
     }
     if (out.size() + static_cast<size_t>(repeat) > kMaxHosts)
-      badList(varName, list, fmt::format("it lists more than {} nodes", kMaxHosts));
+      badTasks(varName, list, fmt::format("it lists more than {} nodes", kMaxHosts));
     out.insert(out.end(), static_cast<size_t>(repeat), static_cast<int>(n));
     if (comma == std::string_view::npos) break;
     start = comma + 1;
   }
   return out;
+}
+
+SlurmPlace slurmPlace(const EnvSource& env) {
+  auto job = env.get("SLURM_JOB_ID");
+  if (!job) job = env.get("SLURM_JOBID");
+  if (!job || job->empty()) return SlurmPlace::kNone;
+  auto step = env.get("SLURM_STEP_ID");
+  if (!step) step = env.get("SLURM_STEPID");
+  if (!step || step->empty() || step->find_first_not_of("0123456789") != std::string::npos)
+    return SlurmPlace::kAllocation;  // unset, or "batch"/"extern" spelled out
+  // Slurm's special steps (batch 0xfffffffb, extern 0xfffffffc, interactive 0xfffffffa, ...) are
+  // not srun task steps.
+  if (step->size() > 10 || (step->size() == 10 && std::stoull(*step) >= 0xfffffff0ULL))
+    return SlurmPlace::kAllocation;
+  return SlurmPlace::kStep;
+}
+
+std::optional<std::pair<std::string, std::string>> firstSet(const EnvSource& env,
+                                                            std::initializer_list<const char*> names) {
+  for (const char* n : names) {
+    if (auto v = env.get(n)) return std::pair<std::string, std::string>{n, *v};
+  }
+  return std::nullopt;
+}
+
+std::string slurmMpiPlugin(const EnvSource& env) {
+  if (env.get("PMIX_RANK")) return "pmix";
+  if (env.get("PMI_FD") || env.get("PMI_RANK")) return "pmi2";
+  return "none";
+}
+
+std::optional<int> slurmDefaultPort(std::string_view jobId) {
+  size_t end = jobId.size();
+  size_t start = end;
+  while (start > 0 && end - start < 4 && jobId[start - 1] >= '0' && jobId[start - 1] <= '9') --start;
+  if (start == end) return std::nullopt;
+  return 15000 + std::stoi(std::string(jobId.substr(start)));
 }
 
 }  // namespace ds::env

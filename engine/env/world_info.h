@@ -38,6 +38,9 @@ struct WorldInfo {
   // launcher gives none). init_distributed resolves them through MPI, or fails saying what to set.
   bool needsMpiMasterAddr = false;
   bool needsMpiLocalRanks = false;
+  // Sentences for the user about how the launcher's variables were read (e.g. a batch script
+  // outside an srun step); init_distributed logs them as warnings and dsdiag shows them.
+  std::vector<std::string> notes;
 
   // "RANK=3 (from OMPI_COMM_WORLD_RANK)", one line per field, in a fixed order.
   std::vector<std::string> describe() const;

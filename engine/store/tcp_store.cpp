@@ -8,10 +8,13 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <optional>
 #include <random>
 #include <thread>
 
 #include "engine/common/error.h"
+#include "engine/common/log.h"
+#include "engine/common/progress.h"
 
 namespace ds::store {
 
@@ -24,6 +27,7 @@ using protocol::Writer;
 
 constexpr Duration kFirstBackoff{10};
 constexpr Duration kMaxBackoff{1000};
+constexpr Duration kConnectAttempt{10000};
 constexpr size_t kMaxHelloReply = size_t{64} * 1024;
 constexpr size_t kMaxReply = size_t{1} << 31;
 
@@ -119,6 +123,7 @@ TcpStore::TcpStore(std::string host, const TcpStoreOptions& options)
     TcpStoreServerOptions so;
     so.port = options_.port;
     so.jobId = options_.jobId;
+    so.portTakenAdvice = options_.portTakenAdvice;
     server_ = TcpStoreServer::start(so);
     port_ = server_->port();
   }
@@ -149,6 +154,8 @@ void TcpStore::connectLocked(Duration timeout) {
   const auto deadline = start + timeout;
   Duration backoff = kFirstBackoff;
   std::string lastError = "no attempt was made";
+  ProgressSchedule progress(start);
+  std::optional<Clock::time_point> unresolvedSince;
   const std::string portText = std::to_string(port_);
   const std::string hello = Writer(static_cast<std::uint8_t>(Op::kHello))
                                 .u32(protocol::kMagic)
@@ -162,10 +169,24 @@ void TcpStore::connectLocked(Duration timeout) {
     hints.ai_flags = AI_NUMERICSERV;
     addrinfo* res = nullptr;
     if (int rc = ::getaddrinfo(host_.c_str(), portText.c_str(), &hints, &res); rc != 0) {
-      lastError =
-          fmt::format("cannot resolve '{}': {}", host_, ::gai_strerror(rc));  // DNS may come up: retry
+      lastError = fmt::format("cannot resolve '{}': {}", host_, ::gai_strerror(rc));
+      // DNS may come up (a node registering late): retry, but only for resolveTimeout.
+      if (!unresolvedSince) unresolvedSince = Clock::now();
+      if (Clock::now() - *unresolvedSince >= std::min(options_.resolveTimeout, timeout)) {
+        throw ConfigError(fmt::format(
+            "cannot resolve the store's host name '{}': {} (tried for {:.0f} s). Check MASTER_ADDR (or the "
+            "tcp:// address): it must be a host name that every node can resolve, or an IP address of rank 0's "
+            "node.",
+            host_, ::gai_strerror(rc), std::chrono::duration<double>(Clock::now() - start).count()));
+      }
+    } else {
+      unresolvedSince.reset();
     }
     for (addrinfo* ai = res; ai && Clock::now() < deadline; ai = ai->ai_next) {
+      // Bounded per attempt: a firewall that drops the SYN, or a foreign process on the port that
+      // accepts and never answers, would otherwise hold this attempt (and the progress lines) for
+      // the whole timeout.
+      const auto attemptDeadline = std::min(deadline, Clock::now() + kConnectAttempt);
       int fd = ::socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, ai->ai_protocol);
       if (fd < 0) {
         lastError = fmt::format("socket() failed: {}", errnoText(errno));
@@ -174,7 +195,7 @@ void TcpStore::connectLocked(Duration timeout) {
       try {
         if (::connect(fd, ai->ai_addr, ai->ai_addrlen) != 0) {
           if (errno != EINPROGRESS) throw SysError{errno};
-          pollUntil(fd, POLLOUT, deadline);
+          pollUntil(fd, POLLOUT, attemptDeadline);
           int err = 0;
           socklen_t len = sizeof(err);
           ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len);
@@ -182,8 +203,8 @@ void TcpStore::connectLocked(Duration timeout) {
         }
         int one = 1;
         ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-        sendAll(fd, hello, deadline);
-        std::string payload = readFrame(fd, deadline, kMaxHelloReply, address());
+        sendAll(fd, hello, attemptDeadline);
+        std::string payload = readFrame(fd, attemptDeadline, kMaxHelloReply, address());
         protocol::Reader r(payload.data(), payload.size());
         const auto type = static_cast<Reply>(r.u8());
         if (type == Reply::kJobMismatch) {
@@ -214,7 +235,8 @@ void TcpStore::connectLocked(Duration timeout) {
       } catch (const PeerClosed&) {
         lastError = "the server closed the connection during the handshake";
       } catch (const IoTimedOut&) {
-        lastError = "the connection or handshake did not complete in time";
+        lastError = fmt::format("the connection or handshake did not complete within {} s",
+                                kConnectAttempt.count() / 1000);
       } catch (...) {
         ::close(fd);
         ::freeaddrinfo(res);
@@ -225,6 +247,13 @@ void TcpStore::connectLocked(Duration timeout) {
     if (res) ::freeaddrinfo(res);
     const auto left = deadline - Clock::now();
     if (left <= Clock::duration::zero()) break;
+    if (progress.due()) {
+      progress.advance();
+      log::warn(
+          "still cannot reach the store at {} after {:.0f} s ({}); retrying for {:.0f} s more. Rank 0 (or dsrun, "
+          "which hosts the store) may have failed to start it, or not have started yet: see rank 0's output.",
+          address(), progress.elapsedSeconds(), lastError, std::chrono::duration<double>(left).count());
+    }
     std::this_thread::sleep_for(std::min<Clock::duration>(jittered(backoff), left));
     backoff = std::min(backoff * 2, kMaxBackoff);
   }

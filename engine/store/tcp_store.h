@@ -28,6 +28,11 @@ struct TcpStoreOptions {
   std::string jobId = "default";
   // The default timeout of every operation, and the connect timeout.
   Duration timeout = kDefaultTimeout;
+  // How long the host name may keep failing to resolve before the connect gives up (a typo in
+  // MASTER_ADDR fails in seconds, not after the whole timeout). At most `timeout`.
+  Duration resolveTimeout = std::chrono::seconds(30);
+  // What to do when the server's port is taken (replaces the default advice, e.g. under srun).
+  std::string portTakenAdvice;
 };
 
 class TcpStore : public Store {
@@ -35,9 +40,11 @@ class TcpStore : public Store {
   // How much longer than an operation's timeout the client waits for the server's reply.
   static constexpr Duration kReplyGrace{2000};
 
-  // Connects (and with isServer, first starts the server). Blocks up to options.timeout.
+  // Connects (and with isServer, first starts the server). Blocks up to options.timeout, logging a
+  // progress line at 10 s, 30 s, 60 s and then every minute while the server cannot be reached.
   // Throws IoError when the server cannot bind, TimeoutError when the connect times out (c10d's
-  // text), ConfigError on a job-id mismatch, ProtocolError when the peer is not a dsperf store.
+  // text), ConfigError on a job-id mismatch or when the host does not resolve within
+  // options.resolveTimeout, ProtocolError when the peer is not a dsperf store.
   explicit TcpStore(std::string host, const TcpStoreOptions& options = {});
   ~TcpStore() override;
 

@@ -68,14 +68,15 @@ std::string sockaddrText(const sockaddr_storage& ss) {
   return fmt::format("{}:{}", host, port);
 }
 
-std::string bindFailure(const std::string& where, int port, int err) {
+std::string bindFailure(const std::string& where, int port, int err, const std::string& advice) {
   return fmt::format(
       "The server socket has failed to bind to {} (errno: {}). {}", where, errnoText(err),
       err == EADDRINUSE
-          ? fmt::format(
-                "Another process holds port {} (often a stale job: find it with `ss -ltnp 'sport = :{}'`); "
-                "stop it, choose another MASTER_PORT, or run `dsrun --standalone`, which picks a free port.",
-                port, port)
+          ? fmt::format("Another process holds port {} (often a stale job: find it with `ss -ltnp 'sport = :{}'`); {}",
+                        port, port,
+                        advice.empty() ? "stop it, choose another MASTER_PORT, or run `dsrun --standalone`, which "
+                                         "picks a free port."
+                                       : advice)
           : "Check that the address belongs to this host (MASTER_ADDR) and that the port is allowed.");
 }
 
@@ -237,7 +238,7 @@ void TcpStoreServer::Impl::listen() {
       address_ = (bound.ss_family == AF_INET6 ? "[::]:" : "0.0.0.0:") + std::to_string(port_);
     break;
   }
-  if (listenFd_ < 0) throw IoError(bindFailure(lastShown, opts_.port, lastErr));
+  if (listenFd_ < 0) throw IoError(bindFailure(lastShown, opts_.port, lastErr, opts_.portTakenAdvice));
 
   wakeFd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   epollFd_ = ::epoll_create1(EPOLL_CLOEXEC);

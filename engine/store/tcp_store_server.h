@@ -29,6 +29,9 @@ struct TcpStoreServerOptions {
   // A client that has not finished its handshake, or has sent part of a message, and then sends
   // nothing for this long is disconnected.
   Duration stallTimeout = std::chrono::seconds(30);
+  // What to do when `port` is taken; empty: stop the holder, choose another MASTER_PORT or use
+  // `dsrun --standalone`.
+  std::string portTakenAdvice;
 };
 
 class TcpStoreServer {

@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include "engine/common/error.h"
+#include "engine/env/slurm.h"
 #include "engine/env/world_info.h"
 
 using ds::ConfigError;
@@ -286,4 +287,192 @@ TEST(DiscoveryErrors, EnvDisagreesWithMpiLauncher) {
 TEST(DiscoveryErrors, LauncherRankBeyondItsSize) {
   expectConfigError({{"OMPI_COMM_WORLD_RANK", "4"}, {"OMPI_COMM_WORLD_SIZE", "4"}, {"MASTER_ADDR", "m"}},
                     {"RANK=4 (from OMPI_COMM_WORLD_RANK)", "WORLD_SIZE=4 (from OMPI_COMM_WORLD_SIZE)"});
+}
+
+// The environments below are what Slurm 22.05 (Debian bookworm) sets, recorded from real srun/sbatch
+// runs; 23.x and 24.x export the same names (srun(1)/sbatch(1) "OUTPUT ENVIRONMENT VARIABLES").
+namespace {
+
+using Env = std::map<std::string, std::string, std::less<>>;
+
+// Task 1 of `srun -n 2` inside `sbatch -N1 --ntasks-per-node=4` (job 4): the allocation's
+// SLURM_NTASKS_PER_NODE=4 stays, the step's variables describe 2 tasks.
+Env srunStepInWiderAllocation() {
+  return {{"SLURM_JOB_ID", "4"},          {"SLURM_JOB_NODELIST", "vm"},      {"SLURM_LOCALID", "1"},
+          {"SLURM_NNODES", "1"},          {"SLURM_NODEID", "0"},             {"SLURM_NODELIST", "vm"},
+          {"SLURM_NTASKS", "2"},          {"SLURM_NTASKS_PER_NODE", "4"},    {"SLURM_PROCID", "1"},
+          {"SLURM_STEPID", "0"},          {"SLURM_STEP_ID", "0"},            {"SLURM_STEP_NODELIST", "vm"},
+          {"SLURM_STEP_NUM_NODES", "1"},  {"SLURM_STEP_NUM_TASKS", "2"},     {"SLURM_STEP_TASKS_PER_NODE", "2"},
+          {"SLURM_TASKS_PER_NODE", "2"}};
+}
+
+// The batch script of the same job, before any srun.
+Env batchScript() {
+  return {{"SLURM_JOB_ID", "4"},   {"SLURM_JOB_NODELIST", "vm"}, {"SLURM_LOCALID", "0"},
+          {"SLURM_NNODES", "1"},   {"SLURM_NODEID", "0"},        {"SLURM_NODELIST", "vm"},
+          {"SLURM_NTASKS", "4"},   {"SLURM_NTASKS_PER_NODE", "4"}, {"SLURM_PROCID", "0"},
+          {"SLURM_TASKS_PER_NODE", "4"}};
+}
+
+Env with(Env e, const Env& more) {
+  for (const auto& [k, v] : more) e[k] = v;
+  return e;
+}
+
+}  // namespace
+
+TEST(SlurmDiscovery, StepVariablesWinOverTheAllocation) {
+  // A 5-node allocation, a 2-node step on its last nodes: the master must be in the step.
+  auto w = discover(with(srunStepInWiderAllocation(), {{"SLURM_JOB_NODELIST", "n[1-5]"},
+                                                       {"SLURM_STEP_NODELIST", "n[4-5]"},
+                                                       {"SLURM_NTASKS", "9"},
+                                                       {"SLURM_STEP_NUM_TASKS", "3"},
+                                                       {"SLURM_PROCID", "2"},
+                                                       {"SLURM_LOCALID", "0"},
+                                                       {"SLURM_NODEID", "1"},
+                                                       {"SLURM_STEP_TASKS_PER_NODE", "2,1"},
+                                                       {"SLURM_TASKS_PER_NODE", "4,4,1"}}));
+  EXPECT_EQ(w.launcher, Launcher::kSlurm);
+  EXPECT_EQ(w.worldSize.value, 3);
+  EXPECT_EQ(w.worldSize.source, "SLURM_STEP_NUM_TASKS");
+  EXPECT_EQ(w.masterAddr.value, "n4");
+  EXPECT_EQ(w.masterAddr.source, "SLURM_STEP_NODELIST (first host)");
+  EXPECT_EQ(w.localWorldSize.value, 1);
+  EXPECT_EQ(w.localWorldSize.source, "SLURM_STEP_TASKS_PER_NODE[SLURM_NODEID]");
+  EXPECT_EQ(w.nodeRank.value, 1);
+  EXPECT_TRUE(w.notes.empty());
+}
+
+TEST(SlurmDiscovery, RealStepInsideAWiderBatchAllocation) {
+  auto w = discover(srunStepInWiderAllocation());
+  EXPECT_EQ(w.rank.value, 1);
+  EXPECT_EQ(w.worldSize.value, 2);
+  EXPECT_EQ(w.localRank.value, 1);
+  EXPECT_EQ(w.localWorldSize.value, 2);
+  EXPECT_EQ(w.masterAddr.value, "vm");
+  EXPECT_EQ(w.jobId.value, "4.0");
+  EXPECT_FALSE(w.needsMpiMasterAddr);
+  EXPECT_FALSE(w.needsMpiLocalRanks);
+}
+
+TEST(SlurmDiscovery, UnevenTasksPerNode) {
+  // srun -n 7 over 4 nodes: SLURM_STEP_TASKS_PER_NODE=2(x3),1; the last node holds task 6 alone.
+  Env e = with(srunStepInWiderAllocation(), {{"SLURM_STEP_NODELIST", "gpu[01-04]"},
+                                             {"SLURM_STEP_NUM_TASKS", "7"},
+                                             {"SLURM_NTASKS", "7"},
+                                             {"SLURM_STEP_NUM_NODES", "4"},
+                                             {"SLURM_STEP_TASKS_PER_NODE", "2(x3),1"},
+                                             {"SLURM_TASKS_PER_NODE", "2(x3),1"},
+                                             {"SLURM_PROCID", "6"},
+                                             {"SLURM_LOCALID", "0"},
+                                             {"SLURM_NODEID", "3"}});
+  auto w = discover(e);
+  EXPECT_EQ(w.localWorldSize.value, 1);
+  EXPECT_EQ(w.nodeRank.value, 3);
+  EXPECT_EQ(w.masterAddr.value, "gpu01");
+  e["SLURM_PROCID"] = "3";
+  e["SLURM_LOCALID"] = "1";
+  e["SLURM_NODEID"] = "1";
+  auto v = discover(e);
+  EXPECT_EQ(v.localWorldSize.value, 2);
+  EXPECT_EQ(v.localRank.value, 1);
+}
+
+TEST(SlurmDiscovery, PmixPluginTakesTheSizeFromTheStep) {
+  // srun --mpi=pmix: PMIX_RANK and no size; this failed with "WORLD_SIZE expected, but not set".
+  auto w = discover(with(srunStepInWiderAllocation(), {{"PMIX_RANK", "1"},
+                                                       {"PMIX_NAMESPACE", "slurm.pmix.4.0"},
+                                                       {"PMIX_VERSION", "4.2.2rc2"}}));
+  EXPECT_EQ(w.launcher, Launcher::kSlurm);
+  EXPECT_EQ(w.rank.value, 1);
+  EXPECT_EQ(w.worldSize.value, 2);
+  EXPECT_FALSE(w.needsMpiMasterAddr);  // no MPI_Init for a gloo job
+  EXPECT_FALSE(w.needsMpiLocalRanks);
+}
+
+TEST(SlurmDiscovery, Pmi2PluginNeedsNoMpi) {
+  // srun --mpi=pmi2 exports PMI_RANK/PMI_SIZE/PMI_FD: not MPICH's mpiexec, and no MPI_Init.
+  auto w = discover(with(srunStepInWiderAllocation(),
+                         {{"PMI_RANK", "1"}, {"PMI_SIZE", "2"}, {"PMI_FD", "11"}, {"PMI_JOBID", "4.0"}}));
+  EXPECT_EQ(w.launcher, Launcher::kSlurm);
+  EXPECT_FALSE(w.needsMpiMasterAddr);
+  EXPECT_FALSE(w.needsMpiLocalRanks);
+  EXPECT_EQ(w.masterAddr.value, "vm");
+  EXPECT_EQ(ds::env::slurmMpiPlugin(MapEnv({{"PMI_FD", "11"}, {"PMI_RANK", "0"}})), "pmi2");
+  EXPECT_EQ(ds::env::slurmMpiPlugin(MapEnv({{"PMIX_RANK", "0"}})), "pmix");
+  EXPECT_EQ(ds::env::slurmMpiPlugin(MapEnv({{"SLURM_PROCID", "0"}})), "none");
+}
+
+TEST(SlurmDiscovery, HydraInsideAnAllocationIsNotTheStep) {
+  // mpiexec (Hydra) starts one proxy per node with srun: PMI_RANK differs from the proxy's
+  // SLURM_PROCID, and PMI's world is the one that counts.
+  auto w = discover(with(srunStepInWiderAllocation(), {{"PMI_RANK", "5"},
+                                                       {"PMI_SIZE", "8"},
+                                                       {"MPI_LOCALRANKID", "1"},
+                                                       {"MPI_LOCALNRANKS", "4"},
+                                                       {"SLURM_PROCID", "1"},
+                                                       {"MASTER_ADDR", "vm"}}));
+  EXPECT_EQ(w.launcher, Launcher::kMpich);
+  EXPECT_EQ(w.worldSize.value, 8);
+}
+
+TEST(SlurmDiscovery, BatchScriptWithoutSrunRunsAloneAndSaysSo) {
+  auto w = discover(batchScript());
+  EXPECT_EQ(w.worldSize.value, 1);
+  EXPECT_EQ(w.rank.value, 0);
+  EXPECT_NE(w.launcher, Launcher::kSlurm);
+  ASSERT_EQ(w.notes.size(), 1U);
+  EXPECT_NE(w.notes[0].find("not in an srun step"), std::string::npos) << w.notes[0];
+  EXPECT_NE(w.notes[0].find("SLURM_NTASKS=4"), std::string::npos) << w.notes[0];
+  EXPECT_NE(w.notes[0].find("`srun`"), std::string::npos) << w.notes[0];
+  // Slurm's special step ids (the batch step 0xfffffffb) are not task steps either.
+  auto b = discover(with(batchScript(), {{"SLURM_STEP_ID", "4294967291"}}));
+  EXPECT_EQ(b.worldSize.value, 1);
+  EXPECT_EQ(b.notes.size(), 1U);
+  // One task allocated: nothing to say.
+  EXPECT_TRUE(discover(with(batchScript(), {{"SLURM_NTASKS", "1"}})).notes.empty());
+  EXPECT_EQ(ds::env::slurmPlace(MapEnv(batchScript())), ds::env::SlurmPlace::kAllocation);
+  EXPECT_EQ(ds::env::slurmPlace(MapEnv(srunStepInWiderAllocation())), ds::env::SlurmPlace::kStep);
+  EXPECT_EQ(ds::env::slurmPlace(MapEnv({{"SLURM_STEP_ID", "extern"}, {"SLURM_JOB_ID", "1"}})),
+            ds::env::SlurmPlace::kAllocation);
+  EXPECT_EQ(ds::env::slurmPlace(MapEnv({{"SLURM_PROCID", "0"}})), ds::env::SlurmPlace::kNone);
+}
+
+TEST(SlurmDiscovery, BatchScriptKeepsAnExplicitWorld) {
+  // dsrun (or a hand-set world) inside a batch script: env:// decides, Slurm's allocation is ignored.
+  auto w = discover(with(batchScript(), {{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "vm"}}));
+  EXPECT_EQ(w.worldSize.value, 2);
+  EXPECT_EQ(w.launcher, Launcher::kEnv);
+  EXPECT_TRUE(w.notes.empty());
+}
+
+TEST(SlurmDiscovery, DefaultPortFollowsTheJobIdAsLightningDoes) {
+  auto w = discover(with(srunStepInWiderAllocation(), {{"SLURM_JOB_ID", "1234567"}}));
+  EXPECT_EQ(w.masterPort.value, 15000 + 4567);
+  EXPECT_NE(w.masterPort.source.find("SLURM_JOB_ID=1234567"), std::string::npos);
+  EXPECT_EQ(discover(srunStepInWiderAllocation()).masterPort.value, 15004);
+  // MASTER_PORT and a non-default distributed_port win.
+  EXPECT_EQ(discover(with(srunStepInWiderAllocation(), {{"MASTER_PORT", "2222"}})).masterPort.value, 2222);
+  DiscoveryOptions opts;
+  opts.distributedPort = 3333;
+  EXPECT_EQ(discover(srunStepInWiderAllocation(), opts).masterPort.value, 3333);
+  EXPECT_EQ(ds::env::slurmDefaultPort("99"), 15099);
+  EXPECT_EQ(ds::env::slurmDefaultPort("abc"), std::nullopt);
+}
+
+TEST(SlurmDiscovery, PmixWithoutAnySizeSaysWhatToDo) {
+  expectConfigError({{"PMIX_RANK", "0"}, {"MASTER_ADDR", "x"}},
+                    {"PMIX_RANK=0", "PMIx exports no world size", "srun"});
+}
+
+TEST(SlurmDiscovery, TasksPerNodeErrorsAreNotCalledAHostList) {
+  try {
+    ds::env::expandTasksPerNode("2(x3", "SLURM_STEP_TASKS_PER_NODE");
+    ADD_FAILURE() << "no ConfigError";
+  } catch (const ConfigError& e) {
+    std::string msg = e.what();
+    EXPECT_NE(msg.find("tasks-per-node list"), std::string::npos) << msg;
+    EXPECT_EQ(msg.find("host list"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("SLURM_STEP_TASKS_PER_NODE"), std::string::npos) << msg;
+  }
 }
