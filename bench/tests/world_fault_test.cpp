@@ -112,3 +112,19 @@ TEST(WorldFaults, GarbageEnvironmentIsAConfigErrorNamingTheVariable) {
   EXPECT_EQ(r.exitCode, kExitConfig);
   EXPECT_NE(r.err.find("RANK='zero' is not an integer"), std::string::npos) << r.err;
 }
+
+// No silent wait: ranks waiting at rendezvous say, 10 s in, how many joined and who is missing.
+TEST(WorldFaults, WaitingRanksSayWhoIsMissingWhileTheyWait) {
+  int port = unusedPort();
+  auto r0 = startRank(0, 3, port, 12);
+  auto r1 = startRank(1, 3, port, 12);
+  auto a = r0->wait();
+  auto b = r1->wait();
+  EXPECT_FALSE(a.timedOut || b.timedOut);
+  for (const auto* r : {&a, &b}) {
+    EXPECT_NE(r->err.find("rendezvous: still waiting after 10 s"), std::string::npos) << r->err;
+    EXPECT_NE(r->err.find("2/3 ranks joined; missing ranks: "), std::string::npos) << r->err;
+  }
+  // Rank 0 keeps the list.
+  EXPECT_NE(a.err.find("missing ranks: 2;"), std::string::npos) << a.err;
+}

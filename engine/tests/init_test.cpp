@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "engine/common/error.h"
+#include "engine/common/progress.h"
 
 using ds::ConfigError;
 using ds::InitMethod;
@@ -119,4 +120,23 @@ TEST(InitDistributed, UnknownOrUnbuiltBackendIsAConfigError) {
   EXPECT_NE(msg.find("nccl"), std::string::npos) << msg;
   unsetenv("DS_ACCELERATOR");
   EXPECT_FALSE(ds::isInitialized());
+}
+
+// Rendezvous and the store's connect print a line on this plan: never more than 60 s of silence.
+TEST(ProgressSchedule, TenThirtySixtyThenEveryMinute) {
+  using std::chrono::seconds;
+  EXPECT_EQ(ds::ProgressSchedule::offset(0), seconds(10));
+  EXPECT_EQ(ds::ProgressSchedule::offset(1), seconds(30));
+  EXPECT_EQ(ds::ProgressSchedule::offset(2), seconds(60));
+  EXPECT_EQ(ds::ProgressSchedule::offset(3), seconds(120));
+  for (int n = 2; n < 200; ++n) {
+    EXPECT_LE(ds::ProgressSchedule::offset(n + 1) - ds::ProgressSchedule::offset(n), seconds(60)) << n;
+  }
+  const auto t0 = ds::ProgressSchedule::Clock::now();
+  ds::ProgressSchedule p(t0);
+  EXPECT_FALSE(p.due(t0 + seconds(9)));
+  EXPECT_TRUE(p.due(t0 + seconds(10)));
+  p.advance();
+  EXPECT_EQ(p.next(), t0 + seconds(30));
+  EXPECT_DOUBLE_EQ(p.elapsedSeconds(t0 + seconds(45)), 45.0);
 }

@@ -354,3 +354,26 @@ TEST(TcpStoreFaultTest, StopIsIdempotentAndCountsClients) {
 
 }  // namespace
 }  // namespace ds::store
+
+namespace ds::store {
+namespace {
+
+// A typo in MASTER_ADDR fails after the resolve timeout (30 s by default), not after the whole
+// store timeout, and names the host and the resolver's error.
+TEST(TcpStoreFaultTest, AnUnresolvableHostFailsAfterTheResolveTimeout) {
+  TcpStoreOptions o;
+  o.port = testing::unusedPort();
+  o.timeout = std::chrono::minutes(10);
+  o.resolveTimeout = 300ms;
+  try {
+    TcpStore s("no-such-host.invalid", o);
+    FAIL() << "connected to a host that does not exist";
+  } catch (const ConfigError& e) {
+    const std::string msg = e.what();
+    EXPECT_TRUE(contains(msg, "cannot resolve the store's host name 'no-such-host.invalid'")) << msg;
+    EXPECT_TRUE(contains(msg, "MASTER_ADDR")) << msg;
+  }
+}
+
+}  // namespace
+}  // namespace ds::store
