@@ -43,6 +43,7 @@ export PATH=$PATH:/usr/sbin
 plugins=$(dirname "$(find /usr/lib -name 'select_cons_tres.so' -path '*slurm*' 2>/dev/null | head -1)")
 [[ -d $plugins ]] || skip "no Slurm plugin directory (select_cons_tres.so) found under /usr/lib"
 
+stop  # daemons left by an earlier run that was killed before its cleanup
 rm -rf "$dir"
 mkdir -p "$dir/state" "$dir/spool" "$dir/munge"
 chmod 700 "$dir/munge"
