@@ -99,6 +99,14 @@ JOB
       "Ranks that never joined: 2"
     ;;
 
+  rank_killed_mid_collective)
+    # Task 1 is SIGKILLed during a sweep: task 0 names it and ends, well before its 20 s timeout.
+    run srun srun -n 2 bash -c 'if [[ $SLURM_PROCID == 1 ]]; then "$0" coll --backend gloo -b 1M -e 64M -f 2 -n 200 --timeout 20 & pid=$!; sleep 4; kill -9 $pid; wait $pid; exit 9; fi; exec "$0" coll --backend gloo -b 1M -e 64M -f 2 -n 200 --timeout 20' "$bin/dsbench"
+    [[ $rc != 0 ]] || fail "the step was expected to fail"
+    expect srun.out "task 0: Exited with exit code" "failed on rank 0" "is rank 1"
+    expect_not srun.out "Timed out after"
+    ;;
+
   port_taken)
     # Rank 0 cannot bind MASTER_PORT: it says why with Slurm's advice, and rank 1 does not wait silently.
     python3 -c 'import socket,sys,time; s=socket.socket(); s.bind(("",0)); s.listen(); print(s.getsockname()[1], flush=True); time.sleep(60)' >port.txt &
