@@ -69,7 +69,9 @@ TEST(DsbenchFlags, ASharedFlagIsSpelledTheSameInEverySubcommand) {
     for (const auto& [name, s] : fs) {
       if (s.env.empty()) continue;
       auto [it, inserted] = byEnv.emplace(s.env, std::pair{sub, s});
-      if (!inserted) EXPECT_EQ(it->second.second, s) << s.env << " in " << sub << " and " << it->second.first;
+      if (!inserted) {
+        EXPECT_EQ(it->second.second, s) << s.env << " in " << sub << " and " << it->second.first;
+      }
     }
   }
 }
