@@ -43,6 +43,7 @@ std::string formatInitPlan(const InitPlan& p) {
   std::string out = "# dsbench world --dry-run: what init_distributed would conclude here (nothing was contacted)\n";
   out += fmt::format("#   launcher     {}\n", env::launcherName(w.launcher));
   for (const auto& line : w.describe()) out += fmt::format("#   {}\n", line);
+  for (const auto& note : w.notes) out += fmt::format("#   note         {}\n", note);
   if (w.needsMpiMasterAddr)
     out += "#   MASTER_ADDR is settled by MPI at start-up: rank 0's address, broadcast to all ranks\n";
   if (w.needsMpiLocalRanks)

@@ -141,3 +141,23 @@ TEST(WorldDryRun, PrintsTheDiscoveredWorldWithoutContactingAnything) {
   EXPECT_EQ(bad.exitCode, 5) << bad.out << bad.err;
   EXPECT_NE(bad.err.find("RANK"), std::string::npos) << bad.err;
 }
+
+// A batch script that forgot srun: the dry run shows discovery's note saying so.
+TEST(WorldDryRun, ShowsDiscoveryNotesForABatchScriptWithoutSrun) {
+  RunOptions o = cleanOptions(std::chrono::seconds(20), {{"SLURM_JOB_ID", "4"},
+                                                         {"SLURM_JOB_NODELIST", "vm"},
+                                                         {"SLURM_LOCALID", "0"},
+                                                         {"SLURM_NNODES", "1"},
+                                                         {"SLURM_NODEID", "0"},
+                                                         {"SLURM_NODELIST", "vm"},
+                                                         {"SLURM_NTASKS", "4"},
+                                                         {"SLURM_NTASKS_PER_NODE", "4"},
+                                                         {"SLURM_PROCID", "0"},
+                                                         {"SLURM_TASKS_PER_NODE", "4"},
+                                                         {"DS_ACCELERATOR", "cpu"}});
+  auto r = run({binDir() + "/dsbench", "world", "--dry-run"}, o);
+  ASSERT_EQ(r.exitCode, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("#   note         "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("srun"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("WORLD_SIZE=1"), std::string::npos) << r.out;
+}
