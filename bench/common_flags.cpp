@@ -24,6 +24,16 @@ CLI::Option* label(CLI::App* app, std::string& label, bool& given) {
       ->envname("DSBENCH_LABEL");
 }
 
+CLI::Option* repeat(CLI::App* app, int& passes, const std::string& what) {
+  return app
+      ->add_option("--repeat", passes,
+                   "passes over the " + what +
+                       ", the order rotated each pass; every pass is kept in the JSON and dsreport compare "
+                       "tests them (5 lets it tell a 5% change from noise)")
+      ->capture_default_str()
+      ->envname("DSBENCH_REPEAT");
+}
+
 CLI::Option* quiet(CLI::App* app, bool& verbose) {
   return app->add_flag("!--quiet", verbose, "do not log what init_distributed discovered");
 }

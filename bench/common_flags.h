@@ -30,6 +30,10 @@ CLI::Option* initMethod(CLI::App* app, std::string& url);
 // --label NAME (DSBENCH_LABEL); `given` tells an explicit empty label from none.
 CLI::Option* label(CLI::App* app, std::string& label, bool& given);
 
+// --repeat R (DSBENCH_REPEAT): passes over the whole measurement, the order rotated each pass; every
+// pass is kept in the JSON and dsreport compare tests them.
+CLI::Option* repeat(CLI::App* app, int& passes, const std::string& what);
+
 // --quiet: do not log what init_distributed discovered (clears `verbose`).
 CLI::Option* quiet(CLI::App* app, bool& verbose);
 

@@ -64,6 +64,7 @@ report::SweepArgs argsRecord(const CollOptions& o, const std::vector<std::string
   a.timeoutS = o.timeoutS.value_or(0);
   a.minTimeS = o.minTimeS;
   a.blocking = o.blocking;
+  a.repeat = o.repeat;
   return a;
 }
 
@@ -169,7 +170,7 @@ int runColl(const CollFlags& flags) {
   for (const auto& name : o.collectives) {
     const CollSpec& spec = findCollective(name);
     totalRows += static_cast<int>(backends.size() * o.dtypes.size() * (spec.reduces ? o.ops.size() : 1) *
-                                  sizes.size());
+                                  sizes.size() * static_cast<std::size_t>(o.repeat));
   }
   HarnessOptions ho;
   ho.iters = o.iters;
@@ -224,31 +225,40 @@ int runColl(const CollFlags& flags) {
                 note(fmt::format("skipped: backend {} does not support {} on {}{}", backend, spec.name,
                                  comm::dtypeName(dtype),
                                  spec.reduces ? fmt::format(" with {}", comm::reduceOpName(op)) : ""));
-                done += static_cast<int>(sizes.size());
+                done += static_cast<int>(sizes.size()) * o.repeat;
                 continue;
               }
-              if (!prepared) {
-                harness.prepare(spec, dtype, o.maxBytes);
-                prepared = true;
-              }
-              harness.warmup(op, o.root, o.minBytes, o.maxBytes);
-              for (std::size_t bytes : sizes) {
-                report::SweepProgress p{table,
-                                        comm::dtypeName(dtype),
-                                        spec.reduces ? comm::reduceOpName(op) : "none",
-                                        bytes,
-                                        done,
-                                        totalRows,
-                                        std::chrono::duration<double>(Clock::now() - t0).count()};
-                reporter->progress(p);
-                report::SweepMeasurement m = harness.measure(bytes, op, o.root);
-                m.backend = backend;
-                if (root0) {
-                  reporter->measurement(m);
-                  rows.push_back(m);
-                  run.results.push_back(std::move(m));
+              // --repeat: R passes over the sizes, each in a rotated order; every pass measures each
+              // size once. A pass after the first gets fresh buffers (other pages, as another run would)
+              // and its own warm-up. Rows are reported when their last pass is done.
+              std::vector<std::vector<report::SweepMeasurement>> passes(sizes.size());
+              for (int rep = 0; rep < o.repeat; ++rep) {
+                if (!prepared || rep > 0) {
+                  harness.prepare(spec, dtype, o.maxBytes);
+                  prepared = true;
                 }
-                ++done;
+                harness.warmup(op, o.root, o.minBytes, o.maxBytes);
+                for (std::size_t idx : repeatOrder(sizes.size(), rep, o.repeat)) {
+                  report::SweepProgress p{table,
+                                          comm::dtypeName(dtype),
+                                          spec.reduces ? comm::reduceOpName(op) : "none",
+                                          sizes[idx],
+                                          done,
+                                          totalRows,
+                                          std::chrono::duration<double>(Clock::now() - t0).count()};
+                  reporter->progress(p);
+                  report::SweepMeasurement m = harness.measure(sizes[idx], op, o.root);
+                  m.backend = backend;
+                  if (root0) passes[idx].push_back(std::move(m));
+                  ++done;
+                }
+              }
+              for (auto& reps : passes) {
+                if (reps.empty()) continue;
+                report::SweepMeasurement m = report::mergeRepeats(reps);
+                reporter->measurement(m);
+                rows.push_back(m);
+                run.results.push_back(std::move(m));
               }
             }
           }

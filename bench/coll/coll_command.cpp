@@ -65,6 +65,7 @@ Command addCollCommand(CLI::App& parent) {
        "--min-time", f->minTimeS,
        "seconds: per size, raise the iterations (never below -n) so the timed loop lasts at least this long")
       ->envname("DSBENCH_MIN_TIME");
+  flags::repeat(c, f->repeat, "sizes");
   c->add_flag("-z,--blocking", f->blocking,
               "wait for each op and barrier before the next (nccl-tests -z 1); per-iteration times are then "
               "wall times")

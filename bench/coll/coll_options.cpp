@@ -103,6 +103,12 @@ CollOptions resolveOptions(const CollFlags& f) {
     throw ConfigError(fmt::format("-T/--timeout {} is not valid: seconds, more than 0.", f.timeoutS));
   if (f.minTimeS < 0)
     throw ConfigError(fmt::format("--min-time {} is not valid: seconds, 0 or more.", f.minTimeS));
+  if (f.repeat < 1 || f.repeat > 1000)
+    throw ConfigError(fmt::format(
+        "--repeat {} is not valid: the number of passes over the sizes, 1 to 1000 (5 lets dsreport compare "
+        "tell a change from noise).",
+        f.repeat));
+  o.repeat = f.repeat;
   o.iters = f.iters;
   o.warmupIters = f.warmupIters;
   o.check = f.check;
@@ -171,6 +177,15 @@ CollOptions resolveOptions(const CollFlags& f) {
   o.backends = splitList(f.backends);
   dedupe(o.backends);
   return o;
+}
+
+std::vector<std::size_t> repeatOrder(std::size_t n, int rep, int repeats) {
+  std::vector<std::size_t> order(n);
+  const std::size_t shift =
+      repeats > 0 && n > 0 ? n * static_cast<std::size_t>(rep % repeats) / static_cast<std::size_t>(repeats)
+                           : 0;
+  for (std::size_t k = 0; k < n; ++k) order[k] = (k + shift) % n;
+  return order;
 }
 
 std::vector<std::size_t> sweepSizes(const CollOptions& o) {

@@ -33,6 +33,7 @@ struct CollFlags {
   std::string backends;                   // --backend: a comma list; empty = the accelerator's default
   double minTimeS = 0;                    // --min-time
   bool blocking = false;                  // -z, --blocking
+  int repeat = 1;                         // --repeat: passes over the sizes, size order rotated each time
   std::string initMethod;                 // --init-method
   std::string label;                      // --label; empty = none
   bool labelGiven = false;                // --label was given (an empty value is then an error)
@@ -52,9 +53,15 @@ struct CollOptions {
   std::vector<std::string> backends;     // empty = the world's default
   double minTimeS = 0;
   bool blocking = false;
+  int repeat = 1;  // >= 1
   std::string initMethod;
   std::string label;  // checked (reports/schema/label.h); goes to the JSON's metadata.label
 };
+
+// The order of the sizes in pass `rep` of `repeats` (--repeat): indices 0..n-1 rotated by
+// rep * n / repeats, so that each size takes every part of the pass about equally often and a slow
+// drift of the machine spreads over all sizes instead of landing on the last ones. Pure.
+std::vector<std::size_t> repeatOrder(std::size_t n, int rep, int repeats);
 
 // nccl-tests' sizes: a number with an optional binary K, M or G suffix ("32M" = 33554432). Also
 // accepts a trailing B or iB ("4KiB") and a fraction ("1.5K" = 1536). Throws ConfigError naming

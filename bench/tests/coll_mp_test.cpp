@@ -2,6 +2,7 @@
 // nccl-tests' columns and footer, the JSON passes the schema reader, the journal is complete.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -125,6 +126,51 @@ TEST(CollUnderDsrun, EveryCollectiveTwoRanks) {
   // Not a TTY: no progress line anywhere.
   EXPECT_EQ(r.err.find("[dsbench] gloo"), std::string::npos);
   EXPECT_EQ(r.out.find("ETA"), std::string::npos);
+}
+
+TEST(CollUnderDsrun, RepeatKeepsEveryPassInTheJsonAndTheJournal) {
+  TempDir dir;
+  auto r = run({binDir() + "/dsrun",
+                "--nproc-per-node",
+                "2",
+                "--standalone",
+                binDir() + "/dsbench",
+                "coll",
+                "--backend",
+                "shm",
+                "-b",
+                "1K",
+                "-e",
+                "64K",
+                "-f",
+                "4",
+                "-n",
+                "3",
+                "--repeat",
+                "3",
+                "-J",
+                dir.file("out.json")},
+               cleanEnv());
+  ASSERT_EQ(r.exitCode, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("# 3 passes over the sizes (--repeat)"), std::string::npos) << r.out;
+  EXPECT_EQ(tableRows(r.out).size(), 4u) << "one table row per size, not per pass:\n" << r.out;
+  auto run = ds::report::sweepFromJson(ds::report::readJson(dir.file("out.json")), "out.json");
+  EXPECT_EQ(run.args.repeat, 3);
+  ASSERT_EQ(run.results.size(), 4u);
+  for (const auto& m : run.results) {
+    for (const auto* p : {&m.outOfPlace, &m.inPlace}) {
+      ASSERT_EQ(p->repeats.size(), 3u) << m.bytes;
+      // The row is its median pass.
+      std::vector<double> t;
+      for (const auto& x : p->repeats) t.push_back(x.timeUs);
+      std::sort(t.begin(), t.end());
+      EXPECT_DOUBLE_EQ(p->timeUs, t[1]) << m.bytes;
+      EXPECT_EQ(p->wrong, 0);
+    }
+  }
+  auto journal = ds::report::readSweepJournal(dir.file("out.journal.jsonl"));
+  ASSERT_EQ(journal.results.size(), 4u);
+  EXPECT_EQ(journal.results[0].outOfPlace.repeats.size(), 3u);
 }
 
 TEST(CollUnderMpirun, TwoBackendsOneRunWithRounding) {

@@ -2,6 +2,7 @@
 // parsing with K/M/G suffixes, the sweep's sizes, flag checks, and the data check's references.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <vector>
 
 #include "bench/coll/coll_options.h"
@@ -125,6 +126,25 @@ TEST(CollSweepSizes, FactorAndStep) {
   EXPECT_EQ(sweepSizes(resolveOptions(d)), (std::vector<std::size_t>{33554432}));
 }
 
+TEST(CollRepeat, EachPassStartsFurtherAlongSoEverySizeTakesEveryPlace) {
+  EXPECT_EQ(repeatOrder(4, 0, 1), (std::vector<std::size_t>{0, 1, 2, 3}));
+  EXPECT_EQ(repeatOrder(4, 0, 4), (std::vector<std::size_t>{0, 1, 2, 3}));
+  EXPECT_EQ(repeatOrder(4, 1, 4), (std::vector<std::size_t>{1, 2, 3, 0}));
+  EXPECT_EQ(repeatOrder(4, 3, 4), (std::vector<std::size_t>{3, 0, 1, 2}));
+  EXPECT_EQ(repeatOrder(8, 1, 2), (std::vector<std::size_t>{4, 5, 6, 7, 0, 1, 2, 3}));
+  // Every pass is a permutation, and over the passes each size is first exactly once (n = R).
+  std::vector<int> first(5, 0);
+  for (int rep = 0; rep < 5; ++rep) {
+    auto o = repeatOrder(5, rep, 5);
+    std::vector<std::size_t> sorted = o;
+    std::sort(sorted.begin(), sorted.end());
+    EXPECT_EQ(sorted, (std::vector<std::size_t>{0, 1, 2, 3, 4}));
+    ++first[o[0]];
+  }
+  EXPECT_EQ(first, (std::vector<int>{1, 1, 1, 1, 1}));
+  EXPECT_TRUE(repeatOrder(0, 0, 3).empty());
+}
+
 namespace {
 std::string configError(const CollFlags& f) {
   try {
@@ -168,6 +188,9 @@ TEST(CollFlags, BadValuesAreClearErrors) {
   f.stepFactor = 2;
   f.stepFactorGiven = true;
   EXPECT_NE(configError(f).find("never grows"), std::string::npos);
+  f = {};
+  f.repeat = 0;
+  EXPECT_NE(configError(f).find("--repeat 0 is not valid"), std::string::npos) << configError(f);
 }
 
 TEST(CollFlags, AllExpandsAndDuplicatesRunOnce) {

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <thread>
 
+#include "bench/coll/coll_options.h"
 #include "bench/coll/metadata.h"
 #include "bench/exit_codes.h"
 #include "bench/world/world.h"
@@ -168,6 +169,12 @@ int runTrain(const TrainOptions& o) {
                     o.steps, o.batch, o.warmup));
   }
   if (o.bucketCapMb.empty()) throw ConfigError("dsbench train: --bucket-cap-mb needs at least one value");
+  if (o.repeat < 1 || o.repeat > 1000) {
+    throw ConfigError(fmt::format(
+        "dsbench train: --repeat {} is not valid: passes over the configurations, 1 to 1000 (5 lets dsreport "
+        "compare tell a change from noise).",
+        o.repeat));
+  }
   const std::string label = o.labelGiven || !o.label.empty() ? report::checkLabel(o.label, "--label") : "";
   const ddp::MlpSpec spec = ddp::parseModelSpec(o.model);
   ddp::makeCommHook(o.commHook);  // a bad name fails before any rank starts working
@@ -251,6 +258,7 @@ int runTrain(const TrainOptions& o) {
   std::vector<report::TrainRunRecord> runs;
   bool finite = true;
   bool baselineDone = false;
+  std::vector<ddp::TrainConfig> configs;
   for (double cap : o.bucketCapMb) {
     for (bool overlap : overlaps) {
       // The baseline is one bucket whatever the cap: measure it once.
@@ -259,15 +267,30 @@ int runTrain(const TrainOptions& o) {
       ddp::TrainConfig c = base;
       c.ddp.bucketCapMb = cap;
       c.ddp.overlap = overlap;
+      configs.push_back(c);
+    }
+  }
+  // --repeat: R passes over the configurations, the order rotated each pass (as dsbench coll's sizes),
+  // so that a drift of the machine spreads over all of them; a configuration is reported once its
+  // last pass is done.
+  std::vector<std::vector<report::TrainRunRecord>> passes(configs.size());
+  for (int rep = 0; rep < o.repeat; ++rep) {
+    for (std::size_t idx : coll::repeatOrder(configs.size(), rep, o.repeat)) {
+      const ddp::TrainConfig& c = configs[idx];
       if (world->rank() == 0 && o.verbose) {
-        log::info("dsbench train: {} on {} rank(s), bucket_cap_mb {}, overlap {}, hook {}", spec.toString(),
-                  world->worldSize(), cap, overlap ? "on" : "off", o.commHook);
+        log::info("dsbench train: {} on {} rank(s), bucket_cap_mb {}, overlap {}, hook {}{}", spec.toString(),
+                  world->worldSize(), c.ddp.bucketCapMb, c.ddp.overlap ? "on" : "off", o.commHook,
+                  o.repeat > 1 ? fmt::format(", pass {}/{}", rep + 1, o.repeat) : "");
       }
       auto r = runOne(c, &pg, world->worldSize());
       finite = finite && std::isfinite(r.lossStart) && std::isfinite(r.lossEnd);
-      keep(r);
-      runs.push_back(std::move(r));
+      passes[idx].push_back(std::move(r));
     }
+  }
+  for (auto& reps : passes) {
+    auto r = report::mergeTrainRepeats(reps);
+    keep(r);
+    runs.push_back(std::move(r));
   }
   std::string scalingText;
   if (o.scaling) {
@@ -287,6 +310,7 @@ int runTrain(const TrainOptions& o) {
       nlohmann::json meta{{"command_line", coll::commandLine()},
                           {"launcher", coll::launcherName()},
                           {"world_size", world->worldSize()},
+                          {"repeat", o.repeat},
                           {"backend", world->backend()},
                           {"hosts", hosts},
                           {"versions", coll::libraryVersions()},

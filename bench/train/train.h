@@ -17,6 +17,7 @@ struct TrainOptions {
   int batch = 32;                         // --batch: samples per rank per step
   int steps = 20;                         // --steps: measured steps per configuration
   int warmup = 3;                         // --warmup: steps run first and not measured
+  int repeat = 1;                         // --repeat: passes over the configurations (rotated order)
   std::string backend;                    // --backend; empty: the accelerator's default
   std::string initMethod;                 // --init-method
   int timeoutSeconds = 0;                 // --timeout

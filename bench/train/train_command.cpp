@@ -28,6 +28,7 @@ Command addTrainCommand(CLI::App& parent) {
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str()
       ->envname("DSBENCH_WARMUP");
+  flags::repeat(t, o->repeat, "configurations");
   flags::backend(t, o->backend, "nccl, gloo, mpi or shm (default: the accelerator's)");
   flags::initMethod(t, o->initMethod);
   flags::timeout(t, o->timeoutSeconds, "seconds; default DEEPSPEED_TIMEOUT minutes or 10 min")

@@ -11,9 +11,9 @@
 namespace ds::report {
 
 inline constexpr int kSchemaMajor = 1;
-inline constexpr int kSchemaMinor = 0;
+inline constexpr int kSchemaMinor = 1;  // 1.1: --repeat (sweep "repeats", train "repeats")
 // What every writer puts in "schema_version".
-inline constexpr const char* kSchemaVersion = "1.0";
+inline constexpr const char* kSchemaVersion = "1.1";
 
 struct SchemaVersion {
   int major = 0;

@@ -77,18 +77,60 @@ void from_json(const nlohmann::json& j, IterStats& s) {
 
 namespace {
 
+PlaceResult mergePlace(const std::vector<const PlaceResult*>& reps) {
+  std::vector<std::size_t> order(reps.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t a, std::size_t b) { return reps[a]->timeUs < reps[b]->timeUs; });
+  PlaceResult p = *reps[order[(order.size() - 1) / 2]];
+  p.repeats.clear();
+  long long wrong = -1;
+  for (const PlaceResult* r : reps) {
+    if (r->wrong >= 0) wrong = std::max(wrong, 0LL) + r->wrong;
+    p.repeats.push_back(RepeatStat{r->timeUs, r->algBw, r->busBw, r->iter});
+  }
+  p.wrong = wrong;
+  return p;
+}
+
+}  // namespace
+
+SweepMeasurement mergeRepeats(const std::vector<SweepMeasurement>& reps) {
+  DS_CHECK(!reps.empty(), "mergeRepeats of no measurement");
+  if (reps.size() == 1) return reps.front();
+  SweepMeasurement m = reps.front();
+  for (auto [field, out] : {std::pair{&SweepMeasurement::outOfPlace, &m.outOfPlace},
+                            std::pair{&SweepMeasurement::inPlace, &m.inPlace}}) {
+    if (!((reps.front().*field).measured)) continue;
+    std::vector<const PlaceResult*> places;
+    for (const auto& r : reps) places.push_back(&(r.*field));
+    *out = mergePlace(places);
+  }
+  return m;
+}
+
+namespace {
+
 nlohmann::json placeToJson(const PlaceResult& p) {
   if (!p.measured) return nullptr;
   nlohmann::json ranks = nlohmann::json::array();
   for (const auto& r : p.ranks) ranks.push_back({{"rank", r.rank}, {"time_us", r.timeUs}, {"iter", r.iter}});
-  return {{"time", p.timeUs},
-          {"alg_bw", p.algBw},
-          {"bus_bw", p.busBw},
-          {"nwrong", p.wrong < 0 ? nlohmann::json(nullptr) : nlohmann::json(p.wrong)},
-          {"iters", p.iters},
-          {"iter", p.iter},
-          {"straggler", {{"rank", p.slowestRank}, {"spread_pct", p.spreadPct}}},
-          {"ranks", ranks}};
+  nlohmann::json j{{"time", p.timeUs},
+                   {"alg_bw", p.algBw},
+                   {"bus_bw", p.busBw},
+                   {"nwrong", p.wrong < 0 ? nlohmann::json(nullptr) : nlohmann::json(p.wrong)},
+                   {"iters", p.iters},
+                   {"iter", p.iter},
+                   {"straggler", {{"rank", p.slowestRank}, {"spread_pct", p.spreadPct}}},
+                   {"ranks", ranks}};
+  if (!p.repeats.empty()) {
+    nlohmann::json reps = nlohmann::json::array();
+    for (const auto& r : p.repeats) {
+      reps.push_back({{"time", r.timeUs}, {"alg_bw", r.algBw}, {"bus_bw", r.busBw}, {"iter", r.iter}});
+    }
+    j["repeats"] = std::move(reps);
+  }
+  return j;
 }
 
 PlaceResult placeFromJson(const nlohmann::json& j) {
@@ -109,6 +151,16 @@ PlaceResult placeFromJson(const nlohmann::json& j) {
     readTo(r.at("time_us"), t.timeUs);
     readTo(r.at("iter"), t.iter);
     p.ranks.push_back(t);
+  }
+  if (j.contains("repeats")) {  // schema 1.1
+    for (const auto& r : j.at("repeats")) {
+      RepeatStat s;
+      readTo(r.at("time"), s.timeUs);
+      readTo(r.at("alg_bw"), s.algBw);
+      readTo(r.at("bus_bw"), s.busBw);
+      readTo(r.at("iter"), s.iter);
+      p.repeats.push_back(s);
+    }
   }
   return p;
 }
@@ -146,21 +198,14 @@ void from_json(const nlohmann::json& j, SweepMeasurement& m) {
 }
 
 void to_json(nlohmann::json& j, const SweepArgs& a) {
-  j = {{"minbytes", a.minBytes},
-       {"maxbytes", a.maxBytes},
-       {"stepbytes", a.stepBytes},
-       {"stepfactor", a.stepFactor},
-       {"iters", a.iters},
-       {"warmup_iters", a.warmupIters},
-       {"check", a.check},
-       {"op", a.ops},
-       {"datatype", a.dtypes},
-       {"root", a.root},
-       {"average", a.average},
-       {"timeout_s", a.timeoutS},
-       {"min_time_s", a.minTimeS},
-       {"blocking", a.blocking},
-       {"collectives", a.collectives},
+  j = {{"minbytes", a.minBytes},   {"maxbytes", a.maxBytes},
+       {"stepbytes", a.stepBytes}, {"stepfactor", a.stepFactor},
+       {"iters", a.iters},         {"warmup_iters", a.warmupIters},
+       {"check", a.check},         {"op", a.ops},
+       {"datatype", a.dtypes},     {"root", a.root},
+       {"average", a.average},     {"timeout_s", a.timeoutS},
+       {"min_time_s", a.minTimeS}, {"blocking", a.blocking},
+       {"repeat", a.repeat},       {"collectives", a.collectives},
        {"backends", a.backends}};
 }
 
@@ -179,6 +224,7 @@ void from_json(const nlohmann::json& j, SweepArgs& a) {
   readTo(j.at("timeout_s"), a.timeoutS);
   readTo(j.at("min_time_s"), a.minTimeS);
   readTo(j.at("blocking"), a.blocking);
+  a.repeat = readIntOr(j, "repeat", 1);  // schema 1.1
   readTo(j.at("collectives"), a.collectives);
   readTo(j.at("backends"), a.backends);
 }

@@ -25,6 +25,14 @@ struct IterStats {
 // standard deviation (n-1), cv = stdev/avg in percent. An empty input gives all zeros.
 IterStats computeIterStats(std::vector<double> us);
 
+// One repeat of a row (dsbench coll --repeat R): the row's figures as that pass over the sizes
+// measured them. The repeats of a row are what dsreport compare tests.
+struct RepeatStat {
+  double timeUs = 0;  // per op, combined across ranks as -a says
+  double algBw = 0, busBw = 0;
+  IterStats iter;  // of the per-iteration maximum over ranks, in this repeat
+};
+
 // One rank's view of one measurement.
 struct RankTiming {
   int rank = 0;
@@ -46,6 +54,9 @@ struct PlaceResult {
   int slowestRank = 0;
   double spreadPct = 0;
   std::vector<RankTiming> ranks;
+  // Every repeat, in repeat order, when the sweep ran more than once (--repeat R > 1; JSON
+  // "repeats", schema 1.1). The fields above are then those of the median repeat. Empty: one pass.
+  std::vector<RepeatStat> repeats;
 };
 
 // One row of the table: one size of one collective, dtype and op, on one backend.
@@ -86,6 +97,7 @@ struct SweepArgs {
   double timeoutS = 0;  // 0 = none beyond the process group's
   double minTimeS = 0;
   bool blocking = false;
+  int repeat = 1;  // --repeat: passes over the sizes (JSON "repeat", schema 1.1; older files: 1)
 };
 
 struct SweepMetadata {
@@ -125,6 +137,12 @@ struct SweepRun {
   std::vector<std::string> notes;
   SweepSummary summary;
 };
+
+// Pure: the same row measured once per repeat (in repeat order) into one row. The repeat with the
+// median time per op (the lower middle one for an even count) stands for the row: its time,
+// bandwidths, per-iteration statistics, ranks and straggler. Wrong elements are summed over the
+// repeats, and every repeat's figures are kept in `repeats`. A single measurement comes back as is.
+SweepMeasurement mergeRepeats(const std::vector<SweepMeasurement>& reps);
 
 // Average busbw and total wrong over the rows, as nccl-tests' footer computes them.
 SweepSummary summarize(const std::vector<SweepMeasurement>& rows, double minBusBw = -1);

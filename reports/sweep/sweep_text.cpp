@@ -47,6 +47,12 @@ std::string formatSweepPreamble(const SweepArgs& a, const SweepMetadata& meta) {
       "# time is per operation, {}{}; GB/s with GB = 1e9 bytes\n",
       a.average >= 0 && a.average <= 3 ? kAverage[a.average] : "?",
       a.minTimeS > 0 ? fmt::format("; iterations grow per size to last at least {} s", a.minTimeS) : "");
+  if (a.repeat > 1) {
+    s += fmt::format(
+        "# {} passes over the sizes (--repeat), the size order rotated each pass; each row shows the pass "
+        "with the median time, and the JSON keeps every pass\n",
+        a.repeat);
+  }
   s += "# sizes are rounded down as nccl-tests does (to whole elements, and to a multiple of the ranks where "
        "the "
        "collective splits the buffer); the size column shows what ran\n";

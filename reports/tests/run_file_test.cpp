@@ -95,10 +95,10 @@ TEST(SchemaVersion, SameMajorAnyMinorNewerMajorRefused) {
 }
 
 TEST(SchemaVersion, EveryWriterWritesTheStringForm) {
-  EXPECT_EQ(sweepToJson(SweepRun{})["schema_version"], "1.0");
-  EXPECT_EQ(trainToJson({})["schema_version"], "1.0");
-  EXPECT_EQ(diagToJson(DiagReport{})["schema_version"], "1.0");
-  EXPECT_EQ(worldToJson({})["schema_version"], "1.0");
+  EXPECT_EQ(sweepToJson(SweepRun{})["schema_version"], kSchemaVersion);
+  EXPECT_EQ(trainToJson({})["schema_version"], kSchemaVersion);
+  EXPECT_EQ(diagToJson(DiagReport{})["schema_version"], kSchemaVersion);
+  EXPECT_EQ(worldToJson({})["schema_version"], kSchemaVersion);
 }
 
 TEST(RunFile, LoadsEachKindAndAcceptsMinorVersionsAndTheOldInteger) {
@@ -108,7 +108,7 @@ TEST(RunFile, LoadsEachKindAndAcceptsMinorVersionsAndTheOldInteger) {
   RunFile f = loadRunFile(dir.file("s.json"));
   EXPECT_EQ(f.kind, RunKind::kSweep);
   EXPECT_STREQ(runKindName(f.kind), "sweep");
-  EXPECT_EQ(f.schemaVersion, "1.0");
+  EXPECT_EQ(f.schemaVersion, "1.1");
   EXPECT_EQ(f.label, "cluster-a");
   ASSERT_TRUE(f.sweep.has_value());
   EXPECT_EQ(f.sweep->results.size(), 2u);
@@ -282,6 +282,10 @@ TEST(Golden, SweepWriterAndReader) {
   s.results[1].outOfPlace.ranks = {{0, 9.5, computeIterStats({9, 10})},
                                    {1, 10.5, computeIterStats({10, 11})}};
   s.notes = {"backend mpi does not support avg"};
+  // Schema 1.1: --repeat 2 keeps both passes of a row.
+  s.args.repeat = 2;
+  s.results[0].outOfPlace.repeats = {{10.0, 0.1, 0.1, computeIterStats({10, 10})},
+                                     {12.0, 0.0833, 0.0833, computeIterStats({12, 12})}};
   s.summary = summarize(s.results);
   checkGolden(sweepToJson(s), "sweep_golden.json");
   auto back = sweepFromJson(readJson(goldenPath("sweep_golden.json")), "sweep_golden.json");
@@ -309,6 +313,7 @@ TEST(Golden, TrainWriterAndReader) {
   t.samplesPerSec = 5818.2;
   t.overlapEfficiency = 0.25;
   t.ddp.bucket_sizes = {1048576, 26214400};
+  t.repeats = {{t.stepMs, 5818.2}, {summarize(std::vector<double>{11, 12}), 5500}};  // schema 1.1
   nlohmann::json meta{{"label", "pod-7"}, {"hosts", {"node-a", "node-a"}}, {"world_size", 2}};
   checkGolden(trainToJson({t}, meta), "train_golden.json");
   RunFile f = classifyRun(readJson(goldenPath("train_golden.json")), "train_golden.json");

@@ -78,6 +78,25 @@ void to_json(nlohmann::json& j, const TrainRunRecord& r) {
          {"avg_backward_compute_comm_overlap_time", r.ddp.avg_backward_compute_comm_overlap_time},
          {"avg_exposed_comm_time", r.ddp.avg_exposed_comm_time},
          {"bucket_sizes", r.ddp.bucket_sizes}}}};
+  if (!r.repeats.empty()) {
+    nlohmann::json reps = nlohmann::json::array();
+    for (const auto& x : r.repeats)
+      reps.push_back({{"step_ms", x.stepMs}, {"samples_per_sec", x.samplesPerSec}});
+    j["repeats"] = std::move(reps);
+  }
+}
+
+TrainRunRecord mergeTrainRepeats(const std::vector<TrainRunRecord>& reps) {
+  DS_CHECK(!reps.empty(), "mergeTrainRepeats of no record");
+  if (reps.size() == 1) return reps.front();
+  std::vector<std::size_t> order(reps.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t a, std::size_t b) { return reps[a].stepMs.p50 < reps[b].stepMs.p50; });
+  TrainRunRecord r = reps[order[(order.size() - 1) / 2]];
+  r.repeats.clear();
+  for (const auto& x : reps) r.repeats.push_back(TrainRepeat{x.stepMs, x.samplesPerSec});
+  return r;
 }
 
 void from_json(const nlohmann::json& j, TrainRunRecord& r) {
@@ -115,6 +134,14 @@ void from_json(const nlohmann::json& j, TrainRunRecord& r) {
   readTo(d.at("avg_backward_compute_comm_overlap_time"), r.ddp.avg_backward_compute_comm_overlap_time);
   readTo(d.at("avg_exposed_comm_time"), r.ddp.avg_exposed_comm_time);
   readTo(d.at("bucket_sizes"), r.ddp.bucket_sizes);
+  if (j.contains("repeats")) {  // schema 1.1
+    for (const auto& x : j.at("repeats")) {
+      TrainRepeat t;
+      readTo(x.at("step_ms"), t.stepMs);
+      readTo(x.at("samples_per_sec"), t.samplesPerSec);
+      r.repeats.push_back(t);
+    }
+  }
 }
 
 nlohmann::json trainToJson(const std::vector<TrainRunRecord>& runs, const nlohmann::json& metadata) {

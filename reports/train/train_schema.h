@@ -33,6 +33,13 @@ struct DdpLoggingRecord {
   std::vector<std::size_t> bucket_sizes;  // bytes, in launch order
 };
 
+// One repeat of a configuration (dsbench train --repeat R): its step-time distribution and
+// throughput as that pass measured them.
+struct TrainRepeat {
+  Percentiles stepMs;
+  double samplesPerSec = 0;
+};
+
 struct TrainRunRecord {
   // What ran.
   std::string model;  // canonical spec, e.g. "mlp:1024x24"
@@ -60,7 +67,15 @@ struct TrainRunRecord {
   double lossStart = 0;     // mean over ranks, first step
   double lossEnd = 0;       // mean over ranks, last step
   DdpLoggingRecord ddp;
+  // Every repeat, in repeat order, when the configurations ran more than once (--repeat R > 1; JSON
+  // "repeats", schema 1.1). The fields above are then those of the repeat with the median step time.
+  std::vector<TrainRepeat> repeats;
 };
+
+// Pure: the same configuration measured once per repeat into one record: the repeat with the median
+// step time (p50; the lower middle one for an even count) stands for it, and every repeat's step
+// times and throughput are kept in `repeats`. A single record comes back as is.
+TrainRunRecord mergeTrainRepeats(const std::vector<TrainRunRecord>& reps);
 
 void to_json(nlohmann::json& j, const Percentiles& p);
 void from_json(const nlohmann::json& j, Percentiles& p);

@@ -147,7 +147,7 @@ TEST(SweepJson, RoundTripsAndChecksSchema) {
   run.summary = summarize(run.results);
   auto j = sweepToJson(run);
   EXPECT_EQ(j["schema"], "dsperf.sweep");
-  EXPECT_EQ(j["schema_version"], "1.0");
+  EXPECT_EQ(j["schema_version"], "1.1");
   EXPECT_EQ(j["results"][0]["out_of_place"]["nwrong"], 0);
   EXPECT_EQ(j["results"][0]["in_place"]["iter"]["p50_us"], 18.0);
   auto back = sweepFromJson(j, "x.json");
