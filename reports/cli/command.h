@@ -4,15 +4,18 @@
 
 #include <CLI/CLI.hpp>
 #include <functional>
+#include <string>
+#include <vector>
 
 namespace ds::report::cli {
 
 // dsreport's exit codes. compare's 0/1/2 are the CI contract; the others follow it.
 enum ExitCode : int {
   kExitOk = 0,
-  kExitRegression = 1,  // compare: at least one regression; dashboard/ingest never return it
-  kExitBadInput = 2,    // unreadable, corrupt or mismatched input, bad flags
-  kExitInternal = 3,    // a dsperf bug or an unexpected exception
+  kExitRegression = 1,    // compare: at least one regression; dashboard/ingest never return it
+  kExitBadInput = 2,      // unreadable, corrupt or mismatched input, bad flags
+  kExitInternal = 3,      // a dsperf bug or an unexpected exception
+  kExitInconclusive = 4,  // compare: no regression shown, but too few repeats to tell (compare.h)
 };
 
 struct Command {
@@ -25,5 +28,10 @@ Command addCompareCommand(CLI::App& parent);    // compare_command.cpp
 Command addIngestCommand(CLI::App& parent);     // ingest_command.cpp
 Command addDashboardCommand(CLI::App& parent);  // dashboard_command.cpp
 Command addImportCommand(CLI::App& parent);     // import_command.cpp
+
+// CLI11 drops a "--" before positional arguments; compare's "--" (BASE... -- CURRENT...) is turned into
+// a hidden flag here, before parsing, so that compare knows where it stood. Other commands' args are
+// left alone. (compare_command.cpp)
+void markRunSeparator(std::vector<std::string>& args);
 
 }  // namespace ds::report::cli

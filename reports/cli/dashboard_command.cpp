@@ -44,10 +44,18 @@ Command addDashboardCommand(CLI::App& parent) {
                     "keep only these collectives (repeatable; \"train\" for the train step series)");
   c.app->add_option("--size", f->options.sizes,
                     "keep only these message sizes of the busbw series, in bytes");
-  c.app->add_option("--window", f->options.window, "previous points whose median is a point's baseline")
+  c.app
+      ->add_option("--window", f->options.window,
+                   "history points (before the current level) a point is tested against; their median is its "
+                   "baseline")
       ->capture_default_str()
       ->check(CLI::Range(1, 1000));
-  c.app->add_option("--min-history", f->options.minHistory, "fewer previous points than this: no verdict")
+  c.app
+      ->add_option("--recent", f->options.recent,
+                   "points that make the current level: the judged point and those just before it")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000));
+  c.app->add_option("--min-history", f->options.minHistory, "fewer history points than this: no verdict")
       ->capture_default_str()
       ->check(CLI::Range(1, 1000));
   c.app
@@ -55,9 +63,11 @@ Command addDashboardCommand(CLI::App& parent) {
                    "smallest change flagged, in percent of the baseline")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 1000.0));
-  c.app->add_option("--noise-factor", f->options.noiseFactor, "and it must exceed this many times the noise")
+  c.app
+      ->add_option("--alpha", f->options.alpha,
+                   "and a Mann-Whitney U test of the current level against the history must give p <= this")
       ->capture_default_str()
-      ->check(CLI::Range(0.0, 1000.0));
+      ->check(CLI::Range(1e-6, 0.5));
   c.run = [f] {
     history::DashboardData data = history::queryDashboard(f->db, f->options);
     html::writeDashboard(data, f->output);

@@ -1,8 +1,10 @@
 // dsreport: HTML reports, run comparison with a regression verdict, a SQLite history and its
 // dashboard, and import of nccl-tests results. Thin: each subcommand binds flags and calls reports/.
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdio>
 #include <exception>
+#include <string>
 #include <vector>
 
 #include "engine/common/error.h"
@@ -17,7 +19,11 @@ int main(int argc, char** argv) {
                                      cli::addIngestCommand(app), cli::addDashboardCommand(app),
                                      cli::addImportCommand(app)};
   try {
-    app.parse(argc, argv);
+    if (argc > 0) app.name(argv[0]);  // as parse(argc, argv) would
+    std::vector<std::string> args(argv + 1, argv + argc);
+    cli::markRunSeparator(args);
+    std::reverse(args.begin(), args.end());  // CLI11 takes the arguments last first
+    app.parse(std::move(args));
   } catch (const CLI::ParseError& e) {
     int rc = app.exit(e);
     return rc == 0 ? cli::kExitOk : cli::kExitBadInput;

@@ -10,6 +10,7 @@
 
 #include "engine/common/error.h"
 #include "reports/json_io.h"
+#include "reports/stats.h"
 
 namespace ds::report {
 
@@ -23,6 +24,8 @@ const char* verdictName(Verdict v) {
       return "improved";
     case Verdict::kRegressed:
       return "regressed";
+    case Verdict::kInconclusive:
+      return "inconclusive";
   }
   return "?";
 }
@@ -37,7 +40,15 @@ std::string ComparedItem::label() const {
 
 int CompareResult::exitCode() const {
   if (!comparable || items.empty()) return 2;
-  return regressions > 0 ? 1 : 0;
+  if (regressions > 0 || overall == Verdict::kRegressed) return 1;
+  if (inconclusive > 0 || overall == Verdict::kInconclusive) return kCompareExitInconclusive;
+  return 0;
+}
+
+int repeatsNeeded(double alpha) {
+  int n = 1;
+  while (n < 50 && minUTestP(n, n) > alpha) ++n;
+  return n + 1;
 }
 
 namespace {
@@ -48,46 +59,140 @@ std::string joinList(const std::vector<std::string>& v) {
   return s.empty() ? "(none)" : s;
 }
 
-// The time estimate and its standard error from per-iteration statistics; se < 0 when unknown.
-struct TimeEstimate {
-  double t = 0;
-  double se = -1;
+// A robust standard deviation in percent of the median: 1.4826 x MAD / median; -1 for < 2 samples.
+double robustSdPct(const std::vector<double>& v) {
+  if (v.size() < 2) return -1;
+  const double m = median(v);
+  if (!(m > 0)) return -1;
+  std::vector<double> dev;
+  for (double x : v) dev.push_back(std::fabs(x - m));
+  return 100.0 * 1.4826 * median(dev) / m;
+}
+
+// One side of an item: its times (what the test ranks) and its metric values (what the change is
+// reported in), sample for sample.
+struct Side {
+  std::vector<double> times, metric;
 };
 
-// Decides one item: metric values and times already filled.
-void decide(ComparedItem& it, const TimeEstimate& a, const TimeEstimate& b, const CompareOptions& o) {
-  it.baseTime = a.t;
-  it.curTime = b.t;
+// Fills an item's figures from both sides and takes the decisions that need no other item: within
+// the threshold, or too few samples to ever be significant. The rest waits for the false-discovery
+// step over all items (settle()).
+void measureItem(ComparedItem& it, const Side& a, const Side& b, const CompareOptions& o) {
+  it.baseSamples = a.times;
+  it.curSamples = b.times;
+  it.baseTime = median(a.times);
+  it.curTime = median(b.times);
+  it.base = median(a.metric);
+  it.cur = median(b.metric);
   double change = it.base != 0 ? (it.cur - it.base) / it.base * 100.0 : 0.0;
   it.changePct = it.higherIsBetter ? change : -change;
-  it.noiseKnown = a.se >= 0 && b.se >= 0;
-  it.noise = it.noiseKnown ? o.noiseK * std::sqrt(a.se * a.se + b.se * b.se) : 0;
-  const double diff = std::fabs(b.t - a.t);
-  const std::string tunit = it.metric == "step" ? "ms" : "us";
+  const double na = robustSdPct(a.times), nb = robustSdPct(b.times);
+  it.noiseKnown = na >= 0 && nb >= 0;
+  it.noisePct = it.noiseKnown ? std::sqrt(na * na + nb * nb) : 0;
+  const int ca = static_cast<int>(a.times.size()), cb = static_cast<int>(b.times.size());
+  it.minP = minUTestP(ca, cb);
+  it.p = mannWhitneyU(a.times, b.times).p;
   if (std::fabs(it.changePct) <= o.thresholdPct) {
     it.verdict = Verdict::kUnchanged;
     it.reason = fmt::format("{:+.1f}% is within the {:g}% threshold", it.changePct, o.thresholdPct);
-    return;
-  }
-  if (it.noiseKnown && diff <= it.noise) {
-    it.verdict = Verdict::kNoise;
+  } else if (it.minP > o.alpha) {
+    it.verdict = Verdict::kInconclusive;
     it.reason = fmt::format(
-        "{:+.1f}% is beyond the {:g}% threshold, but the time difference {:.3g} {} is within what the runs' "
-        "per-iteration spread explains ({:g} x combined standard error = {:.3g} {})",
-        it.changePct, o.thresholdPct, diff, tunit, o.noiseK, it.noise, tunit);
-    return;
-  }
-  it.verdict = it.changePct < 0 ? Verdict::kRegressed : Verdict::kImproved;
-  if (it.noiseKnown) {
-    it.reason = fmt::format(
-        "{:+.1f}% is beyond the {:g}% threshold and the time difference {:.3g} {} exceeds "
-        "the noise bound {:.3g} {}",
-        it.changePct, o.thresholdPct, diff, tunit, it.noise, tunit);
+        "{:+.1f}% is beyond the {:g}% threshold, but {} baseline vs {} current sample(s) cannot tell it from "
+        "noise (the U test cannot reach p <= {:g} with so few); run with --repeat {} or compare more runs "
+        "per side",
+        it.changePct, o.thresholdPct, ca, cb, o.alpha, repeatsNeeded(o.alpha));
   } else {
-    it.reason = fmt::format(
-        "{:+.1f}% is beyond the {:g}% threshold (no per-iteration statistics in a run, so the threshold "
-        "alone decides)",
-        it.changePct, o.thresholdPct);
+    it.verdict = Verdict::kNoise;  // provisional: settle() decides
+  }
+}
+
+// Benjamini-Hochberg at alpha over every item whose samples can reach significance: the largest
+// p-value that still counts as a discovery (-1: none). Items beyond the threshold with p at or
+// below it are regressions or improvements; the others stay noise.
+void settle(std::vector<ComparedItem>& items, const CompareOptions& o) {
+  std::vector<double> ps;
+  for (const auto& it : items) {
+    if (it.minP <= o.alpha) ps.push_back(it.p);
+  }
+  std::sort(ps.begin(), ps.end());
+  double cutoff = -1;
+  const auto m = static_cast<double>(ps.size());
+  for (std::size_t k = 0; k < ps.size(); ++k) {
+    if (ps[k] <= o.alpha * static_cast<double>(k + 1) / m) cutoff = ps[k];
+  }
+  for (auto& it : items) {
+    if (it.verdict != Verdict::kNoise) continue;
+    const std::string n = fmt::format("{} vs {} samples", it.baseSamples.size(), it.curSamples.size());
+    if (cutoff >= 0 && it.p <= cutoff) {
+      it.verdict = it.changePct < 0 ? Verdict::kRegressed : Verdict::kImproved;
+      it.reason = fmt::format(
+          "{:+.1f}% is beyond the {:g}% threshold and significant: U test p = {:.2g} ({}), within the "
+          "false-discovery rate {:g} over {} item(s)",
+          it.changePct, o.thresholdPct, it.p, n, o.alpha, ps.size());
+    } else {
+      it.reason = fmt::format(
+          "{:+.1f}% is beyond the {:g}% threshold, but not significant: U test p = {:.2g} ({}); the "
+          "samples overlap too much to call it",
+          it.changePct, o.thresholdPct, it.p, n);
+    }
+  }
+}
+
+// The sweep-level verdict from the bootstrap interval of the geometric-mean time ratio.
+void decideOverall(CompareResult& r) {
+  const CompareOptions& o = r.options;
+  std::vector<SamplePair> pairs;
+  int minN = -1;
+  bool anyRepeats = false;
+  for (const auto& it : r.items) {
+    pairs.push_back({it.baseSamples, it.curSamples});
+    const int n = static_cast<int>(std::min(it.baseSamples.size(), it.curSamples.size()));
+    minN = minN < 0 ? n : std::min(minN, n);
+    anyRepeats = anyRepeats || n >= 2;
+  }
+  r.minSamples = std::max(minN, 0);
+  RatioInterval ci = bootstrapGeomeanRatio(pairs, anyRepeats ? o.bootstrapResamples : 0, 0.95, o.seed);
+  if (ci.items == 0) return;
+  // A time ratio g is a metric change of 1/g - 1 (+ better), for bandwidth and time alike.
+  auto pct = [](double g) { return (1.0 / g - 1.0) * 100.0; };
+  r.overallChangePct = pct(ci.ratio);
+  r.overallLoPct = pct(ci.hi);
+  r.overallHiPct = pct(ci.lo);
+  r.overallIntervalKnown = anyRepeats;
+  const double t = o.thresholdPct;
+  if (!anyRepeats) {
+    if (std::fabs(r.overallChangePct) <= t) {
+      r.overall = Verdict::kUnchanged;
+      r.overallReason = fmt::format("{:+.1f}% is within the {:g}% threshold (one sample a side: no interval)",
+                                    r.overallChangePct, t);
+    } else {
+      r.overall = Verdict::kInconclusive;
+      r.overallReason = fmt::format(
+          "{:+.1f}% is beyond the {:g}% threshold, but with one sample a side nothing says how much of it "
+          "is noise; run with --repeat {} or compare more runs per side",
+          r.overallChangePct, t, repeatsNeeded(o.alpha));
+    }
+    return;
+  }
+  const std::string ciText = fmt::format("{:+.1f}% (95% interval {:+.1f}% .. {:+.1f}%)", r.overallChangePct,
+                                         r.overallLoPct, r.overallHiPct);
+  if (r.overallHiPct < -t) {
+    r.overall = Verdict::kRegressed;
+    r.overallReason = fmt::format("{}: the whole interval is worse than -{:g}%", ciText, t);
+  } else if (r.overallLoPct > t) {
+    r.overall = Verdict::kImproved;
+    r.overallReason = fmt::format("{}: the whole interval is better than +{:g}%", ciText, t);
+  } else if (r.overallLoPct < -t) {
+    r.overall = Verdict::kInconclusive;
+    r.overallReason = fmt::format(
+        "{}: the interval reaches past -{:g}%, so a regression can be neither ruled out nor confirmed; "
+        "run with more --repeat or compare more runs per side",
+        ciText, t);
+  } else {
+    r.overall = Verdict::kUnchanged;
+    r.overallReason = fmt::format("{}: no worse than -{:g}% anywhere in the interval", ciText, t);
   }
 }
 
@@ -99,7 +204,6 @@ using SweepKey =
 struct PlaceRef {
   const SweepMeasurement* m = nullptr;
   const PlaceResult* p = nullptr;
-  std::string place;
 };
 
 std::map<SweepKey, PlaceRef> indexSweep(const SweepRun& run, std::vector<SweepKey>* order) {
@@ -108,23 +212,10 @@ std::map<SweepKey, PlaceRef> indexSweep(const SweepRun& run, std::vector<SweepKe
     for (auto [p, name] : {std::pair{&m.outOfPlace, "out-of-place"}, std::pair{&m.inPlace, "in-place"}}) {
       if (!p->measured) continue;
       SweepKey k{m.collective, m.backend, m.dtype, m.op, m.root, m.bytes, name};
-      if (out.emplace(k, PlaceRef{&m, p, name}).second && order) order->push_back(k);
+      if (out.emplace(k, PlaceRef{&m, p}).second && order) order->push_back(k);
     }
   }
   return out;
-}
-
-// The time per op (what busbw comes from) with a standard error from the per-iteration spread, taken
-// as a relative figure: se = time * cv / sqrt(n). The per-iteration times and the time per op (the
-// whole timed loop / iterations) are not always on the same scale (without -z the loop also waits for
-// completions), so the relative spread is what carries over.
-TimeEstimate sweepEstimate(const PlaceResult& p) {
-  TimeEstimate e;
-  e.t = p.timeUs;
-  if (p.iter.n >= 2 && p.iter.avgUs > 0 && p.iter.stdevUs >= 0) {
-    e.se = p.timeUs * (p.iter.stdevUs / p.iter.avgUs) / std::sqrt(static_cast<double>(p.iter.n));
-  }
-  return e;
 }
 
 // "allreduce gloo f32 sum" for a group of rows in the not-compared section.
@@ -135,54 +226,96 @@ std::string groupName(const SweepKey& k) {
   return s;
 }
 
-void compareSweeps(const SweepRun& a, const SweepRun& b, CompareResult& r) {
+// Every run's rows of a side, indexed; `order` gets the keys in the first run's order, then new ones.
+std::vector<std::map<SweepKey, PlaceRef>> indexSide(const std::vector<const SweepRun*>& runs,
+                                                    std::vector<SweepKey>* order) {
+  std::vector<std::map<SweepKey, PlaceRef>> out;
+  std::set<SweepKey> seen;
+  for (const SweepRun* run : runs) {
+    std::vector<SweepKey> o;
+    out.push_back(indexSweep(*run, &o));
+    for (const auto& k : o) {
+      if (order && seen.insert(k).second) order->push_back(k);
+    }
+  }
+  return out;
+}
+
+// The samples of one side for a row: each run's repeats, or its one time per op.
+Side sweepSide(const std::vector<const PlaceResult*>& places, bool busbw) {
+  Side s;
+  for (const PlaceResult* p : places) {
+    if (p->repeats.empty()) {
+      s.times.push_back(p->timeUs);
+      s.metric.push_back(busbw ? p->busBw : p->timeUs);
+    }
+    for (const auto& r : p->repeats) {
+      s.times.push_back(r.timeUs);
+      s.metric.push_back(busbw ? r.busBw : r.timeUs);
+    }
+  }
+  return s;
+}
+
+void compareSweeps(const std::vector<const SweepRun*>& a, const std::vector<const SweepRun*>& b,
+                   CompareResult& r) {
   std::vector<SweepKey> order;
-  auto ia = indexSweep(a, &order);
-  auto ib = indexSweep(b, nullptr);
-  // Rows in only one run, grouped by (collective, backend, dtype, op, root) so that a missing
+  auto ia = indexSide(a, &order);
+  auto ib = indexSide(b, nullptr);
+  auto collect = [](const std::vector<std::map<SweepKey, PlaceRef>>& side, const SweepKey& k) {
+    std::vector<const PlaceResult*> out;
+    for (const auto& m : side) {
+      auto it = m.find(k);
+      if (it != m.end()) out.push_back(it->second.p);
+    }
+    return out;
+  };
+  auto wrongOf = [](const std::vector<const PlaceResult*>& v) {
+    long long w = 0;
+    for (const auto* p : v) w += std::max<long long>(p->wrong, 0);
+    return w;
+  };
+  // Rows in only one side, grouped by (collective, backend, dtype, op, root) so that a missing
   // collective is one line, not one per size.
-  std::map<std::string, std::pair<int, std::string>> onlyA, onlyB;
+  std::map<std::string, int> onlyA, onlyB;
+  std::set<SweepKey> inA;
   for (const auto& k : order) {
-    auto it = ib.find(k);
-    const PlaceRef& x = ia.at(k);
-    if (it == ib.end()) {
-      auto& g = onlyA[groupName(k)];
-      ++g.first;
+    inA.insert(k);
+    auto x = collect(ia, k);
+    auto y = collect(ib, k);
+    if (y.empty()) {
+      ++onlyA[groupName(k)];
       continue;
     }
-    const PlaceRef& y = it->second;
     ComparedItem c;
     std::tie(c.collective, c.backend, c.dtype, c.op, c.root, c.bytes, c.place) = k;
-    if (x.p->wrong > 0 || y.p->wrong > 0) {
+    const long long wa = wrongOf(x), wb = wrongOf(y);
+    if (wa > 0 || wb > 0) {
       r.notCompared.push_back(
           {c.label(), fmt::format("wrong data ({} wrong elements in the baseline, {} in the "
                                   "current run): its timing cannot be trusted",
-                                  std::max<long long>(x.p->wrong, 0), std::max<long long>(y.p->wrong, 0))});
+                                  wa, wb)});
       continue;
     }
-    if (x.p->busBw > 0 && y.p->busBw > 0) {
-      c.metric = "busbw";
-      c.unit = "GB/s";
-      c.higherIsBetter = true;
-      c.base = x.p->busBw;
-      c.cur = y.p->busBw;
-    } else {
-      c.metric = "time";
-      c.unit = "us";
-      c.higherIsBetter = false;
-      c.base = x.p->timeUs;
-      c.cur = y.p->timeUs;
-    }
-    decide(c, sweepEstimate(*x.p), sweepEstimate(*y.p), r.options);
+    bool busbw = true;
+    for (const auto* p : x) busbw = busbw && p->busBw > 0;
+    for (const auto* p : y) busbw = busbw && p->busBw > 0;
+    c.metric = busbw ? "busbw" : "time";
+    c.unit = busbw ? "GB/s" : "us";
+    c.higherIsBetter = busbw;
+    measureItem(c, sweepSide(x, busbw), sweepSide(y, busbw), r.options);
     r.items.push_back(std::move(c));
   }
-  for (const auto& [k, y] : ib) {
-    if (!ia.count(k)) ++onlyB[groupName(k)].first;
+  std::set<SweepKey> counted;
+  for (const auto& side : ib) {
+    for (const auto& [k, ref] : side) {
+      if (!inA.count(k) && counted.insert(k).second) ++onlyB[groupName(k)];
+    }
   }
-  for (const auto& [name, g] : onlyA)
-    r.notCompared.push_back({fmt::format("{} ({} row(s))", name, g.first), "only in the baseline"});
-  for (const auto& [name, g] : onlyB)
-    r.notCompared.push_back({fmt::format("{} ({} row(s))", name, g.first), "only in the current run"});
+  for (const auto& [name, n] : onlyA)
+    r.notCompared.push_back({fmt::format("{} ({} row(s))", name, n), "only in the baseline"});
+  for (const auto& [name, n] : onlyB)
+    r.notCompared.push_back({fmt::format("{} ({} row(s))", name, n), "only in the current run"});
 }
 
 // ---- train ----
@@ -193,25 +326,39 @@ std::string trainConfig(const TrainRunRecord& t) {
                      t.optimizer, t.gradientAsBucketView ? " grad-as-bucket-view" : "");
 }
 
-TimeEstimate trainEstimate(const TrainRunRecord& t) {
-  TimeEstimate e;
-  e.t = t.stepMs.p50;
-  int n = t.steps > 0 ? t.steps : static_cast<int>(t.stepMs.samples);
-  if (n >= 2 && t.stepMs.p90 >= t.stepMs.p50) {
-    double sd = (t.stepMs.p90 - t.stepMs.p50) / 1.2816;      // p90 of a normal is mean + 1.2816 sd
-    e.se = 1.2533 * sd / std::sqrt(static_cast<double>(n));  // standard error of a median
+// The samples of one side for a configuration: each run's repeats' median step times, or its one.
+Side trainSide(const std::vector<const TrainRunRecord*>& recs) {
+  Side s;
+  for (const auto* t : recs) {
+    if (t->repeats.empty()) s.times.push_back(t->stepMs.p50);
+    for (const auto& x : t->repeats) s.times.push_back(x.stepMs.p50);
   }
-  return e;
+  s.metric = s.times;
+  return s;
 }
 
-void compareTrain(const std::vector<TrainRunRecord>& a, const std::vector<TrainRunRecord>& b,
-                  CompareResult& r) {
-  std::map<std::string, const TrainRunRecord*> ib;
-  for (const auto& t : b) ib.emplace(trainConfig(t), &t);
-  std::set<std::string> seen;
-  for (const auto& x : a) {
-    std::string key = trainConfig(x);
-    if (!seen.insert(key).second) continue;
+void compareTrain(const std::vector<const std::vector<TrainRunRecord>*>& a,
+                  const std::vector<const std::vector<TrainRunRecord>*>& b, CompareResult& r) {
+  // Per configuration, the first record of it in each run.
+  auto index = [](const std::vector<const std::vector<TrainRunRecord>*>& side,
+                  std::vector<std::string>* order) {
+    std::map<std::string, std::vector<const TrainRunRecord*>> out;
+    for (const auto* run : side) {
+      std::set<std::string> inRun;
+      for (const auto& t : *run) {
+        std::string key = trainConfig(t);
+        if (!inRun.insert(key).second) continue;
+        auto& v = out[key];
+        if (v.empty() && order) order->push_back(key);
+        v.push_back(&t);
+      }
+    }
+    return out;
+  };
+  std::vector<std::string> order;
+  auto ia = index(a, &order);
+  auto ib = index(b, nullptr);
+  for (const auto& key : order) {
     auto it = ib.find(key);
     if (it == ib.end()) {
       r.notCompared.push_back({key, "only in the baseline"});
@@ -219,23 +366,22 @@ void compareTrain(const std::vector<TrainRunRecord>& a, const std::vector<TrainR
     }
     ComparedItem c;
     c.config = key;
-    c.backend = x.backend;
+    c.backend = ia.at(key).front()->backend;
     c.metric = "step";
     c.unit = "ms";
     c.higherIsBetter = false;
-    c.base = x.stepMs.p50;
-    c.cur = it->second->stepMs.p50;
-    decide(c, trainEstimate(x), trainEstimate(*it->second), r.options);
+    measureItem(c, trainSide(ia.at(key)), trainSide(it->second), r.options);
     r.items.push_back(std::move(c));
   }
   for (const auto& [key, t] : ib) {
-    if (!seen.count(key)) r.notCompared.push_back({key, "only in the current run"});
+    if (!ia.count(key)) r.notCompared.push_back({key, "only in the current run"});
   }
 }
 
 RunBrief brief(const RunFile& f) {
   RunBrief b;
   b.path = f.path;
+  b.paths = {f.path};
   b.label = f.label;
   b.runId = f.runId;
   b.kind = runKindName(f.kind);
@@ -271,22 +417,60 @@ RunBrief brief(const RunFile& f) {
   return b;
 }
 
+// A side of several runs: the first run's brief, with every path, the union of hosts and backends,
+// and a note (in `notes`) for each later run whose kind, world size or hosts differ from the first.
+RunBrief sideBrief(const std::vector<RunFile>& runs, const char* role, std::vector<std::string>& notes,
+                   bool& comparable) {
+  RunBrief b = brief(runs.front());
+  for (std::size_t i = 1; i < runs.size(); ++i) {
+    RunBrief x = brief(runs[i]);
+    b.paths.push_back(x.path);
+    if (x.kind != b.kind || x.worldSize != b.worldSize) {
+      comparable = false;
+      notes.push_back(
+          fmt::format("The {} runs are not alike: {} is a {} result of {} rank(s), {} a {} result of {} "
+                      "rank(s). The runs "
+                      "of one side must repeat the same measurement.",
+                      role, b.path, b.kind, b.worldSize, x.path, x.kind, x.worldSize));
+    }
+    for (const auto& h : x.hosts) {
+      if (std::find(b.hosts.begin(), b.hosts.end(), h) == b.hosts.end()) b.hosts.push_back(h);
+    }
+    for (const auto& k : x.backends) {
+      if (std::find(b.backends.begin(), b.backends.end(), k) == b.backends.end()) b.backends.push_back(k);
+    }
+  }
+  return b;
+}
+
 }  // namespace
 
 CompareResult compareRuns(const RunFile& base, const RunFile& cur, const CompareOptions& options) {
-  for (const RunFile* f : {&base, &cur}) {
-    if (f->kind != RunKind::kSweep && f->kind != RunKind::kTrain) {
-      throw ConfigError(fmt::format(
-          "{} is a dsperf {} result; compare reads dsbench coll (sweep) and dsbench train results. Use "
-          "dsreport html to view it.",
-          f->path, runKindName(f->kind)));
+  return compareRuns(std::vector<RunFile>{base}, std::vector<RunFile>{cur}, options);
+}
+
+CompareResult compareRuns(const std::vector<RunFile>& base, const std::vector<RunFile>& cur,
+                          const CompareOptions& options) {
+  if (base.empty() || cur.empty()) {
+    throw ConfigError(
+        "dsreport compare needs at least one baseline run and one current run (BASE... -- CURRENT...).");
+  }
+  for (const auto* side : {&base, &cur}) {
+    for (const RunFile& f : *side) {
+      if (f.kind != RunKind::kSweep && f.kind != RunKind::kTrain) {
+        throw ConfigError(fmt::format(
+            "{} is a dsperf {} result; compare reads dsbench coll (sweep) and dsbench train results. Use "
+            "dsreport html to view it.",
+            f.path, runKindName(f.kind)));
+      }
     }
   }
   CompareResult r;
   r.options = options;
-  r.base = brief(base);
-  r.cur = brief(cur);
-  if (base.kind != cur.kind) {
+  r.base = sideBrief(base, "baseline", r.mismatches, r.comparable);
+  r.cur = sideBrief(cur, "current", r.mismatches, r.comparable);
+  if (!r.comparable) return r;
+  if (r.base.kind != r.cur.kind) {
     r.comparable = false;
     r.mismatches.push_back(
         fmt::format("The baseline is a {} result and the current run a {} result; only runs "
@@ -331,11 +515,19 @@ CompareResult compareRuns(const RunFile& base, const RunFile& cur, const Compare
         fmt::format("Labels differ: baseline '{}', current '{}'.", r.base.label, r.cur.label));
   }
   if (!r.comparable) return r;
-  if (base.sweep) {
-    compareSweeps(*base.sweep, *cur.sweep, r);
+  if (base.front().sweep) {
+    std::vector<const SweepRun*> a, b;
+    for (const auto& f : base) a.push_back(&*f.sweep);
+    for (const auto& f : cur) b.push_back(&*f.sweep);
+    compareSweeps(a, b, r);
   } else {
-    compareTrain(*base.train, *cur.train, r);
+    std::vector<const std::vector<TrainRunRecord>*> a, b;
+    for (const auto& f : base) a.push_back(&*f.train);
+    for (const auto& f : cur) b.push_back(&*f.train);
+    compareTrain(a, b, r);
   }
+  settle(r.items, r.options);
+  decideOverall(r);
   for (const auto& it : r.items) {
     switch (it.verdict) {
       case Verdict::kRegressed:
@@ -349,6 +541,9 @@ CompareResult compareRuns(const RunFile& base, const RunFile& cur, const Compare
         break;
       case Verdict::kNoise:
         ++r.noisy;
+        break;
+      case Verdict::kInconclusive:
+        ++r.inconclusive;
         break;
     }
   }
@@ -368,12 +563,18 @@ std::string fmtValue(double v) {
 }
 
 std::string runLine(const char* role, const RunBrief& b) {
-  std::string s = fmt::format("{:<9} {}  ({}, {} rank(s), hosts {}", role, b.path, b.kind, b.worldSize,
-                              joinList(b.hosts));
+  std::string paths =
+      b.paths.size() > 1 ? fmt::format("{} runs: {}", b.paths.size(), joinList(b.paths)) : b.path;
+  std::string s =
+      fmt::format("{:<9} {}  ({}, {} rank(s), hosts {}", role, paths, b.kind, b.worldSize, joinList(b.hosts));
   if (!b.label.empty()) s += ", label " + b.label;
   if (!b.startTime.empty()) s += ", " + b.startTime;
   if (!b.source.empty()) s += ", " + b.source;
   return s + fmt::format(", run {})\n", b.runId);
+}
+
+std::string samplesText(const ComparedItem& it) {
+  return fmt::format("{}/{}", it.baseSamples.size(), it.curSamples.size());
 }
 
 }  // namespace
@@ -382,9 +583,10 @@ std::string formatCompareText(const CompareResult& r) {
   std::string out;
   out += runLine("baseline", r.base);
   out += runLine("current", r.cur);
-  out +=
-      fmt::format("threshold {:g}%, noise bound {:g} x combined standard error of the per-iteration times\n",
-                  r.options.thresholdPct, r.options.noiseK);
+  out += fmt::format(
+      "threshold {:g}%, alpha {:g}: a change beyond the threshold counts when a Mann-Whitney U test of the "
+      "two sides' repeats finds it (false-discovery rate alpha over the items)\n",
+      r.options.thresholdPct, r.options.alpha);
   if (!r.mismatches.empty()) {
     out += "\nRuns differ:\n";
     for (const auto& m : r.mismatches) out += "  - " + m + "\n";
@@ -395,29 +597,31 @@ std::string formatCompareText(const CompareResult& r) {
       if (it.verdict == v) rows.push_back(&it);
     }
     if (rows.empty()) return;
-    // Worst regression / best improvement first.
+    // Worst change first (best first for improvements).
     std::stable_sort(rows.begin(), rows.end(), [&](const ComparedItem* x, const ComparedItem* y) {
-      return v == Verdict::kRegressed ? x->changePct < y->changePct : x->changePct > y->changePct;
+      return v == Verdict::kImproved ? x->changePct > y->changePct : x->changePct < y->changePct;
     });
     std::size_t w = 4;
     for (const auto* it : rows) w = std::max(w, it->label().size());
     out += fmt::format("\n{} ({}):\n", title, rows.size());
-    out += fmt::format("  {:<{}}  {:>7}  {:>12}  {:>12}  {:>8}  {:>10}\n", "item", w, "metric", "baseline",
-                       "current", "change", "noise");
+    out += fmt::format("  {:<{}}  {:>6}  {:>12}  {:>12}  {:>8}  {:>8}  {:>7}  {:>7}\n", "item", w, "metric",
+                       "baseline", "current", "change", "noise", "n b/c", "p");
     for (const auto* it : rows) {
-      std::string noise = it->noiseKnown
-                              ? fmt::format("{:.3g} {}", it->noise, it->metric == "step" ? "ms" : "us")
-                              : std::string("unknown");
-      out += fmt::format("  {:<{}}  {:>7}  {:>12}  {:>12}  {:>+7.1f}%  {:>10}\n", it->label(), w,
-                         it->metric + (it->unit.empty() ? "" : ""), fmtValue(it->base) + " " + it->unit,
-                         fmtValue(it->cur) + " " + it->unit, it->changePct, noise);
+      std::string noise = it->noiseKnown ? fmt::format("±{:.1f}%", it->noisePct) : std::string("unknown");
+      out += fmt::format("  {:<{}}  {:>6}  {:>12}  {:>12}  {:>+7.1f}%  {:>8}  {:>7}  {:>7.2g}\n", it->label(),
+                         w, it->metric, fmtValue(it->base) + " " + it->unit,
+                         fmtValue(it->cur) + " " + it->unit, it->changePct, noise, samplesText(*it), it->p);
     }
   };
   table(Verdict::kRegressed, "Regressions");
   table(Verdict::kImproved, "Improvements");
+  table(Verdict::kInconclusive, "Inconclusive (too few samples to call)");
   if (!r.items.empty()) {
-    out += fmt::format("\nUnchanged: {} item(s) within the {:g}% threshold; {} beyond it but within noise.\n",
-                       r.unchanged, r.options.thresholdPct, r.noisy);
+    out += fmt::format(
+        "\nUnchanged: {} item(s) within the {:g}% threshold; {} beyond it but not significant (noise).\n",
+        r.unchanged, r.options.thresholdPct, r.noisy);
+    out += fmt::format("Overall ({} item(s), geometric mean): {}: {}.\n", r.items.size(),
+                       verdictName(r.overall), r.overallReason);
   }
   if (!r.notCompared.empty()) {
     out += fmt::format("\nNot compared ({}):\n", r.notCompared.size());
@@ -430,8 +634,20 @@ std::string formatCompareText(const CompareResult& r) {
                          r.improvements);
       break;
     case 1:
-      out +=
-          fmt::format("Verdict: REGRESSION in {} of {} item(s) compared.\n", r.regressions, r.items.size());
+      out += r.regressions > 0 ? fmt::format("Verdict: REGRESSION in {} of {} item(s) compared.\n",
+                                             r.regressions, r.items.size())
+                               : fmt::format("Verdict: REGRESSION of the whole run ({}).\n", r.overallReason);
+      break;
+    case kCompareExitInconclusive:
+      out += fmt::format(
+          "Verdict: INCONCLUSIVE (exit {}): no regression shown, but {} with {} sample(s) a side at least "
+          "the "
+          "repeats cannot tell a {:g}% change from noise; run with --repeat {} (or compare several runs per "
+          "side).\n",
+          kCompareExitInconclusive,
+          r.inconclusive > 0 ? fmt::format("{} item(s) changed beyond the threshold, and", r.inconclusive)
+                             : std::string("the whole-run interval reaches past the threshold, and"),
+          r.minSamples, r.options.thresholdPct, std::max(repeatsNeeded(r.options.alpha), r.minSamples * 2));
       break;
     default:
       out += "Verdict: nothing could be compared; see above why.\n";
@@ -442,15 +658,10 @@ std::string formatCompareText(const CompareResult& r) {
 
 nlohmann::json compareToJson(const CompareResult& r) {
   auto briefJson = [](const RunBrief& b) {
-    return nlohmann::json{{"path", b.path},
-                          {"label", b.label},
-                          {"run_id", b.runId},
-                          {"kind", b.kind},
-                          {"start_time", b.startTime},
-                          {"source", b.source},
-                          {"world_size", b.worldSize},
-                          {"hosts", b.hosts},
-                          {"backends", b.backends}};
+    return nlohmann::json{
+        {"path", b.path},   {"paths", b.paths},          {"label", b.label},   {"run_id", b.runId},
+        {"kind", b.kind},   {"start_time", b.startTime}, {"source", b.source}, {"world_size", b.worldSize},
+        {"hosts", b.hosts}, {"backends", b.backends}};
   };
   nlohmann::json items = nlohmann::json::array();
   for (const auto& it : r.items) {
@@ -463,7 +674,10 @@ nlohmann::json compareToJson(const CompareResult& r) {
                      {"change_pct", it.changePct},
                      {"base_time", it.baseTime},
                      {"cur_time", it.curTime},
-                     {"noise", it.noiseKnown ? nlohmann::json(it.noise) : nlohmann::json(nullptr)},
+                     {"base_samples", it.baseSamples},
+                     {"cur_samples", it.curSamples},
+                     {"noise_pct", it.noiseKnown ? nlohmann::json(it.noisePct) : nlohmann::json(nullptr)},
+                     {"p_value", it.p},
                      {"verdict", verdictName(it.verdict)},
                      {"reason", it.reason}};
     if (it.config.empty()) {
@@ -481,21 +695,28 @@ nlohmann::json compareToJson(const CompareResult& r) {
   }
   nlohmann::json nc = nlohmann::json::array();
   for (const auto& n : r.notCompared) nc.push_back({{"what", n.what}, {"reason", n.reason}});
+  nlohmann::json overall{{"verdict", verdictName(r.overall)},
+                         {"change_pct", r.overallChangePct},
+                         {"reason", r.overallReason},
+                         {"min_samples", r.minSamples}};
+  if (r.overallIntervalKnown) overall["interval_pct"] = {r.overallLoPct, r.overallHiPct};
   return {{"schema", "dsperf.compare"},
           {"schema_version", kSchemaVersion},
           {"threshold_pct", r.options.thresholdPct},
-          {"noise_k", r.options.noiseK},
+          {"alpha", r.options.alpha},
           {"baseline", briefJson(r.base)},
           {"current", briefJson(r.cur)},
           {"mismatches", r.mismatches},
           {"comparable", r.comparable},
           {"items", items},
+          {"overall", overall},
           {"not_compared", nc},
           {"counts",
            {{"regressed", r.regressions},
             {"improved", r.improvements},
             {"unchanged", r.unchanged},
-            {"noise", r.noisy}}},
+            {"noise", r.noisy},
+            {"inconclusive", r.inconclusive}}},
           {"exit_code", r.exitCode()}};
 }
 

@@ -2,19 +2,23 @@
 // database, each point judged against a rolling baseline of the points before it. The history
 // module (this folder) fills it from SQLite; the HTML renderer only draws it and decides nothing.
 //
-// How a point is judged (the contract the renderer explains to the reader):
-//   - Its baseline is the median of the previous `window` points of the same series (default 5),
-//     in run time order. With fewer than `minHistory` previous points (default 3) there is no
-//     baseline and no verdict.
-//   - Its noise is the spread of those same points: the median absolute deviation scaled by 1.4826,
-//     which estimates one standard deviation for normal noise.
-//   - It is regressed when it is worse than the baseline (lower busbw, higher step time) by more than
-//     `thresholdPct` percent of the baseline AND by more than `noiseFactor` times the noise; improved
-//     likewise in the better direction. Both bars must be cleared, so a noisy series needs a larger
-//     change than a quiet one before it is flagged.
-//   - The baseline rolls: a lasting step change is flagged on the first points after it, until the
-//     new level holds the median of the window (3 points with the default window of 5), after
-//     which it is the new normal.
+// How a point is judged (the contract the renderer explains to the reader). The same test as
+// dsreport compare (reports/compare/compare.h), with the history as the baseline side:
+//   - The current level at a point is that point and the `recent - 1` points before it (default 3
+//     points in all); the history is the `window` points before those (default 8), in run time order.
+//     With fewer than `minHistory` history points (default 5) there is no verdict.
+//   - Its baseline is the median of the history; its change is the median of the current level
+//     against it, in percent; its noise is the history's spread (1.4826 x median absolute deviation,
+//     in the series' unit).
+//   - It is regressed when the change is worse than the baseline by more than `thresholdPct` percent
+//     AND a two-sided Mann-Whitney U test of the current level against the history gives p <= alpha;
+//     improved likewise in the better direction. A rank test, so a series that alternates between
+//     two levels is judged by where its recent points rank among both levels, not against whichever
+//     level happens to hold the median (the rolling median + MAD rule flagged every other point of
+//     such a series, and measured its noise as zero).
+//   - A step change is flagged once the current level is mostly on the new side (with 3 recent
+//     points: at the third point after the step), and stays flagged until the history has moved
+//     with it.
 #pragma once
 
 #include <cstddef>
@@ -24,10 +28,11 @@
 namespace ds::report::history {
 
 struct DashboardOptions {
-  int window = 5;             // previous points whose median is the baseline
-  int minHistory = 3;         // fewer previous points than this: no baseline, no verdict
+  int window = 8;             // history points before the current level: the baseline side
+  int recent = 3;             // points of the current level (the judged point and those before it)
+  int minHistory = 5;         // fewer history points than this: no baseline, no verdict
   double thresholdPct = 5.0;  // smallest change, in percent of the baseline, that is flagged
-  double noiseFactor = 3.0;   // and it must exceed this many times the window's noise (scaled MAD)
+  double alpha = 0.05;        // and the U test must give p at or below this
   // Filters; empty means all. A series is kept when its label, backend and collective are listed.
   // Train series have the collective "train".
   std::vector<std::string> labels;
@@ -43,9 +48,10 @@ struct DashboardPoint {
   std::string sourceFile;  // the file name it was ingested from, as given to ingest
   double value = 0;
   bool hasBaseline = false;  // false: too little history, baseline/noise/changePct/verdicts unset
-  double baseline = 0;       // median of the previous `window` points
+  double baseline = 0;       // median of the history points
   double noise = 0;          // 1.4826 x median absolute deviation of those points
-  double changePct = 0;      // (value - baseline) / baseline x 100, signed as the raw values
+  double changePct = 0;  // (median of the current level - baseline) / baseline x 100, signed as the values
+  double p = 1;          // the U test's two-sided p-value
   bool regressed = false;
   bool improved = false;
 };
@@ -71,7 +77,8 @@ struct DashboardSeries {
   std::vector<DashboardPoint> points;  // oldest first
   int regressions = 0;                 // points flagged regressed
   int improvements = 0;                // points flagged improved
-  bool latestRegressed = false;        // the newest point is regressed: what needs attention now
+  // A point of the current level (the newest `recent` points) is regressed: what needs attention now.
+  bool latestRegressed = false;
 };
 
 struct DashboardData {
@@ -87,6 +94,10 @@ struct DashboardData {
   // Sorted by label, backend, collective ("train" last), dtype, op, bytes / config.
   std::vector<DashboardSeries> series;
 };
+
+// Checks the rule's settings: a ConfigError that says what to change when they do not fit (a window
+// or level too small for the U test to ever reach alpha, a minimum history beyond the window, ...).
+void checkDashboardOptions(const DashboardOptions& options);
 
 // Fills the baseline, noise, changePct and verdicts of every point of `series` (its points must be
 // oldest first, with values set) and its counters, by the rule at the top of this file. Pure.

@@ -46,48 +46,70 @@ std::string collectiveSortKey(const std::string& c) { return c == "train" ? std:
 
 }  // namespace
 
+void checkDashboardOptions(const DashboardOptions& o) {
+  if (o.window < 1 || o.recent < 1 || o.minHistory < 1 || o.minHistory > o.window) {
+    throw ConfigError(fmt::format(
+        "dashboard --window {}, --recent {} and --min-history {} do not fit: all must be at least 1 and the "
+        "minimum history no larger than the window",
+        o.window, o.recent, o.minHistory));
+  }
+  if (!(o.thresholdPct >= 0) || !(o.alpha > 0 && o.alpha < 1)) {
+    throw ConfigError(
+        fmt::format("dashboard --threshold {}% must be zero or more and --alpha {} between 0 and 1",
+                    o.thresholdPct, o.alpha));
+  }
+  if (minUTestP(o.recent, o.window) > o.alpha) {
+    throw ConfigError(fmt::format(
+        "dashboard: with --recent {} and --window {} the U test can never reach p <= {:g} (its smallest p is "
+        "{:.2g}), so nothing would ever be flagged; raise --recent or --window (e.g. --recent 3 --window 8)",
+        o.recent, o.window, o.alpha, minUTestP(o.recent, o.window)));
+  }
+}
+
 void judgeSeries(DashboardSeries& series, const DashboardOptions& options) {
-  const std::size_t window = static_cast<std::size_t>(std::max(1, options.window));
-  const std::size_t minHistory = static_cast<std::size_t>(std::max(1, options.minHistory));
+  const auto window = static_cast<std::size_t>(std::max(1, options.window));
+  const auto recent = static_cast<std::size_t>(std::max(1, options.recent));
+  const auto minHistory = static_cast<std::size_t>(std::max(1, options.minHistory));
   series.regressions = series.improvements = 0;
   auto& pts = series.points;
   for (std::size_t i = 0; i < pts.size(); ++i) {
     DashboardPoint& p = pts[i];
     p.hasBaseline = false;
     p.baseline = p.noise = p.changePct = 0;
+    p.p = 1;
     p.regressed = p.improved = false;
-    std::size_t from = i > window ? i - window : 0;
-    if (i - from < minHistory) continue;
-    std::vector<double> prev;
-    for (std::size_t k = from; k < i; ++k) prev.push_back(pts[k].value);
-    double base = median(prev);
+    if (i + 1 < recent) continue;
+    const std::size_t levelFrom = i + 1 - recent;
+    const std::size_t from = levelFrom > window ? levelFrom - window : 0;
+    if (levelFrom - from < minHistory) continue;
+    std::vector<double> history, level;
+    for (std::size_t k = from; k < levelFrom; ++k) history.push_back(pts[k].value);
+    for (std::size_t k = levelFrom; k <= i; ++k) level.push_back(pts[k].value);
+    const double base = median(history);
     if (!(base > 0) || !std::isfinite(base)) continue;  // a zero or broken baseline has no percent change
     std::vector<double> dev;
-    for (double v : prev) dev.push_back(std::fabs(v - base));
+    for (double v : history) dev.push_back(std::fabs(v - base));
     p.hasBaseline = true;
     p.baseline = base;
     p.noise = 1.4826 * median(dev);
-    p.changePct = 100.0 * (p.value - base) / base;
-    double delta = p.value - base;
-    bool significant =
-        std::fabs(p.changePct) > options.thresholdPct && std::fabs(delta) > options.noiseFactor * p.noise;
-    if (!significant) continue;
+    const double delta = median(level) - base;
+    p.changePct = 100.0 * delta / base;
+    p.p = mannWhitneyU(level, history).p;
+    if (std::fabs(p.changePct) <= options.thresholdPct || p.p > options.alpha) continue;
     bool better = series.higherIsBetter ? delta > 0 : delta < 0;
     (better ? p.improved : p.regressed) = true;
     (better ? series.improvements : series.regressions) += 1;
   }
-  series.latestRegressed = !pts.empty() && pts.back().regressed;
+  // What needs attention now: a regression flagged within the current level (the newest `recent`
+  // points), since a step is flagged once and then joins the history.
+  series.latestRegressed = false;
+  for (std::size_t k = pts.size() > recent ? pts.size() - recent : 0; k < pts.size(); ++k) {
+    series.latestRegressed = series.latestRegressed || pts[k].regressed;
+  }
 }
 
 DashboardData queryDashboard(const std::string& dbPath, const DashboardOptions& options) {
-  if (options.window < 1 || options.minHistory < 1 || options.minHistory > options.window)
-    throw ConfigError(
-        fmt::format("dashboard window {} and minimum history {} do not fit: both must be at least 1 "
-                    "and the minimum history no larger than the window",
-                    options.window, options.minHistory));
-  if (!(options.thresholdPct >= 0) || !(options.noiseFactor >= 0))
-    throw ConfigError(fmt::format("dashboard threshold {}% and noise factor {} must be zero or more",
-                                  options.thresholdPct, options.noiseFactor));
+  checkDashboardOptions(options);
   Database db(dbPath, Database::Mode::kExisting, 30000);
   prepareForRead(db);
   // One read transaction, so a concurrent ingest does not show half its runs in some series.

@@ -31,6 +31,7 @@ std::string verdictClass(Verdict v) {
     case Verdict::kImproved:
       return "improved";
     case Verdict::kNoise:
+    case Verdict::kInconclusive:
       return "skip";
     case Verdict::kUnchanged:
       return "";
@@ -56,28 +57,40 @@ std::string renderCompareHtml(const CompareResult& r) {
   std::string verdict;
   if (code == 2 || !r.comparable || r.items.empty()) {
     verdict = "Not comparable: nothing could be compared (exit 2). See the differences below.";
-  } else if (r.regressions > 0) {
-    verdict =
-        fmt::format("REGRESSION: {} of {} item(s) got worse beyond the threshold and the noise (exit 1).",
-                    r.regressions, r.items.size());
+  } else if (code == 1) {
+    verdict = r.regressions > 0
+                  ? fmt::format(
+                        "REGRESSION: {} of {} item(s) got worse beyond the threshold, and the U test "
+                        "finds it significant (exit 1).",
+                        r.regressions, r.items.size())
+                  : fmt::format("REGRESSION of the whole run: {} (exit 1).", r.overallReason);
+  } else if (code == kCompareExitInconclusive) {
+    verdict = fmt::format(
+        "INCONCLUSIVE (exit {}): no regression shown, but with {} sample(s) a side the repeats cannot tell "
+        "a {} % change from noise. Run with --repeat {} or compare several runs per side.",
+        kCompareExitInconclusive, r.minSamples, html::formatNumber(r.options.thresholdPct),
+        repeatsNeeded(r.options.alpha));
   } else {
     verdict = fmt::format("No regression among {} item(s) (exit 0).", r.items.size());
   }
-  page.rawHtml(fmt::format("<div class=\"verdict {}\">", code == 0 ? "pass" : "fail"));
+  page.rawHtml(fmt::format("<div class=\"verdict {}\">", code == 0                          ? "pass"
+                                                         : code == kCompareExitInconclusive ? "warn"
+                                                                                            : "fail"));
   page.paragraph(verdict);
   page.rawHtml("</div>\n");
   page.paragraph(
       fmt::format(
-          "{} regressed, {} improved, {} within noise, {} unchanged, {} not compared. A change counts "
-          "when it exceeds {} % of the baseline and {} combined standard errors of the two runs' "
-          "per-iteration times.",
-          r.regressions, r.improvements, r.noisy, r.unchanged, r.notCompared.size(),
-          html::formatNumber(r.options.thresholdPct), html::formatNumber(r.options.noiseK)),
+          "{} regressed, {} improved, {} inconclusive, {} within noise, {} unchanged, {} not compared. A "
+          "change counts when it exceeds {} % of the baseline and a Mann-Whitney U test of the two sides' "
+          "repeats finds it (false-discovery rate {} over the items). Whole run: {}: {}.",
+          r.regressions, r.improvements, r.inconclusive, r.noisy, r.unchanged, r.notCompared.size(),
+          html::formatNumber(r.options.thresholdPct), html::formatNumber(r.options.alpha),
+          verdictName(r.overall), r.overallReason),
       "muted");
 
   page.section("Runs");
   auto brief = [](const RunBrief& b) {
-    return std::vector<std::string>{b.path,
+    return std::vector<std::string>{join(b.paths),
                                     b.label.empty() ? "—" : b.label,
                                     b.kind,
                                     b.runId,
@@ -131,16 +144,14 @@ std::string renderCompareHtml(const CompareResult& r) {
         if (it->bytes == 0) continue;  // a 0-byte row has no place on a log axis; it is in the table
         pts.push_back({it->bytes, it->changePct});
         marks.push_back(it->verdict == Verdict::kRegressed);
-        t.push_back(fmt::format("{} → {} {}, {}", html::formatNumber(it->base), html::formatNumber(it->cur),
-                                it->unit, verdictName(it->verdict)));
+        t.push_back(fmt::format(
+            "{} → {} {}, noise {}, {}", html::formatNumber(it->base), html::formatNumber(it->cur), it->unit,
+            it->noiseKnown ? fmt::format("±{:.1f} %", it->noisePct) : "unknown", verdictName(it->verdict)));
       }
-      std::string group = k.substr(0, k.rfind(' '));
-      if (!colorOf.count(group)) colorOf[group] = color++;
-      series.push_back({{"label", k},
-                        {"points", pts},
-                        {"marks", marks},
-                        {"dashed", k.size() >= 8 && k.compare(k.size() - 8, 8, "in-place") == 0},
-                        {"color", colorOf[group]}});
+      // Each line its own colour (in-place and out-of-place too): "dashed" means the baseline on
+      // this page, and nothing else.
+      if (!colorOf.count(k)) colorOf[k] = color++;
+      series.push_back({{"label", k}, {"points", pts}, {"marks", marks}, {"color", colorOf[k]}});
       tips.push_back(t);
     }
     page.chart({{"kind", "size"},
@@ -163,9 +174,8 @@ std::string renderCompareHtml(const CompareResult& r) {
         c.push_back({it->bytes, it->cur});
       }
       if (b.empty()) continue;
-      std::string group = k.substr(0, k.rfind(' '));
-      abs.push_back({{"label", "baseline " + k}, {"points", b}, {"dashed", true}, {"color", colorOf[group]}});
-      abs.push_back({{"label", "current " + k}, {"points", c}, {"color", colorOf[group]}});
+      abs.push_back({{"label", "baseline " + k}, {"points", b}, {"dashed", true}, {"color", colorOf[k]}});
+      abs.push_back({{"label", "current " + k}, {"points", c}, {"color", colorOf[k]}});
     }
     if (!abs.empty()) {
       page.chart({{"kind", "size"},
@@ -195,24 +205,32 @@ std::string renderCompareHtml(const CompareResult& r) {
   page.section("Every matched item");
   std::vector<const ComparedItem*> sorted;
   for (const auto& it : r.items) sorted.push_back(&it);
-  auto rank = [](Verdict v) { return v == Verdict::kRegressed ? 0 : v == Verdict::kImproved ? 2 : 1; };
+  auto rank = [](Verdict v) {
+    return v == Verdict::kRegressed ? 0 : v == Verdict::kInconclusive ? 1 : v == Verdict::kImproved ? 3 : 2;
+  };
   std::stable_sort(sorted.begin(), sorted.end(), [&](const ComparedItem* a, const ComparedItem* b) {
     if (rank(a->verdict) != rank(b->verdict)) return rank(a->verdict) < rank(b->verdict);
     return a->verdict == Verdict::kImproved ? a->changePct > b->changePct : a->changePct < b->changePct;
   });
   std::vector<Row> rows;
   for (const auto* it : sorted) {
-    rows.push_back({it->label(), it->metric, Cell(html::formatNumber(it->base), "num"),
-                    Cell(html::formatNumber(it->cur), "num"), it->unit,
-                    Cell(signedPct(it->changePct), "num " + verdictClass(it->verdict)),
-                    Cell(it->noiseKnown ? html::formatNumber(it->noise) : std::string("unknown"), "num"),
-                    Cell(verdictName(it->verdict), verdictClass(it->verdict)), it->reason});
+    rows.push_back(
+        {it->label(), it->metric, Cell(html::formatNumber(it->base), "num"),
+         Cell(html::formatNumber(it->cur), "num"), it->unit,
+         Cell(signedPct(it->changePct), "num " + verdictClass(it->verdict)),
+         Cell(it->noiseKnown ? fmt::format("±{:.1f} %", it->noisePct) : std::string("unknown"), "num"),
+         Cell(fmt::format("{}/{}", it->baseSamples.size(), it->curSamples.size()), "num"),
+         Cell(fmt::format("{:.2g}", it->p), "num"), Cell(verdictName(it->verdict), verdictClass(it->verdict)),
+         it->reason});
   }
   page.paragraph(
-      "Regressions first (worst first), then the rest; the noise column is in the time unit of the item "
-      "(µs for sweeps, ms for train).",
+      "Regressions first (worst first), then the inconclusive, the rest and the improvements. Noise is in "
+      "the unit of the change: the spread of each side's repeats (1.4826 × median absolute deviation, in % "
+      "of the median), the two sides combined; n is the samples (repeats over all runs) of baseline/current, "
+      "p the U test's two-sided p-value.",
       "muted");
-  page.table({"item", "metric", "baseline", "current", "unit", "change", "noise", "verdict", "why"}, rows);
+  page.table({"item", "metric", "baseline", "current", "unit", "change", "noise", "n", "p", "verdict", "why"},
+             rows);
 
   if (!r.notCompared.empty()) {
     page.section("Not compared");

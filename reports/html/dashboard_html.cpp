@@ -7,6 +7,7 @@
 #include <ctime>
 #include <map>
 
+#include "reports/html/html_escape.h"
 #include "reports/html/html_page.h"
 #include "reports/json_io.h"
 
@@ -46,6 +47,9 @@ bool parseIsoTimeMs(const std::string& text, double& ms) {
 
 namespace {
 
+// More series than this: cards are folded and their charts drawn when opened.
+constexpr std::size_t kUnfoldedCards = 60;
+
 std::string signedPct(double pct) { return fmt::format("{}{:.1f} %", pct >= 0 ? "+" : "", pct); }
 
 std::string seriesContext(const history::DashboardSeries& s) {
@@ -82,19 +86,19 @@ std::string renderDashboard(const history::DashboardData& data) {
        {Cell("time range (UTC)", "key"),
         data.firstTime.empty() ? std::string("—") : fmt::format("{} .. {}", data.firstTime, data.lastTime)},
        {Cell("series", "key"), Cell(std::to_string(data.series.size()), "num")},
-       {Cell("regressed now", "key"), Cell(fmt::format("{} series (their latest run)", latestRegressed),
-                                           latestRegressed ? "fail" : "pass")},
+       {Cell("regressed now", "key"),
+        Cell(fmt::format("{} series (their newest {} runs)", latestRegressed, o.recent),
+             latestRegressed ? "fail" : "pass")},
        {Cell("regressed points", "key"), Cell(std::to_string(regressedPoints), "num")}},
       "meta");
   page.paragraph(
-      fmt::format("How points are judged: the baseline of a point is the median of the {} points before it "
-                  "in the same series "
-                  "(none with fewer than {}). A point is regressed when it is worse than its baseline by "
-                  "more than {} % and by "
-                  "more than {} times the noise of those points (1.4826 x their median absolute deviation); "
-                  "improved likewise. "
-                  "A lasting change becomes the new baseline once it holds the median of the window.",
-                  o.window, o.minHistory, formatNumber(o.thresholdPct), formatNumber(o.noiseFactor)));
+      fmt::format("How points are judged (the test of dsreport compare): the current level at a point is "
+                  "that point and the {} before it; its history is the {} points before those (no verdict "
+                  "with fewer than {}), and the baseline is their median. A point is regressed when the "
+                  "current level is worse than the baseline by more than {} % and a Mann-Whitney U test of "
+                  "the level against the history gives p <= {}; improved likewise. A step is flagged once "
+                  "the level is mostly past it, and until the history has moved with it.",
+                  o.recent - 1, o.window, o.minHistory, formatNumber(o.thresholdPct), formatNumber(o.alpha)));
 
   page.section("Needs attention");
   std::vector<Row> attention;
@@ -117,9 +121,27 @@ std::string renderDashboard(const history::DashboardData& data) {
       "<label>label<select id=\"f-label\"><option value=\"all\">all</option></select></label>"
       "<label>backend<select id=\"f-backend\"><option value=\"all\">all</option></select></label>"
       "<label>collective<select id=\"f-collective\"><option value=\"all\">all</option></select></label>"
+      "<label>series<input type=\"search\" id=\"f-text\" placeholder=\"1 MiB, bf16, ...\"></label>"
       "<label><input type=\"checkbox\" id=\"f-regressed\"> only series regressed now</label>"
       "<span id=\"f-count\" class=\"muted\"></span></div>\n");
 
+  // The overview: one row per series, one column per run, each cell coloured by the change against
+  // that point's baseline (red worse, blue better, deeper up to 25 %), a triangle where the point was
+  // flagged. dashboard.js builds it from the page data; a row's name opens its card.
+  page.section("Overview: every series by run");
+  page.paragraph(
+      "Rows are series, columns runs (oldest left). A cell's colour is the change against the point's "
+      "baseline in the direction that matters: red worse, blue better, deeper up to 25 %; white within "
+      "the threshold; grey without a baseline yet. ▲ marks a point flagged regressed, ▼ one flagged "
+      "improved. Hover a cell for its figures; click a series' name to open its card. The filters above "
+      "apply here too.",
+      "muted");
+  page.rawHtml("<div id=\"heatmap\" class=\"heatmap\"></div>\n");
+  page.endSection();
+
+  // Hundreds of series (a nightly sweep of 8 collectives x 30 sizes x 3 backends is 720): the cards
+  // are folded and each chart is drawn when its card is opened, so the page opens at once.
+  const bool folded = data.series.size() > kUnfoldedCards;
   std::string group = "\x01";
   for (std::size_t i = 0; i < data.series.size(); ++i) {
     const auto& s = data.series[i];
@@ -128,18 +150,28 @@ std::string renderDashboard(const history::DashboardData& data) {
       page.section(g);
       group = g;
     }
-    page.rawHtml(fmt::format("<div class=\"card\" id=\"card-{}\">\n", i));
-    page.heading(s.title);
-    page.paragraph(seriesContext(s), "muted");
+    std::string latest;
     if (!s.points.empty()) {
       const auto& p = s.points.back();
-      std::string line = fmt::format("latest {} {} ({})", formatNumber(p.value), s.unit, p.time);
+      latest = fmt::format("latest {} {} ({})", formatNumber(p.value), s.unit, p.time);
       if (p.hasBaseline) {
-        line += fmt::format("; baseline {} {}, {}: {}", formatNumber(p.baseline), s.unit,
-                            signedPct(p.changePct), verdictOf(p));
+        latest += fmt::format("; baseline {} {}, {}: {}", formatNumber(p.baseline), s.unit,
+                              signedPct(p.changePct), verdictOf(p));
       } else {
-        line += "; no baseline yet (too few earlier runs)";
+        latest += "; no baseline yet (too few earlier runs)";
       }
+    }
+    if (folded) {
+      page.rawHtml(fmt::format("<details class=\"card\" id=\"card-{}\"><summary>{}{}</summary>\n", i,
+                               escapeHtml(s.title),
+                               s.latestRegressed ? " <span class=\"fail\">REGRESSED</span>" : ""));
+    } else {
+      page.rawHtml(fmt::format("<div class=\"card\" id=\"card-{}\">\n", i));
+      page.heading(s.title);
+    }
+    page.paragraph(seriesContext(s), "muted");
+    if (!s.points.empty()) {
+      std::string line = latest;
       line += fmt::format(". {} regressed and {} improved point(s) in this series; {} is better.",
                           s.regressions, s.improvements, s.higherIsBetter ? "higher" : "lower");
       page.paragraph(line, s.latestRegressed ? "fail" : "");
@@ -178,12 +210,16 @@ std::string renderDashboard(const history::DashboardData& data) {
         {"tooltips", {tips, json::array()}},
         {"series",
          {{{"label", s.title}, {timeAxis ? "points" : "values", values}, {"marks", marks}, {"color", 0}},
-          {{"label", fmt::format("baseline (median of previous {})", o.window)},
+          {{"label", fmt::format("baseline (median of {} history points)", o.window)},
            {timeAxis ? "points" : "values", baseline},
            {"dashed", true},
            {"color", 9}}}}};
     if (!timeAxis) spec["labels"] = labels;
-    page.chart(spec);
+    if (folded) {
+      page.lazyChart(spec);
+    } else {
+      page.chart(spec);
+    }
     std::vector<Row> rows;
     for (auto it = s.points.rbegin(); it != s.points.rend(); ++it) {
       const auto& p = *it;
@@ -198,7 +234,7 @@ std::string renderDashboard(const history::DashboardData& data) {
                      {"time (UTC)", "run id", "file", fmt::format("value ({})", s.unit), "baseline", "noise",
                       "change", "verdict"},
                      rows);
-    page.rawHtml("</div>\n");
+    page.rawHtml(folded ? "</details>\n" : "</div>\n");
   }
   if (data.series.empty()) {
     page.section("Trends");
@@ -208,16 +244,42 @@ std::string renderDashboard(const history::DashboardData& data) {
         "warn");
   }
 
-  // The filters read every series' label, backend and collective, and the lists for the selects.
+  // The filters read every series' label, backend and collective, and the lists for the selects;
+  // the overview reads the runs (the columns) and each series' cells: [run index, change % or null
+  // without a baseline, 2 regressed / 1 improved / 0 neither].
+  std::map<std::pair<std::string, std::string>, int> runIndex;
+  for (const auto& s : data.series) {
+    for (const auto& p : s.points) runIndex.emplace(std::pair{p.time, p.runId}, 0);
+  }
+  json runs = json::array();
+  for (auto& [key, index] : runIndex) {
+    index = static_cast<int>(runs.size());
+    runs.push_back({{"time", key.first}, {"runId", key.second}});
+  }
   json series = json::array();
   for (const auto& s : data.series) {
+    json cells = json::array();
+    for (const auto& p : s.points) {
+      cells.push_back({runIndex.at({p.time, p.runId}),
+                       p.hasBaseline ? json(std::round(p.changePct * 10) / 10) : json(nullptr),
+                       p.regressed  ? 2
+                       : p.improved ? 1
+                                    : 0});
+    }
     series.push_back({{"label", s.label},
                       {"backend", s.backend},
                       {"collective", s.collective},
+                      {"title", s.title},
+                      {"context", seriesContext(s)},
+                      {"higherIsBetter", s.higherIsBetter},
+                      {"folded", folded},
+                      {"cells", cells},
                       {"latestRegressed", s.latestRegressed}});
   }
   page.data("dashboard", {{"labels", data.labels},
                           {"backends", data.backends},
+                          {"runs", runs},
+                          {"thresholdPct", o.thresholdPct},
                           {"collectives", data.collectives},
                           {"series", series}});
   page.script(dashboardScript());

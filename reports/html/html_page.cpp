@@ -84,14 +84,25 @@ void PageBuilder::foldedTable(const std::string& summary, const std::vector<std:
   body_ += "</details>\n";
 }
 
-void PageBuilder::chart(nlohmann::json spec) {
+std::string PageBuilder::addCanvas(nlohmann::json& spec) {
   std::string id = newId("c");
   spec["canvas"] = id;
   body_ +=
       fmt::format("<div class=\"chart\"><canvas id=\"{}\" role=\"img\" aria-label=\"{}\"></canvas></div>\n",
                   id, escapeHtml(spec.value("title", std::string("chart"))));
+  return id;
+}
+
+void PageBuilder::chart(nlohmann::json spec) {
+  addCanvas(spec);
   data_["charts"].push_back(std::move(spec));
   ++charts_;
+}
+
+std::string PageBuilder::lazyChart(nlohmann::json spec) {
+  std::string id = addCanvas(spec);
+  data_["lazyCharts"][id] = std::move(spec);
+  return id;
 }
 
 std::string PageBuilder::render() const {
@@ -123,7 +134,6 @@ std::string PageBuilder::render() const {
   s += "DS.finish();\n</script>\n</body>\n</html>\n";
   return s;
 }
-
 
 std::string formatBytes(double bytes) {
   static const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};

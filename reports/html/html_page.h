@@ -47,6 +47,10 @@ class PageBuilder {
                    const std::vector<Row>& rows);
   // A chart: `spec` as assets/charts.js reads it, without "canvas" (assigned here).
   void chart(nlohmann::json spec);
+  // A chart drawn only when a script asks for it (DS.drawLazy(canvas id)), e.g. when its folded card
+  // is opened: a page of hundreds of charts then opens at once. Not counted in data-charts-expected.
+  // Returns the canvas id.
+  std::string lazyChart(nlohmann::json spec);
   // Trusted markup made by this library (never input text).
   void rawHtml(std::string_view html) { body_ += html; }
   // Extra data for a page script (the dashboard's series), under data[key].
@@ -59,6 +63,8 @@ class PageBuilder {
 
  private:
   std::string newId(const char* prefix);
+  // The canvas of a chart, placed here; sets spec["canvas"] and returns its id.
+  std::string addCanvas(nlohmann::json& spec);
   std::string title_, kind_;
   std::string body_;
   std::vector<std::pair<std::string, std::string>> nav_;  // id, title

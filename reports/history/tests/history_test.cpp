@@ -302,46 +302,80 @@ TEST(HistoryJudge, TooLittleHistoryGivesNoVerdict) {
   }
 }
 
-TEST(HistoryJudge, StepRegressionIsFlaggedUntilItBecomesTheBaseline) {
-  // busbw: 10 GB/s with small noise, then a lasting drop to 8.
-  auto s = seriesOf({10.0, 10.1, 9.9, 10.05, 9.95, 10.0, 8.0, 8.05, 7.95, 8.0, 8.0, 8.02}, true);
+TEST(HistoryJudge, StepRegressionIsFlaggedOnceTheLevelIsPastIt) {
+  // busbw: 10 GB/s with small noise for 10 runs, then a lasting drop to 8.
+  auto s =
+      seriesOf({10.0, 10.1, 9.9, 10.05, 9.95, 10.0, 10.02, 9.97, 10.03, 9.98, 8.0, 8.05, 7.95, 8.0}, true);
   judgeSeries(s, {});
-  for (std::size_t i = 0; i < 6; ++i) EXPECT_FALSE(s.points[i].regressed) << i;
-  EXPECT_TRUE(s.points[6].regressed);
-  EXPECT_NEAR(s.points[6].baseline, 10.0, 0.06);
-  EXPECT_NEAR(s.points[6].changePct, -20.0, 0.7);
-  EXPECT_TRUE(s.points[7].regressed);
-  EXPECT_TRUE(s.points[8].regressed);
-  // From the fourth low point on, the window's median is the new level.
-  for (std::size_t i = 9; i < s.points.size(); ++i) EXPECT_FALSE(s.points[i].regressed) << i;
-  EXPECT_EQ(s.regressions, 3);
+  for (std::size_t i = 0; i < 12; ++i) EXPECT_FALSE(s.points[i].regressed || s.points[i].improved) << i;
+  // The third low point: the current level (3 points) lies wholly below the 8 history points.
+  EXPECT_TRUE(s.points[12].regressed);
+  EXPECT_NEAR(s.points[12].baseline, 10.0, 0.03);
+  EXPECT_NEAR(s.points[12].changePct, -20.0, 0.5);
+  EXPECT_NEAR(s.points[12].p, 2.0 / 165.0, 1e-12);  // complete separation, 3 vs 8
+  EXPECT_GE(s.regressions, 1);
   EXPECT_EQ(s.improvements, 0);
-  EXPECT_FALSE(s.latestRegressed);
+  EXPECT_TRUE(s.latestRegressed) << "a regression within the current level is what needs attention now";
 }
 
 TEST(HistoryJudge, NoiseWithinTheThresholdOrTheSpreadIsNotFlagged) {
   // +-3% around 10: under the 5% threshold.
-  auto quiet = seriesOf({10, 10.3, 9.7, 10.2, 9.8, 10.3, 9.7, 10.1, 9.75, 10.28}, true);
+  auto quiet = seriesOf({10, 10.3, 9.7, 10.2, 9.8, 10.3, 9.7, 10.1, 9.75, 10.28, 9.72, 10.25}, true);
   judgeSeries(quiet, {});
   EXPECT_EQ(quiet.regressions + quiet.improvements, 0);
-  // Swings of +-10%: a 17% dip is over the threshold but within what the spread explains.
-  auto noisy = seriesOf({10, 11.2, 8.9, 10.6, 9.3, 11.0, 8.8}, true);
+  // Swings of +-10%: levels 8% below the baseline happen, but they rank inside the history's spread.
+  auto noisy = seriesOf({10, 11.2, 8.9, 10.6, 9.3, 11.0, 8.8, 10.9, 9.1, 9.2, 8.9, 10.8, 9.0}, true);
   judgeSeries(noisy, {});
-  EXPECT_EQ(noisy.regressions, 0);
-  EXPECT_TRUE(noisy.points[6].hasBaseline);
-  EXPECT_LT(noisy.points[6].changePct, -15.0);
-  EXPECT_NEAR(noisy.points[6].noise, 1.4826 * 0.6, 1e-9);
+  EXPECT_EQ(noisy.regressions + noisy.improvements, 0);
+  ASSERT_TRUE(noisy.points[10].hasBaseline);
+  EXPECT_LT(noisy.points[10].changePct, -5.0);  // beyond the threshold: the test, not the floor, decided
+  EXPECT_GT(noisy.points[10].p, 0.05);
+}
+
+TEST(HistoryJudge, AlternatingBetweenTwoLevelsIsNotARegressionButItsDropIs) {
+  // A series that alternates between two levels (two NUMA placements, say): the rolling median of 5
+  // sat on one level with a zero MAD, and the old rule flagged every point of the other level.
+  std::vector<double> v;
+  for (int i = 0; i < 20; ++i) v.push_back(i % 2 ? 80.0 : 100.0);
+  auto flat = seriesOf(v, true);
+  judgeSeries(flat, {});
+  EXPECT_EQ(flat.regressions + flat.improvements, 0);
+  for (const auto& p : flat.points) EXPECT_GT(p.p, 0.05);
+  // Both levels drop by 25%: flagged within the next 3 runs.
+  for (int i = 0; i < 6; ++i) v.push_back(i % 2 ? 60.0 : 75.0);
+  auto dropped = seriesOf(v, true);
+  judgeSeries(dropped, {});
+  int firstFlag = -1;
+  for (std::size_t i = 0; i < dropped.points.size(); ++i) {
+    if (dropped.points[i].regressed && firstFlag < 0) firstFlag = static_cast<int>(i);
+  }
+  EXPECT_GE(firstFlag, 20);
+  EXPECT_LE(firstFlag, 22);
+  EXPECT_EQ(dropped.improvements, 0);
 }
 
 TEST(HistoryJudge, LowerIsBetterForStepTimes) {
-  auto s = seriesOf({100, 101, 99, 100, 100, 125, 80}, false);
+  auto s = seriesOf({100, 101, 99, 100, 100, 99, 101, 100, 125, 126, 124, 80, 81, 79}, false);
   judgeSeries(s, {});
-  EXPECT_TRUE(s.points[5].regressed);
-  EXPECT_FALSE(s.points[5].improved);
-  EXPECT_TRUE(s.points[6].improved);
-  EXPECT_EQ(s.regressions, 1);
-  EXPECT_EQ(s.improvements, 1);
+  for (int i = 0; i < 10; ++i) EXPECT_FALSE(s.points[i].regressed) << i;
+  EXPECT_TRUE(s.points[10].regressed);
+  EXPECT_FALSE(s.points[10].improved);
+  EXPECT_TRUE(s.points[13].improved);
+  EXPECT_GE(s.regressions, 1);
+  EXPECT_GE(s.improvements, 1);
   EXPECT_FALSE(s.latestRegressed);
+}
+
+TEST(HistoryJudge, SettingsTheTestCanNeverPassAreRefusedWithAFix) {
+  DashboardOptions o;
+  checkDashboardOptions(o);
+  o.recent = 1;  // one point against 8: the smallest p is 2/9
+  try {
+    checkDashboardOptions(o);
+    FAIL();
+  } catch (const ds::ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("raise --recent or --window"), std::string::npos) << e.what();
+  }
 }
 
 TEST(HistoryDashboard, SeriesFromTheDatabaseFlagTheStepAndNotTheNoise) {
@@ -364,7 +398,7 @@ TEST(HistoryDashboard, SeriesFromTheDatabaseFlagTheStepAndNotTheNoise) {
     TrainSpec t;
     t.label = "pod-a";
     t.startTime = isoTime(i);
-    t.stepMs = (i == 9 ? 130.0 : 100.0) * (1 + noise[i]);
+    t.stepMs = (i >= 7 ? 130.0 : 100.0) * (1 + noise[i]);
     files.push_back(writeTrain(dir.file(fmt::format("t{}.json", i)), t));
   }
   auto rep = ingestRuns(db, files);
@@ -390,9 +424,10 @@ TEST(HistoryDashboard, SeriesFromTheDatabaseFlagTheStepAndNotTheNoise) {
   ASSERT_EQ(a256->points.size(), 10u);
   EXPECT_EQ(a256->points[0].time, isoTime(0));
   EXPECT_EQ(a256->points[6].sourceFile, dir.file("a6.json"));
-  EXPECT_TRUE(a256->points[6].regressed);
-  EXPECT_EQ(a256->regressions, 3);
-  for (int i = 0; i < 6; ++i) EXPECT_FALSE(a256->points[i].regressed || a256->points[i].improved) << i;
+  EXPECT_TRUE(a256->points[8].regressed);  // the third run at the new level
+  EXPECT_GE(a256->regressions, 1);
+  EXPECT_TRUE(a256->latestRegressed);
+  for (int i = 0; i < 8; ++i) EXPECT_FALSE(a256->points[i].regressed || a256->points[i].improved) << i;
 
   for (const auto& s : d.series) {
     if (s.label == "pod-b") {
@@ -404,7 +439,7 @@ TEST(HistoryDashboard, SeriesFromTheDatabaseFlagTheStepAndNotTheNoise) {
   EXPECT_EQ(train->metric, "train_step_p50");
   EXPECT_FALSE(train->higherIsBetter);
   EXPECT_TRUE(train->latestRegressed);
-  EXPECT_EQ(train->regressions, 1);
+  EXPECT_TRUE(train->points[9].regressed);
   EXPECT_NE(train->config.find("mlp:1024x4"), std::string::npos) << train->config;
 
   // Filters: by label, collective and size; the lists for the filter controls stay complete.

@@ -57,28 +57,31 @@ var DS = (function () {
     };
   }
 
-  // A time axis (ms since the epoch, UTC) with ticks on round steps: hours, days, weeks or months, at
-  // most about 10; labelled with the date, and the time of day when the step is under a day.
+  // A time axis (ms since the epoch, UTC) that spans the data (a 3% margin each side; a lone point
+  // gets a minute around it), with ticks on round steps inside it: seconds, minutes, hours, days,
+  // weeks or months, at most about 10; labelled with the date, and the time of day (to the second
+  // when the step is under a minute) when the step is under a day.
   function timeAxis(spec, datasets) {
     var xs = [];
     datasets.forEach(function (d) { d.data.forEach(function (p) { if (isFinite(p.x)) xs.push(p.x); }); });
     var lo = xs.length ? Math.min.apply(null, xs) : 0, hi = xs.length ? Math.max.apply(null, xs) : 1;
-    var H = 3600e3, D = 24 * H;
-    var steps = [H, 3 * H, 6 * H, 12 * H, D, 2 * D, 7 * D, 14 * D, 30 * D, 91 * D, 365 * D];
+    var S = 1e3, M = 60 * S, H = 60 * M, D = 24 * H;
+    var pad = hi > lo ? 0.03 * (hi - lo) : 30 * S;
+    var min = lo - pad, max = hi + pad;
+    var steps = [S, 5 * S, 15 * S, 30 * S, M, 5 * M, 15 * M, 30 * M, H, 3 * H, 6 * H, 12 * H, D, 2 * D, 7 * D,
+                 14 * D, 30 * D, 91 * D, 365 * D];
     var step = steps[steps.length - 1];
-    for (var i = 0; i < steps.length; i++) { if ((hi - lo) / steps[i] <= 10) { step = steps[i]; break; } }
-    var min = Math.floor(lo / step) * step, max = Math.ceil(hi / step) * step;
-    if (max <= min) max = min + step;
+    for (var i = 0; i < steps.length; i++) { if ((max - min) / steps[i] <= 10) { step = steps[i]; break; } }
     return {
       type: 'linear', min: min, max: max, title: { display: true, text: spec.xTitle || 'run start (UTC)' },
       afterBuildTicks: function (scale) {
         var t = [];
-        for (var v = min; v <= max; v += step) t.push({ value: v });
+        for (var v = Math.ceil(min / step) * step; v <= max; v += step) t.push({ value: v });
         scale.ticks = t;
       },
       ticks: { autoSkip: false, maxRotation: 50, callback: function (v) {
-        var text = DS.fmtTime(v);
-        return step >= D ? text.slice(0, 10) : text;
+        var text = new Date(v).toISOString().replace('T', ' ');
+        return step >= D ? text.slice(0, 10) : step < M ? text.slice(0, 19) : text.slice(0, 16);
       } }
     };
   }
@@ -181,11 +184,29 @@ var DS = (function () {
     }
   };
 
+  // Draws a chart declared with PageBuilder::lazyChart, once; true when it is (now) drawn.
+  DS.lazyDrawn = {};
+  DS.lazyRendered = 0;
+  DS.drawLazy = function (canvasId) {
+    if (DS.lazyDrawn[canvasId]) return true;
+    var spec = (DS.data.lazyCharts || {})[canvasId];
+    if (!spec || typeof Chart === 'undefined') return false;
+    DS.lazyDrawn[canvasId] = true;
+    var ok = DS.draw(spec) !== null;
+    if (ok) {  // counted apart: data-charts-rendered stays the count of charts drawn on load
+      DS.rendered--;
+      DS.lazyRendered++;
+    }
+    DS.mark();
+    return ok;
+  };
+
   DS.mark = function () {
     var b = document.body;
     b.dataset.chartsRendered = String(DS.rendered);
     b.dataset.pointsDrawn = String(DS.points);
     b.dataset.chartErrors = String(DS.errors.length);
+    b.dataset.lazyChartsRendered = String(DS.lazyRendered);
     var box = document.getElementById('ds-errors');
     if (box && DS.errors.length) {
       box.hidden = false;

@@ -269,7 +269,27 @@ TEST(DashboardHtml, OneChartPerSeriesRegressionsMarkedInputEscaped) {
   EXPECT_NE(page.find("id=\"card-1\""), std::string::npos);
   EXPECT_NE(page.find("id=\"f-collective\""), std::string::npos);
   EXPECT_NE(page.find("REGRESSED"), std::string::npos);
-  EXPECT_NE(page.find("1 series (their latest run)"), std::string::npos);
+  EXPECT_NE(page.find("1 series (their newest 3 runs)"), std::string::npos);
+  // The overview's data: the runs (columns) and each series' cells [run, change or null, flag].
+  EXPECT_EQ(data["dashboard"]["runs"].size(), 6u);
+  const auto& cells = data["dashboard"]["series"][0]["cells"];
+  ASSERT_EQ(cells.size(), 6u);
+  EXPECT_EQ(cells[5][2], 2) << "the regressed point is flagged";
+  EXPECT_NE(page.find("id=\"heatmap\""), std::string::npos);
+  EXPECT_NE(page.find("<div class=\"card\" id=\"card-0\">"), std::string::npos) << "few series: unfolded";
+}
+
+TEST(DashboardHtml, HundredsOfSeriesFoldTheirCardsAndDrawChartsOnOpening) {
+  history::DashboardData d;
+  d.dbPath = "h.sqlite";
+  d.labels = {"lab"};
+  for (int i = 0; i < 61; ++i) d.series.push_back(dashSeries("lab", "allreduce", i == 3));
+  std::string page = renderDashboard(d);
+  nlohmann::json data = pageData(page);
+  EXPECT_EQ(data["charts"].size(), 0u);
+  EXPECT_EQ(data["lazyCharts"].size(), 61u);
+  EXPECT_EQ(count(page, "<details class=\"card\" id=\"card-"), 61);
+  EXPECT_NE(page.find("data-charts-expected=\"0\""), std::string::npos);
 }
 
 TEST(DashboardHtml, EmptyHistorySaysWhatToDo) {
