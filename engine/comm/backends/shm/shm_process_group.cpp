@@ -78,6 +78,17 @@ ShmConfig configFromEnv() {
     }
     c.spin = std::chrono::nanoseconds(static_cast<long long>(us * 1000));
   }
+  if (const char* v = get("DS_SHM_TEST_SLOWDOWN")) {
+    char* end = nullptr;
+    double f = std::strtod(v, &end);
+    if (end == v || *end != '\0' || !(f >= 1.0 && f <= 4.0)) {
+      throw ConfigError(fmt::format(
+          "DS_SHM_TEST_SLOWDOWN='{}' is not valid; give a factor from 1 to 4 (a test-only knob that makes "
+          "every shm op slower by that factor), or unset it.",
+          v));
+    }
+    c.testSlowdown = f;
+  }
   if (const char* v = get("DS_SHM_DIR")) c.dir = v;
   if (const char* v = get("DS_SHM_INTER_BACKEND")) {
     c.interBackend = v;
@@ -187,6 +198,8 @@ class ShmProcessGroup final : public ProcessGroup {
   // --- hierarchy (several hosts): shm within a host, inter_ among the leaders ---
   void hierAllreduce(const Ctx& ctx, const Buffer& in, char* out, ReduceOp op);
   char* scratch(std::size_t bytes);
+  // DS_SHM_TEST_SLOWDOWN: spends `extra` copying within scratch memory.
+  void burn(std::chrono::duration<double> extra);
   bool leader() const { return li_ == 0; }
   Ctx ctxFor(const OpDesc& d) const { return Ctx{d, Clock::now() + d.timeout}; }
 
@@ -561,7 +574,11 @@ void ShmProcessGroup::waitAll(const Ctx& ctx) {
 template <typename F>
 void ShmProcessGroup::guarded(F&& body) {
   try {
+    const auto t0 = Clock::now();
     body();
+    if (cfg_.testSlowdown > 1.0) {
+      burn(std::chrono::duration<double>(Clock::now() - t0) * (cfg_.testSlowdown - 1.0));
+    }
   } catch (...) {
     RankCtl& c = seg_->ctl(li_);
     c.failed.store(1);
@@ -569,6 +586,17 @@ void ShmProcessGroup::guarded(F&& body) {
     wakeFutex(&c.step);
     throw;
   }
+}
+
+void ShmProcessGroup::burn(std::chrono::duration<double> extra) {
+  // Copies 64 KiB blocks within scratch memory until `extra` has passed: memory traffic on this
+  // rank's core, as a slower kernel would cost (DS_SHM_TEST_SLOWDOWN).
+  constexpr std::size_t kBlock = 64 << 10;
+  char* s = scratch(2 * kBlock);
+  const auto until = Clock::now() + std::chrono::duration_cast<Clock::duration>(extra);
+  do {
+    std::memmove(s + kBlock, s, kBlock);
+  } while (Clock::now() < until);
 }
 
 char* ShmProcessGroup::scratch(std::size_t bytes) {

@@ -41,6 +41,10 @@ struct ShmConfig {
   std::string interBackend = "gloo";
   // The identity ranks share memory by; empty: the host name. Tests set it to pretend several hosts.
   std::string host;
+  // DS_SHM_TEST_SLOWDOWN (test-only, for scripts/verdict-calibration.sh): every op takes this factor
+  // of its own time, the extra part spent copying its output into scratch memory (real work on the
+  // rank's core, like a slower kernel; never a sleep). 1 = off.
+  double testSlowdown = 1.0;
 };
 
 // DS_SHM_BUFFER_BYTES' default for `localRanks` ranks on a host.

@@ -1,0 +1,156 @@
+#!/usr/bin/env bash
+# Calibrates the regression gate (a benchmark of dsreport compare, not a test): how often it cries
+# regression when nothing changed, and how often it catches a real slowdown.
+#
+#   A/A pairs   two runs of the same configuration: every exit 1 is a false alarm;
+#   A/B pairs   a baseline run against a run made slower by DS_SHM_TEST_SLOWDOWN (a test-only knob of
+#               the shm backend: every op spends that factor of its own time, the extra part copying
+#               memory on the rank's core, like a slower kernel); exit 1 is a detection. Two
+#               slowdowns, ~10% and ~25% by default; the busbw change each really cost is measured
+#               from the pairs and printed beside the rates.
+#
+# Every run is `dsrun --nproc-per-node 2 dsbench coll --backend shm -b 1K -e 16M -f 4 --repeat R`;
+# the runs of the three kinds are interleaved (A, B10, A, B25, ...), so that the machine's drift
+# lands on all of them. The load average is sampled before every run and printed.
+#
+#   scripts/verdict-calibration.sh [--pairs N] [--repeat R] [--threshold PCT] [--slow10 F] [--slow25 F]
+#                                  [--coll-args "..."] [--out DIR]
+#
+#   --pairs N     pairs of each kind (default 20: 40 A runs, 20 of each slowdown)
+#   --repeat R    dsbench coll --repeat (default 5)
+#   --threshold   dsreport compare --threshold (default 5)
+#   --slow10 F / --slow25 F   the two DS_SHM_TEST_SLOWDOWN factors (default 1.11 and 1.33: the
+#                 factor is on the op's time, busbw drops by 1 - 1/F, so 10% and 25%)
+#   --coll-args   replaces the sweep flags (default: -b 1K -e 16M -f 4 -n 20 -w 2)
+#   --out DIR     keep the runs and comparisons there (default: a temporary folder, removed)
+#
+# Prints a table: per kind, pairs, exit 0 / 1 / 4 counts, the rate that matters, the median
+# whole-run change the pairs measured, and the targets (at most 1 false alarm in 20 A/A pairs, 19 of
+# 20 detections at 25%, 15 of 20 at 10%). Exit: 0 the table was printed (a missed target is reported,
+# not failed); 1 the tools are missing or a run failed.
+set -uo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=${DS_BUILD_DIR:-$root/build}
+bin=$build/bin
+
+pairs=20
+repeat=5
+threshold=5
+slow10=1.11
+slow25=1.33
+coll_args="-b 1K -e 16M -f 4 -n 20 -w 2"
+out=""
+usage() { sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'; }
+bad() { echo "verdict-calibration: $*; see --help." >&2; exit 1; }
+value_of() { [ $# -ge 2 ] || bad "$1 needs a value"; printf '%s' "$2"; }
+while [ $# -gt 0 ]; do
+  case $1 in
+    --pairs) pairs=$(value_of "$@") || exit 1; shift ;;
+    --repeat) repeat=$(value_of "$@") || exit 1; shift ;;
+    --threshold) threshold=$(value_of "$@") || exit 1; shift ;;
+    --slow10) slow10=$(value_of "$@") || exit 1; shift ;;
+    --slow25) slow25=$(value_of "$@") || exit 1; shift ;;
+    --coll-args) coll_args=$(value_of "$@") || exit 1; shift ;;
+    --out) out=$(value_of "$@") || exit 1; shift ;;
+    -h|--help) usage; exit 0 ;;
+    *) bad "unknown argument '$1'" ;;
+  esac
+  shift
+done
+[[ $pairs =~ ^[1-9][0-9]*$ ]] || bad "--pairs '$pairs' is not a positive whole number"
+[[ $repeat =~ ^[1-9][0-9]*$ ]] || bad "--repeat '$repeat' is not a positive whole number"
+for t in dsrun dsbench dsreport; do
+  [ -x "$bin/$t" ] || bad "$bin/$t is missing: build first (scripts/build.sh) or set DS_BUILD_DIR"
+done
+command -v python3 >/dev/null || bad "python3 is needed to read the comparisons' JSON"
+
+if [ -z "$out" ]; then
+  out=$(mktemp -d /tmp/verdict-calibration.XXXXXX)
+  trap 'rm -rf "$out"' EXIT
+fi
+mkdir -p "$out" || bad "cannot create $out"
+
+loads=()
+# run NAME SLOWDOWN: one sweep into $out/NAME.json.
+run() {
+  local name=$1 factor=$2
+  loads+=("$(cut -d' ' -f1 /proc/loadavg)")
+  # shellcheck disable=SC2086  # coll_args is a list of flags
+  if ! env DS_SHM_TEST_SLOWDOWN="$factor" "$bin/dsrun" --nproc-per-node 2 --standalone "$bin/dsbench" coll \
+      --backend shm $coll_args --repeat "$repeat" -J "$out/$name.json" >"$out/$name.log" 2>&1; then
+    echo "verdict-calibration: run $name failed; its output:" >&2
+    tail -20 "$out/$name.log" >&2
+    exit 1
+  fi
+}
+
+start=$(date +%s)
+echo "# verdict-calibration: $pairs pairs each of A/A, A/B(x$slow10), A/B(x$slow25); dsbench coll --backend shm $coll_args --repeat $repeat; 2 ranks on $(nproc) core(s)"
+for ((i = 0; i < pairs; i++)); do
+  run "a$((2 * i))" 1
+  run "b10-$i" "$slow10"
+  run "a$((2 * i + 1))" 1
+  run "b25-$i" "$slow25"
+  printf '\r# runs done: %d of %d' $((4 * (i + 1))) $((4 * pairs)) >&2
+done
+echo >&2
+
+# compare KIND BASE CUR: one comparison; its exit code and JSON go to $out.
+results=()
+compare() {
+  local kind=$1 base=$2 cur=$3
+  "$bin/dsreport" compare "$out/$base.json" "$out/$cur.json" --threshold "$threshold" \
+    --json "$out/cmp-$base-$cur.json" >"$out/cmp-$base-$cur.txt" 2>&1
+  results+=("$kind $? $out/cmp-$base-$cur.json")
+}
+for ((i = 0; i < pairs; i++)); do
+  compare aa "a$((2 * i))" "a$((2 * i + 1))"
+  compare ab10 "a$((2 * i))" "b10-$i"
+  compare ab25 "a$((2 * i + 1))" "b25-$i"
+done
+elapsed=$(($(date +%s) - start))
+
+printf '%s\n' "${results[@]}" >"$out/results.txt"
+python3 - "$out/results.txt" "${loads[*]}" "$pairs" "$elapsed" "$slow10" "$slow25" <<'PY'
+import json, os, statistics, sys
+path, loads = sys.argv[1], [float(x) for x in sys.argv[2].split()]
+pairs, elapsed, slow10, slow25 = int(sys.argv[3]), int(sys.argv[4]), sys.argv[5], sys.argv[6]
+rows = {}
+for line in open(path):
+    kind, code, cmp = line.split()
+    change = None
+    try:
+        change = json.load(open(cmp))["overall"]["change_pct"]
+    except (OSError, ValueError, KeyError):
+        pass
+    rows.setdefault(kind, []).append((int(code), change))
+names = {"aa": "A/A (nothing changed)", "ab10": "A/B x%s (~10%% slower)" % slow10,
+         "ab25": "A/B x%s (~25%% slower)" % slow25}
+print()
+print("%-28s %3s %6s %6s %6s  %-22s %13s" % ("pairs", "n", "exit 0", "exit 1", "exit 4", "rate", "median change"))
+verdicts = []
+for kind in ("aa", "ab10", "ab25"):
+    r = rows.get(kind, [])
+    n = len(r)
+    c = {k: sum(1 for code, _ in r if code == k) for k in (0, 1, 4)}
+    ch = [x for _, x in r if x is not None]
+    med = "%+.1f%%" % statistics.median(ch) if ch else "?"
+    if kind == "aa":
+        rate = "false alarms %d/%d" % (c[1], n)
+        verdicts.append(("at most 1 false alarm in 20 A/A pairs", c[1] <= max(1, n // 20)))
+    else:
+        need = 0.95 if kind == "ab25" else 0.75
+        rate = "detected %d/%d" % (c[1], n)
+        verdicts.append(("at least %d of 20 detections at %s%%" % (round(need * 20), "25" if kind == "ab25" else "10"),
+                         n > 0 and c[1] >= need * n))
+    print("%-28s %3d %6d %6d %6d  %-22s %13s" % (names[kind], n, c[0], c[1], c[4], rate, med))
+print()
+print("load average (1 min) before the runs: min %.2f, median %.2f, max %.2f on %d core(s)"
+      % (min(loads), statistics.median(loads), max(loads), os.cpu_count()))
+print("wall time: %d min %d s for %d runs and %d comparisons" % (elapsed // 60, elapsed % 60, 4 * pairs, 3 * pairs))
+verdicts.append(("the whole script under 20 minutes", elapsed < 20 * 60))
+for text, ok in verdicts:
+    print("  %s %s" % ("met   " if ok else "MISSED", text))
+if pairs < 20:
+    print("note: %d pairs per kind, not 20: the rates are indicative only" % pairs)
+PY
