@@ -639,15 +639,21 @@ std::string formatCompareText(const CompareResult& r) {
                                : fmt::format("Verdict: REGRESSION of the whole run ({}).\n", r.overallReason);
       break;
     case kCompareExitInconclusive:
-      out += fmt::format(
-          "Verdict: INCONCLUSIVE (exit {}): no regression shown, but {} with {} sample(s) a side at least "
-          "the "
-          "repeats cannot tell a {:g}% change from noise; run with --repeat {} (or compare several runs per "
-          "side).\n",
-          kCompareExitInconclusive,
-          r.inconclusive > 0 ? fmt::format("{} item(s) changed beyond the threshold, and", r.inconclusive)
-                             : std::string("the whole-run interval reaches past the threshold, and"),
-          r.minSamples, r.options.thresholdPct, std::max(repeatsNeeded(r.options.alpha), r.minSamples * 2));
+      if (r.inconclusive > 0) {
+        out += fmt::format(
+            "Verdict: INCONCLUSIVE (exit {}): no regression shown, but {} item(s) changed beyond the {:g}% "
+            "threshold and {} sample(s) a side cannot tell that from noise; run with --repeat {} (or compare "
+            "several runs per side).\n",
+            kCompareExitInconclusive, r.inconclusive, r.options.thresholdPct, r.minSamples,
+            repeatsNeeded(r.options.alpha));
+      } else {
+        out += fmt::format(
+            "Verdict: INCONCLUSIVE (exit {}): no item regressed, but the whole-run interval ({:+.1f}% .. "
+            "{:+.1f}%) reaches past -{:g}%: the repeats spread too much to rule a regression out; run with "
+            "--repeat {} or on a quieter machine.\n",
+            kCompareExitInconclusive, r.overallLoPct, r.overallHiPct, r.options.thresholdPct,
+            std::max(repeatsNeeded(r.options.alpha), r.minSamples * 2));
+      }
       break;
     default:
       out += "Verdict: nothing could be compared; see above why.\n";
