@@ -27,7 +27,7 @@ TEST(DiagReport, JsonRoundTripAndVersionCheck) {
   rep.checks = {r("net.x", DiagStatus::kFail, 0, "bad", "fix it")};
   auto j = diagToJson(rep);
   EXPECT_EQ(j["schema"], "dsperf.diag");
-  EXPECT_EQ(j["schema_version"], "1.0");
+  EXPECT_EQ(j["schema_version"], ds::report::kSchemaVersion);
   EXPECT_EQ(j["summary"]["exit_code"], 2);
   EXPECT_EQ(j["checks"][0]["status"], "FAIL");
   auto back = diagFromJson(j, "x.json");
