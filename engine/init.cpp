@@ -38,8 +38,11 @@ std::string chooseBackend(const InitOptions& o, const accel::Accelerator& a) {
     throw ConfigError(
         fmt::format("dist_backend='{}' was requested, but this dsperf was built without it. "
                     "Install its library and rebuild (scripts/setup.sh installs them), or choose "
-                    "another backend (this build has: {}).",
-                    backend, fmt::join(built, ", ")));
+                    "another backend (this build has: {}).{}",
+                    backend, fmt::join(built, ", "),
+                    backend == "mpi" ? " The relocatable bundle (scripts/bundle.sh) always leaves mpi out: Open "
+                                       "MPI's plugins do not work when copied to another machine."
+                                     : ""));
   }
   if (backend == "nccl" && a.name() != "cuda") {
     throw ConfigError(
