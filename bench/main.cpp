@@ -1,12 +1,15 @@
 // dsbench: collective sweeps and DDP step timing. Thin: each subcommand module binds its flags into
 // its options struct and calls one library function.
 #include <CLI/CLI.hpp>
+#include <cstdio>
 #include <vector>
 
 #include "bench/coll/coll_command.h"
 #include "bench/command.h"
 #include "bench/exit_codes.h"
 #include "bench/train/train_command.h"
+#include "engine/common/error.h"
+#include "engine/env/launcher_args.h"
 
 int main(int argc, char** argv) {
   CLI::App app{
@@ -15,8 +18,15 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   std::vector<ds::bench::Command> commands{ds::bench::addWorldCommand(app), ds::bench::addCollCommand(app),
                                            ds::bench::addTrainCommand(app)};
+  std::vector<std::string> args;
   try {
-    app.parse(argc, argv);
+    args = ds::env::cliArgsWithoutLocalRank(argc, argv);  // --local_rank=N from the launchers, anywhere
+  } catch (const ds::Error& e) {
+    std::fprintf(stderr, "dsbench: error: %s\n", e.what());
+    return ds::bench::kExitConfig;
+  }
+  try {
+    app.parse(args);
   } catch (const CLI::ParseError& e) {
     int rc = app.exit(e);
     return rc == 0 ? 0 : ds::bench::kExitConfig;

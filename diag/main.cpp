@@ -8,6 +8,7 @@
 
 #include "diag/diag.h"
 #include "engine/common/error.h"
+#include "engine/env/launcher_args.h"
 
 namespace {
 
@@ -49,8 +50,15 @@ int main(int argc, char** argv) {
   ex->add_option("text", explainText, "The error text (quote it)")->required();
   ex->allow_extras();
 
+  std::vector<std::string> args;
   try {
-    app.parse(argc, argv);
+    args = ds::env::cliArgsWithoutLocalRank(argc, argv);  // --local_rank=N from the launchers, anywhere
+  } catch (const ds::Error& e) {
+    std::fprintf(stderr, "dsdiag: error: %s\n", e.what());
+    return ds::diag::kExitToolError;
+  }
+  try {
+    app.parse(args);
   } catch (const CLI::ParseError& e) {
     int rc = app.exit(e);
     return rc == 0 ? 0 : ds::diag::kExitToolError;

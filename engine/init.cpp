@@ -13,6 +13,7 @@
 #include "engine/env/slurm.h"
 #include "engine/store/barrier.h"
 #include "engine/store/file_store.h"
+#include "engine/store/prefix_store.h"
 #include "engine/store/tcp_store.h"
 
 namespace ds {
@@ -157,10 +158,10 @@ std::shared_ptr<store::Store> makeStore(const InitMethod& m, const env::WorldInf
   if (m.kind == InitMethod::Kind::kFile) return std::make_shared<store::FileStore>(m.path, timeout);
   store::TcpStoreOptions so;
   so.port = w.masterPort.value;
-  // Under an agent that already hosts the store (torchelastic's convention), rank 0 only connects.
-  auto agent = env.get("TORCHELASTIC_USE_AGENT_STORE");
-  so.isServer =
-      !client && w.rank.value == 0 && !(agent && (*agent == "True" || *agent == "true" || *agent == "1"));
+  // Under an agent that already hosts the store (torchelastic's convention), rank 0 only connects,
+  // and the keys live under the agent's per-attempt prefix, as a torch rank's would.
+  const bool agent = agentHostsStore(env);  // for tcp:// too, as in torch's rendezvous handlers
+  so.isServer = !client && w.rank.value == 0 && !agent;
   so.jobId = w.jobId.value;
   so.timeout = timeout;
   if (env::slurmPlace(env) != env::SlurmPlace::kNone) {
@@ -173,7 +174,9 @@ std::shared_ptr<store::Store> makeStore(const InitMethod& m, const env::WorldInf
             : "",
         env::kSrunKillHint);
   }
-  return std::make_shared<store::TcpStore>(w.masterAddr.value, so);
+  auto tcp = std::make_shared<store::TcpStore>(w.masterAddr.value, so);
+  if (!agent) return tcp;
+  return std::make_shared<store::PrefixStore>(agentStorePrefix(env), tcp);
 }
 
 // DeepSpeed's arguments and the init_method, as discovery takes them.
@@ -191,6 +194,17 @@ env::DiscoveryOptions discoveryOptions(const InitOptions& o, const InitMethod& m
 }
 
 }  // namespace
+
+bool agentHostsStore(const env::EnvSource& env) {
+  auto v = env.get("TORCHELASTIC_USE_AGENT_STORE");
+  return v && *v == "True";
+}
+
+std::string agentStorePrefix(const env::EnvSource& env) {
+  if (!agentHostsStore(env)) return {};
+  auto attempt = env.get("TORCHELASTIC_RESTART_COUNT");
+  return "/worker/attempt_" + (attempt && !attempt->empty() ? *attempt : std::string("0"));
+}
 
 const std::vector<std::string>& knownBackends() {
   static const std::vector<std::string> kNames{"nccl", "gloo", "mpi", "shm"};

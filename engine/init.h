@@ -12,6 +12,7 @@
 
 #include "engine/accelerator/accelerator.h"
 #include "engine/comm/process_group.h"
+#include "engine/env/env_source.h"
 #include "engine/env/world_info.h"
 #include "engine/store/store.h"
 
@@ -34,6 +35,14 @@ struct InitOptions {
   int rank = -1;
   int worldSize = -1;
 };
+
+// torchrun's convention (torch.distributed.rendezvous): with TORCHELASTIC_USE_AGENT_STORE=True the
+// elastic agent hosts a c10d TCPStore at MASTER_ADDR:MASTER_PORT and every rank, rank 0 included,
+// is only its client, under the key prefix "/worker/attempt_<TORCHELASTIC_RESTART_COUNT>".
+// Exactly "True" counts, as in torch.
+bool agentHostsStore(const env::EnvSource& env);
+// The agent store's key prefix for this restart attempt (empty when the agent hosts no store).
+std::string agentStorePrefix(const env::EnvSource& env);
 
 class World {
  public:

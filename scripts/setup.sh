@@ -25,6 +25,7 @@ packages=(
   patchelf                       # scripts/bundle.sh: RPATH $ORIGIN/../lib in the relocatable bundle
   libblas3                       # scripts/bundle.sh: the netlib BLAS of the bundle (-DDS_BLAS=reference)
   python3-jsonschema             # tests: our JSON outputs validate against reports/schema/dsperf.schema.json
+  python3-torch                  # torch tests: the real c10d TCPStore, torchrun, torch.distributed.launch (1.13)
   chromium                       # browser tests: headless rendering of reports
   slurm-wlm munge                # slurm tests: a real one-node Slurm (scripts/slurm-fixture.sh)
 )

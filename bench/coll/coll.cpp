@@ -82,6 +82,7 @@ std::vector<report::SweepRank> gatherRanks(World& world) {
     r.host = w.host;
     r.pid = w.pid;
     r.device = w.device;
+    r.localRankArg = w.localRankArg;
     out.push_back(r);
   }
   return out;

@@ -187,13 +187,17 @@ int rawConnect(int port) {
   return fd;
 }
 
-std::string helloFrame(const std::string& job, std::uint32_t magic = protocol::kMagic) {
-  return protocol::Writer(static_cast<std::uint8_t>(protocol::Op::kHello))
+// torch 2.x's handshake, as our client sends it: VALIDATE, then PING (answered with the nonce).
+std::string helloFrame(std::uint32_t magic = protocol::kValidationMagic) {
+  return protocol::Writer()
+      .u8(static_cast<std::uint8_t>(protocol::Query::kValidate))
       .u32(magic)
-      .u32(protocol::kVersion)
-      .str(job)
-      .finish();
+      .u8(static_cast<std::uint8_t>(protocol::Query::kPing))
+      .u32(0x00800001)
+      .take();
 }
+
+std::uint8_t query(protocol::Query q) { return static_cast<std::uint8_t>(q); }
 
 // ---- the server process --------------------------------------------------------------------------
 
@@ -293,23 +297,21 @@ std::string helloFrame(const std::string& job, std::uint32_t magic = protocol::k
   std::mt19937 rng(seed);
   int fd = rawConnect(port);
   if (fd < 0) std::_Exit(0);
-  std::string hello = helloFrame(job);
-  writeAll(fd, hello);
+  (void)job;
+  writeAll(fd, helloFrame());
   char buf[4096];
   [[maybe_unused]] auto n = ::read(fd, buf, sizeof(buf));
   for (;;) {
-    // A set, then half of the next request, then a pause: the kill lands in one of these.
-    std::string key = fmt::format("victim/{}", rng() % 64);
-    std::string set = protocol::Writer(static_cast<std::uint8_t>(protocol::Op::kSet))
-                          .str(key)
-                          .bytes(Bytes(rng() % 512, 7))
-                          .finish();
-    writeAll(fd, set);
+    // A set, then a check (so the set is served), then half of the next request, then a pause: the
+    // kill lands in one of these.
+    std::string key = fmt::format("/victim/{}", rng() % 64);
+    protocol::Writer set;
+    set.u8(query(protocol::Query::kSet)).str(key).bytes(Bytes(rng() % 512, 7));
+    set.u8(query(protocol::Query::kCheck)).strs({key});
+    writeAll(fd, set.data());
     n = ::read(fd, buf, sizeof(buf));
-    std::string wait = protocol::Writer(static_cast<std::uint8_t>(protocol::Op::kWait))
-                           .strs({fmt::format("never/{}", rng() % 8)})
-                           .i64(60'000)
-                           .finish();
+    std::string wait =
+        protocol::Writer().u8(query(protocol::Query::kWait)).strs({fmt::format("/never/{}", rng() % 8)}).take();
     writeAll(fd, wait.substr(0, 1 + rng() % (wait.size() - 1)));
     std::this_thread::sleep_for(std::chrono::milliseconds(rng() % 5));
   }
@@ -374,28 +376,30 @@ std::string helloFrame(const std::string& job, std::uint32_t magic = protocol::k
             bytes.resize(1 + rng() % 2048);
             for (auto& c : bytes) c = static_cast<char>(rng());
             break;
-          case 1:  // the wrong magic
-            bytes = helloFrame(job, 0x47455420);
+          case 1:  // the wrong magic (read as torch 1.x's SET with an absurd key length)
+            bytes = helloFrame(0x47455420);
             break;
-          case 2:  // another job
-            bytes = helloFrame("someone-else");
+          case 2:  // another job's id
+            bytes = helloFrame() + protocol::Writer()
+                                       .u8(query(protocol::Query::kCompareSet))
+                                       .str("/" + std::string(protocol::kJobIdKey))
+                                       .str("")
+                                       .str("someone-else")
+                                       .take();
             break;
-          case 3:  // a handshake, then a frame that claims 4 GiB
-            bytes = helloFrame(job) + std::string("\xff\xff\xff\xff\x02", 5);
+          case 3:  // a handshake, then a key that claims 2^63 bytes
+            bytes = helloFrame() + std::string("\x01\xff\xff\xff\xff\xff\xff\xff\x7f", 9);
             break;
-          case 4:  // a handshake, then a request whose fields lie about their length
-            bytes = helloFrame(job) + protocol::Writer(static_cast<std::uint8_t>(protocol::Op::kSet))
-                                          .u32(1000000)
-                                          .str("short")
-                                          .finish();
+          case 4:  // a handshake, then a value whose length lies (the rest never comes)
+            bytes = helloFrame() + protocol::Writer().u8(query(protocol::Query::kSet)).str("/k").u64(1000000).take() +
+                    "short";
             break;
-          case 5:  // a handshake, then random bytes framed correctly
-            bytes = helloFrame(job);
+          case 5:  // a handshake, then random bytes
+            bytes = helloFrame();
             {
               std::string payload(1 + rng() % 512, '\0');
               for (auto& c : payload) c = static_cast<char>(rng());
-              protocol::Writer w(static_cast<std::uint8_t>(payload[0]));
-              bytes += w.str(payload).finish();
+              bytes += payload;
             }
             break;
         }

@@ -7,6 +7,7 @@
 
 #include "bench/exit_codes.h"
 #include "engine/common/net.h"
+#include "engine/env/launcher_args.h"
 #include "reports/json_io.h"
 #include "reports/world_text.h"
 
@@ -30,6 +31,7 @@ report::RankRecord describeRank(World& world) {
                  : fmt::format("{}:{}", r.accelerator, idx);
   r.backend = world.backend();
   r.jobId = info.jobId.value;
+  if (const auto& arg = env::launcherLocalRankArg()) r.localRankArg = arg->value;
   r.provenance = info.describe();
   return r;
 }

@@ -6,6 +6,7 @@
 #include "diag/util.h"
 #include "engine/common/error.h"
 #include "engine/env/slurm.h"
+#include "engine/env/launcher_args.h"
 
 namespace ds::diag {
 namespace {
@@ -68,6 +69,8 @@ Finding worldInfo(Context& c) {
             {"master_addr", w.masterAddr.value},
             {"master_port", w.masterPort.value},
             {"job_id", w.jobId.value}};
+  // This rank's own --local_rank argument (each rank's row in the world report shows its own).
+  if (const auto& arg = env::launcherLocalRankArg()) data["local_rank_arg"] = arg->value;
   std::string msg = fmt::format("RANK={} WORLD_SIZE={} LOCAL_RANK={} LOCAL_WORLD_SIZE={} NODE_RANK={} MASTER={}:{} "
                                 "(rank from {}, size from {})",
                                 w.rank.value, w.worldSize.value, w.localRank.value, w.localWorldSize.value,
@@ -325,9 +328,10 @@ bool isLauncherFlag(const std::string& arg) {
 Finding launcherFlags(Context& c) {
   const auto& extra = c.options().extraArgs;
   std::vector<std::string> misplaced, localRankArgs, other;
+  // main() took the --local_rank argument (any spelling or position) and checked it against LOCAL_RANK.
+  if (const auto& arg = env::launcherLocalRankArg()) localRankArgs.push_back(arg->given);
   for (const auto& a : extra) {
     if (isLauncherFlag(a)) misplaced.push_back(a);
-    else if (a.rfind("--local_rank", 0) == 0 || a.rfind("--local-rank", 0) == 0) localRankArgs.push_back(a);
     else other.push_back(a);
   }
   Json data{{"misplaced", misplaced}, {"local_rank_args", localRankArgs}, {"unrecognised", other}};
@@ -344,8 +348,8 @@ Finding launcherFlags(Context& c) {
                 "Check the command line; dsdiag --help lists its flags.", data);
   }
   if (!localRankArgs.empty()) {
-    return pass(fmt::format("{} passed by the launcher (DeepSpeed's launcher does this); scripts must accept both "
-                            "--local_rank and --local-rank",
+    return pass(fmt::format("{} passed by the launcher (torch.distributed.launch and DeepSpeed's launcher do this) "
+                            "agrees with LOCAL_RANK; scripts must accept both --local_rank and --local-rank",
                             localRankArgs.front()),
                 data);
   }

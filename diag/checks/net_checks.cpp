@@ -15,6 +15,7 @@
 
 #include "diag/check.h"
 #include "diag/util.h"
+#include "engine/init.h"
 #include "engine/common/error.h"
 
 namespace ds::diag {
@@ -126,7 +127,9 @@ int tryConnect(const std::string& addr, int port, std::chrono::milliseconds time
 Finding masterReachable(Context& c) {
   auto m = master(c);
   if (m.addr.empty()) return skip(m.why);
-  if (c.rank() == 0) return skip("This is rank 0: it hosts the store, so there is nothing to connect to yet");
+  if (c.rank() == 0 && !agentHostsStore(c.env())) {
+    return skip("This is rank 0: it hosts the store, so there is nothing to connect to yet");
+  }
   if (c.rank() < 0 && !c.storeUp && isLocalAddress(m.addr) && !c.multiNode()) {
     return skip("A single process on the master's own node; the connect test runs on the other ranks");
   }
@@ -202,6 +205,15 @@ Finding masterPortFree(Context& c) {
   }
   data["owners"] = ow;
   data["errno"] = err;
+  if (agentHostsStore(c.env())) {
+    // torchrun's elastic agent hosts the job's c10d store on MASTER_PORT on purpose; every rank is its
+    // client (engine/init.h).
+    data["held_by_launcher"] = "torchrun";
+    return pass(fmt::format("MASTER_PORT {} is held by the launcher's store, as it should be: torchrun's agent hosts "
+                            "it (TORCHELASTIC_USE_AGENT_STORE=True){} and every rank is its client",
+                            m.port, names.empty() ? "" : " in " + join(names, ", ")),
+                data);
+  }
   if (c.storeUp) {
     // World mode: this job's store listens there (rank 0's process), which is what should hold it.
     return pass(fmt::format("MASTER_PORT {} is held by this job's store{}", m.port,

@@ -12,6 +12,7 @@
 #include <set>
 #include <fstream>
 
+#include "engine/env/launcher_args.h"
 #include "diag/probes.h"
 #include "diag/tests/test_util.h"
 #include "diag/util.h"
@@ -149,8 +150,12 @@ TEST(EnvChecks, LauncherFlagAfterProgramFails) {
   auto f = runCheck("env.launcher_flags", {}, o);
   EXPECT_STATUS(f, FAIL);
   EXPECT_NE(f.message.find("--master_port"), std::string::npos);
-  o.extraArgs = {"--local_rank=0"};
-  EXPECT_STATUS(runCheck("env.launcher_flags", {}, o), PASS);
+  o.extraArgs = {};
+  ds::env::rememberLocalRankArg(ds::env::LocalRankArg{0, "--local_rank=0"});  // as main() took it
+  auto lr = runCheck("env.launcher_flags", {}, o);
+  ds::env::rememberLocalRankArg(std::nullopt);
+  EXPECT_STATUS(lr, PASS);
+  EXPECT_NE(lr.message.find("--local_rank=0 passed by the launcher"), std::string::npos) << lr.message;
 }
 
 // ---------------- net ----------------

@@ -1,15 +1,28 @@
-// The TcpStore wire format, shared by client and server.
+// The TcpStore wire format: PyTorch c10d's TCPStore protocol, shared by our client and server.
 //
-// A message is a frame: a 4-byte big-endian payload length, then the payload: one type byte and the
-// fields. Integers are big-endian; strings and byte strings are a u32 length and the bytes; lists are
-// a u32 count and the items. Client and server take turns strictly (one request, one reply), so
-// there are no request ids.
+// Learned from torch/csrc/distributed/c10d/TCPStore*.cpp (1.13 to 2.x). There is no framing: a
+// request is one query-type byte followed by its fields, and each query type has a fixed reply (or
+// none). Integers are the sender's native byte order, which is little-endian on every platform torch
+// ships for; we always write and read little-endian. A string or byte string is a u64 length and the
+// bytes; a key list is a u64 count and the keys.
 //
-// The first request on a connection must be kHello{magic, version, jobId}; the server answers
-// kHelloOk{magic, version, jobId}, kJobMismatch{serverJobId} or kError, and closes after the latter two.
+// Two dialects exist, told apart by the first bytes of a connection:
+//   torch 2.x: the client opens with VALIDATE + u32 0x3C85F7CE (no reply), then usually PING + u32
+//              nonce (reply: the nonce). Query types are numbered from VALIDATE = 0.
+//   torch 1.x: no handshake; the first byte is already a query, numbered from SET = 0 (so SET and
+//              VALIDATE share the byte 0, and the magic after it decides).
+// Every key a torch TCPStore client sends carries the prefix "/" (TCPStore::keyPrefix_); our client
+// adds the same prefix, so that a key set by a dsperf rank is the key a torch rank reads.
+//
+// Replies: SET, APPEND, MULTI_SET and VALIDATE have none. GET and COMPARE_SET answer a byte string,
+// ADD/GETNUMKEYS/DELETE_KEY an i64, CHECK a u8 (READY 0 / NOT_READY 1), WAIT a u8 STOP_WAITING (0)
+// once every key is set (the server never times a wait out: the client does), CANCEL_WAIT a u8
+// WAIT_CANCELED (1), MULTI_GET one byte string per key, PING the u32 nonce. The protocol has no
+// error reply: a server that refuses a request closes the connection.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -18,86 +31,103 @@
 
 namespace ds::store::protocol {
 
-inline constexpr std::uint32_t kMagic = 0x44535354;  // "DSST"
-inline constexpr std::uint32_t kVersion = 1;
-inline constexpr size_t kFrameHeaderBytes = 4;
+inline constexpr std::uint32_t kValidationMagic = 0x3C85F7CE;
+// TCPStore::keyPrefix_: every key on the wire starts with it.
+inline constexpr std::string_view kKeyPrefix = "/";
+// Where dsperf clients record their job id (DESIGN.md "Isolation"), as a key (without kKeyPrefix).
+// The first client sets it with compare_set; a client of another job reads the other id back and
+// refuses to go on. Our server presets it and closes the connection of such a client.
+inline constexpr std::string_view kJobIdKey = "dsperf/job_id";
 
-enum class Op : std::uint8_t {
-  kHello = 1,
-  kSet,         // key, value -> kOk
-  kGet,         // key, timeoutMs -> kValue | kTimeout
-  kAdd,         // key, delta -> kInt
-  kCompareSet,  // key, expected, desired -> kValue
-  kCheck,       // keys -> kBool
-  kDelete,      // key -> kBool
-  kNumKeys,     // -> kInt
-  kWait,        // keys, timeoutMs -> kOk | kTimeout
-  kMultiGet,    // keys, timeoutMs -> kValues | kTimeout
-  kMultiSet,    // keys, values -> kOk
-  kAppend,      // key, value -> kOk
+enum class Dialect : std::uint8_t {
+  kUnknown,
+  kTorch1,  // torch 1.x: no handshake, SET = 0
+  kTorch2,  // torch 2.x: VALIDATE first, VALIDATE = 0
 };
+const char* dialectName(Dialect d);
 
-enum class Reply : std::uint8_t {
-  kHelloOk = 100,  // magic, version, jobId
-  kJobMismatch,    // the server's jobId
-  kOk,
-  kValue,    // bytes
-  kValues,   // list of bytes
-  kInt,      // i64
-  kBool,     // u8
-  kTimeout,  // the keys still missing
-  kError,    // ErrorKind, message
+// Query types, named and ordered as in torch 2.x (TCPStoreBackend.hpp).
+enum class Query : std::uint8_t {
+  kValidate,
+  kSet,
+  kCompareSet,
+  kGet,
+  kAdd,
+  kCheck,
+  kWait,
+  kGetNumKeys,
+  kDeleteKey,
+  kAppend,
+  kMultiGet,
+  kMultiSet,
+  kCancelWait,
+  kPing,
+  kQueuePush,
+  kQueuePop,
+  kQueueLen,
+  kListKeys,
+  kBarrier,
+  kWatchKey,  // torch 1.x only (byte 7 there)
 };
+const char* queryName(Query q);
 
-enum class ErrorKind : std::uint8_t {
-  kProtocol = 1,  // malformed or unexpected message; the server closes the connection
-  kLimit,         // a key or value over the server's limits; the connection stays usable
-  kUsage,         // e.g. add() on a key that does not hold a counter; the connection stays usable
-};
+// The byte that stands for q in dialect d, or nullopt when d has no such query (e.g. APPEND in 1.x).
+std::optional<std::uint8_t> encode(Dialect d, Query q);
+// The query a byte stands for in dialect d, or nullopt for an unknown byte.
+std::optional<Query> decode(Dialect d, std::uint8_t byte);
 
-const char* opName(Op op);
+inline constexpr std::uint8_t kCheckReady = 0;
+inline constexpr std::uint8_t kCheckNotReady = 1;
+inline constexpr std::uint8_t kStopWaiting = 0;
+inline constexpr std::uint8_t kWaitCanceled = 1;
 
-// Builds one frame. finish() fills in the length.
+// Builds one request or reply.
 class Writer {
  public:
-  explicit Writer(std::uint8_t type);
   Writer& u8(std::uint8_t v);
   Writer& u32(std::uint32_t v);
-  Writer& i64(std::int64_t v);
+  Writer& u64(std::uint64_t v);
+  Writer& i64(std::int64_t v) { return u64(static_cast<std::uint64_t>(v)); }
   Writer& str(std::string_view s);
   Writer& bytes(const Bytes& b);
   Writer& strs(const std::vector<std::string>& v);
-  Writer& bytesList(const std::vector<Bytes>& v);
-  // Leaves the Writer empty.
-  std::string finish();
+  const std::string& data() const { return buf_; }
+  std::string take() { return std::move(buf_); }
 
  private:
   std::string buf_;
 };
 
-// Reads the fields of one payload. Every read throws ds::ProtocolError when the payload is shorter
-// than its fields say, so a truncated or lying message cannot read out of bounds.
+// Thrown by Reader when the buffer ends before the message does: wait for more bytes and parse
+// again from the start.
+struct NeedMore {};
+
+// Reads the fields of a message from a buffer that may hold only part of it. Lengths are checked
+// against the limits before anything is copied, so a lying length throws ProtocolError rather than
+// allocating.
 class Reader {
  public:
-  Reader(const char* data, size_t size) : p_(data), end_(data + size) {}
+  Reader(const char* data, size_t size) : begin_(data), p_(data), end_(data + size) {}
   std::uint8_t u8();
   std::uint32_t u32();
-  std::int64_t i64();
-  std::string str();
-  Bytes bytes();
-  std::vector<std::string> strs();
-  std::vector<Bytes> bytesList();
-  bool atEnd() const { return p_ == end_; }
-  // Throws ProtocolError unless every byte was consumed.
-  void expectEnd() const;
+  std::uint64_t u64();
+  std::int64_t i64() { return static_cast<std::int64_t>(u64()); }
+  // A string of at most maxLen bytes; longer throws ProtocolError naming `what`.
+  std::string str(size_t maxLen, const char* what);
+  Bytes bytes(size_t maxLen, const char* what);
+  // A count of at most maxCount.
+  std::uint64_t count(std::uint64_t maxCount, const char* what);
+  size_t consumed() const { return static_cast<size_t>(p_ - begin_); }
 
  private:
   const char* take(size_t n);
 
+  const char* begin_;
   const char* p_;
   const char* end_;
 };
 
-std::uint32_t decodeLength(const char* header);
+std::uint32_t loadU32(const char* p);
+std::uint64_t loadU64(const char* p);
 
 }  // namespace ds::store::protocol

@@ -30,22 +30,21 @@ namespace ds::store {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-using protocol::ErrorKind;
-using protocol::Op;
-using protocol::Reply;
+using protocol::Dialect;
+using protocol::Query;
 using protocol::Writer;
 
 // epoll data ids below kFirstConnId name the server's own descriptors.
 constexpr std::uint64_t kWakeId = 0;
 constexpr std::uint64_t kListenId = 1;
 constexpr std::uint64_t kFirstConnId = 16;
-// Timer ids: connections use their own id; this one re-arms accept() after EMFILE.
+// Timer ids: a connection's stall timer uses its id; this one re-arms accept() after EMFILE.
 constexpr std::uint64_t kAcceptRetryTimer = 2;
 constexpr Duration kAcceptRetryDelay{100};
 constexpr size_t kReadChunk = size_t{64} * 1024;
 constexpr int kMaxEvents = 256;
-// Longer waits are cut to this (about 100 years): any i64 of milliseconds would overflow the clock.
-constexpr std::int64_t kMaxWaitMs = std::int64_t{100} * 365 * 24 * 3600 * 1000;
+// The most keys one WAIT, CHECK, MULTI_GET or MULTI_SET may name (torch's libuv server allows as many).
+constexpr std::uint64_t kMaxKeyCount = 128 * 1024;
 
 std::string sockaddrText(const sockaddr_storage& ss) {
   char host[INET6_ADDRSTRLEN] = "?";
@@ -87,16 +86,13 @@ struct Conn {
   std::string in;
   std::string out;
   size_t outPos = 0;
-  bool hello = false;
-  bool closing = false;  // close once `out` is flushed
+  Dialect dialect = Dialect::kUnknown;  // decided by the first bytes
+  bool closing = false;                 // close once `out` is flushed
   bool wantWrite = false;
-  // The parked wait, if any.
+  // The parked WAIT, if any.
   bool waiting = false;
-  Op waitOp = Op::kWait;
   std::vector<std::string> waitKeys;
   std::unordered_set<std::string> registered;  // keys whose waiters_ list holds this id
-  bool hasWaitTimer = false;
-  std::multimap<Clock::time_point, std::uint64_t>::iterator waitTimer;
   bool hasStallTimer = false;
   std::multimap<Clock::time_point, std::uint64_t>::iterator stallTimer;
 };
@@ -105,7 +101,10 @@ struct Conn {
 
 class TcpStoreServer::Impl {
  public:
-  explicit Impl(const TcpStoreServerOptions& o) : opts_(o) {}
+  explicit Impl(const TcpStoreServerOptions& o)
+      : opts_(o), jobIdWireKey_(std::string(protocol::kKeyPrefix) + std::string(protocol::kJobIdKey)) {
+    if (!opts_.jobId.empty()) map_.set(jobIdWireKey_, toBytes(opts_.jobId));
+  }
   ~Impl() { stop(); }
 
   void listen();
@@ -118,7 +117,8 @@ class TcpStoreServer::Impl {
   std::atomic<size_t> numClients_{0};
 
  private:
-  size_t maxFrame() const { return opts_.maxValueBytes + opts_.maxKeyBytes + size_t{1024} * 1024; }
+  // How many unparsed bytes a connection may hold: one largest SET plus slack.
+  size_t maxBuffered() const { return opts_.maxValueBytes + opts_.maxKeyBytes + size_t{1024} * 1024; }
 
   void acceptAll();
   void addConnection(int fd, std::string peer);
@@ -126,24 +126,27 @@ class TcpStoreServer::Impl {
   void onReadable(Conn& c);
   void onWritable(Conn& c);
   void process(Conn& c);
-  void handle(Conn& c, const char* payload, size_t size);
-  void handleHello(Conn& c, protocol::Reader& r);
-  void startWait(Conn& c, Op op, std::vector<std::string> keys, std::int64_t timeoutMs);
+  bool identify(Conn& c);
+  void refuseLegacyClient(Conn& c);
+  void handle(Conn& c, protocol::Reader& r);
+  std::string readKey(protocol::Reader& r) const;
+  std::vector<std::string> readKeys(protocol::Reader& r) const;
+  Bytes readValue(protocol::Reader& r) const;
+  void startWait(Conn& c, std::vector<std::string> keys);
   bool tryFinishWait(Conn& c);
   void finishWait(Conn& c);
   void keyChanged(const std::string& key);
-  void send(Conn& c, std::string frame);
-  void sendError(Conn& c, ErrorKind kind, const std::string& msg);
+  void send(Conn& c, std::string bytes);
   void flush(Conn& c);
   void setWriteInterest(Conn& c, bool on);
   void updateStallTimer(Conn& c);
   void close(Conn& c, const std::string& why);
   void fireTimers();
   int nextTimeoutMs() const;
-  std::string checkKey(const std::string& key) const;
   std::string checkValue(size_t size) const;
 
   TcpStoreServerOptions opts_;
+  std::string jobIdWireKey_;
   int listenFd_ = -1;
   int wakeFd_ = -1;
   int epollFd_ = -1;
@@ -160,7 +163,7 @@ class TcpStoreServer::Impl {
   detail::KvMap map_;
   std::mutex adoptMu_;
   std::vector<std::pair<int, std::string>> adopted_;  // handed over by adopt(), taken by the event thread
-  bool adoptClosed_ = false;                           // guarded by adoptMu_
+  bool adoptClosed_ = false;                          // guarded by adoptMu_
 };
 
 void TcpStoreServer::Impl::listen() {
@@ -359,9 +362,7 @@ void TcpStoreServer::Impl::addConnection(int fd, std::string peer) {
     ::close(fd);
     return;
   }
-  Conn& ref = *c;
   conns_.emplace(c->id, std::move(c));
-  updateStallTimer(ref);  // the handshake must arrive within stallTimeout
 }
 
 void TcpStoreServer::Impl::adopt(int fd, std::string peer) {
@@ -387,7 +388,6 @@ void TcpStoreServer::Impl::takeAdopted() {
   }
   for (auto& [fd, peer] : fds) addConnection(fd, std::move(peer));
 }
-
 void TcpStoreServer::Impl::onReadable(Conn& c) {
   char buf[kReadChunk];
   const std::uint64_t id = c.id;
@@ -397,9 +397,9 @@ void TcpStoreServer::Impl::onReadable(Conn& c) {
     if (n > 0) {
       c.in.append(buf, static_cast<size_t>(n));
       progressed = true;
-      // A well-behaved client sends one message and waits for its reply; more than one full message
+      // A well-behaved client sends one request and waits for its reply; more than one full message
       // of backlog means it does not follow the protocol.
-      if (c.in.size() > maxFrame() + protocol::kFrameHeaderBytes + kReadChunk) {
+      if (c.in.size() > maxBuffered()) {
         close(c, "it sent far more than one message without reading the replies");
         return;
       }
@@ -419,34 +419,225 @@ void TcpStoreServer::Impl::onReadable(Conn& c) {
   if (conns_.count(id)) updateStallTimer(c);
 }
 
+// Decides the connection's dialect from its first bytes (protocol.h). Returns false while too few
+// bytes have arrived to tell, or when it closed the connection.
+bool TcpStoreServer::Impl::identify(Conn& c) {
+  const std::string& in = c.in;
+  if (in.empty()) return false;
+  if (in[0] != 0) {
+    c.dialect = Dialect::kTorch1;
+  } else {
+    if (in.size() < 5) return false;
+    if (protocol::loadU32(in.data() + 1) == protocol::kValidationMagic) {
+      c.dialect = Dialect::kTorch2;
+    } else {
+      // Byte 0 without the magic: a torch 1.x SET, whose 8-byte key length follows; or the hello of a
+      // dsperf from before the c10d protocol: u32 big-endian length, 0x01, "DSST".
+      if (in.size() < 9) return false;
+      if (in[4] == 1 && in.compare(5, 4, "DSST") == 0) {
+        refuseLegacyClient(c);
+        return false;
+      }
+      c.dialect = Dialect::kTorch1;
+    }
+  }
+  ++numClients_;
+  return true;
+}
+
+// An older dsperf speaks its own framed protocol. Answer in its words (a kError frame: u32
+// big-endian length, type 108, kind 1, u32 big-endian text length, text) so that it fails at once
+// with a sentence instead of retrying until its timeout, then close.
+void TcpStoreServer::Impl::refuseLegacyClient(Conn& c) {
+  const std::string text = fmt::format(
+      "the store server at {} speaks PyTorch's c10d TCPStore protocol, and this dsperf client is older "
+      "and speaks its own: run the same dsperf build on every node",
+      address_);
+  std::string frame;
+  auto be32 = [&frame](std::uint32_t v) {
+    for (int i = 3; i >= 0; --i) frame.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+  };
+  be32(static_cast<std::uint32_t>(2 + 4 + text.size()));
+  frame.push_back(static_cast<char>(108));
+  frame.push_back(static_cast<char>(1));
+  be32(static_cast<std::uint32_t>(text.size()));
+  frame += text;
+  log::warn(
+      "store server {}: refused {}: it is a dsperf client from before the c10d protocol; run the same "
+      "dsperf build on every node",
+      address_, c.peer);
+  c.in.clear();
+  c.closing = true;
+  send(c, std::move(frame));
+}
+
 void TcpStoreServer::Impl::process(Conn& c) {
   const std::uint64_t id = c.id;
   size_t pos = 0;
-  while (!c.waiting && !c.closing) {
-    if (c.in.size() - pos < protocol::kFrameHeaderBytes) break;
-    const std::uint32_t len = protocol::decodeLength(c.in.data() + pos);
-    if (len == 0 || len > maxFrame()) {
-      close(c, fmt::format("it announced a message of {} bytes (the limit is {} bytes)", len, maxFrame()));
-      return;
+  while (!c.closing) {
+    if (c.dialect == Dialect::kUnknown && !identify(c)) return;
+    if (pos >= c.in.size()) break;
+    // While a WAIT is parked, a torch client sends nothing but CANCEL_WAIT; anything else waits for
+    // the wait to end.
+    if (c.waiting &&
+        protocol::decode(c.dialect, static_cast<std::uint8_t>(c.in[pos])) != Query::kCancelWait) {
+      break;
     }
-    if (c.in.size() - pos - protocol::kFrameHeaderBytes < len) break;
-    const char* payload = c.in.data() + pos + protocol::kFrameHeaderBytes;
-    pos += protocol::kFrameHeaderBytes + len;
+    protocol::Reader r(c.in.data() + pos, c.in.size() - pos);
     try {
-      handle(c, payload, len);
+      handle(c, r);
+    } catch (const protocol::NeedMore&) {
+      break;
     } catch (const ProtocolError& e) {
-      close(c, fmt::format("it sent a malformed message: {}", e.what()));
+      close(c, e.what());
       return;
     }
     if (!conns_.count(id)) return;
+    pos += r.consumed();
   }
   c.in.erase(0, pos);
 }
 
-std::string TcpStoreServer::Impl::checkKey(const std::string& key) const {
-  if (key.size() <= opts_.maxKeyBytes) return {};
-  return fmt::format("key '{}...' has {} bytes; this store accepts keys of at most {} bytes",
-                     key.substr(0, 64), key.size(), opts_.maxKeyBytes);
+std::string TcpStoreServer::Impl::readKey(protocol::Reader& r) const {
+  return r.str(opts_.maxKeyBytes, "a key");
+}
+
+std::vector<std::string> TcpStoreServer::Impl::readKeys(protocol::Reader& r) const {
+  const std::uint64_t n = r.count(kMaxKeyCount, "a key count");
+  std::vector<std::string> keys;
+  for (std::uint64_t i = 0; i < n; ++i) keys.push_back(readKey(r));
+  return keys;
+}
+
+Bytes TcpStoreServer::Impl::readValue(protocol::Reader& r) const {
+  return r.bytes(opts_.maxValueBytes, "a value");
+}
+
+// Parses one request from r and answers it. Throws NeedMore when the request is incomplete (nothing
+// has changed yet: every field is read before the store is touched) and ProtocolError when the
+// client must be disconnected; the message says why, for the server's log.
+void TcpStoreServer::Impl::handle(Conn& c, protocol::Reader& r) {
+  const std::uint8_t byte = r.u8();
+  const auto q = protocol::decode(c.dialect, byte);
+  if (!q) {
+    throw ProtocolError(
+        fmt::format("it sent query type {}, which {} does not have (a newer torch, or not a "
+                    "c10d client)",
+                    byte, protocol::dialectName(c.dialect)));
+  }
+  Writer w;
+  switch (*q) {
+    case Query::kValidate: {
+      if (r.u32() != protocol::kValidationMagic) throw ProtocolError("it sent VALIDATE with the wrong magic");
+      return;
+    }
+    case Query::kPing: {
+      const std::uint32_t nonce = r.u32();
+      return send(c, w.u32(nonce).take());
+    }
+    case Query::kSet:
+    case Query::kAppend: {
+      std::string key = readKey(r);
+      Bytes value = readValue(r);
+      if (*q == Query::kAppend) {
+        const Bytes* old = map_.find(key);
+        if (auto e = checkValue((old ? old->size() : 0) + value.size()); !e.empty()) throw ProtocolError(e);
+        map_.append(key, value);
+      } else {
+        map_.set(key, std::move(value));
+      }
+      return keyChanged(key);
+    }
+    case Query::kGet: {
+      std::string key = readKey(r);
+      const Bytes* v = map_.find(key);
+      if (!v)
+        throw ProtocolError(
+            fmt::format("it sent GET for '{}', which is not set (c10d clients WAIT first)", key));
+      return send(c, w.bytes(*v).take());
+    }
+    case Query::kMultiGet: {
+      auto keys = readKeys(r);
+      for (const auto& k : keys) {
+        const Bytes* v = map_.find(k);
+        if (!v) throw ProtocolError(fmt::format("it sent MULTI_GET for '{}', which is not set", k));
+        w.bytes(*v);
+      }
+      return send(c, w.take());
+    }
+    case Query::kWait: {
+      auto keys = readKeys(r);
+      return startWait(c, std::move(keys));
+    }
+    case Query::kCancelWait: {
+      if (c.waiting) finishWait(c);
+      return send(c, w.u8(protocol::kWaitCanceled).take());
+    }
+    case Query::kAdd: {
+      std::string key = readKey(r);
+      const std::int64_t delta = r.i64();
+      std::int64_t v = 0;
+      try {
+        v = map_.add(key, delta);
+      } catch (const Error& e) {
+        throw ProtocolError(fmt::format("ADD failed: {}", e.what()));
+      }
+      send(c, w.i64(v).take());
+      return keyChanged(key);
+    }
+    case Query::kCompareSet: {
+      std::string key = readKey(r);
+      Bytes expected = readValue(r);
+      Bytes desired = readValue(r);
+      const bool had = map_.contains(key);
+      Bytes v = map_.compareSet(key, expected, desired);
+      const bool otherJob = key == jobIdWireKey_ && v != desired;
+      send(c, w.bytes(v).take());
+      if (otherJob) {
+        log::warn(
+            "store server {} (job '{}'): refused a client from {} that belongs to job '{}': a process from "
+            "another job (often a stray rank of an earlier run) reached this port; stop it, or give jobs "
+            "different MASTER_PORTs",
+            address_, opts_.jobId, c.peer, toString(desired));
+        c.closing = true;
+        flush(c);
+        return;
+      }
+      if (!had && map_.contains(key)) keyChanged(key);
+      return;
+    }
+    case Query::kCheck: {
+      auto keys = readKeys(r);
+      return send(c,
+                  w.u8(map_.missing(keys).empty() ? protocol::kCheckReady : protocol::kCheckNotReady).take());
+    }
+    case Query::kDeleteKey: {
+      std::string key = readKey(r);
+      return send(c, w.i64(map_.erase(key) ? 1 : 0).take());
+    }
+    case Query::kGetNumKeys:
+      return send(c, w.i64(static_cast<std::int64_t>(map_.size())).take());
+    case Query::kMultiSet: {
+      const std::uint64_t n = r.count(kMaxKeyCount, "a key count");
+      std::vector<std::pair<std::string, Bytes>> kvs;
+      for (std::uint64_t i = 0; i < n; ++i) {
+        std::string k = readKey(r);
+        kvs.emplace_back(std::move(k), readValue(r));
+      }
+      for (auto& [k, v] : kvs) map_.set(k, std::move(v));
+      for (const auto& kv : kvs) keyChanged(kv.first);
+      return;
+    }
+    case Query::kQueuePush:
+    case Query::kQueuePop:
+    case Query::kQueueLen:
+    case Query::kListKeys:
+    case Query::kBarrier:
+    case Query::kWatchKey:
+      break;
+  }
+  throw ProtocolError(fmt::format("it sent {} ({} query type {}), which this store does not implement",
+                                  protocol::queryName(*q), protocol::dialectName(c.dialect), byte));
 }
 
 std::string TcpStoreServer::Impl::checkValue(size_t size) const {
@@ -457,169 +648,12 @@ std::string TcpStoreServer::Impl::checkValue(size_t size) const {
       size, opts_.maxValueBytes);
 }
 
-void TcpStoreServer::Impl::handleHello(Conn& c, protocol::Reader& r) {
-  const std::uint32_t magic = r.u32();
-  if (magic != protocol::kMagic) {
-    close(c, fmt::format("it is not a dsperf store client (magic {:#x})", magic));
-    return;
-  }
-  const std::uint32_t version = r.u32();
-  const std::string jobId = r.str();
-  r.expectEnd();
-  if (version != protocol::kVersion) {
-    log::warn(
-        "store server {}: refused {}: it speaks store protocol version {}, this server speaks {}; run the "
-        "same dsperf build on every node",
-        address_, c.peer, version, protocol::kVersion);
-    sendError(
-        c, ErrorKind::kProtocol,
-        fmt::format("the store server speaks protocol version {} but this client speaks {}; run the same "
-                    "dsperf build on every node",
-                    protocol::kVersion, version));
-    c.closing = true;
-    flush(c);
-    return;
-  }
-  if (jobId != opts_.jobId) {
-    log::warn(
-        "store server {} (job '{}'): refused a client from {} that belongs to job '{}': a process from "
-        "another "
-        "job (often a stray rank of an earlier run) reached this port; stop it, or give jobs different "
-        "MASTER_PORTs",
-        address_, opts_.jobId, c.peer, jobId);
-    send(c, Writer(static_cast<std::uint8_t>(Reply::kJobMismatch)).str(opts_.jobId).finish());
-    c.closing = true;
-    flush(c);
-    return;
-  }
-  c.hello = true;
-  ++numClients_;
-  send(c, Writer(static_cast<std::uint8_t>(Reply::kHelloOk))
-              .u32(protocol::kMagic)
-              .u32(protocol::kVersion)
-              .str(opts_.jobId)
-              .finish());
-}
-
-void TcpStoreServer::Impl::handle(Conn& c, const char* payload, size_t size) {
-  protocol::Reader r(payload, size);
-  const auto op = static_cast<Op>(r.u8());
-  if (!c.hello) {
-    if (op != Op::kHello) throw ProtocolError("the first message was not a handshake");
-    handleHello(c, r);
-    return;
-  }
-  auto reply = [](Reply t) { return Writer(static_cast<std::uint8_t>(t)); };
-  switch (op) {
-    case Op::kSet:
-    case Op::kAppend: {
-      std::string key = r.str();
-      Bytes value = r.bytes();
-      r.expectEnd();
-      if (auto e = checkKey(key); !e.empty()) return sendError(c, ErrorKind::kLimit, e);
-      if (op == Op::kAppend) {
-        const Bytes* old = map_.find(key);
-        if (auto e = checkValue((old ? old->size() : 0) + value.size()); !e.empty()) {
-          return sendError(c, ErrorKind::kLimit, e);
-        }
-        map_.append(key, value);
-      } else {
-        if (auto e = checkValue(value.size()); !e.empty()) return sendError(c, ErrorKind::kLimit, e);
-        map_.set(key, std::move(value));
-      }
-      send(c, reply(Reply::kOk).finish());
-      keyChanged(key);
-      return;
-    }
-    case Op::kGet: {
-      std::string key = r.str();
-      const std::int64_t timeoutMs = r.i64();
-      r.expectEnd();
-      return startWait(c, op, {std::move(key)}, timeoutMs);
-    }
-    case Op::kWait:
-    case Op::kMultiGet: {
-      auto keys = r.strs();
-      const std::int64_t timeoutMs = r.i64();
-      r.expectEnd();
-      return startWait(c, op, std::move(keys), timeoutMs);
-    }
-    case Op::kAdd: {
-      std::string key = r.str();
-      const std::int64_t delta = r.i64();
-      r.expectEnd();
-      if (auto e = checkKey(key); !e.empty()) return sendError(c, ErrorKind::kLimit, e);
-      std::int64_t v = 0;
-      try {
-        v = map_.add(key, delta);
-      } catch (const Error& e) {
-        return sendError(c, ErrorKind::kUsage, e.what());
-      }
-      send(c, reply(Reply::kInt).i64(v).finish());
-      keyChanged(key);
-      return;
-    }
-    case Op::kCompareSet: {
-      std::string key = r.str();
-      Bytes expected = r.bytes();
-      Bytes desired = r.bytes();
-      r.expectEnd();
-      if (auto e = checkKey(key); !e.empty()) return sendError(c, ErrorKind::kLimit, e);
-      if (auto e = checkValue(desired.size()); !e.empty()) return sendError(c, ErrorKind::kLimit, e);
-      const bool had = map_.contains(key);
-      Bytes v = map_.compareSet(key, expected, desired);
-      send(c, reply(Reply::kValue).bytes(v).finish());
-      if (!had && map_.contains(key)) keyChanged(key);
-      return;
-    }
-    case Op::kCheck: {
-      auto keys = r.strs();
-      r.expectEnd();
-      send(c, reply(Reply::kBool).u8(map_.missing(keys).empty() ? 1 : 0).finish());
-      return;
-    }
-    case Op::kDelete: {
-      std::string key = r.str();
-      r.expectEnd();
-      send(c, reply(Reply::kBool).u8(map_.erase(key) ? 1 : 0).finish());
-      return;
-    }
-    case Op::kNumKeys: {
-      r.expectEnd();
-      send(c, reply(Reply::kInt).i64(map_.size()).finish());
-      return;
-    }
-    case Op::kMultiSet: {
-      auto keys = r.strs();
-      auto values = r.bytesList();
-      r.expectEnd();
-      if (keys.size() != values.size()) {
-        throw ProtocolError(fmt::format("multiSet with {} keys but {} values", keys.size(), values.size()));
-      }
-      for (size_t i = 0; i < keys.size(); ++i) {
-        if (auto e = checkKey(keys[i]); !e.empty()) return sendError(c, ErrorKind::kLimit, e);
-        if (auto e = checkValue(values[i].size()); !e.empty()) return sendError(c, ErrorKind::kLimit, e);
-      }
-      for (size_t i = 0; i < keys.size(); ++i) map_.set(keys[i], std::move(values[i]));
-      send(c, reply(Reply::kOk).finish());
-      for (const auto& k : keys) keyChanged(k);
-      return;
-    }
-    case Op::kHello:
-      throw ProtocolError("a second handshake on one connection");
-  }
-  throw ProtocolError(fmt::format("unknown request type {}", static_cast<int>(op)));
-}
-
-void TcpStoreServer::Impl::startWait(Conn& c, Op op, std::vector<std::string> keys, std::int64_t timeoutMs) {
-  c.waitOp = op;
+// Parks a WAIT until every key is set. c10d servers never time a wait out: the client does, and then
+// sends CANCEL_WAIT or closes the connection.
+void TcpStoreServer::Impl::startWait(Conn& c, std::vector<std::string> keys) {
   c.waitKeys = std::move(keys);
   c.waiting = true;
   if (tryFinishWait(c)) return;
-  // Clamped: a client may send any i64, and now() + a huge duration overflows (found by fuzzing).
-  const auto deadline = Clock::now() + std::chrono::milliseconds(std::clamp<std::int64_t>(timeoutMs, 0, kMaxWaitMs));
-  c.waitTimer = timers_.emplace(deadline, c.id);
-  c.hasWaitTimer = true;
   for (const auto& k : c.waitKeys) {
     if (!map_.contains(k) && c.registered.insert(k).second) waiters_[k].push_back(c.id);
   }
@@ -630,17 +664,8 @@ bool TcpStoreServer::Impl::tryFinishWait(Conn& c) {
   for (const auto& k : c.waitKeys) {
     if (!map_.contains(k)) return false;
   }
-  Writer w(static_cast<std::uint8_t>(c.waitOp == Op::kGet        ? Reply::kValue
-                                     : c.waitOp == Op::kMultiGet ? Reply::kValues
-                                                                 : Reply::kOk));
-  if (c.waitOp == Op::kGet) {
-    w.bytes(*map_.find(c.waitKeys[0]));
-  } else if (c.waitOp == Op::kMultiGet) {
-    w.u32(static_cast<std::uint32_t>(c.waitKeys.size()));
-    for (const auto& k : c.waitKeys) w.bytes(*map_.find(k));
-  }
   finishWait(c);
-  send(c, w.finish());
+  send(c, Writer().u8(protocol::kStopWaiting).take());
   return true;
 }
 
@@ -652,8 +677,6 @@ void TcpStoreServer::Impl::finishWait(Conn& c) {
     if (it->second.empty()) waiters_.erase(it);
   }
   c.registered.clear();
-  if (c.hasWaitTimer) timers_.erase(c.waitTimer);
-  c.hasWaitTimer = false;
   c.waiting = false;
   c.waitKeys.clear();
 }
@@ -680,20 +703,14 @@ void TcpStoreServer::Impl::keyChanged(const std::string& key) {
   }
 }
 
-void TcpStoreServer::Impl::send(Conn& c, std::string frame) {
+void TcpStoreServer::Impl::send(Conn& c, std::string bytes) {
   if (c.out.size() == c.outPos) {
-    c.out = std::move(frame);
+    c.out = std::move(bytes);
     c.outPos = 0;
   } else {
-    c.out.append(frame);
+    c.out.append(bytes);
   }
   flush(c);
-}
-
-void TcpStoreServer::Impl::sendError(Conn& c, ErrorKind kind, const std::string& msg) {
-  send(
-      c,
-      Writer(static_cast<std::uint8_t>(Reply::kError)).u8(static_cast<std::uint8_t>(kind)).str(msg).finish());
 }
 
 void TcpStoreServer::Impl::flush(Conn& c) {
@@ -728,15 +745,15 @@ void TcpStoreServer::Impl::setWriteInterest(Conn& c, bool on) {
   ::epoll_ctl(epollFd_, EPOLL_CTL_MOD, c.fd, &ev);
 }
 
-// A stall timer runs while the handshake or a message is incomplete; every received byte restarts it.
+// A stall timer runs while a message is incomplete; every received byte restarts it. A connection
+// that has sent nothing is left alone: torch clients may open one and use it much later.
 void TcpStoreServer::Impl::updateStallTimer(Conn& c) {
   if (c.hasStallTimer) {
     timers_.erase(c.stallTimer);
     c.hasStallTimer = false;
   }
-  if (!c.hello || !c.in.empty()) {
-    // Stall timers share the map with wait timers; the id's high bit tells them apart.
-    c.stallTimer = timers_.emplace(Clock::now() + opts_.stallTimeout, c.id | (1ULL << 63));
+  if (!c.in.empty() && !c.waiting) {
+    c.stallTimer = timers_.emplace(Clock::now() + opts_.stallTimeout, c.id);
     c.hasStallTimer = true;
   }
 }
@@ -745,7 +762,7 @@ void TcpStoreServer::Impl::close(Conn& c, const std::string& why) {
   if (!why.empty()) log::warn("store server {}: closed the connection of {}: {}", address_, c.peer, why);
   finishWait(c);
   if (c.hasStallTimer) timers_.erase(c.stallTimer);
-  if (c.hello) --numClients_;
+  if (c.dialect != Dialect::kUnknown) --numClients_;
   ::epoll_ctl(epollFd_, EPOLL_CTL_DEL, c.fd, nullptr);
   ::close(c.fd);
   conns_.erase(c.id);  // destroys c
@@ -755,8 +772,8 @@ void TcpStoreServer::Impl::fireTimers() {
   const auto now = Clock::now();
   while (!timers_.empty() && timers_.begin()->first <= now) {
     auto it = timers_.begin();
-    const std::uint64_t raw = it->second;
-    if (raw == kAcceptRetryTimer) {
+    const std::uint64_t id = it->second;
+    if (id == kAcceptRetryTimer) {
       timers_.erase(it);
       acceptPaused_ = false;
       epoll_event ev{};
@@ -765,26 +782,12 @@ void TcpStoreServer::Impl::fireTimers() {
       ::epoll_ctl(epollFd_, EPOLL_CTL_ADD, listenFd_, &ev);
       continue;
     }
-    const bool stall = (raw >> 63) != 0;
-    const std::uint64_t id = raw & ~(1ULL << 63);
     auto cit = conns_.find(id);
-    if (cit == conns_.end()) {  // cannot happen: close() removes its timers
-      timers_.erase(it);
-      continue;
-    }
+    timers_.erase(it);
+    if (cit == conns_.end()) continue;  // cannot happen: close() removes its timer
     Conn& c = *cit->second;
-    if (stall) {
-      c.hasStallTimer = false;
-      timers_.erase(it);
-      close(c, fmt::format("it left {} unfinished for {} ms", c.hello ? "a message" : "its handshake",
-                           opts_.stallTimeout.count()));
-      continue;
-    }
-    // A wait ran out: answer with the keys still missing.
-    std::vector<std::string> missing = map_.missing(c.waitKeys);
-    finishWait(c);  // erases `it`
-    send(c, Writer(static_cast<std::uint8_t>(Reply::kTimeout)).strs(missing).finish());
-    if (conns_.count(id)) process(c);
+    c.hasStallTimer = false;
+    close(c, fmt::format("it left a message unfinished for {} ms", opts_.stallTimeout.count()));
   }
 }
 

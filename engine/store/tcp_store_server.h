@@ -2,10 +2,13 @@
 // client), so one process serves thousands of ranks. It runs inside rank 0 (TcpStore with isServer)
 // or standalone (dsrun).
 //
-// Waits (get, wait, multiGet) are parked on the server with their deadline and answered with the
-// value or a timeout reply when it passes, so a client's connection always stays in step.
-// A client that sends a malformed or oversized message, the wrong magic or version, or another job's
-// id, or that leaves a message half sent for stallTimeout, is disconnected; the others are unaffected.
+// It speaks PyTorch c10d's TCPStore protocol (protocol.h), both torch 1.x's and 2.x's dialect, chosen
+// per connection by its first bytes, so torch ranks, torchrun and dsperf ranks can share it.
+// A WAIT is parked until its keys are set; as in c10d the client, not the server, times it out.
+// A client that sends a malformed or oversized request, a query this server does not implement, or
+// another job's id (protocol::kJobIdKey), or that leaves a request half sent for stallTimeout, is
+// disconnected with a warning in the log (the protocol has no error reply); the others are unaffected.
+// A dsperf client from before the c10d protocol gets an error in its own framing, then is closed.
 #pragma once
 
 #include <cstddef>
@@ -21,13 +24,13 @@ struct TcpStoreServerOptions {
   std::string host = "";
   // 0 = an ephemeral port (read it back with port()).
   int port = 29500;
-  // Clients that present another job id are refused (DESIGN.md "Isolation").
+  // Preset as protocol::kJobIdKey; clients that present another job id are refused (DESIGN.md
+  // "Isolation"). Empty: no job id is preset or checked.
   std::string jobId = "default";
   int backlog = 4096;
   std::size_t maxKeyBytes = std::size_t{4} * 1024;
   std::size_t maxValueBytes = std::size_t{64} * 1024 * 1024;
-  // A client that has not finished its handshake, or has sent part of a message, and then sends
-  // nothing for this long is disconnected.
+  // A client that has sent part of a request and then sends nothing for this long is disconnected.
   Duration stallTimeout = std::chrono::seconds(30);
   // What to do when `port` is taken; empty: stop the holder, choose another MASTER_PORT or use
   // `dsrun --standalone`.
@@ -48,7 +51,7 @@ class TcpStoreServer {
   int port() const;
   // "[::]:29500" or "0.0.0.0:29500": where it listens.
   std::string address() const;
-  // Connected clients that completed the handshake.
+  // Connected clients whose dialect is known (they sent at least their first request).
   std::size_t numClients() const;
   // Closes the listener and every connection (waiting clients see the connection close) and joins
   // the event thread. Idempotent; thread-safe; must not be called from the event thread.

@@ -18,6 +18,7 @@ void to_json(nlohmann::json& j, const RankRecord& r) {
                      {"backend", r.backend},
                      {"job_id", r.jobId},
                      {"provenance", r.provenance}};
+  if (r.localRankArg >= 0) j["local_rank_arg"] = r.localRankArg;
 }
 
 void from_json(const nlohmann::json& j, RankRecord& r) {
@@ -33,6 +34,7 @@ void from_json(const nlohmann::json& j, RankRecord& r) {
   readTo(j.at("backend"), r.backend);
   readTo(j.at("job_id"), r.jobId);
   readTo(j.at("provenance"), r.provenance);
+  if (j.contains("local_rank_arg")) readTo(j.at("local_rank_arg"), r.localRankArg);
 }
 
 nlohmann::json worldToJson(const std::vector<RankRecord>& ranks, const SmokeResult& smoke) {

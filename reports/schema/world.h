@@ -24,6 +24,9 @@ struct RankRecord {
   std::string device;
   std::string backend;
   std::string jobId;
+  // The --local_rank / --local-rank argument the launcher passed this rank (-1: none); it was
+  // checked against LOCAL_RANK at startup.
+  int localRankArg = -1;
   // "RANK=3 (from OMPI_COMM_WORLD_RANK)" lines, as discovery recorded them.
   std::vector<std::string> provenance;
 };

@@ -238,6 +238,7 @@ void to_json(nlohmann::json& j, const SweepMetadata& m) {
                      {"host", r.host},
                      {"pid", r.pid},
                      {"device", r.device}});
+    if (r.localRankArg >= 0) ranks.back()["local_rank_arg"] = r.localRankArg;
   }
   j = {{"command_line", m.commandLine},
        {"hosts", m.hosts},
@@ -264,6 +265,7 @@ void from_json(const nlohmann::json& j, SweepMetadata& m) {
     readTo(r.at("host"), x.host);
     readTo(r.at("pid"), x.pid);
     readTo(r.at("device"), x.device);
+    if (r.contains("local_rank_arg")) readTo(r.at("local_rank_arg"), x.localRankArg);
     m.ranks.push_back(x);
   }
   readTo(j.at("launcher"), m.launcher);

@@ -84,6 +84,7 @@ struct SweepRank {
   std::string host;
   long pid = 0;
   std::string device;
+  int localRankArg = -1;  // the launcher's --local_rank argument; -1: none (see RankRecord)
 };
 
 // The flags of the run, as parsed (nccl-tests names).

@@ -140,7 +140,9 @@ TEST_P(StoreOpsTest, AddCreatesAtZeroAndCounts) {
 
 TEST_P(StoreOpsTest, AddOnTextValueIsRejectedAndStoreStaysUsable) {
   store_->set("text", toBytes("abc"));
-  EXPECT_THROW(store_->add("text", 1), ProtocolError);
+  // HashStore/FileStore: ProtocolError. TcpStore: c10d has no error reply, so the server closes the
+  // connection (its log says why) and the client reports an IoError; the next call reconnects.
+  EXPECT_THROW(store_->add("text", 1), Error);
   store_->set("after", toBytes("ok"));
   EXPECT_EQ(toString(store_->get("after")), "ok");
 }

@@ -1,5 +1,6 @@
 // TcpStore under faults: no server, a server that stops, another job's client, garbage on the wire,
-// a taken port, a server that never answers.
+// a taken port, a server that never answers, peers that are not c10d stores (HTTP, silent, an older
+// dsperf).
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
@@ -7,6 +8,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <functional>
 #include <memory>
 #include <thread>
 
@@ -71,12 +74,57 @@ bool closedWithin(int fd, Duration within) {
   return false;
 }
 
-std::string helloFrame(std::uint32_t magic, const std::string& job) {
-  return protocol::Writer(static_cast<std::uint8_t>(protocol::Op::kHello))
-      .u32(magic)
-      .u32(protocol::kVersion)
-      .str(job)
-      .finish();
+// torch 2.x's VALIDATE, the first bytes of a 2.x client.
+std::string validate(std::uint32_t magic = protocol::kValidationMagic) {
+  return protocol::Writer().u8(static_cast<std::uint8_t>(protocol::Query::kValidate)).u32(magic).take();
+}
+
+// A fake server on an ephemeral loopback port that runs `serve` on its first connection.
+class FakeServer {
+ public:
+  explicit FakeServer(std::function<void(int)> serve) {
+    lfd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    EXPECT_EQ(::bind(lfd_, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
+    EXPECT_EQ(::listen(lfd_, 4), 0);
+    socklen_t len = sizeof(a);
+    ::getsockname(lfd_, reinterpret_cast<sockaddr*>(&a), &len);
+    port_ = ntohs(a.sin_port);
+    thread_ = std::thread([this, serve = std::move(serve)] {
+      int fd = ::accept(lfd_, nullptr, nullptr);
+      if (fd < 0) return;
+      serve(fd);
+      ::close(fd);
+    });
+  }
+  ~FakeServer() {
+    ::shutdown(lfd_, SHUT_RDWR);  // unblocks accept() if nobody came
+    thread_.join();
+    ::close(lfd_);
+  }
+  int port() const { return port_; }
+
+ private:
+  int lfd_ = -1;
+  int port_ = 0;
+  std::thread thread_;
+};
+
+// Reads exactly n bytes (or fewer at EOF).
+std::string rawRecv(int fd, size_t n, Duration within = 5s) {
+  std::string out;
+  const auto deadline = Clock::now() + within;
+  while (out.size() < n && Clock::now() < deadline) {
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, 100) <= 0) continue;
+    char buf[4096];
+    ssize_t got = ::recv(fd, buf, std::min(sizeof(buf), n - out.size()), 0);
+    if (got <= 0) break;
+    out.append(buf, static_cast<size_t>(got));
+  }
+  return out;
 }
 
 void expectServerStillServes(int port) {
@@ -132,6 +180,9 @@ TEST(TcpStoreFaultTest, AnotherJobsClientIsRefusedOnBothSides) {
     EXPECT_TRUE(contains(msg, fmt::format("127.0.0.1:{}", server->port()))) << msg;
   }
   EXPECT_LT(secondsSince(start), 2.0);  // refused at once, not retried
+  // The server closed the refused connection too (it logs why).
+  const auto until = Clock::now() + 2s;
+  while (server->numClients() != 0 && Clock::now() < until) std::this_thread::sleep_for(10ms);
   EXPECT_EQ(server->numClients(), 0u);
   auto good = client(server->port(), 5s, "job-A");
   good->set("k", toBytes("v"));
@@ -186,7 +237,119 @@ TEST(TcpStoreFaultTest, OperationAfterTheServerStoppedIsAnIoError) {
 }
 
 TEST(TcpStoreFaultTest, ServerThatNeverAnswersIsBoundedByTimeoutPlusGrace) {
-  // A fake server: completes the handshake, then reads requests and never replies (a frozen process).
+  // A fake server: answers torch 2.x's handshake (VALIDATE, PING), then reads requests and never
+  // replies (a frozen process).
+  FakeServer fake([](int fd) {
+    const std::string hello = rawRecv(fd, 10);
+    if (hello.size() == 10) ::send(fd, hello.data() + 6, 4, MSG_NOSIGNAL);  // the nonce back
+    closedWithin(fd, 10s);                                                  // until the client gives up
+  });
+  auto c = client(fake.port(), 2s, "");  // no job-id check: the fake would not answer it
+  EXPECT_EQ(c->dialect(), protocol::Dialect::kTorch2);
+  const auto start = Clock::now();
+  try {
+    c->numKeys(300ms);
+    FAIL();
+  } catch (const TimeoutError& e) {
+    EXPECT_TRUE(contains(e.what(), "did not answer numKeys")) << e.what();
+  }
+  const double took = secondsSince(start);
+  EXPECT_GE(took, 0.3);
+  EXPECT_LT(took, 0.3 + TcpStore::kReplyGrace.count() / 1000.0 + 0.5);
+  c.reset();
+}
+
+TEST(TcpStoreFaultTest, AWaitThatRunsOutNamesTheKeysAndTheConnectionRecovers) {
+  auto server = startServer();
+  auto c = client(server->port());
+  try {
+    c->wait({"never", "set"}, 200ms);
+    FAIL();
+  } catch (const TimeoutError& e) {
+    EXPECT_TRUE(contains(e.what(), "wait timeout after 200ms, keys: never, set")) << e.what();
+  }
+  c->set("k", toBytes("v"));  // a new connection: the old one still had the wait parked
+  EXPECT_EQ(toString(c->get("k")), "v");
+}
+
+TEST(TcpStoreFaultTest, GarbageBytesCloseThatClientOnly) {
+  auto server = startServer();
+  auto bystander = client(server->port());
+  bystander->set("before", {});
+  int fd = rawConnect(server->port());
+  rawSend(fd, "GET / HTTP/1.1\r\nHost: x\r\n\r\n");  // 'G' is no torch 1.x query type
+  EXPECT_TRUE(closedWithin(fd, 2s));
+  ::close(fd);
+  EXPECT_TRUE(bystander->check({"before"}));
+  expectServerStillServes(server->port());
+}
+
+TEST(TcpStoreFaultTest, EnormousKeyLengthClosesThatClientOnly) {
+  auto server = startServer();
+  int fd = rawConnect(server->port());
+  rawSend(fd, validate());
+  rawSend(fd, std::string("\x01\xff\xff\xff\xff\xff\xff\xff\x7f", 9));  // SET, key of 2^63 bytes
+  EXPECT_TRUE(closedWithin(fd, 2s));
+  ::close(fd);
+  expectServerStillServes(server->port());
+}
+
+TEST(TcpStoreFaultTest, UnknownQueryTypeClosesThatClientOnly) {
+  auto server = startServer();
+  int fd = rawConnect(server->port());
+  rawSend(fd, validate());
+  rawSend(fd, std::string("\xc8", 1));  // query type 200
+  EXPECT_TRUE(closedWithin(fd, 2s));
+  ::close(fd);
+  expectServerStillServes(server->port());
+}
+
+TEST(TcpStoreFaultTest, WrongMagicIsReadAsATorch1SetAndRefused) {
+  auto server = startServer();
+  int fd = rawConnect(server->port());
+  // Byte 0 without the magic is torch 1.x's SET; its key length (0x12345678) is over the limit.
+  rawSend(fd, validate(0x12345678) + std::string(4, '\0'));
+  EXPECT_TRUE(closedWithin(fd, 2s));
+  ::close(fd);
+  EXPECT_EQ(server->numClients(), 0u);
+  expectServerStillServes(server->port());
+}
+
+TEST(TcpStoreFaultTest, ClientTalkingToAnHttpServerGetsAProtocolErrorShowingItsReply) {
+  FakeServer fake([](int fd) {
+    rawRecv(fd, 10, 1s);
+    std::string http = "HTTP/1.1 400 Bad Request\r\n\r\n";
+    ::send(fd, http.data(), http.size(), MSG_NOSIGNAL);
+    closedWithin(fd, 5s);
+  });
+  const auto start = Clock::now();
+  try {
+    client(fake.port(), 3s);
+    FAIL();
+  } catch (const ProtocolError& e) {
+    EXPECT_TRUE(contains(e.what(), "is not a PyTorch c10d TCPStore server")) << e.what();
+    EXPECT_TRUE(contains(e.what(), "HTTP/1.1 400 Bad Request")) << e.what();
+  }
+  EXPECT_LT(secondsSince(start), 2.0);  // at once, not at the timeout
+}
+
+TEST(TcpStoreFaultTest, ASilentPeerGivesAProtocolErrorWithinTheConnectTimeout) {
+  // An older dsperf server (it waits for a 13 MB frame), a hung process or a service that waits for
+  // more input all look like this.
+  FakeServer fake([](int fd) { closedWithin(fd, 10s); });
+  const auto start = Clock::now();
+  try {
+    client(fake.port(), 1s);
+    FAIL();
+  } catch (const ProtocolError& e) {
+    EXPECT_TRUE(contains(e.what(), "did not answer torch's handshake (VALIDATE, PING) within"))
+        << e.what();
+  }
+  EXPECT_LT(secondsSince(start), 3.0);
+}
+
+TEST(TcpStoreFaultTest, APeerThatClosesEveryConnectionIsNotAStore) {
+  std::atomic<int> accepted{0};
   int lfd = ::socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in a{};
   a.sin_family = AF_INET;
@@ -195,126 +358,80 @@ TEST(TcpStoreFaultTest, ServerThatNeverAnswersIsBoundedByTimeoutPlusGrace) {
   ASSERT_EQ(::listen(lfd, 4), 0);
   socklen_t len = sizeof(a);
   ::getsockname(lfd, reinterpret_cast<sockaddr*>(&a), &len);
-  std::thread fake([&] {
-    int fd = ::accept(lfd, nullptr, nullptr);
-    char buf[1024];
-    ::recv(fd, buf, sizeof(buf), 0);
-    auto ok = protocol::Writer(static_cast<std::uint8_t>(protocol::Reply::kHelloOk))
-                  .u32(protocol::kMagic)
-                  .u32(protocol::kVersion)
-                  .str("default")
-                  .finish();
-    ::send(fd, ok.data(), ok.size(), MSG_NOSIGNAL);
-    closedWithin(fd, 10s);  // until the client gives up
-    ::close(fd);
-  });
-  auto c = client(ntohs(a.sin_port), 2s);
-  const auto start = Clock::now();
-  try {
-    c->wait({"k"}, 300ms);
-    FAIL();
-  } catch (const TimeoutError& e) {
-    EXPECT_TRUE(contains(e.what(), "did not answer wait")) << e.what();
-  }
-  const double took = secondsSince(start);
-  EXPECT_GE(took, 0.3);
-  EXPECT_LT(took, 0.3 + TcpStore::kReplyGrace.count() / 1000.0 + 0.5);
-  c.reset();
-  fake.join();
-  ::close(lfd);
-}
-
-TEST(TcpStoreFaultTest, GarbageBytesCloseThatClientOnly) {
-  auto server = startServer();
-  auto bystander = client(server->port());
-  bystander->set("before", {});
-  int fd = rawConnect(server->port());
-  rawSend(fd, "GET / HTTP/1.1\r\nHost: x\r\n\r\n");  // "GET " read as a length: far over the limit
-  EXPECT_TRUE(closedWithin(fd, 2s));
-  ::close(fd);
-  EXPECT_TRUE(bystander->check({"before"}));
-  expectServerStillServes(server->port());
-}
-
-TEST(TcpStoreFaultTest, EnormousLengthPrefixClosesThatClientOnly) {
-  auto server = startServer();
-  int fd = rawConnect(server->port());
-  rawSend(fd, helloFrame(protocol::kMagic, "default"));
-  rawSend(fd, std::string("\xff\xff\xff\xff", 4));
-  EXPECT_TRUE(closedWithin(fd, 2s));
-  ::close(fd);
-  expectServerStillServes(server->port());
-}
-
-TEST(TcpStoreFaultTest, MalformedPayloadClosesThatClientOnly) {
-  auto server = startServer();
-  int fd = rawConnect(server->port());
-  rawSend(fd, helloFrame(protocol::kMagic, "default"));
-  // A set whose key claims 1000 bytes inside a 9-byte message.
-  rawSend(fd, std::string("\x00\x00\x00\x09\x02\x00\x00\x03\xe8xxxx", 13));
-  EXPECT_TRUE(closedWithin(fd, 2s));
-  ::close(fd);
-  expectServerStillServes(server->port());
-}
-
-TEST(TcpStoreFaultTest, WrongMagicIsRefused) {
-  auto server = startServer();
-  int fd = rawConnect(server->port());
-  rawSend(fd, helloFrame(0x12345678, "default"));
-  EXPECT_TRUE(closedWithin(fd, 2s));
-  ::close(fd);
-  EXPECT_EQ(server->numClients(), 0u);
-  expectServerStillServes(server->port());
-}
-
-TEST(TcpStoreFaultTest, ClientTalkingToANonStoreServerGetsAProtocolError) {
-  int lfd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(lfd, reinterpret_cast<sockaddr*>(&a), sizeof(a));
-  ::listen(lfd, 4);
-  socklen_t len = sizeof(a);
-  ::getsockname(lfd, reinterpret_cast<sockaddr*>(&a), &len);
-  std::thread fake([&] {
-    int fd = ::accept(lfd, nullptr, nullptr);
-    std::string http = "HTTP/1.1 400 Bad Request\r\n\r\n";
-    ::send(fd, http.data(), http.size(), MSG_NOSIGNAL);
-    closedWithin(fd, 5s);
-    ::close(fd);
+  std::thread closer([&] {
+    for (int i = 0; i < 2; ++i) {
+      int fd = ::accept(lfd, nullptr, nullptr);
+      if (fd < 0) return;
+      ++accepted;
+      rawRecv(fd, 1, 1s);
+      ::close(fd);
+    }
   });
   try {
     client(ntohs(a.sin_port), 3s);
     FAIL();
   } catch (const ProtocolError& e) {
-    EXPECT_TRUE(contains(e.what(), "is not a dsperf store server")) << e.what();
+    EXPECT_TRUE(
+        contains(e.what(), "closed the connection on torch 2.x's handshake and on torch 1.x's GETNUMKEYS"))
+        << e.what();
   }
-  fake.join();
+  closer.join();
+  EXPECT_EQ(accepted.load(), 2);
   ::close(lfd);
+}
+
+TEST(TcpStoreFaultTest, AnOlderDsperfClientGetsAnErrorInItsOwnFraming) {
+  auto server = startServer();
+  int fd = rawConnect(server->port());
+  // The hello of dsperf's own protocol: u32 BE length, 0x01, "DSST", version, job id.
+  rawSend(fd, std::string("\x00\x00\x00\x14\x01"
+                          "DSST"
+                          "\x00\x00\x00\x01"
+                          "\x00\x00\x00\x07"
+                          "default",
+                          24));
+  const std::string reply = rawRecv(fd, 4096, 2s);
+  ASSERT_GE(reply.size(), 10u);
+  EXPECT_EQ(static_cast<unsigned char>(reply[4]), 108);  // its kError reply type
+  EXPECT_TRUE(contains(reply, "this dsperf client is older")) << reply;
+  EXPECT_TRUE(closedWithin(fd, 2s));
+  ::close(fd);
+  expectServerStillServes(server->port());
 }
 
 TEST(TcpStoreFaultTest, HalfSentMessageIsDroppedAfterTheStallTimeout) {
   auto server = startServer("default", 300ms);
+  int silent = rawConnect(server->port());  // never sends: torch clients may open a connection early
   int fd = rawConnect(server->port());
-  rawSend(fd, helloFrame(protocol::kMagic, "default"));
-  rawSend(fd, std::string("\x00\x00\x00\x64\x02", 5));  // 100 bytes announced, 1 sent
+  rawSend(fd, validate());
+  rawSend(fd, std::string("\x01\x64\x00\x00\x00\x00\x00\x00\x00"
+                          "ab",
+                          11));  // SET, 100-byte key, 2 sent
   const auto start = Clock::now();
   EXPECT_TRUE(closedWithin(fd, 3s));
   EXPECT_GE(secondsSince(start), 0.25);
   ::close(fd);
-  int silent = rawConnect(server->port());  // never even says hello
-  EXPECT_TRUE(closedWithin(silent, 3s));
+  EXPECT_FALSE(closedWithin(silent, 200ms));
   ::close(silent);
   expectServerStillServes(server->port());
 }
 
-TEST(TcpStoreFaultTest, ValueOverTheLimitIsAConfigErrorAndTheConnectionSurvives) {
+TEST(TcpStoreFaultTest, ValueOverTheLimitClosesTheConnectionAndTheNextCallReconnects) {
   auto server = startServer("default", 30s, 1024);
   auto c = client(server->port());
-  EXPECT_THROW(c->set("big", Bytes(4096)), ConfigError);
+  c->set("big", Bytes(4096));  // SET has no reply: the refusal shows on the next call
+  try {
+    c->check({"big"});
+    FAIL();
+  } catch (const IoError& e) {
+    EXPECT_TRUE(contains(e.what(), "closed the connection during check")) << e.what();
+  }
   c->set("small", Bytes(100));
-  EXPECT_THROW(c->set(std::string(5000, 'k'), {}), ConfigError);
   EXPECT_EQ(c->get("small").size(), 100u);
+  EXPECT_FALSE(c->check({"big"}));
+  c->set(std::string(5000, 'k'), {});  // a key over the 4 KiB limit
+  EXPECT_THROW(c->numKeys(), IoError);
+  EXPECT_TRUE(c->check({"small"}));
 }
 
 TEST(TcpStoreFaultTest, PortInUseGivesTheC10dBindMessage) {
