@@ -477,12 +477,6 @@ void TcpStoreServer::Impl::process(Conn& c) {
   while (!c.closing) {
     if (c.dialect == Dialect::kUnknown && !identify(c)) return;
     if (pos >= c.in.size()) break;
-    // While a WAIT is parked, a torch client sends nothing but CANCEL_WAIT; anything else waits for
-    // the wait to end.
-    if (c.waiting &&
-        protocol::decode(c.dialect, static_cast<std::uint8_t>(c.in[pos])) != Query::kCancelWait) {
-      break;
-    }
     protocol::Reader r(c.in.data() + pos, c.in.size() - pos);
     try {
       handle(c, r);
@@ -513,9 +507,9 @@ Bytes TcpStoreServer::Impl::readValue(protocol::Reader& r) const {
   return r.bytes(opts_.maxValueBytes, "a value");
 }
 
-// Parses one request from r and answers it. Throws NeedMore when the request is incomplete (nothing
-// has changed yet: every field is read before the store is touched) and ProtocolError when the
-// client must be disconnected; the message says why, for the server's log.
+// Parses one request from r and answers it. Throws NeedMore when the request is incomplete (the store
+// is not touched before every field is read; only a parked wait the client gave up on is dropped) and
+// ProtocolError when the client must be disconnected; the message says why, for the server's log.
 void TcpStoreServer::Impl::handle(Conn& c, protocol::Reader& r) {
   const std::uint8_t byte = r.u8();
   const auto q = protocol::decode(c.dialect, byte);
@@ -525,6 +519,9 @@ void TcpStoreServer::Impl::handle(Conn& c, protocol::Reader& r) {
                     "c10d client)",
                     byte, protocol::dialectName(c.dialect)));
   }
+  // A request while a WAIT is parked means the client gave up on it: torch 1.x (and 2.x before
+  // CANCEL_WAIT) time a wait out locally and go on with the next request on the same connection.
+  if (c.waiting && *q != Query::kCancelWait) finishWait(c);
   Writer w;
   switch (*q) {
     case Query::kValidate: {

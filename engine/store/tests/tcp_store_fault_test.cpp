@@ -272,6 +272,23 @@ TEST(TcpStoreFaultTest, AWaitThatRunsOutNamesTheKeysAndTheConnectionRecovers) {
   EXPECT_EQ(toString(c->get("k")), "v");
 }
 
+TEST(TcpStoreFaultTest, ATorch1ClientMayGoOnAfterItsWaitTimedOut) {
+  // torch 1.x has no CANCEL_WAIT: after its own timeout it sends the next request on the same
+  // connection. The server drops the abandoned wait and answers.
+  auto server = startServer();
+  int fd = rawConnect(server->port());
+  rawSend(fd, protocol::Writer().u8(5).strs({"/never"}).take());  // 1.x WAIT
+  EXPECT_EQ(rawRecv(fd, 1, 300ms), "");                             // parked
+  rawSend(fd, protocol::Writer().u8(6).take());                     // 1.x GETNUMKEYS
+  EXPECT_EQ(rawRecv(fd, 8, 2s).size(), 8u);
+  auto c = client(server->port());
+  c->set("never", {});  // the old wait must not answer now: the next reply is the one asked for
+  rawSend(fd, protocol::Writer().u8(6).take());
+  const std::string reply = rawRecv(fd, 9, 500ms);
+  EXPECT_EQ(reply.size(), 8u);
+  ::close(fd);
+}
+
 TEST(TcpStoreFaultTest, GarbageBytesCloseThatClientOnly) {
   auto server = startServer();
   auto bystander = client(server->port());

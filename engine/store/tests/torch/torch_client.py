@@ -29,7 +29,7 @@ assert s.get("cnt") == b"5", "add keeps the counter as decimal text, as c10d doe
 assert s.compare_set("cas", "", "x") == b"x", "compare_set of a missing key with expected '' sets it"
 assert s.compare_set("cas", "wrong", "y") == b"x", "compare_set with the wrong expected value changes nothing"
 assert s.compare_set("cas", "x", "y") == b"y"
-assert s.check(["a", "cas"]) and not s.check(["a", "missing"])
+# (torch 1.13's Python TCPStore has no check(); our client tests CHECK against torch's server.)
 s.wait(["a", "cnt"])
 t0 = time.monotonic()
 try:

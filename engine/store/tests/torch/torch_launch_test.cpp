@@ -48,36 +48,33 @@ void expectTwoRanks(const nlohmann::json& j, bool arg) {
   EXPECT_EQ(ranks, (std::set<int>{0, 1}));
 }
 
-TEST(TorchLaunch, TorchrunStaticStartsDsbenchWorld) {
-  DS_REQUIRE_TORCH();
+// `dsbench world`, then a tiny `dsbench coll` sweep, each its own torchrun job (two jobs in one
+// torchrun attempt would share the agent store's keys, as two torch jobs would).
+void torchrunRunsWorldAndColl(bool standalone) {
   TempDir d;
-  auto r = launch("run", {"--no_python", dsbench(), "world", "--json", d.file("w.json")});
-  ASSERT_EQ(r.exitCode, 0) << r.out << r.err;
+  auto w = launch("run", {"--no_python", dsbench(), "world", "--json", d.file("w.json")}, standalone);
+  ASSERT_EQ(w.exitCode, 0) << w.out << w.err;
   auto j = ds::report::readJson(d.file("w.json"));
   expectTwoRanks(j, false);
   EXPECT_EQ(j["ranks"][0]["job_id"], j["ranks"][1]["job_id"]);
   EXPECT_TRUE(j["smoke"]["ok"].get<bool>());
+  auto c = launch("run",
+                  {"--no_python", dsbench(), "coll", "--coll", "allreduce", "-b", "8", "-e", "64", "-f", "8",
+                   "-n", "2", "-w", "1", "-J", d.file("c.json")},
+                  standalone);
+  ASSERT_EQ(c.exitCode, 0) << c.out << c.err;
+  EXPECT_NE(c.out.find("Out of bounds values : 0 OK"), std::string::npos) << c.out;
+  EXPECT_EQ(ds::report::readJson(d.file("c.json"))["metadata"]["world_size"], 2) << c.out;
 }
 
-TEST(TorchLaunch, TorchrunStandaloneStartsDsbenchWorld) {
+TEST(TorchLaunch, TorchrunStaticStartsDsbenchWorldAndColl) {
   DS_REQUIRE_TORCH();
-  TempDir d;
-  auto r = launch("run", {"--no_python", dsbench(), "world", "--json", d.file("w.json")}, true);
-  ASSERT_EQ(r.exitCode, 0) << r.out << r.err;
-  expectTwoRanks(ds::report::readJson(d.file("w.json")), false);
+  torchrunRunsWorldAndColl(false);
 }
 
-TEST(TorchLaunch, TorchrunStaticAndStandaloneRunATinyCollSweep) {
+TEST(TorchLaunch, TorchrunStandaloneStartsDsbenchWorldAndColl) {
   DS_REQUIRE_TORCH();
-  for (bool standalone : {false, true}) {
-    TempDir d;
-    auto r = launch("run",
-                    {"--no_python", dsbench(), "coll", "--coll", "allreduce", "-b", "8", "-e", "64", "-f",
-                     "8", "-n", "2", "-w", "1", "-J", d.file("c.json")},
-                    standalone);
-    ASSERT_EQ(r.exitCode, 0) << (standalone ? "standalone\n" : "static\n") << r.out << r.err;
-    EXPECT_NE(r.out.find("Out of bounds values : 0 OK"), std::string::npos) << r.out;
-  }
+  torchrunRunsWorldAndColl(true);
 }
 
 TEST(TorchLaunch, DistributedLaunchWithoutUseEnvPassesLocalRankThroughAWrapper) {
@@ -90,7 +87,7 @@ TEST(TorchLaunch, DistributedLaunchWithoutUseEnvPassesLocalRankThroughAWrapper) 
   expectTwoRanks(ds::report::readJson(d.file("w.json")), true);
 }
 
-TEST(TorchLaunch, DsdiagWorldUnderTorchrunPassesMasterPortAndShowsEachRanksLocalRankArg) {
+TEST(TorchLaunch, DsdiagWorldUnderDistributedLaunchPassesMasterPortAndShowsEachRanksLocalRankArg) {
   DS_REQUIRE_TORCH();
   TempDir d;
   auto r = launch("launch", {tt::script("exec_wrapper.py"), binDir() + "/dsdiag", "--world", "--timeout",
@@ -109,7 +106,9 @@ TEST(TorchLaunch, DsdiagWorldUnderTorchrunPassesMasterPortAndShowsEachRanksLocal
       EXPECT_EQ(c["data"].value("local_rank_arg", -1), c["data"]["local_rank"].get<int>()) << c.dump();
       argRanks.insert(c["rank"].get<int>());
     }
-    if (c["id"] == "env.launcher_flags") EXPECT_EQ(c["status"], "PASS") << c.dump();
+    if (c["id"] == "env.launcher_flags") {
+      EXPECT_EQ(c["status"], "PASS") << c.dump();
+    }
   }
   EXPECT_TRUE(sawPort) << j.dump().substr(0, 2000);
   EXPECT_EQ(argRanks, (std::set<int>{0, 1})) << r.out;
