@@ -79,10 +79,11 @@ std::string validate(std::uint32_t magic = protocol::kValidationMagic) {
   return protocol::Writer().u8(static_cast<std::uint8_t>(protocol::Query::kValidate)).u32(magic).take();
 }
 
-// A fake server on an ephemeral loopback port that runs `serve` on its first connection.
+// A fake server on an ephemeral loopback port that runs `serve` on each of its first `connections`
+// connections, one after the other, and closes it.
 class FakeServer {
  public:
-  explicit FakeServer(std::function<void(int)> serve) {
+  explicit FakeServer(std::function<void(int)> serve, int connections = 1) {
     lfd_ = ::socket(AF_INET, SOCK_STREAM, 0);
     sockaddr_in a{};
     a.sin_family = AF_INET;
@@ -92,11 +93,13 @@ class FakeServer {
     socklen_t len = sizeof(a);
     ::getsockname(lfd_, reinterpret_cast<sockaddr*>(&a), &len);
     port_ = ntohs(a.sin_port);
-    thread_ = std::thread([this, serve = std::move(serve)] {
-      int fd = ::accept(lfd_, nullptr, nullptr);
-      if (fd < 0) return;
-      serve(fd);
-      ::close(fd);
+    thread_ = std::thread([this, connections, serve = std::move(serve)] {
+      for (int i = 0; i < connections; ++i) {
+        int fd = ::accept(lfd_, nullptr, nullptr);
+        if (fd < 0) return;
+        serve(fd);
+        ::close(fd);
+      }
     });
   }
   ~FakeServer() {
@@ -278,8 +281,8 @@ TEST(TcpStoreFaultTest, ATorch1ClientMayGoOnAfterItsWaitTimedOut) {
   auto server = startServer();
   int fd = rawConnect(server->port());
   rawSend(fd, protocol::Writer().u8(5).strs({"/never"}).take());  // 1.x WAIT
-  EXPECT_EQ(rawRecv(fd, 1, 300ms), "");                             // parked
-  rawSend(fd, protocol::Writer().u8(6).take());                     // 1.x GETNUMKEYS
+  EXPECT_EQ(rawRecv(fd, 1, 300ms), "");                           // parked
+  rawSend(fd, protocol::Writer().u8(6).take());                   // 1.x GETNUMKEYS
   EXPECT_EQ(rawRecv(fd, 8, 2s).size(), 8u);
   auto c = client(server->port());
   c->set("never", {});  // the old wait must not answer now: the next reply is the one asked for
@@ -367,34 +370,23 @@ TEST(TcpStoreFaultTest, ASilentPeerGivesAProtocolErrorWithinTheConnectTimeout) {
 
 TEST(TcpStoreFaultTest, APeerThatClosesEveryConnectionIsNotAStore) {
   std::atomic<int> accepted{0};
-  int lfd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(::bind(lfd, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
-  ASSERT_EQ(::listen(lfd, 4), 0);
-  socklen_t len = sizeof(a);
-  ::getsockname(lfd, reinterpret_cast<sockaddr*>(&a), &len);
-  std::thread closer([&] {
-    for (int i = 0; i < 2; ++i) {
-      int fd = ::accept(lfd, nullptr, nullptr);
-      if (fd < 0) return;
-      ++accepted;
-      rawRecv(fd, 1, 1s);
-      ::close(fd);
+  {
+    FakeServer closer(
+        [&](int fd) {
+          ++accepted;
+          rawRecv(fd, 1, 1s);
+        },
+        2);
+    try {
+      client(closer.port(), 3s);
+      FAIL();
+    } catch (const ProtocolError& e) {
+      EXPECT_TRUE(
+          contains(e.what(), "closed the connection on torch 2.x's handshake and on torch 1.x's GETNUMKEYS"))
+          << e.what();
     }
-  });
-  try {
-    client(ntohs(a.sin_port), 3s);
-    FAIL();
-  } catch (const ProtocolError& e) {
-    EXPECT_TRUE(
-        contains(e.what(), "closed the connection on torch 2.x's handshake and on torch 1.x's GETNUMKEYS"))
-        << e.what();
   }
-  closer.join();
   EXPECT_EQ(accepted.load(), 2);
-  ::close(lfd);
 }
 
 TEST(TcpStoreFaultTest, AnOlderDsperfClientGetsAnErrorInItsOwnFraming) {
