@@ -1,5 +1,7 @@
 #include "bench/coll/coll.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -231,9 +233,13 @@ int runColl(const CollFlags& flags) {
               }
               // --repeat: R passes over the sizes, each in a rotated order; every pass measures each
               // size once. A pass after the first gets fresh buffers (other pages, as another run would)
-              // and its own warm-up. Rows are reported when their last pass is done.
+              // and its own warm-up. A row is reported as soon as its last pass is done, so the journal
+              // keeps every finished size of a killed run; the table's rows are put back in size order
+              // at its end.
               std::vector<std::vector<report::SweepMeasurement>> passes(sizes.size());
+              const std::size_t rowsFirst = rows.size(), resultsFirst = run.results.size();
               for (int rep = 0; rep < o.repeat; ++rep) {
+                const bool lastPass = rep + 1 == o.repeat;
                 if (!prepared || rep > 0) {
                   harness.prepare(spec, dtype, o.maxBytes);
                   prepared = true;
@@ -252,15 +258,20 @@ int runColl(const CollFlags& flags) {
                   m.backend = backend;
                   if (root0) passes[idx].push_back(std::move(m));
                   ++done;
+                  if (lastPass && root0) {
+                    report::SweepMeasurement row = report::mergeRepeats(passes[idx]);
+                    reporter->measurement(row);
+                    rows.push_back(row);
+                    run.results.push_back(std::move(row));
+                  }
                 }
               }
-              for (auto& reps : passes) {
-                if (reps.empty()) continue;
-                report::SweepMeasurement m = report::mergeRepeats(reps);
-                reporter->measurement(m);
-                rows.push_back(m);
-                run.results.push_back(std::move(m));
-              }
+              auto bySize = [](const report::SweepMeasurement& x, const report::SweepMeasurement& y) {
+                return x.bytes < y.bytes;
+              };
+              std::stable_sort(rows.begin() + static_cast<std::ptrdiff_t>(rowsFirst), rows.end(), bySize);
+              std::stable_sort(run.results.begin() + static_cast<std::ptrdiff_t>(resultsFirst), run.results.end(),
+                               bySize);
             }
           }
           reporter->tableEnd(table, rows);

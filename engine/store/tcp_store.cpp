@@ -271,7 +271,8 @@ int TcpStore::handshake(int fd, Clock::time_point deadline) {
         fmt::format("the process at {} is not a PyTorch c10d TCPStore server: {}. Check that "
                     "MASTER_ADDR/MASTER_PORT (or the "
                     "tcp:// address) name the store of this job; every dsperf rank of a job must run the "
-                    "same dsperf build",
+                    "same dsperf build. If it should be rank 0's store, rank 0 may have failed to start it "
+                    "(another process holding the port, say): see rank 0's output",
                     who, what));
   };
   if (dialect_ == Dialect::kTorch1) return fd;  // a known torch 1.x peer: it has no handshake

@@ -116,8 +116,11 @@ JOB
     MASTER_PORT=$port run srun srun -n 2 "$bin/dsbench" world --backend gloo --timeout 14
     kill "$holder" 2>/dev/null; wait "$holder" 2>/dev/null
     [[ $rc != 0 ]] || fail "the step was expected to fail"
+    # Rank 1 reaches the port but finds the silent holder, not a store: it says so within its 10 s
+    # handshake bound and points at rank 0's output (before the c10d handshake it waited, saying "still
+    # cannot reach the store").
     expect srun.out "failed to bind" "under Slurm, export MASTER_PORT" "srun, add -K" \
-      "still cannot reach the store" "see rank 0's output"
+      "is not a PyTorch c10d TCPStore server" "see rank 0's output"
     expect_not srun.out "dsrun --standalone"
     ;;
 

@@ -288,7 +288,10 @@ TEST_F(Browser, DashboardOfSevenHundredTwentySeriesOpensWithAnOverview) {
   };
   EXPECT_EQ(count("href=\"#card="), 720u);
   EXPECT_EQ(count("<details class=\"card\" id=\"card-"), 720u);
-  EXPECT_EQ(count(">▲<"), 60u) << "mpi allgather's 60 series flagged at the third slow night";
+  // A cell is marked for every flagged night: all 60 mpi allgather series by the third slow night, and
+  // some already at the second (the judge tests the newest 3 nights against the 8 before). The exact
+  // "regressed now" count is checked through the filter below.
+  EXPECT_GE(count(">▲<"), 60u) << "mpi allgather's 60 series flagged at the third slow night";
 
   Opened one = open(page, "#card=137", "dashboard-720-card.png");
   EXPECT_EQ(one.body.at("data-card-opened"), "137");
