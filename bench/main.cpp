@@ -7,6 +7,7 @@
 #include "bench/command.h"
 #include "bench/exit_codes.h"
 #include "bench/train/train_command.h"
+#include "engine/common/cli.h"
 
 int main(int argc, char** argv) {
   CLI::App app{
@@ -16,7 +17,7 @@ int main(int argc, char** argv) {
   std::vector<ds::bench::Command> commands{ds::bench::addWorldCommand(app), ds::bench::addCollCommand(app),
                                            ds::bench::addTrainCommand(app)};
   try {
-    app.parse(argc, argv);
+    ds::cli::parse(app, argc, argv);
   } catch (const CLI::ParseError& e) {
     int rc = app.exit(e);
     return rc == 0 ? 0 : ds::bench::kExitConfig;

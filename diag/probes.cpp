@@ -1,7 +1,9 @@
 #include "diag/probes.h"
 
 #include <dlfcn.h>
+#include <unistd.h>
 
+#include <cstdlib>
 #include <cstring>
 
 #include "diag/util.h"
@@ -12,9 +14,24 @@ namespace {
 
 constexpr auto kProbeTimeout = std::chrono::seconds(20);
 
+// Where the dynamic loader found `name`, for messages: the name itself when it is a path, else the first
+// LD_LIBRARY_PATH entry that holds it, else the name (the loader's cache or default folders).
+std::string locate(const std::string& name) {
+  if (name.find('/') != std::string::npos) return name;
+  const char* llp = std::getenv("LD_LIBRARY_PATH");
+  for (const auto& dir : split(llp != nullptr ? llp : "", ':')) {
+    std::string candidate = (dir.empty() ? "." : dir) + "/" + name;
+    if (::access(candidate.c_str(), F_OK) == 0) return candidate;
+  }
+  return name;
+}
+
 // dlopen of the first name that loads; `errors` collects each failure ("libcuda.so.1: cannot open
-// shared object file ...").
-void* openFirst(const std::vector<std::string>& names, std::string& used, std::string& errors) {
+// shared object file ..."). A name that exists but does not load (empty, wrong ELF class, an
+// unresolved symbol or dependency) ends the search with `broken` set to it: the tools, linked against
+// that name, would load the same file and fail, so a fallback that loads must not pass for it.
+void* openFirst(const std::vector<std::string>& names, std::string& used, std::string& errors,
+                std::string* broken = nullptr) {
   for (const auto& n : names) {
     dlerror();
     void* h = dlopen(n.c_str(), RTLD_NOW | RTLD_LOCAL);
@@ -23,8 +40,16 @@ void* openFirst(const std::vector<std::string>& names, std::string& used, std::s
       return h;
     }
     const char* e = dlerror();
+    const std::string text = e != nullptr ? e : n + ": unknown dlopen error";
+    const bool missing =
+        text.rfind(n + ": cannot open shared object file: No such file or directory", 0) == 0;
+    if (!missing && broken != nullptr) {
+      *broken = locate(n);
+      errors = text;
+      return nullptr;
+    }
     // The first name's error says it all (the others are fallbacks of the same library).
-    if (errors.empty()) errors = e != nullptr ? e : n + ": unknown dlopen error";
+    if (errors.empty()) errors = text;
   }
   return nullptr;
 }
@@ -169,15 +194,20 @@ NcclProbe probeNccl(const LibraryNames& libs) {
 #endif
   auto r = runIsolated(
       [&]() -> Json {
-        std::string used, errors;
-        void* h = openFirst(libs.nccl, used, errors);
-        if (h == nullptr) return {{"loaded", false}, {"error", errors}};
+        std::string used, errors, broken;
+        void* h = openFirst(libs.nccl, used, errors, &broken);
+        if (h == nullptr) return {{"loaded", false}, {"error", errors}, {"broken", broken}};
         using VerFn = int (*)(int*);
         auto f = sym<VerFn>(h, "ncclGetVersion");
-        if (f == nullptr) return {{"loaded", true}, {"path", used}, {"error", used + " has no ncclGetVersion"}};
+        if (f == nullptr)
+          return {{"loaded", true},
+                  {"path", used},
+                  {"broken", locate(used)},
+                  {"error", locate(used) + " has no ncclGetVersion: it is not an NCCL library"}};
         int code = 0;
         int rc = f(&code);
-        if (rc != 0) return {{"loaded", true}, {"path", used}, {"error", fmt::format("ncclGetVersion returned {}", rc)}};
+        if (rc != 0)
+          return {{"loaded", true}, {"path", used}, {"error", fmt::format("ncclGetVersion returned {}", rc)}};
         return {{"loaded", true}, {"path", used}, {"code", code}};
       },
       kProbeTimeout);
@@ -189,6 +219,7 @@ NcclProbe probeNccl(const LibraryNames& libs) {
   p.path = r.value.value("path", "");
   p.error = r.value.value("error", "");
   p.runtimeCode = r.value.value("code", 0);
+  p.broken = r.value.value("broken", "");
   return p;
 }
 
@@ -196,16 +227,21 @@ MpiProbe probeMpi(const LibraryNames& libs) {
   MpiProbe p;
   auto r = runIsolated(
       [&]() -> Json {
-        std::string used, errors;
-        void* h = openFirst(libs.mpi, used, errors);
-        if (h == nullptr) return {{"loaded", false}, {"error", errors}};
+        std::string used, errors, broken;
+        void* h = openFirst(libs.mpi, used, errors, &broken);
+        if (h == nullptr) return {{"loaded", false}, {"error", errors}, {"broken", broken}};
         // Callable before MPI_Init (MPI-3).
         using VerFn = int (*)(char*, int*);
         auto f = sym<VerFn>(h, "MPI_Get_library_version");
-        if (f == nullptr) return {{"loaded", true}, {"path", used}, {"error", used + " has no MPI_Get_library_version"}};
+        if (f == nullptr)
+          return {{"loaded", true},
+                  {"path", used},
+                  {"broken", locate(used)},
+                  {"error", locate(used) + " has no MPI_Get_library_version: it is not an MPI library"}};
         std::string buf(16384, '\0');
         int len = 0;
-        if (f(buf.data(), &len) != 0) return {{"loaded", true}, {"path", used}, {"error", "MPI_Get_library_version failed"}};
+        if (f(buf.data(), &len) != 0)
+          return {{"loaded", true}, {"path", used}, {"error", "MPI_Get_library_version failed"}};
         buf.resize(std::min<std::size_t>(std::strlen(buf.c_str()), buf.size()));
         return {{"loaded", true}, {"path", used}, {"version", trim(split(buf, '\n').front())}};
       },
@@ -218,6 +254,7 @@ MpiProbe probeMpi(const LibraryNames& libs) {
   p.path = r.value.value("path", "");
   p.error = r.value.value("error", "");
   p.libraryVersion = r.value.value("version", "");
+  p.broken = r.value.value("broken", "");
   return p;
 }
 

@@ -41,6 +41,9 @@ struct NcclProbe {
   std::string error;   // dlopen or ncclGetVersion failure
   int runtimeCode = 0; // ncclGetVersion
   int headerCode = 0;  // NCCL_VERSION_CODE of the nccl.h the tools were built with; 0 unknown
+  // The library file that exists but does not load or is not NCCL (empty, wrong ELF, missing
+  // symbols); empty when none. The tools would load the same file and fail to start.
+  std::string broken;
 };
 
 struct MpiProbe {
@@ -48,6 +51,7 @@ struct MpiProbe {
   std::string path;
   std::string error;
   std::string libraryVersion;  // MPI_Get_library_version's text, first line
+  std::string broken;          // as NcclProbe::broken
 };
 
 GpuProbe probeGpu(const LibraryNames& libs);

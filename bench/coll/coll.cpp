@@ -16,6 +16,7 @@
 #include "bench/world/world.h"
 #include "engine/common/error.h"
 #include "engine/common/net.h"
+#include "engine/common/resources.h"
 #include "engine/init.h"
 #include "reports/sweep/sweep_reporter.h"
 
@@ -117,12 +118,27 @@ comm::Device deviceFor(const std::string& backend, World& world) {
   return comm::Device{};
 }
 
+// Each rank holds a send and a receive buffer of -e bytes (nccl: on the device, with one host staging
+// copy); refuse before allocating what this node does not have.
+void checkSweepMemory(const CollOptions& o) {
+  bool hostBuffers = o.backends.empty() || o.backends.size() > 1 || o.backends.front() != "nccl";
+  const int ranks = sys::launcherLocalRanks();
+  const double perRank = static_cast<double>(o.maxBytes) * (hostBuffers ? 2 : 1);
+  sys::checkMemory(
+      perRank * ranks, sys::readMemoryInfo(),
+      fmt::format("-e/--maxbytes {} ({} per rank: {} buffer(s) of {}, x {} rank(s) on this node)",
+                  sys::bytesText(static_cast<double>(o.maxBytes)), sys::bytesText(perRank),
+                  hostBuffers ? 2 : 1, sys::bytesText(static_cast<double>(o.maxBytes)), ranks),
+      "Lower -e/--maxbytes, or start fewer ranks on this node.");
+}
+
 }  // namespace
 
 int runColl(const CollFlags& flags) {
   const CollOptions o = resolveOptions(flags);
   const double minBw = minBusBwFromEnv();
   const auto sizes = sweepSizes(o);
+  checkSweepMemory(o);
 
   InitOptions init;
   init.distBackend = o.backends.empty() ? "" : o.backends.front();

@@ -3,8 +3,30 @@
 #include <memory>
 
 #include "bench/coll/coll.h"
+#include "bench/coll/coll_options.h"
+#include "engine/common/cli.h"
+#include "engine/common/error.h"
+#include "engine/init.h"
 
 namespace ds::bench {
+
+namespace {
+
+// A value is checked as typed by the parser resolveOptions uses, so that a bad one is refused naming
+// its flag or variable before anything starts (resolveOptions then checks how the values relate).
+CLI::Validator sizeCheck() {
+  return cli::checkedBy([](const std::string& text) { coll::parseSize(text, "size"); });
+}
+template <class Set>
+CLI::Validator resolvedWith(Set set) {
+  return cli::checkedBy([set](const std::string& text) {
+    coll::CollFlags f;
+    set(f, text);
+    coll::resolveOptions(f);
+  });
+}
+
+}  // namespace
 
 Command addCollCommand(CLI::App& parent) {
   auto f = std::make_shared<coll::CollFlags>();
@@ -14,10 +36,13 @@ Command addCollCommand(CLI::App& parent) {
       "broadcast, reduce, sendrecv)");
   c->add_option("-b,--minbytes", f->minBytes,
                 "smallest size in bytes; K, M, G suffixes are binary (default 32M)")
+      ->check(sizeCheck())
       ->envname("DSBENCH_MINBYTES");
   c->add_option("-e,--maxbytes", f->maxBytes, "largest size in bytes (default 32M)")
+      ->check(sizeCheck())
       ->envname("DSBENCH_MAXBYTES");
   c->add_option("-i,--stepbytes", f->stepBytes, "additive step between sizes (default 1M)")
+      ->check(sizeCheck())
       ->envname("DSBENCH_STEPBYTES");
   c->add_option_function<int>(
        "-f,--stepfactor",
@@ -26,54 +51,70 @@ Command addCollCommand(CLI::App& parent) {
          f->stepFactorGiven = true;
        },
        "multiplicative step between sizes (an integer >= 2); overrides -i")
+      ->transform(cli::integer(2, 1024))
       ->envname("DSBENCH_STEPFACTOR");
-  c->add_option("-n,--iters", f->iters, "timed iterations per size (default 20)")->envname("DSBENCH_ITERS");
+  c->add_option("-n,--iters", f->iters, "timed iterations per size (default 20)")
+      ->transform(cli::integer(1, 1000000000))
+      ->envname("DSBENCH_ITERS");
   c->add_option("-w,--warmup_iters", f->warmupIters,
                 "warm-up iterations at the largest and smallest size (default 1)")
+      ->transform(cli::integer(0, 1000000000))
       ->envname("DSBENCH_WARMUP_ITERS");
   c->add_option("-c,--check", f->check, "data-check iterations per size; 0 turns the check off (default 1)")
+      ->transform(cli::integer(0, 1000000000))
       ->envname("DSBENCH_CHECK");
   c->add_option("-o,--op", f->op,
                 "reduction op: sum, prod, max, min, avg, a comma list, or all (default sum)")
+      ->check(resolvedWith([](coll::CollFlags& f, const std::string& t) { f.op = t; }))
       ->envname("DSBENCH_OP");
   c->add_option(
        "-d,--datatype", f->datatype,
        "float, double, half, bfloat16, int32, int64, uint8, int8, a comma list, or all (default float)")
+      ->check(resolvedWith([](coll::CollFlags& f, const std::string& t) { f.datatype = t; }))
       ->envname("DSBENCH_DATATYPE");
   c->add_option("-r,--root", f->root, "root rank of broadcast and reduce (default 0)")
+      ->transform(cli::integer(0, 16777216))
       ->envname("DSBENCH_ROOT");
   c->add_option("-a,--average", f->average,
                 "time combined across ranks: 0 rank 0, 1 average, 2 min, 3 max (default 1)")
+      ->transform(cli::integer(0, 3))
       ->envname("DSBENCH_AVERAGE");
   c->add_option(
        "-T,--timeout", f->timeoutS,
        "seconds any one op, barrier or exchange may take; when it runs out the sweep stops, writes what it "
        "measured and exits 4 (default: the process group's timeout)")
+      ->transform(cli::number(0, 1e6))
       ->envname("DSBENCH_TIMEOUT");
   c->add_option("-J,--json", f->jsonPath,
                 "write the results as JSON to this file (rank 0; atomically at the end)")
+      ->check(cli::outputFile())
       ->envname("DSBENCH_JSON");
   c->add_option(
        "--journal", f->journalPath,
        "append a JSON line per finished size to this file (default: next to -J, <name>.journal.jsonl)")
+      ->check(cli::outputFile())
       ->envname("DSBENCH_JOURNAL");
   c->add_option(
        "--coll", f->collectives,
        "collectives: allreduce, allgather, reduce_scatter, alltoall, broadcast, reduce, sendrecv, a comma "
        "list, or all (default allreduce)")
+      ->check(resolvedWith([](coll::CollFlags& f, const std::string& t) { f.collectives = t; }))
       ->envname("DSBENCH_COLL");
   c->add_option("--backend", f->backends,
                 "backends to compare, a comma list of gloo, mpi, nccl, shm (default: the accelerator's)")
+      ->check(cli::oneOf({"nccl", "gloo", "mpi", "shm"}, true))
       ->envname("DSBENCH_BACKEND");
   c->add_option(
        "--min-time", f->minTimeS,
        "seconds: per size, raise the iterations (never below -n) so the timed loop lasts at least this long")
+      ->transform(cli::number(0, 86400))
       ->envname("DSBENCH_MIN_TIME");
   c->add_flag("-z,--blocking", f->blocking,
               "wait for each op and barrier before the next (nccl-tests -z 1); per-iteration times are then "
               "wall times")
       ->envname("DSBENCH_BLOCKING");
   c->add_option("--init-method", f->initMethod, "env:// (default), tcp://HOST:PORT or file:///PATH")
+      ->check(cli::checkedBy([](const std::string& t) { parseInitMethod(t); }))
       ->envname("DSBENCH_INIT_METHOD");
   c->add_option_function<std::string>(
        "--label",
@@ -83,6 +124,10 @@ Command addCollCommand(CLI::App& parent) {
        },
        "name of the cluster or system this run describes (kept as metadata.label in the JSON, so one "
        "history serves many); 1-64 printable characters")
+      ->check(resolvedWith([](coll::CollFlags& f, const std::string& t) {
+        f.label = t;
+        f.labelGiven = true;
+      }))
       ->envname("DSBENCH_LABEL");
   return Command{c, [f] { return coll::runColl(*f); }};
 }

@@ -73,6 +73,18 @@ Finding version(Context& c) {
   Json data{{"path", p.path}, {"runtime_code", p.runtimeCode}, {"header_code", p.headerCode},
             {"header", p.headerCode ? header.str() : ""}};
   bool wants = c.jobBackend() == "nccl";
+  if (!p.broken.empty()) {
+    data["error"] = p.error;
+    data["broken"] = p.broken;
+    return fail(
+        fmt::format("{} is found but broken: {}. Every program linked against libnccl (dsbench built with "
+                    "CUDA, PyTorch) loads this file and fails to start, whatever the job's backend",
+                    p.broken, p.error),
+        fmt::format("Remove or replace {} (an empty or half-copied file, a 32-bit build, another library "
+                    "under NCCL's name), or take its folder off LD_LIBRARY_PATH.",
+                    p.broken),
+        data);
+  }
   if (!p.loaded || !p.error.empty()) {
     std::string msg = fmt::format("libnccl {}{}", p.loaded ? "loads but fails: " : "cannot be loaded: ", p.error);
     data["error"] = p.error;

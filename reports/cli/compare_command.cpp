@@ -36,19 +36,19 @@ Command addCompareCommand(CLI::App& parent) {
                                 "nccl-tests imports) and say which "
                                 "sizes or configurations regressed. Exit code: 0 no regression, 1 "
                                 "regression, 2 bad or incomparable input.");
-  c.app->add_option("baseline", o->baseline, "the reference run")->required();
-  c.app->add_option("current", o->current, "the run to judge")->required();
+  c.app->add_option("baseline", o->baseline, "the reference run")->required()->check(ds::cli::inputFile());
+  c.app->add_option("current", o->current, "the run to judge")->required()->check(ds::cli::inputFile());
   c.app
       ->add_option("--threshold", o->compare.thresholdPct,
                    "percent: smaller changes count as unchanged, whatever the noise")
-      ->check(CLI::NonNegativeNumber)
+      ->transform(ds::cli::number(0, 1000))
       ->capture_default_str()
       ->envname("DSREPORT_THRESHOLD");
   c.app
       ->add_option("--noise-k", o->compare.noiseK,
                    "a change must also exceed this many combined standard errors of the two runs' "
                    "per-iteration times")
-      ->check(CLI::NonNegativeNumber)
+      ->transform(ds::cli::number(0, 1000))
       ->capture_default_str()
       ->envname("DSREPORT_NOISE_K");
   c.app
@@ -56,9 +56,12 @@ Command addCompareCommand(CLI::App& parent) {
                  "compare runs made on different hosts (the difference is still reported)")
       ->envname("DSREPORT_IGNORE_HOSTS");
   c.app->add_option("--json", o->jsonPath, "also write the comparison as JSON (schema dsperf.compare)")
+      ->check(ds::cli::outputFile())
       ->envname("DSREPORT_COMPARE_JSON");
   c.app->add_option("--html", o->htmlPath, "also write the comparison as a self-contained HTML page")
+      ->check(ds::cli::outputFile())
       ->envname("DSREPORT_COMPARE_HTML");
+  addMaxInputFlag(c.app);
   c.run = [o]() -> int {
     RunFile base = loadRunFile(o->baseline);
     RunFile cur = loadRunFile(o->current);

@@ -5,6 +5,7 @@
 #include <exception>
 #include <vector>
 
+#include "engine/common/cli.h"
 #include "engine/common/error.h"
 #include "reports/cli/command.h"
 
@@ -17,7 +18,7 @@ int main(int argc, char** argv) {
                                      cli::addIngestCommand(app), cli::addDashboardCommand(app),
                                      cli::addImportCommand(app)};
   try {
-    app.parse(argc, argv);
+    ds::cli::parse(app, argc, argv);
   } catch (const CLI::ParseError& e) {
     int rc = app.exit(e);
     return rc == 0 ? cli::kExitOk : cli::kExitBadInput;

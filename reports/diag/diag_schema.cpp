@@ -111,12 +111,13 @@ DiagReport diagFromJson(const nlohmann::json& j, const std::string& origin) {
       } catch (const ConfigError& e) {
         throw ConfigError(fmt::format("{}: checks[{}]: {}", origin, i, e.what()));
       } catch (const nlohmann::json::exception& e) {
-        throw ConfigError(fmt::format("{}: checks[{}] is not a valid dsdiag check: {}", origin, i, e.what()));
+        throw ConfigError(
+            fmt::format("{}: checks[{}] is not a valid dsdiag check: {}", origin, i, jsonErrorText(e)));
       }
     }
     return r;
   } catch (const nlohmann::json::exception& e) {
-    throw ConfigError(fmt::format("{} is not a valid dsdiag report: {}", origin, e.what()));
+    throw ConfigError(fmt::format("{} is not a valid dsdiag report: {}", origin, jsonErrorText(e)));
   }
 }
 

@@ -273,7 +273,7 @@ SweepRun sweepFromJson(const nlohmann::json& j, const std::string& origin) {
     readTo(j.at("summary"), run.summary);
     return run;
   } catch (const nlohmann::json::exception& e) {
-    throw ConfigError(fmt::format("{} is not a valid dsperf sweep result: {}", origin, e.what()));
+    throw ConfigError(fmt::format("{} is not a valid dsperf sweep result: {}", origin, jsonErrorText(e)));
   }
 }
 

@@ -148,7 +148,7 @@ std::vector<TrainRunRecord> trainFromJson(const nlohmann::json& j, const std::st
   try {
     return j.at("runs").get<std::vector<TrainRunRecord>>();
   } catch (const nlohmann::json::exception& e) {
-    throw ConfigError(fmt::format("{}: malformed train result: {}", origin, e.what()));
+    throw ConfigError(fmt::format("{}: malformed train result: {}", origin, jsonErrorText(e)));
   }
 }
 
