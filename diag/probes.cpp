@@ -152,6 +152,18 @@ Json probeCudaChild(const LibraryNames& libs) {
 
 }  // namespace
 
+Finding brokenLibrary(const std::string& path, const std::string& error, const std::string& users,
+                      const std::string& extraRemedy, Json data) {
+  data["broken"] = path;
+  return fail(fmt::format("{} is found but broken: {}. Every program linked against {} loads this file and "
+                          "fails to start",
+                          path, error, users),
+              fmt::format("Remove or replace {} (an empty or half-copied file, a 32-bit build, another library "
+                          "under its name), or take its folder off LD_LIBRARY_PATH.{}",
+                          path, extraRemedy),
+              data);
+}
+
 std::string cudaVersionText(int v) { return v <= 0 ? "unknown" : fmt::format("{}.{}", v / 1000, (v % 1000) / 10); }
 
 GpuProbe probeGpu(const LibraryNames& libs) {

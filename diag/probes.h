@@ -58,6 +58,11 @@ GpuProbe probeGpu(const LibraryNames& libs);
 NcclProbe probeNccl(const LibraryNames& libs);
 MpiProbe probeMpi(const LibraryNames& libs);
 
+// The FAIL of a library file that exists but does not load or lacks its symbols (a probe's `broken`):
+// it names the file, says who cannot start (`users`: the programs linked against it) and what to do.
+Finding brokenLibrary(const std::string& path, const std::string& error, const std::string& users,
+                      const std::string& extraRemedy, Json data);
+
 // "12.4" from 12040.
 std::string cudaVersionText(int v);
 

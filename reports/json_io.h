@@ -3,7 +3,6 @@
 #pragma once
 
 #include <cmath>
-#include <cstddef>
 #include <cstdint>
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -21,20 +20,6 @@ std::string dumpJson(const nlohmann::json& j, int indent = -1);
 void writeTextAtomic(const std::string& path, const std::string& text);
 // writeTextAtomic of dumpJson(j, 2).
 void writeJsonAtomic(const std::string& path, const nlohmann::json& j);
-// The whole text of an input file, read only when it is a regular file no larger than
-// maxInputBytes(): a directory, FIFO or device (/dev/zero) would read as empty or forever. Throws
-// IoError when it cannot be opened, ConfigError naming the path for the other cases.
-std::string readInputFile(const std::string& path);
-// The readers' size cap: 256 MiB unless setMaxInputBytes (dsreport --max-input-mb) changed it. A
-// result file is a few MiB; a 1 GiB JSON needs ~10 GiB of memory to parse.
-inline constexpr std::size_t kDefaultMaxInputBytes = 256ull << 20;
-std::size_t maxInputBytes();
-void setMaxInputBytes(std::size_t bytes);
-// "/results/3/busbw: type must be number, but is string" from nlohmann's
-// "[json.exception.type_error.302] (/results/3/busbw) type must be ...": the JSON path first, without
-// the library's error code (the path needs JSON_DIAGNOSTICS, which CMake sets everywhere).
-std::string jsonErrorText(const nlohmann::json::exception& e);
-
 // Throws IoError when unreadable, ConfigError naming the path and position when not JSON.
 nlohmann::json readJson(const std::string& path);
 // readJson of a file's text already read (`origin` names it in errors).

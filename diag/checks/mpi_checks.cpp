@@ -55,15 +55,8 @@ Finding mpiVersion(Context& c) {
   auto& p = c.mpi();
   Json data{{"path", p.path}, {"version", p.libraryVersion}, {"error", p.error}};
   if (!p.broken.empty()) {
-    data["broken"] = p.broken;
-    return fail(
-        fmt::format("{} is found but broken: {}. Every program linked against MPI (dsbench, dsrun's "
-                    "workers under mpirun) loads this file and fails to start",
-                    p.broken, p.error),
-        fmt::format("Remove or replace {}, or take its folder off LD_LIBRARY_PATH; reinstall Open MPI "
-                    "(libopenmpi-dev openmpi-bin) if it is the system's.",
-                    p.broken),
-        data);
+    return brokenLibrary(p.broken, p.error, "MPI (dsbench, dsrun's workers under mpirun)",
+                         " Reinstall Open MPI (libopenmpi-dev openmpi-bin) if it is the system's.", data);
   }
   if (!p.loaded || !p.error.empty()) {
     std::string msg = fmt::format("No usable MPI library ({})", p.error);

@@ -75,15 +75,8 @@ Finding version(Context& c) {
   bool wants = c.jobBackend() == "nccl";
   if (!p.broken.empty()) {
     data["error"] = p.error;
-    data["broken"] = p.broken;
-    return fail(
-        fmt::format("{} is found but broken: {}. Every program linked against libnccl (dsbench built with "
-                    "CUDA, PyTorch) loads this file and fails to start, whatever the job's backend",
-                    p.broken, p.error),
-        fmt::format("Remove or replace {} (an empty or half-copied file, a 32-bit build, another library "
-                    "under NCCL's name), or take its folder off LD_LIBRARY_PATH.",
-                    p.broken),
-        data);
+    return brokenLibrary(p.broken, p.error, "libnccl (dsbench built with CUDA, PyTorch)",
+                         "", data);
   }
   if (!p.loaded || !p.error.empty()) {
     std::string msg = fmt::format("libnccl {}{}", p.loaded ? "loads but fails: " : "cannot be loaded: ", p.error);

@@ -6,6 +6,7 @@
 #include <functional>
 
 #include "engine/common/cli.h"
+#include "reports/input_file.h"
 #include "reports/json_io.h"
 
 namespace ds::report::cli {

@@ -16,6 +16,7 @@
 #include "engine/comm/backends/nccl/nccl_version.h"
 #include "engine/comm/types.h"
 #include "engine/common/error.h"
+#include "reports/input_file.h"
 #include "reports/json_io.h"
 
 namespace ds::report {

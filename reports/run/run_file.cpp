@@ -9,6 +9,7 @@
 
 #include "engine/common/error.h"
 #include "reports/import/nccl_tests_import.h"
+#include "reports/input_file.h"
 #include "reports/json_io.h"
 #include "reports/schema/schema_version.h"
 #include "reports/sweep/sweep_journal.h"

@@ -1,6 +1,7 @@
 #include "reports/schema/world.h"
 
 #include "engine/common/error.h"
+#include "reports/input_file.h"
 #include "reports/json_io.h"
 
 namespace ds::report {

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "engine/common/error.h"
+#include "reports/input_file.h"
 #include "reports/json_io.h"
 #include "reports/stats.h"
 

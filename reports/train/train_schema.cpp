@@ -10,6 +10,7 @@
 #include <numeric>
 
 #include "engine/common/error.h"
+#include "reports/input_file.h"
 #include "reports/json_io.h"
 #include "reports/stats.h"
 
