@@ -34,6 +34,8 @@ const DiagRecord& find(const std::vector<DiagRecord>& v, const std::string& id) 
   }
   throw std::runtime_error("missing " + id);
 }
+// A reference into a temporary vector dangles at the end of the statement (ASan caught one).
+const DiagRecord& find(std::vector<DiagRecord>&&, const std::string&) = delete;
 
 }  // namespace
 
@@ -56,7 +58,8 @@ TEST(CrossChecks, DuplicateGpuDetectedNamesTheRanks) {
 TEST(CrossChecks, DuplicateGpuNamesTheBusIdBesideTheUuid) {
   std::vector<RankReport> reps{rank(0, "a", 0, "0000:19:00.0"), rank(1, "a", 0, "0000:19:00.0")};
   for (auto& rep : reps) rep.records.back().data["device"]["uuid"] = "GPU-8c4f2a51";
-  const auto& g = find(crossRankChecks(reps, 2), "world.gpu_unique");
+  const auto out = crossRankChecks(reps, 2);  // find() returns a reference into it
+  const auto& g = find(out, "world.gpu_unique");
   EXPECT_EQ(g.status, DiagStatus::kFail);
   EXPECT_NE(g.message.find("ranks 0-1 share GPU 0000:19:00.0 (GPU-8c4f2a51)"), std::string::npos) << g.message;
 }
