@@ -1,5 +1,7 @@
 #include "reports/json_io.h"
 
+#include "reports/input_file.h"
+
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -61,13 +63,7 @@ std::string textOr(const nlohmann::json& j, const char* key, const std::string& 
   return it != j.end() && it->is_string() ? it->get<std::string>() : fallback;
 }
 
-nlohmann::json readJson(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw IoError(fmt::format("cannot read {}: {}", path, errnoText(errno)));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return parseJsonText(ss.str(), path);
-}
+nlohmann::json readJson(const std::string& path) { return parseJsonText(readInputFile(path), path); }
 
 nlohmann::json parseJsonText(const std::string& text, const std::string& origin) {
   try {
@@ -78,7 +74,7 @@ nlohmann::json parseJsonText(const std::string& text, const std::string& origin)
   } catch (const nlohmann::json::exception& e) {
     // Valid syntax the library still refuses, e.g. a number too large for a double (out_of_range 406).
     throw ConfigError(
-        fmt::format("{} cannot be read as JSON: {}. The file may be corrupt.", origin, e.what()));
+        fmt::format("{} cannot be read as JSON: {}. The file may be corrupt.", origin, jsonErrorText(e)));
   }
 }
 

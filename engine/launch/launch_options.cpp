@@ -1,6 +1,8 @@
 // Option checks, program lookup and the worker environment: the pure parts of dsrun.
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <netinet/in.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -8,6 +10,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
+#include <fstream>
 #include <random>
 
 #include "engine/common/error.h"
@@ -154,6 +157,53 @@ LaunchOptions resolveLaunchOptions(LaunchOptions opts, const std::map<std::strin
     opts.masterPort = pickFreePort();
   }
   return opts;
+}
+
+ProcessLimits readProcessLimits() {
+  ProcessLimits l;
+  struct rlimit rl {};
+  // RLIMIT_NPROC does not bind root (CAP_SYS_RESOURCE), so it is not a limit there.
+  if (::geteuid() != 0 && ::getrlimit(RLIMIT_NPROC, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+    l.userProcessLimit = static_cast<long long>(rl.rlim_cur);
+  std::ifstream pidMax("/proc/sys/kernel/pid_max");
+  if (!(pidMax >> l.pidMax)) l.pidMax = -1;
+  if (l.userProcessLimit >= 0) {
+    // The user's processes now: /proc/<pid> directories owned by this uid.
+    const uid_t uid = ::getuid();
+    if (DIR* d = ::opendir("/proc")) {
+      while (const dirent* e = ::readdir(d)) {
+        if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
+        struct stat st {};
+        if (::stat(fmt::format("/proc/{}", e->d_name).c_str(), &st) == 0 && st.st_uid == uid)
+          ++l.userProcesses;
+      }
+      ::closedir(d);
+    }
+  }
+  return l;
+}
+
+void checkWorkerLimits(int workers, const ProcessLimits& limits) {
+  if (workers > kMaxWorkersPerNode) {
+    throw ConfigError(fmt::format(
+        "--nproc-per-node {} is more than dsrun starts on one node ({}): a node has at most a few "
+        "hundred cores or 16 GPUs. Check the value; for more ranks use more nodes (--nnodes).",
+        workers, kMaxWorkersPerNode));
+  }
+  if (limits.userProcessLimit >= 0 && workers > limits.userProcessLimit - limits.userProcesses) {
+    throw ConfigError(fmt::format(
+        "--nproc-per-node {} is more than this user may still start: ulimit -u is {} and {} processes "
+        "already "
+        "run, so at most {} more (each worker's threads count too). Start fewer workers or raise ulimit -u.",
+        workers, limits.userProcessLimit, limits.userProcesses,
+        std::max(0LL, limits.userProcessLimit - limits.userProcesses)));
+  }
+  if (limits.pidMax > 0 && workers > limits.pidMax / 2) {
+    throw ConfigError(fmt::format(
+        "--nproc-per-node {} would take more than half of this machine's process ids (pid_max {}). Start "
+        "fewer workers.",
+        workers, limits.pidMax));
+  }
 }
 
 std::string resolveProgram(const std::string& program, const std::string& pathEnv) {

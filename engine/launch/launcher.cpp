@@ -370,6 +370,9 @@ class Supervisor {
     if (!devNull.valid()) throw IoError(fmt::format("dsrun: cannot open /dev/null: {}", errnoText(errno)));
 
     for (size_t i = 0; i < workers_.size(); ++i) {
+      // A stop signal stays pending in the signalfd until supervise() reads it; starting the rest of
+      // the workers first would delay the stop by the whole spawn.
+      if (stopSignalPending()) return;
       Worker& w = workers_[i];
       std::vector<char*> envp;
       for (auto& kv : envs_[i]) envp.push_back(kv.data());
@@ -445,6 +448,14 @@ class Supervisor {
         throwExecError(w, failure);
       }
     }
+  }
+
+  static bool stopSignalPending() {
+    sigset_t pending;
+    if (::sigpending(&pending) != 0) return false;
+    for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT})
+      if (sigismember(&pending, sig) == 1) return true;
+    return false;
   }
 
   [[noreturn]] void throwExecError(const Worker& w, const ChildFailure& f) const {
@@ -657,6 +668,7 @@ int launch(const LaunchOptions& options) {
         "every node to choose it)",
         opts.runId);
   }
+  checkWorkerLimits(opts.nprocPerNode, readProcessLimits());
   auto path = env.find("PATH");
   // Without PATH, execvp searches the system default.
   std::string programPath =

@@ -27,6 +27,9 @@ namespace ds::launch {
 
 inline constexpr int kExitUsage = 2;           // dsrun's own usage / configuration error
 inline constexpr int kExitLauncherFailed = 3;  // dsrun itself could not run (fork, pipes, ...)
+// The most workers one dsrun starts (README). A node has at most a few hundred cores or 16 GPUs; a
+// larger count is a typo (100000 for 1000) that would fill the process table.
+inline constexpr int kMaxWorkersPerNode = 1024;
 
 // The options of one dsrun invocation; torchrun's names and defaults.
 struct LaunchOptions {
@@ -64,6 +67,20 @@ void validateLaunchOptions(const LaunchOptions& opts);
 // "<masterAddr>_<masterPort>" (the rendezvous endpoint, which identifies the job on the cluster).
 // Throws ConfigError, or IoError when no port can be bound.
 LaunchOptions resolveLaunchOptions(LaunchOptions opts, const std::map<std::string, std::string>& env = {});
+
+// What the machine allows in processes, read before forking (readProcessLimits) so that a large
+// --nproc-per-node is refused instead of forking until fork fails.
+struct ProcessLimits {
+  long long userProcessLimit = -1;  // ulimit -u (RLIMIT_NPROC, soft); -1 = unlimited or not enforced (root)
+  long long userProcesses = 0;      // processes this user runs now
+  long long pidMax = -1;            // /proc/sys/kernel/pid_max; -1 = unknown
+};
+ProcessLimits readProcessLimits();
+
+// Throws ConfigError when `workers` more processes would pass the limits: ulimit -u less what the
+// user already runs, pid_max (half of it: the rest of the machine needs pids too) or
+// kMaxWorkersPerNode. The message says how many were asked for and how many are possible.
+void checkWorkerLimits(int workers, const ProcessLimits& limits);
 
 // Finds the file execvp would run for `program`, given PATH (empty entries mean the current
 // directory, as in execvp). Throws ds::ConfigError naming the path and the fix when it does not

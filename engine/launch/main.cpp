@@ -1,8 +1,11 @@
 // dsrun: start N copies of a program on this node with torchrun's environment (see launcher.h for
 // the behaviour and the exit codes).
 #include <CLI/CLI.hpp>
+#include <sys/stat.h>
+
 #include <cstdio>
 
+#include "engine/common/cli.h"
 #include "engine/common/error.h"
 #include "engine/launch/launcher.h"
 
@@ -21,13 +24,18 @@ int main(int argc, char** argv) {
   app.option_defaults()->always_capture_default();
 
   app.add_option("--nproc-per-node,--nproc_per_node", opts.nprocPerNode, "Worker processes on this node")
+      ->transform(ds::cli::integer(1, ds::launch::kMaxWorkersPerNode))
       ->envname("DSRUN_NPROC_PER_NODE");
-  app.add_option("--nnodes", opts.nnodes, "Number of nodes of the job")->envname("DSRUN_NNODES");
+  app.add_option("--nnodes", opts.nnodes, "Number of nodes of the job")
+      ->transform(ds::cli::integer(1, 1000000))
+      ->envname("DSRUN_NNODES");
   app.add_option("--node-rank,--node_rank", opts.nodeRank, "Rank of this node, 0..nnodes-1")
+      ->transform(ds::cli::integer(0, 999999))
       ->envname("DSRUN_NODE_RANK");
   app.add_option("--master-addr,--master_addr", opts.masterAddr, "Address of node 0 (MASTER_ADDR)")
       ->envname("DSRUN_MASTER_ADDR");
   app.add_option("--master-port,--master_port", opts.masterPort, "Port of the rendezvous store (MASTER_PORT)")
+      ->transform(ds::cli::integer(1, 65535))
       ->envname("DSRUN_MASTER_PORT");
   app.add_flag("--standalone", opts.standalone, "Single node: MASTER_ADDR=127.0.0.1 and a free MASTER_PORT")
       ->envname("DSRUN_STANDALONE");
@@ -37,14 +45,22 @@ int main(int argc, char** argv) {
       ->envname("DSRUN_RDZV_ID");
   app.add_option("--log-dir,--log_dir", opts.logDir,
                  "Write each worker's output to <dir>/<run_id>/attempt_0/<local_rank>/{stdout,stderr}.log")
+      ->check(ds::cli::checkedBy([](const std::string& dir) {
+        // dsrun creates the folders; a file, device or FIFO in the way is refused before anything starts.
+        struct stat st {};
+        if (!dir.empty() && ::stat(dir.c_str(), &st) == 0 && !S_ISDIR(st.st_mode))
+          throw ds::ConfigError(ds::cli::shown(dir) + " exists and is not a directory; give a folder for the logs.");
+      }))
       ->envname("DSRUN_LOG_DIR");
   app.add_flag("--tee", opts.tee, "Also print every worker line to the console, prefixed [rank<N>]:")
       ->envname("DSRUN_TEE");
   app.add_option("--grace-period,--grace_period", opts.gracePeriodS,
                  "Seconds between SIGTERM and SIGKILL when stopping workers")
+      ->transform(ds::cli::number(0, 3600))
       ->envname("DSRUN_GRACE_PERIOD");
   app.add_option("--max-restarts,--max_restarts", opts.maxRestarts,
                  "Accepted for torchrun; only 0 is supported")
+      ->transform(ds::cli::integer(0, 1000))
       ->envname("DSRUN_MAX_RESTARTS");
   app.add_flag("--no-python,--no_python", noPython,
                "Accepted for torchrun; dsrun always runs the program directly")
@@ -55,7 +71,7 @@ int main(int argc, char** argv) {
       "SIGINT/SIGTERM and stopped the workers.\n");
 
   try {
-    app.parse(argc, argv);
+    ds::cli::parse(app, argc, argv);
   } catch (const CLI::ParseError& e) {
     int rc = app.exit(e);
     return rc == 0 ? 0 : ds::launch::kExitUsage;

@@ -7,6 +7,10 @@
 #include <string>
 #include <vector>
 
+#include "engine/common/cli.h"
+#include "reports/input_file.h"
+#include "reports/json_io.h"
+
 namespace ds::report::cli {
 
 // dsreport's exit codes. compare's 0/1/2 are the CI contract; the others follow it.
@@ -22,6 +26,16 @@ struct Command {
   CLI::App* app = nullptr;
   std::function<int()> run;  // returns an ExitCode; ds::Error escapes to main
 };
+
+// --max-input-mb (DSREPORT_MAX_INPUT_MB) of the subcommands that read result files: the readers'
+// size cap (reports/json_io.h), for the rare result file beyond 256 MiB.
+inline void addMaxInputFlag(CLI::App* sub) {
+  sub->add_option_function<long long>(
+         "--max-input-mb", [](const long long& mb) { setMaxInputBytes(static_cast<std::size_t>(mb) << 20); },
+         "largest input file read, MiB (default 256)")
+      ->transform(ds::cli::integer(1, 1 << 20))
+      ->envname("DSREPORT_MAX_INPUT_MB");
+}
 
 Command addHtmlCommand(CLI::App& parent);       // html_command.cpp
 Command addCompareCommand(CLI::App& parent);    // compare_command.cpp

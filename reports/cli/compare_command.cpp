@@ -59,7 +59,8 @@ Command addCompareCommand(CLI::App& parent) {
       c.app
           ->add_option("runs", o->runs,
                        "the baseline run(s), then '--' and the current run(s); or just two runs")
-          ->required();
+          ->required()
+          ->check(ds::cli::inputFile());
   c.app
       ->add_flag_callback(
           kSeparatorFlag,
@@ -74,13 +75,13 @@ Command addCompareCommand(CLI::App& parent) {
   c.app
       ->add_option("--threshold", o->compare.thresholdPct,
                    "percent: smaller changes count as unchanged, whatever the noise")
-      ->check(CLI::NonNegativeNumber)
+      ->transform(ds::cli::number(0, 1000))
       ->capture_default_str()
       ->envname("DSREPORT_THRESHOLD");
   c.app
       ->add_option("--alpha", o->compare.alpha,
                    "significance of the per-item Mann-Whitney U test (false-discovery rate over the items)")
-      ->check(CLI::Range(1e-6, 0.5))
+      ->transform(ds::cli::number(1e-6, 0.5))
       ->capture_default_str()
       ->envname("DSREPORT_ALPHA");
   c.app
@@ -88,9 +89,12 @@ Command addCompareCommand(CLI::App& parent) {
                  "compare runs made on different hosts (the difference is still reported)")
       ->envname("DSREPORT_IGNORE_HOSTS");
   c.app->add_option("--json", o->jsonPath, "also write the comparison as JSON (schema dsperf.compare)")
+      ->check(ds::cli::outputFile())
       ->envname("DSREPORT_COMPARE_JSON");
   c.app->add_option("--html", o->htmlPath, "also write the comparison as a self-contained HTML page")
+      ->check(ds::cli::outputFile())
       ->envname("DSREPORT_COMPARE_HTML");
+  addMaxInputFlag(c.app);
   c.run = [o]() -> int {
     std::size_t split = o->split;
     if (!o->separatorSeen) {

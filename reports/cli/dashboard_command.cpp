@@ -34,40 +34,43 @@ Command addDashboardCommand(CLI::App& parent) {
       "label, backend and collective. Exit 0: written; 2: the database is missing or unusable.");
   c.app->add_option("--db", f->db, "the history database written by `dsreport ingest`")
       ->required()
+      ->check(ds::cli::inputFile())
       ->envname("DSREPORT_DB");
   c.app->add_option("-o,--output", f->output, "the HTML file to write (replaced atomically)")
       ->capture_default_str()
+      ->check(ds::cli::outputFile())
       ->envname("DSREPORT_DASHBOARD_OUTPUT");
   c.app->add_option("--label", f->options.labels, "keep only these cluster labels (repeatable)");
   c.app->add_option("--backend", f->options.backends, "keep only these backends (repeatable)");
   c.app->add_option("--collective", f->options.collectives,
                     "keep only these collectives (repeatable; \"train\" for the train step series)");
   c.app->add_option("--size", f->options.sizes,
-                    "keep only these message sizes of the busbw series, in bytes");
+                    "keep only these message sizes of the busbw series, in bytes")
+      ->transform(ds::cli::integer(0, 1LL << 50));
   c.app
       ->add_option("--window", f->options.window,
                    "history points (before the current level) a point is tested against; their median is its "
                    "baseline")
       ->capture_default_str()
-      ->check(CLI::Range(1, 1000));
+      ->transform(ds::cli::integer(1, 1000));
   c.app
       ->add_option("--recent", f->options.recent,
                    "points that make the current level: the judged point and those just before it")
       ->capture_default_str()
-      ->check(CLI::Range(1, 1000));
+      ->transform(ds::cli::integer(1, 1000));
   c.app->add_option("--min-history", f->options.minHistory, "fewer history points than this: no verdict")
       ->capture_default_str()
-      ->check(CLI::Range(1, 1000));
+      ->transform(ds::cli::integer(1, 1000));
   c.app
       ->add_option("--threshold", f->options.thresholdPct,
                    "smallest change flagged, in percent of the baseline")
       ->capture_default_str()
-      ->check(CLI::Range(0.0, 1000.0));
+      ->transform(ds::cli::number(0, 1000));
   c.app
       ->add_option("--alpha", f->options.alpha,
                    "and a Mann-Whitney U test of the current level against the history must give p <= this")
       ->capture_default_str()
-      ->check(CLI::Range(1e-6, 0.5));
+      ->transform(ds::cli::number(1e-6, 0.5));
   c.run = [f] {
     history::DashboardData data = history::queryDashboard(f->db, f->options);
     html::writeDashboard(data, f->output);

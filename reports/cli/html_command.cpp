@@ -31,10 +31,13 @@ Command addHtmlCommand(CLI::App& parent) {
   c.app
       ->add_option("runs", opts->inputs,
                    "result files (JSON written by dsbench or dsdiag, or a .jsonl journal)")
-      ->required();
+      ->required()
+      ->check(ds::cli::inputFile());
   c.app->add_option("-o,--output", opts->output, "the HTML file to write (replaced atomically)")
       ->capture_default_str()
+      ->check(ds::cli::outputFile())
       ->envname("DSREPORT_HTML_OUTPUT");
+  addMaxInputFlag(c.app);
   c.run = [opts] {
     std::vector<RunFile> runs;
     for (const auto& path : opts->inputs) runs.push_back(loadRunFile(path));

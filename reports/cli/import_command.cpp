@@ -30,13 +30,16 @@ Command addImportCommand(CLI::App& parent) {
       "Convert nccl-tests output (the text table of any recent version, or its -J JSON) into a dsperf sweep "
       "JSON, so existing nccl-tests history can be compared, reported and ingested like dsbench runs.");
   c.app->add_option("input", o->input, "nccl-tests console output (.txt/.log) or its -J JSON file")
-      ->required();
+      ->required()
+      ->check(ds::cli::inputFile());
   c.app->add_option("-o,--output", o->output, "the dsperf sweep JSON to write (atomically)")
       ->required()
+      ->check(ds::cli::outputFile())
       ->envname("DSREPORT_IMPORT_OUTPUT");
   CLI::Option* labelOpt =
       c.app
           ->add_option("--label", o->import.label, "the cluster or system the run describes (metadata.label)")
+          ->check(ds::cli::checkedBy([](const std::string& t) { checkLabel(t, "--label"); }))
           ->envname("DSREPORT_LABEL");
   c.app->add_option("--backend", o->import.backend, "the backend column of the imported rows")
       ->capture_default_str()
@@ -46,6 +49,7 @@ Command addImportCommand(CLI::App& parent) {
                    "the collective, when the output does not name it (older versions): allreduce, allgather, "
                    "reduce_scatter, alltoall, broadcast, reduce, sendrecv or nccl-tests' binary name")
       ->envname("DSREPORT_IMPORT_COLLECTIVE");
+  addMaxInputFlag(c.app);
   c.run = [o, labelOpt]() -> int {
     if (labelOpt->count() > 0) checkLabel(o->import.label, "--label");
     SweepRun run = importNcclTestsFile(o->input, o->import);

@@ -8,6 +8,7 @@
 
 #include "reports/cli/command.h"
 #include "reports/history/ingest.h"
+#include "reports/schema/label.h"
 
 namespace ds::report::cli {
 
@@ -35,18 +36,21 @@ Command addIngestCommand(CLI::App& parent) {
       ->required();
   c.app->add_option("--db", f->db, "the history database; created when missing")
       ->required()
+      ->check(ds::cli::outputFile())
       ->envname("DSREPORT_DB");
   c.app
       ->add_option(
           "--label", f->options.label,
           "cluster or system name stored with every run of this call, overriding the files' own label "
           "(dsbench --label)")
+      ->check(ds::cli::checkedBy([](const std::string& t) { checkLabel(t, "--label"); }))
       ->envname("DSREPORT_LABEL");
   c.app
       ->add_option("--busy-timeout-ms", f->options.busyTimeoutMs,
                    "how long to wait for another ingest holding the database's write lock (default 60000)")
-      ->check(CLI::Range(0, 3600000));
+      ->transform(ds::cli::integer(0, 3600000));
   c.app->add_flag("-q,--quiet", f->quiet, "print only rejected files and the summary");
+  addMaxInputFlag(c.app);
   c.run = [f] {
     auto report = history::ingestRuns(f->db, f->files, f->options);
     // Rejections go to stderr, so a CI log shows them among the errors; the rest to stdout.

@@ -23,7 +23,7 @@ int main(int argc, char** argv) {
     std::vector<std::string> args(argv + 1, argv + argc);
     cli::markRunSeparator(args);
     std::reverse(args.begin(), args.end());  // CLI11 takes the arguments last first
-    app.parse(std::move(args));
+    ds::cli::parse(app, std::move(args));
   } catch (const CLI::ParseError& e) {
     int rc = app.exit(e);
     return rc == 0 ? cli::kExitOk : cli::kExitBadInput;

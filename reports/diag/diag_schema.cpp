@@ -1,6 +1,7 @@
 #include "reports/diag/diag_schema.h"
 
 #include "engine/common/error.h"
+#include "reports/input_file.h"
 #include "reports/json_io.h"
 
 namespace ds::report {
@@ -111,12 +112,13 @@ DiagReport diagFromJson(const nlohmann::json& j, const std::string& origin) {
       } catch (const ConfigError& e) {
         throw ConfigError(fmt::format("{}: checks[{}]: {}", origin, i, e.what()));
       } catch (const nlohmann::json::exception& e) {
-        throw ConfigError(fmt::format("{}: checks[{}] is not a valid dsdiag check: {}", origin, i, e.what()));
+        throw ConfigError(
+            fmt::format("{}: checks[{}] is not a valid dsdiag check: {}", origin, i, jsonErrorText(e)));
       }
     }
     return r;
   } catch (const nlohmann::json::exception& e) {
-    throw ConfigError(fmt::format("{} is not a valid dsdiag report: {}", origin, e.what()));
+    throw ConfigError(fmt::format("{} is not a valid dsdiag report: {}", origin, jsonErrorText(e)));
   }
 }
 

@@ -2,9 +2,31 @@
 
 #include <sys/stat.h>
 
+#include <cctype>
+
 #include "engine/common/error.h"
 
 namespace ds::report::history {
+
+namespace {
+
+// What a statement does, in words: error messages name the operation, never the internal SQL.
+std::string operationOf(const std::string& sql) {
+  std::size_t b = sql.find_first_not_of(" \t\n");
+  std::string word;
+  for (std::size_t i = b;
+       i != std::string::npos && i < sql.size() && std::isalpha(static_cast<unsigned char>(sql[i])); ++i)
+    word += static_cast<char>(std::toupper(static_cast<unsigned char>(sql[i])));
+  if (word == "SELECT" || word == "WITH") return "reading the history";
+  if (word == "INSERT" || word == "UPDATE" || word == "DELETE" || word == "REPLACE") return "storing a run";
+  if (word == "CREATE" || word == "ALTER" || word == "DROP") return "setting up the history's tables";
+  if (word == "BEGIN" || word == "COMMIT" || word == "ROLLBACK" || word == "SAVEPOINT" || word == "RELEASE")
+    return "a transaction";
+  if (word == "PRAGMA") return "reading the database's settings";
+  return "a database operation";
+}
+
+}  // namespace
 
 Database::Database(const std::string& path, Mode mode, int busyTimeoutMs) : path_(path) {
   if (mode == Mode::kExisting) {
@@ -57,7 +79,7 @@ void Database::exec(const std::string& sql) {
   char* err = nullptr;
   int rc = sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &err);
   if (err) sqlite3_free(err);
-  if (rc != SQLITE_OK) fail(sql.substr(0, sql.find_first_of("(\n")), rc);
+  if (rc != SQLITE_OK) fail(operationOf(sql), rc);
 }
 
 std::int64_t Database::queryInt(const std::string& sql) {
@@ -74,7 +96,7 @@ int Database::changes() const { return sqlite3_changes(db_); }
 
 Statement::Statement(Database& db, const std::string& sql) : db_(db) {
   int rc = sqlite3_prepare_v2(db.handle(), sql.c_str(), static_cast<int>(sql.size()), &stmt_, nullptr);
-  if (rc != SQLITE_OK) db.fail("preparing '" + sql.substr(0, 60) + "'", rc);
+  if (rc != SQLITE_OK) db.fail(operationOf(sql), rc);
 }
 
 Statement::~Statement() { sqlite3_finalize(stmt_); }
@@ -135,7 +157,7 @@ bool Statement::step() {
   int rc = sqlite3_step(stmt_);
   if (rc == SQLITE_ROW) return true;
   if (rc == SQLITE_DONE) return false;
-  db_.fail(std::string("running '") + sqlite3_sql(stmt_) + "'", rc);
+  db_.fail(operationOf(sqlite3_sql(stmt_)), rc);
 }
 
 void Statement::run() {

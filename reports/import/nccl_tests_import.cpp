@@ -16,6 +16,7 @@
 #include "engine/comm/backends/nccl/nccl_version.h"
 #include "engine/comm/types.h"
 #include "engine/common/error.h"
+#include "reports/input_file.h"
 #include "reports/json_io.h"
 
 namespace ds::report {
@@ -645,7 +646,7 @@ SweepRun importNcclTestsJson(const nlohmann::json& doc, const std::string& origi
     }
     run.args.collectives = {collective};
   } catch (const nlohmann::json::exception& e) {
-    throw bad(e.what());
+    throw bad(jsonErrorText(e));
   }
   run.args.backends = {o.backend};
   std::set<std::string> dtypes, ops;
@@ -660,13 +661,7 @@ SweepRun importNcclTestsJson(const nlohmann::json& doc, const std::string& origi
 }
 
 SweepRun importNcclTestsFile(const std::string& path, const NcclImportOptions& o) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    throw IoError(
-        fmt::format("cannot read {}: {}. Check the path and its permissions.", path, errnoText(errno)));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  const std::string text = ss.str();
+  const std::string text = readInputFile(path);
   auto first = text.find_first_not_of(" \t\r\n");
   if (first != std::string::npos && text[first] == '{') {
     auto doc = nlohmann::json::parse(text, nullptr, false);
@@ -677,7 +672,8 @@ SweepRun importNcclTestsFile(const std::string& path, const NcclImportOptions& o
       } catch (const nlohmann::json::parse_error& e) {
         why = fmt::format("not valid JSON (byte {})", e.byte);
       } catch (const nlohmann::json::exception& e) {
-        why = fmt::format("not readable JSON ({})", e.what());  // e.g. a number too large for a double
+        why =
+            fmt::format("not readable JSON ({})", jsonErrorText(e));  // e.g. a number too large for a double
       }
       throw ConfigError(
           fmt::format("{} looks like an nccl-tests -J file but is {}: the file is truncated or corrupt "

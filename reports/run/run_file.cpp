@@ -9,6 +9,7 @@
 
 #include "engine/common/error.h"
 #include "reports/import/nccl_tests_import.h"
+#include "reports/input_file.h"
 #include "reports/json_io.h"
 #include "reports/schema/schema_version.h"
 #include "reports/sweep/sweep_journal.h"
@@ -46,17 +47,6 @@ std::string runIdOf(RunKind kind, const nlohmann::json& canonical) {
 }
 
 namespace {
-
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    throw IoError(
-        fmt::format("cannot read {}: {}. Check the path and its permissions.", path, errnoText(errno)));
-  }
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 bool endsWith(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
@@ -116,7 +106,7 @@ RunFile loadTrainJournal(const std::string& text, const std::string& path) {
     try {
       runs.push_back(j.at("run").get<TrainRunRecord>());
     } catch (const nlohmann::json::exception& e) {
-      throw ConfigError(fmt::format("{} is not a valid train journal line: {}", where, e.what()));
+      throw ConfigError(fmt::format("{} is not a valid train journal line: {}", where, jsonErrorText(e)));
     }
   }
   if (runs.empty()) {
@@ -169,7 +159,8 @@ RunFile classifyRun(const nlohmann::json& doc, const std::string& origin) {
     try {
       (void)readIntOr(f.trainMetadata, "world_size", 0);  // read again by compare and html: checked here
     } catch (const nlohmann::json::exception& e) {
-      throw ConfigError(fmt::format("{}: metadata.world_size is not a rank count: {}", origin, e.what()));
+      throw ConfigError(
+          fmt::format("{}: metadata.world_size is not a rank count: {}", origin, jsonErrorText(e)));
     }
     f.runId = runIdOf(f.kind, trainToJson(*f.train, f.trainMetadata));
   } else if (schema == kDiagSchemaName) {
@@ -199,7 +190,7 @@ RunFile classifyRun(const nlohmann::json& doc, const std::string& origin) {
 }
 
 RunFile loadRunFile(const std::string& path) {
-  const std::string text = slurp(path);
+  const std::string text = readInputFile(path);
   if (text.find_first_not_of(" \t\r\n") == std::string::npos) {
     throw ConfigError(
         fmt::format("{} is empty. The run that should have written it may have failed before "

@@ -1,6 +1,7 @@
 #include "reports/schema/world.h"
 
 #include "engine/common/error.h"
+#include "reports/input_file.h"
 #include "reports/json_io.h"
 
 namespace ds::report {
@@ -55,7 +56,7 @@ std::vector<RankRecord> worldFromJson(const nlohmann::json& j, const std::string
     checkSchemaVersion(j, kWorldSchemaName, origin);
     return j.at("ranks").get<std::vector<RankRecord>>();
   } catch (const nlohmann::json::exception& e) {
-    throw ConfigError(fmt::format("{} is not a valid dsperf world report: {}", origin, e.what()));
+    throw ConfigError(fmt::format("{} is not a valid dsperf world report: {}", origin, jsonErrorText(e)));
   }
 }
 

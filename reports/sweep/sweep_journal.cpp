@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "engine/common/error.h"
+#include "reports/input_file.h"
 #include "reports/json_io.h"
 
 namespace ds::report {
@@ -59,13 +60,7 @@ void SweepJournal::writeLine(const nlohmann::json& j) {
   }
 }
 
-SweepRun readSweepJournal(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw IoError(fmt::format("cannot read the journal {}: {}", path, errnoText(errno)));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return parseSweepJournal(ss.str(), path);
-}
+SweepRun readSweepJournal(const std::string& path) { return parseSweepJournal(readInputFile(path), path); }
 
 SweepRun parseSweepJournal(const std::string& text, const std::string& path) {
   std::istringstream in(text);
@@ -99,7 +94,7 @@ SweepRun parseSweepJournal(const std::string& text, const std::string& path) {
       }
     } catch (const nlohmann::json::exception& e) {
       throw ConfigError(
-          fmt::format("{} line {} is not a valid sweep journal line: {}", path, lineNo, e.what()));
+          fmt::format("{} line {} is not a valid sweep journal line: {}", path, lineNo, jsonErrorText(e)));
     }
   }
   if (!started) throw ConfigError(fmt::format("{} holds no dsperf sweep journal (no start line).", path));

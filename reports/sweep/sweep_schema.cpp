@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "engine/common/error.h"
+#include "reports/input_file.h"
 #include "reports/json_io.h"
 #include "reports/stats.h"
 
@@ -321,7 +322,7 @@ SweepRun sweepFromJson(const nlohmann::json& j, const std::string& origin) {
     readTo(j.at("summary"), run.summary);
     return run;
   } catch (const nlohmann::json::exception& e) {
-    throw ConfigError(fmt::format("{} is not a valid dsperf sweep result: {}", origin, e.what()));
+    throw ConfigError(fmt::format("{} is not a valid dsperf sweep result: {}", origin, jsonErrorText(e)));
   }
 }
 

@@ -4,6 +4,7 @@
 #include "reports/run/run_file.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <cstdlib>
 #include <fstream>
@@ -11,6 +12,7 @@
 
 #include "engine/common/error.h"
 #include "engine/testing/subprocess.h"
+#include "reports/input_file.h"
 #include "reports/json_io.h"
 #include "reports/schema/label.h"
 #include "reports/schema/schema_version.h"
@@ -319,4 +321,62 @@ TEST(Golden, TrainWriterAndReader) {
   RunFile f = classifyRun(readJson(goldenPath("train_golden.json")), "train_golden.json");
   EXPECT_EQ(trainToJson(*f.train, f.trainMetadata), trainToJson({t}, meta));
   EXPECT_EQ(f.label, "pod-7");
+}
+
+// Issue 18: readers take regular files only, of a bounded size, and say what they found.
+TEST(InputFiles, ADirectoryIsADirectoryNotEmpty) {
+  ds::testing::TempDir d;
+  try {
+    loadRunFile(d.path());
+    FAIL();
+  } catch (const ds::ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find(d.path() + " is a directory"), std::string::npos) << e.what();
+  }
+}
+
+TEST(InputFiles, DevicesAndFifosAreRefusedWithoutReading) {
+  ds::testing::TempDir d;
+  const std::string fifo = d.file("fifo");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  for (const std::string& path : {std::string("/dev/zero"), fifo}) {
+    try {
+      readInputFile(path);  // /dev/zero would read forever, the FIFO block forever
+      FAIL() << path;
+    } catch (const ds::ConfigError& e) {
+      EXPECT_NE(std::string(e.what()).find("not a regular file"), std::string::npos) << e.what();
+    }
+  }
+}
+
+TEST(InputFiles, TheSizeCapSaysHowBigAndHowToRaiseIt) {
+  ds::testing::TempDir d;
+  { std::ofstream(d.file("big.json")) << std::string(3 << 20, ' ') << "{}"; }
+  setMaxInputBytes(2 << 20);
+  try {
+    readInputFile(d.file("big.json"));
+    FAIL();
+  } catch (const ds::ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("is 3 MiB, more than dsreport reads (2 MiB"), std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("--max-input-mb"), std::string::npos);
+  }
+  setMaxInputBytes(kDefaultMaxInputBytes);
+  EXPECT_EQ(readInputFile(d.file("big.json")).size(), (3u << 20) + 2);
+}
+
+TEST(InputFiles, JsonErrorsNameTheFileWithoutTheLibrarysCodes) {
+  ds::testing::TempDir d;
+  auto doc =
+      nlohmann::json::parse(ds::testing::readFile(std::string(DS_REPORTS_TEST_DATA) + "/sweep_golden.json"));
+  doc["results"][0]["out_of_place"]["bus_bw"] = "fast";
+  { std::ofstream(d.file("bad.json")) << doc.dump(); }
+  try {
+    loadRunFile(d.file("bad.json"));
+    FAIL();
+  } catch (const ds::ConfigError& e) {
+    std::string m = e.what();
+    EXPECT_NE(m.find(d.file("bad.json")), std::string::npos) << m;
+    EXPECT_NE(m.find("type must be number, but is string"), std::string::npos) << m;
+    EXPECT_EQ(m.find("[json.exception"), std::string::npos) << m;
+  }
 }

@@ -10,6 +10,7 @@
 #include <numeric>
 
 #include "engine/common/error.h"
+#include "reports/input_file.h"
 #include "reports/json_io.h"
 #include "reports/stats.h"
 
@@ -175,7 +176,7 @@ std::vector<TrainRunRecord> trainFromJson(const nlohmann::json& j, const std::st
   try {
     return j.at("runs").get<std::vector<TrainRunRecord>>();
   } catch (const nlohmann::json::exception& e) {
-    throw ConfigError(fmt::format("{}: malformed train result: {}", origin, e.what()));
+    throw ConfigError(fmt::format("{}: malformed train result: {}", origin, jsonErrorText(e)));
   }
 }
 

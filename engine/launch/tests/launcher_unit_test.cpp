@@ -79,6 +79,44 @@ TEST(LaunchOptionsTest, BadValuesNameFlagValueAndRange) {
   }
 }
 
+// Issue 18: 100000 workers forked until fork failed. The count is refused before any fork, with how
+// many were asked for and how many the machine allows.
+TEST(WorkerLimitsTest, RefusesBeyondTheCapUlimitAndPidMax) {
+  auto messageOf = [](int n, ProcessLimits l) -> std::string {
+    try {
+      checkWorkerLimits(n, l);
+    } catch (const ConfigError& e) {
+      return e.what();
+    }
+    return "";
+  };
+  ProcessLimits none;
+  EXPECT_EQ(messageOf(kMaxWorkersPerNode, none), "");
+  std::string m = messageOf(100000, none);
+  EXPECT_NE(m.find("--nproc-per-node 100000"), std::string::npos) << m;
+  EXPECT_NE(m.find(std::to_string(kMaxWorkersPerNode)), std::string::npos) << m;
+
+  ProcessLimits ulimit;
+  ulimit.userProcessLimit = 100;
+  ulimit.userProcesses = 40;
+  EXPECT_EQ(messageOf(60, ulimit), "");
+  m = messageOf(61, ulimit);
+  EXPECT_NE(m.find("ulimit -u is 100 and 40 processes already run, so at most 60 more"), std::string::npos)
+      << m;
+
+  ProcessLimits pids;
+  pids.pidMax = 1000;
+  EXPECT_EQ(messageOf(500, pids), "");
+  m = messageOf(501, pids);
+  EXPECT_NE(m.find("pid_max 1000"), std::string::npos) << m;
+}
+
+TEST(WorkerLimitsTest, ThisMachineHasAPidMax) {
+  ProcessLimits l = readProcessLimits();
+  EXPECT_GT(l.pidMax, 0);
+  if (l.userProcessLimit >= 0) EXPECT_GT(l.userProcesses, 0);
+}
+
 TEST(LaunchOptionsTest, ResolveFillsRunIdAndStandalonePort) {
   LaunchOptions a = resolveLaunchOptions(validOptions());
   LaunchOptions b = resolveLaunchOptions(validOptions());
