@@ -162,14 +162,17 @@ TEST(DsrunStartTest, BadFlagValuesAreUsageErrors) {
     std::vector<std::string> expected;
   };
   std::vector<Case> cases = {
-      {{"--nproc-per-node", "0"}, {"--nproc-per-node 0", ">= 1"}},
-      {{"--node-rank", "-1"}, {"--node-rank -1", "0..0"}},
+      // Checked as parsed (engine/common/cli.h): "<flag>: '<value>' ...; give ...", the flag named once.
+      {{"--nproc-per-node", "0"}, {"--nproc-per-node: '0' is out of range", "from 1 to 1024"}},
+      {{"--node-rank", "-1"}, {"--node-rank: '-1' is out of range"}},
+      {{"--master-port", "70000"}, {"--master-port: '70000' is out of range", "from 1 to 65535"}},
+      {{"--master-port", "0"}, {"--master-port: '0' is out of range", "from 1 to 65535"}},
+      {{"--grace-period", "-1"}, {"--grace-period: '-1' is out of range", "from 0 to 3600"}},
+      {{"--nproc-per-node", "four"}, {"--nproc-per-node: 'four' is not a whole number"}},
+      {{"--grace-period", "nan"}, {"--grace-period: 'nan' is not a finite number"}},
+      // Checked against each other after parsing (resolveLaunchOptions).
       {{"--nnodes", "2", "--node-rank", "2"}, {"--node-rank 2", "0..1"}},
-      {{"--master-port", "70000"}, {"--master-port 70000", "1..65535"}},
-      {{"--master-port", "0"}, {"--master-port 0", "1..65535"}},
-      {{"--grace-period", "-1"}, {"--grace-period -1"}},
       {{"--max-restarts", "2"}, {"--max-restarts 2"}},
-      {{"--nproc-per-node", "four"}, {"--nproc-per-node"}},
       {{"--bogus-flag"}, {"--bogus-flag"}},
   };
   for (const auto& c : cases) {
@@ -177,7 +180,9 @@ TEST(DsrunStartTest, BadFlagValuesAreUsageErrors) {
     args.insert(args.end(), {workerPath(), "--pid-dir", d.path()});
     RunResult r = runDsrun(args);
     EXPECT_EQ(r.exitCode, 2) << c.flags[0] << ": " << r.err;
-    for (const auto& want : c.expected) EXPECT_TRUE(contains(r.err, want)) << c.flags[0] << ": " << r.err;
+    for (const auto& want : c.expected) EXPECT_TRUE(contains(r.err, want)) << "[" << want << "] in: " << r.err;
+    // Each message names its flag once ("--flag: --flag: ..." was a doubled prefix).
+    EXPECT_FALSE(contains(r.err, c.flags[0] + ": " + c.flags[0])) << r.err;
   }
   EXPECT_EQ(countFiles(d.path()), 0) << "a worker was started despite a bad flag";
   RunResult r = runDsrun({"--nproc-per-node", "2"});
