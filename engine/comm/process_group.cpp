@@ -1,6 +1,7 @@
 #include "engine/comm/process_group.h"
 
 #include <fmt/format.h>
+#include <sched.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -17,6 +18,9 @@ namespace ds::comm {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// The group whose worker loop runs on this thread, if any (onWorkerThread()).
+thread_local const ProcessGroup* tlsWorkerOf = nullptr;
 
 // A heartbeat: "<entered seq> <completed seq> <beat counter> <failed 0|1>".
 struct Beat {
@@ -51,6 +55,8 @@ ProcessGroup::ProcessGroup(ProcessGroupOptions options) : options_(std::move(opt
   }
   DS_CHECK(options_.store != nullptr, "a process group needs a store");
   inlineMaxBytes_ = options_.detailDebug ? 0 : inlineMaxBytesFromEnv(std::getenv("DS_PG_INLINE_MAX_BYTES"));
+  const int cpus = options_.cpus > 0 ? options_.cpus : affinityCpuCount();
+  callerRunsOps_ = cpus == 1 && inlineMaxBytes_ > 0 && options_.device.type == DeviceType::kCpu;
   std::weak_ptr<bool> alive = alive_;
   timeoutHandler_ = std::make_shared<const std::function<std::exception_ptr(const OpDesc&)>>(
       [this, alive](const OpDesc& d) {
@@ -105,6 +111,7 @@ void ProcessGroup::unsupported(const char* what) const {
 }
 
 bool ProcessGroup::inlineEligible(const OpDesc&) const { return false; }
+bool ProcessGroup::callerMayRunToEnd(const OpDesc&) const { return true; }
 
 std::function<void()> ProcessGroup::startInline(const OpDesc& desc, const Buffer&, const Buffer&,
                                                 std::chrono::steady_clock::time_point) {
@@ -317,6 +324,10 @@ std::shared_ptr<Work> ProcessGroup::issue(OpDesc desc, const Buffer& in, const B
   if (broken_) throw unusableError();
   std::unique_lock<std::mutex> lock(issueMu_);
   desc.seq = desc.isPointToPoint() ? ++p2pSeq_ : nextSeq_++;
+  if (callerRunsOps_ && callerMayRunToEnd(desc) && claimInline()) {
+    lock.unlock();
+    return runOnCaller(desc, in, out);
+  }
   if (inlineMaxBytes_ > 0 && desc.bytes <= inlineMaxBytes_ && inlineEligible(desc) && claimInline()) {
     // Later ops (other threads) queue behind this one: the worker waits for running_ to clear.
     lock.unlock();
@@ -384,15 +395,7 @@ std::shared_ptr<Work> ProcessGroup::runInline(const OpDesc& desc, const Buffer& 
   }
   if (error || !rest) {
     if (!error && collective) completedSeq_ = desc.seq;
-    work->markCompleted(error);
-    bool wake = false;
-    {
-      std::lock_guard<std::mutex> lock(queueMu_);
-      running_ = false;
-      wake = !queue_.empty();
-    }
-    if (wake) queueCv_.notify_one();
-    idleCv_.notify_all();
+    finishOnCaller(*work, error);
     return work;
   }
   // Not done within the backend's budget: the worker finishes it before anything issued later.
@@ -411,7 +414,36 @@ std::shared_ptr<Work> ProcessGroup::runInline(const OpDesc& desc, const Buffer& 
   return work;
 }
 
+std::shared_ptr<Work> ProcessGroup::runOnCaller(const OpDesc& desc, const Buffer& in, const Buffer& out) {
+  const auto issued = Work::Clock::now();
+  auto work = makeWork(desc, issued);
+  work->markStarted(issued);
+  std::exception_ptr error;
+  try {
+    runOpWith(desc, [&] { dispatch(desc, in, out); });
+  } catch (...) {
+    error = std::current_exception();
+  }
+  finishOnCaller(*work, error);
+  return work;
+}
+
+void ProcessGroup::finishOnCaller(Work& work, std::exception_ptr error) {
+  work.markCompleted(error);
+  bool wake = false;
+  {
+    std::lock_guard<std::mutex> lock(queueMu_);
+    running_ = false;
+    wake = !queue_.empty();
+  }
+  if (wake) queueCv_.notify_one();
+  idleCv_.notify_all();
+}
+
+bool ProcessGroup::onWorkerThread() const { return tlsWorkerOf == this; }
+
 void ProcessGroup::workerLoop() {
+  tlsWorkerOf = this;
   while (true) {
     Task task;
     {
@@ -455,19 +487,6 @@ BackendError ProcessGroup::unusableError() const {
       fmt::format("the {} process group '{}' is unusable: {} timed out earlier, so the ranks are out "
                   "of step. Restart the job (see the first error for the ranks that were missing).",
                   backendName(), options_.groupName, reason));
-}
-
-void ProcessGroup::runOp(const OpDesc& desc, const std::function<void()>& body) {
-  // Queued behind an op that timed out: fail at once instead of waiting out another timeout (the
-  // peers are out of step), so the queue drains and the caller's buffers are soon free to release.
-  if (broken_) throw unusableError();
-  const bool collective = !desc.isPointToPoint();
-  if (collective) enteredSeq_ = desc.seq;
-  guarded(desc, [&] {
-    if (collective && options_.detailDebug && options_.size > 1) detailCheck(desc);
-    body();
-  });
-  if (collective) completedSeq_ = desc.seq;
 }
 
 void ProcessGroup::rethrowTranslated(const OpDesc& desc, std::exception_ptr error) {
@@ -661,6 +680,13 @@ std::string ProcessGroup::missingRanks(const OpDesc& desc) {
                                       failedToo.size() == 1 ? "s" : "");
   if (missing.empty()) return also;
   return fmt::format(" Ranks that never arrived: {}.{}", fmt::join(missing, "; "), also);
+}
+
+int affinityCpuCount() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (::sched_getaffinity(0, sizeof(set), &set) == 0) return std::max(1, CPU_COUNT(&set));
+  return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 }
 
 std::size_t inlineMaxBytesFromEnv(const char* value) {

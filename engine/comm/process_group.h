@@ -21,6 +21,15 @@
 // DS_PG_INLINE_MAX_BYTES bytes (default kDefaultInlineMaxBytes; 0 turns the fast path off) take it,
 // so that a large op never holds up the caller (DDP overlaps those with its backward pass). Off
 // under DETAIL, whose store round trips dwarf the saving.
+//
+// One core: when this process may run on a single CPU (its affinity mask: mpirun's default binding,
+// srun --cpu-bind=cores, taskset), the worker thread could only run on the caller's own core, so a
+// handoff costs two context switches on it and the worker competes with the caller for it (measured
+// under mpirun -np 2: 34-44 us for an 8-byte shm allreduce instead of ~1 us). There, every op of a
+// host-memory group runs to its end on the caller's thread whenever nothing of the group is queued
+// or running, whatever its size: issuing blocks until the op is done, or fails by its own timeout
+// (diagnosed as always), and the Work comes back completed. Nothing overlaps with the caller then,
+// which a single core could not do anyway. DS_PG_INLINE_MAX_BYTES=0 turns this off too.
 #pragma once
 
 #include <atomic>
@@ -64,6 +73,9 @@ struct ProcessGroupOptions {
   bool detailDebug = false;
   // How often each rank publishes its progress for timeout diagnosis; 0 turns it off.
   Duration heartbeatInterval = std::chrono::seconds(1);
+  // The CPUs this process may run on; 0: read its affinity mask (affinityCpuCount()). 1 makes ops
+  // run on the caller's thread (the class comment's "one core"); tests set it to pretend a placement.
+  int cpus = 0;
 };
 
 class ProcessGroup {
@@ -92,6 +104,9 @@ class ProcessGroup {
   // The largest op (OpDesc::bytes) that may start on the caller's thread (the fast path, see the
   // class comment); 0 when it is off. Backends that do not opt in never take it, whatever this says.
   std::size_t inlineMaxBytes() const { return inlineMaxBytes_; }
+  // True when ops run to their end on the caller's thread because this process has one CPU (the
+  // class comment's "one core").
+  bool callerRunsOps() const { return callerRunsOps_; }
 
   std::shared_ptr<Work> allreduce(const Buffer& input, const Buffer& output, ReduceOp op = ReduceOp::kSum,
                                   Timeout timeout = {});
@@ -153,6 +168,11 @@ class ProcessGroup {
   // as do*(): no other op of the group runs meanwhile.
   virtual std::function<void()> startInline(const OpDesc& desc, const Buffer& in, const Buffer& out,
                                             std::chrono::steady_clock::time_point issued);
+  // Whether `desc` may run to its end on the caller's thread on one core (the class comment): its
+  // do*() keeps the op's timeout there. Default: yes (the do*() contract). A backend whose do*()
+  // blocks without a timeout on the worker thread (mpi's blocking collectives, which Work::wait
+  // times out instead) says no for those ops, which then go to the worker as elsewhere.
+  virtual bool callerMayRunToEnd(const OpDesc& desc) const;
 
   // The TimeoutError for `desc`, naming the ranks that never arrived, from the heartbeats. Marks the
   // group broken. Blocks for a few heartbeat intervals while it looks.
@@ -167,10 +187,13 @@ class ProcessGroup {
   // startInline() that runs an op to the end on the caller's thread.
   void dispatch(const OpDesc& d, const Buffer& in, const Buffer& out);
   // Runs body with the DETAIL check, seq tracking and error wrapping; for enqueue() overrides.
-  void runOp(const OpDesc& desc, const std::function<void()>& body);
+  void runOp(const OpDesc& desc, const std::function<void()>& body) { runOpWith(desc, body); }
   // Must be called by the most-derived destructor (before its members go): stops the worker and
   // heartbeat threads so no op runs on a half-destroyed backend.
   void shutdown();
+  // True on this group's worker thread (a do*() function may wait differently there: the worker
+  // can share its core with a caller that computes meanwhile).
+  bool onWorkerThread() const;
   store::Store& store() { return *options_.store; }
   store::Store& heartbeatStore() {
     return options_.heartbeatStore ? *options_.heartbeatStore : *options_.store;
@@ -185,6 +208,10 @@ class ProcessGroup {
   bool claimInline();
   // Runs desc on the caller's thread (claimInline() succeeded); hands the rest to the worker if any.
   std::shared_ptr<Work> runInline(const OpDesc& desc, const Buffer& in, const Buffer& out);
+  // Runs desc to its end on the caller's thread (claimInline() succeeded; one core).
+  std::shared_ptr<Work> runOnCaller(const OpDesc& desc, const Buffer& in, const Buffer& out);
+  // Ends an op that ran on the caller's thread: completes its Work, lets the worker take the next.
+  void finishOnCaller(Work& work, std::exception_ptr error);
   // Starts the worker thread if needed; queueMu_ held.
   void startWorkerLocked();
   // Runs body with runOp's error translation (TimeoutError diagnosed, others wrapped with the op and
@@ -198,6 +225,20 @@ class ProcessGroup {
     }
   }
   [[noreturn]] void rethrowTranslated(const OpDesc& desc, std::exception_ptr error);
+  // runOp() for any callable (the one-core path passes a lambda without a std::function).
+  template <class Body>
+  void runOpWith(const OpDesc& desc, Body&& body) {
+    // Queued behind an op that timed out: fail at once instead of waiting out another timeout (the
+    // peers are out of step), so the queue drains and the caller's buffers are soon free to release.
+    if (broken_) throw unusableError();
+    const bool collective = !desc.isPointToPoint();
+    if (collective) enteredSeq_ = desc.seq;
+    guarded(desc, [&] {
+      if (collective && options_.detailDebug && options_.size > 1) detailCheck(desc);
+      body();
+    });
+    if (collective) completedSeq_ = desc.seq;
+  }
   OpDesc makeDesc(OpType type, const Buffer& in, Timeout timeout) const;
   void checkBuffer(const char* what, const Buffer& b) const;
   void checkRank(const char* what, int r) const;
@@ -234,6 +275,7 @@ class ProcessGroup {
   // worker takes the next task only when it is false, which keeps ops in issue order.
   bool running_ = false;
   std::size_t inlineMaxBytes_ = 0;
+  bool callerRunsOps_ = false;
   std::thread worker_;
   bool workerStarted_ = false;
 
@@ -265,6 +307,9 @@ std::unique_ptr<ProcessGroup> createProcessGroup(const std::string& backend,
 
 // DS_DISTRIBUTED_DEBUG: OFF (default), INFO or DETAIL; true for DETAIL. Throws ConfigError on others.
 bool detailDebugFromEnv(const char* value);
+
+// The CPUs this process may run on (its affinity mask; at least 1).
+int affinityCpuCount();
 
 // The fast path's default size limit (ProcessGroup class comment): ops this small are latency-bound,
 // and holding the caller for one of them costs less than the handoff would.

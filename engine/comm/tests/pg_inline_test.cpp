@@ -83,7 +83,11 @@ class ScriptedGroup final : public ProcessGroup {
   void doAllreduce(const OpDesc& d, const Buffer&, const Buffer&) override {
     record("worker #" + std::to_string(d.seq));
     if (blockWorker) block();
+    if (workerTimesOut) throw ds::TimeoutError("the scripted peer never came");
   }
+
+ public:
+  bool workerTimesOut = false;
 
  private:
   void record(std::string what) {
@@ -103,11 +107,14 @@ class ScriptedGroup final : public ProcessGroup {
   bool released_ = false;
 };
 
-ProcessGroupOptions options(bool detail = false) {
+// `cpus`: the placement the group believes it has (2: the worker thread is worth it, whatever the
+// affinity of the test process; 1: one core, ops run on the caller's thread).
+ProcessGroupOptions options(bool detail = false, int cpus = 2) {
   ProcessGroupOptions o;
   o.store = std::make_shared<ds::store::HashStore>();
   o.timeout = 3s;
   o.detailDebug = detail;
+  o.cpus = cpus;
   return o;
 }
 
@@ -238,7 +245,8 @@ TEST(ProcessGroupInline, AnErrorRaisedInlineLandsInTheWorkNamingOpAndRank) {
   auto w = pg.allreduce(Buffer{&a, 1, DType::kF32, {}});
   EXPECT_TRUE(w->isCompleted());
   std::string e = errorOf([&] { w->wait(); });
-  EXPECT_NE(e.find("scripted allreduce(f32, count=1, op=sum) #1 (4 bytes) failed on rank 0"), std::string::npos)
+  EXPECT_NE(e.find("scripted allreduce(f32, count=1, op=sum) #1 (4 bytes) failed on rank 0"),
+            std::string::npos)
       << e;
   EXPECT_NE(e.find("the scripted transport broke"), std::string::npos) << e;
   EXPECT_FALSE(pg.broken());
@@ -256,31 +264,81 @@ TEST(ProcessGroupInline, ATimeoutRaisedInlineIsDiagnosedAndBreaksTheGroup) {
       << e;
   EXPECT_NE(e.find("The group is now unusable"), std::string::npos) << e;
   EXPECT_TRUE(pg.broken());
-  EXPECT_NE(errorOf([&] { pg.allreduce(Buffer{&a, 1, DType::kF32, {}}); }).find("is unusable"),
+  EXPECT_NE(errorOf([&] {
+              pg.allreduce(Buffer{&a, 1, DType::kF32, {}});
+            }).find("is unusable"),
             std::string::npos);
 }
 
-TEST(ProcessGroupInline, ManyThreadsIssuingKeepOneOpAtATimeInSeqOrder) {
+TEST(ProcessGroupInline, OnOneCoreEveryOpRunsToItsEndOnTheCallersThread) {
   InlineLimit limit(nullptr);
-  ScriptedGroup pg(options());
-  std::atomic<int> done{0};
-  std::vector<std::thread> threads;
-  for (int t = 0; t < 4; ++t) {
-    threads.emplace_back([&] {
-      float a = 0;
-      for (int i = 0; i < 200; ++i) pg.allreduce(Buffer{&a, 1, DType::kF32, {}})->wait();
-      ++done;
-    });
-  }
-  for (auto& t : threads) t.join();
-  EXPECT_EQ(done.load(), 4);
+  ScriptedGroup pg(options(false, /*cpus=*/1));
+  EXPECT_TRUE(pg.callerRunsOps());
+  pg.eligible = false;  // the fast path would send it to the worker
+  std::vector<float> big(kDefaultInlineMaxBytes / sizeof(float) * 4);  // and so would its size
+  auto w = pg.allreduce(Buffer{big.data(), big.size(), DType::kF32, {}});
+  EXPECT_TRUE(w->isCompleted());
+  w->wait();
+  pg.barrier()->wait();
   auto ev = pg.events();
-  ASSERT_EQ(ev.size(), 800u);
-  // Every op ran exactly once, in seq order (inline or on the worker, never two at once: the
-  // events are recorded in the order the ops ran).
-  for (std::size_t i = 0; i < ev.size(); ++i) {
-    std::string seq = "#" + std::to_string(i + 1);
-    EXPECT_EQ(ev[i].what.substr(ev[i].what.find('#')), seq) << i;
+  ASSERT_EQ(ev.size(), 2u);
+  EXPECT_EQ(ev[0].what, "worker #1");
+  EXPECT_EQ(ev[0].thread, std::this_thread::get_id());
+  EXPECT_EQ(ev[1].what, "worker #2");
+  EXPECT_EQ(ev[1].thread, std::this_thread::get_id());
+}
+
+TEST(ProcessGroupInline, OnOneCoreATimeoutIsDiagnosedAndBreaksTheGroup) {
+  InlineLimit limit(nullptr);
+  ScriptedGroup pg(options(false, /*cpus=*/1));
+  pg.workerTimesOut = true;
+  float a = 0;
+  auto w = pg.allreduce(Buffer{&a, 1, DType::kF32, {}});
+  EXPECT_TRUE(w->isCompleted());
+  std::string e = errorOf([&] { w->wait(); });
+  EXPECT_NE(e.find("scripted allreduce(f32, count=1, op=sum) #1 (4 bytes) timed out on rank 0 of 1"),
+            std::string::npos)
+      << e;
+  EXPECT_TRUE(pg.broken());
+}
+
+TEST(ProcessGroupInline, OnOneCoreZeroOrDetailStillUseTheWorker) {
+  for (bool detail : {false, true}) {
+    InlineLimit limit(detail ? nullptr : "0");
+    ScriptedGroup pg(options(detail, /*cpus=*/1));
+    EXPECT_FALSE(pg.callerRunsOps()) << detail;
+    float a = 0;
+    pg.allreduce(Buffer{&a, 1, DType::kF32, {}})->wait();
+    auto ev = pg.events();
+    ASSERT_EQ(ev.size(), 1u);
+    EXPECT_EQ(ev[0].what, "worker #1");
+    EXPECT_NE(ev[0].thread, std::this_thread::get_id()) << detail;
+  }
+}
+
+TEST(ProcessGroupInline, ManyThreadsIssuingKeepOneOpAtATimeInSeqOrder) {
+  for (int cpus : {2, 1}) {
+    InlineLimit limit(nullptr);
+    ScriptedGroup pg(options(false, cpus));
+    std::atomic<int> done{0};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 4; ++t) {
+      threads.emplace_back([&] {
+        float a = 0;
+        for (int i = 0; i < 200; ++i) pg.allreduce(Buffer{&a, 1, DType::kF32, {}})->wait();
+        ++done;
+      });
+    }
+    for (auto& t : threads) t.join();
+    EXPECT_EQ(done.load(), 4);
+    auto ev = pg.events();
+    ASSERT_EQ(ev.size(), 800u);
+    // Every op ran exactly once, in seq order (inline or on the worker, never two at once: the
+    // events are recorded in the order the ops ran).
+    for (std::size_t i = 0; i < ev.size(); ++i) {
+      std::string seq = "#" + std::to_string(i + 1);
+      EXPECT_EQ(ev[i].what.substr(ev[i].what.find('#')), seq) << i << " with " << cpus << " CPUs";
+    }
   }
 }
 

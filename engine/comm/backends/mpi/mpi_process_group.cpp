@@ -1,5 +1,13 @@
-// The mpi backend: every collective is a nonblocking MPI call on a duplicate of MPI_COMM_WORLD,
-// completed by mpidetail::waitAll (yield, then growing sleeps; never a spin, never a hang).
+// The mpi backend: collectives on a duplicate of MPI_COMM_WORLD, in two ways:
+// - on the caller's thread (the fast path, or every small op on one core): a nonblocking MPI call
+//   completed by mpidetail::waitAll (yield, then growing sleeps; never a spin, never a hang), which
+//   keeps the op's timeout itself;
+// - on the group's worker thread: the blocking MPI call (MPI_Allreduce, ...), as PyTorch's
+//   ProcessGroupMPI does. A nonblocking collective goes through Open MPI's libnbc schedules, which
+//   cost +235% at >= 1 MiB against the blocking call's tuned algorithms. A blocking call cannot time
+//   out, so the caller's Work::wait does: at the op's deadline it names the missing ranks from the
+//   heartbeats and the group turns unusable, while the call stays in flight (mpi::InFlight) and
+//   exit aborts the job instead of finalising MPI.
 //
 // Types: the C types MPI has; f16 and bf16 travel as a 2-byte contiguous type, reduced by one
 // user-defined commutative MPI_Op per (type, op) that calls reduceInto. avg runs as sum and is
@@ -244,10 +252,19 @@ class MpiProcessGroup final : public ProcessGroup {
   std::string backendName() const override { return "mpi"; }
 
  protected:
-  void doAllreduce(const OpDesc& d, const Buffer& in, const Buffer& out) override { runBlocking(d, in, out); }
-  void doBroadcast(const OpDesc& d, const Buffer& in, const Buffer& out) override { runBlocking(d, in, out); }
+  void doAllreduce(const OpDesc& d, const Buffer& in, const Buffer& out) override {
+    if (onWorkerThread() && d.count > 0 && d.count <= maxChunk_) return blockingAllreduce(d, in, out);
+    runBlocking(d, in, out);
+  }
+  void doBroadcast(const OpDesc& d, const Buffer& in, const Buffer& out) override {
+    if (onWorkerThread() && d.count > 0 && d.count <= maxChunk_) return blockingBroadcast(d, in, out);
+    runBlocking(d, in, out);
+  }
   void doReduce(const OpDesc& d, const Buffer& in, const Buffer& out) override { runBlocking(d, in, out); }
-  void doAllgather(const OpDesc& d, const Buffer& in, const Buffer& out) override { runBlocking(d, in, out); }
+  void doAllgather(const OpDesc& d, const Buffer& in, const Buffer& out) override {
+    if (onWorkerThread() && d.count > 0 && d.count <= maxChunk_) return blockingAllgather(d, in, out);
+    runBlocking(d, in, out);
+  }
   void doReduceScatter(const OpDesc& d, const Buffer& in, const Buffer& out) override {
     runBlocking(d, in, out);
   }
@@ -259,9 +276,12 @@ class MpiProcessGroup final : public ProcessGroup {
   void doSend(const OpDesc& d, const Buffer& data) override { runBlocking(d, data, data); }
   void doRecv(const OpDesc& d, const Buffer& data) override { runBlocking(d, data, data); }
 
-  // Every op is a nonblocking MPI call, so every op can start on the caller's thread (the base
-  // applies the size limit).
+  // Every op can start on the caller's thread as a nonblocking MPI call (the base applies the size
+  // limit).
   bool inlineEligible(const OpDesc&) const override { return true; }
+  // On one core, ops within the fast path's limit run on the caller (nonblocking, timed out there);
+  // larger ones go to the worker for the blocking call, while the caller sleeps in wait().
+  bool callerMayRunToEnd(const OpDesc& d) const override { return d.bytes <= inlineMaxBytes(); }
 
   // Posts the op, then tests it through the wait loop's spin and yield phases only (the time a
   // prompt peer needs; PollPolicy), and returns the rest when it is not done by then: from there on
@@ -284,6 +304,41 @@ class MpiProcessGroup final : public ProcessGroup {
   }
 
  private:
+  // --- blocking calls, on the worker thread only (see the file comment) ---
+  // Runs one blocking MPI call: refused once MPI is broken, counted in flight while it runs (a call
+  // that never returns makes exit abort), MPI's error turned into a BackendError.
+  template <typename F>
+  void blockingCall(const OpDesc& d, const char* what, F&& call) {
+    if (mpi::broken()) throw brokenError(d.describe());
+    mpi::InFlight inFlight;
+    mpi::CallGuard guard;
+    check(call(), what);
+  }
+
+  void blockingAllreduce(const OpDesc& d, const Buffer& in, const Buffer& out) {
+    blockingCall(d, "MPI_Allreduce", [&] {
+      return MPI_Allreduce(d.inPlace ? MPI_IN_PLACE : in.data, out.data, static_cast<int>(d.count),
+                           mpiType(d.dtype), mpiOp(d.dtype, d.op), comm_);
+    });
+    if (d.op == ReduceOp::kAvg) divideBy(out.data, out.count, out.dtype, size());
+  }
+
+  void blockingBroadcast(const OpDesc& d, const Buffer& in, const Buffer& out) {
+    if (rank() == d.root && !d.inPlace) std::memcpy(out.data, in.data, in.bytes());
+    blockingCall(d, "MPI_Bcast", [&] {
+      return MPI_Bcast(out.data, static_cast<int>(d.count), mpiType(d.dtype), d.root, comm_);
+    });
+  }
+
+  void blockingAllgather(const OpDesc& d, const Buffer& in, const Buffer& out) {
+    // In place: this rank's data already sits in its slot of out, which is what MPI_IN_PLACE means.
+    const MPI_Datatype t = mpiType(d.dtype);
+    blockingCall(d, "MPI_Allgather", [&] {
+      return MPI_Allgather(d.inPlace ? MPI_IN_PLACE : in.data, static_cast<int>(in.count), t, out.data,
+                           static_cast<int>(in.count), t, comm_);
+    });
+  }
+
   void runBlocking(const OpDesc& d, const Buffer& in, const Buffer& out) {
     Posted op;
     post(d, in, out, op, Clock::now());
@@ -291,8 +346,8 @@ class MpiProcessGroup final : public ProcessGroup {
     if (op.after) op.after(op);
   }
 
-  // Posts `d` into `op`, due by start + d.timeout (no requests: nothing to move). Throws BackendError when MPI refuses it or
-  // an earlier op was abandoned.
+  // Posts `d` into `op`, due by start + d.timeout (no requests: nothing to move). Throws BackendError when
+  // MPI refuses it or an earlier op was abandoned.
   void post(const OpDesc& d, const Buffer& in, const Buffer& out, Posted& op, Clock::time_point start) {
     if (mpi::broken()) throw brokenError(d.describe());
     op.deadline = start + d.timeout;
@@ -398,8 +453,8 @@ class MpiProcessGroup final : public ProcessGroup {
       forChunks(n, maxChunk_, [&](std::size_t off, std::size_t len) {
         MPI_Datatype slot = p.slotType(t, len, n, dtypeSize(d.dtype));
         p.reqs.push_back(MPI_REQUEST_NULL);
-        check(MPI_Iallgather(d.inPlace ? MPI_IN_PLACE : at(in, off), static_cast<int>(len), t, at(out, off), 1,
-                             slot, comm_, &p.reqs.back()),
+        check(MPI_Iallgather(d.inPlace ? MPI_IN_PLACE : at(in, off), static_cast<int>(len), t, at(out, off),
+                             1, slot, comm_, &p.reqs.back()),
               "MPI_Iallgather");
       });
     }
@@ -460,8 +515,9 @@ class MpiProcessGroup final : public ProcessGroup {
     mpi::CallGuard guard;
     if (n <= maxChunk_) {
       p.reqs.push_back(MPI_REQUEST_NULL);
-      check(MPI_Ialltoall(src, static_cast<int>(n), t, out.data, static_cast<int>(n), t, comm_, &p.reqs.back()),
-            "MPI_Ialltoall");
+      check(
+          MPI_Ialltoall(src, static_cast<int>(n), t, out.data, static_cast<int>(n), t, comm_, &p.reqs.back()),
+          "MPI_Ialltoall");
     } else {
       forChunks(n, maxChunk_, [&](std::size_t off, std::size_t len) {
         MPI_Datatype slot = p.slotType(t, len, n, es);
@@ -544,8 +600,7 @@ class MpiProcessGroup final : public ProcessGroup {
     }
     auto deadline = Clock::now() + timeout;
     if (mpidetail::waitAll(p.reqs.data(), 1, MPI_STATUSES_IGNORE, 0, deadline, policy_,
-                            [] { return std::string("MPI_Comm_idup"); }) ==
-        mpidetail::WaitResult::kTimedOut) {
+                           [] { return std::string("MPI_Comm_idup"); }) == mpidetail::WaitResult::kTimedOut) {
       mpi::markBroken(fmt::format("creating the mpi process group '{}'", options().groupName));
       abandon(p);
       comm_ = MPI_COMM_NULL;
@@ -586,8 +641,8 @@ class MpiProcessGroup final : public ProcessGroup {
   // may still write into their buffers), MPI is marked broken, and TimeoutError is thrown.
   bool complete(const OpDesc& d, Posted& op, Clock::time_point until) {
     auto r = mpidetail::waitAll(op.pending.reqs.data(), static_cast<int>(op.pending.reqs.size()),
-                                op.statuses.empty() ? MPI_STATUSES_IGNORE : op.statuses.data(), d.bytes, until,
-                                policy_, [&d] { return fmt::format("mpi {}", d.describe()); });
+                                op.statuses.empty() ? MPI_STATUSES_IGNORE : op.statuses.data(), d.bytes,
+                                until, policy_, [&d] { return fmt::format("mpi {}", d.describe()); });
     if (r == mpidetail::WaitResult::kDone) return true;
     if (until < op.deadline) return false;
     mpi::markBroken(fmt::format("{} of group '{}'", d.fingerprint(), options().groupName));

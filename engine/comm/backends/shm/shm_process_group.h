@@ -11,9 +11,14 @@
 //   DS_SHM_SMALL_BYTES   allreduce of at most this many bytes takes the one-step path: every rank
 //                        posts its whole input and reduces all of them itself (default 16 KiB).
 //   DS_SHM_INLINE_BYTES  ops of at most this many bytes run on the calling thread when nothing of the
-//                        group is queued, saving two thread hand-offs (default 64 KiB; 0: never).
-//   DS_SHM_SPIN_US       how long a waiter spins before it blocks on a futex (default 20 µs; 2 µs
-//                        when the host's ranks outnumber the CPUs this process may run on).
+//                        group is queued, saving two thread hand-offs (default 64 KiB; 0: never). On
+//                        one core (ProcessGroup's class comment) they run there to their end.
+//   DS_SHM_SPIN_US       how long a waiter spins before it blocks on a futex. Default, from the
+//                        placement (every rank publishes its affinity mask in the segment): 20 µs
+//                        when the host's ranks have a core each (their masks cover as many CPUs as
+//                        there are ranks), else 2 µs, yielding the core at every turn; on the group's
+//                        worker thread no spin unless every rank has two CPUs or more (the worker
+//                        must not spin on a core its caller computes on). Set: that, everywhere.
 //   DS_SHM_DIR           the tmpfs directory for the segment (default /dev/shm).
 //   DS_SHM_INTER_BACKEND the backend among hosts when the group spans several (gloo; the mpi backend
 //                        cannot form sub-groups).

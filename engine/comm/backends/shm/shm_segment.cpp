@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <linux/futex.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/random.h>
@@ -12,9 +13,11 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <cstring>
+#include <iterator>
 #include <new>
 
 #include "engine/common/error.h"
@@ -98,9 +101,48 @@ void Segment::unlink() {
 void Segment::markAttached(int localIndex) {
   RankCtl& c = ctl(localIndex);
   c.pidNamespace = pidNamespaceInode();
-  c.pid.store(static_cast<std::int32_t>(::getpid()));
-  linked_ = true;  // any rank may be the last one, and then unlinks
+  std::fill(std::begin(c.cpuMask), std::end(c.cpuMask), 0);
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (::sched_getaffinity(0, sizeof(set), &set) == 0) {
+    for (int cpu = 0; cpu < kMaskCpus && cpu < CPU_SETSIZE; ++cpu) {
+      if (CPU_ISSET(cpu, &set)) c.cpuMask[cpu / 64] |= std::uint64_t{1} << (cpu % 64);
+    }
+  }
+  c.pid.store(static_cast<std::int32_t>(::getpid()));  // publishes the fields above (seq_cst)
+  linked_ = true;                                      // any rank may be the last one, and then unlinks
   if (header_->attached.fetch_add(1) + 1 == header_->nranks) unlink();
+}
+
+int cpusCovered(Segment& seg, int nranks) {
+  std::uint64_t all[kMaskCpus / 64] = {};
+  for (int r = 0; r < nranks; ++r) {
+    const RankCtl& c = seg.ctl(r);
+    bool known = false;
+    for (std::size_t w = 0; w < std::size(all); ++w) {
+      all[w] |= c.cpuMask[w];
+      known = known || c.cpuMask[w] != 0;
+    }
+    if (!known) return 0;
+  }
+  int n = 0;
+  for (std::uint64_t w : all) n += __builtin_popcountll(w);
+  return n;
+}
+
+bool sharesCpus(Segment& seg, int nranks, int self) {
+  const RankCtl& me = seg.ctl(self);
+  for (int r = 0; r < nranks; ++r) {
+    if (r == self) continue;
+    const RankCtl& c = seg.ctl(r);
+    bool known = false;
+    for (std::size_t w = 0; w < std::size(c.cpuMask); ++w) {
+      if ((me.cpuMask[w] & c.cpuMask[w]) != 0) return true;
+      known = known || c.cpuMask[w] != 0;
+    }
+    if (!known) return true;
+  }
+  return false;
 }
 
 std::unique_ptr<Segment> Segment::create(const SegmentSpec& spec) {

@@ -26,6 +26,7 @@ inline constexpr std::uint64_t kMagic = 0x3130304d48535344ull;  // "DSSHM001" li
 inline constexpr std::uint32_t kVersion = 1;
 inline constexpr int kMaxLocalRanks = 512;
 inline constexpr const char* kNamePrefix = "dsshm-";
+inline constexpr int kMaskCpus = 512;  // CPUs a rank's published affinity mask can name
 
 struct alignas(128) RankCtl {
   std::atomic<std::uint32_t> step;      // the rank's progress; waiters futex-wait on it
@@ -33,6 +34,9 @@ struct alignas(128) RankCtl {
   std::atomic<std::int32_t> pid;        // 0 until the rank attached
   std::atomic<std::uint32_t> failed;    // set by a rank that gave up (error), so peers stop waiting
   std::uint64_t pidNamespace;           // inode of the rank's pid namespace: pids compare only within one
+  // The CPUs the rank may run on (its affinity mask, CPUs 0-511; all zero: unknown), so that every
+  // rank can tell whether the host's ranks have a core each (then waiting spins) or share some.
+  std::uint64_t cpuMask[kMaskCpus / 64];
 };
 static_assert(sizeof(RankCtl) == 128);
 
@@ -88,7 +92,8 @@ class Segment {
   char* slot(int r, int parity) { return data_ + (static_cast<std::size_t>(r) * 2 + parity) * slotBytes_; }
   std::size_t slotBytes() const { return slotBytes_; }
 
-  // Records this rank's pid and counts it in; the last of nranks to do so unlinks the name.
+  // Records this rank's pid and CPU mask and counts it in; the last of nranks to do so unlinks the
+  // name.
   void markAttached(int localIndex);
   bool allAttached() const { return header_->attached.load() >= header_->nranks; }
   // Removes the name (idempotent; a no-op once unlinked).
@@ -109,6 +114,12 @@ class Segment {
 
 // The pid-namespace inode of this process (0 when unknown).
 std::uint64_t pidNamespaceInode();
+// How many distinct CPUs the attached ranks' masks cover together (0 when a rank's mask is unknown):
+// fewer than nranks means some ranks share a core.
+int cpusCovered(Segment& seg, int nranks);
+// Whether local rank `self` may run on a CPU some other attached rank may run on too (true when a
+// mask is unknown).
+bool sharesCpus(Segment& seg, int nranks, int self);
 
 // futex on a 32-bit word of shared memory (not FUTEX_PRIVATE: the word is shared between processes).
 // waitFutex returns when *word != expected, after a wake, or after `timeout`.

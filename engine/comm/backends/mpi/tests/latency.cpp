@@ -79,8 +79,8 @@ int main(int argc, char** argv) {
   constexpr int kVariants = 5;
 
   if (rank == 0) {
-    std::printf("# ds_mpi_latency: %d ranks, %d rounds, variants interleaved per round; per-op times in us\n", size,
-                rounds);
+    std::printf("# ds_mpi_latency: %d ranks, %d rounds, variants interleaved per round; per-op times in us\n",
+                size, rounds);
     std::printf("%10s  %-30s %10s %10s %10s\n", "bytes", "path", "p50", "p90", "mean");
   }
   for (std::size_t bytes : sizes) {
@@ -104,8 +104,8 @@ int main(int argc, char** argv) {
           } else if (variant == 2) {
             MPI_Request req;
             MPI_Iallreduce(MPI_IN_PLACE, data.data(), count, MPI_FLOAT, MPI_SUM, comm, &req);
-            mpidetail::waitAll(&req, 1, MPI_STATUSES_IGNORE, bytes, Clock::now() + std::chrono::seconds(60), policy,
-                               [] { return std::string("bench"); });
+            mpidetail::waitAll(&req, 1, MPI_STATUSES_IGNORE, bytes, Clock::now() + std::chrono::seconds(60),
+                               policy, [] { return std::string("bench"); });
           } else {
             (variant == 3 ? fast : worker)->allreduce(buf)->wait();
           }

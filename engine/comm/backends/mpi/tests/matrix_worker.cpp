@@ -3,7 +3,8 @@
 //   matrix   --store PATH            every collective x in/out-of-place x dtype x op x count, checked
 //                                    against a reference computed from every rank's known inputs
 //   mismatch --store PATH            creates the group with size = MPI size + 1 (must fail)
-//   timeout  --store PATH --ms N     the last rank skips op #2; the others must time out
+//   timeout  --store PATH --ms N [--count N]  the last rank skips op #2 (an allreduce of N floats,
+//                                    default 1); the others must time out
 //
 // Exit: 0 all checks passed, 1 a mismatch, 2 usage, 3 an unexpected error.
 #include <mpi.h>
@@ -225,7 +226,8 @@ std::string arg(int argc, char** argv, const char* name, const char* def = "") {
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: %s matrix|mismatch|timeout --store PATH [--ms N] [--large N]\n", argv[0]);
+    std::fprintf(stderr, "usage: %s matrix|mismatch|timeout --store PATH [--ms N] [--count N] [--large N]\n",
+                 argv[0]);
     return 2;
   }
   std::string mode = argv[1];
@@ -253,8 +255,8 @@ int main(int argc, char** argv) {
     if (mode == "timeout") {
       o.timeout = std::chrono::milliseconds(std::stoi(arg(argc, argv, "--ms", "1500")));
       auto pg = createProcessGroup("mpi", o);
-      float x = 1;
-      Buffer b{&x, 1, DType::kF32, Device{}};
+      std::vector<float> x(std::stoul(arg(argc, argv, "--count", "1")), 1.0f);
+      Buffer b{x.data(), x.size(), DType::kF32, Device{}};
       pg->allreduce(b)->wait();
       std::fflush(stdout);
       if (gRank == gSize - 1) {

@@ -74,7 +74,9 @@ INSTANTIATE_TEST_SUITE_P(WorldSizes, MpiMatrix,
                            return "np" + std::to_string(info.param.np) +
                                   (*info.param.chunk ? "_chunked" : "") +
                                   (std::string(info.param.large) == "4099" ? "" : "_big") +
-                                  (limit.empty() ? "" : limit == "0" ? "_worker_only" : "_inline_" + limit);
+                                  (limit.empty()  ? ""
+                                   : limit == "0" ? "_worker_only"
+                                                  : "_inline_" + limit);
                          });
 
 TEST(MpiWorld, SizeMismatchIsAConfigErrorSayingToUseMpirun) {
@@ -90,11 +92,11 @@ TEST(MpiWorld, SizeMismatchIsAConfigErrorSayingToUseMpirun) {
   EXPECT_NE(r.out.find("Start the job with mpirun"), std::string::npos) << r.out;
 }
 
-TEST(MpiTimeout, SkippedOpTimesOutOnTheOthersAndTheJobEnds) {
-  REQUIRE_MPIRUN();
+// Rank 2 of 3 skips op #2, an allreduce of `count` floats; the others must time out, naming it.
+void expectSkippedOpTimesOut(const std::string& count) {
   TempDir dir;
-  auto r =
-      mpirun(3, {"timeout", "--store", dir.file("store"), "--ms", "1500"}, mpiEnv(std::chrono::seconds(60)));
+  auto r = mpirun(3, {"timeout", "--store", dir.file("store"), "--ms", "1500", "--count", count},
+                  mpiEnv(std::chrono::seconds(60)));
   ASSERT_FALSE(r.timedOut) << "the job hung after the timeout\n" << r.out << r.err;
   // The skipping rank sleeps 120 s; the job ends long before because exit aborts it.
   EXPECT_LT(r.seconds, 30.0) << r.out << r.err;
@@ -113,9 +115,21 @@ TEST(MpiTimeout, SkippedOpTimesOutOnTheOthersAndTheJobEnds) {
     EXPECT_NE(r.out.find("rank " + std::to_string(rank) + " LATER_OP_REFUSED"), std::string::npos) << r.out;
   }
   EXPECT_GE(reports, 1) << r.out << r.err;
-  EXPECT_NE(r.out.find("allreduce(f32, count=1, op=sum) #2"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("allreduce(f32, count=" + count + ", op=sum) #2"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("Ranks that never arrived: 2 (has not reached op #2"), std::string::npos) << r.out;
   EXPECT_NE(r.err.find("calling MPI_Abort instead of MPI_Finalize"), std::string::npos) << r.err;
+}
+
+TEST(MpiTimeout, SkippedOpTimesOutOnTheOthersAndTheJobEnds) {
+  REQUIRE_MPIRUN();
+  expectSkippedOpTimesOut("1");  // the fast path: nonblocking, timed out by the wait loop
+}
+
+TEST(MpiTimeout, SkippedBlockingOpTimesOutOnTheOthersAndTheJobEnds) {
+  REQUIRE_MPIRUN();
+  // 2 MiB: above the fast path's limit, so a blocking MPI_Allreduce on the worker, which cannot time
+  // out itself; Work::wait does, and the call left in flight makes exit abort the job.
+  expectSkippedOpTimesOut("524288");
 }
 
 }  // namespace
