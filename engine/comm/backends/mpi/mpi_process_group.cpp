@@ -1,8 +1,11 @@
-// The mpi backend: collectives on a duplicate of MPI_COMM_WORLD, in two ways:
-// - on the caller's thread (the fast path, or every small op on one core): a nonblocking MPI call
-//   completed by mpidetail::waitAll (yield, then growing sleeps; never a spin, never a hang), which
-//   keeps the op's timeout itself;
-// - on the group's worker thread: the blocking MPI call (MPI_Allreduce, ...), as PyTorch's
+// The mpi backend: collectives on a duplicate of MPI_COMM_WORLD, in two ways, chosen from the op
+// alone so that every rank makes the same kind of call (MPI never matches a blocking collective with
+// a nonblocking one):
+// - ops the fast path may take (at most DS_PG_INLINE_MAX_BYTES), wherever they run: a nonblocking
+//   MPI call completed by mpidetail::waitAll (yield, then growing sleeps; never a spin, never a
+//   hang), which keeps the op's timeout itself;
+// - larger allreduce, broadcast and allgather, always on the group's worker thread: the blocking MPI
+//   call (MPI_Allreduce, ...), as PyTorch's
 //   ProcessGroupMPI does. A nonblocking collective goes through Open MPI's libnbc schedules, which
 //   cost +235% at >= 1 MiB against the blocking call's tuned algorithms. A blocking call cannot time
 //   out, so the caller's Work::wait does: at the op's deadline it names the missing ranks from the
@@ -253,16 +256,16 @@ class MpiProcessGroup final : public ProcessGroup {
 
  protected:
   void doAllreduce(const OpDesc& d, const Buffer& in, const Buffer& out) override {
-    if (onWorkerThread() && d.count > 0 && d.count <= maxChunk_) return blockingAllreduce(d, in, out);
+    if (blocking(d)) return blockingAllreduce(d, in, out);
     runBlocking(d, in, out);
   }
   void doBroadcast(const OpDesc& d, const Buffer& in, const Buffer& out) override {
-    if (onWorkerThread() && d.count > 0 && d.count <= maxChunk_) return blockingBroadcast(d, in, out);
+    if (blocking(d)) return blockingBroadcast(d, in, out);
     runBlocking(d, in, out);
   }
   void doReduce(const OpDesc& d, const Buffer& in, const Buffer& out) override { runBlocking(d, in, out); }
   void doAllgather(const OpDesc& d, const Buffer& in, const Buffer& out) override {
-    if (onWorkerThread() && d.count > 0 && d.count <= maxChunk_) return blockingAllgather(d, in, out);
+    if (blocking(d)) return blockingAllgather(d, in, out);
     runBlocking(d, in, out);
   }
   void doReduceScatter(const OpDesc& d, const Buffer& in, const Buffer& out) override {
@@ -305,6 +308,13 @@ class MpiProcessGroup final : public ProcessGroup {
 
  private:
   // --- blocking calls, on the worker thread only (see the file comment) ---
+  // Whether `d` takes the blocking call. Decided from the op alone, the same on every rank: MPI does
+  // not match a blocking collective on one rank with a nonblocking one on another (a rank whose
+  // worker was busy would otherwise block where its peers took the fast path, and the job hangs).
+  // Ops the fast path may take stay nonblocking wherever they run; larger ones never take it (nor
+  // run on the caller on one core), so they always reach the worker.
+  bool blocking(const OpDesc& d) const { return d.bytes > inlineMaxBytes() && d.count <= maxChunk_; }
+
   // Runs one blocking MPI call: refused once MPI is broken, counted in flight while it runs (a call
   // that never returns makes exit abort), MPI's error turned into a BackendError.
   template <typename F>
