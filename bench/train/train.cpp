@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <set>
 #include <thread>
 
 #include "bench/coll/coll_options.h"
@@ -65,10 +66,11 @@ std::vector<std::vector<StepSample>> gatherSteps(comm::ProcessGroup& pg,
   return out;
 }
 
+// The rank's share of the host's CPUs, or its affinity mask where that is narrower (mpirun binds a
+// rank to one core: more BLAS threads would only take turns on it).
 int defaultBlasThreads(const World& world) {
-  unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-  int local = std::max(1, world.info().localWorldSize.value);
-  return std::max(1, static_cast<int>(cores) / local);
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  return ddp::cpusPerRank(comm::affinityCpuCount(), cores, world.info().localWorldSize.value);
 }
 
 }  // namespace
@@ -196,7 +198,8 @@ int runTrain(const TrainOptions& o) {
         "world size instead: for k in 1 2 ... N: mpirun -np $k dsbench train --backend mpi ... (or use "
         "--backend gloo).");
   }
-  ddp::ops::setBlasThreads(o.blasThreads > 0 ? o.blasThreads : defaultBlasThreads(*world));
+  const int blasThreads = o.blasThreads > 0 ? o.blasThreads : defaultBlasThreads(*world);
+  ddp::ops::setBlasThreads(blasThreads);
 
   ddp::TrainConfig base;
   base.model = spec;
@@ -213,8 +216,21 @@ int runTrain(const TrainOptions& o) {
     base.device = comm::Device{comm::DeviceType::kCuda, world->localRank()};
 
   std::vector<bool> overlaps;
-  if (o.overlap != "off") overlaps.push_back(true);
-  if (o.overlap != "on") overlaps.push_back(false);
+  if (o.overlap == "auto") {
+    ddp::OverlapPlacement place;
+    place.cpu = base.device.type == comm::DeviceType::kCpu;
+    place.rankCpus = comm::affinityCpuCount();
+    place.hostCpus = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    place.localRanks = std::max(1, world->info().localWorldSize.value);
+    place.computeThreads = blasThreads;
+    place.multiHost = std::set<std::string>(hosts.begin(), hosts.end()).size() > 1;
+    const auto choice = ddp::chooseOverlap(place);
+    overlaps.push_back(choice.overlap);
+    if (world->rank() == 0 && o.verbose) log::info("dsbench train: --overlap auto: {}", choice.reason);
+  } else {
+    if (o.overlap != "off") overlaps.push_back(true);
+    if (o.overlap != "on") overlaps.push_back(false);
+  }
 
   // One configuration on `group` (nullptr: this rank alone) of `n` ranks; collective on the group.
   auto runOne = [&](const ddp::TrainConfig& c, comm::ProcessGroup* group, int n) {

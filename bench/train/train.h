@@ -22,7 +22,7 @@ struct TrainOptions {
   std::string initMethod;                 // --init-method
   int timeoutSeconds = 0;                 // --timeout
   std::vector<double> bucketCapMb{25.0};  // --bucket-cap-mb: one run per value
-  std::string overlap = "both";           // --overlap: on, off (one bucket after backward) or both
+  std::string overlap = "both";           // --overlap: on, off (one bucket after backward), both or auto
   std::string commHook = "allreduce";     // --comm-hook: allreduce, fp16, bf16
   bool gradientAsBucketView = false;      // --gradient-as-bucket-view
   std::string optimizer = "sgd";          // --optimizer: sgd or adamw

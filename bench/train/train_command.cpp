@@ -38,8 +38,10 @@ Command addTrainCommand(CLI::App& parent) {
       ->check(CLI::PositiveNumber)
       ->capture_default_str()
       ->envname("DSBENCH_BUCKET_CAP_MB");
-  t->add_option("--overlap", o->overlap, "on, off (one bucket launched after backward) or both")
-      ->check(CLI::IsMember({"on", "off", "both"}))
+  t->add_option("--overlap", o->overlap,
+                "on, off (one bucket launched after backward), both, or auto (on only where the comm gets a "
+                "CPU of its own, a network or a GPU to wait on; the log says which and why)")
+      ->check(CLI::IsMember({"on", "off", "both", "auto"}))
       ->capture_default_str()
       ->envname("DSBENCH_OVERLAP");
   t->add_option("--comm-hook", o->commHook, "allreduce, fp16 or bf16")

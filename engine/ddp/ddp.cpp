@@ -53,6 +53,34 @@ bool isSampledIteration(long n) { return n >= 1 && (n <= 10 || n % 100 == 0); }
 // ------------------------------------------------------------------------------------------------
 // Reducer
 
+int cpusPerRank(int rankCpus, int hostCpus, int localRanks) {
+  if (rankCpus < hostCpus) return std::max(1, rankCpus);
+  return std::max(1, hostCpus / std::max(1, localRanks));
+}
+
+OverlapChoice chooseOverlap(const OverlapPlacement& p) {
+  if (!p.cpu) return {true, "on: the allreduce runs on the GPU's own stream"};
+  const bool bound = p.rankCpus < p.hostCpus;
+  const int perRank = cpusPerRank(p.rankCpus, p.hostCpus, p.localRanks);
+  const std::string cpus = bound
+                               ? fmt::format("{} CPU{} (its affinity mask)", perRank, perRank == 1 ? "" : "s")
+                               : fmt::format("{} CPU{} ({} for {} ranks on this host)", perRank,
+                                             perRank == 1 ? "" : "s", p.hostCpus, p.localRanks);
+  if (perRank > p.computeThreads) {
+    return {true, fmt::format("on: each rank has {} and backward computes on {}, so the allreduce gets a "
+                              "core of its own",
+                              cpus, p.computeThreads)};
+  }
+  if (p.multiHost) {
+    return {true, fmt::format("on: each rank has {}, all computing, but the ranks span hosts and the "
+                              "allreduce mostly waits on the network",
+                              cpus)};
+  }
+  return {false, fmt::format("off: each rank has {}, all computing backward ({} thread{}); an allreduce "
+                             "beside it would take them and slow the step, so the buckets go after backward",
+                             cpus, p.computeThreads, p.computeThreads == 1 ? "" : "s")};
+}
+
 Reducer::~Reducer() {
   if (pg_.waitIdle(comm::ProcessGroup::kAbandonedOpGrace)) return;
   // Deliberately never freed: an op still running on the group's worker writes into these buffers.

@@ -44,6 +44,33 @@ struct DdpOptions {
   std::shared_ptr<CommHook> commHook;
 };
 
+// Where a rank runs, as far as the choice of overlap cares (chooseOverlap).
+struct OverlapPlacement {
+  bool cpu = true;         // host-memory collectives (false: GPU streams, which overlap by themselves)
+  int rankCpus = 1;        // CPUs in the rank's affinity mask
+  int hostCpus = 1;        // CPUs of the host
+  int localRanks = 1;      // ranks on this host
+  int computeThreads = 1;  // threads backward computes on (BLAS)
+  bool multiHost = false;  // the group spans hosts: the allreduce mostly waits on the network
+};
+
+// Whether to overlap the gradients' allreduce with backward, and why (one sentence).
+struct OverlapChoice {
+  bool overlap = true;
+  std::string reason;
+};
+
+// On CPU the collectives need a core of their own (shm copies and reduces, gloo's TCP copies in the
+// kernel): beside a backward pass that already keeps every CPU of the rank busy, they slow it by more
+// than they hide (measured, 2 ranks on 2 cores, gloo: backward compute 195 -> 263 ms, and no step
+// gained). So overlap is on where the rank has a CPU beyond its compute threads, where the comm waits
+// on a network (several hosts) or on a GPU; otherwise off (one bucket after backward). A rank's CPUs:
+// its affinity mask when that is narrower than the host (bound: mpirun, srun, taskset), else the
+// host's CPUs shared among its ranks.
+OverlapChoice chooseOverlap(const OverlapPlacement& p);
+// The CPUs one rank can count on, as chooseOverlap reads them (at least 1).
+int cpusPerRank(int rankCpus, int hostCpus, int localRanks);
+
 // One backward, as the reducer saw it. Times are nanoseconds.
 struct IterationStats {
   bool synced = true;  // false inside no_sync: no communication

@@ -439,3 +439,23 @@ TEST(DdpLogging, SamplesTheFirstTenThenEveryHundredth) {
 }
 
 }  // namespace
+
+TEST(ChooseOverlap, OnlyWhereTheCommHasACoreOrWaitsOnANetwork) {
+  using ds::ddp::chooseOverlap;
+  using ds::ddp::OverlapPlacement;
+  // dsrun, 2 ranks on a 2-core host, 1 BLAS thread each: every CPU computes.
+  auto c = chooseOverlap(OverlapPlacement{true, 2, 2, 2, 1, false});
+  EXPECT_FALSE(c.overlap);
+  EXPECT_NE(c.reason.find("1 CPU (2 for 2 ranks on this host)"), std::string::npos) << c.reason;
+  // mpirun's default binding: one core each.
+  c = chooseOverlap(OverlapPlacement{true, 1, 16, 2, 1, false});
+  EXPECT_FALSE(c.overlap);
+  EXPECT_NE(c.reason.find("1 CPU (its affinity mask)"), std::string::npos) << c.reason;
+  // A spare CPU beyond the compute threads.
+  c = chooseOverlap(OverlapPlacement{true, 16, 16, 2, 4, false});
+  EXPECT_TRUE(c.overlap) << c.reason;
+  EXPECT_NE(c.reason.find("8 CPUs"), std::string::npos) << c.reason;
+  // Every CPU computing, but the comm waits on a network, or runs on a GPU.
+  EXPECT_TRUE(chooseOverlap(OverlapPlacement{true, 2, 2, 2, 1, true}).overlap);
+  EXPECT_TRUE(chooseOverlap(OverlapPlacement{false, 1, 2, 2, 1, false}).overlap);
+}
