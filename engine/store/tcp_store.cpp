@@ -107,6 +107,21 @@ std::string showBytes(const std::string& b) {
   return out;
 }
 
+// What a peer that is not a c10d store answered to the handshake, in words: "it answered with HTTP
+// (...)", or "it sent N bytes that are not a store reply (...)".
+std::string describeForeignReply(const std::string& got) {
+  if (got.rfind("HTTP/", 0) == 0) {
+    return fmt::format("it answered torch's handshake with HTTP (\"{}\"): it is a web server or proxy",
+                       showBytes(got.substr(0, got.find('\r'))));
+  }
+  if (got.rfind("SSH-", 0) == 0) {
+    return fmt::format("it answered torch's handshake with SSH's banner (\"{}\")", showBytes(got));
+  }
+  return fmt::format("it answered torch's handshake (VALIDATE, PING) with {}{} bytes that are not a store reply "
+                     "(\"{}\"; a c10d store echoes the 4-byte PING nonce)",
+                     got.size() >= kShownBytes ? "at least " : "", got.size(), showBytes(got));
+}
+
 // Reads what else the peer sends within `wait`, for an error message.
 std::string readSome(int fd, std::string got, Duration wait) {
   const auto deadline = Clock::now() + wait;
@@ -306,7 +321,7 @@ int TcpStore::handshake(int fd, Clock::time_point deadline) {
       }
       const std::string got = readSome(fd, std::string(reply, sizeof(reply)), Duration(200));
       ::close(fd);
-      throw notAStore(fmt::format("it answered torch's handshake with \"{}\"", showBytes(got)));
+      throw notAStore(describeForeignReply(got));
     }
   }
   return -1;  // it closed the connection: the caller tries torch 1.x on a new one

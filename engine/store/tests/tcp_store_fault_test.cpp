@@ -24,6 +24,11 @@ namespace {
 
 using namespace std::chrono_literals;
 using testing::Clock;
+using testing::closedWithin;
+using testing::FakeServer;
+using testing::rawConnect;
+using testing::rawRecv;
+using testing::rawSend;
 using testing::secondsSince;
 
 bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
@@ -46,88 +51,9 @@ std::unique_ptr<TcpStore> client(int port, Duration timeout = 5s, const std::str
   return std::make_unique<TcpStore>("127.0.0.1", o);
 }
 
-int rawConnect(int port) {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(static_cast<uint16_t>(port));
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  EXPECT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
-  return fd;
-}
-
-void rawSend(int fd, const std::string& bytes) {
-  ASSERT_EQ(::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL), static_cast<ssize_t>(bytes.size()));
-}
-
-// True when the peer closes fd within `within` (data before the close is read and dropped).
-bool closedWithin(int fd, Duration within) {
-  const auto deadline = Clock::now() + within;
-  char buf[4096];
-  while (Clock::now() < deadline) {
-    pollfd p{fd, POLLIN, 0};
-    int left = static_cast<int>(std::chrono::duration_cast<Duration>(deadline - Clock::now()).count());
-    if (::poll(&p, 1, std::max(left, 1)) <= 0) continue;
-    ssize_t n = ::recv(fd, buf, sizeof(buf), 0);
-    if (n == 0 || (n < 0 && errno == ECONNRESET)) return true;
-  }
-  return false;
-}
-
 // torch 2.x's VALIDATE, the first bytes of a 2.x client.
 std::string validate(std::uint32_t magic = protocol::kValidationMagic) {
   return protocol::Writer().u8(static_cast<std::uint8_t>(protocol::Query::kValidate)).u32(magic).take();
-}
-
-// A fake server on an ephemeral loopback port that runs `serve` on each of its first `connections`
-// connections, one after the other, and closes it.
-class FakeServer {
- public:
-  explicit FakeServer(std::function<void(int)> serve, int connections = 1) {
-    lfd_ = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    EXPECT_EQ(::bind(lfd_, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
-    EXPECT_EQ(::listen(lfd_, 4), 0);
-    socklen_t len = sizeof(a);
-    ::getsockname(lfd_, reinterpret_cast<sockaddr*>(&a), &len);
-    port_ = ntohs(a.sin_port);
-    thread_ = std::thread([this, connections, serve = std::move(serve)] {
-      for (int i = 0; i < connections; ++i) {
-        int fd = ::accept(lfd_, nullptr, nullptr);
-        if (fd < 0) return;
-        serve(fd);
-        ::close(fd);
-      }
-    });
-  }
-  ~FakeServer() {
-    ::shutdown(lfd_, SHUT_RDWR);  // unblocks accept() if nobody came
-    thread_.join();
-    ::close(lfd_);
-  }
-  int port() const { return port_; }
-
- private:
-  int lfd_ = -1;
-  int port_ = 0;
-  std::thread thread_;
-};
-
-// Reads exactly n bytes (or fewer at EOF).
-std::string rawRecv(int fd, size_t n, Duration within = 5s) {
-  std::string out;
-  const auto deadline = Clock::now() + within;
-  while (out.size() < n && Clock::now() < deadline) {
-    pollfd p{fd, POLLIN, 0};
-    if (::poll(&p, 1, 100) <= 0) continue;
-    char buf[4096];
-    ssize_t got = ::recv(fd, buf, std::min(sizeof(buf), n - out.size()), 0);
-    if (got <= 0) break;
-    out.append(buf, static_cast<size_t>(got));
-  }
-  return out;
 }
 
 void expectServerStillServes(int port) {
@@ -348,9 +274,27 @@ TEST(TcpStoreFaultTest, ClientTalkingToAnHttpServerGetsAProtocolErrorShowingItsR
     FAIL();
   } catch (const ProtocolError& e) {
     EXPECT_TRUE(contains(e.what(), "is not a PyTorch c10d TCPStore server")) << e.what();
-    EXPECT_TRUE(contains(e.what(), "HTTP/1.1 400 Bad Request")) << e.what();
+    EXPECT_TRUE(contains(e.what(), "answered torch's handshake with HTTP (\"HTTP/1.1 400 Bad Request\")"))
+        << e.what();
   }
   EXPECT_LT(secondsSince(start), 2.0);  // at once, not at the timeout
+}
+
+TEST(TcpStoreFaultTest, APeerAnsweringOtherBytesGetsAProtocolErrorCountingThem) {
+  FakeServer fake([](int fd) {
+    rawRecv(fd, 10, 1s);
+    rawSend(fd, std::string("\x07\x00\x00\x00\x00\x01", 6));  // not the PING nonce
+    closedWithin(fd, 5s);
+  });
+  const auto start = Clock::now();
+  try {
+    client(fake.port(), 3s);
+    FAIL();
+  } catch (const ProtocolError& e) {
+    EXPECT_TRUE(contains(e.what(), "with 6 bytes that are not a store reply (\"\\x07\\x00\\x00\\x00\\x00\\x01\";"))
+        << e.what();
+  }
+  EXPECT_LT(secondsSince(start), 2.0);
 }
 
 TEST(TcpStoreFaultTest, ASilentPeerGivesAProtocolErrorWithinTheConnectTimeout) {

@@ -18,7 +18,7 @@ namespace tt = ds::testing::torch;
 
 // `python3 shim run|launch ARGS` with a MASTER_PORT of its own (tests may run in parallel).
 RunResult launch(const std::string& mode, std::vector<std::string> args, bool standalone = false) {
-  std::vector<std::string> argv{tt::kPython, tt::script("torch_launcher_shim.py"), mode, "--nproc_per_node",
+  std::vector<std::string> argv{tt::python(), tt::script("torch_launcher_shim.py"), mode, "--nproc_per_node",
                                 "2"};
   if (standalone) {
     argv.push_back("--standalone");

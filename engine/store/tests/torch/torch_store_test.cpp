@@ -41,7 +41,7 @@ TEST(TorchStoreTest, ATorchClientUsesOurServer) {
   auto server = startServer();
   auto ours = client(server->port());
   ours->set("from_dsperf", toBytes("hi"));
-  auto r = run({tt::kPython, tt::script("torch_client.py"), "127.0.0.1", std::to_string(server->port())},
+  auto r = run({tt::python(), tt::script("torch_client.py"), "127.0.0.1", std::to_string(server->port())},
                cleanOptions(120s));
   ASSERT_EQ(r.exitCode, 0) << r.out << r.err;
   EXPECT_EQ(r.out.rfind("OK ", 0), 0u) << r.out;
@@ -53,7 +53,7 @@ TEST(TorchStoreTest, TorchRanksFormAGlooGroupThroughOurServerWithTcpAndEnvInit) 
   DS_REQUIRE_TORCH();
   for (const char* mode : {"tcp", "env"}) {
     auto server = startServer();
-    auto r = run({tt::kPython, tt::script("torch_pg.py"), mode, "127.0.0.1", std::to_string(server->port())},
+    auto r = run({tt::python(), tt::script("torch_pg.py"), mode, "127.0.0.1", std::to_string(server->port())},
                  cleanOptions(120s, {{"GLOO_SOCKET_IFNAME", "lo"}}));
     ASSERT_EQ(r.exitCode, 0) << mode << "\n" << r.out << r.err;
     EXPECT_NE(r.out.find("OK"), std::string::npos) << r.out;
@@ -78,7 +78,7 @@ int startTorchServer(Process& p) {
 
 TEST(TorchStoreTest, OurClientUsesTorchsServer) {
   DS_REQUIRE_TORCH();
-  Process torchServer({tt::kPython, tt::script("torch_server.py")}, cleanOptions(300s));
+  Process torchServer({tt::python(), tt::script("torch_server.py")}, cleanOptions(300s));
   const int port = startTorchServer(torchServer);
   ASSERT_GT(port, 0) << readFile(torchServer.stderrPath());
   auto c = client(port, "job-1");
@@ -126,7 +126,7 @@ TEST(TorchStoreTest, OurClientUsesTorchsServer) {
 
 TEST(TorchStoreTest, DsperfRanksRendezvousOnTorchsServerAsUnderTorchrunsAgent) {
   DS_REQUIRE_TORCH();
-  Process torchServer({tt::kPython, tt::script("torch_server.py")}, cleanOptions(300s));
+  Process torchServer({tt::python(), tt::script("torch_server.py")}, cleanOptions(300s));
   const int port = startTorchServer(torchServer);
   ASSERT_GT(port, 0) << readFile(torchServer.stderrPath());
   const std::string dsbench = ds::testing::binDir() + "/dsbench";
