@@ -19,12 +19,15 @@ mode, host, port = sys.argv[1], sys.argv[2], int(sys.argv[3])
 
 
 def rank_main(rank):
-    os.environ.update(TORCHELASTIC_USE_AGENT_STORE="True", TORCHELASTIC_RESTART_COUNT="0")
+    # As torchrun's agent exports them. torch 2.x honours the agent store only at MASTER_ADDR:MASTER_PORT
+    # (rendezvous._agent_store_serves), for tcp:// too, and uses no /worker/attempt_N/ prefix.
+    os.environ.update(TORCHELASTIC_USE_AGENT_STORE="True", TORCHELASTIC_RESTART_COUNT="0",
+                      MASTER_ADDR=host, MASTER_PORT=str(port))
     if mode == "tcp":
         dist.init_process_group("gloo", init_method=f"tcp://{host}:{port}", rank=rank, world_size=2,
                                 timeout=timedelta(seconds=30))
     else:
-        os.environ.update(MASTER_ADDR=host, MASTER_PORT=str(port), RANK=str(rank), WORLD_SIZE="2")
+        os.environ.update(RANK=str(rank), WORLD_SIZE="2")
         dist.init_process_group("gloo", init_method="env://", timeout=timedelta(seconds=30))
     t = torch.tensor([float(rank + 1)])
     dist.all_reduce(t)
@@ -39,4 +42,4 @@ for p in procs:
 for p in procs:
     p.join(60)
     assert p.exitcode == 0, f"a torch rank exited with {p.exitcode}"
-print("OK")
+print("OK", torch.__version__)
