@@ -26,6 +26,7 @@ const std::vector<WorldCheckInfo>& worldChecks() {
       {"world.gpu_unique", "No two ranks on the same GPU (PCI bus id / UUID)"},
       {"world.versions_equal", "NCCL, CUDA driver, MPI and dsperf versions equal on every rank"},
       {"world.nccl_settings_equal", "The same NCCL_* settings on every rank"},
+      {"world.cores_disjoint", "Ranks bound to cores on one host do not share them"},
       {"world.hostnames", "No two hosts share a hostname (boot ids differ)"},
       {"world.clock_skew", "Clock skew between rank 0 and every rank"},
       {"world.smoke_allreduce", "A smoke allreduce with a correctness check on the job's backend"},

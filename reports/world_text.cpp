@@ -25,7 +25,9 @@ std::string formatWorldTable(const std::vector<RankRecord>& ranks) {
     out += fmt::format("  {:>5} {:>5} {:>5} {:>5}  {:<{}}  {:>8}  {}\n", r.rank, r.localRank,
                        r.localWorldSize, r.nodeRank, r.host, hostWidth, r.pid, r.device);
   }
-  return out;
+  std::vector<PlacedRank> placed;
+  for (const auto& r : ranks) placed.push_back({r.rank, r.host, r.placement});
+  return out + formatPlacementLines(placed);
 }
 
 std::string formatSmoke(const SmokeResult& s) {

@@ -6,15 +6,25 @@
 #   mpi      dsbench coll --backend mpi (Open MPI through the engine's process group)
 #   mpi-raw  ds_mpi_allreduce_raw: MPI_Allreduce with no engine (and mpi-raw-nb: MPI_Iallreduce +
 #            MPI_Wait, the call the engine makes), so the engine's overhead shows
+#   torch    torch.distributed all_reduce on gloo (scripts/peers/torch_allreduce.py), when
+#            /usr/bin/python3 (or $DS_TORCH_PYTHON) can import torch (scripts/setup.sh --peers)
 #   limit    ds_membw_probe: the copy bandwidth of this machine, measured in the same run, and the
 #            busbw an ideal zero-copy allreduce would reach with it
-# interleaved: each round runs the probe, then every peer over all sizes, per world size, in an
-# order that rotates from round to round; the report takes the median round per size. It prints the
-# ratio tables and the ISSUE 8 targets (twice: by nccl-tests' loop mean, and by the per-iteration
-# median, which a busy machine disturbs less), and writes one dsperf.sweep JSON (peers.json) with every
-# backend's rows (pseudo-backends mpi-raw, mpi-raw-nb and membw-limit included).
+# under a placement matrix, because users start ranks bound, sharing cores and beside other work:
+#   unbound         mpirun --bind-to none (as dsrun/torchrun start them)
+#   mpirun-default  mpirun's own binding (each rank on one core for 2 ranks)
+#   shared-core     every rank on CPU 0 (mpirun --bind-to none taskset -c 0 ...)
+#   hog             unbound, with one busy CPU hog (a shell loop) beside the ranks
+# interleaved: each round runs the probe, then per placement every peer over all sizes, per world
+# size, in an order that rotates from round to round; the report takes the median round per size. It
+# prints the ratio tables and the targets per placement, then the matrix of every target under every
+# placement (twice: by nccl-tests' loop mean, and by the per-iteration median, which a busy machine
+# disturbs less), and writes one dsperf.sweep JSON (peers.json) with every backend's rows, each with
+# its placement (pseudo-backends mpi-raw, mpi-raw-nb, torch-gloo and membw-limit included). Every row's
+# JSON also records each rank's CPU affinity and the node's load.
 #
 #   scripts/bench-peers.sh [--quick | --full] [--rounds R] [--np 2,4] [-e 256M] [--min-time S]
+#                          [--placements unbound,mpirun-default,shared-core,hog] [--no-torch]
 #                          [--out DIR] [--no-build]
 #
 # Exit: 0 the report was written (targets missed are reported, not failed; a missing shm is said
@@ -32,7 +42,9 @@ maxbytes=""
 mintime=""
 out=""
 do_build=1
-usage() { sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; }
+placements=unbound,mpirun-default,shared-core,hog
+use_torch=1
+usage() { sed -n '2,32p' "$0" | sed 's/^# \{0,1\}//'; }
 bad() { echo "bench-peers: $*; see --help." >&2; exit 1; }
 value_of() { [ $# -ge 2 ] || bad "$1 needs a value"; printf '%s' "$2"; }
 while [ $# -gt 0 ]; do
@@ -45,16 +57,19 @@ while [ $# -gt 0 ]; do
     --min-time) mintime=$(value_of "$@") || exit 1; shift ;;
     --out) out=$(value_of "$@") || exit 1; shift ;;
     --no-build) do_build=0 ;;
+    --placements) placements=$(value_of "$@") || exit 1; shift ;;
+    --no-torch) use_torch=0 ;;
     -h|--help) usage; exit 0 ;;
     *) echo "bench-peers: unknown argument '$1'; see --help." >&2; exit 1 ;;
   esac
   shift
 done
 
-# quick: 1 round, 2 ranks, sizes ×8 up to 32 MiB, short timing; full: 3 rounds, 2 and 4 ranks,
-# sizes ×2 up to 256 MiB. Every default can be overridden by its flag.
+# quick: 1 round, 2 ranks, sizes ×8 up to 128 MiB (8 B, 64 B, ... 16 MiB, 128 MiB: one size in each
+# target's range), short timing; full: 3 rounds, 2 and 4 ranks, sizes ×2 up to 256 MiB. Every default
+# can be overridden by its flag.
 if [ "$mode" = quick ]; then
-  rounds=${rounds:-1}; nps=${nps:-2}; maxbytes=${maxbytes:-32M}; mintime=${mintime:-0.01}; factor=8
+  rounds=${rounds:-1}; nps=${nps:-2}; maxbytes=${maxbytes:-128M}; mintime=${mintime:-0.01}; factor=8
 else
   rounds=${rounds:-3}; nps=${nps:-2,4}; maxbytes=${maxbytes:-256M}; mintime=${mintime:-0.03}; factor=2
 fi
@@ -65,6 +80,8 @@ split=1048576
 case $rounds in ''|*[!0-9]*|0) bad "--rounds '$rounds' must be a whole number of at least 1" ;; esac
 [[ "$nps" =~ ^[1-9][0-9]*(,[1-9][0-9]*)*$ ]] || bad "--np '$nps' must be rank counts separated by commas, e.g. 2,4"
 [[ "$mintime" =~ ^[0-9]+(\.[0-9]+)?$ ]] || bad "--min-time '$mintime' must be seconds, e.g. 0.03"
+[[ "$placements" =~ ^(unbound|mpirun-default|shared-core|hog)(,(unbound|mpirun-default|shared-core|hog))*$ ]] ||
+  bad "--placements '$placements' must be names from unbound, mpirun-default, shared-core, hog separated by commas"
 max_b=$(numfmt --from=iec "${maxbytes%B}" 2>/dev/null) || bad "-e '$maxbytes' is not a size; give bytes with an optional K, M or G, e.g. 32M"
 out=${out:-$root/demo-out/peers-$(date -u +%Y%m%dT%H%M%SZ)}
 mkdir -p "$out" || { echo "bench-peers: cannot create the output folder $out." >&2; exit 1; }
@@ -96,12 +113,40 @@ free_port() {
     echo $((20000 + RANDOM % 20000))
 }
 
-# run_mpi NP LOG CMD...: one job, bounded; returns its exit code.
+# The current placement: mpirun's options, a wrapper before the program, and whether a hog runs.
+place_mpi=(--bind-to none)
+place_wrap=()
+# run_mpi NP LOG CMD...: one job under the current placement, bounded; returns its exit code.
 run_mpi() {
   local np=$1 log=$2; shift 2
   MASTER_PORT=$(free_port) timeout --kill-after=10 900 \
-    "$mpirun" -np "$np" --oversubscribe -x MASTER_PORT -x DS_ACCELERATOR -x OMP_NUM_THREADS "$@" >"$log" 2>&1
+    "$mpirun" -np "$np" --oversubscribe "${place_mpi[@]}" -x MASTER_PORT -x DS_ACCELERATOR -x OMP_NUM_THREADS \
+    ${place_wrap[@]+"${place_wrap[@]}"} "$@" >"$log" 2>&1
 }
+# set_placement NAME: the mpirun options and wrapper of a placement of the matrix.
+set_placement() {
+  place_wrap=()
+  case $1 in
+    unbound|hog) place_mpi=(--bind-to none) ;;
+    mpirun-default) place_mpi=() ;;
+    shared-core) place_mpi=(--bind-to none); place_wrap=(taskset -c 0) ;;
+  esac
+}
+# The hog: one shell loop, busy on whichever CPU the scheduler gives it, for the hog placement only;
+# bounded by timeout and stopped by its pid (and at exit, whatever happens).
+hog_pid=""
+start_hog() { timeout 1800 sh -c 'while :; do :; done' & hog_pid=$!; }
+stop_hog() { [ -n "$hog_pid" ] && kill "$hog_pid" 2>/dev/null; wait "$hog_pid" 2>/dev/null; hog_pid=""; }
+trap stop_hog EXIT
+
+# The torch peer: Debian's python3-torch lives under /usr/bin/python3 (pyenv's python3 may come first
+# on PATH and lack it).
+torch_py=""
+if [ $use_torch = 1 ]; then
+  for py in ${DS_TORCH_PYTHON:-} /usr/bin/python3 python3; do
+    if "$py" -c 'import torch' >/dev/null 2>&1; then torch_py=$(command -v "$py"); break; fi
+  done
+fi
 
 small=(-b 8 -e "$((max_b < split ? max_b : split))" -f "$factor" -n 5 -w 2 --min-time "$mintime")
 large=()
@@ -114,8 +159,12 @@ load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 echo "== bench-peers ($mode): $rounds round(s), ranks ${np_list[*]}, sizes 8 B to $maxbytes ×$factor, min-time ${mintime}s"
 echo "   results in $out; load average before: $load_before"
 
+IFS=, read -r -a place_list <<<"$placements"
+echo "   placements: ${place_list[*]}; torch peer: ${torch_py:-none (scripts/setup.sh --peers installs python3-torch)}"
+
 # Is shm there? A one-size run says so (and why not) before the rounds.
 peers=(shm gloo mpi mpi-raw mpi-raw-nb)
+[ -n "$torch_py" ] && peers+=(torch)
 shm_note=""
 if ! run_mpi 2 "$out/shm-probe.log" "$bin/dsbench" coll --backend shm -b 8 -e 8 -n 1 -w 0 -c 1 -T 60; then
   why=$(grep -E 'error|Error|not' "$out/shm-probe.log" | head -3)
@@ -126,6 +175,7 @@ if ! run_mpi 2 "$out/shm-probe.log" "$bin/dsbench" coll --backend shm -b 8 -e 8 
   echo
   shm_note="shm missing: dsbench coll --backend shm failed before the rounds: $(echo "$why" | head -1)"
   peers=(gloo mpi mpi-raw mpi-raw-nb)
+  [ -n "$torch_py" ] && peers+=(torch)
 fi
 
 failed=()
@@ -133,6 +183,9 @@ for ((r = 1; r <= rounds; r++)); do
   t0=$(date +%s)
   "$bin/ds_membw_probe" -b 8 -e "$maxbytes" -f "$factor" --ranks "$nps" --min-time 0.02 \
     -J "$out/r$r-limit.json" >"$out/r$r-limit.log" 2>&1 || failed+=("round $r membw probe")
+  for place in "${place_list[@]}"; do
+  set_placement "$place"
+  [ "$place" = hog ] && start_hog
   for np in "${np_list[@]}"; do
     # Rotate the order so that no peer always runs first (warm caches, a quiet machine) or last.
     n=${#peers[@]}
@@ -143,24 +196,29 @@ for ((r = 1; r <= rounds; r++)); do
       for part in small large; do
         if [ $part = small ]; then sweep=("${small[@]}"); else sweep=("${large[@]}"); fi
         [ ${#sweep[@]} -eq 0 ] && continue
-        json="$out/r$r-np$np-$peer-$part.json"
-        log="$out/r$r-np$np-$peer-$part.log"
+        json="$out/r$r-$place-np$np-$peer-$part.json"
+        log="$out/r$r-$place-np$np-$peer-$part.log"
         case $peer in
           mpi-raw) run_mpi "$np" "$log" "$bin/ds_mpi_allreduce_raw" "${sweep[@]}" -J "$json" ;;
           mpi-raw-nb) run_mpi "$np" "$log" "$bin/ds_mpi_allreduce_raw" --nonblocking "${sweep[@]}" -J "$json" ;;
+          torch) run_mpi "$np" "$log" "$torch_py" "$root/scripts/peers/torch_allreduce.py" \
+                   "${sweep[@]}" -T 120 -J "$json" ;;
           *) run_mpi "$np" "$log" "$bin/dsbench" coll --backend "$peer" "${sweep[@]}" -c 1 -T 120 -J "$json" ;;
         esac
         prc=$?
         [ $prc -ne 0 ] && rc=$prc
       done
       secs=$(awk -v a="$p0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
+      logs="$out/r$r-$place-np$np-$peer-*.log"
       if [ $rc -ne 0 ]; then
-        failed+=("round $r np=$np $peer (exit $rc, $out/r$r-np$np-$peer-*.log)")
-        printf '   round %d/%d  np=%d  %-10s FAILED (exit %d) after %.1f s; log: %s\n' "$r" "$rounds" "$np" "$peer" "$rc" "$secs" "$out/r$r-np$np-$peer-*.log"
+        failed+=("round $r $place np=$np $peer (exit $rc, $logs)")
+        printf '   round %d/%d  %-14s np=%d  %-10s FAILED (exit %d) after %.1f s; log: %s\n' "$r" "$rounds" "$place" "$np" "$peer" "$rc" "$secs" "$logs"
       else
-        printf '   round %d/%d  np=%d  %-10s %6.1f s\n' "$r" "$rounds" "$np" "$peer" "$secs"
+        printf '   round %d/%d  %-14s np=%d  %-10s %6.1f s\n' "$r" "$rounds" "$place" "$np" "$peer" "$secs"
       fi
     done
+  done
+  [ "$place" = hog ] && stop_hog
   done
   echo "   round $r took $(( $(date +%s) - t0 )) s"
 done
@@ -168,9 +226,13 @@ load_after=$(cut -d' ' -f1-3 /proc/loadavg)
 elapsed=$(( $(date +%s) - start ))
 
 echo
+# Per placement, its runs plus the round's probe (the limit is the machine's, whatever the placement).
 inputs=()
-for f in "$out"/r*-*.json; do [ -s "$f" ] && inputs+=("$f"); done
-notes=(--note "bench-peers.sh --$mode: $rounds round(s), ranks $nps, -e $maxbytes -f $factor, min-time ${mintime}s, ${elapsed} s; load average before $load_before, after $load_after")
+for place in "${place_list[@]}"; do
+  inputs+=(--placement "$place")
+  for f in "$out"/r*-limit.json "$out"/r*-"$place"-np*.json; do [ -s "$f" ] && inputs+=("$f"); done
+done
+notes=(--note "bench-peers.sh --$mode: $rounds round(s), placements $placements, ranks $nps, -e $maxbytes -f $factor, min-time ${mintime}s, ${elapsed} s; load average before $load_before, after $load_after")
 [ -n "$shm_note" ] && notes+=(--note "$shm_note")
 for f in "${failed[@]}"; do notes+=(--note "failed: $f"); done
 "$bin/ds_peers_report" -o "$out/peers.json" "${notes[@]}" "${inputs[@]}" | tee "$out/table.txt"

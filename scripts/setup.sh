@@ -1,7 +1,18 @@
 #!/usr/bin/env bash
 # Installs every Debian package dsperf needs that is missing. Idempotent and silent when all are
 # present; runs `apt-get update` once, only when something must be installed.
+#   scripts/setup.sh [--peers]
+# --peers also makes sure of what the benchmark peers need (scripts/bench-peers.sh's torch peer and
+# scripts/bench-ddp-peers.sh: Debian's python3-torch, which the torch tests need as well).
 set -euo pipefail
+peers=0
+for arg in "$@"; do
+  case $arg in
+    --peers) peers=1 ;;
+    -h|--help) sed -n '2,6p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "setup: unknown argument '$arg'; the only flag is --peers (the benchmark peers' packages)." >&2; exit 1 ;;
+  esac
+done
 
 packages=(
   # toolchain
@@ -29,6 +40,9 @@ packages=(
   chromium                       # browser tests: headless rendering of reports
   slurm-wlm munge                # slurm tests: a real one-node Slurm (scripts/slurm-fixture.sh)
 )
+# The benchmark peers: torch.distributed (gloo) and PyTorch DDP, on the same system libgloo as ours.
+peer_packages=(python3-torch)
+((peers)) && packages+=("${peer_packages[@]}")
 
 missing=()
 for p in "${packages[@]}"; do

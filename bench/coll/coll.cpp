@@ -85,6 +85,7 @@ std::vector<report::SweepRank> gatherRanks(World& world) {
     r.pid = w.pid;
     r.device = w.device;
     r.localRankArg = w.localRankArg;
+    r.placement = w.placement;
     out.push_back(r);
   }
   return out;

@@ -5,6 +5,10 @@
 #include <chrono>
 #include <cstring>
 #include <ctime>
+#include <vector>
+
+#include <sched.h>
+#include <unistd.h>
 #include <fstream>
 #include <sstream>
 
@@ -108,6 +112,30 @@ std::string commandLine() {
   }
   if (!arg.empty()) flush();
   return out;
+}
+
+report::Placement currentPlacement() {
+  report::Placement p;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (::sched_getaffinity(0, sizeof set, &set) == 0) {
+    std::vector<int> cpus;
+    for (int c = 0; c < CPU_SETSIZE; ++c) {
+      if (CPU_ISSET(c, &set)) cpus.push_back(c);
+    }
+    p.cpus = report::formatCpuList(cpus);
+    p.cpuCount = static_cast<int>(cpus.size());
+  }
+  p.onlineCpus = static_cast<int>(::sysconf(_SC_NPROCESSORS_ONLN));
+  std::ifstream in("/proc/loadavg");
+  std::string line;
+  if (std::getline(in, line)) {
+    if (auto l = report::parseLoadavg(line)) {
+      p.load1 = l->load1;
+      p.runnable = l->runnable;
+    }
+  }
+  return p;
 }
 
 std::string isoTimeNow() {

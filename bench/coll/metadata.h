@@ -5,6 +5,8 @@
 #include <map>
 #include <string>
 
+#include "reports/schema/placement.h"
+
 namespace ds::bench::coll {
 
 // dsperf and its git sha (from CMake at configure time), NCCL (runtime and header, when this binary
@@ -17,6 +19,9 @@ std::map<std::string, std::string> relevantEnv();
 std::string launcherName();
 // This process's command line from /proc/self/cmdline, arguments with spaces quoted.
 std::string commandLine();
+// This process's CPU affinity (sched_getaffinity), the online CPUs and the node's load
+// (/proc/loadavg) now. Fields that cannot be read stay at their "unknown" values.
+report::Placement currentPlacement();
 // "2026-01-31T12:34:56.789Z"
 std::string isoTimeNow();
 

@@ -176,6 +176,12 @@ std::vector<report::SweepRank> gatherRanks(const Raw& mpi) {
   mpiCheck(MPI_Gather(host, sizeof host, MPI_CHAR, hosts.data(), sizeof host, MPI_CHAR, 0, mpi.comm),
            "MPI_Gather");
   mpiCheck(MPI_Gather(&pid, 1, MPI_LONG, pids.data(), 1, MPI_LONG, 0, mpi.comm), "MPI_Gather");
+  // Each rank's placement as JSON text in a fixed slot (a cpu list of a big node stays well inside).
+  constexpr std::size_t kSlot = 1024;
+  std::string mine = nlohmann::json(ds::bench::coll::currentPlacement()).dump().substr(0, kSlot - 1);
+  mine.resize(kSlot, '\0');
+  std::vector<char> placements(static_cast<std::size_t>(mpi.size) * kSlot);
+  mpiCheck(MPI_Gather(mine.data(), kSlot, MPI_CHAR, placements.data(), kSlot, MPI_CHAR, 0, mpi.comm), "MPI_Gather");
   std::vector<report::SweepRank> out;
   if (mpi.rank != 0) return out;
   for (int r = 0; r < mpi.size; ++r) {
@@ -185,6 +191,12 @@ std::vector<report::SweepRank> gatherRanks(const Raw& mpi) {
     x.host = std::string(hosts.data() + static_cast<std::size_t>(r) * sizeof host);
     x.pid = pids[static_cast<std::size_t>(r)];
     x.device = "cpu";
+    try {
+      x.placement = nlohmann::json::parse(std::string(placements.data() + static_cast<std::size_t>(r) * kSlot))
+                        .get<report::Placement>();
+    } catch (const std::exception&) {
+      // a cut-off cpu list: the row stays without a placement
+    }
     out.push_back(x);
   }
   return out;

@@ -191,7 +191,14 @@ int runTrain(const TrainOptions& o) {
   auto& pg = world->pg();
   // Who ran it, for the metadata (collective: every rank publishes its record).
   std::vector<std::string> hosts;
-  for (const auto& rec : gatherWorld(*world)) hosts.push_back(rec.host);
+  std::vector<report::PlacedRank> placed;
+  nlohmann::json rankMeta = nlohmann::json::array();
+  for (const auto& rec : gatherWorld(*world)) {
+    hosts.push_back(rec.host);
+    placed.push_back({rec.rank, rec.host, rec.placement});
+    rankMeta.push_back({{"rank", rec.rank}, {"host", rec.host}});
+    if (rec.placement) rankMeta.back()["placement"] = *rec.placement;
+  }
   if (o.scaling && world->backend() == "mpi") {
     throw ConfigError(
         "dsbench train --scaling needs sub-groups, which the mpi backend does not offer yet. Run it once per "
@@ -210,6 +217,7 @@ int runTrain(const TrainOptions& o) {
   const std::size_t perStep =
       static_cast<std::size_t>(o.batch) * static_cast<std::size_t>(world->worldSize());
   base.samples = o.samples > 0 ? o.samples : std::max<std::size_t>(1024, 4 * perStep);
+  base.evalSamples = o.evalSamples;
   base.ddp.commHookName = o.commHook;
   base.ddp.gradientAsBucketView = o.gradientAsBucketView;
   if (world->accelerator().name() == "cuda")
@@ -262,6 +270,11 @@ int runTrain(const TrainOptions& o) {
     r.ddp.avg_backward_compute_comm_overlap_time = result.logging.avg_backward_compute_comm_overlap_time;
     r.ddp.avg_exposed_comm_time = result.logging.avg_exposed_comm_time;
     r.ddp.bucket_sizes = result.logging.bucket_sizes;
+    // The replicas are identical after every step and the batch is the same on every rank, so each
+    // rank's evaluation loss is the job's.
+    r.evalLossStart = result.evalLossStart;
+    r.evalLossEnd = result.evalLossEnd;
+    r.evalSamples = std::isfinite(result.evalLossStart) ? std::min<int>(o.evalSamples, static_cast<int>(c.samples)) : 0;
     return r;
   };
 
@@ -299,7 +312,8 @@ int runTrain(const TrainOptions& o) {
                   o.repeat > 1 ? fmt::format(", pass {}/{}", rep + 1, o.repeat) : "");
       }
       auto r = runOne(c, &pg, world->worldSize());
-      finite = finite && std::isfinite(r.lossStart) && std::isfinite(r.lossEnd);
+      finite = finite && std::isfinite(r.lossStart) && std::isfinite(r.lossEnd) &&
+               (o.evalSamples == 0 || (std::isfinite(r.evalLossStart) && std::isfinite(r.evalLossEnd)));
       passes[idx].push_back(std::move(r));
     }
   }
@@ -319,7 +333,7 @@ int runTrain(const TrainOptions& o) {
     }
   }
   if (world->rank() == 0) {
-    std::string text = report::formatTrainTable(runs) + scalingText;
+    std::string text = report::formatPlacementLines(placed) + report::formatTrainTable(runs) + scalingText;
     std::fwrite(text.data(), 1, text.size(), stdout);
     std::fflush(stdout);
     if (!o.jsonPath.empty()) {
@@ -329,6 +343,7 @@ int runTrain(const TrainOptions& o) {
                           {"repeat", o.repeat},
                           {"backend", world->backend()},
                           {"hosts", hosts},
+                          {"ranks", rankMeta},
                           {"versions", coll::libraryVersions()},
                           {"env", coll::relevantEnv()},
                           {"start_time", startTime},

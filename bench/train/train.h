@@ -29,6 +29,7 @@ struct TrainOptions {
   float lr = 0;                           // --lr; 0: 0.01 (sgd) or 1e-3 (adamw)
   std::size_t samples = 0;                // --samples; 0: 4 steps' worth, at least 1024
   int blasThreads = 0;                    // --blas-threads; 0: cores / ranks on this node
+  int evalSamples = 64;                   // --eval-samples: the fixed evaluation batch (0: none)
   std::string jsonPath;                   // --json (rank 0)
   // --label: the cluster or system (metadata.label in the JSON); checked by report::checkLabel.
   std::string label;

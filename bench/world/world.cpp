@@ -5,6 +5,7 @@
 
 #include <cstdio>
 
+#include "bench/coll/metadata.h"
 #include "bench/exit_codes.h"
 #include "engine/common/net.h"
 #include "engine/env/launcher_args.h"
@@ -33,6 +34,7 @@ report::RankRecord describeRank(World& world) {
   r.jobId = info.jobId.value;
   if (const auto& arg = env::launcherLocalRankArg()) r.localRankArg = arg->value;
   r.provenance = info.describe();
+  r.placement = coll::currentPlacement();
   return r;
 }
 

@@ -7,12 +7,15 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <thread>
 
 #include "diag/check.h"
+#include "diag/checks/affinity.h"
 #include "diag/util.h"
 #include "engine/common/error.h"
 #include "engine/common/net.h"
+#include "reports/schema/placement.h"
 
 namespace ds::diag {
 namespace {
@@ -130,6 +133,77 @@ Finding cpuAffinity(Context& c) {
   return pass(summary, data);
 }
 
+// OPENBLAS_NUM_THREADS wins over OMP_NUM_THREADS in OpenBLAS; garbage reads as unset (env.omp_num_threads
+// reports it).
+AffinityFacts liveAffinityFacts(Context& c) {
+  AffinityFacts f;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) == 0) {
+    for (int i = 0; i < CPU_SETSIZE; ++i) {
+      if (CPU_ISSET(i, &set)) f.cpus.push_back(i);
+    }
+  }
+  f.onlineCpus = static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
+  for (const char* var : {"OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"}) {
+    auto v = c.get(var);
+    if (!v || v->empty() || v->size() > 4 || v->find_first_not_of("0123456789") != std::string::npos) continue;
+    int n = std::stoi(*v);
+    if (n < 1) continue;
+    f.blasThreads = n;
+    f.blasFrom = fmt::format("{}={}", var, *v);
+    break;
+  }
+  if (c.get("OMPI_COMM_WORLD_SIZE")) f.launcher = "mpirun";
+  else if (c.get("SLURM_PROCID") || c.get("SLURM_STEP_ID")) f.launcher = "srun";
+  return f;
+}
+
+// The runner names the rank; identical findings of several ranks then merge into one line.
+Finding threadAffinity(Context& c) { return judgeThreadAffinity(liveAffinityFacts(c)); }
+
+}  // namespace
+
+Finding judgeThreadAffinity(const AffinityFacts& f) {
+  const int mask = static_cast<int>(f.cpus.size());
+  const int busy = std::max(1, f.blasThreads) + 1;
+  const std::string cpus = report::formatCpuList(f.cpus);
+  Json data{{"cpus", cpus}, {"cpu_count", mask}, {"online_cpus", f.onlineCpus}, {"blas_threads", f.blasThreads},
+            {"busy_threads", busy}, {"launcher", f.launcher}};
+  std::string blas = f.blasFrom.empty() ? "1 BLAS thread (OMP_NUM_THREADS unset: counted as 1)"
+                                        : fmt::format("{} BLAS/OMP thread(s) ({})", f.blasThreads, f.blasFrom);
+  std::string threads = fmt::format("the caller with {}, the process group's worker, and its heartbeat (asleep "
+                                    "between beats)", blas);
+  if (mask == 0) return skip("The CPU affinity mask could not be read (sched_getaffinity failed)", data);
+  if (mask >= busy) {
+    return pass(fmt::format("Affinity cpus {} ({} of {} online) fits the {} busy thread(s): {}", cpus, mask,
+                            f.onlineCpus, busy, threads),
+                data);
+  }
+  std::string remedy;
+  if (f.launcher == "mpirun") {
+    remedy = fmt::format("Open MPI binds each rank to one core by default (up to 2 ranks per node). Start the job with 'mpirun --bind-to none "
+                         "...', or give each rank {} cores with 'mpirun --map-by slot:PE={} --bind-to core ...'.",
+                         busy, busy);
+  } else if (f.launcher == "srun") {
+    remedy = fmt::format("Give each task {} CPUs: 'srun --cpus-per-task={} ...' (or --cpu-bind=none to leave the ranks "
+                         "unbound).",
+                         busy, busy);
+  } else {
+    remedy = fmt::format("Widen the mask to {} CPUs per rank (taskset -c, numactl --physcpubind, or the launcher's "
+                         "binding: mpirun --bind-to none or --map-by slot:PE={}; srun --cpus-per-task={}), or lower "
+                         "OMP_NUM_THREADS.",
+                         busy, busy, busy);
+  }
+  return warn(fmt::format("The affinity mask is cpus {} ({} of {} online), narrower than the {} busy thread(s) "
+                          "this rank runs: {}. They take turns on {}: a small allreduce that takes about 1 us "
+                          "unbound took 34-44 us with each rank bound to one core",
+                          cpus, mask, f.onlineCpus, busy, threads, mask == 1 ? "that core" : "those cores"),
+              remedy, data);
+}
+
+namespace {
+
 Finding topology(Context& c) {
   hwloc_topology_t topo;
   if (hwloc_topology_init(&topo) != 0) return warn("hwloc could not initialise", "Check libhwloc.");
@@ -189,6 +263,9 @@ std::vector<CheckDef> systemChecks() {
       {"system.shm_size", "system", "/dev/shm size (< 512 MiB warn, < 64 MiB fail)", shmSize},
       {"system.ulimits", "system", "memlock and nofile ulimits", ulimits},
       {"system.cpu_affinity", "system", "CPU count and affinity against ranks per node", cpuAffinity},
+      {"system.thread_affinity", "system",
+       "The affinity mask is as wide as the threads a rank runs (caller + BLAS threads + the process group's worker)",
+       threadAffinity},
       {"system.topology", "system", "NUMA and PCI topology (hwloc): which NUMA node each GPU and NIC sits on",
        topology},
       {"system.host_identity", "system", "Hostname and boot id", hostIdentity},

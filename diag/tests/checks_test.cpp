@@ -13,6 +13,7 @@
 #include <fstream>
 
 #include "engine/env/launcher_args.h"
+#include "diag/checks/affinity.h"
 #include "diag/probes.h"
 #include "diag/tests/test_util.h"
 #include "diag/util.h"
@@ -523,4 +524,31 @@ TEST(Registry, IdsAreUniqueAndFamiliesPrefixThem) {
   EXPECT_FALSE(s.selected("env.world_info"));
   EXPECT_TRUE((Selection{{"gpu.*"}, {}}).selected("gpu.nvml"));
   EXPECT_THROW(validateSelection({{"nte.typo"}, {}}), ds::ConfigError);
+}
+
+// system.thread_affinity on fake masks (judgeThreadAffinity), not this machine's.
+TEST(SystemChecks, ThreadAffinityWarnsWhenTheMaskIsNarrowerThanTheThreads) {
+  AffinityFacts one{{0}, 2, 1, "", "mpirun"};
+  auto f = judgeThreadAffinity(one);  // caller + worker on one core: mpirun's default binding
+  EXPECT_STATUS(f, WARN);
+  EXPECT_NE(f.message.find("cpus 0 (1 of 2 online)"), std::string::npos) << f.message;
+  EXPECT_NE(f.message.find("2 busy thread(s)"), std::string::npos) << f.message;
+  EXPECT_NE(f.remedy.find("--bind-to none"), std::string::npos) << f.remedy;
+  EXPECT_NE(f.remedy.find("--map-by slot:PE=2"), std::string::npos) << f.remedy;
+  EXPECT_EQ(f.data["busy_threads"], 2);
+
+  AffinityFacts srun{{2, 3}, 8, 4, "OMP_NUM_THREADS=4", "srun"};  // 4 BLAS threads + worker on 2 CPUs
+  f = judgeThreadAffinity(srun);
+  EXPECT_STATUS(f, WARN);
+  EXPECT_NE(f.message.find("OMP_NUM_THREADS=4"), std::string::npos) << f.message;
+  EXPECT_NE(f.remedy.find("--cpus-per-task=5"), std::string::npos) << f.remedy;
+
+  AffinityFacts other{{0}, 1, 1, "", ""};
+  f = judgeThreadAffinity(other);
+  EXPECT_STATUS(f, WARN);
+  EXPECT_NE(f.remedy.find("taskset"), std::string::npos) << f.remedy;
+
+  EXPECT_STATUS(judgeThreadAffinity({{0, 1}, 2, 1, "", "mpirun"}), PASS);          // --bind-to none on 2 CPUs
+  EXPECT_STATUS(judgeThreadAffinity({{0, 1, 2, 3}, 4, 3, "OMP_NUM_THREADS=3", ""}), PASS);
+  EXPECT_STATUS(judgeThreadAffinity({{}, 4, 1, "", ""}), SKIP);  // mask unreadable
 }

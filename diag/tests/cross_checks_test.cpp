@@ -117,3 +117,29 @@ TEST(ClockSkew, LargeOffsetWarnsNamingTheRank) {
   EXPECT_EQ(f.status, DiagStatus::kWarn);
   EXPECT_NE(f.message.find("Rank 2"), std::string::npos);
 }
+
+namespace {
+RankReport bound(int r, const std::string& host, std::vector<int> cpus, int online = 4) {
+  RankReport rep = rank(r, host, r);
+  rep.records.push_back(rec("system.cpu_affinity", {{"cpus", cpus}, {"online", online}}));
+  return rep;
+}
+}  // namespace
+
+TEST(CrossChecks, BoundRanksSharingACoreOnOneHostWarn) {
+  auto out = crossRankChecks({bound(0, "a", {0}), bound(1, "a", {0})}, 2);  // taskset -c 0 for both
+  const auto& c = find(out, "world.cores_disjoint");
+  EXPECT_EQ(c.status, DiagStatus::kWarn);
+  EXPECT_NE(c.message.find("ranks 0-1 share CPU 0 on host a"), std::string::npos) << c.message;
+  EXPECT_EQ(c.message.find("boot-a"), std::string::npos) << c.message;  // the hostname, not the host key
+  EXPECT_NE(c.remedy.find("--bind-to none"), std::string::npos);
+  // Distinct cores, unbound ranks, or the same core on two hosts: no warning.
+  out = crossRankChecks({bound(0, "a", {0}), bound(1, "a", {1})}, 2);
+  EXPECT_EQ(find(out, "world.cores_disjoint").status, DiagStatus::kPass);
+  out = crossRankChecks({bound(0, "a", {0, 1, 2, 3}), bound(1, "a", {0, 1, 2, 3})}, 2);
+  EXPECT_EQ(find(out, "world.cores_disjoint").status, DiagStatus::kPass);
+  out = crossRankChecks({bound(0, "a", {0}), bound(1, "b", {0})}, 2);
+  EXPECT_EQ(find(out, "world.cores_disjoint").status, DiagStatus::kPass);
+  out = crossRankChecks({rank(0, "a", 0), rank(1, "a", 1)}, 2);
+  EXPECT_EQ(find(out, "world.cores_disjoint").status, DiagStatus::kSkip);
+}

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "reports/diag/diag_text.h"
+#include "reports/schema/placement.h"
 
 namespace ds::diag {
 namespace {
@@ -216,6 +217,43 @@ std::vector<DiagRecord> crossRankChecks(const std::vector<RankReport>& reports, 
     } else {
       out.push_back(record("world.nccl_settings_equal",
                            pass(fmt::format("{} NCCL setting(s), identical on every rank", byVar.size()))));
+    }
+  }
+  // --- bound ranks on one host do not share cores ---
+  {
+    std::vector<report::PlacedRank> placed;
+    for (const auto& r : reports) {
+      const Json* d = findData(r, "system.cpu_affinity");
+      if (d == nullptr || !d->contains("cpus") || !(*d)["cpus"].is_array()) continue;
+      report::Placement p;
+      std::vector<int> cpus;
+      for (const auto& c : (*d)["cpus"]) {
+        if (c.is_number_integer()) cpus.push_back(c.get<int>());
+      }
+      p.cpus = report::formatCpuList(cpus);
+      p.cpuCount = static_cast<int>(cpus.size());
+      p.onlineCpus = d->contains("online") && (*d)["online"].is_number_integer() ? (*d)["online"].get<int>() : 0;
+      placed.push_back({r.rank, hostKey(r), p});
+    }
+    auto shared = report::sharedCores(placed);
+    for (auto& s : shared) {  // the host key carries the boot id after a '/': show the hostname
+      auto slash = s.rfind('/');
+      if (slash != std::string::npos) s.erase(slash);
+    }
+    if (placed.empty()) {
+      out.push_back(record("world.cores_disjoint", skip("system.cpu_affinity did not run on the ranks")));
+    } else if (!shared.empty()) {
+      out.push_back(record(
+          "world.cores_disjoint",
+          warn(fmt::format("{}: ranks bound to the same cores take turns on them, and every collective waits for "
+                           "the slowest turn (30x on small messages)",
+                           join(shared, "; ")),
+               "Bind each rank to its own cores (mpirun --map-by slot:PE=N --bind-to core, srun --cpus-per-task=N "
+               "--cpu-bind=cores), or leave the ranks unbound (mpirun --bind-to none, srun --cpu-bind=none).",
+               {{"shared", shared}})));
+    } else {
+      out.push_back(record("world.cores_disjoint",
+                           pass(fmt::format("{} rank(s): bound ranks on each host have cores of their own", placed.size()))));
     }
   }
   // --- hostnames ---

@@ -20,7 +20,7 @@ struct RankReport {
 const Json* findData(const RankReport& r, const std::string& id);
 
 // world.ranks_unique, world.local_rank_unique, world.gpu_unique, world.versions_equal,
-// world.nccl_settings_equal, world.hostnames. `worldSize` is the size rank 0 expects.
+// world.nccl_settings_equal, world.cores_disjoint, world.hostnames. `worldSize` is the size rank 0 expects.
 std::vector<DiagRecord> crossRankChecks(const std::vector<RankReport>& reports, int worldSize);
 
 // One measured link of the pairwise test.

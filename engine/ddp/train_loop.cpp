@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 
@@ -111,7 +112,19 @@ TrainResult train(const TrainConfig& c, comm::ProcessGroup* pg) {
   };
   Tensor x, y;
   Tensor dOut = Tensor::zeros({c.batch, c.model.out()}, DType::kF32, c.device);
+  // The fixed evaluation batch: the model's own forward (DDP's would expect a backward), its loss
+  // gradient written to a scratch tensor and dropped.
+  const int evalN = std::min<int>(std::max(0, c.evalSamples), static_cast<int>(data.size()));
+  auto evalLoss = [&] {
+    std::vector<std::size_t> idx(static_cast<std::size_t>(evalN));
+    for (int i = 0; i < evalN; ++i) idx[static_cast<std::size_t>(i)] = static_cast<std::size_t>(i);
+    Tensor ex, ey;
+    data.batch(idx, ex, ey, c.device);
+    Tensor scratch = Tensor::zeros({evalN, c.model.out()}, DType::kF32, c.device);
+    return ops::mseLoss(model.forward(ex), ey, 1.0f, scratch);
+  };
   const float gradScale = 1.0f / static_cast<float>(c.accumulation);
+  if (evalN > 0) result.evalLossStart = evalLoss();
   model.zeroGrad();
   for (int step = 0; step < c.steps; ++step) {
     const auto t0 = Clock::now();
@@ -151,6 +164,7 @@ TrainResult train(const TrainConfig& c, comm::ProcessGroup* pg) {
     }
     result.steps.push_back(rec);
   }
+  if (evalN > 0) result.evalLossEnd = evalLoss();
   for (const auto& p : model.parameters()) {
     auto v = p.value.toVector();
     result.finalParams.insert(result.finalParams.end(), v.begin(), v.end());

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <vector>
 
 #include "engine/comm/process_group.h"
@@ -38,6 +39,10 @@ struct TrainConfig {
   // After every step, allgather a checksum of the parameters and throw InternalError unless every
   // rank's is bit-identical.
   bool checkReplicas = false;
+  // Samples of a fixed evaluation batch (dataset indices 0..evalSamples-1, the same on every rank):
+  // its loss is taken before the first step and after the last, with no gradient, so that start and
+  // end compare the same data (a training step's loss is another batch each step). 0: none.
+  int evalSamples = 0;
 };
 
 struct StepRecord {
@@ -55,6 +60,9 @@ struct TrainResult {
   std::uint64_t finalChecksum = 0;
   int replicaChecks = 0;  // steps whose checksums were compared across ranks
   std::size_t paramCount = 0;
+  // The evaluation batch's mean loss before the first and after the last step; NaN without one.
+  double evalLossStart = std::numeric_limits<double>::quiet_NaN();
+  double evalLossEnd = std::numeric_limits<double>::quiet_NaN();
 };
 
 // Collective when pg is given (every rank calls it with the same config); pg == nullptr trains one

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <set>
 #include <tuple>
 
@@ -186,23 +187,58 @@ void metadataSection(PageBuilder& page, const std::vector<RunFile>& runs,
   page.table(header, rows, "meta");
 
   for (std::size_t i = 0; i < runs.size(); ++i) {
-    std::vector<Row> ranks;
+    // rank, host, local rank, node rank, pid, device, and where it ran.
+    struct RankRow {
+      int rank, localRank, nodeRank;
+      std::string host;
+      long pid;
+      std::string device;
+      std::optional<Placement> placement;
+    };
+    std::vector<RankRow> rr;
     if (runs[i].sweep) {
-      for (const auto& r : runs[i].sweep->metadata.ranks) {
-        ranks.push_back({Cell(std::to_string(r.rank), "num"), r.host,
-                         Cell(std::to_string(r.localRank), "num"), Cell(std::to_string(r.nodeRank), "num"),
-                         Cell(std::to_string(r.pid), "num"), r.device});
-      }
+      for (const auto& r : runs[i].sweep->metadata.ranks)
+        rr.push_back({r.rank, r.localRank, r.nodeRank, r.host, r.pid, r.device, r.placement});
     } else if (runs[i].kind == RunKind::kWorld) {
-      for (const auto& r : worldFromJson(runs[i].raw, runs[i].path)) {
-        ranks.push_back({Cell(std::to_string(r.rank), "num"), r.host,
-                         Cell(std::to_string(r.localRank), "num"), Cell(std::to_string(r.nodeRank), "num"),
-                         Cell(std::to_string(r.pid), "num"), r.device});
+      for (const auto& r : worldFromJson(runs[i].raw, runs[i].path))
+        rr.push_back({r.rank, r.localRank, r.nodeRank, r.host, r.pid, r.device, r.placement});
+    } else if (runs[i].train && runs[i].trainMetadata.is_object() && runs[i].trainMetadata.contains("ranks")) {
+      // dsbench train keeps rank, host and placement only (absent in files written before it).
+      for (const auto& r : runs[i].trainMetadata["ranks"]) {
+        if (!r.is_object() || !r.contains("rank")) continue;
+        RankRow x{r.value("rank", 0), -1, -1, r.value("host", std::string()), -1, "", std::nullopt};
+        if (r.contains("placement")) x.placement = r["placement"].get<Placement>();
+        rr.push_back(std::move(x));
       }
     }
-    if (ranks.empty()) continue;
+    if (rr.empty()) continue;
+    std::vector<PlacedRank> placed;
+    bool anyPlacement = false;
+    for (const auto& r : rr) {
+      placed.push_back({r.rank, r.host, r.placement});
+      anyPlacement = anyPlacement || r.placement.has_value();
+    }
+    auto shared = ranksSharingCores(placed);
+    auto num = [](long v) { return v < 0 ? Cell("—", "num") : Cell(std::to_string(v), "num"); };
+    std::vector<Row> ranks;
+    for (const auto& r : rr) {
+      Row row{Cell(std::to_string(r.rank), "num"), r.host, num(r.localRank), num(r.nodeRank), num(r.pid),
+              r.device.empty() ? std::string("—") : r.device};
+      if (anyPlacement) {
+        bool sharing = std::find(shared.begin(), shared.end(), r.rank) != shared.end();
+        row.emplace_back(r.placement ? formatCpus(*r.placement) + (sharing ? " — shares a core" : "") : "—",
+                         sharing ? "warn" : "");
+        row.emplace_back(r.placement ? formatLoad(*r.placement) : "—");
+      }
+      ranks.push_back(std::move(row));
+    }
     std::string summary = fmt::format("Ranks of {} ({})", names[i], ranks.size());
+    for (const auto& s : sharedCores(placed)) summary += "; " + s;
     std::vector<std::string> header2{"rank", "host", "local rank", "node rank", "pid", "device"};
+    if (anyPlacement) {
+      header2.emplace_back("CPU affinity");
+      header2.emplace_back("node load at start");
+    }
     if (runs[i].kind == RunKind::kWorld) {
       page.heading(summary);
       page.table(header2, ranks);

@@ -20,6 +20,7 @@ void to_json(nlohmann::json& j, const RankRecord& r) {
                      {"job_id", r.jobId},
                      {"provenance", r.provenance}};
   if (r.localRankArg >= 0) j["local_rank_arg"] = r.localRankArg;
+  if (r.placement) j["placement"] = *r.placement;
 }
 
 void from_json(const nlohmann::json& j, RankRecord& r) {
@@ -36,6 +37,7 @@ void from_json(const nlohmann::json& j, RankRecord& r) {
   readTo(j.at("job_id"), r.jobId);
   readTo(j.at("provenance"), r.provenance);
   if (j.contains("local_rank_arg")) readTo(j.at("local_rank_arg"), r.localRankArg);
+  if (j.contains("placement")) r.placement = j.at("placement").get<Placement>();
 }
 
 nlohmann::json worldToJson(const std::vector<RankRecord>& ranks, const SmokeResult& smoke) {

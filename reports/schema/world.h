@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "reports/schema/placement.h"
 #include "reports/schema/schema_version.h"
 
 namespace ds::report {
@@ -29,6 +30,8 @@ struct RankRecord {
   int localRankArg = -1;
   // "RANK=3 (from OMPI_COMM_WORLD_RANK)" lines, as discovery recorded them.
   std::vector<std::string> provenance;
+  // CPU affinity and node load at start-up; absent in files written before it was recorded.
+  std::optional<Placement> placement = std::nullopt;
 };
 
 // A one-element allreduce through the process group, checked against the known answer.

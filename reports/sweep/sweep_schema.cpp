@@ -181,6 +181,7 @@ void to_json(nlohmann::json& j, const SweepMeasurement& m) {
        {"bus_factor", m.busFactor},
        {"out_of_place", placeToJson(m.outOfPlace)},
        {"in_place", placeToJson(m.inPlace)}};
+  if (!m.placement.empty()) j["placement"] = m.placement;
 }
 
 void from_json(const nlohmann::json& j, SweepMeasurement& m) {
@@ -196,6 +197,7 @@ void from_json(const nlohmann::json& j, SweepMeasurement& m) {
   readTo(j.at("bus_factor"), m.busFactor);
   m.outOfPlace = placeFromJson(j.at("out_of_place"));
   m.inPlace = placeFromJson(j.at("in_place"));
+  m.placement = textOr(j, "placement", "");
 }
 
 void to_json(nlohmann::json& j, const SweepArgs& a) {
@@ -240,6 +242,7 @@ void to_json(nlohmann::json& j, const SweepMetadata& m) {
                      {"pid", r.pid},
                      {"device", r.device}});
     if (r.localRankArg >= 0) ranks.back()["local_rank_arg"] = r.localRankArg;
+    if (r.placement) ranks.back()["placement"] = *r.placement;
   }
   j = {{"command_line", m.commandLine},
        {"hosts", m.hosts},
@@ -267,6 +270,7 @@ void from_json(const nlohmann::json& j, SweepMetadata& m) {
     readTo(r.at("pid"), x.pid);
     readTo(r.at("device"), x.device);
     if (r.contains("local_rank_arg")) readTo(r.at("local_rank_arg"), x.localRankArg);
+    if (r.contains("placement")) x.placement = r.at("placement").get<Placement>();
     m.ranks.push_back(x);
   }
   readTo(j.at("launcher"), m.launcher);
@@ -276,6 +280,12 @@ void from_json(const nlohmann::json& j, SweepMetadata& m) {
   readTo(j.at("end_time"), m.endTime);
   m.label = textOr(j, "label", "");
   m.source = textOr(j, "source", "");
+}
+
+std::vector<PlacedRank> placedRanks(const SweepMetadata& m) {
+  std::vector<PlacedRank> out;
+  for (const auto& r : m.ranks) out.push_back({r.rank, r.host, r.placement});
+  return out;
 }
 
 void to_json(nlohmann::json& j, const SweepSummary& s) {

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "reports/schema/placement.h"
 #include "reports/schema/schema_version.h"
 
 namespace ds::report {
@@ -73,6 +74,9 @@ struct SweepMeasurement {
   double busFactor = 0;
   PlaceResult outOfPlace;
   PlaceResult inPlace;
+  // scripts/bench-peers.sh's placement matrix: which placement the row was measured under
+  // ("unbound", "mpirun-default", "shared-core", "hog"); empty elsewhere (then left out of the JSON).
+  std::string placement;
   bool rounded() const;  // bytes differ from requestedBytes (nccl-tests' rounding)
 };
 
@@ -85,6 +89,7 @@ struct SweepRank {
   long pid = 0;
   std::string device;
   int localRankArg = -1;  // the launcher's --local_rank argument; -1: none (see RankRecord)
+  std::optional<Placement> placement = std::nullopt;  // affinity and node load (absent in older files)
 };
 
 // The flags of the run, as parsed (nccl-tests names).
@@ -144,6 +149,9 @@ struct SweepRun {
 // bandwidths, per-iteration statistics, ranks and straggler. Wrong elements are summed over the
 // repeats, and every repeat's figures are kept in `repeats`. A single measurement comes back as is.
 SweepMeasurement mergeRepeats(const std::vector<SweepMeasurement>& reps);
+
+// The ranks' placements (reports/schema/placement.h), in rank order.
+std::vector<PlacedRank> placedRanks(const SweepMetadata& m);
 
 // Average busbw and total wrong over the rows, as nccl-tests' footer computes them.
 SweepSummary summarize(const std::vector<SweepMeasurement>& rows, double minBusBw = -1);

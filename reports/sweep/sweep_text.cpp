@@ -38,6 +38,7 @@ std::string formatSweepPreamble(const SweepArgs& a, const SweepMetadata& meta) {
     s += fmt::format("#  Rank {:2d} Group  0 Pid {:6d} on {:>10} device {:2d} [{}] {}\n", r.rank, r.pid,
                      r.host, r.localRank, r.device.substr(0, r.device.find(' ')), r.device);
   }
+  s += formatPlacementLines(placedRanks(meta));
   s += "#\n";
   static const char* kAverage[] = {"rank 0's time (-a 0)", "the average over ranks (-a 1)",
                                    "the minimum over ranks (-a 2)", "the maximum over ranks (-a 3)"};

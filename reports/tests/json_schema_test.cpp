@@ -121,3 +121,33 @@ TEST(JsonSchema, RejectsANewerMajorAndAMissingField) {
   writeJsonAtomic(dir.file("old.json"), ok);
   EXPECT_EQ(validate({dir.file("old.json")}).exitCode, 0);
 }
+
+// Placement (schema 1.x, optional): accepted in sweep, train and world ranks; a malformed one is not.
+TEST(JsonSchema, PlacementValidatesAndAMalformedOneDoesNot) {
+  if (!haveJsonschema()) GTEST_SKIP() << "python3-jsonschema is not installed (scripts/setup.sh installs it)";
+  ds::testing::TempDir dir;
+  Placement p{"0-1,3", 3, 4, 0.75, 2};
+  SweepRun s;
+  s.results = {row(8, false)};
+  SweepRank sr{0, 0, 0, "node-a", 42, "cpu"};
+  sr.placement = p;
+  s.metadata.ranks = {sr};
+  writeJsonAtomic(dir.file("sweep.json"), sweepToJson(s));
+  RankRecord rr;
+  rr.host = "h";
+  rr.placement = p;
+  writeJsonAtomic(dir.file("world.json"), worldToJson({rr}));
+  TrainRunRecord t;
+  t.model = "mlp:64x2";
+  t.stepMs = summarize(std::vector<double>{1, 2, 3});
+  nlohmann::json placement = p;
+  writeJsonAtomic(dir.file("train.json"),
+                  trainToJson({t}, {{"ranks", {{{"rank", 0}, {"host", "h"}, {"placement", placement}}}}}));
+  auto r = validate({dir.file("sweep.json"), dir.file("world.json"), dir.file("train.json")});
+  EXPECT_EQ(r.exitCode, 0) << r.out << r.err;
+  auto bad = worldToJson({rr});
+  bad["ranks"][0]["placement"]["cpus"] = "zero";
+  writeJsonAtomic(dir.file("bad.json"), bad);
+  EXPECT_EQ(validate({dir.file("bad.json")}).exitCode, 1);
+  EXPECT_EQ(sweepFromJson(sweepToJson(s), "s.json").metadata.ranks[0].placement->cpus, "0-1,3");
+}

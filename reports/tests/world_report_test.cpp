@@ -76,3 +76,66 @@ TEST(WorldReport, TableHasOneRowPerRank) {
   EXPECT_NE(t.find("node-a"), std::string::npos);
   EXPECT_EQ(std::count(t.begin(), t.end(), '\n'), 4);
 }
+
+// ---------------- placement (reports/schema/placement.h) ----------------
+
+TEST(Placement, CpuListsFormatAndParse) {
+  EXPECT_EQ(formatCpuList({}), "");
+  EXPECT_EQ(formatCpuList({0}), "0");
+  EXPECT_EQ(formatCpuList({5, 0, 1, 2, 2}), "0-2,5");
+  EXPECT_EQ(parseCpuList("0-2,5"), (std::vector<int>{0, 1, 2, 5}));
+  EXPECT_EQ(parseCpuList("3"), (std::vector<int>{3}));
+  for (const char* bad : {"", "a", "1-", "-1", "3-1", "0,,1", "0,", "1 2", "9999999"}) {
+    EXPECT_THROW(parseCpuList(bad), ds::ConfigError) << bad;
+  }
+}
+
+TEST(Placement, LoadavgReadsLoadAndRunnable) {
+  auto l = parseLoadavg("0.52 0.58 0.59 3/412 12345\n");
+  ASSERT_TRUE(l.has_value());
+  EXPECT_DOUBLE_EQ(l->load1, 0.52);
+  EXPECT_EQ(l->runnable, 3);
+  EXPECT_FALSE(parseLoadavg("").has_value());
+  EXPECT_FALSE(parseLoadavg("0.5 0.5 0.5 x/3 1").has_value());
+  EXPECT_FALSE(parseLoadavg("0.5 0.5").has_value());
+}
+
+TEST(Placement, JsonRoundTripAndOlderFilesWithout) {
+  auto ranks = sample();
+  ranks[0].placement = Placement{"0", 1, 2, 1.25, 3};
+  auto back = worldFromJson(worldToJson(ranks), "w.json");
+  ASSERT_TRUE(back[0].placement.has_value());
+  EXPECT_EQ(back[0].placement->cpus, "0");
+  EXPECT_EQ(back[0].placement->cpuCount, 1);
+  EXPECT_EQ(back[0].placement->onlineCpus, 2);
+  EXPECT_DOUBLE_EQ(back[0].placement->load1, 1.25);
+  EXPECT_EQ(back[0].placement->runnable, 3);
+  EXPECT_FALSE(back[1].placement.has_value());  // as a file written before placement was recorded
+  EXPECT_FALSE(worldToJson(ranks)["ranks"][1].contains("placement"));
+}
+
+TEST(Placement, SharedCoresFlagBoundRanksOnOneHostOnly) {
+  Placement cpu0{"0", 1, 2, 0.1, 1}, cpu1{"1", 1, 2, 0.1, 1}, all{"0-1", 2, 2, 0.1, 1};
+  // Bound to distinct cores, or unbound: nothing to flag.
+  EXPECT_TRUE(sharedCores({{0, "a", cpu0}, {1, "a", cpu1}}).empty());
+  EXPECT_TRUE(sharedCores({{0, "a", all}, {1, "a", all}}).empty());
+  // The same core on different hosts is no sharing.
+  EXPECT_TRUE(sharedCores({{0, "a", cpu0}, {1, "b", cpu0}}).empty());
+  // Two ranks on core 0 of host a (taskset -c 0).
+  auto s = sharedCores({{0, "a", cpu0}, {1, "a", cpu0}, {2, "a", cpu1}, {3, "a", std::nullopt}});
+  ASSERT_EQ(s.size(), 1u);
+  EXPECT_EQ(s[0], "ranks 0-1 share CPU 0 on host a");
+  EXPECT_EQ(ranksSharingCores({{0, "a", cpu0}, {1, "a", cpu0}, {2, "a", cpu1}}), (std::vector<int>{0, 1}));
+}
+
+TEST(Placement, TextShowsEveryRankTheLoadAndTheSharing) {
+  auto ranks = sample();
+  EXPECT_EQ(formatWorldTable(ranks).find("placement"), std::string::npos);  // older files: no lines
+  ranks[0].placement = Placement{"0", 1, 2, 1.5, 4};
+  ranks[1].placement = Placement{"0", 1, 2, 1.5, 4};
+  std::string t = formatWorldTable(ranks);
+  EXPECT_NE(t.find("# placement: rank 0 on node-a: cpus 0 (1 of 2 online)"), std::string::npos) << t;
+  EXPECT_NE(t.find("# placement: rank 1 on node-a: cpus 0"), std::string::npos) << t;
+  EXPECT_NE(t.find("# node load: node-a: load 1.50 (1 min), 4 runnable on 2 CPUs"), std::string::npos) << t;
+  EXPECT_NE(t.find("# !! ranks 0-1 share CPU 0 on host node-a"), std::string::npos) << t;
+}

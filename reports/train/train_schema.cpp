@@ -79,6 +79,11 @@ void to_json(nlohmann::json& j, const TrainRunRecord& r) {
          {"avg_backward_compute_comm_overlap_time", r.ddp.avg_backward_compute_comm_overlap_time},
          {"avg_exposed_comm_time", r.ddp.avg_exposed_comm_time},
          {"bucket_sizes", r.ddp.bucket_sizes}}}};
+  if (std::isfinite(r.evalLossStart) && std::isfinite(r.evalLossEnd) && r.evalSamples > 0) {
+    j["loss"]["eval_start"] = r.evalLossStart;
+    j["loss"]["eval_end"] = r.evalLossEnd;
+    j["loss"]["eval_samples"] = r.evalSamples;
+  }
   if (!r.repeats.empty()) {
     nlohmann::json reps = nlohmann::json::array();
     for (const auto& x : r.repeats)
@@ -128,6 +133,11 @@ void from_json(const nlohmann::json& j, TrainRunRecord& r) {
   readTo(j.at("hidden_comm_ms"), r.hiddenCommMs);
   readTo(j.at("loss").at("start"), r.lossStart);
   readTo(j.at("loss").at("end"), r.lossEnd);
+  if (j.at("loss").contains("eval_start") && j.at("loss").contains("eval_end")) {
+    readTo(j.at("loss").at("eval_start"), r.evalLossStart);
+    readTo(j.at("loss").at("eval_end"), r.evalLossEnd);
+    if (j.at("loss").contains("eval_samples")) readTo(j.at("loss").at("eval_samples"), r.evalSamples);
+  }
   const auto& d = j.at("ddp_logging");
   readTo(d.at("avg_forward_compute_time"), r.ddp.avg_forward_compute_time);
   readTo(d.at("avg_backward_compute_time"), r.ddp.avg_backward_compute_time);

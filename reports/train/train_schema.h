@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <nlohmann/json.hpp>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -66,6 +67,12 @@ struct TrainRunRecord {
   double hiddenCommMs = 0;  // mean per step
   double lossStart = 0;     // mean over ranks, first step
   double lossEnd = 0;       // mean over ranks, last step
+  // The loss on a fixed evaluation batch (the same samples at both ends, no gradient) before the first
+  // and after the last step: the one to trust for "did it learn". NaN when not taken (older files,
+  // --eval-samples 0); JSON loss.eval_start / eval_end / eval_samples, left out then.
+  double evalLossStart = std::numeric_limits<double>::quiet_NaN();
+  double evalLossEnd = std::numeric_limits<double>::quiet_NaN();
+  int evalSamples = 0;
   DdpLoggingRecord ddp;
   // Every repeat, in repeat order, when the configurations ran more than once (--repeat R > 1; JSON
   // "repeats", schema 1.1). The fields above are then those of the repeat with the median step time.

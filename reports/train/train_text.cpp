@@ -2,18 +2,23 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cmath>
+
 namespace ds::report {
 
 namespace {
 
-std::string row(const TrainRunRecord& r, double Percentiles::*q) {
+bool hasEval(const TrainRunRecord& r) { return std::isfinite(r.evalLossStart) && std::isfinite(r.evalLossEnd); }
+
+std::string row(const TrainRunRecord& r, double Percentiles::*q, bool eval) {
   return fmt::format(
       "{:>7.2f} {:>5} {:>9} {:>4} {:>7} | {:>8.2f} {:>8.2f} {:>8.2f} {:>8.2f} {:>8.2f} {:>8.2f} {:>8.2f} | "
       "{:>9.1f} {:>6.1f}% | {:>8.4f} -> {:<8.4f}\n",
       r.bucketCapMb, r.overlap ? "on" : "off", r.commHook, r.buckets,
       r.gradientAsBucketView ? "view" : "copy", r.forwardMs.*q, r.backwardComputeMs.*q, r.backwardCommMs.*q,
       r.exposedCommMs.*q, r.optimizerMs.*q, r.stepMs.*q, r.commBusyMs.*q, r.samplesPerSec,
-      100.0 * r.overlapEfficiency, r.lossStart, r.lossEnd);
+      100.0 * r.overlapEfficiency, eval ? r.evalLossStart : r.lossStart, eval ? r.evalLossEnd : r.lossEnd);
 }
 
 }  // namespace
@@ -21,6 +26,8 @@ std::string row(const TrainRunRecord& r, double Percentiles::*q) {
 std::string formatTrainTable(const std::vector<TrainRunRecord>& runs) {
   if (runs.empty()) return "# dsbench train: no runs\n";
   const auto& f = runs.front();
+  // The evaluation batch's loss when every run has one (older files: the training steps' losses).
+  const bool eval = std::all_of(runs.begin(), runs.end(), hasEval);
   std::string out = fmt::format(
       "# dsbench train: {} ({:.1f}M params), {} rank(s) on {} ({}), batch {}/rank, {} optimizer, {} measured "
       "steps "
@@ -30,17 +37,26 @@ std::string formatTrainTable(const std::vector<TrainRunRecord>& runs) {
   const std::string head = fmt::format(
       "# {:>5} {:>5} {:>9} {:>4} {:>7} | {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} | {:>9} {:>7} | {}\n",
       "capMB", "ovlap", "hook", "bkts", "grad", "fwd", "bwd", "bwdcomm", "exposed", "optim", "step",
-      "commbusy", "samples/s", "hidden", "loss start -> end");
+      "commbusy", "samples/s", "hidden", eval ? "eval loss start -> end" : "loss start -> end");
   for (auto [q, name] : {std::pair{&Percentiles::p50, "median"}, std::pair{&Percentiles::p90, "p90"}}) {
     out += fmt::format("# per-step time in ms, {} over all ranks' measured steps\n", name);
     out += head;
-    for (const auto& r : runs) out += "  " + row(r, q);
+    for (const auto& r : runs) out += "  " + row(r, q, eval);
   }
   out +=
       "# bwd = backward compute; bwdcomm = first bucket launched to all reduced; exposed = comm the step "
       "waited "
       "for after backward;\n# commbusy = time the collectives ran; hidden = 1 - exposed / commbusy (comm the "
       "overlap hid)\n";
+  if (eval) {
+    out += fmt::format(
+        "# eval loss = the loss on one fixed batch of {} samples before the first and after the last step (the "
+        "same data at both ends); the first and last training steps see different batches\n",
+        f.evalSamples);
+  } else {
+    out += "# loss = the first and the last measured step's training loss: two different batches, so it can rise "
+           "on a healthy run\n";
+  }
   return out;
 }
 

@@ -1,6 +1,9 @@
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "bench/train/train.h"
+#include "reports/train/train_text.h"
 
 using ds::bench::StepSample;
 
@@ -43,3 +46,53 @@ TEST(TrainSummary, NoCommMeansNoEfficiencyAndExposedNeverExceedsBusy) {
 }
 
 }  // namespace
+
+// The loss users should trust: a fixed evaluation batch before the first and after the last step.
+// A healthy run (small MLP, SGD, one process) learns, so it must fall; the training loss of the first
+// and last steps compares two different batches and is not asserted on.
+TEST(TrainEval, AHealthyRunShowsAFallingEvalLoss) {
+  ds::ddp::TrainConfig c;
+  c.model = ds::ddp::parseModelSpec("mlp:32x2,in=16,out=4");
+  c.samples = 512;
+  c.batch = 16;
+  c.steps = 60;
+  c.optimizer.kind = "sgd";
+  c.optimizer.lr = 0.05f;
+  c.evalSamples = 64;
+  auto r = ds::ddp::train(c, nullptr);
+  ASSERT_TRUE(std::isfinite(r.evalLossStart) && std::isfinite(r.evalLossEnd));
+  EXPECT_LT(r.evalLossEnd, 0.9 * r.evalLossStart) << r.evalLossStart << " -> " << r.evalLossEnd;
+  // Taken with no gradient: the same run without it trains to the very same parameters.
+  c.evalSamples = 0;
+  auto plain = ds::ddp::train(c, nullptr);
+  EXPECT_TRUE(std::isnan(plain.evalLossStart));
+  EXPECT_EQ(plain.finalChecksum, r.finalChecksum);
+}
+
+TEST(TrainEval, ReportShowsTheEvalLossInTextAndJson) {
+  ds::report::TrainRunRecord r;
+  r.model = "mlp:32x2";
+  r.lossStart = 0.5;
+  r.lossEnd = 0.7;  // another batch: rose
+  r.evalLossStart = 0.6;
+  r.evalLossEnd = 0.2;
+  r.evalSamples = 64;
+  auto j = ds::report::trainToJson({r});
+  EXPECT_DOUBLE_EQ(j["runs"][0]["loss"]["eval_start"].get<double>(), 0.6);
+  EXPECT_DOUBLE_EQ(j["runs"][0]["loss"]["eval_end"].get<double>(), 0.2);
+  EXPECT_EQ(j["runs"][0]["loss"]["eval_samples"], 64);
+  auto back = ds::report::trainFromJson(j, "t.json");
+  EXPECT_DOUBLE_EQ(back[0].evalLossEnd, 0.2);
+  std::string t = ds::report::formatTrainTable({r});
+  EXPECT_NE(t.find("eval loss start -> end"), std::string::npos) << t;
+  EXPECT_NE(t.find("0.6000 -> 0.2000"), std::string::npos) << t;
+  EXPECT_NE(t.find("fixed batch of 64 samples"), std::string::npos) << t;
+  // Older files have no eval loss: the training loss, labelled as such.
+  j["runs"][0]["loss"].erase("eval_start");
+  j["runs"][0]["loss"].erase("eval_end");
+  auto old = ds::report::trainFromJson(j, "old.json");
+  EXPECT_TRUE(std::isnan(old[0].evalLossStart));
+  t = ds::report::formatTrainTable(old);
+  EXPECT_NE(t.find("0.5000 -> 0.7000"), std::string::npos) << t;
+  EXPECT_NE(t.find("two different batches"), std::string::npos) << t;
+}

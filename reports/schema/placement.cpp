@@ -1,0 +1,169 @@
+#include "reports/schema/placement.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "engine/common/error.h"
+#include "reports/json_io.h"
+
+namespace ds::report {
+
+void to_json(nlohmann::json& j, const Placement& p) {
+  j = {{"cpus", p.cpus}, {"cpu_count", p.cpuCount}, {"online_cpus", p.onlineCpus}};
+  if (p.load1 >= 0) j["load1"] = p.load1;
+  if (p.runnable >= 0) j["runnable"] = p.runnable;
+}
+
+void from_json(const nlohmann::json& j, Placement& p) {
+  readTo(j.at("cpus"), p.cpus);
+  readTo(j.at("cpu_count"), p.cpuCount);
+  readTo(j.at("online_cpus"), p.onlineCpus);
+  if (j.contains("load1")) readTo(j.at("load1"), p.load1);
+  if (j.contains("runnable")) readTo(j.at("runnable"), p.runnable);
+}
+
+std::string formatCpuList(const std::vector<int>& cpus) {
+  std::vector<int> v = cpus;
+  std::sort(v.begin(), v.end());
+  v.erase(std::unique(v.begin(), v.end()), v.end());
+  std::string out;
+  for (std::size_t i = 0; i < v.size();) {
+    std::size_t k = i;
+    while (k + 1 < v.size() && v[k + 1] == v[k] + 1) ++k;
+    if (!out.empty()) out += ',';
+    out += k == i ? std::to_string(v[i]) : fmt::format("{}-{}", v[i], v[k]);
+    i = k + 1;
+  }
+  return out;
+}
+
+std::vector<int> parseCpuList(const std::string& text, const std::string& what) {
+  auto bad = [&] {
+    return ConfigError(fmt::format("{} '{}' is not a cpu list; expected CPU numbers and ranges such as 0-3,8", what, text));
+  };
+  auto number = [&](const std::string& s) {
+    if (s.empty() || s.size() > 6 || s.find_first_not_of("0123456789") != std::string::npos) throw bad();
+    return std::stoi(s);
+  };
+  std::set<int> out;
+  std::stringstream in(text);
+  std::string part;
+  if (text.empty()) throw bad();
+  while (std::getline(in, part, ',')) {
+    auto dash = part.find('-');
+    int lo = number(part.substr(0, dash));
+    int hi = dash == std::string::npos ? lo : number(part.substr(dash + 1));
+    if (hi < lo) throw bad();
+    for (int c = lo; c <= hi; ++c) out.insert(c);
+  }
+  if (text.back() == ',') throw bad();
+  return {out.begin(), out.end()};
+}
+
+std::optional<LoadAvg> parseLoadavg(const std::string& text) {
+  std::istringstream in(text);
+  double l1 = 0, l5 = 0, l15 = 0;
+  std::string tasks;
+  if (!(in >> l1 >> l5 >> l15 >> tasks) || l1 < 0) return std::nullopt;
+  auto slash = tasks.find('/');
+  if (slash == 0 || slash == std::string::npos || tasks.find_first_not_of("0123456789/") != std::string::npos)
+    return std::nullopt;
+  return LoadAvg{l1, std::stoi(tasks.substr(0, slash))};
+}
+
+namespace {
+
+std::string rankList(const std::vector<int>& ranks) {
+  std::string s;
+  for (std::size_t i = 0; i < ranks.size();) {
+    std::size_t k = i;
+    while (k + 1 < ranks.size() && ranks[k + 1] == ranks[k] + 1) ++k;
+    if (!s.empty()) s += ',';
+    s += k == i ? std::to_string(ranks[i]) : fmt::format("{}-{}", ranks[i], ranks[k]);
+    i = k + 1;
+  }
+  return s;
+}
+
+struct Sharing {
+  std::string host;
+  std::vector<int> ranks;
+  std::vector<int> cpus;
+};
+
+// Per host, CPU -> ranks whose mask holds it; ranks that hold the same shared CPUs form one group.
+std::vector<Sharing> findSharing(const std::vector<PlacedRank>& ranks) {
+  std::map<std::string, std::map<int, std::vector<int>>> byHost;
+  for (const auto& r : ranks) {
+    // An unbound rank (its mask is the whole node) shares cores only as the scheduler sees fit; two
+    // of them are the normal dsrun/torchrun start, not a placement to flag.
+    if (!r.placement || r.placement->cpus.empty()) continue;
+    if (r.placement->onlineCpus > 0 && r.placement->cpuCount >= r.placement->onlineCpus) continue;
+    std::vector<int> cpus;
+    try {
+      cpus = parseCpuList(r.placement->cpus);
+    } catch (const Error&) {
+      continue;
+    }
+    for (int c : cpus) byHost[r.host][c].push_back(r.rank);
+  }
+  std::vector<Sharing> out;
+  for (const auto& [host, byCpu] : byHost) {
+    std::map<std::vector<int>, std::vector<int>> groups;  // ranks -> the CPUs they all share
+    for (const auto& [cpu, rs] : byCpu) {
+      if (rs.size() > 1) groups[rs].push_back(cpu);
+    }
+    for (const auto& [rs, cpus] : groups) out.push_back({host, rs, cpus});
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::string> sharedCores(const std::vector<PlacedRank>& ranks) {
+  std::vector<std::string> out;
+  for (const auto& s : findSharing(ranks)) {
+    out.push_back(fmt::format("ranks {} share CPU{} {} on host {}", rankList(s.ranks), s.cpus.size() > 1 ? "s" : "",
+                              formatCpuList(s.cpus), s.host));
+  }
+  return out;
+}
+
+std::vector<int> ranksSharingCores(const std::vector<PlacedRank>& ranks) {
+  std::set<int> out;
+  for (const auto& s : findSharing(ranks)) out.insert(s.ranks.begin(), s.ranks.end());
+  return {out.begin(), out.end()};
+}
+
+std::string formatCpus(const Placement& p) {
+  return fmt::format("cpus {} ({} of {} online)", p.cpus.empty() ? "?" : p.cpus, p.cpuCount, p.onlineCpus);
+}
+
+std::string formatLoad(const Placement& p) {
+  std::string load = p.load1 >= 0 ? fmt::format("load {:.2f} (1 min)", p.load1) : "load unknown";
+  if (p.runnable >= 0) load += fmt::format(", {} runnable", p.runnable);
+  return load + fmt::format(" on {} CPUs", p.onlineCpus);
+}
+
+std::string formatPlacementLines(const std::vector<PlacedRank>& ranks) {
+  std::string out;
+  std::set<std::string> hostsDone;
+  std::string loads;
+  for (const auto& r : ranks) {
+    if (!r.placement) continue;
+    out += fmt::format("# placement: rank {} on {}: {}\n", r.rank, r.host, formatCpus(*r.placement));
+    if (hostsDone.insert(r.host).second) loads += fmt::format("# node load: {}: {}\n", r.host, formatLoad(*r.placement));
+  }
+  if (out.empty()) return "";
+  out += loads;
+  for (const auto& s : sharedCores(ranks)) {
+    out += fmt::format("# !! {}: their threads take turns on it, and collectives wait for the scheduler\n", s);
+  }
+  return out;
+}
+
+}  // namespace ds::report
