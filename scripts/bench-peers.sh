@@ -163,7 +163,11 @@ IFS=, read -r -a place_list <<<"$placements"
 echo "   placements: ${place_list[*]}; torch peer: ${torch_py:-none (scripts/setup.sh --peers installs python3-torch)}"
 
 # Is shm there? A one-size run says so (and why not) before the rounds.
-peers=(shm gloo mpi mpi-raw mpi-raw-nb)
+# --quick leaves out mpi-raw-nb (a diagnosis of the engine's mpi overhead, no target of its own) to
+# keep four placements within a few minutes.
+nb=(mpi-raw-nb)
+[ "$mode" = quick ] && nb=()
+peers=(shm gloo mpi mpi-raw ${nb[@]+"${nb[@]}"})
 [ -n "$torch_py" ] && peers+=(torch)
 shm_note=""
 if ! run_mpi 2 "$out/shm-probe.log" "$bin/dsbench" coll --backend shm -b 8 -e 8 -n 1 -w 0 -c 1 -T 60; then
@@ -174,7 +178,7 @@ if ! run_mpi 2 "$out/shm-probe.log" "$bin/dsbench" coll --backend shm -b 8 -e 8 
   echo "${why:-$(tail -3 "$out/shm-probe.log")}" | sed 's/^/!!   /'
   echo
   shm_note="shm missing: dsbench coll --backend shm failed before the rounds: $(echo "$why" | head -1)"
-  peers=(gloo mpi mpi-raw mpi-raw-nb)
+  peers=(gloo mpi mpi-raw ${nb[@]+"${nb[@]}"})
   [ -n "$torch_py" ] && peers+=(torch)
 fi
 
