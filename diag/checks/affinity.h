@@ -10,11 +10,11 @@
 namespace ds::diag {
 
 struct AffinityFacts {
-  std::vector<int> cpus;   // the rank's affinity mask
+  std::vector<int> cpus;  // the rank's affinity mask
   int onlineCpus = 0;
-  int blasThreads = 1;     // OPENBLAS_NUM_THREADS, else OMP_NUM_THREADS; 1 when unset or unreadable
-  std::string blasFrom;    // "OMP_NUM_THREADS=4", or "" when unset
-  std::string launcher;    // "mpirun", "srun" or "" (another launcher, or none)
+  int blasThreads = 1;   // OPENBLAS_NUM_THREADS, else OMP_NUM_THREADS; 1 when unset or unreadable
+  std::string blasFrom;  // "OMP_NUM_THREADS=4", or "" when unset
+  std::string launcher;  // "mpirun", "srun" or "" (another launcher, or none)
 };
 
 // Busy threads at once: the caller (which also runs BLAS thread 0), the other BLAS/OMP threads and

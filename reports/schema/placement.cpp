@@ -43,7 +43,8 @@ std::string formatCpuList(const std::vector<int>& cpus) {
 
 std::vector<int> parseCpuList(const std::string& text, const std::string& what) {
   auto bad = [&] {
-    return ConfigError(fmt::format("{} '{}' is not a cpu list; expected CPU numbers and ranges such as 0-3,8", what, text));
+    return ConfigError(
+        fmt::format("{} '{}' is not a cpu list; expected CPU numbers and ranges such as 0-3,8", what, text));
   };
   auto number = [&](const std::string& s) {
     if (s.empty() || s.size() > 6 || s.find_first_not_of("0123456789") != std::string::npos) throw bad();
@@ -76,18 +77,6 @@ std::optional<LoadAvg> parseLoadavg(const std::string& text) {
 }
 
 namespace {
-
-std::string rankList(const std::vector<int>& ranks) {
-  std::string s;
-  for (std::size_t i = 0; i < ranks.size();) {
-    std::size_t k = i;
-    while (k + 1 < ranks.size() && ranks[k + 1] == ranks[k] + 1) ++k;
-    if (!s.empty()) s += ',';
-    s += k == i ? std::to_string(ranks[i]) : fmt::format("{}-{}", ranks[i], ranks[k]);
-    i = k + 1;
-  }
-  return s;
-}
 
 struct Sharing {
   std::string host;
@@ -127,8 +116,9 @@ std::vector<Sharing> findSharing(const std::vector<PlacedRank>& ranks) {
 std::vector<std::string> sharedCores(const std::vector<PlacedRank>& ranks) {
   std::vector<std::string> out;
   for (const auto& s : findSharing(ranks)) {
-    out.push_back(fmt::format("ranks {} share CPU{} {} on host {}", rankList(s.ranks), s.cpus.size() > 1 ? "s" : "",
-                              formatCpuList(s.cpus), s.host));
+    // Rank lists take the cpu list's range form too: "ranks 0-1,4".
+    out.push_back(fmt::format("ranks {} share CPU{} {} on host {}", formatCpuList(s.ranks),
+                              s.cpus.size() > 1 ? "s" : "", formatCpuList(s.cpus), s.host));
   }
   return out;
 }
@@ -156,12 +146,14 @@ std::string formatPlacementLines(const std::vector<PlacedRank>& ranks) {
   for (const auto& r : ranks) {
     if (!r.placement) continue;
     out += fmt::format("# placement: rank {} on {}: {}\n", r.rank, r.host, formatCpus(*r.placement));
-    if (hostsDone.insert(r.host).second) loads += fmt::format("# node load: {}: {}\n", r.host, formatLoad(*r.placement));
+    if (hostsDone.insert(r.host).second)
+      loads += fmt::format("# node load: {}: {}\n", r.host, formatLoad(*r.placement));
   }
   if (out.empty()) return "";
   out += loads;
   for (const auto& s : sharedCores(ranks)) {
-    out += fmt::format("# !! {}: their threads take turns on it, and collectives wait for the scheduler\n", s);
+    out +=
+        fmt::format("# !! {}: their threads take turns on it, and collectives wait for the scheduler\n", s);
   }
   return out;
 }

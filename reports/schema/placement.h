@@ -13,11 +13,11 @@
 namespace ds::report {
 
 struct Placement {
-  std::string cpus;     // the affinity mask as a cpu list ("0", "0-1,4"), as taskset -c and /proc write it
-  int cpuCount = 0;     // CPUs in the mask
-  int onlineCpus = 0;   // CPUs online on the node
-  double load1 = -1;    // 1-minute load average (/proc/loadavg); -1 unknown
-  int runnable = -1;    // runnable scheduling entities right now (/proc/loadavg's 4th field); -1 unknown
+  std::string cpus;    // the affinity mask as a cpu list ("0", "0-1,4"), as taskset -c and /proc write it
+  int cpuCount = 0;    // CPUs in the mask
+  int onlineCpus = 0;  // CPUs online on the node
+  double load1 = -1;   // 1-minute load average (/proc/loadavg); -1 unknown
+  int runnable = -1;   // runnable scheduling entities right now (/proc/loadavg's 4th field); -1 unknown
 };
 
 // {"cpus", "cpu_count", "online_cpus", "load1", "runnable"}; load1/runnable left out when unknown.
