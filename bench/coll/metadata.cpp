@@ -1,16 +1,15 @@
 #include "bench/coll/metadata.h"
 
 #include <fmt/format.h>
+#include <sched.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstring>
 #include <ctime>
-#include <vector>
-
-#include <sched.h>
-#include <unistd.h>
 #include <fstream>
 #include <sstream>
+#include <vector>
 
 #if DS_WITH_MPI
 #include <mpi.h>

@@ -181,7 +181,8 @@ std::vector<report::SweepRank> gatherRanks(const Raw& mpi) {
   std::string mine = nlohmann::json(ds::bench::coll::currentPlacement()).dump().substr(0, kSlot - 1);
   mine.resize(kSlot, '\0');
   std::vector<char> placements(static_cast<std::size_t>(mpi.size) * kSlot);
-  mpiCheck(MPI_Gather(mine.data(), kSlot, MPI_CHAR, placements.data(), kSlot, MPI_CHAR, 0, mpi.comm), "MPI_Gather");
+  mpiCheck(MPI_Gather(mine.data(), kSlot, MPI_CHAR, placements.data(), kSlot, MPI_CHAR, 0, mpi.comm),
+           "MPI_Gather");
   std::vector<report::SweepRank> out;
   if (mpi.rank != 0) return out;
   for (int r = 0; r < mpi.size; ++r) {
@@ -192,8 +193,9 @@ std::vector<report::SweepRank> gatherRanks(const Raw& mpi) {
     x.pid = pids[static_cast<std::size_t>(r)];
     x.device = "cpu";
     try {
-      x.placement = nlohmann::json::parse(std::string(placements.data() + static_cast<std::size_t>(r) * kSlot))
-                        .get<report::Placement>();
+      x.placement =
+          nlohmann::json::parse(std::string(placements.data() + static_cast<std::size_t>(r) * kSlot))
+              .get<report::Placement>();
     } catch (const std::exception&) {
       // a cut-off cpu list: the row stays without a placement
     }

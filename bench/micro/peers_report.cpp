@@ -140,22 +140,22 @@ std::vector<std::pair<std::string, Verdict>> printWorld(const Table& t, const st
                                                         const std::set<std::size_t>& sizes, int n,
                                                         const std::string& placement) {
   const bool haveTorch = backends.count("torch-gloo") > 0;
-  std::printf("%8s | %8s %8s %8s %8s %8s%s | %8s %8s %8s %8s | %6s\n", "size", "shm", "gloo", "mpi", "mpi-raw",
-              "limit", haveTorch ? fmt::format(" {:>8}", "torch").c_str() : "", "shm/gloo", "shm/mpi", "shm/raw",
-              "shm/lim", "noise%");
+  std::printf("%8s | %8s %8s %8s %8s %8s%s | %8s %8s %8s %8s | %6s\n", "size", "shm", "gloo", "mpi",
+              "mpi-raw", "limit", haveTorch ? fmt::format(" {:>8}", "torch").c_str() : "", "shm/gloo",
+              "shm/mpi", "shm/raw", "shm/lim", "noise%");
   for (std::size_t s : sizes) {
     auto shm = t.bw("shm", n, s);
     std::optional<double> noise;  // none with one round
     for (const char* b : {"shm", "gloo", "mpi", "mpi-raw", "torch-gloo"}) {
       if (auto sp = t.spread(b, n, s)) noise = std::max(noise.value_or(0), *sp);
     }
-    std::printf("%8s | %8s %8s %8s %8s %8s%s | %8s %8s %8s %8s | %6s\n", sizeText(s).c_str(), num(shm).c_str(),
-                num(t.bw("gloo", n, s)).c_str(), num(t.bw("mpi", n, s)).c_str(), num(t.bw("mpi-raw", n, s)).c_str(),
-                num(t.bw("membw-limit", n, s)).c_str(),
+    std::printf("%8s | %8s %8s %8s %8s %8s%s | %8s %8s %8s %8s | %6s\n", sizeText(s).c_str(),
+                num(shm).c_str(), num(t.bw("gloo", n, s)).c_str(), num(t.bw("mpi", n, s)).c_str(),
+                num(t.bw("mpi-raw", n, s)).c_str(), num(t.bw("membw-limit", n, s)).c_str(),
                 haveTorch ? fmt::format(" {:>8}", num(t.bw("torch-gloo", n, s))).c_str() : "",
                 num(ratio(shm, t.bw("gloo", n, s))).c_str(), num(ratio(shm, t.bw("mpi", n, s))).c_str(),
-                num(ratio(shm, t.bw("mpi-raw", n, s))).c_str(), num(ratio(shm, t.bw("membw-limit", n, s))).c_str(),
-                num(noise, "{:.0f}").c_str());
+                num(ratio(shm, t.bw("mpi-raw", n, s))).c_str(),
+                num(ratio(shm, t.bw("membw-limit", n, s))).c_str(), num(noise, "{:.0f}").c_str());
   }
   const bool haveNb = backends.count("mpi-raw-nb") > 0;
   std::printf("\n%8s | %9s %9s %9s %9s%s%s | %10s %9s%s%s\n", "size", "shm us", "gloo us", "mpi us", "raw us",
@@ -169,14 +169,16 @@ std::vector<std::pair<std::string, Verdict>> printWorld(const Table& t, const st
     auto nb = t.us("mpi-raw-nb", n, s);
     std::optional<double> diff;
     if (mpi && raw) diff = *mpi - *raw;
-    std::printf("%8s | %9s %9s %9s %9s%s%s | %10s %9s%s%s\n", sizeText(s).c_str(), num(t.us("shm", n, s)).c_str(),
-                num(t.us("gloo", n, s), "{:.1f}").c_str(), num(mpi).c_str(), num(raw).c_str(),
-                haveNb ? fmt::format(" {:>9}", num(nb)).c_str() : "",
-                haveTorch ? fmt::format(" {:>9}", num(t.us("torch-gloo", n, s), "{:.1f}")).c_str() : "",
-                num(diff, "{:+.2f}").c_str(), num(ratio(mpi, raw), "{:.3f}").c_str(),
-                haveNb ? fmt::format(" {:>10}", num(ratio(mpi, nb), "{:.3f}")).c_str() : "",
-                haveTorch ? fmt::format(" {:>10}", num(ratio(t.us("gloo", n, s), t.us("torch-gloo", n, s)), "{:.2f}")).c_str()
-                          : "");
+    std::printf(
+        "%8s | %9s %9s %9s %9s%s%s | %10s %9s%s%s\n", sizeText(s).c_str(), num(t.us("shm", n, s)).c_str(),
+        num(t.us("gloo", n, s), "{:.1f}").c_str(), num(mpi).c_str(), num(raw).c_str(),
+        haveNb ? fmt::format(" {:>9}", num(nb)).c_str() : "",
+        haveTorch ? fmt::format(" {:>9}", num(t.us("torch-gloo", n, s), "{:.1f}")).c_str() : "",
+        num(diff, "{:+.2f}").c_str(), num(ratio(mpi, raw), "{:.3f}").c_str(),
+        haveNb ? fmt::format(" {:>10}", num(ratio(mpi, nb), "{:.3f}")).c_str() : "",
+        haveTorch ? fmt::format(" {:>10}", num(ratio(t.us("gloo", n, s), t.us("torch-gloo", n, s)), "{:.2f}"))
+                        .c_str()
+                  : "");
   }
 
   // Targets (issues 8 and 16), each the worst case over its size range.
@@ -201,10 +203,11 @@ std::vector<std::pair<std::string, Verdict>> printWorld(const Table& t, const st
   std::printf("\n# targets, %d ranks%s (worst size of each range; best peer = max(gloo, mpi%s)):\n", n,
               placement.empty() ? "" : (", placement " + placement).c_str(), haveTorch ? ", torch" : "");
   // `target`: whether it is a target under this placement (else printed as info).
-  auto line = [&](const std::string& what, std::optional<double> v, bool pass, const char* fmtSpec, bool target) {
+  auto line = [&](const std::string& what, std::optional<double> v, bool pass, const char* fmtSpec,
+                  bool target) {
     Verdict vd{num(v, fmtSpec), !target ? "info" : !v ? "n/a" : pass ? "PASS" : "MISS"};
     std::printf("#   %-62s %10s  %s\n", what.c_str(), vd.figure.c_str(),
-                vd.result == "n/a" ? "n/a (missing figures)"
+                vd.result == "n/a"    ? "n/a (missing figures)"
                 : vd.result == "info" ? "(not a target under this placement)"
                                       : vd.result.c_str());
     out.push_back({what, vd});
@@ -216,8 +219,9 @@ std::vector<std::pair<std::string, Verdict>> printWorld(const Table& t, const st
   line("shm / best peer busbw, 64K-1M               (>= 1.2)", r1, r1 && *r1 >= 1.2, "{:.2f}x", !shared);
   auto r2 = worst(32 * M, 256 * M, shmOverPeers, false);
   line("shm / best peer busbw, 32M-256M             (>= 2.0)", r2, r2 && *r2 >= 2.0, "{:.2f}x", !shared);
-  auto r3 = worst(32 * M, 256 * M, [&](std::size_t s) { return ratio(t.bw("shm", n, s), t.bw("membw-limit", n, s)); },
-                  false);
+  auto r3 = worst(
+      32 * M, 256 * M, [&](std::size_t s) { return ratio(t.bw("shm", n, s), t.bw("membw-limit", n, s)); },
+      false);
   line("shm busbw / zero-copy limit, >= 32M         (>= 0.75)", r3, r3 && *r3 >= 0.75, "{:.2f}", !shared);
   auto r4 = worst(8, SIZE_MAX, shmOverRaw, true);
   line("shm time / raw MPI time, every size         (<= 2.0)", r4, r4 && *r4 <= 2.0, "{:.2f}x", shared);
@@ -233,8 +237,8 @@ std::vector<std::pair<std::string, Verdict>> printWorld(const Table& t, const st
   if (auto a = t.us("mpi", n, 8), b = t.us("mpi-raw", n, 8); a && b) r6 = *a - *b;
   line("engine mpi overhead over raw MPI at 8 B     (<= 1 us)", r6, r6 && *r6 <= 1.0, "{:+.2f}us", !shared);
   if (haveTorch) {
-    auto r7 = worst(8, 64 * M, [&](std::size_t s) { return ratio(t.us("gloo", n, s), t.us("torch-gloo", n, s)); },
-                    true);
+    auto r7 = worst(
+        8, 64 * M, [&](std::size_t s) { return ratio(t.us("gloo", n, s), t.us("torch-gloo", n, s)); }, true);
     line("gloo time / torch gloo time, 8B-64M         (<= 1.28)", r7, r7 && *r7 <= 1.28, "{:.2f}x", true);
   }
   return out;
@@ -272,8 +276,8 @@ int run(int argc, char** argv) {
     } else if (a == "--placement") {
       currentPlacement = need();
       if (currentPlacement.empty() || currentPlacement.find_first_of(" /\t") != std::string::npos) {
-        throw ds::ConfigError(fmt::format("--placement '{}' is not a name; give one word such as unbound.",
-                                          currentPlacement));
+        throw ds::ConfigError(
+            fmt::format("--placement '{}' is not a name; give one word such as unbound.", currentPlacement));
       }
     } else if (a == "--note") {
       extraNotes.push_back(need());
@@ -294,7 +298,8 @@ int run(int argc, char** argv) {
   std::set<int> worlds;
   std::set<std::string> notes;
   for (const auto& [placement, path] : files) {
-    if (std::find(placements.begin(), placements.end(), placement) == placements.end()) placements.push_back(placement);
+    if (std::find(placements.begin(), placements.end(), placement) == placements.end())
+      placements.push_back(placement);
     report::SweepRun r = report::sweepFromJson(report::readJson(path), path);
     // dsbench's own metadata (launcher, ranks, versions) describes the run best; the others fill in.
     bool dsbench = r.metadata.commandLine.find("dsbench") != std::string::npos;
@@ -314,7 +319,8 @@ int run(int argc, char** argv) {
     // row metadata is not the combined one.
     std::vector<std::string> where;
     for (const auto& rk : r.metadata.ranks) {
-      if (rk.placement) where.push_back(fmt::format("rank {} {}", rk.rank, report::formatCpus(*rk.placement)));
+      if (rk.placement)
+        where.push_back(fmt::format("rank {} {}", rk.rank, report::formatCpus(*rk.placement)));
     }
     if (!where.empty() && !r.results.empty()) {
       notes.insert(fmt::format("placement {}: {} ran with {}{}", placement.empty() ? "-" : placement,
@@ -353,10 +359,13 @@ int run(int argc, char** argv) {
               gUseP50 ? "median per-iteration time (p50 of the slowest rank per iteration)"
                       : "loop time per op (nccl-tests' time, the mean)");
   std::printf("# busbw in GB/s (GB = 1e9 B), time in us per op; ratios are busbw ratios (= inverse time ratios)\n");
-  std::printf("# mpi = the engine's mpi backend (dsbench coll); mpi-raw = MPI_Allreduce with no engine "
-              "(ds_mpi_allreduce_raw);\n# limit = ideal zero-copy allreduce from the copy bandwidth measured "
-              "in the same run (ds_membw_probe)%s\n",
-              backends.count("torch-gloo") ? ";\n# torch = torch.distributed all_reduce on gloo (scripts/peers/torch_allreduce.py)" : "");
+  std::printf(
+      "# mpi = the engine's mpi backend (dsbench coll); mpi-raw = MPI_Allreduce with no engine "
+      "(ds_mpi_allreduce_raw);\n# limit = ideal zero-copy allreduce from the copy bandwidth measured "
+      "in the same run (ds_membw_probe)%s\n",
+      backends.count("torch-gloo")
+          ? ";\n# torch = torch.distributed all_reduce on gloo (scripts/peers/torch_allreduce.py)"
+          : "");
   std::vector<TargetRow> matrix;
   std::vector<std::string> columns;
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
@@ -365,8 +374,9 @@ int run(int argc, char** argv) {
     Table t(groupsOf[placement], inPlace);
     if (!placement.empty()) std::printf("\n\n######## placement: %s\n", placement.c_str());
     if (!pb.count("shm")) {
-      std::printf("#\n# shm: MISSING from these results (dsbench coll --backend shm did not run or failed); "
-                  "its columns show '-'.\n");
+      std::printf(
+          "#\n# shm: MISSING from these results (dsbench coll --backend shm did not run or failed); "
+          "its columns show '-'.\n");
     }
     std::set<int> pworlds;
     for (const auto& [key, g] : groupsOf[placement]) pworlds.insert(std::get<1>(key));
@@ -375,13 +385,15 @@ int run(int argc, char** argv) {
       for (const auto& [key, g] : groupsOf[placement]) {
         if (std::get<1>(key) == n) sizes.insert(std::get<2>(key));
       }
-      std::printf("\n## %d ranks%s\n", n,
-                  n > cores ? fmt::format(" (oversubscribed: more ranks than the {} cores)", cores).c_str() : "");
+      std::printf(
+          "\n## %d ranks%s\n", n,
+          n > cores ? fmt::format(" (oversubscribed: more ranks than the {} cores)", cores).c_str() : "");
       std::string column = (placement.empty() ? std::string("all") : placement) +
                            (pworlds.size() > 1 ? fmt::format("/{}", n) : "");
       columns.push_back(column);
       for (auto& [what, v] : printWorld(t, pb, sizes, n, placement)) {
-        auto it = std::find_if(matrix.begin(), matrix.end(), [&](const TargetRow& r) { return r.what == what; });
+        auto it =
+            std::find_if(matrix.begin(), matrix.end(), [&](const TargetRow& r) { return r.what == what; });
         if (it == matrix.end()) it = matrix.insert(matrix.end(), TargetRow{what, {}});
         it->byPlacement[column] = v;
       }
@@ -394,7 +406,8 @@ int run(int argc, char** argv) {
     std::printf("\n");
     for (const auto& row : matrix) {
       std::string what = row.what.substr(0, row.what.find("  "));
-      std::string bound = row.what.substr(row.what.rfind('(') == std::string::npos ? row.what.size() : row.what.rfind('('));
+      std::string bound =
+          row.what.substr(row.what.rfind('(') == std::string::npos ? row.what.size() : row.what.rfind('('));
       std::printf("  %-50s", (what + " " + bound).substr(0, 50).c_str());
       for (const auto& c : columns) {
         auto it = row.byPlacement.find(c);
@@ -403,7 +416,9 @@ int run(int argc, char** argv) {
       }
       std::printf("\n");
     }
-    std::printf("# info = not a target under that placement (the shared core has one target: shm within 2x of raw MPI)\n");
+    std::printf(
+        "# info = not a target under that placement (the shared core has one target: shm within 2x of raw "
+        "MPI)\n");
   }
 
   if (!out.empty()) {
@@ -420,7 +435,8 @@ int run(int argc, char** argv) {
     combined.metadata.worldSize = worlds.empty() ? 0 : *worlds.begin();
     combined.notes.clear();
     combined.notes.push_back(fmt::format(
-        "scripts/bench-peers.sh: {} round(s), peers interleaved; each row is the median round of its backend, "
+        "scripts/bench-peers.sh: {} round(s), peers interleaved; each row is the median round of its "
+        "backend, "
         "world size and size by {} {} time; rows of world sizes {} are in this one file (see world_size){}",
         rounds, placeName, gUseP50 ? "per-iteration median" : "loop", fmt::join(worlds, ", "),
         placements.size() > 1 || !placements.front().empty()
@@ -430,7 +446,8 @@ int run(int argc, char** argv) {
         "pseudo-backends: mpi-raw = MPI_Allreduce called directly (ds_mpi_allreduce_raw, no engine); "
         "mpi-raw-nb = MPI_Iallreduce + MPI_Wait likewise; membw-limit = a bound, not a run: the busbw of an "
         "ideal zero-copy in-place allreduce from the memory copy bandwidth measured in the same run "
-        "(ds_membw_probe); torch-gloo = torch.distributed all_reduce on gloo (scripts/peers/torch_allreduce.py)");
+        "(ds_membw_probe); torch-gloo = torch.distributed all_reduce on gloo "
+        "(scripts/peers/torch_allreduce.py)");
     for (const auto& n : extraNotes) combined.notes.push_back(n);
     for (const auto& n : notes) combined.notes.push_back(n);
     combined.summary = report::summarize(combined.results);

@@ -274,7 +274,8 @@ int runTrain(const TrainOptions& o) {
     // rank's evaluation loss is the job's.
     r.evalLossStart = result.evalLossStart;
     r.evalLossEnd = result.evalLossEnd;
-    r.evalSamples = std::isfinite(result.evalLossStart) ? std::min<int>(o.evalSamples, static_cast<int>(c.samples)) : 0;
+    r.evalSamples =
+        std::isfinite(result.evalLossStart) ? std::min<int>(o.evalSamples, static_cast<int>(c.samples)) : 0;
     return r;
   };
 

@@ -60,9 +60,10 @@ Command addTrainCommand(CLI::App& parent) {
   t->add_option("--lr", o->lr, "learning rate (default 0.01 for sgd, 1e-3 for adamw)")->envname("DSBENCH_LR");
   t->add_option("--samples", o->samples, "dataset size (default: 4 steps' worth, at least 1024)")
       ->envname("DSBENCH_SAMPLES");
-  t->add_option("--eval-samples", o->evalSamples,
-                "samples of the fixed evaluation batch whose loss is taken before the first and after the last step "
-                "(0: none)")
+  t->add_option(
+       "--eval-samples", o->evalSamples,
+       "samples of the fixed evaluation batch whose loss is taken before the first and after the last step "
+       "(0: none)")
       ->check(CLI::Range(0, 65536))
       ->capture_default_str()
       ->envname("DSBENCH_EVAL_SAMPLES");

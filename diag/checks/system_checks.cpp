@@ -147,15 +147,18 @@ AffinityFacts liveAffinityFacts(Context& c) {
   f.onlineCpus = static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
   for (const char* var : {"OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"}) {
     auto v = c.get(var);
-    if (!v || v->empty() || v->size() > 4 || v->find_first_not_of("0123456789") != std::string::npos) continue;
+    if (!v || v->empty() || v->size() > 4 || v->find_first_not_of("0123456789") != std::string::npos)
+      continue;
     int n = std::stoi(*v);
     if (n < 1) continue;
     f.blasThreads = n;
     f.blasFrom = fmt::format("{}={}", var, *v);
     break;
   }
-  if (c.get("OMPI_COMM_WORLD_SIZE")) f.launcher = "mpirun";
-  else if (c.get("SLURM_PROCID") || c.get("SLURM_STEP_ID")) f.launcher = "srun";
+  if (c.get("OMPI_COMM_WORLD_SIZE"))
+    f.launcher = "mpirun";
+  else if (c.get("SLURM_PROCID") || c.get("SLURM_STEP_ID"))
+    f.launcher = "srun";
   return f;
 }
 
@@ -168,12 +171,19 @@ Finding judgeThreadAffinity(const AffinityFacts& f) {
   const int mask = static_cast<int>(f.cpus.size());
   const int busy = std::max(1, f.blasThreads) + 1;
   const std::string cpus = report::formatCpuList(f.cpus);
-  Json data{{"cpus", cpus}, {"cpu_count", mask}, {"online_cpus", f.onlineCpus}, {"blas_threads", f.blasThreads},
-            {"busy_threads", busy}, {"launcher", f.launcher}};
-  std::string blas = f.blasFrom.empty() ? "1 BLAS thread (OMP_NUM_THREADS unset: counted as 1)"
-                                        : fmt::format("{} BLAS/OMP thread(s) ({})", f.blasThreads, f.blasFrom);
-  std::string threads = fmt::format("the caller with {}, the process group's worker, and its heartbeat (asleep "
-                                    "between beats)", blas);
+  Json data{{"cpus", cpus},
+            {"cpu_count", mask},
+            {"online_cpus", f.onlineCpus},
+            {"blas_threads", f.blasThreads},
+            {"busy_threads", busy},
+            {"launcher", f.launcher}};
+  std::string blas = f.blasFrom.empty()
+                         ? "1 BLAS thread (OMP_NUM_THREADS unset: counted as 1)"
+                         : fmt::format("{} BLAS/OMP thread(s) ({})", f.blasThreads, f.blasFrom);
+  std::string threads = fmt::format(
+      "the caller with {}, the process group's worker, and its heartbeat (asleep "
+      "between beats)",
+      blas);
   if (mask == 0) return skip("The CPU affinity mask could not be read (sched_getaffinity failed)", data);
   if (mask >= busy) {
     return pass(fmt::format("Affinity cpus {} ({} of {} online) fits the {} busy thread(s): {}", cpus, mask,
@@ -182,24 +192,29 @@ Finding judgeThreadAffinity(const AffinityFacts& f) {
   }
   std::string remedy;
   if (f.launcher == "mpirun") {
-    remedy = fmt::format("Open MPI binds each rank to one core by default (up to 2 ranks per node). Start the job with 'mpirun --bind-to none "
-                         "...', or give each rank {} cores with 'mpirun --map-by slot:PE={} --bind-to core ...'.",
-                         busy, busy);
+    remedy = fmt::format(
+        "Open MPI binds each rank to one core by default (up to 2 ranks per node). Start the job with "
+        "'mpirun --bind-to none "
+        "...', or give each rank {} cores with 'mpirun --map-by slot:PE={} --bind-to core ...'.",
+        busy, busy);
   } else if (f.launcher == "srun") {
-    remedy = fmt::format("Give each task {} CPUs: 'srun --cpus-per-task={} ...' (or --cpu-bind=none to leave the ranks "
-                         "unbound).",
-                         busy, busy);
+    remedy = fmt::format(
+        "Give each task {} CPUs: 'srun --cpus-per-task={} ...' (or --cpu-bind=none to leave the ranks "
+        "unbound).",
+        busy, busy);
   } else {
-    remedy = fmt::format("Widen the mask to {} CPUs per rank (taskset -c, numactl --physcpubind, or the launcher's "
-                         "binding: mpirun --bind-to none or --map-by slot:PE={}; srun --cpus-per-task={}), or lower "
-                         "OMP_NUM_THREADS.",
-                         busy, busy, busy);
+    remedy = fmt::format(
+        "Widen the mask to {} CPUs per rank (taskset -c, numactl --physcpubind, or the launcher's "
+        "binding: mpirun --bind-to none or --map-by slot:PE={}; srun --cpus-per-task={}), or lower "
+        "OMP_NUM_THREADS.",
+        busy, busy, busy);
   }
-  return warn(fmt::format("The affinity mask is cpus {} ({} of {} online), narrower than the {} busy thread(s) "
-                          "this rank runs: {}. They take turns on {}: a small allreduce that takes about 1 us "
-                          "unbound took 34-44 us with each rank bound to one core",
-                          cpus, mask, f.onlineCpus, busy, threads, mask == 1 ? "that core" : "those cores"),
-              remedy, data);
+  return warn(
+      fmt::format("The affinity mask is cpus {} ({} of {} online), narrower than the {} busy thread(s) "
+                  "this rank runs: {}. They take turns on {}: a small allreduce that takes about 1 us "
+                  "unbound took 34-44 us with each rank bound to one core",
+                  cpus, mask, f.onlineCpus, busy, threads, mask == 1 ? "that core" : "those cores"),
+      remedy, data);
 }
 
 namespace {
@@ -264,7 +279,8 @@ std::vector<CheckDef> systemChecks() {
       {"system.ulimits", "system", "memlock and nofile ulimits", ulimits},
       {"system.cpu_affinity", "system", "CPU count and affinity against ranks per node", cpuAffinity},
       {"system.thread_affinity", "system",
-       "The affinity mask is as wide as the threads a rank runs (caller + BLAS threads + the process group's worker)",
+       "The affinity mask is as wide as the threads a rank runs (caller + BLAS threads + the process group's "
+       "worker)",
        threadAffinity},
       {"system.topology", "system", "NUMA and PCI topology (hwloc): which NUMA node each GPU and NIC sits on",
        topology},

@@ -3,22 +3,21 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <sys/resource.h>
-
 #include <filesystem>
-#include <set>
 #include <fstream>
+#include <set>
 
-#include "engine/env/launcher_args.h"
 #include "diag/checks/affinity.h"
 #include "diag/probes.h"
 #include "diag/tests/test_util.h"
 #include "diag/util.h"
 #include "engine/comm/backends/nccl/nccl_version.h"
 #include "engine/common/error.h"
+#include "engine/env/launcher_args.h"
 #include "engine/testing/subprocess.h"
 
 using namespace ds::diag;
@@ -548,7 +547,7 @@ TEST(SystemChecks, ThreadAffinityWarnsWhenTheMaskIsNarrowerThanTheThreads) {
   EXPECT_STATUS(f, WARN);
   EXPECT_NE(f.remedy.find("taskset"), std::string::npos) << f.remedy;
 
-  EXPECT_STATUS(judgeThreadAffinity({{0, 1}, 2, 1, "", "mpirun"}), PASS);          // --bind-to none on 2 CPUs
+  EXPECT_STATUS(judgeThreadAffinity({{0, 1}, 2, 1, "", "mpirun"}), PASS);  // --bind-to none on 2 CPUs
   EXPECT_STATUS(judgeThreadAffinity({{0, 1, 2, 3}, 4, 3, "OMP_NUM_THREADS=3", ""}), PASS);
   EXPECT_STATUS(judgeThreadAffinity({{}, 4, 1, "", ""}), SKIP);  // mask unreadable
 }

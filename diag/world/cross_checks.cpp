@@ -232,7 +232,8 @@ std::vector<DiagRecord> crossRankChecks(const std::vector<RankReport>& reports, 
       }
       p.cpus = report::formatCpuList(cpus);
       p.cpuCount = static_cast<int>(cpus.size());
-      p.onlineCpus = d->contains("online") && (*d)["online"].is_number_integer() ? (*d)["online"].get<int>() : 0;
+      p.onlineCpus =
+          d->contains("online") && (*d)["online"].is_number_integer() ? (*d)["online"].get<int>() : 0;
       placed.push_back({r.rank, hostKey(r), p});
     }
     auto shared = report::sharedCores(placed);
@@ -245,15 +246,18 @@ std::vector<DiagRecord> crossRankChecks(const std::vector<RankReport>& reports, 
     } else if (!shared.empty()) {
       out.push_back(record(
           "world.cores_disjoint",
-          warn(fmt::format("{}: ranks bound to the same cores take turns on them, and every collective waits for "
-                           "the slowest turn (30x on small messages)",
-                           join(shared, "; ")),
-               "Bind each rank to its own cores (mpirun --map-by slot:PE=N --bind-to core, srun --cpus-per-task=N "
+          warn(fmt::format(
+                   "{}: ranks bound to the same cores take turns on them, and every collective waits for "
+                   "the slowest turn (30x on small messages)",
+                   join(shared, "; ")),
+               "Bind each rank to its own cores (mpirun --map-by slot:PE=N --bind-to core, srun "
+               "--cpus-per-task=N "
                "--cpu-bind=cores), or leave the ranks unbound (mpirun --bind-to none, srun --cpu-bind=none).",
                {{"shared", shared}})));
     } else {
-      out.push_back(record("world.cores_disjoint",
-                           pass(fmt::format("{} rank(s): bound ranks on each host have cores of their own", placed.size()))));
+      out.push_back(record(
+          "world.cores_disjoint",
+          pass(fmt::format("{} rank(s): bound ranks on each host have cores of their own", placed.size()))));
     }
   }
   // --- hostnames ---

@@ -202,7 +202,8 @@ void metadataSection(PageBuilder& page, const std::vector<RunFile>& runs,
     } else if (runs[i].kind == RunKind::kWorld) {
       for (const auto& r : worldFromJson(runs[i].raw, runs[i].path))
         rr.push_back({r.rank, r.localRank, r.nodeRank, r.host, r.pid, r.device, r.placement});
-    } else if (runs[i].train && runs[i].trainMetadata.is_object() && runs[i].trainMetadata.contains("ranks")) {
+    } else if (runs[i].train && runs[i].trainMetadata.is_object() &&
+               runs[i].trainMetadata.contains("ranks")) {
       // dsbench train keeps rank, host and placement only (absent in files written before it).
       for (const auto& r : runs[i].trainMetadata["ranks"]) {
         if (!r.is_object() || !r.contains("rank")) continue;
@@ -222,7 +223,11 @@ void metadataSection(PageBuilder& page, const std::vector<RunFile>& runs,
     auto num = [](long v) { return v < 0 ? Cell("—", "num") : Cell(std::to_string(v), "num"); };
     std::vector<Row> ranks;
     for (const auto& r : rr) {
-      Row row{Cell(std::to_string(r.rank), "num"), r.host, num(r.localRank), num(r.nodeRank), num(r.pid),
+      Row row{Cell(std::to_string(r.rank), "num"),
+              r.host,
+              num(r.localRank),
+              num(r.nodeRank),
+              num(r.pid),
               r.device.empty() ? std::string("—") : r.device};
       if (anyPlacement) {
         bool sharing = std::find(shared.begin(), shared.end(), r.rank) != shared.end();

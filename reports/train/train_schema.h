@@ -4,8 +4,8 @@
 #pragma once
 
 #include <cstddef>
-#include <nlohmann/json.hpp>
 #include <limits>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 

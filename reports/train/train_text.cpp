@@ -9,7 +9,9 @@ namespace ds::report {
 
 namespace {
 
-bool hasEval(const TrainRunRecord& r) { return std::isfinite(r.evalLossStart) && std::isfinite(r.evalLossEnd); }
+bool hasEval(const TrainRunRecord& r) {
+  return std::isfinite(r.evalLossStart) && std::isfinite(r.evalLossEnd);
+}
 
 std::string row(const TrainRunRecord& r, double Percentiles::*q, bool eval) {
   return fmt::format(
@@ -50,12 +52,15 @@ std::string formatTrainTable(const std::vector<TrainRunRecord>& runs) {
       "overlap hid)\n";
   if (eval) {
     out += fmt::format(
-        "# eval loss = the loss on one fixed batch of {} samples before the first and after the last step (the "
+        "# eval loss = the loss on one fixed batch of {} samples before the first and after the last step "
+        "(the "
         "same data at both ends); the first and last training steps see different batches\n",
         f.evalSamples);
   } else {
-    out += "# loss = the first and the last measured step's training loss: two different batches, so it can rise "
-           "on a healthy run\n";
+    out +=
+        "# loss = the first and the last measured step's training loss: two different batches, so it can "
+        "rise "
+        "on a healthy run\n";
   }
   return out;
 }
