@@ -206,9 +206,15 @@ void metadataSection(PageBuilder& page, const std::vector<RunFile>& runs,
                runs[i].trainMetadata.contains("ranks")) {
       // dsbench train keeps rank, host and placement only (absent in files written before it).
       for (const auto& r : runs[i].trainMetadata["ranks"]) {
-        if (!r.is_object() || !r.contains("rank")) continue;
-        RankRow x{r.value("rank", 0), -1, -1, r.value("host", std::string()), -1, "", std::nullopt};
-        if (r.contains("placement")) x.placement = r["placement"].get<Placement>();
+        // The train metadata is free-form in the schema: what does not read as a rank is left out.
+        if (!r.is_object() || !r.contains("rank") || !r["rank"].is_number_integer()) continue;
+        std::string host = r.contains("host") && r["host"].is_string() ? r["host"].get<std::string>() : "";
+        RankRow x{r["rank"].get<int>(), -1, -1, host, -1, "", std::nullopt};
+        try {
+          if (r.contains("placement")) x.placement = r["placement"].get<Placement>();
+        } catch (const nlohmann::json::exception&) {
+          // a malformed placement: the row shows none
+        }
         rr.push_back(std::move(x));
       }
     }
