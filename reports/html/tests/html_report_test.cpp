@@ -123,6 +123,28 @@ TEST(HtmlReport, SweepHasSectionsChartsAndRawTables) {
   EXPECT_NE(page.find("<td class=\"num warn\">"), std::string::npos);
 }
 
+// Placement (issue 16): the ranks table gains affinity and load columns, and ranks that share a core are
+// flagged; a file without placements keeps the old table.
+TEST(HtmlReport, RanksTableShowsPlacementAndFlagsASharedCore) {
+  SweepFixture f;
+  RunFile plain = testing::sweepRunFile(f);
+  EXPECT_EQ(renderRunReport({plain}).find("CPU affinity"), std::string::npos);
+  RunFile run = testing::sweepRunFile(f);
+  auto& ranks = run.sweep->metadata.ranks;
+  ASSERT_GE(ranks.size(), 3u);
+  for (auto& r : ranks) r.placement = Placement{"2", 1, 8, 1.5, 4};
+  ranks[0].placement = Placement{"0", 1, 8, 1.5, 4};
+  ranks[1].placement = Placement{"0", 1, 8, 1.5, 4};  // ranks 0 and 1 on CPU 0
+  ranks[2].placement = Placement{"1", 1, 8, 1.5, 4};
+  ranks.resize(3);
+  std::string page = renderRunReport({run});
+  EXPECT_NE(page.find("CPU affinity"), std::string::npos);
+  EXPECT_NE(page.find("cpus 0 (1 of 8 online) — shares a core"), std::string::npos);
+  EXPECT_NE(page.find("cpus 1 (1 of 8 online)</td>"), std::string::npos);
+  EXPECT_NE(page.find("load 1.50 (1 min), 4 runnable on 8 CPUs"), std::string::npos);
+  EXPECT_NE(page.find("ranks 0-1 share CPU 0 on host node-a"), std::string::npos);
+}
+
 TEST(HtmlReport, OverlaysSeveralRunsWithDistinctNames) {
   SweepFixture a, b;
   a.label = "cluster-a";
