@@ -8,6 +8,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
+#include <set>
 #include <sstream>
 #include <utility>
 
@@ -192,7 +193,33 @@ CLI::Validator inputFile() {
 }
 
 namespace {
+
 void parseWith(CLI::App& app, const std::function<void()>& parseArgs);
+
+// The one place that puts a value's source (the flag, or the environment variable that stood in for
+// it) in front of a check's message. The tools' own parsers name the flag themselves ("--label is
+// empty", "-o/--op: unknown op", "-b/--minbytes 'x': not a size"), since they also check values that
+// came from elsewhere; such a leading name is replaced by the source instead of being repeated after it.
+std::string withSource(const CLI::Option& opt, const std::string& source, const std::string& why) {
+  std::set<std::string> names;
+  for (const auto& l : opt.get_lnames()) names.insert("--" + l);
+  for (const auto& s : opt.get_snames()) names.insert("-" + s);
+  names.insert(opt.get_name());
+  const auto end = why.find_first_of(" :");
+  const std::string head = why.substr(0, end);
+  bool named = !head.empty();
+  std::stringstream parts(head);
+  for (std::string part; named && std::getline(parts, part, '/');) named = names.count(part) > 0;
+  if (named && end != std::string::npos) return source + why.substr(end);
+  return source + ": " + why;
+}
+
+// All options of app and its subcommands, for finding the one CLI11 named in an error.
+void allOptions(CLI::App& app, std::vector<CLI::Option*>& out) {
+  for (CLI::Option* o : app.get_options()) out.push_back(o);
+  for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) allOptions(*sub, out);
+}
+
 }  // namespace
 
 void parse(CLI::App& app, int argc, const char* const* argv) {
@@ -231,6 +258,18 @@ void parseWith(CLI::App& app, const std::function<void()>& parseArgs) {
   };
   try {
     parseArgs();
+  } catch (const CLI::ValidationError& e) {
+    restore();
+    // CLI11 writes "<name>: <message>"; rebuild it through withSource so the flag is named once.
+    const std::string what = e.what();
+    std::vector<CLI::Option*> options;
+    allOptions(app, options);
+    for (CLI::Option* o : options) {
+      const std::string prefix = o->get_name() + ": ";
+      if (what.rfind(prefix, 0) == 0)
+        throw CLI::ValidationError(withSource(*o, o->get_name(), what.substr(prefix.size())));
+    }
+    throw;
   } catch (...) {
     restore();  // --help lists the twins
     throw;
@@ -262,7 +301,7 @@ void parseWith(CLI::App& app, const std::function<void()>& parseArgs) {
       } else {
         why = fmt::format("{} is not a valid value.", shown(value));
       }
-      throw CLI::ValidationError(fmt::format("{} (twin of {})", t.env, t.opt->get_name()), why);
+      throw CLI::ValidationError(withSource(*t.opt, fmt::format("{} (twin of {})", t.env, t.opt->get_name()), why));
     }
   }
 }

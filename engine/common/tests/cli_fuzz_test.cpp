@@ -219,6 +219,10 @@ class CliFuzz : public ::testing::Test {
     EXPECT_FALSE(r.timedOut) << "took more than 10 s";
     EXPECT_EQ(r.exitCode, usageExit(c.tool));
     EXPECT_NE((r.err + r.out).find(names), std::string::npos) << "the message does not name " << names;
+    // Named once: not "--label: --label is empty" nor "--op: -o/--op: unknown op" (engine/common/cli.h).
+    EXPECT_EQ(r.err.find(names + ": " + names), std::string::npos) << "names " << names << " twice";
+    EXPECT_EQ(r.err.find(names + ": -"), std::string::npos) << "names " << names << " and then a flag";
+    EXPECT_EQ(r.err.find("): -"), std::string::npos) << "names the variable and then a flag";
     EXPECT_EQ(r.err.find("internal error"), std::string::npos);
     EXPECT_EQ(r.err.find("Could not convert"), std::string::npos);
     EXPECT_EQ(listing(), before) << "files were left behind";

@@ -148,6 +148,37 @@ TEST_F(CliParse, ABadFlagNamesTheFlag) {
   }
 }
 
+// A tool's own parser names the flag itself (it also checks values from elsewhere); the flag, or the
+// variable standing in for it, is then named once, in that place.
+TEST(CliParseNames, AMessageThatNamesItsFlagIsNotPrefixedAgain) {
+  CLI::App app{"test"};
+  std::string label, op;
+  auto own = [](const char* flag) {
+    return cli::checkedBy([flag](const std::string& t) {
+      if (t != "ok") throw ConfigError(std::string(flag) + " " + cli::shown(t) + " is not ok.");
+    });
+  };
+  app.add_option("--label", label, "")->check(own("--label"))->envname("DS_CLI_TEST_LABEL");
+  app.add_option("-o,--op", op, "")->check(own("-o/--op"));
+  auto message = [&app](std::vector<const char*> argv) -> std::string {
+    argv.insert(argv.begin(), "tool");
+    try {
+      cli::parse(app, static_cast<int>(argv.size()), argv.data());
+    } catch (const CLI::ValidationError& e) {
+      return e.what();
+    }
+    return "accepted";
+  };
+  EXPECT_EQ(message({"--label", "x"}), "--label 'x' is not ok.");
+  EXPECT_EQ(message({"-o", "x"}), "--op 'x' is not ok.");
+  ::setenv("DS_CLI_TEST_LABEL", "y", 1);
+  EXPECT_EQ(message({}), "DS_CLI_TEST_LABEL (twin of --label) 'y' is not ok.");
+  ::unsetenv("DS_CLI_TEST_LABEL");
+  // A message that does not start with the flag gets it in front, once.
+  app.add_option("--n", label, "")->check(cli::oneOf({"a"}));
+  EXPECT_EQ(message({"--n", "b"}), "--n: 'b' is not one of a.");
+}
+
 TEST(Resources, AvailableIsTheTighterOfMemAvailableAndTheCgroup) {
   sys::MemoryInfo m;
   EXPECT_EQ(m.available(), -1);
