@@ -1,13 +1,19 @@
 #include "bench/common_flags.h"
 
+#include "engine/init.h"
+#include "reports/schema/label.h"
+
 namespace ds::bench::flags {
 
 CLI::Option* json(CLI::App* app, std::string& path, const std::string& help) {
-  return app->add_option("-J,--json", path, help)->envname("DSBENCH_JSON");
+  return app->add_option("-J,--json", path, help)->check(cli::outputFile())->envname("DSBENCH_JSON");
 }
+
+CLI::Validator backendNames(bool commaList) { return cli::oneOf({"nccl", "gloo", "mpi", "shm"}, commaList); }
 
 CLI::Option* initMethod(CLI::App* app, std::string& url) {
   return app->add_option("--init-method", url, "env:// (default), tcp://HOST:PORT or file:///PATH")
+      ->check(cli::checkedBy([](const std::string& t) { parseInitMethod(t); }))
       ->envname("DSBENCH_INIT_METHOD");
 }
 
@@ -21,6 +27,7 @@ CLI::Option* label(CLI::App* app, std::string& label, bool& given) {
           },
           "name of the cluster or system this run describes (kept as metadata.label in the JSON, so one "
           "history serves many); 1-64 printable characters")
+      ->check(cli::checkedBy([](const std::string& t) { report::checkLabel(t, "--label"); }))
       ->envname("DSBENCH_LABEL");
 }
 
@@ -31,6 +38,7 @@ CLI::Option* repeat(CLI::App* app, int& passes, const std::string& what) {
                        ", the order rotated each pass; every pass is kept in the JSON and dsreport compare "
                        "tests them (5 lets it tell a 5% change from noise)")
       ->capture_default_str()
+      ->transform(cli::integer(1, 1000))
       ->envname("DSBENCH_REPEAT");
 }
 

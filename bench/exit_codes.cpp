@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <new>
 
 #include "engine/common/error.h"
 #include "engine/common/log.h"
@@ -31,6 +32,12 @@ int runMain(const char* tool, const std::function<int()>& body) {
     return report("I/O error", e.what(), kExitIo);
   } catch (const ProtocolError& e) {
     return report("protocol error", e.what(), kExitIo);
+  } catch (const std::bad_alloc&) {
+    // The preflights (coll -e, train --model) should refuse first; this is what is left.
+    return report("out of memory",
+                  "an allocation failed: this node does not have the memory this run asked for. Lower "
+                  "-e/--maxbytes, --model or --batch, or start fewer ranks on this node",
+                  kExitConfig);
   } catch (const std::exception& e) {
     return report("internal error", e.what(), kExitInternal);
   }

@@ -8,6 +8,7 @@
 #include "bench/command.h"
 #include "bench/exit_codes.h"
 #include "bench/train/train_command.h"
+#include "engine/common/cli.h"
 #include "engine/common/error.h"
 #include "engine/env/launcher_args.h"
 
@@ -26,7 +27,7 @@ int main(int argc, char** argv) {
     return ds::bench::kExitConfig;
   }
   try {
-    app.parse(args);
+    ds::cli::parse(app, std::move(args));
   } catch (const CLI::ParseError& e) {
     int rc = app.exit(e);
     return rc == 0 ? 0 : ds::bench::kExitConfig;

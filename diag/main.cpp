@@ -7,10 +7,34 @@
 #include <CLI/CLI.hpp>
 
 #include "diag/diag.h"
+#include "engine/common/cli.h"
 #include "engine/common/error.h"
 #include "engine/env/launcher_args.h"
 
 namespace {
+
+std::vector<std::string> splitCsv(const std::string& s) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= s.size()) {
+    size_t p = s.find(',', start);
+    std::string part = s.substr(start, p == std::string::npos ? std::string::npos : p - start);
+    if (!part.empty()) out.push_back(part);
+    if (p == std::string::npos) break;
+    start = p + 1;
+  }
+  return out;
+}
+
+// --only/--skip are checked against the registry as typed, so that an unknown id names its flag or
+// variable.
+CLI::Validator knownChecks() {
+  return ds::cli::checkedBy([](const std::string& text) {
+    ds::diag::Selection s;
+    s.only = splitCsv(text);
+    ds::diag::validateSelection(s);
+  });
+}
 
 // Every flag has an environment twin DSDIAG_<NAME>.
 template <typename T>
@@ -30,22 +54,35 @@ int main(int argc, char** argv) {
   app.add_flag("--world", cmd.options.world, "Run across the job (under dsrun/torchrun/mpirun/srun): gather on rank 0, "
                                              "cross-rank checks, smoke allreduce, link matrix")
       ->envname("DSDIAG_WORLD");
-  flag(app, "--json", cmd.jsonPath, "Write the report as JSON (schema dsperf.diag v1)", "DSDIAG_JSON");
-  flag(app, "--only", only, "Run only these checks: ids, families or prefixes (net.*), comma-separated", "DSDIAG_ONLY");
-  flag(app, "--skip", skip, "Skip these checks (same forms as --only)", "DSDIAG_SKIP");
+  flag(app, "--json", cmd.jsonPath, "Write the report as JSON (schema dsperf.diag v1)", "DSDIAG_JSON")
+      ->check(ds::cli::outputFile());
+  flag(app, "--only", only, "Run only these checks: ids, families or prefixes (net.*), comma-separated",
+       "DSDIAG_ONLY")
+      ->check(knownChecks());
+  flag(app, "--skip", skip, "Skip these checks (same forms as --only)", "DSDIAG_SKIP")->check(knownChecks());
   app.add_flag("--list", cmd.list, "List every check id and exit");
-  flag(app, "--timeout", timeoutS, "Seconds for rendezvous, the gather and each collective (world mode)", "DSDIAG_TIMEOUT");
-  flag(app, "--connect-timeout", connectS, "Seconds for the TCP connect test and DNS lookups", "DSDIAG_CONNECT_TIMEOUT");
-  flag(app, "--backend", cmd.options.backend, "The job's backend: nccl, gloo or mpi (default: the accelerator's)",
-       "DSDIAG_BACKEND");
-  flag(app, "--link-large-mib", largeMiB, "Large message of the link matrix, MiB", "DSDIAG_LINK_LARGE_MIB");
-  flag(app, "--slow-link-ms", cmd.options.slowLinkMs, "One-way latency above which a link is slow", "DSDIAG_SLOW_LINK_MS");
+  flag(app, "--timeout", timeoutS, "Seconds for rendezvous, the gather and each collective (world mode)",
+       "DSDIAG_TIMEOUT")
+      ->transform(ds::cli::number(0, 86400, true));
+  flag(app, "--connect-timeout", connectS, "Seconds for the TCP connect test and DNS lookups",
+       "DSDIAG_CONNECT_TIMEOUT")
+      ->transform(ds::cli::number(0, 3600, true));
+  flag(app, "--backend", cmd.options.backend,
+       "The job's backend: nccl, gloo, mpi or shm (default: the accelerator's)", "DSDIAG_BACKEND")
+      ->check(ds::cli::oneOf({"nccl", "gloo", "mpi", "shm"}));
+  flag(app, "--link-large-mib", largeMiB, "Large message of the link matrix, MiB", "DSDIAG_LINK_LARGE_MIB")
+      ->transform(ds::cli::number(0, 4096, true));
+  flag(app, "--slow-link-ms", cmd.options.slowLinkMs, "One-way latency above which a link is slow",
+       "DSDIAG_SLOW_LINK_MS")
+      ->transform(ds::cli::number(0, 1e6, true));
   app.add_flag("--verbose,-v", cmd.verbose, "Print each finding's data and every rank's rows")->envname("DSDIAG_VERBOSE");
-  flag(app, "--color", cmd.color, "auto (on a TTY), always or never", "DSDIAG_COLOR");
+  flag(app, "--color", cmd.color, "auto (on a TTY), always or never", "DSDIAG_COLOR")
+      ->check(ds::cli::oneOf({"auto", "always", "never"}));
   flag(app, "--fail-on", failOn,
        "warn (default: exit 1 on warnings, 2 on failures) or fail (warnings exit 0; for launchers, where any "
        "non-zero exit reads as a crash)",
-       "DSDIAG_FAIL_ON");
+       "DSDIAG_FAIL_ON")
+      ->check(ds::cli::oneOf({"warn", "fail"}));
   auto* ex = app.add_subcommand("explain", "Map a pasted error message to its likely causes and the checks that confirm them");
   ex->add_option("text", explainText, "The error text (quote it)")->required();
   ex->allow_extras();
@@ -58,7 +95,7 @@ int main(int argc, char** argv) {
     return ds::diag::kExitToolError;
   }
   try {
-    app.parse(args);
+    ds::cli::parse(app, std::move(args));
   } catch (const CLI::ParseError& e) {
     int rc = app.exit(e);
     return rc == 0 ? 0 : ds::diag::kExitToolError;
@@ -70,21 +107,16 @@ int main(int argc, char** argv) {
       return ds::diag::runExplain(text);
     }
     cmd.options.extraArgs = app.remaining();
+    // Extras are launcher flags written after the program name (a finding); a bare word first is a
+    // mistyped subcommand, which must not pass as a warning.
+    if (!cmd.options.extraArgs.empty() && cmd.options.extraArgs.front().rfind('-', 0) != 0) {
+      throw ds::ConfigError(ds::cli::shown(cmd.options.extraArgs.front()) +
+                            " is not a dsdiag command: the only one is 'explain'; run the checks with plain "
+                            "'dsdiag [flags]' (dsdiag --help lists them).");
+    }
     cmd.failOn = ds::diag::parseFailOn(failOn);
-    auto csv = [](const std::string& s) {
-      std::vector<std::string> out;
-      size_t start = 0;
-      while (start <= s.size()) {
-        size_t p = s.find(',', start);
-        std::string part = s.substr(start, p == std::string::npos ? std::string::npos : p - start);
-        if (!part.empty()) out.push_back(part);
-        if (p == std::string::npos) break;
-        start = p + 1;
-      }
-      return out;
-    };
-    cmd.selection.only = csv(only);
-    cmd.selection.skip = csv(skip);
+    cmd.selection.only = splitCsv(only);
+    cmd.selection.skip = splitCsv(skip);
     if (timeoutS <= 0 || connectS <= 0 || largeMiB <= 0) {
       throw ds::ConfigError("--timeout, --connect-timeout and --link-large-mib must be positive.");
     }

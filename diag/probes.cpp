@@ -1,8 +1,10 @@
 #include "diag/probes.h"
 
 #include <dlfcn.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 
 #include "diag/nvml_api.h"
@@ -14,9 +16,24 @@ namespace {
 
 constexpr auto kProbeTimeout = std::chrono::seconds(20);
 
+// Where the dynamic loader found `name`, for messages: the name itself when it is a path, else the first
+// LD_LIBRARY_PATH entry that holds it, else the name (the loader's cache or default folders).
+std::string locate(const std::string& name) {
+  if (name.find('/') != std::string::npos) return name;
+  const char* llp = std::getenv("LD_LIBRARY_PATH");
+  for (const auto& dir : split(llp != nullptr ? llp : "", ':')) {
+    std::string candidate = (dir.empty() ? "." : dir) + "/" + name;
+    if (::access(candidate.c_str(), F_OK) == 0) return candidate;
+  }
+  return name;
+}
+
 // dlopen of the first name that loads; `errors` collects each failure ("libcuda.so.1: cannot open
-// shared object file ...").
-void* openFirst(const std::vector<std::string>& names, std::string& used, std::string& errors) {
+// shared object file ..."). A name that exists but does not load (empty, wrong ELF class, an
+// unresolved symbol or dependency) ends the search with `broken` set to it: the tools, linked against
+// that name, would load the same file and fail, so a fallback that loads must not pass for it.
+void* openFirst(const std::vector<std::string>& names, std::string& used, std::string& errors,
+                std::string* broken = nullptr) {
   for (const auto& n : names) {
     dlerror();
     void* h = dlopen(n.c_str(), RTLD_NOW | RTLD_LOCAL);
@@ -25,8 +42,16 @@ void* openFirst(const std::vector<std::string>& names, std::string& used, std::s
       return h;
     }
     const char* e = dlerror();
+    const std::string text = e != nullptr ? e : n + ": unknown dlopen error";
+    const bool missing =
+        text.rfind(n + ": cannot open shared object file: No such file or directory", 0) == 0;
+    if (!missing && broken != nullptr) {
+      *broken = locate(n);
+      errors = text;
+      return nullptr;
+    }
     // The first name's error says it all (the others are fallbacks of the same library).
-    if (errors.empty()) errors = e != nullptr ? e : n + ": unknown dlopen error";
+    if (errors.empty()) errors = text;
   }
   return nullptr;
 }
@@ -326,6 +351,18 @@ void fillNvml(GpuProbe& p, const LibraryNames& libs) {
 
 }  // namespace
 
+Finding brokenLibrary(const std::string& path, const std::string& error, const std::string& users,
+                      const std::string& extraRemedy, Json data) {
+  data["broken"] = path;
+  return fail(fmt::format("{} is found but broken: {}. Every program linked against {} loads this file and "
+                          "fails to start",
+                          path, error, users),
+              fmt::format("Remove or replace {} (an empty or half-copied file, a 32-bit build, another library "
+                          "under its name), or take its folder off LD_LIBRARY_PATH.{}",
+                          path, extraRemedy),
+              data);
+}
+
 std::string cudaVersionText(int v) { return v <= 0 ? "unknown" : fmt::format("{}.{}", v / 1000, (v % 1000) / 10); }
 
 GpuProbe probeGpu(const LibraryNames& libs) {
@@ -365,15 +402,20 @@ NcclProbe probeNccl(const LibraryNames& libs) {
 #endif
   auto r = runIsolated(
       [&]() -> Json {
-        std::string used, errors;
-        void* h = openFirst(libs.nccl, used, errors);
-        if (h == nullptr) return {{"loaded", false}, {"error", errors}};
+        std::string used, errors, broken;
+        void* h = openFirst(libs.nccl, used, errors, &broken);
+        if (h == nullptr) return {{"loaded", false}, {"error", errors}, {"broken", broken}};
         using VerFn = int (*)(int*);
         auto f = sym<VerFn>(h, "ncclGetVersion");
-        if (f == nullptr) return {{"loaded", true}, {"path", used}, {"error", used + " has no ncclGetVersion"}};
+        if (f == nullptr)
+          return {{"loaded", true},
+                  {"path", used},
+                  {"broken", locate(used)},
+                  {"error", locate(used) + " has no ncclGetVersion: it is not an NCCL library"}};
         int code = 0;
         int rc = f(&code);
-        if (rc != 0) return {{"loaded", true}, {"path", used}, {"error", fmt::format("ncclGetVersion returned {}", rc)}};
+        if (rc != 0)
+          return {{"loaded", true}, {"path", used}, {"error", fmt::format("ncclGetVersion returned {}", rc)}};
         return {{"loaded", true}, {"path", used}, {"code", code}};
       },
       kProbeTimeout);
@@ -385,6 +427,7 @@ NcclProbe probeNccl(const LibraryNames& libs) {
   p.path = r.value.value("path", "");
   p.error = r.value.value("error", "");
   p.runtimeCode = r.value.value("code", 0);
+  p.broken = r.value.value("broken", "");
   return p;
 }
 
@@ -392,16 +435,21 @@ MpiProbe probeMpi(const LibraryNames& libs) {
   MpiProbe p;
   auto r = runIsolated(
       [&]() -> Json {
-        std::string used, errors;
-        void* h = openFirst(libs.mpi, used, errors);
-        if (h == nullptr) return {{"loaded", false}, {"error", errors}};
+        std::string used, errors, broken;
+        void* h = openFirst(libs.mpi, used, errors, &broken);
+        if (h == nullptr) return {{"loaded", false}, {"error", errors}, {"broken", broken}};
         // Callable before MPI_Init (MPI-3).
         using VerFn = int (*)(char*, int*);
         auto f = sym<VerFn>(h, "MPI_Get_library_version");
-        if (f == nullptr) return {{"loaded", true}, {"path", used}, {"error", used + " has no MPI_Get_library_version"}};
+        if (f == nullptr)
+          return {{"loaded", true},
+                  {"path", used},
+                  {"broken", locate(used)},
+                  {"error", locate(used) + " has no MPI_Get_library_version: it is not an MPI library"}};
         std::string buf(16384, '\0');
         int len = 0;
-        if (f(buf.data(), &len) != 0) return {{"loaded", true}, {"path", used}, {"error", "MPI_Get_library_version failed"}};
+        if (f(buf.data(), &len) != 0)
+          return {{"loaded", true}, {"path", used}, {"error", "MPI_Get_library_version failed"}};
         buf.resize(std::min<std::size_t>(std::strlen(buf.c_str()), buf.size()));
         return {{"loaded", true}, {"path", used}, {"version", trim(split(buf, '\n').front())}};
       },
@@ -414,6 +462,7 @@ MpiProbe probeMpi(const LibraryNames& libs) {
   p.path = r.value.value("path", "");
   p.error = r.value.value("error", "");
   p.libraryVersion = r.value.value("version", "");
+  p.broken = r.value.value("broken", "");
   return p;
 }
 

@@ -75,6 +75,9 @@ struct NcclProbe {
   std::string error;   // dlopen or ncclGetVersion failure
   int runtimeCode = 0; // ncclGetVersion
   int headerCode = 0;  // NCCL_VERSION_CODE of the nccl.h the tools were built with; 0 unknown
+  // The library file that exists but does not load or is not NCCL (empty, wrong ELF, missing
+  // symbols); empty when none. The tools would load the same file and fail to start.
+  std::string broken;
 };
 
 struct MpiProbe {
@@ -82,11 +85,17 @@ struct MpiProbe {
   std::string path;
   std::string error;
   std::string libraryVersion;  // MPI_Get_library_version's text, first line
+  std::string broken;          // as NcclProbe::broken
 };
 
 GpuProbe probeGpu(const LibraryNames& libs);
 NcclProbe probeNccl(const LibraryNames& libs);
 MpiProbe probeMpi(const LibraryNames& libs);
+
+// The FAIL of a library file that exists but does not load or lacks its symbols (a probe's `broken`):
+// it names the file, says who cannot start (`users`: the programs linked against it) and what to do.
+Finding brokenLibrary(const std::string& path, const std::string& error, const std::string& users,
+                      const std::string& extraRemedy, Json data);
 
 // "12.4" from 12040.
 std::string cudaVersionText(int v);

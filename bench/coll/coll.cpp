@@ -18,6 +18,7 @@
 #include "bench/world/world.h"
 #include "engine/common/error.h"
 #include "engine/common/net.h"
+#include "engine/common/resources.h"
 #include "engine/init.h"
 #include "reports/sweep/sweep_reporter.h"
 
@@ -122,12 +123,28 @@ comm::Device deviceFor(const std::string& backend, World& world) {
   return comm::Device{};
 }
 
+// Each rank holds a send and a receive buffer of -e bytes (nccl: on the device, with one host staging
+// copy); refuse before allocating what this node does not have (-e 16G was an OOM kill, -e 64G an
+// "internal error: std::bad_alloc").
+void checkSweepMemory(const CollOptions& o) {
+  const bool hostBuffers = o.backends.empty() || o.backends.size() > 1 || o.backends.front() != "nccl";
+  const int ranks = sys::launcherLocalRanks();
+  const double buffer = static_cast<double>(o.maxBytes);
+  const double perRank = buffer * (hostBuffers ? 2 : 1);
+  sys::checkMemory(perRank * ranks, sys::readMemoryInfo(),
+                   fmt::format("-e/--maxbytes {} ({} per rank: {} buffer(s) of {}, x {} rank(s) on this node)",
+                               sys::bytesText(buffer), sys::bytesText(perRank), hostBuffers ? 2 : 1,
+                               sys::bytesText(buffer), ranks),
+                   "Lower -e/--maxbytes, or start fewer ranks on this node.");
+}
+
 }  // namespace
 
 int runColl(const CollFlags& flags) {
   const CollOptions o = resolveOptions(flags);
   const double minBw = minBusBwFromEnv();
   const auto sizes = sweepSizes(o);
+  checkSweepMemory(o);
 
   InitOptions init;
   init.distBackend = o.backends.empty() ? "" : o.backends.front();

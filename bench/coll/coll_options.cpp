@@ -7,6 +7,7 @@
 #include <set>
 
 #include "bench/coll/collective.h"
+#include "engine/common/cli.h"
 #include "engine/common/error.h"
 #include "reports/schema/label.h"
 
@@ -35,7 +36,7 @@ std::size_t parseSize(const std::string& text, const std::string& flag) {
     return ConfigError(
         fmt::format("{} {}: {}. Give bytes as a number with an optional binary suffix K, M or G "
                     "(nccl-tests' form), e.g. 8, 64K, 32M, 1G.",
-                    flag, text.empty() ? "''" : "'" + text + "'", why));
+                    flag, cli::shown(text), why));
   };
   std::size_t i = 0;
   while (i < text.size() && (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.')) ++i;

@@ -14,6 +14,7 @@
 #include "bench/world/world.h"
 #include "engine/common/error.h"
 #include "engine/common/log.h"
+#include "engine/common/resources.h"
 #include "engine/ddp/ops.h"
 #include "engine/init.h"
 #include "reports/json_io.h"
@@ -161,6 +162,27 @@ std::vector<report::TrainRunRecord> runScaling(const TrainOptions& o, World& wor
   return out;
 }
 
+// Per rank: parameters, gradients, DDP's bucket copy and the optimizer state (sgd momentum: one more
+// copy; adamw: two), the activations of one batch (two per layer, before and after the activation)
+// and the synthetic dataset, in float32. In doubles, as MlpSpec::paramCount counts: a hostile spec
+// (mlp:100000x100000) would overflow size_t. Refused before init, so every rank stops before any
+// rendezvous instead of an OOM kill or std::bad_alloc mid-run.
+void checkTrainMemory(const TrainOptions& o, const ddp::MlpSpec& spec) {
+  const double w = spec.width, layers = spec.layers, in = spec.in(), out = spec.out(), b = spec.bias ? 1 : 0;
+  const double params = layers <= 1 ? in * out + b * out
+                                    : in * w + b * w + (layers - 2) * (w * w + b * w) + w * out + b * out;
+  const double copies = 4 + (o.optimizer == "adamw" ? 1 : 0);
+  const double activations = 2.0 * o.batch * (w * (layers - 1) + out);
+  const double samples = o.samples > 0 ? static_cast<double>(o.samples) : std::max(1024.0, 4.0 * o.batch);
+  const double perRank = 4.0 * (params * copies + activations + samples * (in + out));
+  const int ranks = sys::launcherLocalRanks();
+  sys::checkMemory(
+      perRank * ranks, sys::readMemoryInfo(),
+      fmt::format("--model {} ({:.3g} parameters; {} per rank with --batch {}, x {} rank(s) on this node)",
+                  o.model, params, sys::bytesText(perRank), o.batch, ranks),
+      "Choose a smaller --model or --batch, or start fewer ranks on this node.");
+}
+
 }  // namespace
 
 int runTrain(const TrainOptions& o) {
@@ -179,6 +201,7 @@ int runTrain(const TrainOptions& o) {
   }
   const std::string label = o.labelGiven || !o.label.empty() ? report::checkLabel(o.label, "--label") : "";
   const ddp::MlpSpec spec = ddp::parseModelSpec(o.model);
+  checkTrainMemory(o, spec);
   ddp::makeCommHook(o.commHook);  // a bad name fails before any rank starts working
 
   InitOptions init;

@@ -4,6 +4,8 @@
 
 #include "bench/common_flags.h"
 #include "bench/train/train.h"
+#include "engine/common/cli.h"
+#include "engine/ddp/mlp.h"
 
 namespace ds::bench {
 
@@ -15,37 +17,37 @@ Command addTrainCommand(CLI::App& parent) {
   t->add_option("--model", o->model,
                 "preset 1m, 25m, 100m, or mlp:WIDTHxLAYERS[,act=relu][,bias=0][,in=N][,out=N]")
       ->capture_default_str()
+      ->check(cli::checkedBy([](const std::string& t) { ddp::parseModelSpec(t); }))
       ->envname("DSBENCH_MODEL");
   t->add_option("--batch", o->batch, "samples per rank per step")
-      ->check(CLI::PositiveNumber)
+      ->transform(cli::integer(1, 1 << 24))
       ->capture_default_str()
       ->envname("DSBENCH_BATCH");
   t->add_option("--steps", o->steps, "measured steps per configuration")
-      ->check(CLI::PositiveNumber)
+      ->transform(cli::integer(1, 1000000))
       ->capture_default_str()
       ->envname("DSBENCH_STEPS");
   t->add_option("--warmup", o->warmup, "unmeasured steps first (includes the bucket rebuild)")
-      ->check(CLI::NonNegativeNumber)
+      ->transform(cli::integer(0, 1000000))
       ->capture_default_str()
       ->envname("DSBENCH_WARMUP");
   flags::repeat(t, o->repeat, "configurations");
   flags::backend(t, o->backend, "nccl, gloo, mpi or shm (default: the accelerator's)");
   flags::initMethod(t, o->initMethod);
-  flags::timeout(t, o->timeoutSeconds, "seconds; default DEEPSPEED_TIMEOUT minutes or 10 min")
-      ->check(CLI::NonNegativeNumber);
+  flags::timeout(t, o->timeoutSeconds, "seconds; default DEEPSPEED_TIMEOUT minutes or 10 min");
   t->add_option("--bucket-cap-mb", o->bucketCapMb, "DDP bucket_cap_mb; a comma-separated list sweeps")
       ->delimiter(',')
-      ->check(CLI::PositiveNumber)
+      ->transform(cli::number(0, 1e5, true))
       ->capture_default_str()
       ->envname("DSBENCH_BUCKET_CAP_MB");
   t->add_option("--overlap", o->overlap,
                 "on, off (one bucket launched after backward), both, or auto (on only where the comm gets a "
                 "CPU of its own, a network or a GPU to wait on; the log says which and why)")
-      ->check(CLI::IsMember({"on", "off", "both", "auto"}))
+      ->check(cli::oneOf({"on", "off", "both", "auto"}))
       ->capture_default_str()
       ->envname("DSBENCH_OVERLAP");
   t->add_option("--comm-hook", o->commHook, "allreduce, fp16 or bf16")
-      ->check(CLI::IsMember({"allreduce", "fp16", "bf16"}))
+      ->check(cli::oneOf({"allreduce", "fp16", "bf16"}))
       ->capture_default_str()
       ->envname("DSBENCH_COMM_HOOK");
   t->add_flag("--gradient-as-bucket-view", o->gradientAsBucketView, "gradients are views into the buckets")
@@ -54,11 +56,14 @@ Command addTrainCommand(CLI::App& parent) {
               "also run the first configuration at world sizes 1..N on sub-groups of ranks 0..k-1 (gloo)")
       ->envname("DSBENCH_SCALING");
   t->add_option("--optimizer", o->optimizer, "sgd (momentum 0.9) or adamw")
-      ->check(CLI::IsMember({"sgd", "adamw"}))
+      ->check(cli::oneOf({"sgd", "adamw"}))
       ->capture_default_str()
       ->envname("DSBENCH_OPTIMIZER");
-  t->add_option("--lr", o->lr, "learning rate (default 0.01 for sgd, 1e-3 for adamw)")->envname("DSBENCH_LR");
+  t->add_option("--lr", o->lr, "learning rate (default 0.01 for sgd, 1e-3 for adamw)")
+      ->transform(cli::number(0, 1e3))
+      ->envname("DSBENCH_LR");
   t->add_option("--samples", o->samples, "dataset size (default: 4 steps' worth, at least 1024)")
+      ->transform(cli::integer(1, 1LL << 32))
       ->envname("DSBENCH_SAMPLES");
   t->add_option(
        "--eval-samples", o->evalSamples,
@@ -69,7 +74,7 @@ Command addTrainCommand(CLI::App& parent) {
       ->envname("DSBENCH_EVAL_SAMPLES");
   t->add_option("--blas-threads", o->blasThreads,
                 "OpenBLAS threads per rank (default: cores / ranks on the node)")
-      ->check(CLI::NonNegativeNumber)
+      ->transform(cli::integer(0, 4096))
       ->envname("DSBENCH_BLAS_THREADS");
   flags::json(t, o->jsonPath, "write the results as JSON to this file (rank 0)");
   flags::label(t, o->label, o->labelGiven);

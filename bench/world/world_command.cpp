@@ -13,8 +13,7 @@ Command addWorldCommand(CLI::App& parent) {
                                   "who every rank is");
   flags::backend(w, o->backend, "nccl, gloo, mpi or shm (default: the accelerator's)");
   flags::initMethod(w, o->initMethod);
-  flags::timeout(w, o->timeoutSeconds, "seconds; default DEEPSPEED_TIMEOUT minutes or 10 min")
-      ->check(CLI::NonNegativeNumber);
+  flags::timeout(w, o->timeoutSeconds, "seconds; default DEEPSPEED_TIMEOUT minutes or 10 min");
   flags::json(w, o->jsonPath, "write the world report as JSON to this file (rank 0)");
   flags::quiet(w, o->verbose);
   w->add_flag("--dry-run", o->dryRun,

@@ -86,6 +86,10 @@ Finding mpiVersion(Context& c) {
   bool needed = g.mpiFamily || c.jobBackend() == "mpi";
   auto& p = c.mpi();
   Json data{{"path", p.path}, {"version", p.libraryVersion}, {"error", p.error}};
+  if (!p.broken.empty()) {
+    return brokenLibrary(p.broken, p.error, "MPI (dsbench, dsrun's workers under mpirun)",
+                         " Reinstall Open MPI (libopenmpi-dev openmpi-bin) if it is the system's.", data);
+  }
   if (!p.loaded || !p.error.empty()) {
     std::string msg = fmt::format("No usable MPI library ({})", p.error);
     if (needed) {

@@ -73,6 +73,11 @@ Finding version(Context& c) {
   Json data{{"path", p.path}, {"runtime_code", p.runtimeCode}, {"header_code", p.headerCode},
             {"header", p.headerCode ? header.str() : ""}};
   bool wants = c.jobBackend() == "nccl";
+  if (!p.broken.empty()) {
+    data["error"] = p.error;
+    return brokenLibrary(p.broken, p.error, "libnccl (dsbench built with CUDA, PyTorch)",
+                         "", data);
+  }
   if (!p.loaded || !p.error.empty()) {
     std::string msg = fmt::format("libnccl {}{}", p.loaded ? "loads but fails: " : "cannot be loaded: ", p.error);
     data["error"] = p.error;

@@ -357,6 +357,36 @@ TEST(NcclChecks, MissingLibncclSkipsOnGlooAndFailsOnNccl) {
   EXPECT_NE(f.message.find("/nonexistent/libnccl.so.2"), std::string::npos);
 }
 
+// A file under libnccl's name that does not load (empty, not ELF) or is not NCCL fails whatever the
+// backend, naming the file: the tools would load it and not start (issue 18).
+TEST(NcclChecks, BrokenLibncclFailsNamingItsPath) {
+  TempDir d;
+  writeFile(d.file("libnccl.so.2"), "");
+  writeFile(d.file("text.so"), "not an ELF file\n");
+  for (const std::string& lib : {d.file("libnccl.so.2"), d.file("text.so")}) {
+    auto f = runCheck("nccl.version", {{"DSDIAG_LIBNCCL", lib}, {"DS_ACCELERATOR", "cpu"}});
+    EXPECT_STATUS(f, FAIL);
+    EXPECT_NE(f.message.find(lib + " is found but broken"), std::string::npos) << f.message;
+    EXPECT_NE(f.remedy.find(lib), std::string::npos) << f.remedy;
+  }
+  // A real library that is not NCCL (no ncclGetVersion).
+  for (const char* other : {"/lib/x86_64-linux-gnu/libm.so.6", "/usr/lib/x86_64-linux-gnu/libm.so.6"}) {
+    if (::access(other, R_OK) != 0) continue;
+    auto f = runCheck("nccl.version", {{"DSDIAG_LIBNCCL", other}, {"DS_ACCELERATOR", "cpu"}});
+    EXPECT_STATUS(f, FAIL);
+    EXPECT_NE(f.message.find("not an NCCL library"), std::string::npos) << f.message;
+    break;
+  }
+}
+
+TEST(MpiChecks, BrokenLibmpiFailsNamingItsPath) {
+  TempDir d;
+  writeFile(d.file("libmpi.so.40"), "");
+  auto f = runCheck("mpi.version", {{"DSDIAG_LIBMPI", d.file("libmpi.so.40")}});
+  EXPECT_STATUS(f, FAIL);
+  EXPECT_NE(f.message.find(d.file("libmpi.so.40")), std::string::npos) << f.message;
+}
+
 TEST(NcclChecks, InstalledLibncclReportsBothVersions) {
   auto p = probeNccl(LibraryNames{});
   if (!p.loaded) GTEST_SKIP() << "no libnccl here: " << p.error;

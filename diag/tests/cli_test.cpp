@@ -2,6 +2,7 @@
 // low ulimits in a child.
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <thread>
 
 #include "engine/testing/subprocess.h"
@@ -162,6 +163,36 @@ TEST(DsdiagCli, MissingLibrariesAreFindingsNotCrashes) {
   EXPECT_EQ(check(j, "nccl.version")->at("status"), "FAIL");
   EXPECT_NE(check(j, "gpu.libcuda")->at("message").get<std::string>().find("No GPU visible"),
             std::string::npos);
+}
+
+// Issue 18: an empty libnccl.so.2 first on LD_LIBRARY_PATH passed nccl.version (a later name
+// loaded) while every tool linked against it could not start.
+TEST(DsdiagCli, AnEmptyLibncclFirstOnTheLibraryPathFails) {
+  TempDir d;
+  { std::ofstream(d.file("libnccl.so.2")); }
+  auto r = run({dsdiag(), "--only", "nccl.version", "--json", d.file("r.json")},
+               clean({{"LD_LIBRARY_PATH", d.path()}, {"DS_ACCELERATOR", "cpu"}}));
+  EXPECT_EQ(r.exitCode, 2) << r.out << r.err;
+  auto j = ds::report::readJson(d.file("r.json"));
+  ASSERT_NE(check(j, "nccl.version"), nullptr);
+  EXPECT_EQ(check(j, "nccl.version")->at("status"), "FAIL");
+  EXPECT_NE(check(j, "nccl.version")->at("message").get<std::string>().find(d.file("libnccl.so.2")),
+            std::string::npos)
+      << r.out;
+}
+
+// Issue 18: 'dsdiag frobnicate' ran the checks and exited 1 (an unrecognised-argument warning);
+// --backend bogus passed.
+TEST(DsdiagCli, UnknownCommandsAndValuesAreUsageErrors) {
+  auto r = run({dsdiag(), "frobnicate"}, clean());
+  EXPECT_EQ(r.exitCode, 3);
+  EXPECT_NE(r.err.find("'frobnicate' is not a dsdiag command"), std::string::npos) << r.err;
+  r = run({dsdiag(), "--backend", "bogus"}, clean());
+  EXPECT_EQ(r.exitCode, 3);
+  EXPECT_NE(r.err.find("--backend: 'bogus' is not one of nccl, gloo, mpi, shm."), std::string::npos) << r.err;
+  r = run({dsdiag(), "--timeout", "nan"}, clean());
+  EXPECT_EQ(r.exitCode, 3);
+  EXPECT_NE(r.err.find("--timeout: 'nan' is not a finite number"), std::string::npos) << r.err;
 }
 
 TEST(DsdiagCli, TinyShmInAPrivateMountNamespace) {
