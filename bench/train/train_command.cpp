@@ -69,7 +69,7 @@ Command addTrainCommand(CLI::App& parent) {
        "--eval-samples", o->evalSamples,
        "samples of the fixed evaluation batch whose loss is taken before the first and after the last step "
        "(0: none)")
-      ->check(CLI::Range(0, 65536))
+      ->transform(cli::integer(0, 65536))
       ->capture_default_str()
       ->envname("DSBENCH_EVAL_SAMPLES");
   t->add_option("--blas-threads", o->blasThreads,

@@ -111,6 +111,7 @@ const std::vector<FlagCase> kFlags = {
     {"dsbench train", "--blas-threads", "DSBENCH_BLAS_THREADS", Kind::kInt},
     {"dsbench train", "--json", "DSBENCH_JSON", Kind::kOutput},
     {"dsbench train", "--label", "DSBENCH_LABEL", Kind::kText, false, {"bogus"}},
+    {"dsbench train", "--eval-samples", "DSBENCH_EVAL_SAMPLES", Kind::kInt},
     {"dsbench train", "--quiet", "", Kind::kSwitch},
 
     {"dsdiag", "--world", "DSDIAG_WORLD", Kind::kSwitch},
