@@ -60,7 +60,11 @@ function(ds_define_fuzz_targets)
       continue()
     endif()
 
-    add_executable(${name}_replay ${src} ${PROJECT_SOURCE_DIR}/cmake/fuzz/replay_main.cpp)
+    if(NOT TARGET ds_fuzz_replay_main)
+      # One object for every replay binary (it was compiled once per fuzz target).
+      add_library(ds_fuzz_replay_main OBJECT ${PROJECT_SOURCE_DIR}/cmake/fuzz/replay_main.cpp)
+    endif()
+    add_executable(${name}_replay ${src} $<TARGET_OBJECTS:ds_fuzz_replay_main>)
     target_link_libraries(${name}_replay PRIVATE ${libs})
     set_target_properties(${name}_replay PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests)
     string(REGEX REPLACE "_fuzz$" "" short ${name})
