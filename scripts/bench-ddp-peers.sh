@@ -29,9 +29,8 @@ model=25m
 backends=gloo,shm,mpi
 out=""
 do_build=1
-usage() { sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; }
-bad() { echo "bench-ddp-peers: $*; see --help." >&2; exit 1; }
-value_of() { [ $# -ge 2 ] || bad "$1 needs a value"; printf '%s' "$2"; }
+prog=bench-ddp-peers
+source "$root/scripts/lib/args.sh"  # usage, bad, value_of
 while [ $# -gt 0 ]; do
   case $1 in
     --quick) steps=8; warmup=2 ;;

@@ -44,9 +44,8 @@ out=""
 do_build=1
 placements=unbound,mpirun-default,shared-core,hog
 use_torch=1
-usage() { sed -n '2,32p' "$0" | sed 's/^# \{0,1\}//'; }
-bad() { echo "bench-peers: $*; see --help." >&2; exit 1; }
-value_of() { [ $# -ge 2 ] || bad "$1 needs a value"; printf '%s' "$2"; }
+prog=bench-peers
+source "$root/scripts/lib/args.sh"  # usage, bad, value_of
 while [ $# -gt 0 ]; do
   case $1 in
     --quick) mode=quick ;;

@@ -40,9 +40,8 @@ slow10=1.11
 slow25=1.33
 coll_args="-b 1K -e 16M -f 4 -n 20 -w 2"
 out=""
-usage() { sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'; }
-bad() { echo "verdict-calibration: $*; see --help." >&2; exit 1; }
-value_of() { [ $# -ge 2 ] || bad "$1 needs a value"; printf '%s' "$2"; }
+prog=verdict-calibration
+source "$root/scripts/lib/args.sh"  # usage, bad, value_of
 while [ $# -gt 0 ]; do
   case $1 in
     --pairs) pairs=$(value_of "$@") || exit 1; shift ;;
