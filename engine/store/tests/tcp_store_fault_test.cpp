@@ -51,6 +51,17 @@ std::unique_ptr<TcpStore> client(int port, Duration timeout = 5s, const std::str
   return std::make_unique<TcpStore>("127.0.0.1", o);
 }
 
+// The ProtocolError a client meets at port (a test failure, and "", when it connects instead).
+std::string protocolErrorOf(int port, Duration timeout) {
+  try {
+    client(port, timeout);
+  } catch (const ProtocolError& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "the client connected to port " << port;
+  return "";
+}
+
 // torch 2.x's VALIDATE, the first bytes of a 2.x client.
 std::string validate(std::uint32_t magic = protocol::kValidationMagic) {
   return protocol::Writer().u8(static_cast<std::uint8_t>(protocol::Query::kValidate)).u32(magic).take();
@@ -269,14 +280,10 @@ TEST(TcpStoreFaultTest, ClientTalkingToAnHttpServerGetsAProtocolErrorShowingItsR
     closedWithin(fd, 5s);
   });
   const auto start = Clock::now();
-  try {
-    client(fake.port(), 3s);
-    FAIL();
-  } catch (const ProtocolError& e) {
-    EXPECT_TRUE(contains(e.what(), "is not a PyTorch c10d TCPStore server")) << e.what();
-    EXPECT_TRUE(contains(e.what(), "answered torch's handshake with HTTP (\"HTTP/1.1 400 Bad Request\")"))
-        << e.what();
-  }
+  const std::string what = protocolErrorOf(fake.port(), 3s);
+  EXPECT_TRUE(contains(what, "is not a PyTorch c10d TCPStore server")) << what;
+  EXPECT_TRUE(contains(what, "answered torch's handshake with HTTP (\"HTTP/1.1 400 Bad Request\")"))
+      << what;
   EXPECT_LT(secondsSince(start), 2.0);  // at once, not at the timeout
 }
 
@@ -287,13 +294,9 @@ TEST(TcpStoreFaultTest, APeerAnsweringOtherBytesGetsAProtocolErrorCountingThem) 
     closedWithin(fd, 5s);
   });
   const auto start = Clock::now();
-  try {
-    client(fake.port(), 3s);
-    FAIL();
-  } catch (const ProtocolError& e) {
-    EXPECT_TRUE(contains(e.what(), "with 6 bytes that are not a store reply (\"\\x07\\x00\\x00\\x00\\x00\\x01\";"))
-        << e.what();
-  }
+  const std::string what = protocolErrorOf(fake.port(), 3s);
+  EXPECT_TRUE(contains(what, "with 6 bytes that are not a store reply (\"\\x07\\x00\\x00\\x00\\x00\\x01\";"))
+      << what;
   EXPECT_LT(secondsSince(start), 2.0);
 }
 
@@ -302,13 +305,9 @@ TEST(TcpStoreFaultTest, ASilentPeerGivesAProtocolErrorWithinTheConnectTimeout) {
   // more input all look like this.
   FakeServer fake([](int fd) { closedWithin(fd, 10s); });
   const auto start = Clock::now();
-  try {
-    client(fake.port(), 1s);
-    FAIL();
-  } catch (const ProtocolError& e) {
-    EXPECT_TRUE(contains(e.what(), "did not answer torch's handshake (VALIDATE, PING) within"))
-        << e.what();
-  }
+  const std::string what = protocolErrorOf(fake.port(), 1s);
+  EXPECT_TRUE(contains(what, "did not answer torch's handshake (VALIDATE, PING) within"))
+      << what;
   EXPECT_LT(secondsSince(start), 3.0);
 }
 
@@ -321,14 +320,10 @@ TEST(TcpStoreFaultTest, APeerThatClosesEveryConnectionIsNotAStore) {
           rawRecv(fd, 1, 1s);
         },
         2);
-    try {
-      client(closer.port(), 3s);
-      FAIL();
-    } catch (const ProtocolError& e) {
-      EXPECT_TRUE(
-          contains(e.what(), "closed the connection on torch 2.x's handshake and on torch 1.x's GETNUMKEYS"))
-          << e.what();
-    }
+    const std::string what = protocolErrorOf(closer.port(), 3s);
+    EXPECT_TRUE(
+        contains(what, "closed the connection on torch 2.x's handshake and on torch 1.x's GETNUMKEYS"))
+        << what;
   }
   EXPECT_EQ(accepted.load(), 2);
 }
