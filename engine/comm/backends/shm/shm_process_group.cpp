@@ -30,6 +30,7 @@
 #include <cstring>
 #include <map>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "engine/comm/backends/shm/shm_kernels.h"
@@ -184,7 +185,7 @@ class ShmProcessGroup final : public ProcessGroup {
   int parity() { return static_cast<int>(epoch_++ & 1); }
   // Runs body; on an error flags this rank as failed in the segment, so that local peers stop waiting.
   template <typename F>
-  void guarded(F&& body);
+  void guarded(const OpDesc& desc, int part, F&& body);
 
   // --- local collectives over the ranks of this host (indices 0..ln_-1) ---
   void localAllreduce(const Ctx& ctx, const char* in, char* out, std::size_t count, DType t, ReduceOp op,
@@ -201,6 +202,8 @@ class ShmProcessGroup final : public ProcessGroup {
   char* scratch(std::size_t bytes);
   // DS_SHM_TEST_SLOWDOWN: spends `extra` copying within scratch memory.
   void burn(std::chrono::duration<double> extra);
+  // DS_SHM_TEST_SLOWDOWN: the fastest time per kind of op (see guarded()).
+  std::unordered_map<std::uint64_t, Clock::duration> fastest_;
   bool leader() const { return li_ == 0; }
   Ctx ctxFor(const OpDesc& d) const { return Ctx{d, Clock::now() + d.timeout}; }
 
@@ -483,7 +486,7 @@ std::function<void()> ShmProcessGroup::startInline(const OpDesc& desc, const Buf
     reduceN(o.data, nullptr, ins, ln_, i.count, i.dtype, op, divisor);
   };
   int next = 0;  // the first local rank not yet known to have posted
-  guarded([&] {
+  guarded(desc, 2, [&] {
     std::memcpy(seg_->slot(li_, p), in.data, bytes);
     post();
     const Ctx ctx{desc, deadline};
@@ -496,7 +499,7 @@ std::function<void()> ShmProcessGroup::startInline(const OpDesc& desc, const Buf
   });
   if (next == ln_) return nullptr;
   return [this, desc, in, out, deadline, next, reduce] {
-    guarded([&] {
+    guarded(desc, 1, [&] {
       const Ctx ctx{desc, deadline};
       for (int j = next; j < ln_; ++j) {
         if (j != li_) waitFor(j, ctx);
@@ -602,12 +605,20 @@ void ShmProcessGroup::waitAll(const Ctx& ctx) {
 }
 
 template <typename F>
-void ShmProcessGroup::guarded(F&& body) {
+void ShmProcessGroup::guarded(const OpDesc& desc, int part, F&& body) {
   try {
     const auto t0 = Clock::now();
     body();
     if (cfg_.testSlowdown > 1.0) {
-      burn(std::chrono::duration<double>(Clock::now() - t0) * (cfg_.testSlowdown - 1.0));
+      // The extra time is a factor of the fastest this kind of op (type, size, part) has been on
+      // this rank, not of this op's own time: that includes waiting for a peer's extra time, and the
+      // slowdown would compound from op to op (x1.11 cost small messages 80%).
+      const std::uint64_t key = (static_cast<std::uint64_t>(desc.type) << 56) ^
+                                (static_cast<std::uint64_t>(part) << 55) ^ desc.bytes;
+      const auto took = Clock::now() - t0;
+      auto [it, fresh] = fastest_.try_emplace(key, took);
+      if (!fresh) it->second = std::min(it->second, took);
+      burn(std::chrono::duration<double>(it->second) * (cfg_.testSlowdown - 1.0));
     }
   } catch (...) {
     RankCtl& c = seg_->ctl(li_);
@@ -619,14 +630,13 @@ void ShmProcessGroup::guarded(F&& body) {
 }
 
 void ShmProcessGroup::burn(std::chrono::duration<double> extra) {
-  // Copies 64 KiB blocks within scratch memory until `extra` has passed: memory traffic on this
-  // rank's core, as a slower kernel would cost (DS_SHM_TEST_SLOWDOWN).
-  constexpr std::size_t kBlock = 64 << 10;
+  // Copies 4 KiB blocks within scratch memory until `extra` has passed: memory traffic on this
+  // rank's core, as a slower kernel would cost (DS_SHM_TEST_SLOWDOWN). The clock is read before
+  // each block (~0.1 us of copying): one 64 KiB block made a 1 us op several times slower.
+  constexpr std::size_t kBlock = 4 << 10;
   char* s = scratch(2 * kBlock);
   const auto until = Clock::now() + std::chrono::duration_cast<Clock::duration>(extra);
-  do {
-    std::memmove(s + kBlock, s, kBlock);
-  } while (Clock::now() < until);
+  while (Clock::now() < until) std::memmove(s + kBlock, s, kBlock);
 }
 
 char* ShmProcessGroup::scratch(std::size_t bytes) {
@@ -812,7 +822,7 @@ void ShmProcessGroup::hierAllreduce(const Ctx& ctx, const Buffer& in, char* out,
 }
 
 void ShmProcessGroup::doAllreduce(const OpDesc& desc, const Buffer& in, const Buffer& out) {
-  guarded([&] {
+  guarded(desc, 0, [&] {
     Ctx ctx = ctxFor(desc);
     if (hier_) return hierAllreduce(ctx, in, static_cast<char*>(out.data), desc.op);
     localAllreduce(ctx, static_cast<const char*>(in.data), static_cast<char*>(out.data), in.count, in.dtype,
@@ -821,7 +831,7 @@ void ShmProcessGroup::doAllreduce(const OpDesc& desc, const Buffer& in, const Bu
 }
 
 void ShmProcessGroup::doReduce(const OpDesc& desc, const Buffer& in, const Buffer& out) {
-  guarded([&] {
+  guarded(desc, 0, [&] {
     Ctx ctx = ctxFor(desc);
     // Every rank computes the reduction (the same traffic as a reduce through shared memory); only the
     // root keeps it.
@@ -833,7 +843,7 @@ void ShmProcessGroup::doReduce(const OpDesc& desc, const Buffer& in, const Buffe
 }
 
 void ShmProcessGroup::doReduceScatter(const OpDesc& desc, const Buffer& in, const Buffer& out) {
-  guarded([&] {
+  guarded(desc, 0, [&] {
     Ctx ctx = ctxFor(desc);
     if (!hier_) {
       return localReduceScatter(ctx, static_cast<const char*>(in.data), static_cast<char*>(out.data),
@@ -846,7 +856,7 @@ void ShmProcessGroup::doReduceScatter(const OpDesc& desc, const Buffer& in, cons
 }
 
 void ShmProcessGroup::doAllgather(const OpDesc& desc, const Buffer& in, const Buffer& out) {
-  guarded([&] {
+  guarded(desc, 0, [&] {
     Ctx ctx = ctxFor(desc);
     const std::size_t b = in.bytes();
     if (!hier_)
@@ -874,7 +884,7 @@ void ShmProcessGroup::doAllgather(const OpDesc& desc, const Buffer& in, const Bu
 }
 
 void ShmProcessGroup::doBroadcast(const OpDesc& desc, const Buffer& in, const Buffer& out) {
-  guarded([&] {
+  guarded(desc, 0, [&] {
     Ctx ctx = ctxFor(desc);
     const int rootHost = hostOf_[desc.root];
     const auto& mine = hostRanks_[myHost_];
@@ -894,14 +904,14 @@ void ShmProcessGroup::doBroadcast(const OpDesc& desc, const Buffer& in, const Bu
 
 void ShmProcessGroup::doAlltoall(const OpDesc& desc, const Buffer& in, const Buffer& out) {
   if (hier_) unsupported("alltoall across hosts");
-  guarded([&] {
+  guarded(desc, 0, [&] {
     Ctx ctx = ctxFor(desc);
     localAlltoall(ctx, static_cast<const char*>(in.data), static_cast<char*>(out.data), in.bytes() / ln_);
   });
 }
 
 void ShmProcessGroup::doBarrier(const OpDesc& desc) {
-  guarded([&] {
+  guarded(desc, 0, [&] {
     Ctx ctx = ctxFor(desc);
     localBarrier(ctx);
     if (!hier_) return;

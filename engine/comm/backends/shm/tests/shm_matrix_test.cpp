@@ -133,6 +133,18 @@ TEST(ShmBackend, BadSettingsAreConfigErrors) {
   ::setenv("DS_SHM_INTER_BACKEND", "mpi", 1);
   EXPECT_THROW(shm::configFromEnv(), ConfigError);
   ::unsetenv("DS_SHM_INTER_BACKEND");
+  for (const char* bad : {"nan", "inf", "0.5", "5", "1.1x"}) {
+    ::setenv("DS_SHM_TEST_SLOWDOWN", bad, 1);
+    try {
+      shm::configFromEnv();
+      ADD_FAILURE() << "DS_SHM_TEST_SLOWDOWN='" << bad << "' accepted";
+    } catch (const ConfigError& e) {
+      EXPECT_NE(std::string(e.what()).find("give a factor from 1 to 4"), std::string::npos) << e.what();
+    }
+  }
+  ::setenv("DS_SHM_TEST_SLOWDOWN", "1.25", 1);
+  EXPECT_DOUBLE_EQ(shm::configFromEnv().testSlowdown, 1.25);
+  ::unsetenv("DS_SHM_TEST_SLOWDOWN");
   EXPECT_EQ(ds::env::parseBytesVar("x", "64K"), 65536u);
   EXPECT_EQ(ds::env::parseBytesVar("x", "3M"), 3u << 20);
 }
