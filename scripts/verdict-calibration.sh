@@ -2,22 +2,26 @@
 # Calibrates the regression gate (a benchmark of dsreport compare, not a test): how often it cries
 # regression when nothing changed, and how often it catches a real slowdown.
 #
-#   A/A pairs   two runs of the same configuration: every exit 1 is a false alarm;
-#   A/B pairs   a baseline run against a run made slower by DS_SHM_TEST_SLOWDOWN (a test-only knob of
-#               the shm backend: every op spends that factor of its own time, the extra part copying
-#               memory on the rank's core, like a slower kernel); exit 1 is a detection. Two
-#               slowdowns, ~10% and ~25% by default; the busbw change each really cost is measured
-#               from the pairs and printed beside the rates.
+#   A/A pairs   K runs against K other runs of the same build: every exit 1 is a false alarm;
+#   A/B pairs   K runs against K runs made slower by DS_SHM_TEST_SLOWDOWN (a test-only knob of the
+#               shm backend: every op spends that factor of the fastest time that kind of op took on
+#               the rank, the extra part copying memory on the rank's core, like a slower kernel);
+#               exit 1 is a detection. Two slowdowns, ~10% and ~25% by default; the change each
+#               really cost is measured from the pairs and printed beside the rates.
 #
-# Every run is `dsrun --nproc-per-node 2 dsbench coll --backend shm -b 1K -e 16M -f 4 --repeat R`;
-# the runs of the three kinds are interleaved (A, B10, A, B25, ...), so that the machine's drift
-# lands on all of them. The load average is sampled before every run and printed.
+# Every run is `dsrun --nproc-per-node 2 dsbench coll --backend shm -b 1K -e 16M -f 4 --repeat R`. A
+# pair's sides are blocks of K runs, one after the other, as a CI job compares last night's runs with
+# tonight's: per pair, K baseline runs (A1), K runs at the 10% slowdown, K more baseline runs (A2),
+# K runs at the 25% slowdown; A1 vs A2 is the A/A pair, A1 vs x1.11 and A2 vs x1.4 the A/B pairs. The
+# load average is sampled before every run and printed.
 #
-#   scripts/verdict-calibration.sh [--pairs N] [--repeat R] [--threshold PCT] [--slow10 F] [--slow25 F]
-#                                  [--coll-args "..."] [--out DIR]
+#   scripts/verdict-calibration.sh [--pairs N] [--runs K] [--repeat R] [--threshold PCT]
+#                                  [--slow10 F] [--slow25 F] [--coll-args "..."] [--out DIR]
 #
-#   --pairs N     pairs of each kind (default 20: 40 A runs, 20 of each slowdown)
-#   --repeat R    dsbench coll --repeat (default 5)
+#   --pairs N     pairs of each kind (default 20)
+#   --runs K      runs a side (default 5: the fewest with which the U test reaches p <= 0.05 with
+#                 room for the false-discovery step; dsreport compare says so when there are fewer)
+#   --repeat R    dsbench coll --repeat (default 1)
 #   --threshold   dsreport compare --threshold (default 5)
 #   --slow10 F / --slow25 F   the two DS_SHM_TEST_SLOWDOWN factors (default 1.11 and 1.4). The
 #                 factor is on the fastest time each kind of op has taken on the rank, so busbw drops
@@ -28,15 +32,16 @@
 #
 # Prints a table: per kind, pairs, exit 0 / 1 / 4 counts, the rate that matters, the median
 # whole-run change the pairs measured, and the targets (at most 1 false alarm in 20 A/A pairs, 19 of
-# 20 detections at 25%, 15 of 20 at 10%). Exit: 0 the table was printed (a missed target is reported,
-# not failed); 1 the tools are missing or a run failed.
+# 20 detections at 25%, 15 of 20 at 10%, under 20 minutes). Exit: 0 the table was printed (a missed
+# target is reported, not failed); 1 the tools are missing or a run failed.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${DS_BUILD_DIR:-$root/build}
 bin=$build/bin
 
 pairs=20
-repeat=5
+runs=5
+repeat=1
 threshold=5
 slow10=1.11
 slow25=1.4
@@ -47,6 +52,7 @@ source "$root/scripts/lib/args.sh"  # usage, bad, value_of
 while [ $# -gt 0 ]; do
   case $1 in
     --pairs) pairs=$(value_of "$@") || exit 1; shift ;;
+    --runs) runs=$(value_of "$@") || exit 1; shift ;;
     --repeat) repeat=$(value_of "$@") || exit 1; shift ;;
     --threshold) threshold=$(value_of "$@") || exit 1; shift ;;
     --slow10) slow10=$(value_of "$@") || exit 1; shift ;;
@@ -60,6 +66,7 @@ while [ $# -gt 0 ]; do
 done
 [[ $pairs =~ ^[1-9][0-9]*$ ]] || bad "--pairs '$pairs' is not a positive whole number"
 [[ $repeat =~ ^[1-9][0-9]*$ ]] || bad "--repeat '$repeat' is not a positive whole number"
+[[ $runs =~ ^[1-9][0-9]*$ ]] || bad "--runs '$runs' is not a positive whole number"
 for t in dsrun dsbench dsreport; do
   [ -x "$bin/$t" ] || bad "$bin/$t is missing: build first (scripts/build.sh) or set DS_BUILD_DIR"
 done
@@ -86,36 +93,46 @@ run() {
 }
 
 start=$(date +%s)
-echo "# verdict-calibration: $pairs pairs each of A/A, A/B(x$slow10), A/B(x$slow25); dsbench coll --backend shm $coll_args --repeat $repeat; 2 ranks on $(nproc) core(s)"
+echo "# verdict-calibration: $pairs pairs each of A/A, A/B(x$slow10), A/B(x$slow25), $runs runs a side; dsbench coll --backend shm $coll_args --repeat $repeat; 2 ranks on $(nproc) core(s)"
+# block NAME SLOWDOWN: K runs NAME-0 .. NAME-(K-1).
+block() {
+  local k
+  for ((k = 0; k < runs; k++)); do run "$1-$k" "$2"; done
+}
 for ((i = 0; i < pairs; i++)); do
-  run "a$((2 * i))" 1
-  run "b10-$i" "$slow10"
-  run "a$((2 * i + 1))" 1
-  run "b25-$i" "$slow25"
-  printf '\r# runs done: %d of %d' $((4 * (i + 1))) $((4 * pairs)) >&2
+  block "a$((2 * i))" 1
+  block "b10x$i" "$slow10"
+  block "a$((2 * i + 1))" 1
+  block "b25x$i" "$slow25"
+  printf '\r# runs done: %d of %d' $((4 * runs * (i + 1))) $((4 * runs * pairs)) >&2
 done
 echo >&2
 
-# compare KIND BASE CUR: one comparison; its exit code and JSON go to $out.
+# compare KIND BASE CUR: one comparison of block BASE against block CUR; its exit code and JSON go to
+# $out.
 results=()
 compare() {
-  local kind=$1 base=$2 cur=$3
-  "$bin/dsreport" compare "$out/$base.json" "$out/$cur.json" --threshold "$threshold" \
+  local kind=$1 base=$2 cur=$3 k args=()
+  for ((k = 0; k < runs; k++)); do args+=("$out/$base-$k.json"); done
+  args+=(--)
+  for ((k = 0; k < runs; k++)); do args+=("$out/$cur-$k.json"); done
+  "$bin/dsreport" compare "${args[@]}" --threshold "$threshold" \
     --json "$out/cmp-$base-$cur.json" >"$out/cmp-$base-$cur.txt" 2>&1
   results+=("$kind $? $out/cmp-$base-$cur.json")
 }
 for ((i = 0; i < pairs; i++)); do
   compare aa "a$((2 * i))" "a$((2 * i + 1))"
-  compare ab10 "a$((2 * i))" "b10-$i"
-  compare ab25 "a$((2 * i + 1))" "b25-$i"
+  compare ab10 "a$((2 * i))" "b10x$i"
+  compare ab25 "a$((2 * i + 1))" "b25x$i"
 done
 elapsed=$(($(date +%s) - start))
 
 printf '%s\n' "${results[@]}" >"$out/results.txt"
-python3 - "$out/results.txt" "${loads[*]}" "$pairs" "$elapsed" "$slow10" "$slow25" <<'PY'
+python3 - "$out/results.txt" "${loads[*]}" "$pairs" "$elapsed" "$slow10" "$slow25" "$runs" <<'PY'
 import json, os, statistics, sys
 path, loads = sys.argv[1], [float(x) for x in sys.argv[2].split()]
 pairs, elapsed, slow10, slow25 = int(sys.argv[3]), int(sys.argv[4]), sys.argv[5], sys.argv[6]
+runs = int(sys.argv[7])
 rows = {}
 for line in open(path):
     kind, code, cmp = line.split()
@@ -148,7 +165,8 @@ for kind in ("aa", "ab10", "ab25"):
 print()
 print("load average (1 min) before the runs: min %.2f, median %.2f, max %.2f on %d core(s)"
       % (min(loads), statistics.median(loads), max(loads), os.cpu_count()))
-print("wall time: %d min %d s for %d runs and %d comparisons" % (elapsed // 60, elapsed % 60, 4 * pairs, 3 * pairs))
+print("wall time: %d min %d s for %d runs and %d comparisons of %d runs a side"
+      % (elapsed // 60, elapsed % 60, 4 * runs * pairs, 3 * pairs, runs))
 verdicts.append(("the whole script under 20 minutes", elapsed < 20 * 60))
 for text, ok in verdicts:
     print("  %s %s" % ("met   " if ok else "MISSED", text))

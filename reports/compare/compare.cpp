@@ -45,7 +45,7 @@ int CompareResult::exitCode() const {
   return 0;
 }
 
-int repeatsNeeded(double alpha) {
+int runsNeeded(double alpha) {
   int n = 1;
   while (n < 50 && minUTestP(n, n) > alpha) ++n;
   return n + 1;
@@ -69,11 +69,31 @@ double robustSdPct(const std::vector<double>& v) {
   return 100.0 * 1.4826 * median(dev) / m;
 }
 
-// One side of an item: its times (what the test ranks) and its metric values (what the change is
-// reported in), sample for sample.
+// One side of an item: one sample per run that has it: its times (what the test ranks) and its metric
+// values (what the change is reported in), sample for sample, with the run each came from.
 struct Side {
   std::vector<double> times, metric;
+  std::vector<int> runs;
+  int repeats = 0;
+  // One run's sample: the median of its repeats (time and metric alike), or its one value.
+  void addRun(int run, const std::vector<double>& t, const std::vector<double>& m) {
+    times.push_back(median(t));
+    metric.push_back(median(m));
+    runs.push_back(run);
+    repeats += static_cast<int>(t.size());
+  }
 };
+
+std::string runsText(int n) { return fmt::format("{} run{}", n, n == 1 ? "" : "s"); }
+
+// Why too few runs cannot give a verdict, and what to do.
+std::string tooFewRuns(int ca, int cb, const CompareOptions& o) {
+  return fmt::format(
+      "{} vs {} cannot tell it from run-to-run noise (the U test cannot reach p <= {:g} with so few); "
+      "compare {} runs a side (separate dsbench runs: repeats inside one run do not see what moves "
+      "between runs)",
+      runsText(ca), runsText(cb), o.alpha, runsNeeded(o.alpha));
+}
 
 // Fills an item's figures from both sides and takes the decisions that need no other item: within
 // the threshold, or too few samples to ever be significant. The rest waits for the false-discovery
@@ -81,6 +101,10 @@ struct Side {
 void measureItem(ComparedItem& it, const Side& a, const Side& b, const CompareOptions& o) {
   it.baseSamples = a.times;
   it.curSamples = b.times;
+  it.baseRuns = a.runs;
+  it.curRuns = b.runs;
+  it.baseRepeats = a.repeats;
+  it.curRepeats = b.repeats;
   it.baseTime = median(a.times);
   it.curTime = median(b.times);
   it.base = median(a.metric);
@@ -98,101 +122,114 @@ void measureItem(ComparedItem& it, const Side& a, const Side& b, const CompareOp
     it.reason = fmt::format("{:+.1f}% is within the {:g}% threshold", it.changePct, o.thresholdPct);
   } else if (it.minP > o.alpha) {
     it.verdict = Verdict::kInconclusive;
-    it.reason = fmt::format(
-        "{:+.1f}% is beyond the {:g}% threshold, but {} baseline vs {} current sample(s) cannot tell it from "
-        "noise (the U test cannot reach p <= {:g} with so few); run with --repeat {} or compare more runs "
-        "per side",
-        it.changePct, o.thresholdPct, ca, cb, o.alpha, repeatsNeeded(o.alpha));
+    it.reason = fmt::format("{:+.1f}% is beyond the {:g}% threshold, but {}", it.changePct, o.thresholdPct,
+                            tooFewRuns(ca, cb, o));
   } else {
     it.verdict = Verdict::kNoise;  // provisional: settle() decides
   }
 }
 
-// Benjamini-Hochberg at alpha over every item whose samples can reach significance: the largest
-// p-value that still counts as a discovery (-1: none). Items beyond the threshold with p at or
-// below it are regressions or improvements; the others stay noise.
-void settle(std::vector<ComparedItem>& items, const CompareOptions& o) {
-  std::vector<double> ps;
-  for (const auto& it : items) {
-    if (it.minP <= o.alpha) ps.push_back(it.p);
-  }
-  std::sort(ps.begin(), ps.end());
-  double cutoff = -1;
-  const auto m = static_cast<double>(ps.size());
-  for (std::size_t k = 0; k < ps.size(); ++k) {
-    if (ps[k] <= o.alpha * static_cast<double>(k + 1) / m) cutoff = ps[k];
-  }
-  for (auto& it : items) {
-    if (it.verdict != Verdict::kNoise) continue;
-    const std::string n = fmt::format("{} vs {} samples", it.baseSamples.size(), it.curSamples.size());
-    if (cutoff >= 0 && it.p <= cutoff) {
-      it.verdict = it.changePct < 0 ? Verdict::kRegressed : Verdict::kImproved;
-      it.reason = fmt::format(
-          "{:+.1f}% is beyond the {:g}% threshold and significant: U test p = {:.2g} ({}), within the "
-          "false-discovery rate {:g} over {} item(s)",
-          it.changePct, o.thresholdPct, it.p, n, o.alpha, ps.size());
-    } else {
-      it.reason = fmt::format(
-          "{:+.1f}% is beyond the {:g}% threshold, but not significant: U test p = {:.2g} ({}); the "
-          "samples overlap too much to call it",
-          it.changePct, o.thresholdPct, it.p, n);
-    }
-  }
-}
-
-// The sweep-level verdict from the bootstrap interval of the geometric-mean time ratio.
-void decideOverall(CompareResult& r) {
+// The whole run's figures: each run summarised by the geometric mean, over the items it has, of its
+// time over the baseline side's median time for the item; the change from the two sides' medians of
+// these, its bootstrap interval over the runs, and the U test of the summaries. The verdict waits for
+// settle(), since the whole-run test joins the items' false-discovery step.
+void measureOverall(CompareResult& r) {
   const CompareOptions& o = r.options;
-  std::vector<SamplePair> pairs;
-  int minN = -1;
-  bool anyRepeats = false;
+  std::vector<double> sumB(static_cast<std::size_t>(r.baseRunCount), 0.0),
+      sumC(static_cast<std::size_t>(r.curRunCount), 0.0);
+  std::vector<int> nB(sumB.size(), 0), nC(sumC.size(), 0);
   for (const auto& it : r.items) {
-    pairs.push_back({it.baseSamples, it.curSamples});
-    const int n = static_cast<int>(std::min(it.baseSamples.size(), it.curSamples.size()));
-    minN = minN < 0 ? n : std::min(minN, n);
-    anyRepeats = anyRepeats || n >= 2;
+    if (!(it.baseTime > 0)) continue;
+    auto add = [&](const std::vector<double>& v, const std::vector<int>& runs, std::vector<double>& sum,
+                   std::vector<int>& n) {
+      for (std::size_t i = 0; i < v.size() && i < runs.size(); ++i) {
+        if (!(v[i] > 0) || runs[i] < 0 || runs[i] >= static_cast<int>(sum.size())) continue;
+        sum[runs[i]] += std::log(v[i] / it.baseTime);
+        ++n[runs[i]];
+      }
+    };
+    add(it.baseSamples, it.baseRuns, sumB, nB);
+    add(it.curSamples, it.curRuns, sumC, nC);
   }
-  r.minSamples = std::max(minN, 0);
-  RatioInterval ci = bootstrapGeomeanRatio(pairs, anyRepeats ? o.bootstrapResamples : 0, 0.95, o.seed);
+  SamplePair runs;
+  for (std::size_t j = 0; j < sumB.size(); ++j) {
+    if (nB[j] > 0) runs.base.push_back(std::exp(sumB[j] / nB[j]));
+  }
+  for (std::size_t j = 0; j < sumC.size(); ++j) {
+    if (nC[j] > 0) runs.cur.push_back(std::exp(sumC[j] / nC[j]));
+  }
+  const int nb = static_cast<int>(runs.base.size()), nc = static_cast<int>(runs.cur.size());
+  const bool interval = nb >= 2 && nc >= 2;
+  RatioInterval ci = bootstrapGeomeanRatio({runs}, interval ? o.bootstrapResamples : 0, 0.95, o.seed);
   if (ci.items == 0) return;
   // A time ratio g is a metric change of 1/g - 1 (+ better), for bandwidth and time alike.
   auto pct = [](double g) { return (1.0 / g - 1.0) * 100.0; };
   r.overallChangePct = pct(ci.ratio);
   r.overallLoPct = pct(ci.hi);
   r.overallHiPct = pct(ci.lo);
-  r.overallIntervalKnown = anyRepeats;
-  const double t = o.thresholdPct;
-  if (!anyRepeats) {
-    if (std::fabs(r.overallChangePct) <= t) {
-      r.overall = Verdict::kUnchanged;
-      r.overallReason = fmt::format("{:+.1f}% is within the {:g}% threshold (one sample a side: no interval)",
-                                    r.overallChangePct, t);
-    } else {
-      r.overall = Verdict::kInconclusive;
-      r.overallReason = fmt::format(
-          "{:+.1f}% is beyond the {:g}% threshold, but with one sample a side nothing says how much of it "
-          "is noise; run with --repeat {} or compare more runs per side",
-          r.overallChangePct, t, repeatsNeeded(o.alpha));
-    }
-    return;
+  r.overallIntervalKnown = interval;
+  r.overallMinP = minUTestP(nb, nc);
+  r.overallP = mannWhitneyU(runs.base, runs.cur).p;
+}
+
+// Benjamini-Hochberg at alpha over every item whose runs can reach significance, and the whole-run
+// test when it can: the largest p-value that still counts as a discovery (-1: none). Items beyond
+// the threshold with p at or below it are regressions or improvements; the others stay noise. Then
+// the whole run's verdict by the same rules.
+void settle(CompareResult& r) {
+  const CompareOptions& o = r.options;
+  std::vector<double> ps;
+  for (const auto& it : r.items) {
+    if (it.minP <= o.alpha) ps.push_back(it.p);
   }
-  const std::string ciText = fmt::format("{:+.1f}% (95% interval {:+.1f}% .. {:+.1f}%)", r.overallChangePct,
-                                         r.overallLoPct, r.overallHiPct);
-  if (r.overallHiPct < -t) {
-    r.overall = Verdict::kRegressed;
-    r.overallReason = fmt::format("{}: the whole interval is worse than -{:g}%", ciText, t);
-  } else if (r.overallLoPct > t) {
-    r.overall = Verdict::kImproved;
-    r.overallReason = fmt::format("{}: the whole interval is better than +{:g}%", ciText, t);
-  } else if (r.overallLoPct < -t) {
-    r.overall = Verdict::kInconclusive;
-    r.overallReason = fmt::format(
-        "{}: the interval reaches past -{:g}%, so a regression can be neither ruled out nor confirmed; "
-        "run with more --repeat or compare more runs per side",
-        ciText, t);
-  } else {
+  const bool overallTestable = !r.items.empty() && r.overallMinP <= o.alpha;
+  if (overallTestable) ps.push_back(r.overallP);
+  std::sort(ps.begin(), ps.end());
+  double cutoff = -1;
+  const auto m = static_cast<double>(ps.size());
+  for (std::size_t k = 0; k < ps.size(); ++k) {
+    if (ps[k] <= o.alpha * static_cast<double>(k + 1) / m) cutoff = ps[k];
+  }
+  const std::string fdr = fmt::format("within the false-discovery rate {:g} over {} test(s)", o.alpha, ps.size());
+  for (auto& it : r.items) {
+    if (it.verdict != Verdict::kNoise) continue;
+    const std::string n = fmt::format("{} vs {}", runsText(static_cast<int>(it.baseSamples.size())),
+                                      runsText(static_cast<int>(it.curSamples.size())));
+    if (cutoff >= 0 && it.p <= cutoff) {
+      it.verdict = it.changePct < 0 ? Verdict::kRegressed : Verdict::kImproved;
+      it.reason = fmt::format("{:+.1f}% is beyond the {:g}% threshold and significant: U test p = {:.2g} ({}), {}",
+                              it.changePct, o.thresholdPct, it.p, n, fdr);
+    } else {
+      it.reason = fmt::format(
+          "{:+.1f}% is beyond the {:g}% threshold, but not significant: U test p = {:.2g} ({}); the "
+          "runs overlap too much to call it",
+          it.changePct, o.thresholdPct, it.p, n);
+    }
+  }
+  if (r.items.empty()) return;
+  const double t = o.thresholdPct;
+  const std::string change =
+      r.overallIntervalKnown ? fmt::format("{:+.1f}% (95% interval {:+.1f}% .. {:+.1f}%)", r.overallChangePct,
+                                           r.overallLoPct, r.overallHiPct)
+                             : fmt::format("{:+.1f}%", r.overallChangePct);
+  if (std::fabs(r.overallChangePct) <= t) {
     r.overall = Verdict::kUnchanged;
-    r.overallReason = fmt::format("{}: no worse than -{:g}% anywhere in the interval", ciText, t);
+    r.overallReason = fmt::format("{} is within the {:g}% threshold", change, t);
+  } else if (!overallTestable) {
+    r.overall = Verdict::kInconclusive;
+    r.overallReason = fmt::format("{} is beyond the {:g}% threshold, but {}", change, t,
+                                  tooFewRuns(r.baseRunCount, r.curRunCount, o));
+  } else if (cutoff >= 0 && r.overallP <= cutoff) {
+    r.overall = r.overallChangePct < 0 ? Verdict::kRegressed : Verdict::kImproved;
+    r.overallReason = fmt::format("{} is beyond the {:g}% threshold and significant: U test of the runs p = {:.2g} "
+                                  "({} vs {}), {}",
+                                  change, t, r.overallP, runsText(r.baseRunCount), runsText(r.curRunCount), fdr);
+  } else {
+    r.overall = Verdict::kNoise;
+    r.overallReason = fmt::format(
+        "{} is beyond the {:g}% threshold, but not significant: U test of the runs p = {:.2g} ({} vs {}); the "
+        "runs overlap too much to call it",
+        change, t, r.overallP, runsText(r.baseRunCount), runsText(r.curRunCount));
   }
 }
 
@@ -241,18 +278,20 @@ std::vector<std::map<SweepKey, PlaceRef>> indexSide(const std::vector<const Swee
   return out;
 }
 
-// The samples of one side for a row: each run's repeats, or its one time per op.
-Side sweepSide(const std::vector<const PlaceResult*>& places, bool busbw) {
+// The samples of one side for a row: one per run that has it (see Side::addRun).
+Side sweepSide(const std::vector<std::pair<int, const PlaceResult*>>& places, bool busbw) {
   Side s;
-  for (const PlaceResult* p : places) {
+  for (const auto& [run, p] : places) {
+    std::vector<double> t, m;
     if (p->repeats.empty()) {
-      s.times.push_back(p->timeUs);
-      s.metric.push_back(busbw ? p->busBw : p->timeUs);
+      t.push_back(p->timeUs);
+      m.push_back(busbw ? p->busBw : p->timeUs);
     }
-    for (const auto& r : p->repeats) {
-      s.times.push_back(r.timeUs);
-      s.metric.push_back(busbw ? r.busBw : r.timeUs);
+    for (const auto& x : p->repeats) {
+      t.push_back(x.timeUs);
+      m.push_back(busbw ? x.busBw : x.timeUs);
     }
+    s.addRun(run, t, m);
   }
   return s;
 }
@@ -263,16 +302,16 @@ void compareSweeps(const std::vector<const SweepRun*>& a, const std::vector<cons
   auto ia = indexSide(a, &order);
   auto ib = indexSide(b, nullptr);
   auto collect = [](const std::vector<std::map<SweepKey, PlaceRef>>& side, const SweepKey& k) {
-    std::vector<const PlaceResult*> out;
-    for (const auto& m : side) {
-      auto it = m.find(k);
-      if (it != m.end()) out.push_back(it->second.p);
+    std::vector<std::pair<int, const PlaceResult*>> out;
+    for (std::size_t j = 0; j < side.size(); ++j) {
+      auto it = side[j].find(k);
+      if (it != side[j].end()) out.emplace_back(static_cast<int>(j), it->second.p);
     }
     return out;
   };
-  auto wrongOf = [](const std::vector<const PlaceResult*>& v) {
+  auto wrongOf = [](const std::vector<std::pair<int, const PlaceResult*>>& v) {
     long long w = 0;
-    for (const auto* p : v) w += std::max<long long>(p->wrong, 0);
+    for (const auto& [run, p] : v) w += std::max<long long>(p->wrong, 0);
     return w;
   };
   // Rows in only one side, grouped by (collective, backend, dtype, op, root) so that a missing
@@ -298,8 +337,8 @@ void compareSweeps(const std::vector<const SweepRun*>& a, const std::vector<cons
       continue;
     }
     bool busbw = true;
-    for (const auto* p : x) busbw = busbw && p->busBw > 0;
-    for (const auto* p : y) busbw = busbw && p->busBw > 0;
+    for (const auto& [run, p] : x) busbw = busbw && p->busBw > 0;
+    for (const auto& [run, p] : y) busbw = busbw && p->busBw > 0;
     c.metric = busbw ? "busbw" : "time";
     c.unit = busbw ? "GB/s" : "us";
     c.higherIsBetter = busbw;
@@ -326,14 +365,16 @@ std::string trainConfig(const TrainRunRecord& t) {
                      t.optimizer, t.gradientAsBucketView ? " grad-as-bucket-view" : "");
 }
 
-// The samples of one side for a configuration: each run's repeats' median step times, or its one.
-Side trainSide(const std::vector<const TrainRunRecord*>& recs) {
+// The samples of one side for a configuration: one per run that has it, the median of its repeats'
+// median step times or its one.
+Side trainSide(const std::vector<std::pair<int, const TrainRunRecord*>>& recs) {
   Side s;
-  for (const auto* t : recs) {
-    if (t->repeats.empty()) s.times.push_back(t->stepMs.p50);
-    for (const auto& x : t->repeats) s.times.push_back(x.stepMs.p50);
+  for (const auto& [run, t] : recs) {
+    std::vector<double> v;
+    if (t->repeats.empty()) v.push_back(t->stepMs.p50);
+    for (const auto& x : t->repeats) v.push_back(x.stepMs.p50);
+    s.addRun(run, v, v);
   }
-  s.metric = s.times;
   return s;
 }
 
@@ -342,15 +383,15 @@ void compareTrain(const std::vector<const std::vector<TrainRunRecord>*>& a,
   // Per configuration, the first record of it in each run.
   auto index = [](const std::vector<const std::vector<TrainRunRecord>*>& side,
                   std::vector<std::string>* order) {
-    std::map<std::string, std::vector<const TrainRunRecord*>> out;
-    for (const auto* run : side) {
+    std::map<std::string, std::vector<std::pair<int, const TrainRunRecord*>>> out;
+    for (std::size_t j = 0; j < side.size(); ++j) {
       std::set<std::string> inRun;
-      for (const auto& t : *run) {
+      for (const auto& t : *side[j]) {
         std::string key = trainConfig(t);
         if (!inRun.insert(key).second) continue;
         auto& v = out[key];
         if (v.empty() && order) order->push_back(key);
-        v.push_back(&t);
+        v.emplace_back(static_cast<int>(j), &t);
       }
     }
     return out;
@@ -366,7 +407,7 @@ void compareTrain(const std::vector<const std::vector<TrainRunRecord>*>& a,
     }
     ComparedItem c;
     c.config = key;
-    c.backend = ia.at(key).front()->backend;
+    c.backend = ia.at(key).front().second->backend;
     c.metric = "step";
     c.unit = "ms";
     c.higherIsBetter = false;
@@ -515,6 +556,8 @@ CompareResult compareRuns(const std::vector<RunFile>& base, const std::vector<Ru
         fmt::format("Labels differ: baseline '{}', current '{}'.", r.base.label, r.cur.label));
   }
   if (!r.comparable) return r;
+  r.baseRunCount = static_cast<int>(base.size());
+  r.curRunCount = static_cast<int>(cur.size());
   if (base.front().sweep) {
     std::vector<const SweepRun*> a, b;
     for (const auto& f : base) a.push_back(&*f.sweep);
@@ -526,8 +569,8 @@ CompareResult compareRuns(const std::vector<RunFile>& base, const std::vector<Ru
     for (const auto& f : cur) b.push_back(&*f.train);
     compareTrain(a, b, r);
   }
-  settle(r.items, r.options);
-  decideOverall(r);
+  measureOverall(r);
+  settle(r);
   for (const auto& it : r.items) {
     switch (it.verdict) {
       case Verdict::kRegressed:
@@ -585,8 +628,9 @@ std::string formatCompareText(const CompareResult& r) {
   out += runLine("current", r.cur);
   out += fmt::format(
       "threshold {:g}%, alpha {:g}: a change beyond the threshold counts when a Mann-Whitney U test of the "
-      "two sides' repeats finds it (false-discovery rate alpha over the items)\n",
-      r.options.thresholdPct, r.options.alpha);
+      "two sides' runs finds it (one sample per run, the median of its repeats; false-discovery rate alpha "
+      "over the items and the whole run); {} vs {}\n",
+      r.options.thresholdPct, r.options.alpha, runsText(r.baseRunCount), runsText(r.curRunCount));
   if (!r.mismatches.empty()) {
     out += "\nRuns differ:\n";
     for (const auto& m : r.mismatches) out += "  - " + m + "\n";
@@ -605,7 +649,7 @@ std::string formatCompareText(const CompareResult& r) {
     for (const auto* it : rows) w = std::max(w, it->label().size());
     out += fmt::format("\n{} ({}):\n", title, rows.size());
     out += fmt::format("  {:<{}}  {:>6}  {:>12}  {:>12}  {:>8}  {:>8}  {:>7}  {:>7}\n", "item", w, "metric",
-                       "baseline", "current", "change", "noise", "n b/c", "p");
+                       "baseline", "current", "change", "noise", "runs b/c", "p");
     for (const auto* it : rows) {
       std::string noise = it->noiseKnown ? fmt::format("±{:.1f}%", it->noisePct) : std::string("unknown");
       out += fmt::format("  {:<{}}  {:>6}  {:>12}  {:>12}  {:>+7.1f}%  {:>8}  {:>7}  {:>7.2g}\n", it->label(),
@@ -615,10 +659,11 @@ std::string formatCompareText(const CompareResult& r) {
   };
   table(Verdict::kRegressed, "Regressions");
   table(Verdict::kImproved, "Improvements");
-  table(Verdict::kInconclusive, "Inconclusive (too few samples to call)");
+  table(Verdict::kInconclusive, "Inconclusive (too few runs to call)");
   if (!r.items.empty()) {
     out += fmt::format(
-        "\nUnchanged: {} item(s) within the {:g}% threshold; {} beyond it but not significant (noise).\n",
+        "\nUnchanged: {} item(s) within the {:g}% threshold; {} beyond it but not significant (run-to-run "
+        "noise).\n",
         r.unchanged, r.options.thresholdPct, r.noisy);
     out += fmt::format("Overall ({} item(s), geometric mean): {}: {}.\n", r.items.size(),
                        verdictName(r.overall), r.overallReason);
@@ -639,21 +684,13 @@ std::string formatCompareText(const CompareResult& r) {
                                : fmt::format("Verdict: REGRESSION of the whole run ({}).\n", r.overallReason);
       break;
     case kCompareExitInconclusive:
-      if (r.inconclusive > 0) {
-        out += fmt::format(
-            "Verdict: INCONCLUSIVE (exit {}): no regression shown, but {} item(s) changed beyond the {:g}% "
-            "threshold and {} sample(s) a side cannot tell that from noise; run with --repeat {} (or compare "
-            "several runs per side).\n",
-            kCompareExitInconclusive, r.inconclusive, r.options.thresholdPct, r.minSamples,
-            repeatsNeeded(r.options.alpha));
-      } else {
-        out += fmt::format(
-            "Verdict: INCONCLUSIVE (exit {}): no item regressed, but the whole-run interval ({:+.1f}% .. "
-            "{:+.1f}%) reaches past -{:g}%: the repeats spread too much to rule a regression out; run with "
-            "--repeat {} or on a quieter machine.\n",
-            kCompareExitInconclusive, r.overallLoPct, r.overallHiPct, r.options.thresholdPct,
-            std::max(repeatsNeeded(r.options.alpha), r.minSamples * 2));
-      }
+      out += fmt::format(
+          "Verdict: INCONCLUSIVE (exit {}): no regression shown, but {} changed beyond the {:g}% threshold "
+          "and {} vs {} cannot tell that from run-to-run noise; compare {} runs a side (separate dsbench "
+          "runs; --repeat inside one run does not see what moves between runs).\n",
+          kCompareExitInconclusive,
+          r.inconclusive > 0 ? fmt::format("{} item(s)", r.inconclusive) : std::string("the whole run"),
+          r.options.thresholdPct, runsText(r.baseRunCount), runsText(r.curRunCount), runsNeeded(r.options.alpha));
       break;
     default:
       out += "Verdict: nothing could be compared; see above why.\n";
@@ -682,6 +719,8 @@ nlohmann::json compareToJson(const CompareResult& r) {
                      {"cur_time", it.curTime},
                      {"base_samples", it.baseSamples},
                      {"cur_samples", it.curSamples},
+                     {"base_repeats", it.baseRepeats},
+                     {"cur_repeats", it.curRepeats},
                      {"noise_pct", it.noiseKnown ? nlohmann::json(it.noisePct) : nlohmann::json(nullptr)},
                      {"p_value", it.p},
                      {"verdict", verdictName(it.verdict)},
@@ -704,7 +743,9 @@ nlohmann::json compareToJson(const CompareResult& r) {
   nlohmann::json overall{{"verdict", verdictName(r.overall)},
                          {"change_pct", r.overallChangePct},
                          {"reason", r.overallReason},
-                         {"min_samples", r.minSamples}};
+                         {"p_value", r.overallP},
+                         {"base_runs", r.baseRunCount},
+                         {"cur_runs", r.curRunCount}};
   if (r.overallIntervalKnown) overall["interval_pct"] = {r.overallLoPct, r.overallHiPct};
   return {{"schema", "dsperf.compare"},
           {"schema_version", kSchemaVersion},

@@ -66,10 +66,11 @@ std::string renderCompareHtml(const CompareResult& r) {
                   : fmt::format("REGRESSION of the whole run: {} (exit 1).", r.overallReason);
   } else if (code == kCompareExitInconclusive) {
     verdict = fmt::format(
-        "INCONCLUSIVE (exit {}): no regression shown, but with {} sample(s) a side the repeats cannot tell "
-        "a {} % change from noise. Run with --repeat {} or compare several runs per side.",
-        kCompareExitInconclusive, r.minSamples, html::formatNumber(r.options.thresholdPct),
-        repeatsNeeded(r.options.alpha));
+        "INCONCLUSIVE (exit {}): no regression shown, but {} run(s) against {} cannot tell a {} % change from "
+        "run-to-run noise. Compare {} runs a side (separate dsbench runs; --repeat inside one run does not "
+        "see what moves between runs).",
+        kCompareExitInconclusive, r.baseRunCount, r.curRunCount, html::formatNumber(r.options.thresholdPct),
+        runsNeeded(r.options.alpha));
   } else {
     verdict = fmt::format("No regression among {} item(s) (exit 0).", r.items.size());
   }
@@ -82,7 +83,8 @@ std::string renderCompareHtml(const CompareResult& r) {
       fmt::format(
           "{} regressed, {} improved, {} inconclusive, {} within noise, {} unchanged, {} not compared. A "
           "change counts when it exceeds {} % of the baseline and a Mann-Whitney U test of the two sides' "
-          "repeats finds it (false-discovery rate {} over the items). Whole run: {}: {}.",
+          "runs finds it (one sample per run, the median of its repeats; false-discovery rate {} over the "
+          "items and the whole run). Whole run: {}: {}.",
           r.regressions, r.improvements, r.inconclusive, r.noisy, r.unchanged, r.notCompared.size(),
           html::formatNumber(r.options.thresholdPct), html::formatNumber(r.options.alpha),
           verdictName(r.overall), r.overallReason),
@@ -225,11 +227,11 @@ std::string renderCompareHtml(const CompareResult& r) {
   }
   page.paragraph(
       "Regressions first (worst first), then the inconclusive, the rest and the improvements. Noise is in "
-      "the unit of the change: the spread of each side's repeats (1.4826 × median absolute deviation, in % "
-      "of the median), the two sides combined; n is the samples (repeats over all runs) of baseline/current, "
-      "p the U test's two-sided p-value.",
+      "the unit of the change: the run-to-run spread of each side (1.4826 × median absolute deviation of "
+      "its runs, in % of the median), the two sides combined, unknown with one run a side; runs is the "
+      "runs of baseline/current, p the U test's two-sided p-value.",
       "muted");
-  page.table({"item", "metric", "baseline", "current", "unit", "change", "noise", "n", "p", "verdict", "why"},
+  page.table({"item", "metric", "baseline", "current", "unit", "change", "noise", "runs", "p", "verdict", "why"},
              rows);
 
   if (!r.notCompared.empty()) {
