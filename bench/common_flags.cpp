@@ -36,7 +36,7 @@ CLI::Option* repeat(CLI::App* app, int& passes, const std::string& what) {
       ->add_option("--repeat", passes,
                    "passes over the " + what +
                        ", the order rotated each pass; every pass is kept in the JSON and dsreport compare "
-                       "tests them (5 lets it tell a 5% change from noise)")
+                       "takes their median as this run's sample (it tests separate runs: compare 5 runs a side)")
       ->capture_default_str()
       ->transform(cli::integer(1, 1000))
       ->envname("DSBENCH_REPEAT");

@@ -29,7 +29,7 @@ inline constexpr int kUTestExactMax = 25;
 UTest mannWhitneyU(const std::vector<double>& x, const std::vector<double>& y);
 // The smallest two-sided p-value the exact test can give for samples of sizes nx and ny: 2 /
 // C(nx + ny, nx) (complete separation). Above alpha, no data can make the test significant: the
-// caller then needs more repeats, not a verdict. 1 when a sample is empty.
+// caller then needs more samples, not a verdict. 1 when a sample is empty.
 double minUTestP(int nx, int ny);
 
 // Percentile bootstrap interval of a ratio of geometric means over several items (the sizes of a

@@ -106,8 +106,7 @@ CollOptions resolveOptions(const CollFlags& f) {
     throw ConfigError(fmt::format("--min-time {} is not valid: seconds, 0 or more.", f.minTimeS));
   if (f.repeat < 1 || f.repeat > 1000)
     throw ConfigError(fmt::format(
-        "--repeat {} is not valid: the number of passes over the sizes, 1 to 1000 (5 lets dsreport compare "
-        "tell a change from noise).",
+        "--repeat {} is not valid: give the number of passes over the sizes, 1 to 1000.",
         f.repeat));
   o.repeat = f.repeat;
   o.iters = f.iters;

@@ -195,8 +195,8 @@ int runTrain(const TrainOptions& o) {
   if (o.bucketCapMb.empty()) throw ConfigError("dsbench train: --bucket-cap-mb needs at least one value");
   if (o.repeat < 1 || o.repeat > 1000) {
     throw ConfigError(fmt::format(
-        "dsbench train: --repeat {} is not valid: passes over the configurations, 1 to 1000 (5 lets dsreport "
-        "compare tell a change from noise).",
+        "dsbench train: --repeat {} is not valid: give the number of passes over the configurations, 1 "
+        "to 1000.",
         o.repeat));
   }
   const std::string label = o.labelGiven || !o.label.empty() ? report::checkLabel(o.label, "--label") : "";

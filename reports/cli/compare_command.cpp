@@ -54,7 +54,7 @@ Command addCompareCommand(CLI::App& parent) {
       "Compare runs (dsbench coll sweeps, dsbench train runs, journals or nccl-tests imports) and say "
       "which sizes or configurations regressed: BASELINE CURRENT, or BASE1 BASE2 ... -- CUR1 CUR2 .... "
       "Exit code: 0 no regression, 1 regression, 2 bad or incomparable input, 4 inconclusive (too few "
-      "repeats to tell a change from noise).");
+      "runs to tell a change from run-to-run noise: compare 5 runs a side).");
   CLI::Option* runs =
       c.app
           ->add_option("runs", o->runs,
