@@ -12,6 +12,9 @@
 // - Count 0 (the same on every rank by construction) returns without touching Gloo, whose
 //   allreduce enforces elements > 0.
 // - World size 1 runs locally (copies); Gloo's ring ops need a peer.
+// - An op's Gloo options (its unbound buffers) are destroyed only when the next op completes (kept_):
+//   destroying them at once made the op's thread spin in sched_yield, waiting for Gloo's event-loop
+//   thread to let go of the last buffer, for up to a scheduler tick whenever the two shared a core.
 #include "engine/comm/backends/gloo/gloo_process_group.h"
 
 #include <fmt/format.h>
@@ -165,6 +168,7 @@ class GlooProcessGroup final : public ProcessGroup {
   template <typename F>
   void guarded(const char* what, F&& f);
   std::string ranksAt(const std::string& host) const;
+  void keep(std::shared_ptr<void> op) { kept_ = std::move(op); }
   // In-place allreduce of `data` (n elements of native type or f32) with Gloo.
   void allreduceNative(const OpDesc& desc, DType t, void* in, void* out, std::size_t n);
 
@@ -174,6 +178,13 @@ class GlooProcessGroup final : public ProcessGroup {
   std::shared_ptr<::gloo::rendezvous::Context> context_;
   std::vector<std::string> rankHosts_;  // the address each rank's device bound to, for error messages
   std::string failure_;                 // set once Gloo failed; worker thread only
+  // The last op's Gloo options (its unbound buffers), destroyed when the next op completes. Gloo's
+  // event-loop thread holds a reference to a buffer until it has finished handling the receive into
+  // it, which is after it woke the op's thread; destroying the buffer before then makes the op's
+  // thread spin in sched_yield until the loop thread lets go, and on a shared core the loop thread
+  // is the one it just preempted: up to a scheduler tick (~4 ms). One op later it has long let go.
+  // The buffers only point at the op's memory and never touch it again. Ops never run two at once.
+  std::shared_ptr<void> kept_;
 };
 
 GlooProcessGroup::GlooProcessGroup(ProcessGroupOptions options, detail::GlooInterfaceChoice iface)
@@ -189,6 +200,7 @@ GlooProcessGroup::GlooProcessGroup(ProcessGroupOptions options, detail::GlooInte
 
 GlooProcessGroup::~GlooProcessGroup() {
   shutdown();  // no op may run while the context goes away
+  kept_.reset();
   context_.reset();
   device_.reset();
 }
@@ -303,13 +315,14 @@ void GlooProcessGroup::guarded(const char* what, F&& f) {
 void GlooProcessGroup::allreduceNative(const OpDesc& desc, DType t, void* in, void* out, std::size_t n) {
   withType(t, [&](auto tv) {
     using T = decltype(tv);
-    ::gloo::AllreduceOptions opts(context_);
-    if (in != out) opts.setInput(static_cast<T*>(in), n);
-    opts.setOutput(static_cast<T*>(out), n);
-    opts.setReduceFunction(reduceFunc<T>(desc.op));
-    opts.setTag(tagOf(desc));
-    opts.setTimeout(desc.timeout);
-    guarded("allreduce", [&] { ::gloo::allreduce(opts); });
+    auto opts = std::make_shared<::gloo::AllreduceOptions>(context_);
+    if (in != out) opts->setInput(static_cast<T*>(in), n);
+    opts->setOutput(static_cast<T*>(out), n);
+    opts->setReduceFunction(reduceFunc<T>(desc.op));
+    opts->setTag(tagOf(desc));
+    opts->setTimeout(desc.timeout);
+    guarded("allreduce", [&] { ::gloo::allreduce(*opts); });
+    keep(std::move(opts));
   });
 }
 
@@ -337,14 +350,15 @@ void GlooProcessGroup::doBroadcast(const OpDesc& desc, const Buffer& in, const B
     return;
   }
   // Pure data movement: bytes, whatever the dtype.
-  ::gloo::BroadcastOptions opts(context_);
+  auto opts = std::make_shared<::gloo::BroadcastOptions>(context_);
   if (rank() == desc.root && in.data != out.data)
-    opts.setInput(static_cast<std::uint8_t*>(in.data), in.bytes());
-  opts.setOutput(static_cast<std::uint8_t*>(out.data), out.bytes());
-  opts.setRoot(desc.root);
-  opts.setTag(tagOf(desc));
-  opts.setTimeout(desc.timeout);
-  guarded("broadcast", [&] { ::gloo::broadcast(opts); });
+    opts->setInput(static_cast<std::uint8_t*>(in.data), in.bytes());
+  opts->setOutput(static_cast<std::uint8_t*>(out.data), out.bytes());
+  opts->setRoot(desc.root);
+  opts->setTag(tagOf(desc));
+  opts->setTimeout(desc.timeout);
+  guarded("broadcast", [&] { ::gloo::broadcast(*opts); });
+  keep(std::move(opts));
 }
 
 void GlooProcessGroup::doReduce(const OpDesc& desc, const Buffer& in, const Buffer& out) {
@@ -359,14 +373,15 @@ void GlooProcessGroup::doReduce(const OpDesc& desc, const Buffer& in, const Buff
   auto run = [&](DType t, void* src, void* dst, std::size_t n) {
     withType(t, [&](auto tv) {
       using T = decltype(tv);
-      ::gloo::ReduceOptions opts(context_);
-      if (src != dst) opts.setInput(static_cast<T*>(src), n);
-      opts.setOutput(static_cast<T*>(dst), n);
-      opts.setRoot(desc.root);
-      opts.setReduceFunction(reduceFunc<T>(desc.op));
-      opts.setTag(tagOf(desc));
-      opts.setTimeout(desc.timeout);
-      guarded("reduce", [&] { ::gloo::reduce(opts); });
+      auto opts = std::make_shared<::gloo::ReduceOptions>(context_);
+      if (src != dst) opts->setInput(static_cast<T*>(src), n);
+      opts->setOutput(static_cast<T*>(dst), n);
+      opts->setRoot(desc.root);
+      opts->setReduceFunction(reduceFunc<T>(desc.op));
+      opts->setTag(tagOf(desc));
+      opts->setTimeout(desc.timeout);
+      guarded("reduce", [&] { ::gloo::reduce(*opts); });
+      keep(std::move(opts));
     });
   };
   if (in.dtype == DType::kBF16) {
@@ -393,13 +408,14 @@ void GlooProcessGroup::doAllgather(const OpDesc& desc, const Buffer& in, const B
     if (in.data != out.data) std::memcpy(out.data, in.data, in.bytes());
     return;
   }
-  ::gloo::AllgatherOptions opts(context_);
+  auto opts = std::make_shared<::gloo::AllgatherOptions>(context_);
   if (!desc.inPlace)
-    opts.setInput(static_cast<std::uint8_t*>(in.data), in.bytes());  // in-place: in is our slot
-  opts.setOutput(static_cast<std::uint8_t*>(out.data), out.bytes());
-  opts.setTag(tagOf(desc));
-  opts.setTimeout(desc.timeout);
-  guarded("allgather", [&] { ::gloo::allgather(opts); });
+    opts->setInput(static_cast<std::uint8_t*>(in.data), in.bytes());  // in-place: in is our slot
+  opts->setOutput(static_cast<std::uint8_t*>(out.data), out.bytes());
+  opts->setTag(tagOf(desc));
+  opts->setTimeout(desc.timeout);
+  guarded("allgather", [&] { ::gloo::allgather(*opts); });
+  keep(std::move(opts));
 }
 
 void GlooProcessGroup::doReduceScatter(const OpDesc& desc, const Buffer& in, const Buffer& out) {
@@ -442,20 +458,22 @@ void GlooProcessGroup::doAlltoall(const OpDesc& desc, const Buffer& in, const Bu
     copy.assign(static_cast<std::uint8_t*>(in.data), static_cast<std::uint8_t*>(in.data) + in.bytes());
     src = copy.data();
   }
-  ::gloo::AlltoallOptions opts(context_);
-  opts.setInput(static_cast<std::uint8_t*>(src), in.bytes());
-  opts.setOutput(static_cast<std::uint8_t*>(out.data), out.bytes());
-  opts.setTag(tagOf(desc));
-  opts.setTimeout(desc.timeout);
-  guarded("alltoall", [&] { ::gloo::alltoall(opts); });
+  auto opts = std::make_shared<::gloo::AlltoallOptions>(context_);
+  opts->setInput(static_cast<std::uint8_t*>(src), in.bytes());
+  opts->setOutput(static_cast<std::uint8_t*>(out.data), out.bytes());
+  opts->setTag(tagOf(desc));
+  opts->setTimeout(desc.timeout);
+  guarded("alltoall", [&] { ::gloo::alltoall(*opts); });
+  keep(std::move(opts));
 }
 
 void GlooProcessGroup::doBarrier(const OpDesc& desc) {
   if (size() == 1) return;
-  ::gloo::BarrierOptions opts(context_);
-  opts.setTag(tagOf(desc));
-  opts.setTimeout(desc.timeout);
-  guarded("barrier", [&] { ::gloo::barrier(opts); });
+  auto opts = std::make_shared<::gloo::BarrierOptions>(context_);
+  opts->setTag(tagOf(desc));
+  opts->setTimeout(desc.timeout);
+  guarded("barrier", [&] { ::gloo::barrier(*opts); });
+  keep(std::move(opts));
 }
 
 void GlooProcessGroup::doSend(const OpDesc& desc, const Buffer& data) {
@@ -464,6 +482,7 @@ void GlooProcessGroup::doSend(const OpDesc& desc, const Buffer& data) {
     auto buf = context_->createUnboundBuffer(data.data, data.bytes());
     buf->send(desc.root, p2pSlot(desc.tag));
     buf->waitSend(desc.timeout);
+    keep(std::shared_ptr<::gloo::transport::UnboundBuffer>(std::move(buf)));
   });
 }
 
@@ -472,6 +491,7 @@ void GlooProcessGroup::doRecv(const OpDesc& desc, const Buffer& data) {
     auto buf = context_->createUnboundBuffer(data.data, data.bytes());
     buf->recv(desc.root, p2pSlot(desc.tag));
     buf->waitRecv(desc.timeout);
+    keep(std::shared_ptr<::gloo::transport::UnboundBuffer>(std::move(buf)));
   });
 }
 

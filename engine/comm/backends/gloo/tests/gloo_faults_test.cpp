@@ -246,6 +246,46 @@ TEST(GlooConfig, CudaBuffersAreUnsupported) {
   EXPECT_NE(m.find("backend gloo does not support cuda:0"), std::string::npos) << m;
 }
 
+// Each op's Gloo buffers outlive the op (they are destroyed when the next op completes), while the
+// caller frees its memory as soon as the op is done: the kept buffers must never touch that memory
+// again (ASan sees it), and every later op, of every kind, must still get its own data.
+TEST(GlooBuffers, MemoryFreedRightAfterEachOpIsNeverTouchedAgain) {
+  runRanks(2, [](ProcessGroup& pg) {
+    const int me = pg.rank();
+    const int peer = 1 - me;
+    for (int i = 0; i < 20; ++i) {
+      const std::size_t n = 1 + static_cast<std::size_t>(i) * 37;
+      {
+        auto v = std::make_unique<std::vector<float>>(n, static_cast<float>(me + i));
+        pg.allreduce(Buffer{v->data(), n, DType::kF32, {}})->wait();
+        EXPECT_EQ((*v)[n - 1], static_cast<float>(1 + 2 * i));
+      }
+      {
+        auto v = std::make_unique<std::vector<std::int32_t>>(n, me == 0 ? i : -1);
+        pg.broadcast(Buffer{v->data(), n, DType::kI32, {}}, 0)->wait();
+        EXPECT_EQ((*v)[0], i);
+      }
+      {
+        std::vector<std::int32_t> in(n, me * 100 + i);
+        auto out = std::make_unique<std::vector<std::int32_t>>(2 * n, -1);
+        pg.allgather(Buffer{in.data(), n, DType::kI32, {}}, Buffer{out->data(), 2 * n, DType::kI32, {}})
+            ->wait();
+        EXPECT_EQ((*out)[n], 100 + i);
+      }
+      {
+        auto v = std::make_unique<std::vector<std::int32_t>>(n, me == 0 ? i + 7 : -1);
+        if (me == 0) {
+          pg.send(Buffer{v->data(), n, DType::kI32, {}}, peer, i)->wait();
+        } else {
+          pg.recv(Buffer{v->data(), n, DType::kI32, {}}, peer, i)->wait();
+          EXPECT_EQ((*v)[n - 1], i + 7);
+        }
+      }
+      pg.barrier()->wait();
+    }
+  });
+}
+
 TEST(GlooStoreAdapter, PrefixesKeysAndBoundsWaits) {
   store::HashStore base(5s);
   detail::GlooStoreAdapter a(base, "pg/g/gloo/", 300ms);
