@@ -11,7 +11,7 @@
 #   sweep        d. dsbench coll --backend nccl, world size 1, every collective, 8 B to 4 GiB, -J
 #   two_ranks    e. two ranks on GPU 0: dsdiag --world fails world.gpu_unique naming both ranks and the
 #                   bus id; dsbench coll --backend nccl ends within its timeout naming NCCL's duplicate-GPU error
-#   train        f. dsbench train on CUDA: the 100m preset and an MLP of width 8192, f32
+#   train        f. dsbench train on CUDA: the 100m preset and an MLP of width 8192, each in f32 and bf16
 #   peers        g. the node's torch on the same work (allreduce, MLP step, device copy): ratio tables
 #   summary      h. summary.json (a dsperf.diag document: `dsreport html summary.json` makes a report)
 # Files written to OUTDIR (at most 8): gpu-checks.log, summary.json, dsdiag.json, two-ranks.json,
@@ -171,21 +171,21 @@ elif not re.search(r"ranks 0-1 share GPU [0-9a-fA-F]+:[0-9a-fA-F]{2}:[0-9a-fA-F]
 }
 
 step_train() {
+  # Both dtypes in one file per model (one run per --dtype value): the 8-file limit holds.
   local failed=()
-  DS_ACCELERATOR=cuda bounded 120 "$bin/dsbench" train --backend nccl --model 100m --batch 64 --steps 20 \
-    --warmup 5 --json "$out/train-100m.json" || failed+=("100m exit $?")
-  DS_ACCELERATOR=cuda bounded 120 "$bin/dsbench" train --backend nccl --model mlp:8192x8 --batch 256 --steps 20 \
-    --warmup 5 --json "$out/train-mlp8192.json" || failed+=("mlp:8192x8 exit $?")
-  echo "bf16 parameters: not run (dsbench train has no parameter dtype option yet; f32 only)"
+  DS_ACCELERATOR=cuda bounded 150 "$bin/dsbench" train --backend nccl --model 100m --batch 64 --steps 20 \
+    --warmup 5 --dtype f32,bf16 --json "$out/train-100m.json" || failed+=("100m exit $?")
+  DS_ACCELERATOR=cuda bounded 150 "$bin/dsbench" train --backend nccl --model mlp:8192x8 --batch 256 --steps 20 \
+    --warmup 5 --dtype f32,bf16 --json "$out/train-mlp8192.json" || failed+=("mlp:8192x8 exit $?")
   for f in "$out"/train-*.json; do
     [[ -f "$f" ]] || continue
     pyq 'import json, sys
 for r in json.load(open(sys.argv[1]))["runs"]:
     t = r["time_ms"]; step = t["step"]["p50"]
-    tf = 6.0 * r["params"] * r["per_rank_batch"] / (step * 1e-3) / 1e12
-    print("%s batch %d: step %.2f ms = forward %.2f + backward %.2f + exposed comm %.2f + optimizer %.2f; GEMMs %.1f TFLOP/s"
-          % (r["model"], r["per_rank_batch"], step, t["forward"]["p50"], t["backward_compute"]["p50"],
-             t["exposed_comm"]["p50"], t["optimizer"]["p50"], tf))' "$f" || true
+    tf = r.get("gemm_tflops") or 6.0 * r["params"] * r["per_rank_batch"] / (step * 1e-3) / 1e12
+    print("%s %s batch %d overlap %s: step %.2f ms = forward %.2f + backward %.2f + exposed comm %.2f + optimizer %.2f; GEMMs %.1f TFLOP/s"
+          % (r["model"], r.get("dtype", "f32"), r["per_rank_batch"], "on" if r["overlap"] else "off", step,
+             t["forward"]["p50"], t["backward_compute"]["p50"], t["exposed_comm"]["p50"], t["optimizer"]["p50"], tf))' "$f" || true
   done
   ((${#failed[@]} == 0)) || { why="${failed[*]}"; return 1; }
 }

@@ -12,6 +12,7 @@
 #include "bench/coll/metadata.h"
 #include "bench/exit_codes.h"
 #include "bench/world/world.h"
+#include "engine/common/cli.h"
 #include "engine/common/error.h"
 #include "engine/common/log.h"
 #include "engine/common/resources.h"
@@ -107,6 +108,7 @@ void summarizeSteps(const std::vector<std::vector<StepSample>>& perRank, int glo
   out.commBusyMs = report::summarize(busy);
   const double medianStep = report::summarize(slowest).p50;
   out.samplesPerSec = medianStep > 0 ? globalBatch / (medianStep / 1e3) : 0;
+  out.gemmTflops = medianStep > 0 ? out.gemmFlopsPerStep / (medianStep / 1e3) / 1e12 : 0;
   out.overlapEfficiency = sumBusy > 0 ? std::clamp(1.0 - sumExposed / sumBusy, 0.0, 1.0) : 0.0;
   const double samples = static_cast<double>(std::max<std::size_t>(1, busy.size()));
   out.hiddenCommMs = (sumBusy - sumExposed) / samples;
@@ -162,19 +164,26 @@ std::vector<report::TrainRunRecord> runScaling(const TrainOptions& o, World& wor
   return out;
 }
 
-// Per rank: parameters, gradients, DDP's bucket copy and the optimizer state (sgd momentum: one more
-// copy; adamw: two), the activations of one batch (two per layer, before and after the activation)
-// and the synthetic dataset, in float32. In doubles, as MlpSpec::paramCount counts: a hostile spec
-// (mlp:100000x100000) would overflow size_t. Refused before init, so every rank stops before any
-// rendezvous instead of an OOM kill or std::bad_alloc mid-run.
-void checkTrainMemory(const TrainOptions& o, const ddp::MlpSpec& spec) {
+// Per rank: parameters, gradients and DDP's bucket copy in the run's dtype, the f32 optimizer state
+// (sgd momentum: one copy; adamw: two) plus, for bf16, the f32 master weights and gradients, the
+// activations of one batch in the dtype (two per layer, before and after the activation) and the
+// synthetic dataset in f32; the largest over the --dtype values. In doubles, as MlpSpec::paramCount
+// counts: a hostile spec (mlp:100000x100000) would overflow size_t. Refused before init, so every rank
+// stops before any rendezvous instead of an OOM kill or std::bad_alloc mid-run.
+void checkTrainMemory(const TrainOptions& o, const ddp::MlpSpec& spec, const std::vector<comm::DType>& dtypes) {
   const double w = spec.width, layers = spec.layers, in = spec.in(), out = spec.out(), b = spec.bias ? 1 : 0;
   const double params = layers <= 1 ? in * out + b * out
                                     : in * w + b * w + (layers - 2) * (w * w + b * w) + w * out + b * out;
-  const double copies = 4 + (o.optimizer == "adamw" ? 1 : 0);
+  const double states = o.optimizer == "adamw" ? 2 : 1;
   const double activations = 2.0 * o.batch * (w * (layers - 1) + out);
   const double samples = o.samples > 0 ? static_cast<double>(o.samples) : std::max(1024.0, 4.0 * o.batch);
-  const double perRank = 4.0 * (params * copies + activations + samples * (in + out));
+  double perRank = 0;
+  for (comm::DType t : dtypes) {
+    const double elt = static_cast<double>(comm::dtypeSize(t));
+    const double masters = t == comm::DType::kF32 ? 0 : 2;
+    perRank = std::max(perRank, params * (3 * elt + 4 * (states + masters)) + elt * activations +
+                                    4.0 * samples * (in + out));
+  }
   const int ranks = sys::launcherLocalRanks();
   sys::checkMemory(
       perRank * ranks, sys::readMemoryInfo(),
@@ -184,6 +193,21 @@ void checkTrainMemory(const TrainOptions& o, const ddp::MlpSpec& spec) {
 }
 
 }  // namespace
+
+comm::DType parseTrainDType(const std::string& text) {
+  comm::DType t = comm::DType::kF32;
+  try {
+    t = text == "fp32" ? comm::DType::kF32 : comm::parseDType(text);
+  } catch (const ConfigError&) {
+    t = comm::DType::kI8;  // refused below with the accepted names
+  }
+  if (t != comm::DType::kF32 && t != comm::DType::kBF16) {
+    throw ConfigError(fmt::format("{} is not a parameter dtype of dsbench train: use f32 (float32, fp32) "
+                                  "or bf16 (bfloat16), or both as f32,bf16",
+                                  cli::shown(text)));
+  }
+  return t;
+}
 
 int runTrain(const TrainOptions& o) {
   if (o.steps <= 0 || o.batch <= 0 || o.warmup < 0) {
@@ -201,7 +225,13 @@ int runTrain(const TrainOptions& o) {
   }
   const std::string label = o.labelGiven || !o.label.empty() ? report::checkLabel(o.label, "--label") : "";
   const ddp::MlpSpec spec = ddp::parseModelSpec(o.model);
-  checkTrainMemory(o, spec);
+  std::vector<comm::DType> dtypes;
+  for (const auto& text : o.dtypes) {
+    const comm::DType t = parseTrainDType(text);
+    if (std::find(dtypes.begin(), dtypes.end(), t) == dtypes.end()) dtypes.push_back(t);
+  }
+  if (dtypes.empty()) throw ConfigError("dsbench train: --dtype needs at least one value (f32 or bf16)");
+  checkTrainMemory(o, spec, dtypes);
   ddp::makeCommHook(o.commHook);  // a bad name fails before any rank starts working
 
   InitOptions init;
@@ -245,6 +275,18 @@ int runTrain(const TrainOptions& o) {
   base.ddp.gradientAsBucketView = o.gradientAsBucketView;
   if (world->accelerator().name() == "cuda")
     base.device = comm::Device{comm::DeviceType::kCuda, world->localRank()};
+  // bf16 on the host would time f32 GEMMs plus conversions, not bf16 maths: Debian's OpenBLAS 0.3.21
+  // lacks its bf16 GEMM (cblas_sbgemm is not built) and the engine's host bf16 is a test reference
+  // (engine/ddp/ops.h). A figure labelled bf16 that is slower than f32 would mislead, so refuse.
+  if (base.device.type != comm::DeviceType::kCuda &&
+      std::find(dtypes.begin(), dtypes.end(), comm::DType::kBF16) != dtypes.end()) {
+    throw ConfigError(fmt::format(
+        "dsbench train --dtype bf16 needs a CUDA GPU, and this run is on {}: the host has no bf16 GEMM "
+        "(Debian's OpenBLAS is built without cblas_sbgemm), so a CPU bf16 step would time f32 GEMMs plus "
+        "conversions, not bf16. Use --dtype f32 on CPU, or run on a GPU node (DS_ACCELERATOR=cuda).",
+        world->accelerator().name()));
+  }
+  base.dtype = dtypes.front();
 
   std::vector<bool> overlaps;
   if (o.overlap == "auto") {
@@ -277,6 +319,8 @@ int runTrain(const TrainOptions& o) {
     r.worldSize = n;
     r.backend = group != nullptr ? group->backendName() : "none";
     r.device = c.device.type == comm::DeviceType::kCuda ? "cuda" : "cpu";
+    r.dtype = comm::dtypeName(c.dtype);
+    r.gemmFlopsPerStep = spec.gemmFlopsPerSample() * o.batch;
     r.perRankBatch = o.batch;
     r.steps = o.steps;
     r.warmup = o.warmup;
@@ -310,17 +354,20 @@ int runTrain(const TrainOptions& o) {
   };
   std::vector<report::TrainRunRecord> runs;
   bool finite = true;
-  bool baselineDone = false;
   std::vector<ddp::TrainConfig> configs;
-  for (double cap : o.bucketCapMb) {
-    for (bool overlap : overlaps) {
-      // The baseline is one bucket whatever the cap: measure it once.
-      if (!overlap && baselineDone) continue;
-      baselineDone = baselineDone || !overlap;
-      ddp::TrainConfig c = base;
-      c.ddp.bucketCapMb = cap;
-      c.ddp.overlap = overlap;
-      configs.push_back(c);
+  for (comm::DType dtype : dtypes) {
+    bool baselineDone = false;
+    for (double cap : o.bucketCapMb) {
+      for (bool overlap : overlaps) {
+        // The baseline is one bucket whatever the cap: measure it once per dtype.
+        if (!overlap && baselineDone) continue;
+        baselineDone = baselineDone || !overlap;
+        ddp::TrainConfig c = base;
+        c.dtype = dtype;
+        c.ddp.bucketCapMb = cap;
+        c.ddp.overlap = overlap;
+        configs.push_back(c);
+      }
     }
   }
   // --repeat: R passes over the configurations, the order rotated each pass (as dsbench coll's sizes),
@@ -331,8 +378,9 @@ int runTrain(const TrainOptions& o) {
     for (std::size_t idx : coll::repeatOrder(configs.size(), rep, o.repeat)) {
       const ddp::TrainConfig& c = configs[idx];
       if (world->rank() == 0 && o.verbose) {
-        log::info("dsbench train: {} on {} rank(s), bucket_cap_mb {}, overlap {}, hook {}{}", spec.toString(),
-                  world->worldSize(), c.ddp.bucketCapMb, c.ddp.overlap ? "on" : "off", o.commHook,
+        log::info("dsbench train: {} {} on {} rank(s), bucket_cap_mb {}, overlap {}, hook {}{}",
+                  spec.toString(), comm::dtypeName(c.dtype), world->worldSize(), c.ddp.bucketCapMb,
+                  c.ddp.overlap ? "on" : "off", o.commHook,
                   o.repeat > 1 ? fmt::format(", pass {}/{}", rep + 1, o.repeat) : "");
       }
       auto r = runOne(c, &pg, world->worldSize());

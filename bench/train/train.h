@@ -24,6 +24,9 @@ struct TrainOptions {
   std::vector<double> bucketCapMb{25.0};  // --bucket-cap-mb: one run per value
   std::string overlap = "both";           // --overlap: on, off (one bucket after backward), both or auto
   std::string commHook = "allreduce";     // --comm-hook: allreduce, fp16, bf16
+  // --dtype: the parameters', activations' and gradients' dtype, one run per value (f32, bf16; bf16
+  // needs CUDA, see runTrain).
+  std::vector<std::string> dtypes{"f32"};
   bool gradientAsBucketView = false;      // --gradient-as-bucket-view
   std::string optimizer = "sgd";          // --optimizer: sgd or adamw
   float lr = 0;                           // --lr; 0: 0.01 (sgd) or 1e-3 (adamw)
@@ -51,6 +54,10 @@ struct StepSample {
 // overlap efficiency = 1 - sum(exposed) / sum(busy) (clamped to [0, 1]), losses averaged over ranks.
 void summarizeSteps(const std::vector<std::vector<StepSample>>& perRank, int globalBatch,
                     report::TrainRunRecord& out);
+
+// --dtype's values: f32 (float32, float, fp32) or bf16 (bfloat16). Throws ConfigError naming the
+// value and the accepted names for anything else.
+comm::DType parseTrainDType(const std::string& text);
 
 // Collective (every rank of the job runs it). Returns the exit code (bench/exit_codes.h).
 int runTrain(const TrainOptions& options);

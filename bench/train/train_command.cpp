@@ -50,6 +50,13 @@ Command addTrainCommand(CLI::App& parent) {
       ->check(cli::oneOf({"allreduce", "fp16", "bf16"}))
       ->capture_default_str()
       ->envname("DSBENCH_COMM_HOOK");
+  t->add_option("--dtype", o->dtypes,
+                "parameters, activations and gradients: f32 or bf16 (CUDA only: bf16 GEMMs with f32 "
+                "accumulation, bf16 gradient allreduce, f32 master weights); a comma-separated list runs each")
+      ->delimiter(',')
+      ->check(cli::checkedBy([](const std::string& t) { parseTrainDType(t); }))
+      ->capture_default_str()
+      ->envname("DSBENCH_DTYPE");
   t->add_flag("--gradient-as-bucket-view", o->gradientAsBucketView, "gradients are views into the buckets")
       ->envname("DSBENCH_GRADIENT_AS_BUCKET_VIEW");
   t->add_flag("--scaling", o->scaling,

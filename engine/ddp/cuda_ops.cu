@@ -1,5 +1,6 @@
-// The CUDA side of the DDP engine's maths: cuBLAS SGEMM and small element-wise kernels. Compiled only
-// when dsperf is built with CUDA. One cuBLAS handle per host thread (ranks may be threads).
+// The CUDA side of the DDP engine's maths: cuBLAS GEMMs (f32, or bf16 with f32 accumulation) and small
+// element-wise kernels. Compiled only when dsperf is built with CUDA. One cuBLAS handle per host thread
+// (ranks may be threads).
 #include "engine/ddp/cuda_ops.h"
 
 #include <cublas_v2.h>
@@ -8,7 +9,7 @@
 #include <cuda_runtime_api.h>
 
 #include <string>
-
+#include <type_traits>
 
 namespace ds::ddp::cuda {
 
@@ -58,46 +59,69 @@ __device__ void storeElem(void* p, int elem, std::size_t i, float v) {
 #define DS_GRID_LOOP(i, n) \
   for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < (n); i += static_cast<std::size_t>(gridDim.x) * blockDim.x)
 
-__global__ void addBiasKernel(float* y, const float* b, std::size_t rows, std::size_t n) {
-  DS_GRID_LOOP(i, rows * n) { y[i] += b[i % n]; }
+// f32 and bf16 elements of the maths kernels: every value is computed in f32 and rounded once when
+// stored, as the host maths does.
+__device__ inline float toF(float v) { return v; }
+__device__ inline float toF(__nv_bfloat16 v) { return __bfloat162float(v); }
+__device__ inline void put(float& d, float v) { d = v; }
+__device__ inline void put(__nv_bfloat16& d, float v) { d = __float2bfloat16_rn(v); }
+
+template <typename T>
+__global__ void addBiasKernel(T* y, const T* b, std::size_t rows, std::size_t n) {
+  DS_GRID_LOOP(i, rows * n) { put(y[i], toF(y[i]) + toF(b[i % n])); }
 }
 
-__global__ void biasGradKernel(const float* dy, std::size_t rows, std::size_t n, float alpha, float beta, float* g) {
+template <typename T>
+__global__ void biasGradKernel(const T* dy, std::size_t rows, std::size_t n, float alpha, float beta, T* g) {
   DS_GRID_LOOP(j, n) {
     float s = 0.0f;
-    for (std::size_t r = 0; r < rows; ++r) s += dy[r * n + j];
-    g[j] = alpha * s + (beta == 0.0f ? 0.0f : beta * g[j]);
+    for (std::size_t r = 0; r < rows; ++r) s += toF(dy[r * n + j]);
+    put(g[j], alpha * s + (beta == 0.0f ? 0.0f : beta * toF(g[j])));
   }
 }
 
-__global__ void actForwardKernel(int act, const float* x, float* y, std::size_t n) {
+template <typename T>
+__global__ void actForwardKernel(int act, const T* x, T* y, std::size_t n) {
   DS_GRID_LOOP(i, n) {
-    float v = x[i];
-    y[i] = act == 1 ? (v > 0.0f ? v : 0.0f) : 0.5f * v * (1.0f + erff(v * 0.70710678118654752440f));
+    float v = toF(x[i]);
+    put(y[i], act == 1 ? (v > 0.0f ? v : 0.0f) : 0.5f * v * (1.0f + erff(v * 0.70710678118654752440f)));
   }
 }
 
-__global__ void actBackwardKernel(int act, const float* x, const float* dy, float* dx, std::size_t n) {
+template <typename T>
+__global__ void actBackwardKernel(int act, const T* x, const T* dy, T* dx, std::size_t n) {
   DS_GRID_LOOP(i, n) {
-    float v = x[i];
+    float v = toF(x[i]);
+    float g = toF(dy[i]);
     if (act == 1) {
-      dx[i] = v > 0.0f ? dy[i] : 0.0f;
+      put(dx[i], v > 0.0f ? g : 0.0f);
     } else {
       float cdf = 0.5f * (1.0f + erff(v * 0.70710678118654752440f));
       float pdf = 0.39894228040143267794f * expf(-0.5f * v * v);
-      dx[i] = dy[i] * (cdf + v * pdf);
+      put(dx[i], g * (cdf + v * pdf));
     }
   }
 }
 
-__global__ void mseKernel(const float* p, const float* t, std::size_t n, float k, float* d, double* sum) {
+template <typename T>
+__global__ void mseKernel(const T* p, const T* t, std::size_t n, float k, T* d, double* sum) {
   double local = 0;
   DS_GRID_LOOP(i, n) {
-    float e = p[i] - t[i];
+    float e = toF(p[i]) - toF(t[i]);
     local += static_cast<double>(e) * e;
-    d[i] = k * e;
+    put(d[i], k * e);
   }
   atomicAdd(sum, local);
+}
+
+// Runs launch(T*) with the element type of `elem`: f32 or bf16 (the maths of the DDP engine).
+template <typename Launch>
+void dispatch(int elem, Launch&& launch) {
+  if (elem == kElemBF16) {
+    launch(static_cast<__nv_bfloat16*>(nullptr));
+  } else {
+    launch(static_cast<float*>(nullptr));
+  }
 }
 
 __global__ void scaleCopyKernel(const void* src, int se, float alpha, void* dst, int de, std::size_t n) {
@@ -146,39 +170,67 @@ void copyBytes(void* dst, const void* src, std::size_t bytes, int kind) {
 
 void synchronize() { check(cudaDeviceSynchronize(), "cudaDeviceSynchronize"); }
 
-void gemm(bool transA, bool transB, int m, int n, int k, float alpha, const float* a, int lda, const float* b,
-          int ldb, float beta, float* c, int ldc) {
+void gemm(bool transA, bool transB, int m, int n, int k, float alpha, const void* a, int lda, const void* b,
+          int ldb, float beta, void* c, int ldc, int elem) {
   // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: swap the operands.
-  checkBlas(cublasSgemm(handle(), transB ? CUBLAS_OP_T : CUBLAS_OP_N, transA ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k,
-                        &alpha, b, ldb, a, lda, &beta, c, ldc),
-            "cublasSgemm");
+  const cublasOperation_t opB = transB ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const cublasOperation_t opA = transA ? CUBLAS_OP_T : CUBLAS_OP_N;
+  if (elem == kElemF32) {
+    checkBlas(cublasSgemm(handle(), opB, opA, n, m, k, &alpha, static_cast<const float*>(b), ldb,
+                          static_cast<const float*>(a), lda, &beta, static_cast<float*>(c), ldc),
+              "cublasSgemm");
+    return;
+  }
+  // bf16 inputs and output, f32 accumulation (what torch does for bf16 matmuls).
+  checkBlas(cublasGemmEx(handle(), opB, opA, n, m, k, &alpha, b, CUDA_R_16BF, ldb, a, CUDA_R_16BF, lda, &beta, c,
+                         CUDA_R_16BF, ldc, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+            "cublasGemmEx (bf16, CUBLAS_COMPUTE_32F)");
 }
 
-void addBias(float* y, const float* bias, std::size_t rows, std::size_t n) {
-  addBiasKernel<<<blocksFor(rows * n), kThreads>>>(y, bias, rows, n);
+void addBias(void* y, const void* bias, std::size_t rows, std::size_t n, int elem) {
+  dispatch(elem, [&](auto* t) {
+    using T = std::remove_pointer_t<decltype(t)>;
+    addBiasKernel<<<blocksFor(rows * n), kThreads>>>(static_cast<T*>(y), static_cast<const T*>(bias), rows, n);
+  });
   check(cudaGetLastError(), "addBias kernel");
 }
 
-void biasGrad(const float* dy, std::size_t rows, std::size_t n, float alpha, float beta, float* grad) {
-  biasGradKernel<<<blocksFor(n), kThreads>>>(dy, rows, n, alpha, beta, grad);
+void biasGrad(const void* dy, std::size_t rows, std::size_t n, float alpha, float beta, void* grad, int elem) {
+  dispatch(elem, [&](auto* t) {
+    using T = std::remove_pointer_t<decltype(t)>;
+    biasGradKernel<<<blocksFor(n), kThreads>>>(static_cast<const T*>(dy), rows, n, alpha, beta,
+                                                static_cast<T*>(grad));
+  });
   check(cudaGetLastError(), "biasGrad kernel");
 }
 
-void activationForward(int act, const float* in, float* out, std::size_t n) {
-  actForwardKernel<<<blocksFor(n), kThreads>>>(act, in, out, n);
+void activationForward(int act, const void* in, void* out, std::size_t n, int elem) {
+  dispatch(elem, [&](auto* t) {
+    using T = std::remove_pointer_t<decltype(t)>;
+    actForwardKernel<<<blocksFor(n), kThreads>>>(act, static_cast<const T*>(in), static_cast<T*>(out), n);
+  });
   check(cudaGetLastError(), "activation kernel");
 }
 
-void activationBackward(int act, const float* pre, const float* dy, float* dx, std::size_t n) {
-  actBackwardKernel<<<blocksFor(n), kThreads>>>(act, pre, dy, dx, n);
+void activationBackward(int act, const void* pre, const void* dy, void* dx, std::size_t n, int elem) {
+  dispatch(elem, [&](auto* t) {
+    using T = std::remove_pointer_t<decltype(t)>;
+    actBackwardKernel<<<blocksFor(n), kThreads>>>(act, static_cast<const T*>(pre), static_cast<const T*>(dy),
+                                                   static_cast<T*>(dx), n);
+  });
   check(cudaGetLastError(), "activation backward kernel");
 }
 
-double mseLoss(const float* pred, const float* target, std::size_t n, float gradScale, float* dpred) {
+double mseLoss(const void* pred, const void* target, std::size_t n, float gradScale, void* dpred, int elem) {
   double* sum = nullptr;
   check(cudaMalloc(&sum, sizeof(double)), "cudaMalloc");
   check(cudaMemset(sum, 0, sizeof(double)), "cudaMemset");
-  mseKernel<<<blocksFor(n), kThreads>>>(pred, target, n, gradScale * 2.0f / static_cast<float>(n), dpred, sum);
+  const float k = gradScale * 2.0f / static_cast<float>(n);
+  dispatch(elem, [&](auto* t) {
+    using T = std::remove_pointer_t<decltype(t)>;
+    mseKernel<<<blocksFor(n), kThreads>>>(static_cast<const T*>(pred), static_cast<const T*>(target), n, k,
+                                          static_cast<T*>(dpred), sum);
+  });
   check(cudaGetLastError(), "mse kernel");
   double host = 0;
   check(cudaMemcpy(&host, sum, sizeof(double), cudaMemcpyDeviceToHost), "cudaMemcpy");

@@ -20,14 +20,16 @@ void release(void* p) noexcept;
 void copyBytes(void* dst, const void* src, std::size_t bytes, int kind);
 void synchronize();
 
-void gemm(bool transA, bool transB, int m, int n, int k, float alpha, const float* a, int lda, const float* b,
-          int ldb, float beta, float* c, int ldc);
-void addBias(float* y, const float* bias, std::size_t rows, std::size_t n);
-void biasGrad(const float* dy, std::size_t rows, std::size_t n, float alpha, float beta, float* grad);
+// The maths below take f32 or bf16 (elem kElemF32 / kElemBF16) for every tensor of one call; bf16
+// is computed in f32 and rounded once when stored (cuBLAS: CUBLAS_COMPUTE_32F).
+void gemm(bool transA, bool transB, int m, int n, int k, float alpha, const void* a, int lda, const void* b,
+          int ldb, float beta, void* c, int ldc, int elem);
+void addBias(void* y, const void* bias, std::size_t rows, std::size_t n, int elem);
+void biasGrad(const void* dy, std::size_t rows, std::size_t n, float alpha, float beta, void* grad, int elem);
 // act: 0 gelu, 1 relu.
-void activationForward(int act, const float* in, float* out, std::size_t n);
-void activationBackward(int act, const float* pre, const float* dy, float* dx, std::size_t n);
-double mseLoss(const float* pred, const float* target, std::size_t n, float gradScale, float* dpred);
+void activationForward(int act, const void* in, void* out, std::size_t n, int elem);
+void activationBackward(int act, const void* pre, const void* dy, void* dx, std::size_t n, int elem);
+double mseLoss(const void* pred, const void* target, std::size_t n, float gradScale, void* dpred, int elem);
 void scaleCopy(const void* src, int srcElem, float alpha, void* dst, int dstElem, std::size_t n);
 void sgdStep(float* p, const float* g, float* buf, std::size_t n, bool firstStep, float lr, float momentum,
              float dampening, float weightDecay);

@@ -37,6 +37,16 @@ std::size_t MlpSpec::paramCount() const {
   return n;
 }
 
+double MlpSpec::gemmFlopsPerSample() const {
+  double flops = 0;
+  for (int l = 0; l < layers; ++l) {
+    const double fanIn = l == 0 ? in() : width;
+    const double fanOut = l == layers - 1 ? out() : width;
+    flops += (l == 0 ? 4.0 : 6.0) * fanIn * fanOut;
+  }
+  return flops;
+}
+
 std::string MlpSpec::toString() const {
   std::string s = fmt::format("mlp:{}x{}", width, layers);
   if (activation != ops::Activation::kGelu) s += fmt::format(",act={}", ops::activationName(activation));
@@ -100,9 +110,14 @@ MlpSpec parseModelSpec(const std::string& text) {
   return s;
 }
 
-Mlp::Mlp(const MlpSpec& spec, std::uint64_t seed, Device device) : spec_(spec), device_(device) {
+Mlp::Mlp(const MlpSpec& spec, std::uint64_t seed, Device device, DType dtype)
+    : spec_(spec), device_(device), dtype_(dtype) {
   if (spec.width <= 0 || spec.layers <= 0) {
     throw ConfigError(fmt::format("model {}: width and layers must be positive", spec.toString()));
+  }
+  if (dtype != DType::kF32 && dtype != DType::kBF16) {
+    throw ConfigError(fmt::format("model {}: parameters of {} are not supported; use f32 or bf16",
+                                  spec.toString(), comm::dtypeName(dtype)));
   }
   Rng rng(seed);
   for (int l = 0; l < spec.layers; ++l) {
@@ -117,7 +132,8 @@ Mlp::Mlp(const MlpSpec& spec, std::uint64_t seed, Device device) : spec_(spec), 
       Parameter p;
       p.name = name;
       p.value = Tensor::fromVector(shape, values, device);
-      p.grad = Tensor::zeros(shape, DType::kF32, device);
+      if (dtype != DType::kF32) p.value = p.value.toDType(dtype);
+      p.grad = Tensor::zeros(shape, dtype, device);
       params_.push_back(std::move(p));
       return params_.size() - 1;
     };
@@ -132,11 +148,11 @@ void Mlp::ensureBatch(std::int64_t batch) {
   int widest = std::max(spec_.in(), spec_.out());
   widest = std::max(widest, spec_.width);
   for (auto& layer : layers_) {
-    layer.pre = Tensor::zeros({batch, layer.out}, DType::kF32, device_);
-    layer.post = layer.activation ? Tensor::zeros({batch, layer.out}, DType::kF32, device_) : layer.pre;
+    layer.pre = Tensor::zeros({batch, layer.out}, dtype_, device_);
+    layer.post = layer.activation ? Tensor::zeros({batch, layer.out}, dtype_, device_) : layer.pre;
   }
-  gradA_ = Tensor::zeros({batch * widest}, DType::kF32, device_);
-  gradB_ = Tensor::zeros({batch * widest}, DType::kF32, device_);
+  gradA_ = Tensor::zeros({batch * widest}, dtype_, device_);
+  gradB_ = Tensor::zeros({batch * widest}, dtype_, device_);
   batch_ = batch;
 }
 
@@ -144,6 +160,12 @@ const Tensor& Mlp::forward(const Tensor& x) {
   if (x.shape().size() != 2 || x.dim(1) != spec_.in()) {
     throw ConfigError(fmt::format("model {} takes [batch, {}] inputs, got {}", spec_.toString(), spec_.in(),
                                   x.shapeString()));
+  }
+  if (x.dtype() != dtype_) {
+    throw ConfigError(fmt::format("model {} has {} parameters and takes {} inputs, got {}; convert the batch "
+                                  "first (Tensor::toDType)",
+                                  spec_.toString(), comm::dtypeName(dtype_), comm::dtypeName(dtype_),
+                                  comm::dtypeName(x.dtype())));
   }
   ensureBatch(x.dim(0));
   Tensor input = x;

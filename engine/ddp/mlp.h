@@ -29,6 +29,11 @@ struct MlpSpec {
   int in() const { return inDim > 0 ? inDim : width; }
   int out() const { return outDim > 0 ? outDim : width; }
   std::size_t paramCount() const;
+  // Floating-point operations of the GEMMs of one training step, per sample: forward 2*in*out per
+  // layer; backward 2*in*out for the weight gradient and, for every layer but the first, 2*in*out for
+  // the input gradient (nothing needs the gradient of the data). Bias adds, activations and the
+  // optimizer are left out, as model-FLOPs counts (MFU) do. In doubles: a spec may be huge.
+  double gemmFlopsPerSample() const;
   // The canonical spec string, e.g. "mlp:1024x24" (options only where not the default).
   std::string toString() const;
 };
@@ -56,15 +61,19 @@ using GradReadyFn = std::function<void(std::size_t paramIndex)>;
 
 class Mlp {
  public:
-  // Weights and biases ~ U(-1/sqrt(fan_in), 1/sqrt(fan_in)) (nn.Linear's default), from `seed`.
-  Mlp(const MlpSpec& spec, std::uint64_t seed, Device device = {});
+  // Weights and biases ~ U(-1/sqrt(fan_in), 1/sqrt(fan_in)) (nn.Linear's default), from `seed`, drawn
+  // in f32 and rounded to `dtype` (f32 or bf16, as model.to(torch.bfloat16)): parameters, gradients and
+  // activations are then all of that dtype. Throws ConfigError for another dtype.
+  Mlp(const MlpSpec& spec, std::uint64_t seed, Device device = {}, DType dtype = DType::kF32);
 
   const MlpSpec& spec() const { return spec_; }
   const Device& device() const { return device_; }
+  DType dtype() const { return dtype_; }
   std::vector<Parameter>& parameters() { return params_; }
   const std::vector<Parameter>& parameters() const { return params_; }
 
-  // x: [batch, in]. Returns [batch, out]; keeps what backward needs. The result stays valid until the
+  // x: [batch, in], of the model's dtype (ConfigError otherwise). Returns [batch, out]; keeps what
+  // backward needs. The result stays valid until the
   // next forward.
   const Tensor& forward(const Tensor& x);
   // dOut: [batch, out], the loss gradient for the last forward. Accumulates into every
@@ -88,6 +97,7 @@ class Mlp {
 
   MlpSpec spec_;
   Device device_;
+  DType dtype_ = DType::kF32;
   std::vector<Parameter> params_;
   std::vector<Layer> layers_;
   std::int64_t batch_ = -1;

@@ -6,6 +6,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <initializer_list>
+#include <type_traits>
+#include <vector>
 
 #include "engine/comm/half.h"
 #include "engine/common/error.h"
@@ -34,6 +37,40 @@ void sameDevice(const char* what, const Tensor& a, const Tensor& b) {
 
 void requireF32(const char* what, const Tensor& t) {
   DS_CHECK(t.dtype() == DType::kF32, "{} needs f32, got {}", what, comm::dtypeName(t.dtype()));
+}
+
+// The model's maths: every tensor of one call f32, or every one bf16.
+void requireMathDType(const char* what, std::initializer_list<const Tensor*> ts) {
+  const DType t = (*ts.begin())->dtype();
+  DS_CHECK(t == DType::kF32 || t == DType::kBF16, "{} computes in f32 or bf16, got {}", what,
+           comm::dtypeName(t));
+  for (const Tensor* x : ts) {
+    DS_CHECK(x->dtype() == t, "{}: tensors of {} and {} in one call", what, comm::dtypeName(t),
+             comm::dtypeName(x->dtype()));
+  }
+}
+
+// A host bf16 element: a type of its own, so that toF/put pick the conversion (f32: none).
+struct Bf16 {
+  std::uint16_t bits;
+};
+inline float toF(float v) { return v; }
+inline float toF(Bf16 v) { return comm::bf16ToFloat(v.bits); }
+inline void put(float& d, float v) { d = v; }
+inline void put(Bf16& d, float v) { d.bits = comm::floatToBf16(v); }
+
+// Calls f(T* first element of t) with T = float or Bf16, as t's dtype is.
+template <typename Fn>
+decltype(auto) withElems(const Tensor& t, Fn&& f) {
+  if (t.dtype() == DType::kBF16) return f(static_cast<Bf16*>(t.raw()));
+  return f(static_cast<float*>(t.raw()));
+}
+
+// bf16 -> f32 (exact) into a scratch vector, and back with rounding: the host bf16 GEMM.
+void widen(const Tensor& t, std::vector<float>& out) {
+  out.resize(t.numel());
+  const auto* p = static_cast<const std::uint16_t*>(t.raw());
+  for (std::size_t i = 0; i < out.size(); ++i) out[i] = comm::bf16ToFloat(p[i]);
 }
 
 [[noreturn, maybe_unused]] void noCuda(const char* what) {
@@ -79,9 +116,7 @@ constexpr float kInvSqrt2Pi = 0.39894228040143267794f;
 void gemm(bool transA, bool transB, float alpha, const Tensor& a, const Tensor& b, float beta, Tensor& c) {
   sameDevice("gemm", a, c);
   sameDevice("gemm", b, c);
-  requireF32("gemm", a);
-  requireF32("gemm", b);
-  requireF32("gemm", c);
+  requireMathDType("gemm", {&a, &b, &c});
   DS_CHECK(a.shape().size() == 2 && b.shape().size() == 2 && c.shape().size() == 2, "gemm needs matrices");
   const int m = static_cast<int>(c.dim(0));
   const int n = static_cast<int>(c.dim(1));
@@ -93,59 +128,79 @@ void gemm(bool transA, bool transB, float alpha, const Tensor& a, const Tensor& 
   const int ldb = static_cast<int>(b.dim(1));
   if (c.isCuda()) {
 #if DS_WITH_CUDA
-    cuda::gemm(transA, transB, m, n, k, alpha, a.data<float>(), lda, b.data<float>(), ldb, beta,
-               c.data<float>(), n);
+    cuda::gemm(transA, transB, m, n, k, alpha, a.raw(), lda, b.raw(), ldb, beta, c.raw(), n, elemOf(c.dtype()));
     return;
 #else
     noCuda("gemm");
 #endif
   }
-  cblas_sgemm(CblasRowMajor, transA ? CblasTrans : CblasNoTrans, transB ? CblasTrans : CblasNoTrans, m, n, k,
-              alpha, a.data<float>(), lda, b.data<float>(), ldb, beta, c.data<float>(), n);
+  const auto ta = transA ? CblasTrans : CblasNoTrans;
+  const auto tb = transB ? CblasTrans : CblasNoTrans;
+  if (c.dtype() == DType::kF32) {
+    cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, alpha, a.data<float>(), lda, b.data<float>(), ldb, beta,
+                c.data<float>(), n);
+    return;
+  }
+  // bf16: the same products and f32 sums as a bf16 GEMM with f32 accumulation, then one rounding.
+  thread_local std::vector<float> fa, fb, fc;
+  widen(a, fa);
+  widen(b, fb);
+  if (beta != 0.0f) {
+    widen(c, fc);
+  } else {
+    fc.assign(c.numel(), 0.0f);
+  }
+  cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, alpha, fa.data(), lda, fb.data(), ldb, beta, fc.data(), n);
+  auto* pc = static_cast<std::uint16_t*>(c.raw());
+  for (std::size_t i = 0; i < fc.size(); ++i) pc[i] = comm::floatToBf16(fc[i]);
 }
 
 void addBias(Tensor& y, const Tensor& bias) {
   sameDevice("addBias", y, bias);
+  requireMathDType("addBias", {&y, &bias});
   const std::size_t n = bias.numel();
   DS_CHECK(n > 0 && y.numel() % n == 0, "addBias: {} over {}", bias.shapeString(), y.shapeString());
   const std::size_t rows = y.numel() / n;
   if (y.isCuda()) {
 #if DS_WITH_CUDA
-    cuda::addBias(y.data<float>(), bias.data<float>(), rows, n);
+    cuda::addBias(y.raw(), bias.raw(), rows, n, elemOf(y.dtype()));
     return;
 #else
     noCuda("addBias");
 #endif
   }
-  float* py = y.data<float>();
-  const float* pb = bias.data<float>();
-  for (std::size_t r = 0; r < rows; ++r) {
-    float* row = py + r * n;
-    for (std::size_t j = 0; j < n; ++j) row[j] += pb[j];
-  }
+  withElems(y, [&](auto* py) {
+    const auto* pb = static_cast<decltype(py)>(bias.raw());
+    for (std::size_t r = 0; r < rows; ++r) {
+      auto* row = py + r * n;
+      for (std::size_t j = 0; j < n; ++j) put(row[j], toF(row[j]) + toF(pb[j]));
+    }
+  });
 }
 
 void biasGrad(const Tensor& dy, float alpha, float beta, Tensor& grad) {
   sameDevice("biasGrad", dy, grad);
+  requireMathDType("biasGrad", {&dy, &grad});
   const std::size_t n = grad.numel();
   DS_CHECK(n > 0 && dy.numel() % n == 0, "biasGrad: {} over {}", grad.shapeString(), dy.shapeString());
   const std::size_t rows = dy.numel() / n;
   if (dy.isCuda()) {
 #if DS_WITH_CUDA
-    cuda::biasGrad(dy.data<float>(), rows, n, alpha, beta, grad.data<float>());
+    cuda::biasGrad(dy.raw(), rows, n, alpha, beta, grad.raw(), elemOf(dy.dtype()));
     return;
 #else
     noCuda("biasGrad");
 #endif
   }
-  const float* pd = dy.data<float>();
-  float* pg = grad.data<float>();
-  std::vector<float> sum(n, 0.0f);
-  for (std::size_t r = 0; r < rows; ++r) {
-    const float* row = pd + r * n;
-    for (std::size_t j = 0; j < n; ++j) sum[j] += row[j];
-  }
-  for (std::size_t j = 0; j < n; ++j) pg[j] = alpha * sum[j] + (beta == 0.0f ? 0.0f : beta * pg[j]);
+  withElems(dy, [&](auto* pd) {
+    auto* pg = static_cast<decltype(pd)>(grad.raw());
+    std::vector<float> sum(n, 0.0f);
+    for (std::size_t r = 0; r < rows; ++r) {
+      const auto* row = pd + r * n;
+      for (std::size_t j = 0; j < n; ++j) sum[j] += toF(row[j]);
+    }
+    for (std::size_t j = 0; j < n; ++j) put(pg[j], alpha * sum[j] + (beta == 0.0f ? 0.0f : beta * toF(pg[j])));
+  });
 }
 
 const char* activationName(Activation a) {
@@ -161,6 +216,7 @@ const char* activationName(Activation a) {
 
 void activationForward(Activation a, const Tensor& in, Tensor& out) {
   sameDevice("activation", in, out);
+  requireMathDType("activation", {&in, &out});
   DS_CHECK(in.numel() == out.numel(), "activation: {} vs {}", in.shapeString(), out.shapeString());
   if (a == Activation::kNone) {
     if (!in.sameMemory(out)) copy(in, out);
@@ -168,25 +224,33 @@ void activationForward(Activation a, const Tensor& in, Tensor& out) {
   }
   if (in.isCuda()) {
 #if DS_WITH_CUDA
-    cuda::activationForward(a == Activation::kGelu ? 0 : 1, in.data<float>(), out.data<float>(), in.numel());
+    cuda::activationForward(a == Activation::kGelu ? 0 : 1, in.raw(), out.raw(), in.numel(), elemOf(in.dtype()));
     return;
 #else
     noCuda("activation");
 #endif
   }
-  const float* x = in.data<float>();
-  float* y = out.data<float>();
   const std::size_t n = in.numel();
-  if (a == Activation::kRelu) {
-    for (std::size_t i = 0; i < n; ++i) y[i] = x[i] > 0.0f ? x[i] : 0.0f;
-  } else {  // exact GELU, as torch.nn.GELU()
-    for (std::size_t i = 0; i < n; ++i) y[i] = 0.5f * x[i] * (1.0f + std::erf(x[i] * kInvSqrt2));
-  }
+  withElems(in, [&](auto* x) {
+    auto* y = static_cast<decltype(x)>(out.raw());
+    if (a == Activation::kRelu) {
+      for (std::size_t i = 0; i < n; ++i) {
+        const float v = toF(x[i]);
+        put(y[i], v > 0.0f ? v : 0.0f);
+      }
+    } else {  // exact GELU, as torch.nn.GELU()
+      for (std::size_t i = 0; i < n; ++i) {
+        const float v = toF(x[i]);
+        put(y[i], 0.5f * v * (1.0f + std::erf(v * kInvSqrt2)));
+      }
+    }
+  });
 }
 
 void activationBackward(Activation a, const Tensor& pre, const Tensor& dy, Tensor& dx) {
   sameDevice("activation backward", pre, dy);
   sameDevice("activation backward", dy, dx);
+  requireMathDType("activation backward", {&pre, &dy, &dx});
   DS_CHECK(pre.numel() == dy.numel() && dy.numel() == dx.numel(), "activation backward: shapes differ");
   if (a == Activation::kNone) {
     if (!dy.sameMemory(dx)) copy(dy, dx);
@@ -194,52 +258,58 @@ void activationBackward(Activation a, const Tensor& pre, const Tensor& dy, Tenso
   }
   if (pre.isCuda()) {
 #if DS_WITH_CUDA
-    cuda::activationBackward(a == Activation::kGelu ? 0 : 1, pre.data<float>(), dy.data<float>(),
-                             dx.data<float>(), pre.numel());
+    cuda::activationBackward(a == Activation::kGelu ? 0 : 1, pre.raw(), dy.raw(), dx.raw(), pre.numel(),
+                             elemOf(pre.dtype()));
     return;
 #else
     noCuda("activation backward");
 #endif
   }
-  const float* x = pre.data<float>();
-  const float* g = dy.data<float>();
-  float* out = dx.data<float>();
   const std::size_t n = pre.numel();
-  if (a == Activation::kRelu) {
-    for (std::size_t i = 0; i < n; ++i) out[i] = x[i] > 0.0f ? g[i] : 0.0f;
-  } else {
-    for (std::size_t i = 0; i < n; ++i) {
-      float cdf = 0.5f * (1.0f + std::erf(x[i] * kInvSqrt2));
-      float pdf = kInvSqrt2Pi * std::exp(-0.5f * x[i] * x[i]);
-      out[i] = g[i] * (cdf + x[i] * pdf);
+  withElems(pre, [&](auto* x) {
+    using T = std::remove_pointer_t<decltype(x)>;
+    const T* g = static_cast<const T*>(dy.raw());
+    T* out = static_cast<T*>(dx.raw());
+    if (a == Activation::kRelu) {
+      for (std::size_t i = 0; i < n; ++i) put(out[i], toF(x[i]) > 0.0f ? toF(g[i]) : 0.0f);
+    } else {
+      for (std::size_t i = 0; i < n; ++i) {
+        const float v = toF(x[i]);
+        float cdf = 0.5f * (1.0f + std::erf(v * kInvSqrt2));
+        float pdf = kInvSqrt2Pi * std::exp(-0.5f * v * v);
+        put(out[i], toF(g[i]) * (cdf + v * pdf));
+      }
     }
-  }
+  });
 }
 
 double mseLoss(const Tensor& pred, const Tensor& target, float gradScale, Tensor& dpred) {
   sameDevice("mseLoss", pred, target);
   sameDevice("mseLoss", pred, dpred);
+  requireMathDType("mseLoss", {&pred, &target, &dpred});
   DS_CHECK(pred.numel() == target.numel() && pred.numel() == dpred.numel() && pred.numel() > 0,
            "mseLoss: pred {} target {}", pred.shapeString(), target.shapeString());
   const std::size_t n = pred.numel();
   if (pred.isCuda()) {
 #if DS_WITH_CUDA
-    return cuda::mseLoss(pred.data<float>(), target.data<float>(), n, gradScale, dpred.data<float>());
+    return cuda::mseLoss(pred.raw(), target.raw(), n, gradScale, dpred.raw(), elemOf(pred.dtype()));
 #else
     noCuda("mseLoss");
 #endif
   }
-  const float* p = pred.data<float>();
-  const float* t = target.data<float>();
-  float* d = dpred.data<float>();
-  double sum = 0;
   const float k = gradScale * 2.0f / static_cast<float>(n);
-  for (std::size_t i = 0; i < n; ++i) {
-    float e = p[i] - t[i];
-    sum += static_cast<double>(e) * e;
-    d[i] = k * e;
-  }
-  return sum / static_cast<double>(n);
+  return withElems(pred, [&](auto* p) {
+    using T = std::remove_pointer_t<decltype(p)>;
+    const T* t = static_cast<const T*>(target.raw());
+    T* d = static_cast<T*>(dpred.raw());
+    double sum = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      float e = toF(p[i]) - toF(t[i]);
+      sum += static_cast<double>(e) * e;
+      put(d[i], k * e);
+    }
+    return sum / static_cast<double>(n);
+  });
 }
 
 void scaleCopy(const Tensor& src, float alpha, Tensor& dst) {
@@ -297,6 +367,8 @@ void copy(const Tensor& src, Tensor& dst) {
 void sgdStep(Tensor& param, const Tensor& grad, Tensor& momentumBuf, bool firstStep, float lr, float momentum,
              float dampening, float weightDecay) {
   sameDevice("sgd", param, grad);
+  requireF32("sgd (bf16 parameters step through f32 master weights)", param);
+  requireF32("sgd", grad);
   DS_CHECK(param.numel() == grad.numel(), "sgd: param and grad differ in size");
   const std::size_t n = param.numel();
   if (param.isCuda()) {
@@ -326,6 +398,8 @@ void sgdStep(Tensor& param, const Tensor& grad, Tensor& momentumBuf, bool firstS
 void adamwStep(Tensor& param, const Tensor& grad, Tensor& m, Tensor& v, long step, float lr, float beta1,
                float beta2, float eps, float weightDecay) {
   sameDevice("adamw", param, grad);
+  requireF32("adamw (bf16 parameters step through f32 master weights)", param);
+  requireF32("adamw", grad);
   DS_CHECK(param.numel() == grad.numel() && m.numel() == param.numel() && v.numel() == param.numel(),
            "adamw: state sizes differ");
   DS_CHECK(step >= 1, "adamw step counts from 1");

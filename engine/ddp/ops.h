@@ -1,5 +1,12 @@
 // The maths of the DDP engine, dispatched on the tensors' device: OpenBLAS on the host, cuBLAS and
-// small CUDA kernels on a GPU (compiled only when built with CUDA). All matrices are row-major f32.
+// small CUDA kernels on a GPU (compiled only when built with CUDA). All matrices are row-major.
+//
+// The model's maths (gemm, bias, activations, loss) take f32 or bf16, one dtype for every tensor of a
+// call; bf16 is computed in f32 and rounded once when stored, as torch does: cuBLAS with bf16 inputs
+// and CUBLAS_COMPUTE_32F on a GPU; on the host the bf16 values are widened to f32 (exactly) for
+// OpenBLAS's SGEMM, because Debian's OpenBLAS 0.3.21 is built without its bf16 GEMM (cblas_sbgemm is
+// declared but not exported). Host bf16 is therefore a reference for tests, not a fast path. The
+// optimizers' steps take f32 only (master weights, optimizer.h).
 //
 // Every function throws ConfigError when tensors sit on different devices, and DS_CHECKs shapes.
 // GPU functions run on the default stream and return without synchronising; synchronize() waits.

@@ -13,17 +13,18 @@ class Sgd : public Optimizer {
  public:
   explicit Sgd(const OptimizerOptions& o) : o_(o), weightDecay_(o.weightDecay.value_or(0.0f)) {}
   std::string name() const override { return "sgd"; }
-  void step(std::vector<Parameter>& params) override {
+
+ protected:
+  void update(std::vector<Tensor>& values, const std::vector<Tensor>& grads) override {
     if (buffers_.empty() && o_.momentum != 0.0f) {
-      for (auto& p : params)
-        buffers_.push_back(Tensor::zeros(p.value.shape(), DType::kF32, p.value.device()));
+      for (auto& v : values) buffers_.push_back(Tensor::zeros(v.shape(), DType::kF32, v.device()));
     }
-    DS_CHECK(o_.momentum == 0.0f || buffers_.size() == params.size(),
+    DS_CHECK(o_.momentum == 0.0f || buffers_.size() == values.size(),
              "optimizer called with another parameter list");
-    for (std::size_t i = 0; i < params.size(); ++i) {
+    for (std::size_t i = 0; i < values.size(); ++i) {
       Tensor none;
-      ops::sgdStep(params[i].value, params[i].grad, o_.momentum != 0.0f ? buffers_[i] : none, steps_ == 0,
-                   o_.lr, o_.momentum, o_.dampening, weightDecay_);
+      ops::sgdStep(values[i], grads[i], o_.momentum != 0.0f ? buffers_[i] : none, steps_ == 0, o_.lr,
+                   o_.momentum, o_.dampening, weightDecay_);
     }
     ++steps_;
   }
@@ -39,17 +40,19 @@ class AdamW : public Optimizer {
  public:
   explicit AdamW(const OptimizerOptions& o) : o_(o), weightDecay_(o.weightDecay.value_or(0.01f)) {}
   std::string name() const override { return "adamw"; }
-  void step(std::vector<Parameter>& params) override {
+
+ protected:
+  void update(std::vector<Tensor>& values, const std::vector<Tensor>& grads) override {
     if (m_.empty()) {
-      for (auto& p : params) {
-        m_.push_back(Tensor::zeros(p.value.shape(), DType::kF32, p.value.device()));
-        v_.push_back(Tensor::zeros(p.value.shape(), DType::kF32, p.value.device()));
+      for (auto& v : values) {
+        m_.push_back(Tensor::zeros(v.shape(), DType::kF32, v.device()));
+        v_.push_back(Tensor::zeros(v.shape(), DType::kF32, v.device()));
       }
     }
-    DS_CHECK(m_.size() == params.size(), "optimizer called with another parameter list");
+    DS_CHECK(m_.size() == values.size(), "optimizer called with another parameter list");
     ++steps_;
-    for (std::size_t i = 0; i < params.size(); ++i) {
-      ops::adamwStep(params[i].value, params[i].grad, m_[i], v_[i], steps_, o_.lr, o_.beta1, o_.beta2, o_.eps,
+    for (std::size_t i = 0; i < values.size(); ++i) {
+      ops::adamwStep(values[i], grads[i], m_[i], v_[i], steps_, o_.lr, o_.beta1, o_.beta2, o_.eps,
                      weightDecay_);
     }
   }
@@ -62,6 +65,36 @@ class AdamW : public Optimizer {
 };
 
 }  // namespace
+
+void Optimizer::step(std::vector<Parameter>& params) {
+  if (masters_.empty()) {
+    masters_.resize(params.size());
+    grads32_.resize(params.size());
+    for (std::size_t i = 0; i < params.size(); ++i) {
+      if (params[i].value.dtype() == DType::kF32) continue;
+      masters_[i] = params[i].value.toDType(DType::kF32);
+      grads32_[i] = Tensor::zeros(params[i].value.shape(), DType::kF32, params[i].value.device());
+    }
+  }
+  DS_CHECK(masters_.size() == params.size(), "optimizer called with another parameter list");
+  std::vector<Tensor> values, grads;
+  values.reserve(params.size());
+  grads.reserve(params.size());
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    if (!masters_[i].defined()) {
+      values.push_back(params[i].value);
+      grads.push_back(params[i].grad);
+      continue;
+    }
+    ops::scaleCopy(params[i].grad, 1.0f, grads32_[i]);
+    values.push_back(masters_[i]);
+    grads.push_back(grads32_[i]);
+  }
+  update(values, grads);
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    if (masters_[i].defined()) ops::scaleCopy(masters_[i], 1.0f, params[i].value);
+  }
+}
 
 std::unique_ptr<Optimizer> makeOptimizer(const OptimizerOptions& o) {
   if (!(o.lr > 0.0f))

@@ -89,7 +89,8 @@ TrainResult train(const TrainConfig& c, comm::ProcessGroup* pg) {
                     c.batch, sampler.numSamples(), data.size(), world));
   }
 
-  Mlp model(c.model, c.modelSeed + static_cast<std::uint64_t>(rank) * c.seedStridePerRank, c.device);
+  Mlp model(c.model, c.modelSeed + static_cast<std::uint64_t>(rank) * c.seedStridePerRank, c.device,
+            c.dtype);
   std::unique_ptr<DistributedDataParallel> ddp;
   if (pg != nullptr) ddp = std::make_unique<DistributedDataParallel>(model, *pg, c.ddp);
   auto optimizer = makeOptimizer(c.optimizer);
@@ -111,7 +112,21 @@ TrainResult train(const TrainConfig& c, comm::ProcessGroup* pg) {
     return idx;
   };
   Tensor x, y;
-  Tensor dOut = Tensor::zeros({c.batch, c.model.out()}, DType::kF32, c.device);
+  // The dataset is f32; a bf16 model gets its batches rounded to bf16 (as x.to(torch.bfloat16)), into
+  // tensors kept across steps (no allocation per step beyond the f32 batch's own).
+  Tensor x32, y32;
+  auto load = [&](const std::vector<std::size_t>& idx, Tensor& bx, Tensor& by) {
+    if (c.dtype == DType::kF32) {
+      data.batch(idx, bx, by, c.device);
+      return;
+    }
+    data.batch(idx, x32, y32, c.device);
+    if (!bx.defined() || bx.shape() != x32.shape()) bx = Tensor::zeros(x32.shape(), c.dtype, c.device);
+    if (!by.defined() || by.shape() != y32.shape()) by = Tensor::zeros(y32.shape(), c.dtype, c.device);
+    ops::scaleCopy(x32, 1.0f, bx);
+    ops::scaleCopy(y32, 1.0f, by);
+  };
+  Tensor dOut = Tensor::zeros({c.batch, c.model.out()}, c.dtype, c.device);
   // The fixed evaluation batch: the model's own forward (DDP's would expect a backward), its loss
   // gradient written to a scratch tensor and dropped.
   const int evalN = std::min<int>(std::max(0, c.evalSamples), static_cast<int>(data.size()));
@@ -119,8 +134,8 @@ TrainResult train(const TrainConfig& c, comm::ProcessGroup* pg) {
     std::vector<std::size_t> idx(static_cast<std::size_t>(evalN));
     for (int i = 0; i < evalN; ++i) idx[static_cast<std::size_t>(i)] = static_cast<std::size_t>(i);
     Tensor ex, ey;
-    data.batch(idx, ex, ey, c.device);
-    Tensor scratch = Tensor::zeros({evalN, c.model.out()}, DType::kF32, c.device);
+    load(idx, ex, ey);
+    Tensor scratch = Tensor::zeros({evalN, c.model.out()}, c.dtype, c.device);
     return ops::mseLoss(model.forward(ex), ey, 1.0f, scratch);
   };
   const float gradScale = 1.0f / static_cast<float>(c.accumulation);
@@ -131,7 +146,7 @@ TrainResult train(const TrainConfig& c, comm::ProcessGroup* pg) {
     StepRecord rec;
     const std::size_t before = ddp ? ddp->iterations().size() : 0;
     for (int micro = 0; micro < c.accumulation; ++micro) {
-      data.batch(nextBatch(), x, y, c.device);
+      load(nextBatch(), x, y);
       if (ddp) {
         const Tensor& out = ddp->forward(x);
         rec.loss += ops::mseLoss(out, y, gradScale, dOut) / c.accumulation;

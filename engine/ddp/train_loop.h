@@ -36,6 +36,9 @@ struct TrainConfig {
   OptimizerOptions optimizer;
   DdpOptions ddp;
   Device device{};
+  // The model's parameters, activations and gradients (f32 or bf16; bf16: each batch is rounded to
+  // bf16, the gradients are reduced in bf16 and the optimizer steps f32 master weights).
+  DType dtype = DType::kF32;
   // After every step, allgather a checksum of the parameters and throw InternalError unless every
   // rank's is bit-identical.
   bool checkReplicas = false;

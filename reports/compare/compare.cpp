@@ -360,9 +360,11 @@ void compareSweeps(const std::vector<const SweepRun*>& a, const std::vector<cons
 // ---- train ----
 
 std::string trainConfig(const TrainRunRecord& t) {
-  return fmt::format("{} ws={} {} batch={} cap={:g}MB overlap={} hook={} {}{}", t.model, t.worldSize,
+  // f32 (every file before --dtype) keeps the key it always had; a bf16 run is another configuration.
+  return fmt::format("{} ws={} {} batch={} cap={:g}MB overlap={} hook={} {}{}{}", t.model, t.worldSize,
                      t.backend, t.perRankBatch, t.bucketCapMb, t.overlap ? "on" : "off", t.commHook,
-                     t.optimizer, t.gradientAsBucketView ? " grad-as-bucket-view" : "");
+                     t.optimizer, t.gradientAsBucketView ? " grad-as-bucket-view" : "",
+                     t.dtype == "f32" ? "" : " dtype=" + t.dtype);
 }
 
 // The samples of one side for a configuration: one per run that has it, the median of its repeats'

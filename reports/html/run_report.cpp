@@ -689,6 +689,7 @@ void trainSection(PageBuilder& page, const std::vector<RunFile>& runs,
     if (worlds.size() > 1) s += fmt::format("n={} · ", r.worldSize);
     s += fmt::format("{} · {}", capText(r.bucketCapMb), r.overlap ? "overlap" : "no overlap");
     if (!defaultHook(r.commHook)) s += " · " + r.commHook;
+    if (r.dtype != "f32") s += " · " + r.dtype;
     return s;
   };
 
@@ -738,6 +739,7 @@ void trainSection(PageBuilder& page, const std::vector<RunFile>& runs,
     if (worlds.size() > 1) name += fmt::format("n={} · ", r.worldSize);
     name += r.overlap ? "overlap" : "no overlap";
     if (!defaultHook(r.commHook)) name += " · " + r.commHook;
+    if (r.dtype != "f32") name += " · " + r.dtype;
     if (!lines.count(name)) {
       order.push_back(name);
       lines[name] = {json(std::vector<json>(caps.size())), json(std::vector<json>(caps.size()))};

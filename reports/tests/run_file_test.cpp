@@ -316,6 +316,9 @@ TEST(Golden, TrainWriterAndReader) {
   t.overlapEfficiency = 0.25;
   t.ddp.bucket_sizes = {1048576, 26214400};
   t.repeats = {{t.stepMs, 5818.2}, {summarize(std::vector<double>{11, 12}), 5500}};  // schema 1.1
+  t.dtype = "bf16";  // --dtype (optional fields: older files read as f32)
+  t.gemmFlopsPerStep = 4.8e9;
+  t.gemmTflops = 0.44;
   nlohmann::json meta{{"label", "pod-7"}, {"hosts", {"node-a", "node-a"}}, {"world_size", 2}};
   checkGolden(trainToJson({t}, meta), "train_golden.json");
   RunFile f = classifyRun(readJson(goldenPath("train_golden.json")), "train_golden.json");

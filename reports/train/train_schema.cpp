@@ -84,6 +84,13 @@ void to_json(nlohmann::json& j, const TrainRunRecord& r) {
     j["loss"]["eval_end"] = r.evalLossEnd;
     j["loss"]["eval_samples"] = r.evalSamples;
   }
+  // Only where not f32: a file written before --dtype reads back to the same JSON, so its run id (a
+  // hash of that JSON) does not change when it is ingested again.
+  if (r.dtype != "f32") j["dtype"] = r.dtype;
+  if (r.gemmFlopsPerStep > 0) {
+    j["gemm_flops_per_step"] = r.gemmFlopsPerStep;
+    j["gemm_tflops"] = r.gemmTflops;
+  }
   if (!r.repeats.empty()) {
     nlohmann::json reps = nlohmann::json::array();
     for (const auto& x : r.repeats)
@@ -111,6 +118,7 @@ void from_json(const nlohmann::json& j, TrainRunRecord& r) {
   readTo(j.at("world_size"), r.worldSize);
   readTo(j.at("backend"), r.backend);
   readTo(j.at("device"), r.device);
+  if (j.contains("dtype")) readTo(j.at("dtype"), r.dtype);
   readTo(j.at("per_rank_batch"), r.perRankBatch);
   readTo(j.at("steps"), r.steps);
   readTo(j.at("warmup"), r.warmup);
@@ -129,6 +137,8 @@ void from_json(const nlohmann::json& j, TrainRunRecord& r) {
   readTo(t.at("step"), r.stepMs);
   readTo(t.at("comm_busy"), r.commBusyMs);
   readTo(j.at("samples_per_sec"), r.samplesPerSec);
+  if (j.contains("gemm_flops_per_step")) readTo(j.at("gemm_flops_per_step"), r.gemmFlopsPerStep);
+  if (j.contains("gemm_tflops")) readTo(j.at("gemm_tflops"), r.gemmTflops);
   readTo(j.at("overlap_efficiency"), r.overlapEfficiency);
   readTo(j.at("hidden_comm_ms"), r.hiddenCommMs);
   readTo(j.at("loss").at("start"), r.lossStart);

@@ -48,6 +48,9 @@ struct TrainRunRecord {
   int worldSize = 0;
   std::string backend;
   std::string device;  // cpu or cuda
+  // The parameters', activations' and gradients' dtype: "f32" or "bf16" (JSON "dtype", written only
+  // when not f32: files without it are f32).
+  std::string dtype = "f32";
   int perRankBatch = 0;
   int steps = 0;   // measured steps
   int warmup = 0;  // steps run before measuring
@@ -62,6 +65,11 @@ struct TrainRunRecord {
   // of the collectives themselves.
   Percentiles forwardMs, backwardComputeMs, backwardCommMs, exposedCommMs, optimizerMs, stepMs, commBusyMs;
   double samplesPerSec = 0;  // global batch / median step time
+  // The model's GEMM FLOPs per rank per step (MlpSpec::gemmFlopsPerSample x per-rank batch) and what
+  // they achieve at the median step time of the slowest rank, in TFLOP/s per rank (JSON
+  // gemm_flops_per_step and gemm_tflops, optional: 0 when unknown, older files).
+  double gemmFlopsPerStep = 0;
+  double gemmTflops = 0;
   // Hidden comm / total comm: 1 - exposed / busy, over all measured steps (0 when no comm).
   double overlapEfficiency = 0;
   double hiddenCommMs = 0;  // mean per step

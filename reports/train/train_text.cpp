@@ -15,11 +15,11 @@ bool hasEval(const TrainRunRecord& r) {
 
 std::string row(const TrainRunRecord& r, double Percentiles::*q, bool eval) {
   return fmt::format(
-      "{:>7.2f} {:>5} {:>9} {:>4} {:>7} | {:>8.2f} {:>8.2f} {:>8.2f} {:>8.2f} {:>8.2f} {:>8.2f} {:>8.2f} | "
-      "{:>9.1f} {:>6.1f}% | {:>8.4f} -> {:<8.4f}\n",
-      r.bucketCapMb, r.overlap ? "on" : "off", r.commHook, r.buckets,
+      "{:>5} {:>7.2f} {:>5} {:>9} {:>4} {:>7} | {:>8.2f} {:>8.2f} {:>8.2f} {:>8.2f} {:>8.2f} {:>8.2f} {:>8.2f} | "
+      "{:>9.1f} {:>7.3f} {:>6.1f}% | {:>8.4f} -> {:<8.4f}\n",
+      r.dtype, r.bucketCapMb, r.overlap ? "on" : "off", r.commHook, r.buckets,
       r.gradientAsBucketView ? "view" : "copy", r.forwardMs.*q, r.backwardComputeMs.*q, r.backwardCommMs.*q,
-      r.exposedCommMs.*q, r.optimizerMs.*q, r.stepMs.*q, r.commBusyMs.*q, r.samplesPerSec,
+      r.exposedCommMs.*q, r.optimizerMs.*q, r.stepMs.*q, r.commBusyMs.*q, r.samplesPerSec, r.gemmTflops,
       100.0 * r.overlapEfficiency, eval ? r.evalLossStart : r.lossStart, eval ? r.evalLossEnd : r.lossEnd);
 }
 
@@ -37,9 +37,10 @@ std::string formatTrainTable(const std::vector<TrainRunRecord>& runs) {
       f.model, static_cast<double>(f.params) / 1e6, f.worldSize, f.backend, f.device, f.perRankBatch,
       f.optimizer, f.steps, f.warmup);
   const std::string head = fmt::format(
-      "# {:>5} {:>5} {:>9} {:>4} {:>7} | {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} | {:>9} {:>7} | {}\n",
-      "capMB", "ovlap", "hook", "bkts", "grad", "fwd", "bwd", "bwdcomm", "exposed", "optim", "step",
-      "commbusy", "samples/s", "hidden", eval ? "eval loss start -> end" : "loss start -> end");
+      "# {:>3} {:>7} {:>5} {:>9} {:>4} {:>7} | {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} | {:>9} {:>7} {:>7} | "
+      "{}\n",
+      "dtype", "capMB", "ovlap", "hook", "bkts", "grad", "fwd", "bwd", "bwdcomm", "exposed", "optim", "step",
+      "commbusy", "samples/s", "TFLOP/s", "hidden", eval ? "eval loss start -> end" : "loss start -> end");
   for (auto [q, name] : {std::pair{&Percentiles::p50, "median"}, std::pair{&Percentiles::p90, "p90"}}) {
     out += fmt::format("# per-step time in ms, {} over all ranks' measured steps\n", name);
     out += head;
@@ -49,7 +50,9 @@ std::string formatTrainTable(const std::vector<TrainRunRecord>& runs) {
       "# bwd = backward compute; bwdcomm = first bucket launched to all reduced; exposed = comm the step "
       "waited "
       "for after backward;\n# commbusy = time the collectives ran; hidden = 1 - exposed / commbusy (comm the "
-      "overlap hid)\n";
+      "overlap hid)\n"
+      "# TFLOP/s = the model's GEMM FLOPs per rank per step (forward, weight and input gradients) at the "
+      "median step time (per step the slowest rank);\n# dtype = the parameters', activations' and gradients' type\n";
   if (eval) {
     out += fmt::format(
         "# eval loss = the loss on one fixed batch of {} samples before the first and after the last step "

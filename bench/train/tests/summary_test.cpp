@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "bench/train/train.h"
+#include "engine/common/error.h"
 #include "reports/train/train_text.h"
 
 using ds::bench::StepSample;
@@ -33,6 +34,37 @@ TEST(TrainSummary, OverlapEfficiencyIsTheShareOfCommNotWaitedFor) {
   EXPECT_DOUBLE_EQ(r.lossEnd, 2.0);
   EXPECT_EQ(r.stepMs.samples, 4u);
   EXPECT_DOUBLE_EQ(r.stepMs.p50, 100);
+}
+
+TEST(TrainSummary, GemmTflopsAreTheModelsFlopsAtTheSlowestRanksMedianStep) {
+  // Slowest rank per step: 120, 100 -> median 110 ms; 2.2e12 FLOPs per rank per step -> 20 TFLOP/s.
+  std::vector<std::vector<StepSample>> ranks{{step(100, 5, 1, 2.0), step(100, 5, 1, 1.0)},
+                                             {step(120, 5, 2, 4.0), step(80, 5, 2, 3.0)}};
+  ds::report::TrainRunRecord r;
+  r.gemmFlopsPerStep = 2.2e12;
+  ds::bench::summarizeSteps(ranks, 64, r);
+  EXPECT_NEAR(r.gemmTflops, 20.0, 1e-9);
+  ds::report::TrainRunRecord unknown;
+  ds::bench::summarizeSteps(ranks, 64, unknown);
+  EXPECT_EQ(unknown.gemmTflops, 0.0);
+}
+
+TEST(TrainDType, FlagValuesAreF32OrBf16UnderTheirUsualNames) {
+  using ds::comm::DType;
+  EXPECT_EQ(ds::bench::parseTrainDType("f32"), DType::kF32);
+  EXPECT_EQ(ds::bench::parseTrainDType("fp32"), DType::kF32);
+  EXPECT_EQ(ds::bench::parseTrainDType("float32"), DType::kF32);
+  EXPECT_EQ(ds::bench::parseTrainDType("bf16"), DType::kBF16);
+  EXPECT_EQ(ds::bench::parseTrainDType("bfloat16"), DType::kBF16);
+  for (const char* bad : {"f16", "fp16", "int8", "", "BF16"}) {
+    try {
+      ds::bench::parseTrainDType(bad);
+      ADD_FAILURE() << "accepted '" << bad << "'";
+    } catch (const ds::ConfigError& e) {
+      EXPECT_NE(std::string(e.what()).find("use f32 (float32, fp32) or bf16 (bfloat16)"), std::string::npos)
+          << e.what();
+    }
+  }
 }
 
 TEST(TrainSummary, NoCommMeansNoEfficiencyAndExposedNeverExceedsBusy) {

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <filesystem>
 
 #include "engine/testing/subprocess.h"
 #include "reports/json_io.h"
@@ -39,6 +40,10 @@ void checkRuns(const std::string& path, const std::string& backend, int ranks) {
     EXPECT_LE(r.overlapEfficiency, 1);
     EXPECT_GT(r.lossStart, 0);
     EXPECT_EQ(r.model, "mlp:64x4,in=32,out=16");
+    EXPECT_EQ(r.dtype, "f32");
+    // mlp:64x4,in=32,out=16 at batch 8: (4*32*64 + 6*64*64*2 + 6*64*16) FLOPs per sample.
+    EXPECT_DOUBLE_EQ(r.gemmFlopsPerStep, 8.0 * (4 * 32 * 64 + 6 * 64 * 64 * 2 + 6 * 64 * 16));
+    EXPECT_GT(r.gemmTflops, 0);
   }
 }
 
@@ -122,6 +127,26 @@ TEST(TrainUnderMpirun, ScalingOnMpiSaysHowToRunIt) {
   auto r = run(argv, o);
   EXPECT_NE(r.exitCode, 0);
   EXPECT_NE(r.err.find("mpirun -np $k dsbench train"), std::string::npos) << r.err;
+}
+
+TEST(TrainFlags, Bf16OnCpuIsRefusedSayingWhatToUseInstead) {
+  // No bf16 GEMM on the host (Debian's OpenBLAS lacks cblas_sbgemm): a CPU "bf16" figure would time
+  // f32 GEMMs plus conversions. The refusal names the way out; nothing is measured or written.
+  TempDir dir;
+  std::vector<std::string> argv = {binDir() + "/dsrun", "--nproc-per-node", "1", "--standalone",
+                                   binDir() + "/dsbench"};
+  argv.insert(argv.end(), kTiny.begin(), kTiny.end());
+  argv.insert(argv.end(), {"--dtype", "f32,bf16", "--json", dir.file("t.json")});
+  RunOptions env = cleanEnv();
+  env.setEnv["DS_ACCELERATOR"] = "cpu";
+  auto r = run(argv, env);
+  EXPECT_NE(r.exitCode, 0) << r.out << r.err;
+  EXPECT_NE(r.err.find("--dtype bf16 needs a CUDA GPU"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("Use --dtype f32 on CPU"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(dir.file("t.json")));
+  auto bad = run({binDir() + "/dsbench", "train", "--dtype", "f16"}, cleanEnv());
+  EXPECT_EQ(bad.exitCode, 5) << bad.out << bad.err;
+  EXPECT_NE(bad.err.find("use f32 (float32, fp32) or bf16 (bfloat16)"), std::string::npos) << bad.err;
 }
 
 TEST(TrainFlags, ABadModelIsAConfigurationErrorBeforeAnythingStarts) {

@@ -103,6 +103,7 @@ const std::vector<FlagCase> kFlags = {
     {"dsbench train", "--bucket-cap-mb", "DSBENCH_BUCKET_CAP_MB", Kind::kNumber},
     {"dsbench train", "--overlap", "DSBENCH_OVERLAP", Kind::kEnum},
     {"dsbench train", "--comm-hook", "DSBENCH_COMM_HOOK", Kind::kEnum},
+    {"dsbench train", "--dtype", "DSBENCH_DTYPE", Kind::kEnum},
     {"dsbench train", "--gradient-as-bucket-view", "DSBENCH_GRADIENT_AS_BUCKET_VIEW", Kind::kSwitch},
     {"dsbench train", "--scaling", "DSBENCH_SCALING", Kind::kSwitch},
     {"dsbench train", "--optimizer", "DSBENCH_OPTIMIZER", Kind::kEnum},

@@ -4,6 +4,7 @@
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <string>
 
@@ -67,17 +68,73 @@ TEST(CudaTraining, OneGpuMatchesTheHost) {
   EXPECT_LT(gpu.steps.back().loss, gpu.steps.front().loss);
 }
 
-#if DS_WITH_NCCL
-TEST(CudaDdp, OneRankOnNcclMatchesOneProcess) {
+TEST(CudaOps, Bf16GemmAndKernelsMatchTheHostReference) {
+  // cuBLAS bf16 (CUBLAS_COMPUTE_32F) and the bf16 kernels against the host's bf16 maths on the same
+  // bf16 values: both sum in f32 and round once, so they differ by a bf16 rounding at most.
   DS_NEED_GPU();
+  std::vector<float> a(64 * 48), b(32 * 48);
+  for (std::size_t i = 0; i < a.size(); ++i) a[i] = static_cast<float>(i % 13) * 0.125f - 0.8f;
+  for (std::size_t i = 0; i < b.size(); ++i) b[i] = static_cast<float>(i % 11) * 0.2f - 1.0f;
+  Tensor ha = Tensor::fromVector({64, 48}, a).toDType(DType::kBF16);
+  Tensor hb = Tensor::fromVector({32, 48}, b).toDType(DType::kBF16);
+  Tensor hc = Tensor::zeros({64, 32}, DType::kBF16), dc = Tensor::zeros({64, 32}, DType::kBF16, kGpu);
+  Tensor da = ha.to(kGpu), db = hb.to(kGpu);
+  ops::gemm(false, true, 1.0f, ha, hb, 0.0f, hc);
+  ops::gemm(false, true, 1.0f, da, db, 0.0f, dc);
+  auto want = hc.toVector(), got = dc.toVector();
+  for (std::size_t i = 0; i < want.size(); ++i)
+    EXPECT_NEAR(got[i], want[i], std::abs(want[i]) / 128 + 1e-3) << "bf16 gemm " << i;
+  for (auto act : {ops::Activation::kGelu, ops::Activation::kRelu}) {
+    Tensor hy = Tensor::zeros({64, 48}, DType::kBF16), dy = Tensor::zeros({64, 48}, DType::kBF16, kGpu);
+    ops::activationForward(act, ha, hy);
+    ops::activationForward(act, da, dy);
+    auto w = hy.toVector(), g = dy.toVector();
+    for (std::size_t i = 0; i < w.size(); ++i)
+      EXPECT_NEAR(g[i], w[i], std::abs(w[i]) / 128 + 1e-6) << "bf16 " << ops::activationName(act) << " " << i;
+  }
+}
+
+TEST(CudaTraining, Bf16OneGpuStaysNearTheHostBf16) {
+  DS_NEED_GPU();
+  ops::setBlasThreads(1);
+  // SGD: linear in the gradients, so where the f32 sums' order differs the parameters differ by a few
+  // bf16 roundings (|p| <= 0.25 here: steps of 2^-10), not by AdamW's sign flips of lr.
+  TrainConfig c = dt::referenceConfig("sgd");
+  c.dtype = DType::kBF16;
+  TrainResult host = train(c, nullptr);
+  c.device = kGpu;
+  TrainResult gpu = train(c, nullptr);
+  EXPECT_LE(dt::compareParams(gpu.finalParams, host.finalParams).maxAbs, 0.02);
+  EXPECT_TRUE(std::isfinite(gpu.steps.back().loss));
+}
+
+#if DS_WITH_NCCL
+// dt::ddpConfig("sgd", 1) on GPU 0, trained by one rank on nccl.
+TrainResult trainOneNcclRank(DType dtype) {
   ds::comm::ProcessGroupOptions o;
   o.device = kGpu;
   o.timeout = std::chrono::seconds(60);
   TrainConfig c = dt::ddpConfig("sgd", 1);
   c.device = kGpu;
+  c.dtype = dtype;
   TrainResult got;
   ds::comm::testing::runThreads(
       "nccl", 1, [&](ds::comm::ProcessGroup& pg) { got = train(c, &pg); }, o);
+  return got;
+}
+
+TEST(CudaDdp, OneRankOnNcclWithBf16ParametersReducesBf16Buckets) {
+  DS_NEED_GPU();
+  TrainResult got = trainOneNcclRank(DType::kBF16);
+  ASSERT_FALSE(got.buckets.empty());
+  for (const auto& b : got.buckets) EXPECT_EQ(b.dtype, DType::kBF16);
+  EXPECT_EQ(got.replicaChecks, dt::kSteps);
+  EXPECT_TRUE(std::isfinite(got.steps.back().loss));
+}
+
+TEST(CudaDdp, OneRankOnNcclMatchesOneProcess) {
+  DS_NEED_GPU();
+  TrainResult got = trainOneNcclRank(DType::kF32);
   TrainConfig ref = dt::referenceConfig("sgd");
   ref.device = kGpu;
   EXPECT_LE(dt::compareParams(got.finalParams, train(ref, nullptr).finalParams).maxAbs, dt::kParamTolerance);

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <random>
 #include <set>
 
 #include "engine/common/error.h"
@@ -14,6 +15,7 @@
 #include "engine/ddp/mlp.h"
 #include "engine/ddp/ops.h"
 #include "engine/ddp/optimizer.h"
+#include "engine/ddp/train_loop.h"
 
 using namespace ds::ddp;
 using ds::comm::DType;
@@ -438,7 +440,6 @@ TEST(DdpLogging, SamplesTheFirstTenThenEveryHundredth) {
   EXPECT_EQ(sampled, (std::vector<long>{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 100, 200, 300}));
 }
 
-}  // namespace
 
 TEST(ChooseOverlap, OnlyWhereTheCommHasACoreOrWaitsOnANetwork) {
   using ds::ddp::chooseOverlap;
@@ -459,3 +460,138 @@ TEST(ChooseOverlap, OnlyWhereTheCommHasACoreOrWaitsOnANetwork) {
   EXPECT_TRUE(chooseOverlap(OverlapPlacement{true, 2, 2, 2, 1, true}).overlap);
   EXPECT_TRUE(chooseOverlap(OverlapPlacement{false, 1, 2, 2, 1, false}).overlap);
 }
+
+// ---------------------------------------------------------------------------------------------
+// bf16 parameters (dsbench train --dtype bf16): the host maths is the reference the CUDA kernels and
+// cuBLAS are checked against (cuda_test.cpp), so it must be right on its own.
+
+std::vector<float> randomValues(std::size_t n, unsigned seed) {
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  std::vector<float> v(n);
+  for (auto& x : v) x = u(gen);
+  return v;
+}
+
+TEST(Bf16, GemmSumsInF32AndRoundsOnceForEveryTransposition) {
+  // C = alpha op(A) op(B) + beta C on bf16 tensors, against a double-precision product of the same
+  // bf16 values: within one bf16 rounding of the result (relative 2^-8) plus the f32 sums' error.
+  const int m = 5, n = 7, k = 33;
+  for (bool ta : {false, true}) {
+    for (bool tb : {false, true}) {
+      Tensor a = Tensor::fromVector(ta ? std::vector<std::int64_t>{k, m} : std::vector<std::int64_t>{m, k},
+                                    randomValues(static_cast<std::size_t>(m * k), 1))
+                     .toDType(DType::kBF16);
+      Tensor b = Tensor::fromVector(tb ? std::vector<std::int64_t>{n, k} : std::vector<std::int64_t>{k, n},
+                                    randomValues(static_cast<std::size_t>(k * n), 2))
+                     .toDType(DType::kBF16);
+      Tensor c = Tensor::fromVector({m, n}, randomValues(static_cast<std::size_t>(m * n), 3)).toDType(DType::kBF16);
+      const auto av = a.toVector(), bv = b.toVector(), c0 = c.toVector();
+      ops::gemm(ta, tb, 0.5f, a, b, 1.0f, c);
+      ASSERT_EQ(c.dtype(), DType::kBF16);
+      const auto got = c.toVector();
+      for (int i = 0; i < m; ++i) {
+        for (int j = 0; j < n; ++j) {
+          double want = 0;
+          for (int p = 0; p < k; ++p) {
+            const double x = ta ? av[static_cast<std::size_t>(p * m + i)] : av[static_cast<std::size_t>(i * k + p)];
+            const double y = tb ? bv[static_cast<std::size_t>(j * k + p)] : bv[static_cast<std::size_t>(p * n + j)];
+            want += x * y;
+          }
+          want = 0.5 * want + c0[static_cast<std::size_t>(i * n + j)];
+          EXPECT_NEAR(got[static_cast<std::size_t>(i * n + j)], want, std::abs(want) / 256 + 1e-5)
+              << "transA " << ta << " transB " << tb << " at " << i << "," << j;
+        }
+      }
+    }
+  }
+}
+
+TEST(Bf16, MixingDtypesInOneCallIsABug) {
+  Tensor a = Tensor::fromVector({2, 2}, {1, 2, 3, 4});
+  Tensor b = a.toDType(DType::kBF16);
+  Tensor c = Tensor::zeros({2, 2}, DType::kBF16);
+  EXPECT_THROW(ops::gemm(false, false, 1.0f, a, b, 0.0f, c), ds::InternalError);
+  Tensor h = Tensor::zeros({2, 2}, DType::kF16);
+  EXPECT_THROW(ops::activationForward(ops::Activation::kGelu, h, h), ds::InternalError);
+}
+
+TEST(Bf16, MlpForwardAndBackwardStayWithinBf16OfF32) {
+  // The same weights (drawn in f32, rounded) and inputs: outputs and gradients agree to a few bf16
+  // roundings (8 mantissa bits, 3 layers); a wrong transpose or a lost bias is far outside.
+  const MlpSpec spec = parseModelSpec("mlp:48x3,in=24,out=8");
+  Mlp f32(spec, 7), bf16(spec, 7, Device{}, DType::kBF16);
+  ASSERT_EQ(bf16.parameters()[0].value.dtype(), DType::kBF16);
+  ASSERT_EQ(bf16.parameters()[0].grad.dtype(), DType::kBF16);
+  Tensor x = Tensor::fromVector({16, 24}, randomValues(16 * 24, 4));
+  const auto yf = f32.forward(x).toVector();
+  const auto yb = bf16.forward(x.toDType(DType::kBF16)).toVector();
+  double scale = 0, err = 0;
+  for (std::size_t i = 0; i < yf.size(); ++i) {
+    scale = std::max(scale, std::abs(static_cast<double>(yf[i])));
+    err = std::max(err, std::abs(static_cast<double>(yf[i]) - yb[i]));
+  }
+  EXPECT_GT(scale, 0.05);
+  EXPECT_LT(err, 0.03 * scale) << "forward";
+  Tensor dOut = Tensor::fromVector({16, 8}, randomValues(16 * 8, 5));
+  f32.backward(dOut);
+  bf16.backward(dOut.toDType(DType::kBF16));
+  for (std::size_t p = 0; p < f32.parameters().size(); ++p) {
+    const auto gf = f32.parameters()[p].grad.toVector(), gb = bf16.parameters()[p].grad.toVector();
+    double s = 0, e = 0;
+    for (std::size_t i = 0; i < gf.size(); ++i) {
+      s = std::max(s, std::abs(static_cast<double>(gf[i])));
+      e = std::max(e, std::abs(static_cast<double>(gf[i]) - gb[i]));
+    }
+    EXPECT_LT(e, 0.03 * s + 1e-6) << f32.parameters()[p].name;
+  }
+  EXPECT_NE(errorOf([&] { bf16.forward(x); }).find("convert the batch first"), std::string::npos);
+  EXPECT_NE(errorOf([&] { Mlp(spec, 7, Device{}, DType::kF16); }).find("use f32 or bf16"), std::string::npos);
+}
+
+TEST(Bf16, MasterWeightsKeepUpdatesSmallerThanABf16Step) {
+  // p = 1 in bf16 has a step of 2^-7; ten SGD updates of 1e-3 each are each rounded away on a bf16
+  // parameter, but accumulate in the f32 master: p becomes bf16(0.99), as DeepSpeed's bf16 optimizer.
+  Parameter p;
+  p.name = "w";
+  p.value = Tensor::fromVector({1}, {1.0f}).toDType(DType::kBF16);
+  p.grad = Tensor::fromVector({1}, {1e-3f}).toDType(DType::kBF16);
+  const float g = p.grad.toVector()[0];  // 1e-3 rounded to bf16
+  std::vector<Parameter> ps{p};
+  OptimizerOptions o;
+  o.lr = 1.0f;
+  o.momentum = 0.0f;
+  auto opt = makeOptimizer(o);
+  for (int i = 0; i < 10; ++i) opt->step(ps);
+  EXPECT_EQ(ps[0].value.dtype(), DType::kBF16);
+  const float want = Tensor::fromVector({1}, {1.0f - 10 * g}).toDType(DType::kBF16).toVector()[0];
+  EXPECT_LT(want, 1.0f);
+  EXPECT_EQ(ps[0].value.toVector()[0], want);
+}
+
+TEST(Bf16, SingleProcessTrainingLearnsAndStaysNearF32) {
+  TrainConfig c;
+  c.model = parseModelSpec("mlp:32x3,in=16,out=8");
+  c.samples = 256;
+  c.batch = 16;
+  c.steps = 40;
+  c.optimizer.kind = "adamw";
+  c.optimizer.lr = 0.01f;
+  c.evalSamples = 64;
+  ops::setBlasThreads(1);
+  TrainResult f32 = train(c, nullptr);
+  c.dtype = DType::kBF16;
+  TrainResult bf16 = train(c, nullptr);
+  EXPECT_LT(bf16.evalLossEnd, 0.7 * bf16.evalLossStart) << bf16.evalLossStart << " -> " << bf16.evalLossEnd;
+  EXPECT_NEAR(bf16.evalLossEnd, f32.evalLossEnd, 0.1 * f32.evalLossEnd);
+  EXPECT_NE(bf16.finalChecksum, f32.finalChecksum) << "the bf16 run really ran in bf16";
+}
+
+TEST(MlpSpec, GemmFlopsCountForwardWeightAndInputGradients) {
+  // Layer 0 (32 -> 64): forward and weight gradient only; layers 1 (64 -> 64) and 2 (64 -> 16): all three.
+  EXPECT_DOUBLE_EQ(parseModelSpec("mlp:64x3,in=32,out=16").gemmFlopsPerSample(),
+                   4.0 * 32 * 64 + 6.0 * 64 * 64 + 6.0 * 64 * 16);
+  EXPECT_DOUBLE_EQ(parseModelSpec("mlp:8x1").gemmFlopsPerSample(), 4.0 * 8 * 8);
+}
+
+}  // namespace

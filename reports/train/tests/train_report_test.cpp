@@ -59,6 +59,34 @@ TEST(TrainReport, JsonRoundTripsAndCarriesPyTorchsFieldNames) {
   EXPECT_DOUBLE_EQ(back[0].overlapEfficiency, 0.4);
 }
 
+TEST(TrainReport, DtypeAndGemmTflopsRoundTripAndOlderFilesAreF32) {
+  auto r = sample();
+  r.dtype = "bf16";
+  r.gemmFlopsPerStep = 1.5e12;
+  r.gemmTflops = 42.5;
+  auto j = trainToJson({r});
+  EXPECT_EQ(j["runs"][0]["dtype"], "bf16");
+  EXPECT_EQ(j["runs"][0]["gemm_tflops"], 42.5);
+  auto back = trainFromJson(j, "t.json");
+  EXPECT_EQ(back[0].dtype, "bf16");
+  EXPECT_DOUBLE_EQ(back[0].gemmFlopsPerStep, 1.5e12);
+  EXPECT_DOUBLE_EQ(back[0].gemmTflops, 42.5);
+  // f32 leaves the field out, so an older file re-serialises (and hashes to a run id) as before.
+  EXPECT_FALSE(trainToJson({sample()})["runs"][0].contains("dtype"));
+  // A file written before --dtype: f32, TFLOP/s unknown.
+  j["runs"][0].erase("dtype");
+  j["runs"][0].erase("gemm_flops_per_step");
+  j["runs"][0].erase("gemm_tflops");
+  back = trainFromJson(j, "old.json");
+  EXPECT_EQ(back[0].dtype, "f32");
+  EXPECT_EQ(back[0].gemmTflops, 0.0);
+  // The table names the dtype of each row.
+  auto text = formatTrainTable({sample(), r});
+  EXPECT_NE(text.find("TFLOP/s"), std::string::npos) << text;
+  EXPECT_NE(text.find("   bf16 "), std::string::npos) << text;
+  EXPECT_NE(text.find("  42.500 "), std::string::npos) << text;
+}
+
 TEST(TrainReport, ReadersCheckTheSchema) {
   auto j = trainToJson({sample()});
   j["schema_version"] = 99;

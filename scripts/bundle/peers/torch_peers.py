@@ -3,8 +3,9 @@
 same run. It measures, with torch only (nothing else from the bundle):
 
   allreduce   torch.distributed NCCL allreduce at world size 1, float32, on the sizes of dsperf's sweep;
-  mlp         the MLP of each dsbench train file (same width, depth, batch, f32): forward, backward and
-              an SGD step, timed with CUDA events;
+  mlp         the MLP of each dsbench train file, once per dtype in it (same width, depth, batch and
+              dtype; bf16 with f32 master weights, as dsperf): forward, backward and an SGD step, timed
+              with CUDA events;
   copy        device-to-device copy bandwidth (torch Tensor.copy_), the memory limit of the GPU.
 
 It writes PEERS.json and prints ratio tables (dsperf / torch; above 1 means dsperf takes longer).
@@ -58,7 +59,16 @@ def allreduce_peer(torch, sizes, deadline):
     return rows
 
 
-def mlp_peer(torch, spec, batch):
+def gemm_flops_per_sample(dims):
+    """dsperf's MlpSpec::gemmFlopsPerSample: forward and weight gradient of every layer, input gradient
+    of every layer but the first (torch computes none for the data either)."""
+    return sum((4.0 if i == 0 else 6.0) * dims[i] * dims[i + 1] for i in range(len(dims) - 1))
+
+
+def mlp_peer(torch, spec, batch, dtype):
+    """dsperf's MLP step in torch: forward, MSE, backward, SGD (momentum 0.9). dtype "bf16": the model
+    and batch in bfloat16 and SGD on float32 master copies written back rounded, as dsperf and
+    DeepSpeed's bf16 optimizer do."""
     torch.manual_seed(0)
     width, layers, in_features, out_features, act, bias = spec
     # dsperf's mlp:WxL is L linear layers: in -> W -> ... -> W -> out, an activation between them.
@@ -68,27 +78,38 @@ def mlp_peer(torch, spec, batch):
         mods.append(torch.nn.Linear(dims[i], dims[i + 1], bias=bias))
         if i < len(dims) - 2:
             mods.append(torch.nn.ReLU() if act == "relu" else torch.nn.GELU())
-    model = torch.nn.Sequential(*mods).cuda()
-    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
-    x = torch.randn(batch, in_features, device="cuda")
-    y = torch.randn(batch, out_features, device="cuda")
-    params = sum(p.numel() for p in model.parameters())
+    tdtype = torch.bfloat16 if dtype == "bf16" else torch.float32
+    model = torch.nn.Sequential(*mods).cuda().to(tdtype)
+    params = list(model.parameters())
+    masters = [p.detach().float().clone().requires_grad_(False) for p in params] if dtype == "bf16" else params
+    opt = torch.optim.SGD(masters, lr=0.01, momentum=0.9)
+    x = torch.randn(batch, in_features, device="cuda", dtype=tdtype)
+    y = torch.randn(batch, out_features, device="cuda", dtype=tdtype)
+    count = sum(p.numel() for p in params)
 
     def fwd():
         return torch.nn.functional.mse_loss(model(x), y)
 
     def step():
-        opt.zero_grad(set_to_none=True)
+        for p in params:
+            p.grad = None
         loss = fwd()
         loss.backward()
-        opt.step()
+        if dtype == "bf16":
+            for m, p in zip(masters, params):
+                m.grad = p.grad.float()
+            opt.step()
+            with torch.no_grad():
+                for m, p in zip(masters, params):
+                    p.copy_(m)
+        else:
+            opt.step()
 
     fwd_ms = timed(torch, lambda: fwd(), 10, 3)
     step_ms = timed(torch, step, 10, 3)
-    # Multiply-adds of the GEMMs: forward 2*params*batch FLOPs, backward twice that.
-    flops = 6.0 * params * batch
-    return {"params": params, "batch": batch, "forward_ms": fwd_ms, "step_ms": step_ms,
-            "tflops": flops / (step_ms * 1e-3) / 1e12}
+    flops = gemm_flops_per_sample(dims) * batch
+    return {"params": count, "batch": batch, "dtype": dtype, "forward_ms": fwd_ms, "step_ms": step_ms,
+            "gemm_flops_per_step": flops, "tflops": flops / (step_ms * 1e-3) / 1e12}
 
 
 def copy_peer(torch):
@@ -157,25 +178,28 @@ def main():
     result["mlp"] = []
     rows = []
     for path in a.train:
-        if not os.path.exists(path) or time.monotonic() > deadline:
+        if not os.path.exists(path):
             continue
+        done = set()
         for run in load(path).get("runs", []):
-            if run.get("device") != "cuda":
+            dtype = run.get("dtype", "f32")
+            if run.get("device") != "cuda" or dtype in done or time.monotonic() > deadline:
                 continue
-            peer = mlp_peer(torch, parse_model(run["model"]), run["per_rank_batch"])
+            done.add(dtype)  # one configuration per model and dtype
+            peer = mlp_peer(torch, parse_model(run["model"]), run["per_rank_batch"], dtype)
             if peer["params"] != run["params"]:
                 print(f"torch_peers: note: torch's {run['model']} has {peer['params']} parameters, dsperf's "
                       f"{run['params']}: the models differ", file=sys.stderr)
             mine = run["time_ms"]["step"]["p50"]
-            mine_tflops = 6.0 * run["params"] * run["per_rank_batch"] / (mine * 1e-3) / 1e12
+            mine_tflops = peer["gemm_flops_per_step"] / (mine * 1e-3) / 1e12
             peer.update({"model": run["model"], "dsperf_step_ms": mine, "dsperf_tflops": mine_tflops})
             result["mlp"].append(peer)
-            rows.append([run["model"], run["per_rank_batch"], f"{peer['step_ms']:.2f}", f"{mine:.2f}",
+            rows.append([run["model"], dtype, run["per_rank_batch"], f"{peer['step_ms']:.2f}", f"{mine:.2f}",
                          f"{mine / peer['step_ms']:.2f}", f"{peer['tflops']:.1f}", f"{mine_tflops:.1f}"])
-            break  # one configuration per file
     if rows:
-        table("MLP step (forward + backward + SGD), f32, world size 1",
-              ["model", "batch", "torch ms", "dsperf ms", "dsperf/torch", "torch TFLOP/s", "dsperf TFLOP/s"], rows)
+        table("MLP step (forward + backward + SGD), world size 1; TFLOP/s of the GEMMs at the step time",
+              ["model", "dtype", "batch", "torch ms", "dsperf ms", "dsperf/torch", "torch TFLOP/s", "dsperf TFLOP/s"],
+              rows)
     with open(a.out, "w") as f:
         json.dump(result, f, indent=1)
     return 0
