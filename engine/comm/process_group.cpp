@@ -95,6 +95,9 @@ void ProcessGroup::shutdown() {
       worker_.detach();
     }
   }
+  { std::lock_guard<std::mutex> lock(watchMu_); }
+  watchCv_.notify_all();
+  if (watchdog_.joinable()) watchdog_.join();
   { std::lock_guard<std::mutex> lock(hbMu_); }
   hbCv_.notify_all();
   if (heartbeat_.joinable()) heartbeat_.join();
@@ -111,7 +114,8 @@ void ProcessGroup::unsupported(const char* what) const {
 }
 
 bool ProcessGroup::inlineEligible(const OpDesc&) const { return false; }
-bool ProcessGroup::callerMayRunToEnd(const OpDesc&) const { return true; }
+bool ProcessGroup::callerMayRunToEnd(const OpDesc& desc) const { return keepsOwnTimeout(desc); }
+bool ProcessGroup::keepsOwnTimeout(const OpDesc&) const { return true; }
 
 std::function<void()> ProcessGroup::startInline(const OpDesc& desc, const Buffer&, const Buffer&,
                                                 std::chrono::steady_clock::time_point) {
@@ -460,12 +464,15 @@ void ProcessGroup::workerLoop() {
       running_ = true;
     }
     if (!task.started) task.work->markStarted();
+    const bool watched = !keepsOwnTimeout(task.work->desc());
+    if (watched) watch(task.work);
     std::exception_ptr error;
     try {
       task.body();
     } catch (...) {
       error = std::current_exception();
     }
+    if (watched) watch(nullptr);
     // Cleared before the Work completes: a caller that returns from wait() and issues the next op
     // must find the group idle, or that op would miss the fast path.
     {
@@ -475,6 +482,54 @@ void ProcessGroup::workerLoop() {
     idleCv_.notify_all();
     task.work->markCompleted(error);
   }
+}
+
+void ProcessGroup::watch(std::shared_ptr<Work> work) {
+  {
+    std::lock_guard<std::mutex> lock(watchMu_);
+    if (work && !watchdogStarted_) {
+      watchdogStarted_ = true;
+      watchdog_ = std::thread([this] { watchdogLoop(); });
+    }
+    watched_ = std::move(work);
+  }
+  watchCv_.notify_all();
+}
+
+void ProcessGroup::watchdogLoop() {
+  std::unique_lock<std::mutex> lock(watchMu_);
+  while (!stopping_) {
+    if (!watched_) {
+      watchCv_.wait(lock, [&] { return stopping_ || watched_ != nullptr; });
+      continue;
+    }
+    std::shared_ptr<Work> work = watched_;
+    if (watchCv_.wait_until(lock, work->deadline() + kWatchdogGrace,
+                            [&] { return stopping_ || watched_ != work; })) {
+      continue;
+    }
+    lock.unlock();
+    if (work->expire()) {
+      // Nobody was waiting for the op: the log is the only place its diagnosis shows now.
+      try {
+        if (auto e = work->exception()) std::rethrow_exception(e);
+      } catch (const std::exception& e) {
+        log::error("{} (reported by the process group's watchdog: no wait() was there to raise it)", e.what());
+      }
+    }
+    if (broken_) failQueued();
+    lock.lock();
+    if (watched_ == work) watched_.reset();  // abandoned: the worker may never return from it
+  }
+}
+
+void ProcessGroup::failQueued() {
+  std::deque<Task> dropped;
+  {
+    std::lock_guard<std::mutex> lock(queueMu_);
+    dropped.swap(queue_);
+  }
+  for (auto& task : dropped) task.work->markCompleted(std::make_exception_ptr(unusableError()));
 }
 
 BackendError ProcessGroup::unusableError() const {

@@ -101,6 +101,9 @@ class ProcessGroup {
   // The limit owners of op memory give waitIdle() when tearing down: long enough for an abandoned
   // op's backend to reach its deadline and diagnose the timeout (at most 3 heartbeats, 5 s).
   static constexpr Duration kAbandonedOpGrace = std::chrono::seconds(10);
+  // How long after an op's deadline the watchdog expires it: a caller waiting for the op gets there
+  // first and raises the error itself (the watchdog then stays quiet).
+  static constexpr Duration kWatchdogGrace = std::chrono::milliseconds(500);
   // The largest op (OpDesc::bytes) that may start on the caller's thread (the fast path, see the
   // class comment); 0 when it is off. Backends that do not opt in never take it, whatever this says.
   std::size_t inlineMaxBytes() const { return inlineMaxBytes_; }
@@ -168,11 +171,14 @@ class ProcessGroup {
   // as do*(): no other op of the group runs meanwhile.
   virtual std::function<void()> startInline(const OpDesc& desc, const Buffer& in, const Buffer& out,
                                             std::chrono::steady_clock::time_point issued);
-  // Whether `desc` may run to its end on the caller's thread on one core (the class comment): its
-  // do*() keeps the op's timeout there. Default: yes (the do*() contract). A backend whose do*()
-  // blocks without a timeout on the worker thread (mpi's blocking collectives, which Work::wait
-  // times out instead) says no for those ops, which then go to the worker as elsewhere.
+  // Whether `desc` may run to its end on the caller's thread on one core (the class comment).
+  // Default: keepsOwnTimeout(desc).
   virtual bool callerMayRunToEnd(const OpDesc& desc) const;
+  // Whether the do*() of `desc` keeps the op's timeout itself (the do*() contract). Default: yes. A
+  // backend whose do*() may block without one (mpi's blocking collectives) says no for those ops:
+  // they never run to their end on the caller's thread, and on the worker the group's watchdog
+  // times them out at their deadline, whether or not anybody waits for them.
+  virtual bool keepsOwnTimeout(const OpDesc& desc) const;
 
   // The TimeoutError for `desc`, naming the ranks that never arrived, from the heartbeats. Marks the
   // group broken. Blocks for a few heartbeat intervals while it looks.
@@ -248,6 +254,15 @@ class ProcessGroup {
   BackendError unusableError() const;
   void workerLoop();
   void heartbeatLoop();
+  // The watchdog thread: when the op it watches (a worker op that does not keep its own timeout)
+  // outlives its deadline by kWatchdogGrace, it expires the op's Work (the usual diagnosis, naming
+  // the ranks that never arrived), logs the error unless a wait() raised it first, and fails the ops
+  // queued behind it (the group is unusable, and the worker may never come back from the call).
+  void watchdogLoop();
+  // Starts watching `work` (the worker is about to run it), or stops (null).
+  void watch(std::shared_ptr<Work> work);
+  // Fails every queued op at once with unusableError() (their bodies never run).
+  void failQueued();
   std::string key(const std::string& suffix) const;
 
   ProcessGroupOptions options_;
@@ -278,6 +293,12 @@ class ProcessGroup {
   bool callerRunsOps_ = false;
   std::thread worker_;
   bool workerStarted_ = false;
+
+  std::mutex watchMu_;
+  std::condition_variable watchCv_;
+  std::shared_ptr<Work> watched_;  // guarded by watchMu_
+  std::thread watchdog_;
+  bool watchdogStarted_ = false;  // guarded by watchMu_
 
   std::mutex hbMu_;
   std::condition_variable hbCv_;

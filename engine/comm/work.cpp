@@ -61,22 +61,38 @@ void Work::wait(Timeout timeout) {
                       "{} ms).",
                       timeout->count(), desc_.describe(), desc_.timeout.count()));
     }
-    auto handler = std::move(sharedOnTimeout_);  // once: later waits see the stored error
-    lock.unlock();
-    std::exception_ptr err = handler ? (*handler)(desc_)
-                                     : std::make_exception_ptr(TimeoutError(
-                                           fmt::format("{} did not finish within its timeout of {} ms.",
-                                                       desc_.describe(), desc_.timeout.count())));
-    lock.lock();
-    if (!done_) {
-      // The op is abandoned: later waits see the same error.
-      done_ = true;
-      error_ = err;
-      finished_ = Clock::now();
-      cv_.notify_all();
-    }
+    expireLocked(lock);
   }
   if (error_) std::rethrow_exception(error_);
+}
+
+bool Work::expire() {
+  std::unique_lock<std::mutex> lock(mu_);
+  return expireLocked(lock);
+}
+
+bool Work::expireLocked(std::unique_lock<std::mutex>& lock) {
+  if (expiring_) {
+    cv_.wait(lock, [&] { return done_; });
+    return false;
+  }
+  if (done_) return false;
+  expiring_ = true;
+  auto handler = std::move(sharedOnTimeout_);
+  lock.unlock();
+  std::exception_ptr err = handler ? (*handler)(desc_)
+                                   : std::make_exception_ptr(TimeoutError(
+                                         fmt::format("{} did not finish within its timeout of {} ms.",
+                                                     desc_.describe(), desc_.timeout.count())));
+  lock.lock();
+  if (!done_) {
+    // The op is abandoned: later waits see the same error.
+    done_ = true;
+    error_ = err;
+    finished_ = Clock::now();
+  }
+  cv_.notify_all();
+  return true;
 }
 
 std::exception_ptr Work::exception() {

@@ -73,6 +73,8 @@ class Work {
   // marked broken; a shorter caller timeout throws a TimeoutError and leaves the op running.
   virtual void wait(Timeout timeout = {});
   std::exception_ptr exception();
+  // When the op's own timeout runs out: issued + desc().timeout.
+  Clock::time_point deadline() const { return issued_ + desc_.timeout; }
   // Time the op took from the start of its execution to completion; zero until it completed.
   virtual std::chrono::nanoseconds duration();
 
@@ -80,6 +82,11 @@ class Work {
   void markStarted();
   void markStarted(Clock::time_point at);
   void markCompleted(std::exception_ptr error = nullptr);
+  // Fails the op by its own timeout unless it has completed: runs the timeout handler (once per Work,
+  // whoever comes first: wait() or the group's watchdog; a second caller waits for the first's
+  // result) and completes the Work with its error. True when this call ran the handler. Blocks
+  // while the handler diagnoses (seconds). The op itself is abandoned, as after wait()'s timeout.
+  bool expire();
   // Called (once) by wait() when the op's own timeout ran out; returns the error to raise. Shared by
   // many Works (a process group's one handler): no allocation per op.
   void setTimeoutHandler(std::shared_ptr<const std::function<std::exception_ptr(const OpDesc&)>> handler) {
@@ -87,10 +94,14 @@ class Work {
   }
 
  protected:
+  // expire() with mu_ held by `lock`; returns with it held.
+  bool expireLocked(std::unique_lock<std::mutex>& lock);
+
   OpDesc desc_;
   std::mutex mu_;
   std::condition_variable cv_;
   bool done_ = false;
+  bool expiring_ = false;  // a timeout handler runs (expireLocked)
   std::exception_ptr error_;
   Clock::time_point issued_ = Clock::now();
   Clock::time_point started_{};

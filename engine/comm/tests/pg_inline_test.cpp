@@ -86,8 +86,13 @@ class ScriptedGroup final : public ProcessGroup {
     if (workerTimesOut) throw ds::TimeoutError("the scripted peer never came");
   }
 
+  bool keepsOwnTimeout(const OpDesc&) const override { return ownTimeout; }
+
  public:
   bool workerTimesOut = false;
+  // False: the worker's op blocks without a timeout of its own (as mpi's blocking calls), so the
+  // group's watchdog must time it out.
+  bool ownTimeout = true;
 
  private:
   void record(std::string what) {
@@ -353,4 +358,30 @@ TEST(ProcessGroupInline, TheLimitVariableIsParsedStrictly) {
     std::string e = errorOf([&] { inlineMaxBytesFromEnv(bad); });
     EXPECT_NE(e.find("DS_PG_INLINE_MAX_BYTES"), std::string::npos) << bad << ": " << e;
   }
+}
+
+TEST(ProcessGroupWatchdog, AnOpWithoutItsOwnTimeoutFailsAtItsDeadlineWhenNobodyWaits) {
+  InlineLimit limit("0");
+  ProcessGroupOptions o = options();
+  o.timeout = 300ms;
+  ScriptedGroup pg(o);
+  pg.blockWorker = true;
+  pg.ownTimeout = false;
+  float v = 0;
+  auto first = pg.allreduce(Buffer{&v, 1, DType::kF32, {}});  // blocks on the worker
+  auto second = pg.allreduce(Buffer{&v, 1, DType::kF32, {}});  // queued behind it
+  const auto giveUp = std::chrono::steady_clock::now() + 5s;
+  while (!(first->isCompleted() && second->isCompleted()) && std::chrono::steady_clock::now() < giveUp) {
+    std::this_thread::sleep_for(10ms);
+  }
+  ASSERT_TRUE(first->isCompleted()) << "no watchdog failed the op that cannot time out itself";
+  ASSERT_TRUE(second->isCompleted()) << "the op queued behind a timed-out one must fail at once";
+  std::string e1 = errorOf([&] { first->wait(); });
+  EXPECT_NE(e1.find("allreduce(f32, count=1, op=sum) #1"), std::string::npos) << e1;
+  EXPECT_NE(e1.find("timed out on rank 0"), std::string::npos) << e1;
+  std::string e2 = errorOf([&] { second->wait(); });
+  EXPECT_NE(e2.find("is unusable"), std::string::npos) << e2;
+  EXPECT_TRUE(pg.broken());
+  EXPECT_EQ(pg.events().size(), 1u) << "the queued op's body must never run";
+  pg.release();
 }

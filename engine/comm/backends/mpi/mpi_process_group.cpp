@@ -1,16 +1,19 @@
 // The mpi backend: collectives on a duplicate of MPI_COMM_WORLD, in two ways, chosen from the op
 // alone so that every rank makes the same kind of call (MPI never matches a blocking collective with
 // a nonblocking one):
-// - ops the fast path may take (at most DS_PG_INLINE_MAX_BYTES), wherever they run: a nonblocking
+// - every op but the large ones below, wherever it runs (the fast path may take it): a nonblocking
 //   MPI call completed by mpidetail::waitAll (yield, then growing sleeps; never a spin, never a
-//   hang), which keeps the op's timeout itself;
-// - larger allreduce, broadcast and allgather, always on the group's worker thread: the blocking MPI
-//   call (MPI_Allreduce, ...), as PyTorch's
-//   ProcessGroupMPI does. A nonblocking collective goes through Open MPI's libnbc schedules, which
-//   cost +235% at >= 1 MiB against the blocking call's tuned algorithms. A blocking call cannot time
-//   out, so the caller's Work::wait does: at the op's deadline it names the missing ranks from the
-//   heartbeats and the group turns unusable, while the call stays in flight (mpi::InFlight) and
-//   exit aborts the job instead of finalising MPI.
+//   hang), which keeps the op's timeout itself; a small allreduce of two ranks is one exchange of
+//   point-to-point messages (postExchangeAllreduce) instead of libnbc's MPI_Iallreduce;
+// - allreduce, broadcast and allgather above kLargestNonblockingBytes (or DS_PG_INLINE_MAX_BYTES if
+//   smaller), always on the group's worker thread: the blocking MPI call (MPI_Allreduce, ...), as
+//   PyTorch's ProcessGroupMPI does. A nonblocking collective goes through Open MPI's libnbc
+//   schedules, which cost +235% at >= 1 MiB against the blocking call's tuned algorithms (and
+//   already more than the handoff to the worker at 256 KiB). A blocking call cannot time
+//   out, so the base times it out (keepsOwnTimeout): a caller's Work::wait at the op's deadline, or
+//   else the group's watchdog thread, names the missing ranks from the heartbeats and the group
+//   turns unusable, while the call stays in flight (mpi::InFlight) and exit aborts the job instead
+//   of finalising MPI.
 //
 // Types: the C types MPI has; f16 and bf16 travel as a 2-byte contiguous type, reduced by one
 // user-defined commutative MPI_Op per (type, op) that calls reduceInto. avg runs as sum and is
@@ -148,6 +151,16 @@ void forChunks(std::size_t count, std::size_t maxChunk, F fn) {
   for (std::size_t off = 0; off < count; off += maxChunk) fn(off, std::min(maxChunk, count - off));
 }
 
+// The largest allreduce, broadcast or allgather (bytes per rank) that takes a nonblocking MPI call;
+// larger ones take the blocking call on the worker thread. libnbc's schedules cost more than the
+// handoff to the worker from here on (2 ranks, per op, nonblocking on the caller against blocking
+// on the worker: 16 KiB 20 vs 26 us, 256 KiB 415 vs 123 us, 1 MiB 5460 vs 405 us under mpirun's
+// binding; unbound 170 vs 121 us at 256 KiB; a loaded machine).
+constexpr std::size_t kLargestNonblockingBytes = std::size_t{64} << 10;
+
+// The largest allreduce (bytes per rank) that two ranks run as one exchange (postExchangeAllreduce).
+constexpr std::size_t kExchangeMaxBytes = std::size_t{64} << 10;
+
 std::size_t chunkLimitFromEnv() {
   const char* v = std::getenv("DS_MPI_MAX_CHUNK");
   if (v == nullptr || *v == '\0') return INT_MAX;
@@ -249,6 +262,7 @@ class MpiProcessGroup final : public ProcessGroup {
     if (comm_ != MPI_COMM_NULL && !broken() && !mpi::broken() && !mpi::anyInFlight() && !mpi::finalized()) {
       mpi::CallGuard guard;
       MPI_Comm_free(&comm_);
+      MPI_Comm_free(&xcomm_);
     }
   }
 
@@ -279,12 +293,14 @@ class MpiProcessGroup final : public ProcessGroup {
   void doSend(const OpDesc& d, const Buffer& data) override { runBlocking(d, data, data); }
   void doRecv(const OpDesc& d, const Buffer& data) override { runBlocking(d, data, data); }
 
-  // Every op can start on the caller's thread as a nonblocking MPI call (the base applies the size
-  // limit).
-  bool inlineEligible(const OpDesc&) const override { return true; }
+  // Every op but the blocking ones can start on the caller's thread as a nonblocking MPI call (the
+  // base applies the size limit).
+  bool inlineEligible(const OpDesc& d) const override { return !blocking(d); }
   // On one core, ops within the fast path's limit run on the caller (nonblocking, timed out there);
   // larger ones go to the worker for the blocking call, while the caller sleeps in wait().
-  bool callerMayRunToEnd(const OpDesc& d) const override { return d.bytes <= inlineMaxBytes(); }
+  bool callerMayRunToEnd(const OpDesc& d) const override { return d.bytes <= inlineMaxBytes() && !blocking(d); }
+  // The blocking calls have no timeout of their own: the base's watchdog (or a wait()) times them out.
+  bool keepsOwnTimeout(const OpDesc& d) const override { return !blocking(d); }
 
   // Posts the op, then tests it through the wait loop's spin and yield phases only (the time a
   // prompt peer needs; PollPolicy), and returns the rest when it is not done by then: from there on
@@ -311,9 +327,14 @@ class MpiProcessGroup final : public ProcessGroup {
   // Whether `d` takes the blocking call. Decided from the op alone, the same on every rank: MPI does
   // not match a blocking collective on one rank with a nonblocking one on another (a rank whose
   // worker was busy would otherwise block where its peers took the fast path, and the job hangs).
-  // Ops the fast path may take stay nonblocking wherever they run; larger ones never take it (nor
-  // run on the caller on one core), so they always reach the worker.
-  bool blocking(const OpDesc& d) const { return d.bytes > inlineMaxBytes() && d.count <= maxChunk_; }
+  // Blocking ops never take the fast path (nor run on the caller on one core), so they always reach
+  // the worker; the others stay nonblocking wherever they run.
+  bool blocking(const OpDesc& d) const {
+    const bool hasBlockingPath =
+        d.type == OpType::kAllreduce || d.type == OpType::kBroadcast || d.type == OpType::kAllgather;
+    return hasBlockingPath && (d.bytes > inlineMaxBytes() || d.bytes > kLargestNonblockingBytes) &&
+           d.count <= maxChunk_;
+  }
 
   // Runs one blocking MPI call: refused once MPI is broken, counted in flight while it runs (a call
   // that never returns makes exit abort), MPI's error turned into a BackendError.
@@ -397,7 +418,40 @@ class MpiProcessGroup final : public ProcessGroup {
     }
   }
 
+  // Two ranks, small: one exchange of the whole input and a local reduction (exchangeAllreduce).
+  bool exchanges(const OpDesc& d) const { return size() == 2 && d.bytes <= kExchangeMaxBytes; }
+
+  // An allreduce of two ranks as one point-to-point exchange (MPI_Irecv + MPI_Isend on xcomm_) and a
+  // local reduction: what Open MPI's blocking allreduce does for small messages, without libnbc's
+  // schedule, which costs ~0.7 us more per op at 8 B, and still nonblocking, so the op keeps its
+  // timeout. Both ranks reduce rank 0's data with rank 1's in that order, so their results are the
+  // same bits whatever the op.
+  void postExchangeAllreduce(const OpDesc& d, const Buffer& in, const Buffer& out, Posted& op) {
+    Pending& p = op.pending;
+    const MPI_Datatype t = mpiType(d.dtype);
+    const int peer = 1 - rank();
+    char* theirs = p.temp(d.bytes);
+    {
+      mpi::CallGuard guard;
+      p.reqs.resize(2, MPI_REQUEST_NULL);
+      check(MPI_Irecv(theirs, static_cast<int>(d.count), t, peer, 0, xcomm_, &p.reqs[0]), "MPI_Irecv");
+      check(MPI_Isend(in.data, static_cast<int>(d.count), t, peer, 0, xcomm_, &p.reqs[1]), "MPI_Isend");
+    }
+    op.after = [d, in, out, theirs, first = rank() == 0](Posted&) {
+      const ReduceOp wire = wireOp(d.op);
+      if (first) {
+        if (!d.inPlace) std::memcpy(out.data, in.data, d.bytes);
+        reduceInto(out.data, theirs, d.count, d.dtype, wire);
+      } else {
+        reduceInto(theirs, in.data, d.count, d.dtype, wire);
+        std::memcpy(out.data, theirs, d.bytes);
+      }
+      if (d.op == ReduceOp::kAvg) divideBy(out.data, out.count, out.dtype, 2);
+    };
+  }
+
   void postAllreduce(const OpDesc& d, const Buffer& in, const Buffer& out, Posted& op) {
+    if (exchanges(d)) return postExchangeAllreduce(d, in, out, op);
     Pending& p = op.pending;
     MPI_Datatype t = mpiType(d.dtype);
     MPI_Op mop = mpiOp(d.dtype, d.op);
@@ -605,15 +659,17 @@ class MpiProcessGroup final : public ProcessGroup {
     Pending p;
     {
       mpi::CallGuard guard;
-      p.reqs.push_back(MPI_REQUEST_NULL);
-      check(MPI_Comm_idup(MPI_COMM_WORLD, &comm_, &p.reqs.back()), "MPI_Comm_idup");
+      p.reqs.resize(2, MPI_REQUEST_NULL);
+      check(MPI_Comm_idup(MPI_COMM_WORLD, &comm_, &p.reqs[0]), "MPI_Comm_idup");
+      check(MPI_Comm_idup(MPI_COMM_WORLD, &xcomm_, &p.reqs[1]), "MPI_Comm_idup");
     }
     auto deadline = Clock::now() + timeout;
-    if (mpidetail::waitAll(p.reqs.data(), 1, MPI_STATUSES_IGNORE, 0, deadline, policy_,
+    if (mpidetail::waitAll(p.reqs.data(), 2, MPI_STATUSES_IGNORE, 0, deadline, policy_,
                            [] { return std::string("MPI_Comm_idup"); }) == mpidetail::WaitResult::kTimedOut) {
       mpi::markBroken(fmt::format("creating the mpi process group '{}'", options().groupName));
       abandon(p);
       comm_ = MPI_COMM_NULL;
+      xcomm_ = MPI_COMM_NULL;
       throw TimeoutError(
           fmt::format("creating the mpi process group '{}' (MPI_Comm_idup of MPI_COMM_WORLD) did not finish "
                       "within {} ms on rank "
@@ -624,6 +680,7 @@ class MpiProcessGroup final : public ProcessGroup {
     }
     mpi::CallGuard guard;
     check(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
+    check(MPI_Comm_set_errhandler(xcomm_, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
     check(MPI_Comm_set_name(comm_, const_cast<char*>(("ds:" + options().groupName).c_str())),
           "MPI_Comm_set_name");
     int* ub = nullptr;
@@ -661,6 +718,8 @@ class MpiProcessGroup final : public ProcessGroup {
   }
 
   MPI_Comm comm_ = MPI_COMM_NULL;
+  // The exchange allreduce's own communicator, so that its messages never meet the user's send/recv.
+  MPI_Comm xcomm_ = MPI_COMM_NULL;
   mpidetail::PollPolicy policy_;
   std::size_t maxChunk_;
   int tagUb_ = 32767;

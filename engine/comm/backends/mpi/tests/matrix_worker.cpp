@@ -3,8 +3,9 @@
 //   matrix   --store PATH            every collective x in/out-of-place x dtype x op x count, checked
 //                                    against a reference computed from every rank's known inputs
 //   mismatch --store PATH            creates the group with size = MPI size + 1 (must fail)
-//   timeout  --store PATH --ms N [--count N]  the last rank skips op #2 (an allreduce of N floats,
-//                                    default 1); the others must time out
+//   timeout  --store PATH --ms N [--count N] [--poll 1]  the last rank skips op #2 (an allreduce of
+//                                    N floats, default 1); the others must time out (--poll 1: they
+//                                    only poll op #2 and a queued op #3, never wait)
 //
 // Exit: 0 all checks passed, 1 a mismatch, 2 usage, 3 an unexpected error.
 #include <mpi.h>
@@ -266,15 +267,52 @@ int main(int argc, char** argv) {
         return 0;
       }
       auto start = std::chrono::steady_clock::now();
+      auto msSinceStart = [&] {
+        return static_cast<long long>(
+            std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start)
+                .count());
+      };
+      if (arg(argc, argv, "--poll") == "1") {
+        // Nobody waits: op #2 and op #3 (queued behind it) are only polled, so the group's watchdog
+        // alone can report the timeout.
+        auto second = pg->allreduce(b);
+        auto third = pg->allreduce(b);
+        auto limit = start + o.timeout + std::chrono::seconds(20);
+        while (!second->isCompleted() && std::chrono::steady_clock::now() < limit) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        }
+        if (!second->isCompleted()) {
+          std::printf("rank %d: op #2 never completed or failed while polled (no watchdog)\n", gRank);
+          return 1;
+        }
+        long long ms = msSinceStart();
+        try {
+          std::rethrow_exception(second->exception());
+        } catch (const ds::TimeoutError& e) {
+          std::printf("rank %d WATCHDOG after %lld ms: %s\n", gRank, ms, e.what());
+        } catch (const std::exception& e) {
+          std::printf("rank %d: op #2 failed with something else than a timeout: %s\n", gRank, e.what());
+          return 1;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+        if (!third->isCompleted() || third->exception() == nullptr) {
+          std::printf("rank %d: op #3, queued behind the timed-out op, did not fail at once\n", gRank);
+          return 1;
+        }
+        try {
+          std::rethrow_exception(third->exception());
+        } catch (const ds::BackendError& e) {
+          std::printf("rank %d QUEUED_OP_FAILED: %s\n", gRank, e.what());
+        }
+        std::fflush(stdout);
+        return 0;  // exit must abort the job: the blocking call is still in flight
+      }
       try {
         pg->allreduce(b)->wait();
         std::printf("rank %d: op #2 completed without the last rank\n", gRank);
         return 1;
       } catch (const ds::TimeoutError& e) {
-        auto ms =
-            std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start);
-        std::printf("rank %d TIMEOUT after %lld ms: %s\n", gRank, static_cast<long long>(ms.count()),
-                    e.what());
+        std::printf("rank %d TIMEOUT after %lld ms: %s\n", gRank, msSinceStart(), e.what());
       }
       try {
         pg->allreduce(b)->wait();

@@ -63,12 +63,14 @@ TEST_P(MpiMatrix, EveryCollectiveTypeOpAndCountMatchesTheReference) {
 }
 
 // Chunking (a limit of 1000 elements against a large count of 4099: five pieces, the last of one
-// element) is checked at 2 and 4 ranks; np4_big moves ~1 MiB per op in 16 Ki-element pieces.
+// element) is checked at 2 and 4 ranks; np4_big moves ~1 MiB per op in 16 Ki-element pieces; np2_big
+// takes the two-rank exchange (small counts) and the blocking calls (above 64 KiB) at the defaults.
 INSTANTIATE_TEST_SUITE_P(WorldSizes, MpiMatrix,
                          ::testing::Values(MatrixCase{1, "", "4099"}, MatrixCase{2, "", "4099"},
                                            MatrixCase{2, "1000", "4099"}, MatrixCase{3, "", "4099"},
                                            MatrixCase{4, "1000", "4099"}, MatrixCase{4, "16384", "70001"},
-                                           MatrixCase{2, "", "4099", "0"}, MatrixCase{3, "", "70001", "1K"}),
+                                           MatrixCase{2, "", "4099", "0"}, MatrixCase{3, "", "70001", "1K"},
+                                           MatrixCase{2, "", "70001"}),
                          [](const auto& info) {
                            std::string limit = info.param.inlineLimit;
                            return "np" + std::to_string(info.param.np) +
@@ -130,6 +132,36 @@ TEST(MpiTimeout, SkippedBlockingOpTimesOutOnTheOthersAndTheJobEnds) {
   // 2 MiB: above the fast path's limit, so a blocking MPI_Allreduce on the worker, which cannot time
   // out itself; Work::wait does, and the call left in flight makes exit abort the job.
   expectSkippedOpTimesOut("524288");
+}
+
+TEST(MpiTimeout, BlockingOpNobodyWaitsForIsReportedByTheWatchdog) {
+  REQUIRE_MPIRUN();
+  // A blocking MPI_Allreduce (2 MiB) that rank 2 skips, only polled with isCompleted(): without a
+  // wait() the group's watchdog must fail it at its deadline, naming rank 2, log that, and fail the
+  // op queued behind it at once.
+  TempDir dir;
+  auto r = mpirun(3, {"timeout", "--store", dir.file("store"), "--ms", "1500", "--count", "524288", "--poll", "1"},
+                  mpiEnv(std::chrono::seconds(60)));
+  ASSERT_FALSE(r.timedOut) << "the job hung after the timeout\n" << r.out << r.err;
+  EXPECT_LT(r.seconds, 30.0) << r.out << r.err;
+  EXPECT_NE(r.exitCode, 0) << "MPI_Abort at exit must make mpirun fail";
+  EXPECT_EQ(r.out.find("(no watchdog)"), std::string::npos) << r.out;
+  int reports = 0;
+  for (int rank : {0, 1}) {
+    std::string head = "rank " + std::to_string(rank) + " WATCHDOG after ";
+    auto p = r.out.find(head);
+    if (p == std::string::npos) continue;
+    ++reports;
+    long ms = std::stol(r.out.substr(p + head.size()));
+    EXPECT_GE(ms, 1400) << r.out;
+    EXPECT_LT(ms, 1500 + 5000) << "the watchdog must fire within the bound (plus diagnosis)\n" << r.out;
+    EXPECT_NE(r.out.find("rank " + std::to_string(rank) + " QUEUED_OP_FAILED"), std::string::npos) << r.out;
+  }
+  EXPECT_GE(reports, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("allreduce(f32, count=524288, op=sum) #2"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("Ranks that never arrived: 2 (has not reached op #2"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("is unusable"), std::string::npos) << r.out;
+  EXPECT_NE(r.err.find("reported by the process group's watchdog"), std::string::npos) << r.err;
 }
 
 }  // namespace
