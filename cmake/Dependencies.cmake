@@ -29,6 +29,15 @@ find_package(Threads REQUIRED)
 find_package(fmt REQUIRED)
 find_package(CLI11 REQUIRED)
 find_package(nlohmann_json 3 REQUIRED)
+# Every nlohmann::json exception names the RFC 6901 pointer of the value it is about ("(/results/3/
+# bus_bw) type must be number, but is string"); reports/json_io.h jsonFieldError turns that into
+# "run.json: at /results/3/bus_bw: expected a number, found ...". The library does it by keeping a
+# parent pointer in every value (8 bytes more per value, a little time per copy), so no reader has to
+# track paths by hand. Set for every target: since 3.11 the setting is part of the ABI namespace
+# (json_abi_diag_v3_11_2), so a file built without it could not exchange a json with the others.
+# (3.11.2 leaves parent pointers stale after object insert(first, last) and update(j, true), which
+# assert in builds without NDEBUG; the code uses neither.)
+add_compile_definitions(JSON_DIAGNOSTICS=1)
 find_package(GTest REQUIRED)
 find_package(benchmark REQUIRED)
 

@@ -74,21 +74,4 @@ std::string readInputFile(const std::string& path) {
   return text;
 }
 
-std::string jsonErrorText(const nlohmann::json::exception& e) {
-  std::string text = e.what();
-  // "[json.exception.<kind>.<id>] " then, with JSON_DIAGNOSTICS, "(/path) ".
-  if (text.rfind("[json.exception.", 0) == 0) {
-    auto close = text.find("] ");
-    if (close != std::string::npos) text.erase(0, close + 2);
-  }
-  if (!text.empty() && text[0] == '(') {
-    auto close = text.find(") ");
-    if (close != std::string::npos) {
-      std::string where = text.substr(1, close - 1);
-      text = (where.empty() ? std::string("/") : where) + ": " + text.substr(close + 2);
-    }
-  }
-  return text;
-}
-
 }  // namespace ds::report

@@ -1,5 +1,5 @@
-// Reading result files that came from outside: regular files only, of a bounded size, and JSON
-// errors without the library's codes. Every dsreport reader goes through readInputFile.
+// Reading result files that came from outside: regular files only, of a bounded size. Every dsreport
+// reader goes through readInputFile (and its JSON errors through json_io.h jsonFieldError).
 #pragma once
 
 #include <cstddef>
@@ -17,9 +17,5 @@ std::string readInputFile(const std::string& path);
 inline constexpr std::size_t kDefaultMaxInputBytes = 256ull << 20;
 std::size_t maxInputBytes();
 void setMaxInputBytes(std::size_t bytes);
-// "type must be number, but is string" from nlohmann's "[json.exception.type_error.302] type must be
-// ...": without the library's error code; with JSON_DIAGNOSTICS
-// defined, nlohmann adds the JSON path, which then comes first).
-std::string jsonErrorText(const nlohmann::json::exception& e);
 
 }  // namespace ds::report

@@ -7,8 +7,11 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <vector>
+
+#include "engine/common/error.h"
 
 namespace ds::report {
 
@@ -25,8 +28,35 @@ nlohmann::json readJson(const std::string& path);
 // readJson of a file's text already read (`origin` names it in errors).
 nlohmann::json parseJsonText(const std::string& text, const std::string& origin);
 
+// The readers' errors, in one place. `schema` says what the document should be and how to make a
+// good one again: "dsperf.sweep", "dsperf.train", "dsperf.diag", "dsperf.world", the journals'
+// "dsperf.sweep.journal" / "dsperf.train.journal", or "nccl-tests"; another value gives general advice.
+//
+// A json::exception raised while reading fields of `doc` (the document, or one journal line, that
+// `origin` names), as a ConfigError: "run.json: at /results/3/out_of_place/bus_bw: expected a number,
+// found a string ("fast"). It is not a valid dsperf sweep result: it was changed or damaged after it was
+// written; regenerate it with ...", or, for a newer minor schema version, to upgrade dsperf. The
+// pointer (RFC 6901) comes from nlohmann's JSON_DIAGNOSTICS (cmake/Dependencies.cmake); the value found
+// is looked up in doc.
+ConfigError jsonFieldError(const nlohmann::json::exception& e, const nlohmann::json& doc,
+                           const std::string& origin, std::string_view schema);
+// Text that does not parse as JSON, as a ConfigError: where the parser stopped (line, column and the
+// pointer of the value it was in), whether the file is cut short or damaged, and what to do.
+ConfigError notJsonError(const std::string& text, const std::string& origin, std::string_view schema);
+
+// Runs read(), which reads fields of doc, turning a json::exception into jsonFieldError.
+template <class F>
+auto readFields(const nlohmann::json& doc, const std::string& origin, std::string_view schema, F&& read)
+    -> decltype(read()) {
+  try {
+    return read();
+  } catch (const nlohmann::json::exception& e) {
+    throw jsonFieldError(e, doc, origin, schema);
+  }
+}
+
 // An integer field read from a file: a JSON number that fits T, else nlohmann's out_of_range (406) or
-// type_error (302), which the readers turn into a ConfigError naming the file. nlohmann::json's own
+// type_error (302), which the readers turn into a ConfigError naming the file (jsonFieldError). nlohmann::json's own
 // get<int>() casts whatever is there, and a float beyond the type (1e60) is undefined behaviour.
 // A float with a fraction is truncated, as get<int>() does.
 template <class T>

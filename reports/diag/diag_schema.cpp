@@ -92,12 +92,12 @@ nlohmann::json diagToJson(const DiagReport& report) {
 }
 
 DiagReport diagFromJson(const nlohmann::json& j, const std::string& origin) {
-  try {
-    if (!j.is_object() || textOr(j, "schema", "") != kDiagSchemaName) {
-      throw ConfigError(fmt::format("{} is not a dsdiag report (schema '{}', expected '{}').", origin,
-                                    textOr(j, "schema", ""), kDiagSchemaName));
-    }
-    checkSchemaVersion(j, kDiagSchemaName, origin);
+  if (!j.is_object() || textOr(j, "schema", "") != kDiagSchemaName) {
+    throw ConfigError(fmt::format("{} is not a dsdiag report (schema '{}', expected '{}').", origin,
+                                  textOr(j, "schema", ""), kDiagSchemaName));
+  }
+  checkSchemaVersion(j, kDiagSchemaName, origin);
+  return readFields(j, origin, kDiagSchemaName, [&] {
     DiagReport r;
     readTo(j.at("mode"), r.mode);
     readTo(j.at("world_size"), r.worldSize);
@@ -105,21 +105,18 @@ DiagReport diagFromJson(const nlohmann::json& j, const std::string& origin) {
     r.toolVersion = textOr(j, "tool_version", "");
     if (j.contains("missing_ranks")) readTo(j.at("missing_ranks"), r.missingRanks);
     const auto& checks = j.at("checks");
-    if (!checks.is_array()) throw ConfigError(fmt::format("{}: 'checks' is not a list.", origin));
+    if (!checks.is_array())
+      throw nlohmann::json::type_error::create(302, std::string("type must be array, but is ") + checks.type_name(),
+                                               &checks);
     for (std::size_t i = 0; i < checks.size(); ++i) {
       try {
         r.checks.push_back(checks[i].get<DiagRecord>());
-      } catch (const ConfigError& e) {
-        throw ConfigError(fmt::format("{}: checks[{}]: {}", origin, i, e.what()));
-      } catch (const nlohmann::json::exception& e) {
-        throw ConfigError(
-            fmt::format("{}: checks[{}] is not a valid dsdiag check: {}", origin, i, jsonErrorText(e)));
+      } catch (const ConfigError& e) {  // a status that is not one of ours
+        throw ConfigError(fmt::format("{}: at /checks/{}/status: {}", origin, i, e.what()));
       }
     }
     return r;
-  } catch (const nlohmann::json::exception& e) {
-    throw ConfigError(fmt::format("{} is not a valid dsdiag report: {}", origin, jsonErrorText(e)));
-  }
+  });
 }
 
 }  // namespace ds::report

@@ -29,14 +29,16 @@ std::string operationOf(const std::string& sql) {
 }  // namespace
 
 Database::Database(const std::string& path, Mode mode, int busyTimeoutMs) : path_(path) {
-  if (mode == Mode::kExisting) {
-    struct stat st {};
-    if (::stat(path.c_str(), &st) != 0)
-      throw ConfigError(
-          fmt::format("there is no history database at '{}'; create one with `dsreport ingest "
-                      "RUN.json... --db {}`, or pass the right --db",
-                      path, path));
-  }
+  struct stat st {};
+  const bool exists = ::stat(path.c_str(), &st) == 0;
+  if (mode == Mode::kExisting && !exists)
+    throw ConfigError(
+        fmt::format("there is no history database at '{}'; create one with `dsreport ingest "
+                    "RUN.json... --db {}`, or pass the right --db",
+                    path, path));
+  if (exists && S_ISDIR(st.st_mode))
+    throw ConfigError(fmt::format(
+        "'{}' is a directory, not a history database; give a file, e.g. --db {}/history.sqlite", path, path));
   int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX;
   if (mode == Mode::kCreate) flags |= SQLITE_OPEN_CREATE;
   int rc = sqlite3_open_v2(path.c_str(), &db_, flags, nullptr);
@@ -45,9 +47,9 @@ Database::Database(const std::string& path, Mode mode, int busyTimeoutMs) : path
     sqlite3_close(db_);
     db_ = nullptr;
     throw IoError(
-        fmt::format("cannot open the history database '{}': {} (check the path and that its folder "
-                    "is writable)",
-                    path, msg));
+        fmt::format("cannot open the history database '{}': {}. Check the path, and that its folder exists and "
+                    "is writable by this user (SQLite writes {}-wal and {}-shm beside it).",
+                    path, msg, path, path));
   }
   sqlite3_extended_result_codes(db_, 1);
   sqlite3_busy_timeout(db_, busyTimeoutMs);
@@ -58,21 +60,60 @@ Database::~Database() {
 }
 
 void Database::fail(const std::string& what, int rc) const {
-  std::string msg = db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc);
-  std::string hint;
-  int primary = rc & 0xff;
-  if (primary == SQLITE_BUSY || primary == SQLITE_LOCKED)
-    hint =
-        "; another process held the database's write lock for longer than the busy timeout: retry when it is "
-        "done";
-  else if (primary == SQLITE_NOTADB || primary == SQLITE_CORRUPT)
-    hint = "; the file is not a SQLite database or is damaged: point --db at a dsreport history database";
-  else if (primary == SQLITE_READONLY || primary == SQLITE_CANTOPEN || primary == SQLITE_PERM)
-    hint = "; check that the file and its folder are writable (SQLite writes -wal and -shm files beside it)";
-  else if (primary == SQLITE_FULL)
-    hint = "; the disk is full";
-  throw IoError(
-      fmt::format("history database '{}': {} failed: {} (SQLite code {}){}", path_, what, msg, rc, hint));
+  // SQLite's own text, never the statement: it names the problem ("database is locked", "file is not a
+  // database", "no such table: runs"), while the SQL is ours and means nothing to the reader.
+  const std::string sqliteSays = db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc);
+  std::string problem, todo;
+  switch (rc & 0xff) {
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED:
+      problem = "it is locked: another process held its write lock for longer than the busy timeout";
+      todo = "Retry when that process is done, or wait longer with --busy-timeout-ms.";
+      break;
+    case SQLITE_NOTADB:
+      problem = "the file is not a SQLite database";
+      todo = "Point --db at a dsreport history database, or at a new file to start one.";
+      break;
+    case SQLITE_CORRUPT:
+      problem = "the database file is damaged";
+      todo = "Restore it from a backup, or start a new history with another --db and ingest the result files "
+             "again (ingesting is idempotent).";
+      break;
+    case SQLITE_READONLY:
+    case SQLITE_PERM:
+    case SQLITE_CANTOPEN:
+    case SQLITE_AUTH:
+      problem = "it cannot be opened for writing";
+      todo = fmt::format("Check that the file and its folder are writable by this user: SQLite writes {}-wal "
+                         "and {}-shm beside it.", path_, path_);
+      break;
+    case SQLITE_FULL:
+      problem = "the disk is full";
+      todo = "Free some space and run it again; nothing of this call was stored.";
+      break;
+    case SQLITE_IOERR:
+      problem = "the file system reported an I/O error";
+      todo = "Check the disk, and keep the database on a local file system (SQLite's WAL mode does not work "
+             "over NFS).";
+      break;
+    case SQLITE_NOMEM:
+      problem = "SQLite ran out of memory";
+      todo = "Free memory on this machine and run it again.";
+      break;
+    case SQLITE_ERROR:
+    case SQLITE_SCHEMA:
+    case SQLITE_CONSTRAINT:
+    case SQLITE_MISMATCH:
+      problem = "its tables are not what this dsreport expects";
+      todo = "It was changed by another tool or is damaged: use another --db, and ingest the result files "
+             "again.";
+      break;
+    default:
+      problem = "SQLite refused it";
+      todo = "If it persists, start a new history with another --db.";
+  }
+  throw IoError(fmt::format("history database '{}': {} failed: {} (SQLite: {}, code {}). {}", path_, what,
+                            problem, sqliteSays, rc, todo));
 }
 
 void Database::exec(const std::string& sql) {

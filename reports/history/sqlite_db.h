@@ -20,7 +20,8 @@ class Database {
  public:
   enum class Mode { kCreate, kExisting };  // kExisting: a missing file is an error, not a new database
   // Opens the file with a busy timeout (waits for another process's write lock instead of failing
-  // at once). Throws ConfigError when kExisting and the file does not exist; IoError otherwise.
+  // at once). Throws ConfigError when kExisting and the file does not exist, or when it is a
+  // directory; IoError otherwise.
   Database(const std::string& path, Mode mode, int busyTimeoutMs);
   ~Database();
   Database(const Database&) = delete;
@@ -34,7 +35,9 @@ class Database {
   std::int64_t queryInt(const std::string& sql);
   std::string queryText(const std::string& sql);
   int changes() const;
-  // An IoError naming the database, `what` and SQLite's last message.
+  // An IoError naming the database, `what` (an operation in words, never the SQL), what SQLite's code
+  // means for the user (locked, not a SQLite database, damaged, not writable, disk full, I/O error,
+  // tables not ours) and what to do, then SQLite's own short message.
   [[noreturn]] void fail(const std::string& what, int rc) const;
 
  private:

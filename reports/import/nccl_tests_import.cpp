@@ -552,7 +552,7 @@ SweepRun importNcclTestsJson(const nlohmann::json& doc, const std::string& origi
   };
   if (!doc.is_object() || !doc.contains("results") || !doc["results"].is_array())
     throw bad("it has no \"results\" list.");
-  int version = readIntOr(doc, "version", 0);
+  const int version = readFields(doc, origin, "nccl-tests", [&] { return readIntOr(doc, "version", 0); });
   if (version > 3) {
     throw bad(
         fmt::format("its format version is {}, and this dsreport reads versions 1 to 3. Upgrade dsperf, or "
@@ -574,7 +574,9 @@ SweepRun importNcclTestsJson(const nlohmann::json& doc, const std::string& origi
       run.metadata.versions["nccl"] = comm::decodeNcclVersion(readInt<int>(doc["nccl_version"])).str();
     run.metadata.startTime = textOr(doc, "start_time", "");
     run.metadata.endTime = textOr(doc, "end_time", "");
-    const nlohmann::json cfg = doc.value("config", nlohmann::json::object());
+    // References into doc, not copies: an error's JSON path (JSON_DIAGNOSTICS) then starts at the document.
+    static const nlohmann::json kNone = nlohmann::json::object();
+    const nlohmann::json& cfg = doc.contains("config") ? doc["config"] : kNone;
     run.args.minBytes = readIntOr(cfg, "minimum_bytes", std::size_t{0});
     run.args.maxBytes = readIntOr(cfg, "maximum_bytes", std::size_t{0});
     run.args.stepFactor = readIntOr(cfg, "step_factor", 0);
@@ -582,8 +584,10 @@ SweepRun importNcclTestsJson(const nlohmann::json& doc, const std::string& origi
     run.args.warmupIters = readIntOr(cfg, "warmup_iters", 0);
     run.args.iters = readIntOr(cfg, "iterations", 0);
     run.args.check = readIntOr(cfg, "validation", 0);
-    const nlohmann::json devices =
-        cfg.contains("devices") ? cfg["devices"] : doc.value("devices", nlohmann::json::array());
+    static const nlohmann::json kNoDevices = nlohmann::json::array();
+    const nlohmann::json& devices = cfg.is_object() && cfg.contains("devices") ? cfg["devices"]
+                                    : doc.contains("devices")                 ? doc["devices"]
+                                                                              : kNoDevices;
     for (const auto& d : devices) {
       SweepRank r;
       r.rank = readIntOr(d, "rank", 0);
@@ -646,7 +650,7 @@ SweepRun importNcclTestsJson(const nlohmann::json& doc, const std::string& origi
     }
     run.args.collectives = {collective};
   } catch (const nlohmann::json::exception& e) {
-    throw bad(jsonErrorText(e));
+    throw jsonFieldError(e, doc, origin, "nccl-tests");
   }
   run.args.backends = {o.backend};
   std::set<std::string> dtypes, ops;
@@ -665,21 +669,8 @@ SweepRun importNcclTestsFile(const std::string& path, const NcclImportOptions& o
   auto first = text.find_first_not_of(" \t\r\n");
   if (first != std::string::npos && text[first] == '{') {
     auto doc = nlohmann::json::parse(text, nullptr, false);
-    if (doc.is_discarded()) {
-      std::string why = "not valid JSON";
-      try {
-        [[maybe_unused]] auto reparsed = nlohmann::json::parse(text);  // to learn why it failed
-      } catch (const nlohmann::json::parse_error& e) {
-        why = fmt::format("not valid JSON (byte {})", e.byte);
-      } catch (const nlohmann::json::exception& e) {
-        why =
-            fmt::format("not readable JSON ({})", jsonErrorText(e));  // e.g. a number too large for a double
-      }
-      throw ConfigError(
-          fmt::format("{} looks like an nccl-tests -J file but is {}: the file is truncated or corrupt "
-                      "(nccl-tests closes the JSON only when the run ends).",
-                      path, why));
-    }
+    // nccl-tests closes the JSON only when the run ends: a killed run leaves it cut short.
+    if (doc.is_discarded()) throw notJsonError(text, path, "nccl-tests");
     return importNcclTestsJson(doc, path, o);
   }
   return importNcclTestsText(text, path, o);

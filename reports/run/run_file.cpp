@@ -103,11 +103,8 @@ RunFile loadTrainJournal(const std::string& text, const std::string& path) {
                       where, textOr(j, "schema", "")));
     }
     checkSchemaVersion(j, "dsperf.train.journal", where);
-    try {
-      runs.push_back(j.at("run").get<TrainRunRecord>());
-    } catch (const nlohmann::json::exception& e) {
-      throw ConfigError(fmt::format("{} is not a valid train journal line: {}", where, jsonErrorText(e)));
-    }
+    runs.push_back(
+        readFields(j, where, "dsperf.train.journal", [&] { return j.at("run").get<TrainRunRecord>(); }));
   }
   if (runs.empty()) {
     throw ConfigError(
@@ -156,11 +153,8 @@ RunFile classifyRun(const nlohmann::json& doc, const std::string& origin) {
     f.train = trainFromJson(doc, origin);
     f.trainMetadata = doc.contains("metadata") ? doc["metadata"] : nlohmann::json();
     f.label = textOr(f.trainMetadata, "label", "");
-    try {
-      (void)readIntOr(f.trainMetadata, "world_size", 0);  // read again by compare and html: checked here
-    } catch (const nlohmann::json::exception& e) {
-      throw ConfigError(
-          fmt::format("{}: metadata.world_size is not a rank count: {}", origin, jsonErrorText(e)));
+    if (doc.contains("metadata")) {  // read again by compare and html: checked here, in the document
+      readFields(doc, origin, schema, [&] { (void)readIntOr(doc["metadata"], "world_size", 0); });
     }
     f.runId = runIdOf(f.kind, trainToJson(*f.train, f.trainMetadata));
   } else if (schema == kDiagSchemaName) {
@@ -217,12 +211,14 @@ RunFile loadRunFile(const std::string& path) {
   // nccl-tests output, text or -J JSON: imported on the fly (as `dsreport import` would, backend nccl).
   const bool ncclJson = doc.is_object() && !doc.contains("schema") && doc.contains("results") &&
                         (doc.contains("nccl_version") || doc.contains("config"));
-  if (ncclJson || (doc.is_discarded() && looksLikeNcclTests(text))) {
+  const bool jsonText = text[text.find_first_not_of(" \t\r\n")] == '{';  // a cut-short -J file is no text log
+  if (ncclJson || (doc.is_discarded() && !jsonText && looksLikeNcclTests(text))) {
     RunFile f = fromSweep(ncclJson ? importNcclTestsJson(doc, path) : importNcclTestsText(text, path), path);
     f.origin = ncclJson ? "nccl-tests json" : "nccl-tests text";
     return f;
   }
-  if (doc.is_discarded()) parseJsonText(text, path);  // not JSON: throws, saying where the parser stopped
+  if (doc.is_discarded())  // says where the parser stopped
+    throw notJsonError(text, path, jsonText && looksLikeNcclTests(text) ? "nccl-tests" : "");
   RunFile f = classifyRun(doc, path);
   f.path = path;
   return f;

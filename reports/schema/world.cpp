@@ -50,16 +50,12 @@ nlohmann::json worldToJson(const std::vector<RankRecord>& ranks, const SmokeResu
 }
 
 std::vector<RankRecord> worldFromJson(const nlohmann::json& j, const std::string& origin) {
-  try {
-    if (textOr(j, "schema", "") != kWorldSchemaName) {
-      throw ConfigError(fmt::format("{} is not a dsperf world report (schema '{}', expected '{}').", origin,
-                                    textOr(j, "schema", ""), kWorldSchemaName));
-    }
-    checkSchemaVersion(j, kWorldSchemaName, origin);
-    return j.at("ranks").get<std::vector<RankRecord>>();
-  } catch (const nlohmann::json::exception& e) {
-    throw ConfigError(fmt::format("{} is not a valid dsperf world report: {}", origin, jsonErrorText(e)));
+  if (textOr(j, "schema", "") != kWorldSchemaName) {
+    throw ConfigError(fmt::format("{} is not a dsperf world report (schema '{}', expected '{}').", origin,
+                                  textOr(j, "schema", ""), kWorldSchemaName));
   }
+  checkSchemaVersion(j, kWorldSchemaName, origin);
+  return readFields(j, origin, kWorldSchemaName, [&] { return j.at("ranks").get<std::vector<RankRecord>>(); });
 }
 
 }  // namespace ds::report

@@ -93,8 +93,7 @@ SweepRun parseSweepJournal(const std::string& text, const std::string& path) {
         ended = true;
       }
     } catch (const nlohmann::json::exception& e) {
-      throw ConfigError(
-          fmt::format("{} line {} is not a valid sweep journal line: {}", path, lineNo, jsonErrorText(e)));
+      throw jsonFieldError(e, j, fmt::format("{} line {}", path, lineNo), kSweepJournalSchemaName);
     }
   }
   if (!started) throw ConfigError(fmt::format("{} holds no dsperf sweep journal (no start line).", path));

@@ -318,12 +318,12 @@ nlohmann::json sweepToJson(const SweepRun& run) {
 }
 
 SweepRun sweepFromJson(const nlohmann::json& j, const std::string& origin) {
-  try {
-    if (!j.is_object() || textOr(j, "schema", "") != kSweepSchemaName) {
-      throw ConfigError(fmt::format("{} is not a dsperf sweep result (schema '{}', expected '{}').", origin,
-                                    textOr(j, "schema", ""), kSweepSchemaName));
-    }
-    checkSchemaVersion(j, kSweepSchemaName, origin);
+  if (!j.is_object() || textOr(j, "schema", "") != kSweepSchemaName) {
+    throw ConfigError(fmt::format("{} is not a dsperf sweep result (schema '{}', expected '{}').", origin,
+                                  textOr(j, "schema", ""), kSweepSchemaName));
+  }
+  checkSchemaVersion(j, kSweepSchemaName, origin);
+  return readFields(j, origin, kSweepSchemaName, [&] {
     SweepRun run;
     readTo(j.at("args"), run.args);
     readTo(j.at("metadata"), run.metadata);
@@ -331,9 +331,7 @@ SweepRun sweepFromJson(const nlohmann::json& j, const std::string& origin) {
     readTo(j.at("notes"), run.notes);
     readTo(j.at("summary"), run.summary);
     return run;
-  } catch (const nlohmann::json::exception& e) {
-    throw ConfigError(fmt::format("{} is not a valid dsperf sweep result: {}", origin, jsonErrorText(e)));
-  }
+  });
 }
 
 }  // namespace ds::report

@@ -193,11 +193,7 @@ std::vector<TrainRunRecord> trainFromJson(const nlohmann::json& j, const std::st
         fmt::format("{}: not a dsbench train result (schema is not \"{}\")", origin, kTrainSchemaName));
   }
   checkSchemaVersion(j, kTrainSchemaName, origin);
-  try {
-    return j.at("runs").get<std::vector<TrainRunRecord>>();
-  } catch (const nlohmann::json::exception& e) {
-    throw ConfigError(fmt::format("{}: malformed train result: {}", origin, jsonErrorText(e)));
-  }
+  return readFields(j, origin, kTrainSchemaName, [&] { return j.at("runs").get<std::vector<TrainRunRecord>>(); });
 }
 
 }  // namespace ds::report

@@ -4,6 +4,7 @@
 #include <sqlite3.h>
 
 #include <fstream>
+#include <functional>
 
 #include "engine/common/error.h"
 #include "engine/testing/subprocess.h"
@@ -276,6 +277,52 @@ TEST(HistoryDatabase, AnotherApplicationsDatabaseIsNotWrittenInto) {
   std::string text = dir.file("text.sqlite");
   writeText(text, std::string(4096, 'x'));
   EXPECT_THROW(ingestRuns(text, {writeSweep(dir.file("s.json"), {})}), ds::IoError);
+}
+
+// Issue 18: a database that is not a dsperf history, or is damaged, is refused with the file, what is
+// wrong and what to do, by ingest and by the dashboard alike; never with our SQL.
+TEST(HistoryDatabase, NotAHistoryOrDamagedSaysWhichFileWhatAndWhatToDo) {
+  TempDir dir;
+  const std::string run = writeSweep(dir.file("s.json"), {});
+  auto messageOf = [](const std::function<void()>& f) -> std::string {
+    try {
+      f();
+    } catch (const ds::Error& e) {
+      return e.what();
+    }
+    return "(no error)";
+  };
+  auto expectSays = [](const std::string& m, const std::string& path, const std::vector<std::string>& words) {
+    EXPECT_NE(m.find("'" + path + "'"), std::string::npos) << m;
+    for (const auto& w : words) EXPECT_NE(m.find(w), std::string::npos) << w << "\n  in: " << m;
+    for (const char* sql : {"SELECT", "INSERT", "PRAGMA", "CREATE", "sqlite_master", "pragma_"})
+      EXPECT_EQ(m.find(sql), std::string::npos) << "internal SQL in: " << m;
+  };
+  // A text file.
+  const std::string text = dir.file("notes.sqlite");
+  writeText(text, std::string(4096, 'x'));
+  expectSays(messageOf([&] { ingestRuns(text, {run}); }), text, {"is not a SQLite database", "--db"});
+  expectSays(messageOf([&] { queryDashboard(text); }), text, {"is not a SQLite database", "--db"});
+  // Someone else's tables.
+  const std::string other = dir.file("accounts.sqlite");
+  {
+    Database d(other, Database::Mode::kCreate, 1000);
+    d.exec("CREATE TABLE accounts (id INTEGER, owner TEXT)");
+  }
+  expectSays(messageOf([&] { ingestRuns(other, {run}); }), other, {"another application", "--db"});
+  expectSays(messageOf([&] { queryDashboard(other); }), other, {"another application", "--db"});
+  // A history whose table pages were overwritten.
+  const std::string damaged = dir.file("damaged.sqlite");
+  ASSERT_EQ(ingestRuns(damaged, {run}).added, 1);
+  {
+    std::fstream f(damaged, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(4096);  // page 2 on: the tables, not the header and schema page
+    const std::string junk(4 * 4096, '\x5a');
+    f.write(junk.data(), static_cast<std::streamsize>(junk.size()));
+  }
+  expectSays(messageOf([&] { queryDashboard(damaged); }), damaged, {"damaged", "backup"});
+  // A directory.
+  expectSays(messageOf([&] { ingestRuns(dir.path(), {run}); }), dir.path(), {"is a directory", "--db"});
 }
 
 TEST(HistoryDashboard, MissingOrEmptyDatabaseSaysHowToMakeOne) {
