@@ -76,6 +76,38 @@ else()
 endif()
 ds_resolve_option(DS_WITH_NCCL "${_nccl_found}" "${_nccl_why}")
 
+# --- Libraries opened at run time -----------------------------------------------------------------
+# dsbench opens libnccl and libcublas with dlopen on its first GPU use instead of linking them
+# (engine/common/shared_library.h: linked, they cost every start 0.2-0.4 s of mapping and relocation).
+# Their sonames come from the headers built against; ldd does not list them, so they are also written to
+# build/dlopen-libs, from which scripts/bundle.sh adds them to the libraries the node must provide.
+# ds_header_define(<var> <header> <macro>): the number a header #defines.
+function(ds_header_define var header macro)
+  file(STRINGS "${header}" line REGEX "^#define ${macro} +[0-9]+")
+  string(REGEX MATCH "[0-9]+$" value "${line}")
+  if(value STREQUAL "")
+    message(FATAL_ERROR "${header} does not #define ${macro}")
+  endif()
+  set(${var} ${value} PARENT_SCOPE)
+endfunction()
+set(_dlopen_libs "")
+if(DS_WITH_CUDA_ENABLED)
+  find_file(DS_CUBLAS_API_H cublas_api.h HINTS ${CUDAToolkit_INCLUDE_DIRS} NO_DEFAULT_PATH)
+  ds_header_define(_cublas_major "${DS_CUBLAS_API_H}" CUBLAS_VER_MAJOR)
+  set(DS_CUBLAS_SONAME "libcublas.so.${_cublas_major}")
+  list(APPEND _dlopen_libs ${DS_CUBLAS_SONAME} "libcublasLt.so.${_cublas_major}")
+endif()
+if(DS_WITH_NCCL_ENABLED)
+  ds_header_define(_nccl_major "${NCCL_INCLUDE_DIR}/nccl.h" NCCL_MAJOR)
+  set(DS_NCCL_SONAME "libnccl.so.${_nccl_major}")
+  list(APPEND _dlopen_libs ${DS_NCCL_SONAME})
+endif()
+set(_dlopen_text "")
+foreach(lib IN LISTS _dlopen_libs)
+  string(APPEND _dlopen_text "${lib}\n")
+endforeach()
+file(WRITE "${CMAKE_BINARY_DIR}/dlopen-libs" "${_dlopen_text}")
+
 # --- MPI ----------------------------------------------------------------------------------------
 set(_mpi_found FALSE)
 string(TOUPPER "${DS_WITH_MPI}" _mpi_mode)

@@ -10,50 +10,26 @@
 #include "diag/nvml_api.h"
 #include "diag/util.h"
 #include "engine/comm/backends/nccl/nccl_version.h"
+#include "engine/common/shared_library.h"
 
 namespace ds::diag {
 namespace {
 
 constexpr auto kProbeTimeout = std::chrono::seconds(20);
 
-// Where the dynamic loader found `name`, for messages: the name itself when it is a path, else the first
-// LD_LIBRARY_PATH entry that holds it, else the name (the loader's cache or default folders).
-std::string locate(const std::string& name) {
-  if (name.find('/') != std::string::npos) return name;
-  const char* llp = std::getenv("LD_LIBRARY_PATH");
-  for (const auto& dir : split(llp != nullptr ? llp : "", ':')) {
-    std::string candidate = (dir.empty() ? "." : dir) + "/" + name;
-    if (::access(candidate.c_str(), F_OK) == 0) return candidate;
-  }
-  return name;
-}
+std::string locate(const std::string& name) { return sys::locateLibrary(name); }
 
-// dlopen of the first name that loads; `errors` collects each failure ("libcuda.so.1: cannot open
-// shared object file ..."). A name that exists but does not load (empty, wrong ELF class, an
-// unresolved symbol or dependency) ends the search with `broken` set to it: the tools, linked against
-// that name, would load the same file and fail, so a fallback that loads must not pass for it.
+// dlopen of the first name that loads (engine/common/shared_library.h); `errors` gets the loader's
+// reason. With `broken`, a name that exists but does not load (empty, wrong ELF class, an unresolved
+// symbol or dependency) ends the search with `broken` set to it: the tools would load the same file
+// and fail, so a fallback that loads must not pass for it.
 void* openFirst(const std::vector<std::string>& names, std::string& used, std::string& errors,
                 std::string* broken = nullptr) {
-  for (const auto& n : names) {
-    dlerror();
-    void* h = dlopen(n.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (h != nullptr) {
-      used = n;
-      return h;
-    }
-    const char* e = dlerror();
-    const std::string text = e != nullptr ? e : n + ": unknown dlopen error";
-    const bool missing =
-        text.rfind(n + ": cannot open shared object file: No such file or directory", 0) == 0;
-    if (!missing && broken != nullptr) {
-      *broken = locate(n);
-      errors = text;
-      return nullptr;
-    }
-    // The first name's error says it all (the others are fallbacks of the same library).
-    if (errors.empty()) errors = text;
-  }
-  return nullptr;
+  sys::OpenedLibrary o = sys::openFirstLibrary(names, /*stopAtBroken=*/broken != nullptr);
+  used = o.used;
+  errors = o.error;
+  if (broken != nullptr && !o.broken.empty()) *broken = o.broken;
+  return o.handle;
 }
 
 template <typename F>

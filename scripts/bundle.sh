@@ -124,6 +124,13 @@ for f in "$out/libexec/"*; do
     copied[$name]=$path
   done < <(ldd "$f" | sed 's/=>//; s/(0x[0-9a-f]*)//')
 done
+# libnccl and libcublas are opened at run time (dlopen), so ldd does not list them: the build names them
+# in dlopen-libs (cmake/Dependencies.cmake), and the launcher must find them like the linked ones.
+if [[ -f "$build/dlopen-libs" ]]; then
+  while read -r name; do
+    if [[ -n "$name" && ! " ${runtime[*]-} " == *" $name "* ]]; then runtime+=("$name"); fi
+  done <"$build/dlopen-libs"
+fi
 printf '%s\n' ${runtime[@]+"${runtime[@]}"} >"$out/share/dsperf/runtime-libs"
 
 # RPATH (not RUNPATH) on the binaries: it also applies to the libraries they load, and wins over an

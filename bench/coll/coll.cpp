@@ -178,7 +178,8 @@ int runColl(const CollFlags& flags) {
   }
   run.metadata.commandLine = commandLine();
   run.metadata.launcher = launcherName();
-  run.metadata.versions = libraryVersions();
+  run.metadata.versions =
+      libraryVersions(std::find(backends.begin(), backends.end(), "nccl") != backends.end());
   run.metadata.env = relevantEnv();
   run.metadata.label = o.label;
 

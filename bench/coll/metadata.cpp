@@ -23,7 +23,7 @@
 // Defined by the nccl backend's object library, which only some binaries link (dsbench does, the
 // tests of this module do not): a weak reference is null where it is absent.
 namespace ds::comm {
-NcclVersions ncclVersions() __attribute__((weak));
+NcclVersions ncclVersions(bool load) __attribute__((weak));
 }
 #endif
 
@@ -38,15 +38,16 @@ extern char** environ;
 
 namespace ds::bench::coll {
 
-std::map<std::string, std::string> libraryVersions() {
+std::map<std::string, std::string> libraryVersions(bool withNccl) {
   std::map<std::string, std::string> v;
   v["dsperf"] = DS_VERSION;
   v["git_sha"] = DS_GIT_SHA;
 #if DS_WITH_NCCL
   if (&ds::comm::ncclVersions != nullptr) {
-    auto n = ds::comm::ncclVersions();
+    auto n = ds::comm::ncclVersions(withNccl);
     v["nccl_header"] = n.header.str();
-    v["nccl"] = n.runtimeError.empty() ? n.runtime.str() : "unavailable: " + n.runtimeError;
+    if (n.loaded || !n.runtimeError.empty())
+      v["nccl"] = n.runtimeError.empty() ? n.runtime.str() : "unavailable: " + n.runtimeError;
   }
 #endif
 #if DS_WITH_MPI

@@ -9,10 +9,10 @@
 
 namespace ds::bench::coll {
 
-// dsperf and its git sha (from CMake at configure time), NCCL (runtime and header, when this binary
-// links the nccl backend), Open MPI (MPI_Get_library_version) and Gloo (its config.h), each when
-// built in.
-std::map<std::string, std::string> libraryVersions();
+// dsperf and its git sha (from CMake at configure time), NCCL (header, when this binary links the
+// nccl backend; the runtime's too when withNccl, which opens libnccl, or when this process already
+// did), Open MPI (MPI_Get_library_version) and Gloo (its config.h), each when built in.
+std::map<std::string, std::string> libraryVersions(bool withNccl = false);
 // DS_*, DSBENCH_*, DEEPSPEED_*, NCCL_*, OMPI_*, GLOO_*, MASTER_ADDR/PORT and a few launcher ids.
 std::map<std::string, std::string> relevantEnv();
 // "dsrun/torchrun", "mpirun (Open MPI)", "mpirun (Hydra)", "srun" or "none".

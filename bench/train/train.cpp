@@ -416,7 +416,7 @@ int runTrain(const TrainOptions& o) {
                           {"backend", world->backend()},
                           {"hosts", hosts},
                           {"ranks", rankMeta},
-                          {"versions", coll::libraryVersions()},
+                          {"versions", coll::libraryVersions(world->backend() == "nccl")},
                           {"env", coll::relevantEnv()},
                           {"start_time", startTime},
                           {"end_time", coll::isoTimeNow()}};

@@ -3,13 +3,14 @@
 // (ranks may be threads).
 #include "engine/ddp/cuda_ops.h"
 
-#include <cublas_v2.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime_api.h>
 
 #include <string>
 #include <type_traits>
+
+#include "engine/ddp/cublas_api.h"
 
 namespace ds::ddp::cuda {
 
@@ -24,13 +25,13 @@ void check(cudaError_t err, const char* what) {
 void checkBlas(cublasStatus_t st, const char* what) {
   if (st != CUBLAS_STATUS_SUCCESS) {
     throwError(std::string(what) + " failed: cuBLAS status " + std::to_string(static_cast<int>(st)) +
-                       " (" + cublasGetStatusString(st) + ")");
+                       " (" + cublasApi().statusString(st) + ")");
   }
 }
 
 cublasHandle_t handle() {
   thread_local cublasHandle_t h = nullptr;
-  if (h == nullptr) checkBlas(cublasCreate(&h), "cublasCreate");
+  if (h == nullptr) checkBlas(cublasApi().create(&h), "cublasCreate");
   return h;
 }
 
@@ -176,13 +177,13 @@ void gemm(bool transA, bool transB, int m, int n, int k, float alpha, const void
   const cublasOperation_t opB = transB ? CUBLAS_OP_T : CUBLAS_OP_N;
   const cublasOperation_t opA = transA ? CUBLAS_OP_T : CUBLAS_OP_N;
   if (elem == kElemF32) {
-    checkBlas(cublasSgemm(handle(), opB, opA, n, m, k, &alpha, static_cast<const float*>(b), ldb,
+    checkBlas(cublasApi().sgemm(handle(), opB, opA, n, m, k, &alpha, static_cast<const float*>(b), ldb,
                           static_cast<const float*>(a), lda, &beta, static_cast<float*>(c), ldc),
               "cublasSgemm");
     return;
   }
   // bf16 inputs and output, f32 accumulation (what torch does for bf16 matmuls).
-  checkBlas(cublasGemmEx(handle(), opB, opA, n, m, k, &alpha, b, CUDA_R_16BF, ldb, a, CUDA_R_16BF, lda, &beta, c,
+  checkBlas(cublasApi().gemmEx(handle(), opB, opA, n, m, k, &alpha, b, CUDA_R_16BF, ldb, a, CUDA_R_16BF, lda, &beta, c,
                          CUDA_R_16BF, ldc, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
             "cublasGemmEx (bf16, CUBLAS_COMPUTE_32F)");
 }

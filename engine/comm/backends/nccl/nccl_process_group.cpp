@@ -1,5 +1,7 @@
 #include "engine/comm/backends/nccl/nccl_process_group.h"
 
+#include "engine/comm/backends/nccl/nccl_api.h"
+
 #include <cuda_runtime_api.h>
 #include <fmt/format.h>
 #include <nccl.h>
@@ -37,7 +39,7 @@ constexpr std::chrono::milliseconds kTeardownGrace{10000};
 std::string cudaText(cudaError_t e) { return fmt::format("{} ({})", cudaGetErrorString(e), cudaGetErrorName(e)); }
 
 std::string lastErrorText(ncclComm_t comm) {
-  const char* s = ncclGetLastError(comm);
+  const char* s = ncclApi().ncclGetLastError(comm);
   return s != nullptr && *s != '\0' ? std::string(s) : std::string("(none)");
 }
 
@@ -125,9 +127,9 @@ struct CommState {
   void abortLocked(const std::string& reason) {
     if (comm == nullptr) return;
     DeviceGuard guard(device);
-    ncclResult_t r = ncclCommAbort(comm);
+    ncclResult_t r = ncclApi().ncclCommAbort(comm);
     if (r != ncclSuccess && r != ncclInProgress) {
-      log::warn("nccl: ncclCommAbort on {} returned {}", where(), ncclGetErrorString(r));
+      log::warn("nccl: ncclCommAbort on {} returned {}", where(), ncclApi().ncclGetErrorString(r));
     }
     comm = nullptr;
     goneReason = fmt::format("its NCCL communicator was aborted because {}", reason);
@@ -139,7 +141,7 @@ struct CommState {
   // Caller holds mu and comm is set: ncclSuccess, ncclInProgress or the communicator's error.
   ncclResult_t asyncErrorLocked() {
     ncclResult_t state = ncclSuccess;
-    ncclResult_t r = ncclCommGetAsyncError(comm, &state);
+    ncclResult_t r = ncclApi().ncclCommGetAsyncError(comm, &state);
     return r != ncclSuccess ? r : state;
   }
   std::string goneMessage() const {
@@ -248,11 +250,11 @@ class NcclWork final : public Work {
     ncclResult_t a = state_->asyncErrorLocked();
     if (a == ncclSuccess || a == ncclInProgress) return false;
     std::string last = lastErrorText(state_->comm);
-    state_->abortLocked(fmt::format("{} hit an asynchronous NCCL error ({})", desc_.describe(), ncclGetErrorString(a)));
+    state_->abortLocked(fmt::format("{} hit an asynchronous NCCL error ({})", desc_.describe(), ncclApi().ncclGetErrorString(a)));
     markCompleted(std::make_exception_ptr(BackendError(
         fmt::format("nccl {} failed on {}: NCCL reported an asynchronous error: {} (NCCL last error: {}). The "
                     "communicator was aborted and the group is unusable. {}",
-                    desc_.describe(), state_->where(), ncclGetErrorString(a), last, kNcclAdvice))));
+                    desc_.describe(), state_->where(), ncclApi().ncclGetErrorString(a), last, kNcclAdvice))));
     return true;
   }
 
@@ -375,7 +377,7 @@ void NcclProcessGroup::init() {
   config.blocking = 0;  // init and abort can then be bounded by our timeout
   std::lock_guard<std::mutex> lock(state_->mu);
   ncclComm_t comm = nullptr;
-  ncclResult_t r = ncclCommInitRankConfig(&comm, o.size, id, o.rank, &config);
+  ncclResult_t r = ncclApi().ncclCommInitRankConfig(&comm, o.size, id, o.rank, &config);
   state_->comm = comm;
   bool timedOut = false;
   if (r == ncclInProgress) r = settleLocked(Clock::now() + o.timeout, timedOut);
@@ -392,7 +394,7 @@ void NcclProcessGroup::init() {
     std::string last = lastErrorText(comm);
     if (state_->comm != nullptr) state_->abortLocked("its init failed");
     throw BackendError(fmt::format("ncclCommInitRankConfig failed on {} ({} ranks): {} (NCCL last error: {}). {}",
-                                   state_->where(), o.size, ncclGetErrorString(r), last, kNcclAdvice));
+                                   state_->where(), o.size, ncclApi().ncclGetErrorString(r), last, kNcclAdvice));
   }
   log::debug("nccl: group '{}' ready on {}", o.groupName, state_->where());
 }
@@ -403,10 +405,10 @@ ncclUniqueId NcclProcessGroup::exchangeUniqueId() {
   ncclUniqueId id;
   std::memset(&id, 0, sizeof(id));
   if (o.rank == 0) {
-    ncclResult_t r = ncclGetUniqueId(&id);
+    ncclResult_t r = ncclApi().ncclGetUniqueId(&id);
     if (r != ncclSuccess) {
       throw BackendError(fmt::format("ncclGetUniqueId failed on {}: {} (NCCL last error: {}). {}", state_->where(),
-                                     ncclGetErrorString(r), lastErrorText(nullptr), kNcclAdvice));
+                                     ncclApi().ncclGetErrorString(r), lastErrorText(nullptr), kNcclAdvice));
     }
     store::Bytes bytes(reinterpret_cast<const std::uint8_t*>(&id), reinterpret_cast<const std::uint8_t*>(&id) + sizeof(id));
     store().set(key, bytes, o.timeout);
@@ -466,13 +468,13 @@ void NcclProcessGroup::release(bool graceful) noexcept {
       if (state_->comm != nullptr) {
         bool destroyed = false;
         if (drained && state_->asyncErrorLocked() == ncclSuccess) {
-          ncclResult_t r = ncclCommFinalize(state_->comm);
+          ncclResult_t r = ncclApi().ncclCommFinalize(state_->comm);
           bool timedOut = false;
           if (r == ncclInProgress) r = settleLocked(Clock::now() + kTeardownGrace, timedOut);
           if (r == ncclSuccess) {
             // After a successful finalize, destroy is local; the handle is gone whatever it returns.
-            ncclResult_t d = ncclCommDestroy(state_->comm);
-            if (d != ncclSuccess) log::warn("nccl: ncclCommDestroy on {} returned {}", state_->where(), ncclGetErrorString(d));
+            ncclResult_t d = ncclApi().ncclCommDestroy(state_->comm);
+            if (d != ncclSuccess) log::warn("nccl: ncclCommDestroy on {} returned {}", state_->where(), ncclApi().ncclGetErrorString(d));
             state_->comm = nullptr;
             state_->goneReason = "the process group was destroyed";
             destroyed = true;
@@ -544,8 +546,8 @@ void NcclProcessGroup::launch(const OpDesc& d, const char* call, const std::func
   if (r != ncclSuccess) {
     std::string last = lastErrorText(state_->comm);
     bool fatal = async || fatalForComm(r);
-    if (fatal) state_->abortLocked(fmt::format("{} failed: {}", call, ncclGetErrorString(r)));
-    throw BackendError(fmt::format("{} returned '{}' on {} (NCCL last error: {}).{} {}", call, ncclGetErrorString(r),
+    if (fatal) state_->abortLocked(fmt::format("{} failed: {}", call, ncclApi().ncclGetErrorString(r)));
+    throw BackendError(fmt::format("{} returned '{}' on {} (NCCL last error: {}).{} {}", call, ncclApi().ncclGetErrorString(r),
                                    state_->where(), last,
                                    fatal ? " The communicator was aborted and the group is unusable." : "",
                                    kNcclAdvice));
@@ -555,21 +557,21 @@ void NcclProcessGroup::launch(const OpDesc& d, const char* call, const std::func
 void NcclProcessGroup::doAllreduce(const OpDesc& d, const Buffer& in, const Buffer& out) {
   if (in.count == 0) return;
   launch(d, "ncclAllReduce", [&](ncclComm_t c) {
-    return ncclAllReduce(in.data, out.data, in.count, toNccl(in.dtype), toNccl(d.op), c, stream_);
+    return ncclApi().ncclAllReduce(in.data, out.data, in.count, toNccl(in.dtype), toNccl(d.op), c, stream_);
   });
 }
 
 void NcclProcessGroup::doBroadcast(const OpDesc& d, const Buffer& in, const Buffer& out) {
   if (in.count == 0) return;
   launch(d, "ncclBroadcast", [&](ncclComm_t c) {
-    return ncclBroadcast(in.data, out.data, in.count, toNccl(in.dtype), d.root, c, stream_);
+    return ncclApi().ncclBroadcast(in.data, out.data, in.count, toNccl(in.dtype), d.root, c, stream_);
   });
 }
 
 void NcclProcessGroup::doReduce(const OpDesc& d, const Buffer& in, const Buffer& out) {
   if (in.count == 0) return;
   launch(d, "ncclReduce", [&](ncclComm_t c) {
-    return ncclReduce(in.data, out.data, in.count, toNccl(in.dtype), toNccl(d.op), d.root, c, stream_);
+    return ncclApi().ncclReduce(in.data, out.data, in.count, toNccl(in.dtype), toNccl(d.op), d.root, c, stream_);
   });
 }
 
@@ -577,7 +579,7 @@ void NcclProcessGroup::doReduce(const OpDesc& d, const Buffer& in, const Buffer&
 void NcclProcessGroup::doAllgather(const OpDesc& d, const Buffer& in, const Buffer& out) {
   if (in.count == 0) return;
   launch(d, "ncclAllGather", [&](ncclComm_t c) {
-    return ncclAllGather(in.data, out.data, in.count, toNccl(in.dtype), c, stream_);
+    return ncclApi().ncclAllGather(in.data, out.data, in.count, toNccl(in.dtype), c, stream_);
   });
 }
 
@@ -585,7 +587,7 @@ void NcclProcessGroup::doAllgather(const OpDesc& d, const Buffer& in, const Buff
 void NcclProcessGroup::doReduceScatter(const OpDesc& d, const Buffer& in, const Buffer& out) {
   if (out.count == 0) return;
   launch(d, "ncclReduceScatter", [&](ncclComm_t c) {
-    return ncclReduceScatter(in.data, out.data, out.count, toNccl(in.dtype), toNccl(d.op), c, stream_);
+    return ncclApi().ncclReduceScatter(in.data, out.data, out.count, toNccl(in.dtype), toNccl(d.op), c, stream_);
   });
 }
 
@@ -614,16 +616,16 @@ void NcclProcessGroup::doAlltoall(const OpDesc& d, const Buffer& in, const Buffe
   } freeCopy{copy, stream_};
   char* dst = static_cast<char*>(out.data);
   launch(d, "ncclSend/ncclRecv (alltoall)", [&](ncclComm_t c) {
-    ncclResult_t r = ncclGroupStart();
+    ncclResult_t r = ncclApi().ncclGroupStart();
     if (r != ncclSuccess) return r;
     ncclResult_t first = ncclSuccess;
     for (int peer = 0; peer < n && first == ncclSuccess; ++peer) {
-      ncclResult_t s = ncclSend(src + peer * chunkBytes, chunk, t, peer, c, stream_);
+      ncclResult_t s = ncclApi().ncclSend(src + peer * chunkBytes, chunk, t, peer, c, stream_);
       if (s != ncclSuccess && s != ncclInProgress) first = s;
-      s = ncclRecv(dst + peer * chunkBytes, chunk, t, peer, c, stream_);
+      s = ncclApi().ncclRecv(dst + peer * chunkBytes, chunk, t, peer, c, stream_);
       if (s != ncclSuccess && s != ncclInProgress && first == ncclSuccess) first = s;
     }
-    ncclResult_t end = ncclGroupEnd();  // always close the group, even after an error
+    ncclResult_t end = ncclApi().ncclGroupEnd();  // always close the group, even after an error
     return first != ncclSuccess ? first : end;
   });
 }
@@ -631,21 +633,21 @@ void NcclProcessGroup::doAlltoall(const OpDesc& d, const Buffer& in, const Buffe
 // Only launches; enqueue() then waits for it, so that barrier() returns once the GPU passed it.
 void NcclProcessGroup::doBarrier(const OpDesc& d) {
   launch(d, "ncclAllReduce (barrier)", [&](ncclComm_t c) {
-    return ncclAllReduce(scratch_, scratch_, 1, ncclInt32, ncclSum, c, stream_);
+    return ncclApi().ncclAllReduce(scratch_, scratch_, 1, ncclInt32, ncclSum, c, stream_);
   });
 }
 
 void NcclProcessGroup::doSend(const OpDesc& d, const Buffer& data) {
   if (data.count == 0) return;
   launch(d, "ncclSend", [&](ncclComm_t c) {
-    return ncclSend(data.data, data.count, toNccl(data.dtype), d.root, c, stream_);
+    return ncclApi().ncclSend(data.data, data.count, toNccl(data.dtype), d.root, c, stream_);
   });
 }
 
 void NcclProcessGroup::doRecv(const OpDesc& d, const Buffer& data) {
   if (data.count == 0) return;
   launch(d, "ncclRecv", [&](ncclComm_t c) {
-    return ncclRecv(data.data, data.count, toNccl(data.dtype), d.root, c, stream_);
+    return ncclApi().ncclRecv(data.data, data.count, toNccl(data.dtype), d.root, c, stream_);
   });
 }
 
