@@ -9,18 +9,23 @@
 #               exit 1 is a detection. Two slowdowns, ~10% and ~25% by default; the change each
 #               really cost is measured from the pairs and printed beside the rates.
 #
-# Every run is `dsrun --nproc-per-node 2 dsbench coll --backend shm -b 1K -e 16M -f 4 --repeat R`. A
-# pair's sides are blocks of K runs, one after the other, as a CI job compares last night's runs with
-# tonight's: per pair, K baseline runs (A1), K runs at the 10% slowdown, K more baseline runs (A2),
-# K runs at the 25% slowdown; A1 vs A2 is the A/A pair, A1 vs x1.11 and A2 vs x1.4 the A/B pairs. The
-# load average is sampled before every run and printed.
+# Every run is `dsrun --nproc-per-node 2 dsbench coll --backend shm -b 1K -e 16M -f 4 --repeat R`. Per
+# pair: K baseline runs (A1), K runs at the 10% slowdown, K more baseline runs (A2) and K runs at the
+# 25% slowdown; A1 vs A2 is the A/A pair, A1 vs x1.11 and A2 vs x1.4 the A/B pairs. --layout says
+# when they run:
+#   blocks        each side's K runs one after the other, as a CI job compares last night's runs
+#                 with tonight's: what drifts over minutes lands on one side only (the default);
+#   interleaved   A1, x1.11, A2, x1.4, A1, ... one run of each in turn, as a job that builds both
+#                 versions and alternates their runs: the drift lands on both sides alike.
+# The load average is sampled before every run and printed.
 #
-#   scripts/verdict-calibration.sh [--pairs N] [--runs K] [--repeat R] [--threshold PCT]
+#   scripts/verdict-calibration.sh [--pairs N] [--runs K] [--layout blocks|interleaved] [--repeat R] [--threshold PCT]
 #                                  [--slow10 F] [--slow25 F] [--coll-args "..."] [--out DIR]
 #
 #   --pairs N     pairs of each kind (default 20)
 #   --runs K      runs a side (default 5: the fewest with which the U test reaches p <= 0.05 with
 #                 room for the false-discovery step; dsreport compare says so when there are fewer)
+#   --layout L    blocks (default) or interleaved, see above
 #   --repeat R    dsbench coll --repeat (default 1)
 #   --threshold   dsreport compare --threshold (default 5)
 #   --slow10 F / --slow25 F   the two DS_SHM_TEST_SLOWDOWN factors (default 1.11 and 1.4). The
@@ -41,6 +46,7 @@ bin=$build/bin
 
 pairs=20
 runs=5
+layout=blocks
 repeat=1
 threshold=5
 slow10=1.11
@@ -53,6 +59,7 @@ while [ $# -gt 0 ]; do
   case $1 in
     --pairs) pairs=$(value_of "$@") || exit 1; shift ;;
     --runs) runs=$(value_of "$@") || exit 1; shift ;;
+    --layout) layout=$(value_of "$@") || exit 1; shift ;;
     --repeat) repeat=$(value_of "$@") || exit 1; shift ;;
     --threshold) threshold=$(value_of "$@") || exit 1; shift ;;
     --slow10) slow10=$(value_of "$@") || exit 1; shift ;;
@@ -67,6 +74,7 @@ done
 [[ $pairs =~ ^[1-9][0-9]*$ ]] || bad "--pairs '$pairs' is not a positive whole number"
 [[ $repeat =~ ^[1-9][0-9]*$ ]] || bad "--repeat '$repeat' is not a positive whole number"
 [[ $runs =~ ^[1-9][0-9]*$ ]] || bad "--runs '$runs' is not a positive whole number"
+[[ $layout == blocks || $layout == interleaved ]] || bad "--layout '$layout' is not blocks or interleaved"
 for t in dsrun dsbench dsreport; do
   [ -x "$bin/$t" ] || bad "$bin/$t is missing: build first (scripts/build.sh) or set DS_BUILD_DIR"
 done
@@ -93,17 +101,26 @@ run() {
 }
 
 start=$(date +%s)
-echo "# verdict-calibration: $pairs pairs each of A/A, A/B(x$slow10), A/B(x$slow25), $runs runs a side; dsbench coll --backend shm $coll_args --repeat $repeat; 2 ranks on $(nproc) core(s)"
+echo "# verdict-calibration: $pairs pairs each of A/A, A/B(x$slow10), A/B(x$slow25), $runs runs a side in $layout; dsbench coll --backend shm $coll_args --repeat $repeat; 2 ranks on $(nproc) core(s)"
 # block NAME SLOWDOWN: K runs NAME-0 .. NAME-(K-1).
 block() {
   local k
   for ((k = 0; k < runs; k++)); do run "$1-$k" "$2"; done
 }
 for ((i = 0; i < pairs; i++)); do
-  block "a$((2 * i))" 1
-  block "b10x$i" "$slow10"
-  block "a$((2 * i + 1))" 1
-  block "b25x$i" "$slow25"
+  if [ "$layout" = blocks ]; then
+    block "a$((2 * i))" 1
+    block "b10x$i" "$slow10"
+    block "a$((2 * i + 1))" 1
+    block "b25x$i" "$slow25"
+  else
+    for ((k = 0; k < runs; k++)); do
+      run "a$((2 * i))-$k" 1
+      run "b10x$i-$k" "$slow10"
+      run "a$((2 * i + 1))-$k" 1
+      run "b25x$i-$k" "$slow25"
+    done
+  fi
   printf '\r# runs done: %d of %d' $((4 * runs * (i + 1))) $((4 * runs * pairs)) >&2
 done
 echo >&2
