@@ -80,7 +80,7 @@ Command addCompareCommand(CLI::App& parent) {
       ->envname("DSREPORT_THRESHOLD");
   c.app
       ->add_option("--alpha", o->compare.alpha,
-                   "significance of the per-item Mann-Whitney U test (false-discovery rate over the items)")
+                   "significance of the Mann-Whitney U tests: the false-discovery rate over the items, and the level of the whole-run test")
       ->transform(ds::cli::number(1e-6, 0.5))
       ->capture_default_str()
       ->envname("DSREPORT_ALPHA");

@@ -27,8 +27,7 @@
 //     would do.
 //   - kRegressed / kImproved: beyond the threshold and significant: a two-sided Mann-Whitney U test
 //     of the two sides' run samples, with the Benjamini-Hochberg procedure at alpha over all the items
-//     of the comparison and the whole-run test (so a 30-size sweep does not raise 31 chances of a
-//     false alarm).
+//     of the comparison (so a 30-size sweep does not raise 30 chances of a false alarm).
 //   - kNoise: beyond the threshold, enough runs, not significant.
 //   noisePct: the run-to-run spread in the unit of the change: a robust standard deviation (1.4826 x
 //   median absolute deviation) of each side's run samples in percent of its median, the two combined
@@ -38,8 +37,9 @@
 // time divided by the baseline side's median time for that item; the change is the ratio of the two
 // sides' medians of these, as a change in percent of the metric (+ better), with a seeded 95%
 // bootstrap interval over the runs (bootstrapGeomeanRatio). Its verdict follows the per-item rules,
-// with a U test of the two sides' run summaries that joins the items' false-discovery step: a
-// regression of every size by a little is found even when no single size is significant.
+// with a U test of the two sides' run summaries, a test of its own at alpha (not one of the items'
+// family, where 5 runs a side could never beat alpha / (items + 1)): a regression of every size by a
+// little is found even when no single size is significant.
 //
 // Exit code: 2 not comparable; 1 a regressed item or a regressed sweep; 4 (inconclusive) no
 // regression, but an inconclusive item or sweep; 0 otherwise.
@@ -62,7 +62,7 @@ namespace ds::report {
 
 struct CompareOptions {
   double thresholdPct = 5.0;  // --threshold PCT: the smallest change that counts
-  double alpha = 0.05;        // --alpha: false-discovery rate of the U tests over the items and the run
+  double alpha = 0.05;        // --alpha: the items' false-discovery rate, and the whole-run test's level
   bool ignoreHosts = false;   // --ignore-hosts: compare runs on different hosts (still listed)
   int bootstrapResamples = 2000;
   std::uint64_t seed = 1;  // of the bootstrap: the same inputs give the same interval

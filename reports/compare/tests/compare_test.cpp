@@ -252,6 +252,40 @@ TEST(Compare, TheWholeRunGetsAGeometricMeanVerdictOverItsRuns) {
   EXPECT_EQ(one.overall, Verdict::kInconclusive) << one.overallReason;
 }
 
+TEST(Compare, ASmallSlowdownOfEverySizeIsFoundWhenNoSizeAloneIsSignificant) {
+  // 20 sizes 12% slower over 5 runs a side. Each size's runs spread by +-20% (0.8 .. 1.2, a different
+  // order for every size), so no size's runs separate; but over the 20 sizes every run averages the
+  // same, so the runs' summaries separate completely (p = 2/252). The whole run is its own test at
+  // alpha: inside the items' false-discovery family it would have had to beat 0.05 / 21.
+  const double spread[] = {0.8, 0.9, 1.0, 1.1, 1.2};
+  auto sweep = [&](int k, double slow) {
+    std::vector<SweepMeasurement> v;
+    for (int i = 0; i < 20; ++i) {
+      const double t = 100 * spread[(i + k) % 5] * (1 + 0.004 * k) * slow;
+      v.push_back(row(std::size_t{1024} << i, t, 0.01, 3, 700 + 40 * k + i));
+    }
+    return sweepRun(v);
+  };
+  std::vector<RunFile> b, c;
+  for (int k = 0; k < 5; ++k) {
+    b.push_back(sweep(k, 1.0));
+    c.push_back(sweep(k, 1.12));
+  }
+  auto r = compareRuns(b, c, {});
+  EXPECT_EQ(r.regressions, 0);
+  for (const auto& it : r.items) EXPECT_GT(it.p, 0.05) << it.label();
+  EXPECT_NEAR(r.overallP, 2.0 / 252.0, 1e-12);
+  EXPECT_EQ(r.overall, Verdict::kRegressed) << r.overallReason;
+  EXPECT_NE(r.overallReason.find("summaries p = 0.0079 <= 0.05"), std::string::npos) << r.overallReason;
+  EXPECT_EQ(r.exitCode(), 1);
+  // At --alpha 0.005, 5 runs a side can never be significant: inconclusive, not a regression.
+  CompareOptions strict;
+  strict.alpha = 0.005;
+  auto s = compareRuns(b, c, strict);
+  EXPECT_EQ(s.overall, Verdict::kInconclusive) << s.overallReason;
+  EXPECT_EQ(s.exitCode(), kCompareExitInconclusive);
+}
+
 TEST(Compare, RepeatsSurviveTheJsonAndOlderFilesStillLoad) {
   auto run = sweepRun({row(1 << 20, 100, 0.02, 4, 30)});
   const auto& p = run.sweep->results.at(0).outOfPlace;
