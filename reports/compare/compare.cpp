@@ -634,7 +634,7 @@ std::string formatCompareText(const CompareResult& r) {
   out += fmt::format(
       "threshold {:g}%, alpha {:g}: a change beyond the threshold counts when a Mann-Whitney U test of the "
       "two sides' runs finds it (one sample per run, the median of its repeats; false-discovery rate alpha "
-      "over the items and the whole run); {} vs {}\n",
+      "over the items, and the whole run's own test at alpha); {} vs {}\n",
       r.options.thresholdPct, r.options.alpha, runsText(r.baseRunCount), runsText(r.curRunCount));
   if (!r.mismatches.empty()) {
     out += "\nRuns differ:\n";

@@ -84,7 +84,7 @@ std::string renderCompareHtml(const CompareResult& r) {
           "{} regressed, {} improved, {} inconclusive, {} within noise, {} unchanged, {} not compared. A "
           "change counts when it exceeds {} % of the baseline and a Mann-Whitney U test of the two sides' "
           "runs finds it (one sample per run, the median of its repeats; false-discovery rate {} over the "
-          "items and the whole run). Whole run: {}: {}.",
+          "items, and the whole run's own test at that level). Whole run: {}: {}.",
           r.regressions, r.improvements, r.inconclusive, r.noisy, r.unchanged, r.notCompared.size(),
           html::formatNumber(r.options.thresholdPct), html::formatNumber(r.options.alpha),
           verdictName(r.overall), r.overallReason),

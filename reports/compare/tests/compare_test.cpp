@@ -186,7 +186,7 @@ TEST(Compare, EachRunIsOneSample) {
 
 TEST(Compare, ALoneBorderlineRowAmongManyIsNotADiscovery) {
   // 20 sizes; 19 alike on both sides, one 20% slower over 5 runs a side: p = 2/252 = 0.008, above
-  // the Benjamini-Hochberg bar of 0.05 / 21 for a single discovery among 20 items and the whole run.
+  // the Benjamini-Hochberg bar of 0.05 / 20 for a single discovery among 20 items.
   // With 8 runs (p = 2/12870) it is one.
   auto make = [](int runs, double slow) {
     std::vector<RunFile> base, cur;
