@@ -134,14 +134,14 @@ TEST(ShmFaults, ATooSmallShmDirIsAClearErrorOnEveryRank) {
   for (auto& p : ranks) res.push_back(p->wait());
   ::umount2(dir.path().c_str(), MNT_DETACH);
   EXPECT_EQ(res[0].exitCode, 5) << res[0].err;
-  EXPECT_NE(res[0].err.find("the shm backend needs 24.0 MiB in " + dir.path()), std::string::npos)
+  EXPECT_NE(res[0].err.find("the shm backend needs 3.0 MiB in " + dir.path()), std::string::npos)
       << res[0].err;
   EXPECT_NE(res[0].err.find("DS_SHM_BUFFER_BYTES"), std::string::npos) << res[0].err;
   for (int r : {1, 2}) {
     EXPECT_FALSE(res[r].timedOut);
     EXPECT_EQ(res[r].exitCode, 5) << res[r].err;
     EXPECT_NE(res[r].err.find("rank 0 (the first rank on host"), std::string::npos) << res[r].err;
-    EXPECT_NE(res[r].err.find("the shm backend needs 24.0 MiB"), std::string::npos) << res[r].err;
+    EXPECT_NE(res[r].err.find("the shm backend needs 3.0 MiB"), std::string::npos) << res[r].err;
   }
 }
 

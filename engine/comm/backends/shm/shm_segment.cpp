@@ -109,6 +109,7 @@ void Segment::markAttached(int localIndex) {
       if (CPU_ISSET(cpu, &set)) c.cpuMask[cpu / 64] |= std::uint64_t{1} << (cpu % 64);
     }
   }
+  c.cpu.store(::sched_getcpu(), std::memory_order_relaxed);
   c.pid.store(static_cast<std::int32_t>(::getpid()));  // publishes the fields above (seq_cst)
   linked_ = true;                                      // any rank may be the last one, and then unlinks
   if (header_->attached.fetch_add(1) + 1 == header_->nranks) unlink();

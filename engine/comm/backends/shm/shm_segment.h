@@ -23,7 +23,7 @@
 namespace ds::comm::shm {
 
 inline constexpr std::uint64_t kMagic = 0x3130304d48535344ull;  // "DSSHM001" little-endian
-inline constexpr std::uint32_t kVersion = 1;
+inline constexpr std::uint32_t kVersion = 2;
 inline constexpr int kMaxLocalRanks = 512;
 inline constexpr const char* kNamePrefix = "dsshm-";
 inline constexpr int kMaskCpus = 512;  // CPUs a rank's published affinity mask can name
@@ -33,7 +33,10 @@ struct alignas(128) RankCtl {
   std::atomic<std::uint32_t> sleepers;  // waiters blocked (or about to block) on `step`
   std::atomic<std::int32_t> pid;        // 0 until the rank attached
   std::atomic<std::uint32_t> failed;    // set by a rank that gave up (error), so peers stop waiting
-  std::uint64_t pidNamespace;           // inode of the rank's pid namespace: pids compare only within one
+  // The CPU the rank's op last ran on (sched_getcpu at each post and wait; -1: unknown), so that a
+  // waiter yields its CPU only when a peer it waits for may be queued behind it there.
+  std::atomic<std::int32_t> cpu;
+  std::uint64_t pidNamespace;  // inode of the rank's pid namespace: pids compare only within one
   // The CPUs the rank may run on (its affinity mask, CPUs 0-511; all zero: unknown), so that every
   // rank can tell whether the host's ranks have a core each (then waiting spins) or share some.
   std::uint64_t cpuMask[kMaskCpus / 64];

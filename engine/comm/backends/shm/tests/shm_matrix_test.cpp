@@ -119,6 +119,23 @@ TEST(ShmBackend, ALateRankTimesOutNamingIt) {
   EXPECT_LT(s, 10.0);
 }
 
+TEST(ShmBackend, DefaultSlotsKeepAChunkInTheCaches) {
+  // 512 KiB slots measured 1.6-2x faster than 4 MiB ones at 32-128 MiB (defaultSlotBytes); many
+  // local ranks get smaller slots, so that the host's slots stay within 32 MiB, but never below 256 KiB.
+  EXPECT_EQ(shm::defaultSlotBytes(1), std::size_t{512} << 10);
+  EXPECT_EQ(shm::defaultSlotBytes(2), std::size_t{512} << 10);
+  EXPECT_EQ(shm::defaultSlotBytes(32), std::size_t{512} << 10);
+  EXPECT_EQ(shm::defaultSlotBytes(64), std::size_t{256} << 10);
+  EXPECT_EQ(shm::defaultSlotBytes(512), std::size_t{256} << 10);
+  for (int n = 1; n <= 512; ++n) {
+    const std::size_t s = shm::defaultSlotBytes(n);
+    EXPECT_EQ(s % 4096, 0u) << n;
+    EXPECT_TRUE(2 * s * static_cast<std::size_t>(n) <= (std::size_t{32} << 20) ||
+                s == (std::size_t{256} << 10))
+        << n << " ranks: " << s;
+  }
+}
+
 TEST(ShmBackend, BadSettingsAreConfigErrors) {
   ::setenv("DS_SHM_BUFFER_BYTES", "lots", 1);
   EXPECT_THROW(shm::configFromEnv(), ConfigError);

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <sched.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -75,6 +76,31 @@ TEST(ShmSegment, TheLastRankToAttachRemovesTheName) {
   // Both mappings still work after the unlink.
   a->ctl(1).step.store(5);
   EXPECT_EQ(b->ctl(1).step.load(), 5u);
+}
+
+TEST(ShmSegment, EachRankPublishesItsMaskAndItsCpu) {
+  // Waiters yield only to a peer that last ran on their own CPU: markAttached must publish where the
+  // rank runs (a thread pinned to one CPU here) before its pid, like the mask.
+  cpu_set_t old;
+  ASSERT_EQ(::sched_getaffinity(0, sizeof(old), &old), 0);
+  int last = -1;
+  for (int c = 0; c < CPU_SETSIZE; ++c) {
+    if (CPU_ISSET(c, &old)) last = c;
+  }
+  ASSERT_GE(last, 0);
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(last, &one);
+  ASSERT_EQ(::sched_setaffinity(0, sizeof(one), &one), 0);
+  ds::testing::TempDir dir;
+  auto spec = specIn(dir.path());
+  auto seg = Segment::create(spec);
+  seg->ctl(0).cpu.store(-7);
+  seg->markAttached(0);
+  ::sched_setaffinity(0, sizeof(old), &old);
+  EXPECT_EQ(seg->ctl(0).cpu.load(), last);
+  EXPECT_EQ(seg->ctl(0).cpuMask[last / 64], std::uint64_t{1} << (last % 64));
+  EXPECT_EQ(seg->ctl(0).pid.load(), ::getpid());
 }
 
 TEST(ShmSegment, NamesLeftByADeadCreatorAreRemoved) {
