@@ -343,6 +343,7 @@ class MpiProcessGroup final : public ProcessGroup {
     if (mpi::broken()) throw brokenError(d.describe());
     mpi::InFlight inFlight;
     mpi::CallGuard guard;
+    mpidetail::YieldWhileIdle yield;  // the caller computes beside this call: do not spin its CPU away
     check(call(), what);
   }
 

@@ -1,5 +1,6 @@
 #include "engine/comm/backends/mpi/mpi_wait.h"
 
+#include <dlfcn.h>
 #include <sched.h>
 #include <sys/prctl.h>
 #include <time.h>
@@ -7,6 +8,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <mutex>
 
 #include "engine/common/error.h"
 #include "engine/common/mpi_runtime.h"
@@ -24,7 +26,45 @@ void tightenTimerSlackOnce() {
   }
 }
 
+// Open MPI's switch, looked up in the process (libopen-pal is loaded with libmpi). Null: not Open MPI.
+struct OpalYield {
+  bool (*set)(bool) = nullptr;  // returns the previous setting
+  bool alreadyOn = false;
+};
+
+const OpalYield& opalYield() {
+  static const OpalYield y = [] {
+    OpalYield o;
+    o.set = reinterpret_cast<bool (*)(bool)>(dlsym(RTLD_DEFAULT, "opal_progress_set_yield_when_idle"));
+    const auto* flag = static_cast<const bool*>(dlsym(RTLD_DEFAULT, "opal_progress_yield_when_idle"));
+    // Without the flag the setting in force is unknown, and turning it off afterwards could undo
+    // the user's mpi_yield_when_idle=1: leave it alone.
+    if (flag == nullptr) o.set = nullptr;
+    o.alreadyOn = flag != nullptr && *flag;
+    return o;
+  }();
+  return y;
+}
+
+std::mutex yieldMu;
+int yieldUsers = 0;
+
 }  // namespace
+
+bool YieldWhileIdle::available() { return opalYield().set != nullptr && !opalYield().alreadyOn; }
+
+YieldWhileIdle::YieldWhileIdle() {
+  if (!available()) return;
+  std::lock_guard<std::mutex> lock(yieldMu);
+  if (yieldUsers++ == 0) static_cast<void>(opalYield().set(true));
+  engaged_ = true;
+}
+
+YieldWhileIdle::~YieldWhileIdle() {
+  if (!engaged_) return;
+  std::lock_guard<std::mutex> lock(yieldMu);
+  if (--yieldUsers == 0) static_cast<void>(opalYield().set(false));
+}
 
 std::string errorText(int code) {
   char text[MPI_MAX_ERROR_STRING] = {};

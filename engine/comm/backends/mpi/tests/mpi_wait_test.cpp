@@ -1,11 +1,14 @@
-// The wait loop's tuning knob (DS_MPI_WAIT) is parsed strictly.
+// The wait loop's tuning knob (DS_MPI_WAIT) is parsed strictly; YieldWhileIdle switches Open MPI's
+// yield-when-idle setting on for its lifetime and restores it.
 #include "engine/comm/backends/mpi/mpi_wait.h"
 
+#include <dlfcn.h>
 #include <gtest/gtest.h>
 
 #include "engine/common/error.h"
 
 using ds::comm::mpidetail::pollPolicyFromEnv;
+using ds::comm::mpidetail::YieldWhileIdle;
 
 TEST(MpiWaitPolicy, DefaultsWhenUnset) {
   auto p = pollPolicyFromEnv(nullptr);
@@ -32,4 +35,22 @@ TEST(MpiWaitPolicy, RejectsMalformedValues) {
       EXPECT_NE(std::string(e.what()).find("DS_MPI_WAIT"), std::string::npos) << e.what();
     }
   }
+}
+
+// Open MPI's flag is a plain global of libopen-pal (loaded with libmpi), set without MPI_Init.
+TEST(MpiYieldWhileIdle, OnWhileAGuardLivesAndRestoredAfterTheLast) {
+  const auto* flag = static_cast<const bool*>(dlsym(RTLD_DEFAULT, "opal_progress_yield_when_idle"));
+  if (flag == nullptr) GTEST_SKIP() << "not Open MPI: no opal_progress_yield_when_idle in this process";
+  ASSERT_FALSE(*flag) << "mpi_yield_when_idle is already on in this environment";
+  ASSERT_TRUE(YieldWhileIdle::available());
+  {
+    YieldWhileIdle outer;
+    EXPECT_TRUE(*flag);
+    {
+      YieldWhileIdle inner;
+      EXPECT_TRUE(*flag);
+    }
+    EXPECT_TRUE(*flag) << "the inner guard turned it off while the outer one lives";
+  }
+  EXPECT_FALSE(*flag);
 }
