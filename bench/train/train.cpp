@@ -288,18 +288,19 @@ int runTrain(const TrainOptions& o) {
   }
   base.dtype = dtypes.front();
 
+  // What --overlap auto chooses here, worked out (and recorded in the JSON) whatever --overlap says,
+  // so that a run of both settings also tells which one auto would have taken.
+  ddp::OverlapPlacement place;
+  place.cpu = base.device.type == comm::DeviceType::kCpu;
+  place.rankCpus = comm::affinityCpuCount();
+  place.hostCpus = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  place.localRanks = std::max(1, world->info().localWorldSize.value);
+  place.computeThreads = blasThreads;
+  place.multiHost = std::set<std::string>(hosts.begin(), hosts.end()).size() > 1;
+  const auto autoChoice = ddp::chooseOverlap(place);
   std::vector<bool> overlaps;
   if (o.overlap == "auto") {
-    ddp::OverlapPlacement place;
-    place.cpu = base.device.type == comm::DeviceType::kCpu;
-    place.rankCpus = comm::affinityCpuCount();
-    place.hostCpus = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-    place.localRanks = std::max(1, world->info().localWorldSize.value);
-    place.computeThreads = blasThreads;
-    place.multiHost = std::set<std::string>(hosts.begin(), hosts.end()).size() > 1;
-    const auto choice = ddp::chooseOverlap(place);
-    overlaps.push_back(choice.overlap);
-    if (world->rank() == 0 && o.verbose) log::info("dsbench train: --overlap auto: {}", choice.reason);
+    overlaps.push_back(autoChoice.overlap);
   } else {
     if (o.overlap != "off") overlaps.push_back(true);
     if (o.overlap != "on") overlaps.push_back(false);
@@ -405,7 +406,9 @@ int runTrain(const TrainOptions& o) {
     }
   }
   if (world->rank() == 0) {
-    std::string text = report::formatPlacementLines(placed) + report::formatTrainTable(runs) + scalingText;
+    std::string text = report::formatPlacementLines(placed) +
+                       (o.overlap == "auto" ? fmt::format("# --overlap auto: {}\n", autoChoice.reason) : "") +
+                       report::formatTrainTable(runs) + scalingText;
     std::fwrite(text.data(), 1, text.size(), stdout);
     std::fflush(stdout);
     if (!o.jsonPath.empty()) {
@@ -420,6 +423,7 @@ int runTrain(const TrainOptions& o) {
                           {"env", coll::relevantEnv()},
                           {"start_time", startTime},
                           {"end_time", coll::isoTimeNow()}};
+      meta["overlap_auto"] = {{"overlap", autoChoice.overlap}, {"reason", autoChoice.reason}};
       if (!label.empty()) meta["label"] = label;
       report::writeJsonAtomic(o.jsonPath, report::trainToJson(runs, meta));
     }

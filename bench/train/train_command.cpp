@@ -42,7 +42,8 @@ Command addTrainCommand(CLI::App& parent) {
       ->envname("DSBENCH_BUCKET_CAP_MB");
   t->add_option("--overlap", o->overlap,
                 "on, off (one bucket launched after backward), both, or auto (on only where the comm gets a "
-                "CPU of its own, a network or a GPU to wait on; the log says which and why)")
+                "CPU of its own, a network or a GPU to wait on; the table says which and why, the JSON records it as "
+                "metadata.overlap_auto for every run)")
       ->check(cli::oneOf({"on", "off", "both", "auto"}))
       ->capture_default_str()
       ->envname("DSBENCH_OVERLAP");
