@@ -11,8 +11,7 @@
 #   step with our best CPU backend  <= 0.8x PyTorch DDP's
 #   step on gloo                    <= 1.0x PyTorch DDP's
 #   overlap on never slower than overlap off, per backend (within 2% noise)
-# and, per backend, what --overlap auto chooses there (with its reason) and its step against the better
-# of on and off (information, not a target: on 2 cores the two often differ by less than the noise).
+# and, per backend, what --overlap auto chooses there and why.
 # PyTorch's exposed comm is its step minus the same step under no_sync() (no communication).
 #
 # A 2-core VM drifts by 10-30% between runs a few seconds apart, more than the 2% the overlap target
@@ -208,12 +207,9 @@ for be in backends:
     q = [on[r]["step"] / off[r]["step"] for r in sorted(on) if r in off]
     qm = med(q)
     spread = f"  (rounds {min(q):.2f}-{max(q):.2f}x)" if len(q) > 1 else ""
-    line(f"{be}: step with overlap / without (<= 1.02)", fmt(qm, ".2f") + "x", None if qm is None else qm <= 1.02, spread)
     a = auto.get(be)
-    if a is not None and q:
-        # auto's setting against the better of the two, round by round
-        qa = med([(on if a["overlap"] else off)[r]["step"] / min(on[r]["step"], off[r]["step"]) for r in sorted(on) if r in off])
-        print(f"#   {be + ': --overlap auto (' + ('on' if a['overlap'] else 'off') + ') / the better setting per round':<62} {fmt(qa, '.2f') + 'x':>8}  info")
+    chose = f"; --overlap auto chooses {'on' if a['overlap'] else 'off'}" if a else ""
+    line(f"{be}: step with overlap / without (<= 1.02)", fmt(qm, ".2f") + "x", None if qm is None else qm <= 1.02, spread + chose)
 PY
 echo
 echo "bench-ddp-peers: $(( $(date +%s) - start )) s; table in $out/table.txt, JSON in $out/r*-dsbench-*.json and $out/r*-torch-ddp.json"
