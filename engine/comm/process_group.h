@@ -297,6 +297,8 @@ class ProcessGroup {
   std::mutex watchMu_;
   std::condition_variable watchCv_;
   std::shared_ptr<Work> watched_;  // guarded by watchMu_
+  // The deadline the watchdog sleeps until (max: it waits for an op); guarded by watchMu_.
+  Work::Clock::time_point watchdogArmedUntil_ = Work::Clock::time_point::max();
   std::thread watchdog_;
   bool watchdogStarted_ = false;  // guarded by watchMu_
 
