@@ -15,7 +15,7 @@
 # when they run:
 #   interleaved   A1, x1.11, A2, x1.4, A1, ... one run of each in turn, as a job that builds both
 #                 versions and alternates their runs: the drift lands on both sides alike (the
-#                 default: the layout that meets the targets here, README "Calibrating the gate");
+#                 default: the layout that comes closest to the targets here, README "Calibrating the gate");
 #   blocks        each side's K runs one after the other, as a CI job compares last night's runs
 #                 with tonight's: what drifts over minutes lands on one side only.
 # The load average is sampled before every run and printed.
@@ -24,7 +24,7 @@
 #                                  [--slow10 F] [--slow25 F] [--coll-args "..."] [--out DIR]
 #
 #   --pairs N     pairs of each kind (default 20)
-#   --runs K      runs a side (default 10: what a 10% change needs on this 2-core VM; 5 is the
+#   --runs K      runs a side (default 10: about 70% of 10% changes caught on this 2-core VM; 5 is the
 #                 fewest with which the U test reaches p <= 0.05 with room to spare, and catches 25%)
 #   --layout L    interleaved (default) or blocks, see above
 #   --repeat R    dsbench coll --repeat (default 1)
