@@ -28,6 +28,8 @@ const CollSpec kAllgatherSpec{
           std::size_t per = a.counts.sendCount;
           return moveInput(a, static_cast<int>(i / per), i % per);
         },
+    .period = kMovePeriod,
+    .checkBlock = [](const CheckArgs& a) { return a.counts.sendCount; },
 };
 
 }  // namespace ds::bench::coll

@@ -23,6 +23,7 @@ const CollSpec kAllreduceSpec{
     .input = reduceInput,
     .checked = [](const CheckArgs&) { return true; },
     .expected = reducedValue,
+    .period = kReducePeriod,
 };
 
 }  // namespace ds::bench::coll

@@ -28,6 +28,8 @@ const CollSpec kAlltoallSpec{
           std::size_t per = a.counts.paramCount;
           return moveInput(a, static_cast<int>(i / per), static_cast<std::size_t>(a.rank) * per + i % per);
         },
+    .period = kMovePeriod,
+    .checkBlock = [](const CheckArgs& a) { return a.counts.paramCount; },
 };
 
 }  // namespace ds::bench::coll

@@ -22,6 +22,7 @@ const CollSpec kBroadcastSpec{
     .input = moveInput,
     .checked = [](const CheckArgs&) { return true; },
     .expected = [](const CheckArgs& a, std::size_t i) { return moveInput(a, a.root, i); },
+    .period = kMovePeriod,
 };
 
 }  // namespace ds::bench::coll

@@ -75,6 +75,14 @@ struct CollSpec {
   bool (*checked)(const CheckArgs& a);
   // The value element i of this rank's receive buffer (recvCount elements) must hold.
   double (*expected)(const CheckArgs& a, std::size_t i);
+  // The data's period in elements (kReducePeriod or kMovePeriod, data_check.h): input(a, rank, i)
+  // equals input(a, rank, i + period), and each block of the expected result (checkBlock) repeats
+  // its own first `period` values. This is what keeps filling and checking cheap at any size. 0: no
+  // period, every element is computed.
+  std::size_t period = 0;
+  // The length of the receive buffer's blocks (allgather: one block per rank, each starting the
+  // pattern afresh); nullptr: the whole buffer is one block.
+  std::size_t (*checkBlock)(const CheckArgs& a) = nullptr;
 };
 
 // algbw bytes S for one size (REFERENCE.md §5).

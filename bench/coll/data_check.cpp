@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <vector>
 
 namespace ds::bench::coll {
 
@@ -48,7 +49,7 @@ double roundTo(comm::DType t, double v) {
 
 double reduceInput(const CheckArgs& a, int rank, std::size_t i) {
   const long r = rank;
-  const long k = static_cast<long>((i + static_cast<std::size_t>(a.rep)) % 1009);
+  const long k = static_cast<long>((i + static_cast<std::size_t>(a.rep)) % kReducePeriod);
   switch (a.op) {
     case comm::ReduceOp::kProd:
       return (r + k) % a.nranks == 0 ? 2 : 1;
@@ -70,18 +71,32 @@ double reducedValue(const CheckArgs& a, std::size_t i) {
 
 double moveInput(const CheckArgs& a, int rank, std::size_t i) {
   const long v =
-      static_cast<long>((static_cast<std::size_t>(rank) * 7 + i + static_cast<std::size_t>(a.rep)) % 97);
+      static_cast<long>((static_cast<std::size_t>(rank) * 7 + i + static_cast<std::size_t>(a.rep)) % kMovePeriod);
   return static_cast<double>(v - (isSigned(a.dtype) ? 48 : 0));
 }
 
 long long countWrong(const CollSpec& spec, const CheckArgs& a, const void* got) {
   if (!spec.checked(a)) return 0;
+  const std::size_t n = a.counts.recvCount;
   const double tol = tolerance(a.dtype);
+  std::size_t block = spec.checkBlock != nullptr ? spec.checkBlock(a) : n;
+  if (block == 0) block = n;
   long long wrong = 0;
-  for (std::size_t i = 0; i < a.counts.recvCount; ++i) {
-    double want = spec.expected(a, i);
-    double have = comm::elementAsDouble(got, i, a.dtype);
-    if (!(std::fabs(have - want) <= tol * std::max(1.0, std::fabs(want)))) ++wrong;
+  std::vector<double> want, slack;
+  for (std::size_t start = 0; start < n; start += block) {
+    const std::size_t len = std::min(block, n - start);
+    const std::size_t period = spec.period == 0 ? len : std::min(spec.period, len);
+    want.resize(period);
+    slack.resize(period);
+    for (std::size_t j = 0; j < period; ++j) {
+      want[j] = spec.expected(a, start + j);
+      slack[j] = tol * std::max(1.0, std::fabs(want[j]));
+    }
+    for (std::size_t i = 0, j = 0; i < len; ++i) {
+      const double have = comm::elementAsDouble(got, start + i, a.dtype);
+      if (!(std::fabs(have - want[j]) <= slack[j])) ++wrong;
+      if (++j == period) j = 0;
+    }
   }
   return wrong;
 }

@@ -22,6 +22,7 @@ const CollSpec kReduceSpec{
     .input = reduceInput,
     .checked = [](const CheckArgs& a) { return a.rank == a.root; },
     .expected = reducedValue,
+    .period = kReducePeriod,
 };
 
 }  // namespace ds::bench::coll

@@ -27,6 +27,7 @@ const CollSpec kReduceScatterSpec{
         [](const CheckArgs& a, std::size_t i) {
           return reducedValue(a, static_cast<std::size_t>(a.rank) * a.counts.recvCount + i);
         },
+    .period = kReducePeriod,
 };
 
 }  // namespace ds::bench::coll

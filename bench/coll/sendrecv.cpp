@@ -38,6 +38,7 @@ const CollSpec kSendrecvSpec{
     .checked = [](const CheckArgs&) { return true; },
     .expected = [](const CheckArgs& a,
                    std::size_t i) { return moveInput(a, (a.rank + a.nranks - 1) % a.nranks, i); },
+    .period = kMovePeriod,
 };
 
 }  // namespace ds::bench::coll

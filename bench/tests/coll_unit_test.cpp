@@ -2,7 +2,10 @@
 // parsing with K/M/G suffixes, the sweep's sizes, flag checks, and the data check's references.
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
 #include <algorithm>
+#include <string>
 #include <vector>
 
 #include "bench/coll/coll_options.h"
@@ -241,4 +244,54 @@ TEST(CollDataCheck, ReferencesAreExactInEveryDtype) {
   // reduce checks the root only.
   const CollSpec& rd = findCollective("reduce");
   EXPECT_EQ(countWrong(rd, a, out.data()), 0);
+}
+
+// The periodic fill and check (CollSpec::period, checkBlock) must say exactly what the element-by-
+// element definitions say, for every collective, rank count, rank, size (below, at and across
+// periods and blocks) and dtype; a spec that claims a wrong period or block fails here.
+TEST(CollDataCheck, PeriodicFillAndCheckMatchEveryElementsDefinition) {
+  using ds::comm::DType;
+  for (const CollSpec* spec : allCollectives()) {
+    for (int n : {2, 3}) {
+      for (std::size_t count : {std::size_t{1}, std::size_t{96}, std::size_t{97 * 3 + 2},
+                                std::size_t{1009 * 2 + 5}, std::size_t{6000}}) {
+        for (DType t : {DType::kF32, DType::kBF16, DType::kI8}) {
+          for (int rank = 0; rank < n; ++rank) {
+            const CollCounts c = spec->counts(count, n);
+            CheckArgs a{rank, n, n - 1, ds::comm::ReduceOp::kSum, t, 5, c};
+            const std::string what = fmt::format("{} n={} count={} dtype={} rank={}", spec->name, n, count,
+                                                 ds::comm::dtypeName(t), rank);
+            const std::size_t elt = ds::comm::dtypeSize(t);
+            // The fill against input(., i) element by element.
+            std::vector<char> fast(c.sendCount * elt), slow(c.sendCount * elt);
+            fillHost(fast.data(), c.sendCount, t, spec->period, [&](std::size_t i) { return spec->input(a, rank, i); });
+            fillHost(slow.data(), c.sendCount, t, 0, [&](std::size_t i) { return spec->input(a, rank, i); });
+            ASSERT_EQ(fast, slow) << what;
+            // The check against expected(., i) element by element: a right result passes, and every
+            // corrupted element is counted, first and last of each block included.
+            std::vector<char> got(c.recvCount * elt);
+            fillHost(got.data(), c.recvCount, t, 0, [&](std::size_t i) { return spec->expected(a, i); });
+            if (!spec->checked(a)) {
+              EXPECT_EQ(countWrong(*spec, a, got.data()), 0) << what;
+              continue;
+            }
+            ASSERT_EQ(countWrong(*spec, a, got.data()), 0) << what;
+            std::vector<std::size_t> bad;
+            const std::size_t block = spec->checkBlock != nullptr ? spec->checkBlock(a) : c.recvCount;
+            for (std::size_t b = 0; block > 0 && b < c.recvCount; b += block) {
+              bad.push_back(b);
+              bad.push_back(std::min(b + block, c.recvCount) - 1);
+            }
+            if (c.recvCount > 200) bad.push_back(200);
+            std::sort(bad.begin(), bad.end());
+            bad.erase(std::unique(bad.begin(), bad.end()), bad.end());
+            for (std::size_t i : bad) {
+              ds::comm::setElementFromDouble(got.data(), i, t, spec->expected(a, i) + 1);
+            }
+            EXPECT_EQ(countWrong(*spec, a, got.data()), static_cast<long long>(bad.size())) << what;
+          }
+        }
+      }
+    }
+  }
 }
