@@ -24,8 +24,8 @@
 #                                  [--slow10 F] [--slow25 F] [--coll-args "..."] [--out DIR]
 #
 #   --pairs N     pairs of each kind (default 20)
-#   --runs K      runs a side (default 10: about 70% of 10% changes caught on this 2-core VM; 5 is the
-#                 fewest with which the U test reaches p <= 0.05 with room to spare, and catches 25%)
+#   --runs K      runs a side (default 20: 10 caught about 70% of 10% changes on this 2-core VM; 5 is
+#                 the fewest with which the U test reaches p <= 0.05 with room to spare, and catches 25%)
 #   --layout L    interleaved (default) or blocks, see above
 #   --repeat R    dsbench coll --repeat (default 1)
 #   --threshold   dsreport compare --threshold (default 5)
@@ -46,7 +46,7 @@ build=${DS_BUILD_DIR:-$root/build}
 bin=$build/bin
 
 pairs=20
-runs=10
+runs=20
 layout=interleaved
 repeat=1
 threshold=5
