@@ -55,17 +55,18 @@ enum class WaitResult { kDone, kTimedOut };
 WaitResult waitAll(MPI_Request* reqs, int n, MPI_Status* statuses, std::size_t bytes,
                    Clock::time_point deadline, const PollPolicy& policy, const std::function<std::string()>& what);
 
-// While one lives (on any thread), Open MPI's progress loop gives the core away (sched_yield) whenever
-// a poll found nothing to do, instead of polling back to back. A blocking collective on the worker
-// thread polls like that while it waits for a late peer or the next fragment, and on a node where
-// the rank's caller computes beside it (DDP's backward with overlap) the spin takes the caller's CPU:
-// measured, 2 ranks on 2 cores, 25m preset, the worker used 45-56 ms of CPU per step with overlap,
-// against 27-33 ms when yielding. Open MPI turns the same switch (mpi_yield_when_idle) on by itself
-// only when a node is oversubscribed. Scoped to the blocking calls (>= 64 KiB, where a yield's ~0.3 us
-// when nothing else wants the core is noise), so the small ops' own wait loop keeps its spin phase.
-// Nested and concurrent guards count; the last one out restores the setting. Where the MPI is not
-// Open MPI (no opal_progress_set_yield_when_idle in the process) or the setting is already on
-// (mpi_yield_when_idle=1, oversubscribed), it does nothing.
+// While one lives (on any thread), Open MPI's progress loop gives the core away (sched_yield) whenever a
+// poll found nothing to do, instead of polling back to back. A blocking collective on the worker thread
+// polls like that while it waits for a late peer or the next fragment, and on a node where the rank's
+// caller computes beside it (DDP's backward with overlap) the spin takes the caller's CPU (figures: README,
+// "Where the CPU goes with overlap": 2 ranks on 2 cores, 25m preset, 8 runs interleaved with 8 without it,
+// the worker used 44-70 ms of CPU per step with overlap against 44-99, and backward compute took 2.7x the
+// forward against 3.2x). Open MPI turns the same switch (mpi_yield_when_idle) on by itself only when a node
+// is oversubscribed. Scoped to the blocking calls (>= 64 KiB, where a yield's ~0.3 us when nothing else
+// wants the core is noise), so the small ops' own wait loop keeps its spin phase. Nested and concurrent
+// guards count; the last one out restores the setting. Where the MPI is not Open MPI (no
+// opal_progress_set_yield_when_idle in the process) or the setting is already on (mpi_yield_when_idle=1,
+// oversubscribed), it does nothing.
 class YieldWhileIdle {
  public:
   YieldWhileIdle();
