@@ -5,6 +5,9 @@
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <string>
+
 #include "engine/common/error.h"
 
 using ds::comm::mpidetail::pollPolicyFromEnv;
@@ -41,7 +44,15 @@ TEST(MpiWaitPolicy, RejectsMalformedValues) {
 TEST(MpiYieldWhileIdle, OnWhileAGuardLivesAndRestoredAfterTheLast) {
   const auto* flag = static_cast<const bool*>(dlsym(RTLD_DEFAULT, "opal_progress_yield_when_idle"));
   if (flag == nullptr) GTEST_SKIP() << "not Open MPI: no opal_progress_yield_when_idle in this process";
-  ASSERT_FALSE(*flag) << "mpi_yield_when_idle is already on in this environment";
+  // Where the setting is on already (the user's OMPI_MCA_mpi_yield_when_idle, or Open MPI's own on
+  // an oversubscribed node), YieldWhileIdle leaves it alone by design: there is nothing to switch.
+  const char* env = std::getenv("OMPI_MCA_mpi_yield_when_idle");
+  const std::string asked = env == nullptr ? "" : env;
+  if (*flag || !(asked.empty() || asked == "0" || asked == "false" || asked == "no")) {
+    GTEST_SKIP() << "Open MPI's yield setting is already on here (OMPI_MCA_mpi_yield_when_idle='" << asked
+                 << "', flag " << (*flag ? "on" : "off")
+                 << "); YieldWhileIdle does nothing then. Unset the variable to run this test.";
+  }
   ASSERT_TRUE(YieldWhileIdle::available());
   {
     YieldWhileIdle outer;
