@@ -116,6 +116,7 @@ void ProcessGroup::unsupported(const char* what) const {
 bool ProcessGroup::inlineEligible(const OpDesc&) const { return false; }
 bool ProcessGroup::callerMayRunToEnd(const OpDesc& desc) const { return keepsOwnTimeout(desc); }
 bool ProcessGroup::keepsOwnTimeout(const OpDesc&) const { return true; }
+void ProcessGroup::abortHungCall(const OpDesc&) { std::abort(); }
 
 std::function<void()> ProcessGroup::startInline(const OpDesc& desc, const Buffer&, const Buffer&,
                                                 std::chrono::steady_clock::time_point) {
@@ -422,12 +423,17 @@ std::shared_ptr<Work> ProcessGroup::runOnCaller(const OpDesc& desc, const Buffer
   const auto issued = Work::Clock::now();
   auto work = makeWork(desc, issued);
   work->markStarted(issued);
+  // A call that cannot time out by itself is watched here as on the worker (a wake of the watchdog
+  // only when this deadline comes before the one it sleeps until: not once per op).
+  const bool watched = !keepsOwnTimeout(desc);
+  if (watched) watch(work, /*onCaller=*/true);
   std::exception_ptr error;
   try {
     runOpWith(desc, [&] { dispatch(desc, in, out); });
   } catch (...) {
     error = std::current_exception();
   }
+  if (watched) watch(nullptr);
   finishOnCaller(*work, error);
   return work;
 }
@@ -484,7 +490,7 @@ void ProcessGroup::workerLoop() {
   }
 }
 
-void ProcessGroup::watch(std::shared_ptr<Work> work) {
+void ProcessGroup::watch(std::shared_ptr<Work> work, bool onCaller) {
   bool wake = false;
   {
     std::lock_guard<std::mutex> lock(watchMu_);
@@ -497,6 +503,7 @@ void ProcessGroup::watch(std::shared_ptr<Work> work) {
     // switches per op (on the rank's one core when bound: ~20 us per blocking mpi op).
     wake = work && work->deadline() < watchdogArmedUntil_;
     watched_ = std::move(work);
+    watchedOnCaller_ = onCaller;
   }
   if (wake) watchCv_.notify_all();
 }
@@ -515,14 +522,25 @@ void ProcessGroup::watchdogLoop() {
                             [&] { return stopping_ || watched_ != work; })) {
       continue;
     }
+    const bool onCaller = watchedOnCaller_;
     lock.unlock();
     if (work->expire()) {
       // Nobody was waiting for the op: the log is the only place its diagnosis shows now.
-      try {
-        if (auto e = work->exception()) std::rethrow_exception(e);
-      } catch (const std::exception& e) {
-        log::error("{} (reported by the process group's watchdog: no wait() was there to raise it)", e.what());
+      std::exception_ptr error = work->exception();
+      bool stuck = false;
+      if (onCaller && error) {
+        std::lock_guard<std::mutex> relock(watchMu_);
+        stuck = watched_ == work;  // the caller has not come back from the call during the diagnosis
       }
+      try {
+        if (error) std::rethrow_exception(error);
+      } catch (const std::exception& e) {
+        log::error("{} (reported by the process group's watchdog: {})", e.what(),
+                   stuck ? "the op runs on the caller's thread, inside a call that cannot be interrupted, "
+                           "so the job ends now"
+                         : "no wait() was there to raise it");
+      }
+      if (stuck) abortHungCall(work->desc());
     }
     if (broken_) failQueued();
     lock.lock();

@@ -29,7 +29,12 @@
 // host-memory group runs to its end on the caller's thread whenever nothing of the group is queued
 // or running, whatever its size: issuing blocks until the op is done, or fails by its own timeout
 // (diagnosed as always), and the Work comes back completed. Nothing overlaps with the caller then,
-// which a single core could not do anyway. DS_PG_INLINE_MAX_BYTES=0 turns this off too.
+// which a single core could not do anyway. DS_PG_INLINE_MAX_BYTES=0 turns this off too. An op whose
+// call cannot time out by itself (keepsOwnTimeout: mpi's blocking collectives) runs there too when
+// its backend allows (callerMayRunToEnd), watched by the group's watchdog as on the worker: past
+// its deadline the watchdog logs the usual diagnosis and, since the caller's thread cannot be given
+// back from inside the call, ends the job (abortHungCall; mpi: MPI_Abort, as an exit after a
+// timeout does), as NCCL's watchdog does in PyTorch.
 #pragma once
 
 #include <atomic>
@@ -172,13 +177,20 @@ class ProcessGroup {
   virtual std::function<void()> startInline(const OpDesc& desc, const Buffer& in, const Buffer& out,
                                             std::chrono::steady_clock::time_point issued);
   // Whether `desc` may run to its end on the caller's thread on one core (the class comment).
-  // Default: keepsOwnTimeout(desc).
+  // Default: keepsOwnTimeout(desc). A backend that says yes for an op that does not keep its own
+  // timeout must end the job in abortHungCall().
   virtual bool callerMayRunToEnd(const OpDesc& desc) const;
   // Whether the do*() of `desc` keeps the op's timeout itself (the do*() contract). Default: yes. A
   // backend whose do*() may block without one (mpi's blocking collectives) says no for those ops:
-  // they never run to their end on the caller's thread, and on the worker the group's watchdog
-  // times them out at their deadline, whether or not anybody waits for them.
+  // wherever they run (the worker, or the caller's thread where callerMayRunToEnd allows), the
+  // group's watchdog times them out at their deadline, whether or not anybody waits for them.
   virtual bool keepsOwnTimeout(const OpDesc& desc) const;
+  // Called on the watchdog thread when an op that does not keep its own timeout, running on the
+  // caller's thread, outlived its deadline: the diagnosis is logged, the group is broken, and the
+  // caller is stuck inside a call nobody can interrupt, so the job must end (mpi: MPI_Abort, which
+  // makes the launcher end every rank). Default: std::abort(). A test backend may return instead:
+  // the watchdog then carries on as for an op on the worker.
+  virtual void abortHungCall(const OpDesc& desc);
 
   // The TimeoutError for `desc`, naming the ranks that never arrived, from the heartbeats. Marks the
   // group broken. Blocks for a few heartbeat intervals while it looks.
@@ -254,13 +266,15 @@ class ProcessGroup {
   BackendError unusableError() const;
   void workerLoop();
   void heartbeatLoop();
-  // The watchdog thread: when the op it watches (a worker op that does not keep its own timeout)
-  // outlives its deadline by kWatchdogGrace, it expires the op's Work (the usual diagnosis, naming
-  // the ranks that never arrived), logs the error unless a wait() raised it first, and fails the ops
-  // queued behind it (the group is unusable, and the worker may never come back from the call).
+  // The watchdog thread: when the op it watches (one that does not keep its own timeout) outlives
+  // its deadline by kWatchdogGrace, it expires the op's Work (the usual diagnosis, naming the ranks
+  // that never arrived), logs the error unless a wait() raised it first, and fails the ops queued
+  // behind it (the group is unusable, and the worker may never come back from the call). An op on
+  // the caller's thread that is still inside its call then ends the job (abortHungCall).
   void watchdogLoop();
-  // Starts watching `work` (the worker is about to run it), or stops (null).
-  void watch(std::shared_ptr<Work> work);
+  // Starts watching `work` (the worker, or the caller's thread when `onCaller`, is about to run it),
+  // or stops (null).
+  void watch(std::shared_ptr<Work> work, bool onCaller = false);
   // Fails every queued op at once with unusableError() (their bodies never run).
   void failQueued();
   std::string key(const std::string& suffix) const;
@@ -297,6 +311,7 @@ class ProcessGroup {
   std::mutex watchMu_;
   std::condition_variable watchCv_;
   std::shared_ptr<Work> watched_;  // guarded by watchMu_
+  bool watchedOnCaller_ = false;   // watched_ runs on the caller's thread; guarded by watchMu_
   // The deadline the watchdog sleeps until (max: it waits for an op); guarded by watchMu_.
   Work::Clock::time_point watchdogArmedUntil_ = Work::Clock::time_point::max();
   std::thread watchdog_;

@@ -25,6 +25,15 @@ std::atomic<int> gInFlight{0};
 std::mutex gHooksMu;
 std::vector<std::function<void()>> gHooks;
 
+// Says why on stderr, then MPI_Abort: the launcher ends every rank of the job.
+[[noreturn]] void abortWith(const char* why) {
+  gExiting = true;
+  std::fprintf(stderr, "dsperf: %s The launcher will end the other ranks too.\n", why);
+  std::fflush(stderr);
+  MPI_Abort(MPI_COMM_WORLD, kBrokenAbortCode);
+  std::abort();  // MPI_Abort does not return; should it, the process must end all the same
+}
+
 void finalizeAtExit() {
   int finalized = 0;
   MPI_Finalized(&finalized);
@@ -34,14 +43,10 @@ void finalizeAtExit() {
     if (!gBroken) markBroken("an MPI operation was still running on another thread at exit");
     // A request that timed out is still posted; MPI_Finalize would wait for peers that may never
     // come (or are themselves stuck), so the job would hang at exit. Abort ends every rank instead.
-    std::fprintf(
-        stderr,
-        "dsperf: an MPI operation timed out earlier (%s) and was abandoned; calling MPI_Abort instead of "
-        "MPI_Finalize, which could hang. The launcher will end the other ranks too.\n",
-        brokenReason().c_str());
-    std::fflush(stderr);
-    MPI_Abort(MPI_COMM_WORLD, kBrokenAbortCode);
-    return;
+    abortWith(fmt::format("an MPI operation timed out earlier ({}) and was abandoned; calling MPI_Abort "
+                          "instead of MPI_Finalize, which could hang.",
+                          brokenReason())
+                  .c_str());
   }
   std::vector<std::function<void()>> hooks;
   {
@@ -121,6 +126,14 @@ void markBroken(const std::string& reason) {
 }
 
 bool broken() { return gBroken.load(); }
+
+void abortHungCall(const std::string& reason) {
+  markBroken(reason);
+  abortWith(fmt::format("an MPI operation timed out ({}) while its caller's thread was blocked inside "
+                        "it, which MPI cannot interrupt; calling MPI_Abort.",
+                        brokenReason())
+                .c_str());
+}
 
 std::string brokenReason() {
   std::lock_guard<std::mutex> lock(gReasonMu);

@@ -33,6 +33,10 @@ void onFinalize(std::function<void()> fn);
 // exit aborts the job instead of finalising (see above). The first reason is kept. Thread-safe.
 void markBroken(const std::string& reason);
 bool broken();
+// markBroken(reason), then MPI_Abort(kBrokenAbortCode) at once, saying why on stderr: for a
+// blocking call that timed out on a thread that cannot be given back (the process group's watchdog
+// found the caller's thread stuck inside it), where no exit would ever come. Never returns.
+[[noreturn]] void abortHungCall(const std::string& reason);
 // The reason given to the first markBroken(), or "".
 std::string brokenReason();
 

@@ -87,12 +87,20 @@ class ScriptedGroup final : public ProcessGroup {
   }
 
   bool keepsOwnTimeout(const OpDesc&) const override { return ownTimeout; }
+  bool callerMayRunToEnd(const OpDesc& d) const override { return callerRunsAll || keepsOwnTimeout(d); }
+  // Instead of ending the process: recorded, and the hung call let go.
+  void abortHungCall(const OpDesc& d) override {
+    record("abort #" + std::to_string(d.seq));
+    release();
+  }
 
  public:
   bool workerTimesOut = false;
   // False: the worker's op blocks without a timeout of its own (as mpi's blocking calls), so the
   // group's watchdog must time it out.
   bool ownTimeout = true;
+  // On one core, ops without a timeout of their own run on the caller too (as mpi's).
+  bool callerRunsAll = false;
 
  private:
   void record(std::string what) {
@@ -368,7 +376,7 @@ TEST(ProcessGroupWatchdog, AnOpWithoutItsOwnTimeoutFailsAtItsDeadlineWhenNobodyW
   pg.blockWorker = true;
   pg.ownTimeout = false;
   float v = 0;
-  auto first = pg.allreduce(Buffer{&v, 1, DType::kF32, {}});  // blocks on the worker
+  auto first = pg.allreduce(Buffer{&v, 1, DType::kF32, {}});   // blocks on the worker
   auto second = pg.allreduce(Buffer{&v, 1, DType::kF32, {}});  // queued behind it
   const auto giveUp = std::chrono::steady_clock::now() + 5s;
   while (!(first->isCompleted() && second->isCompleted()) && std::chrono::steady_clock::now() < giveUp) {
@@ -384,4 +392,33 @@ TEST(ProcessGroupWatchdog, AnOpWithoutItsOwnTimeoutFailsAtItsDeadlineWhenNobodyW
   EXPECT_TRUE(pg.broken());
   EXPECT_EQ(pg.events().size(), 1u) << "the queued op's body must never run";
   pg.release();
+}
+
+TEST(ProcessGroupWatchdog, OnOneCoreAnOpWithoutItsOwnTimeoutRunsOnTheCallerAndAHangEndsTheJob) {
+  InlineLimit limit(nullptr);
+  ProcessGroupOptions o = options(false, /*cpus=*/1);
+  o.timeout = 300ms;
+  ScriptedGroup pg(o);
+  pg.ownTimeout = false;
+  pg.callerRunsAll = true;
+  float v = 0;
+  auto first = pg.allreduce(Buffer{&v, 1, DType::kF32, {}});  // done in time: no abort
+  EXPECT_TRUE(first->isCompleted());
+  first->wait();
+  pg.blockWorker = true;  // the next call hangs until abortHungCall() lets it go
+  auto second = pg.allreduce(Buffer{&v, 1, DType::kF32, {}});
+  EXPECT_TRUE(second->isCompleted());
+  std::string e = errorOf([&] { second->wait(); });
+  EXPECT_NE(e.find("scripted allreduce(f32, count=1, op=sum) #2 (4 bytes) timed out on rank 0 of 1"),
+            std::string::npos)
+      << e;
+  EXPECT_TRUE(pg.broken());
+  auto ev = pg.events();
+  ASSERT_EQ(ev.size(), 3u);
+  EXPECT_EQ(ev[0].what, "worker #1");
+  EXPECT_EQ(ev[0].thread, std::this_thread::get_id()) << "the op must run on the caller's thread";
+  EXPECT_EQ(ev[1].what, "worker #2");
+  EXPECT_EQ(ev[1].thread, std::this_thread::get_id());
+  EXPECT_EQ(ev[2].what, "abort #2") << "the watchdog must end the job when the caller is stuck";
+  EXPECT_NE(ev[2].thread, std::this_thread::get_id());
 }

@@ -6,14 +6,16 @@
 //   hang), which keeps the op's timeout itself; a small allreduce of two ranks is one exchange of
 //   point-to-point messages (postExchangeAllreduce) instead of libnbc's MPI_Iallreduce;
 // - allreduce, broadcast and allgather above kLargestNonblockingBytes (or DS_PG_INLINE_MAX_BYTES if
-//   smaller), always on the group's worker thread: the blocking MPI call (MPI_Allreduce, ...), as
-//   PyTorch's ProcessGroupMPI does. A nonblocking collective goes through Open MPI's libnbc
-//   schedules, which cost +235% at >= 1 MiB against the blocking call's tuned algorithms (and
-//   already more than the handoff to the worker at 256 KiB). A blocking call cannot time
-//   out, so the base times it out (keepsOwnTimeout): a caller's Work::wait at the op's deadline, or
-//   else the group's watchdog thread, names the missing ranks from the heartbeats and the group
-//   turns unusable, while the call stays in flight (mpi::InFlight) and exit aborts the job instead
-//   of finalising MPI.
+//   smaller): the blocking MPI call (MPI_Allreduce, ...), as PyTorch's ProcessGroupMPI does, on the
+//   group's worker thread, or on the caller's thread when the process has one CPU (the base's "one
+//   core": a handoff to a worker on the caller's own core cost ~20 us per op). A nonblocking
+//   collective goes through Open MPI's libnbc schedules, which cost +235% at >= 1 MiB against the
+//   blocking call's tuned algorithms (and already more than the handoff to the worker at 256 KiB).
+//   A blocking call cannot time out, so the base times it out (keepsOwnTimeout): a caller's
+//   Work::wait at the op's deadline, or else the group's watchdog thread, names the missing ranks
+//   from the heartbeats and the group turns unusable, while the call stays in flight (mpi::InFlight)
+//   and exit aborts the job instead of finalising MPI. On the caller's thread nobody can wait: the
+//   watchdog logs the same diagnosis and aborts the job at once (abortHungCall).
 //
 // Types: the C types MPI has; f16 and bf16 travel as a 2-byte contiguous type, reduced by one
 // user-defined commutative MPI_Op per (type, op) that calls reduceInto. avg runs as sum and is
@@ -296,11 +298,18 @@ class MpiProcessGroup final : public ProcessGroup {
   // Every op but the blocking ones can start on the caller's thread as a nonblocking MPI call (the
   // base applies the size limit).
   bool inlineEligible(const OpDesc& d) const override { return !blocking(d); }
-  // On one core, ops within the fast path's limit run on the caller (nonblocking, timed out there);
-  // larger ones go to the worker for the blocking call, while the caller sleeps in wait().
-  bool callerMayRunToEnd(const OpDesc& d) const override { return d.bytes <= inlineMaxBytes() && !blocking(d); }
+  // On one core every op runs on the caller: the nonblocking ones timed out by the wait loop, the
+  // blocking calls watched by the base's watchdog, which aborts the job when one outlives its
+  // deadline (abortHungCall). The worker would only share the caller's core: under mpirun's binding
+  // its handoff cost ~20 us per op against raw MPI_Allreduce (256 KiB-1 MiB).
+  bool callerMayRunToEnd(const OpDesc&) const override { return true; }
   // The blocking calls have no timeout of their own: the base's watchdog (or a wait()) times them out.
   bool keepsOwnTimeout(const OpDesc& d) const override { return !blocking(d); }
+  // The caller's thread is stuck inside a blocking call past its deadline (the watchdog logged the
+  // diagnosis): MPI cannot cancel it, so the job ends as an exit after a timeout ends it.
+  void abortHungCall(const OpDesc& d) override {
+    mpi::abortHungCall(fmt::format("{} of group '{}'", d.fingerprint(), options().groupName));
+  }
 
   // Posts the op, then tests it through the wait loop's spin and yield phases only (the time a
   // prompt peer needs; PollPolicy), and returns the rest when it is not done by then: from there on
@@ -323,12 +332,12 @@ class MpiProcessGroup final : public ProcessGroup {
   }
 
  private:
-  // --- blocking calls, on the worker thread only (see the file comment) ---
+  // --- blocking calls, on the worker thread, or the caller's on one core (see the file comment) ---
   // Whether `d` takes the blocking call. Decided from the op alone, the same on every rank: MPI does
   // not match a blocking collective on one rank with a nonblocking one on another (a rank whose
   // worker was busy would otherwise block where its peers took the fast path, and the job hangs).
-  // Blocking ops never take the fast path (nor run on the caller on one core), so they always reach
-  // the worker; the others stay nonblocking wherever they run.
+  // Blocking ops never take the fast path (which starts an op nonblocking): they run whole, on the
+  // worker or, on one core, on the caller's thread; the others stay nonblocking wherever they run.
   bool blocking(const OpDesc& d) const {
     const bool hasBlockingPath =
         d.type == OpType::kAllreduce || d.type == OpType::kBroadcast || d.type == OpType::kAllgather;

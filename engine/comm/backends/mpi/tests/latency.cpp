@@ -6,6 +6,9 @@
 //   MPI_Iallreduce + waitAll       the same, completed by the backend's wait loop (mpi_wait.h)
 //   pg fast path                   ProcessGroup::allreduce + Work::wait, op started on the caller's thread
 //   pg worker                      the same with DS_PG_INLINE_MAX_BYTES=0: every op handed to the worker
+//   pg one-core path               the same on a group told it has one CPU (ProcessGroupOptions::cpus):
+//                                  every op runs on the caller's thread, the blocking calls too, as
+//                                  under mpirun's binding; unbound, it shows what the worker buys there
 // For each: the median and the mean of the per-op times over all rounds (the median resists the
 // stalls a loaded machine adds; the mean shows them).
 //   mpirun -np 2 build/bin/ds_mpi_latency STORE_PATH [rounds] [bytes,...]
@@ -68,15 +71,23 @@ int main(int argc, char** argv) {
   o.heartbeatInterval = std::chrono::milliseconds(0);
   o.groupName = "fast";
   auto fast = createProcessGroup("mpi", o);
+  o.groupName = "onecore";
+  o.cpus = 1;
+  auto oneCore = createProcessGroup("mpi", o);
+  o.cpus = 0;
   ::setenv("DS_PG_INLINE_MAX_BYTES", "0", 1);
   o.groupName = "worker";
   auto worker = createProcessGroup("mpi", o);
   MPI_Comm comm;
   MPI_Comm_dup(MPI_COMM_WORLD, &comm);
   auto policy = mpidetail::pollPolicyFromEnv(std::getenv("DS_MPI_WAIT"));
-  const char* names[] = {"MPI_Allreduce", "MPI_Iallreduce + MPI_Wait", "MPI_Iallreduce + waitAll",
-                         "pg fast path (issue + wait)", "pg worker (issue + wait)"};
-  constexpr int kVariants = 5;
+  const char* names[] = {"MPI_Allreduce",
+                         "MPI_Iallreduce + MPI_Wait",
+                         "MPI_Iallreduce + waitAll",
+                         "pg fast path (issue + wait)",
+                         "pg worker (issue + wait)",
+                         "pg one-core path (cpus=1)"};
+  constexpr int kVariants = 6;
 
   if (rank == 0) {
     std::printf("# ds_mpi_latency: %d ranks, %d rounds, variants interleaved per round; per-op times in us\n",
@@ -107,7 +118,7 @@ int main(int argc, char** argv) {
             mpidetail::waitAll(&req, 1, MPI_STATUSES_IGNORE, bytes, Clock::now() + std::chrono::seconds(60),
                                policy, [] { return std::string("bench"); });
           } else {
-            (variant == 3 ? fast : worker)->allreduce(buf)->wait();
+            (variant == 3 ? fast : variant == 4 ? worker : oneCore)->allreduce(buf)->wait();
           }
           t[static_cast<std::size_t>(variant)].push_back(
               std::chrono::duration<double, std::micro>(Clock::now() - start).count());

@@ -6,6 +6,9 @@
 //   timeout  --store PATH --ms N [--count N] [--poll 1]  the last rank skips op #2 (an allreduce of
 //                                    N floats, default 1); the others must time out (--poll 1: they
 //                                    only poll op #2 and a queued op #3, never wait)
+//            [--cpus 1]              the group believes its process has one CPU (ops run on the
+//                                    caller's thread, the blocking ones too: a hang there must end
+//                                    the job through the watchdog)
 //
 // Exit: 0 all checks passed, 1 a mismatch, 2 usage, 3 an unexpected error.
 #include <mpi.h>
@@ -255,6 +258,7 @@ int main(int argc, char** argv) {
     }
     if (mode == "timeout") {
       o.timeout = std::chrono::milliseconds(std::stoi(arg(argc, argv, "--ms", "1500")));
+      o.cpus = std::stoi(arg(argc, argv, "--cpus", "0"));
       auto pg = createProcessGroup("mpi", o);
       std::vector<float> x(std::stoul(arg(argc, argv, "--count", "1")), 1.0f);
       Buffer b{x.data(), x.size(), DType::kF32, Device{}};
@@ -272,6 +276,15 @@ int main(int argc, char** argv) {
             std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start)
                 .count());
       };
+      if (pg->callerRunsOps()) {
+        // Op #2 runs on this thread; a blocking call never comes back without the last rank, so the
+        // watchdog must report it and abort the job.
+        std::printf("rank %d CALLER_RUNS op #2\n", gRank);
+        std::fflush(stdout);
+        pg->allreduce(b)->wait();
+        std::printf("rank %d: op #2 returned after %lld ms without the last rank\n", gRank, msSinceStart());
+        return 1;
+      }
       if (arg(argc, argv, "--poll") == "1") {
         // Nobody waits: op #2 and op #3 (queued behind it) are only polled, so the group's watchdog
         // alone can report the timeout.

@@ -140,8 +140,9 @@ TEST(MpiTimeout, BlockingOpNobodyWaitsForIsReportedByTheWatchdog) {
   // wait() the group's watchdog must fail it at its deadline, naming rank 2, log that, and fail the
   // op queued behind it at once.
   TempDir dir;
-  auto r = mpirun(3, {"timeout", "--store", dir.file("store"), "--ms", "1500", "--count", "524288", "--poll", "1"},
-                  mpiEnv(std::chrono::seconds(60)));
+  auto r =
+      mpirun(3, {"timeout", "--store", dir.file("store"), "--ms", "1500", "--count", "524288", "--poll", "1"},
+             mpiEnv(std::chrono::seconds(60)));
   ASSERT_FALSE(r.timedOut) << "the job hung after the timeout\n" << r.out << r.err;
   EXPECT_LT(r.seconds, 30.0) << r.out << r.err;
   EXPECT_NE(r.exitCode, 0) << "MPI_Abort at exit must make mpirun fail";
@@ -162,6 +163,35 @@ TEST(MpiTimeout, BlockingOpNobodyWaitsForIsReportedByTheWatchdog) {
   EXPECT_NE(r.out.find("Ranks that never arrived: 2 (has not reached op #2"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("is unusable"), std::string::npos) << r.out;
   EXPECT_NE(r.err.find("reported by the process group's watchdog"), std::string::npos) << r.err;
+}
+
+TEST(MpiTimeout, BlockingOpHungOnTheCallersThreadIsReportedByTheWatchdogWhichEndsTheJob) {
+  REQUIRE_MPIRUN();
+  // One CPU per rank (as under mpirun's default binding; --cpus 1 pretends it, whatever the binding
+  // here): the blocking MPI_Allreduce (2 MiB) runs on the caller's thread, which cannot be given
+  // back while rank 2 skips the op. The watchdog must log the usual diagnosis at the deadline and
+  // abort the job; the caller never returns.
+  TempDir dir;
+  auto r =
+      mpirun(3, {"timeout", "--store", dir.file("store"), "--ms", "1500", "--count", "524288", "--cpus", "1"},
+             mpiEnv(std::chrono::seconds(60)));
+  ASSERT_FALSE(r.timedOut) << "the job hung after the timeout\n" << r.out << r.err;
+  EXPECT_GE(r.seconds, 1.5) << r.out << r.err;
+  EXPECT_LT(r.seconds, 30.0) << "rank 2 sleeps 120 s: the abort must end the job\n" << r.out << r.err;
+  EXPECT_NE(r.exitCode, 0) << "MPI_Abort must make mpirun fail";
+  EXPECT_NE(r.out.find("CALLER_RUNS op #2"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("returned after"), std::string::npos) << r.out;
+  EXPECT_NE(r.err.find("mpi allreduce(f32, count=524288, op=sum) #2 (2097152 bytes) timed out on rank "),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("Ranks that never arrived: 2 (has not reached op #2"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("reported by the process group's watchdog: the op runs on the caller's thread"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("while its caller's thread was blocked inside it, which MPI cannot interrupt; "
+                       "calling MPI_Abort"),
+            std::string::npos)
+      << r.err;
 }
 
 }  // namespace
