@@ -149,6 +149,13 @@ std::vector<std::size_t> Reducer::bucketSizes() const {
   return out;
 }
 
+bool Reducer::gradIsBucketView(std::size_t i) const {
+  auto [b, m] = locator_.at(i);
+  const Bucket& bucket = buckets_[b];
+  const Tensor& g = params_[i].grad;
+  return g.sameMemory(bucket.buffer.view(bucket.offsets[m], g.numel(), g.shape()));
+}
+
 std::int64_t Reducer::sinceStart(Clock::time_point t) const { return nsBetween(start_, t); }
 
 void Reducer::prepareForBackward(bool sync) {
@@ -200,6 +207,9 @@ void Reducer::markGradReady(std::size_t i) {
     if (pg_.size() > 1) ops::scale(slot, inv);
   } else {
     ops::scaleCopy(p.grad, inv, slot);
+    // A gradient the caller replaced (a fresh tensor after zero_grad(set_to_none=True)) becomes a
+    // bucket view again, as PyTorch's reducer does (grad = bucket_view).
+    if (options_.gradientAsBucketView) p.grad = slot;
   }
   DS_CHECK(bucket.pending > 0, "bucket {} completed twice", b);
   --bucket.pending;

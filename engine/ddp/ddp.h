@@ -149,6 +149,8 @@ class Reducer {
   void finalizeBackward();
 
   const std::vector<BucketSpec>& buckets() const { return specs_; }
+  // Whether parameter i's .grad is the view into its bucket (gradient_as_bucket_view keeps it so).
+  bool gradIsBucketView(std::size_t i) const;
   std::vector<std::size_t> bucketSizes() const;
   const IterationStats& lastIteration() const { return last_; }
   const std::vector<ReducerEvent>& lastEvents() const { return events_; }

@@ -9,6 +9,8 @@
   timing     each step: forward, backward (DDP's overlapped allreduce), optimizer.step(); then the same
              steps under ddp.no_sync() (no communication): exposed comm = p50(step) - p50(no_sync step)
 
+  gradients  --gradient-as-bucket-view: DDP(gradient_as_bucket_view=True) (PyTorch's default: False)
+
   mpirun -np 2 --bind-to none /usr/bin/python3 scripts/peers/torch_ddp.py --steps 20 --json torch-ddp.json
 
 Writes (rank 0) {"peer": "torch-ddp", "step_ms": {...}, "nosync_step_ms": {...}, "exposed_comm_ms": x,
@@ -46,6 +48,8 @@ def main():
     ap.add_argument("--lr", type=float, default=0.01)
     ap.add_argument("--bucket-cap-mb", type=float, default=25.0)
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--gradient-as-bucket-view", action="store_true",
+                    help="DDP(gradient_as_bucket_view=True): gradients are views into the buckets (no copy in or out)")
     ap.add_argument("--timeout", type=float, default=300)
     ap.add_argument("--json", required=True)
     a = ap.parse_args()
@@ -70,7 +74,8 @@ def main():
         if i + 1 < a.layers:
             layers.append(nn.GELU())
     model = nn.Sequential(*layers)
-    ddp = nn.parallel.DistributedDataParallel(model, bucket_cap_mb=a.bucket_cap_mb)
+    ddp = nn.parallel.DistributedDataParallel(model, bucket_cap_mb=a.bucket_cap_mb,
+                                              gradient_as_bucket_view=a.gradient_as_bucket_view)
     opt = torch.optim.SGD(ddp.parameters(), lr=a.lr, momentum=0.9)
     loss_fn = nn.MSELoss()
     g = torch.Generator().manual_seed(1234 + rank)
@@ -103,7 +108,7 @@ def main():
     if rank == 0:
         doc = {"peer": "torch-ddp", "torch": torch.__version__, "model": f"mlp:{a.width}x{a.layers}", "world_size": size,
                "backend": "gloo", "per_rank_batch": a.batch, "optimizer": "sgd", "lr": a.lr, "threads": a.threads,
-               "bucket_cap_mb": a.bucket_cap_mb, "steps": a.steps, "warmup": a.warmup,
+               "bucket_cap_mb": a.bucket_cap_mb, "gradient_as_bucket_view": a.gradient_as_bucket_view, "steps": a.steps, "warmup": a.warmup,
                "exposed_comm_ms": max(0.0, out["step_ms"]["p50"] - out["nosync_step_ms"]["p50"]),
                "ranks": where, "time": common.iso_now(), **out}
         common.write_json(a.json, doc)

@@ -140,6 +140,90 @@ TEST(GradientAsBucketView, GradientsAreViewsIntoOneFlatBucket) {
       groupOptions());
 }
 
+// With and without gradient_as_bucket_view the arithmetic is the same (x / world, then the sum), so
+// gradients and trained weights must be bit for bit equal, not merely close: through the first backward
+// (initial buckets), the rebuild, no_sync accumulation, zero_grad, and a gradient the user replaced
+// (PyTorch copies it into its bucket view and points .grad back at the view).
+std::vector<std::vector<float>> gradientsOverFourBackwards(bool view) {
+  std::vector<std::vector<float>> out(2);
+  runThreads(
+      "gloo", 2,
+      [&](ProcessGroup& pg) {
+        Mlp model(parseModelSpec("mlp:32x3,in=16,out=8"), 7);
+        DdpOptions o;
+        o.gradientAsBucketView = view;
+        o.bucketCapMb = 0.002;  // several buckets, rebuilt after the first backward
+        o.firstBucketBytes = 1024;
+        DistributedDataParallel ddp(model, pg, o);
+        auto& ps = model.parameters();
+        std::vector<float> xs(4 * 16), ys(4 * 8);
+        for (std::size_t k = 0; k < xs.size(); ++k) xs[k] = 0.01f * static_cast<float>((k * 7 + pg.rank()) % 13);
+        for (std::size_t k = 0; k < ys.size(); ++k) ys[k] = 0.02f * static_cast<float>((k * 5 + pg.rank()) % 11);
+        Tensor x = Tensor::fromVector({4, 16}, xs), y = Tensor::fromVector({4, 8}, ys);
+        Tensor dOut = Tensor::zeros({4, 8});
+        auto backward = [&](bool sync) {
+          ops::mseLoss(ddp.forward(x), y, 1.0f, dOut);
+          if (sync) {
+            ddp.backward(dOut);
+          } else {
+            auto guard = ddp.noSync();
+            ddp.backward(dOut);
+          }
+        };
+        std::vector<float>& mine = out[static_cast<std::size_t>(pg.rank())];
+        auto record = [&] {
+          for (auto& p : ps) {
+            auto v = p.grad.toVector();
+            mine.insert(mine.end(), v.begin(), v.end());
+          }
+        };
+        backward(true);  // the initial buckets
+        record();
+        EXPECT_EQ(ddp.reducer().rebuildCount(), 1);
+        model.zeroGrad();
+        backward(false);  // no_sync, then a synced backward on top: rebuilt buckets
+        backward(true);
+        record();
+        model.zeroGrad();
+        // The user replaces one gradient (as zero_grad(set_to_none) and a fresh tensor would).
+        ps[1].grad = Tensor::zeros(ps[1].grad.shape());
+        backward(true);
+        record();
+        for (std::size_t i = 0; i < ps.size(); ++i) {
+          // With views every gradient, the replaced one included, is its bucket's view again.
+          EXPECT_EQ(ddp.reducer().gradIsBucketView(i), view) << "parameter " << i << " (" << ps[i].name << ")";
+        }
+        model.zeroGrad();
+        backward(true);
+        record();
+      },
+      groupOptions());
+  return out;
+}
+
+TEST(GradientAsBucketView, GradientsAndTrainedWeightsBitForBitAsWithCopies) {
+  auto copies = gradientsOverFourBackwards(false);
+  auto views = gradientsOverFourBackwards(true);
+  for (std::size_t r = 0; r < 2; ++r) {
+    ASSERT_EQ(views[r].size(), copies[r].size());
+    ASSERT_FALSE(views[r].empty());
+    for (std::size_t k = 0; k < views[r].size(); ++k) {
+      ASSERT_EQ(views[r][k], copies[r][k]) << "rank " << r << ", gradient value " << k << " of " << views[r].size();
+    }
+  }
+  EXPECT_EQ(views[0], views[1]) << "the averaged gradients differ between ranks";
+  for (const char* opt : {"sgd", "adamw"}) {
+    SCOPED_TRACE(opt);
+    TrainConfig c = dt::ddpConfig(opt, 2, 2);
+    auto copied = trainOnThreads(c, 2);
+    c.ddp.gradientAsBucketView = true;
+    auto viewed = trainOnThreads(c, 2);
+    EXPECT_EQ(viewed[0].finalParams, copied[0].finalParams);
+    EXPECT_EQ(viewed[0].finalChecksum, copied[0].finalChecksum);
+    EXPECT_EQ(viewed[1].finalChecksum, copied[1].finalChecksum);
+  }
+}
+
 TEST(Replicas, ParametersAreBroadcastFromRankZeroAtConstruction) {
   std::mutex mu;
   std::vector<std::uint64_t> before(3), after(3);

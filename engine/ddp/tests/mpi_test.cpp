@@ -1,5 +1,6 @@
 // DDP on the mpi backend under a real mpirun (one process per rank): equivalence with one process for
-// N = 1, 2, 4 with SGD and AdamW, no_sync accumulation, and a mismatched model failing at construction.
+// N = 1, 2, 4 with SGD and AdamW, no_sync accumulation, gradient_as_bucket_view giving the very same
+// weights, and a mismatched model failing at construction.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -89,6 +90,24 @@ TEST(MpiNoSync, TwoMicroStepsMatchOneProcess) {
   REQUIRE_MPIRUN();
   runEquivalence(2, "sgd", 2);
   runEquivalence(2, "adamw", 2);
+}
+
+TEST(MpiGradientAsBucketView, TrainedWeightsBitForBitAsWithCopies) {
+  REQUIRE_MPIRUN();
+  TempDir copies, views;
+  for (const auto* dir : {&copies, &views}) {
+    std::vector<std::string> args = {"equiv", "--opt", "adamw", "--accum", "2", "--out", dir->path()};
+    if (dir == &views) args.push_back("--view");
+    auto r = mpirun(2, args);
+    ASSERT_FALSE(r.timedOut) << "hung\n" << r.out << r.err;
+    ASSERT_EQ(r.exitCode, 0) << r.out << r.err;
+  }
+  for (int rank = 0; rank < 2; ++rank) {
+    const std::string name = "params." + std::to_string(rank) + ".bin";
+    auto a = readParams(copies.file(name));
+    ASSERT_FALSE(a.empty()) << name;
+    EXPECT_EQ(readParams(views.file(name)), a) << "rank " << rank << ": gradient_as_bucket_view changed the weights";
+  }
 }
 
 TEST(MpiMismatchedModel, EveryRankFailsAtConstructionNamingBothRanks) {
