@@ -114,7 +114,11 @@ def main():
         common.write_json(a.json, doc)
         print(f"torch DDP: step p50 {out['step_ms']['p50']:.1f} ms, without comm (no_sync) "
               f"{out['nosync_step_ms']['p50']:.1f} ms, exposed comm {doc['exposed_comm_ms']:.1f} ms", flush=True)
-    dist.destroy_process_group()
+    # Both ranks leave together, and skip gloo's teardown: a rank once hung for 10 minutes in it after
+    # the other had written the JSON and exited (1m model, 2 steps), holding the whole benchmark.
+    dist.barrier()
+    sys.stdout.flush()
+    os._exit(0)
 
 
 if __name__ == "__main__":
