@@ -46,6 +46,7 @@ placements=unbound,mpirun-default,shared-core,hog
 use_torch=1
 prog=bench-peers
 source "$root/scripts/lib/args.sh"  # usage, bad, value_of
+source "$root/scripts/lib/placement.sh"  # set_placement, start_hog, stop_hog, free_port
 while [ $# -gt 0 ]; do
   case $1 in
     --quick) mode=quick ;;
@@ -107,14 +108,8 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMP_NUM_THREADS=1 DS_ACCELERATOR=cpu
 unset RANK WORLD_SIZE LOCAL_RANK MASTER_ADDR TORCHELASTIC_RUN_ID
 
-free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])' 2>/dev/null ||
-    echo $((20000 + RANDOM % 20000))
-}
-
-# The current placement: mpirun's options, a wrapper before the program, and whether a hog runs.
-place_mpi=(--bind-to none)
-place_wrap=()
+# The current placement: mpirun's options (place_mpi) and a wrapper before the program (place_wrap),
+# set by set_placement; free_port and the hog come from scripts/lib/placement.sh too.
 # run_mpi NP LOG CMD...: one job under the current placement, bounded; returns its exit code.
 run_mpi() {
   local np=$1 log=$2; shift 2
@@ -122,20 +117,7 @@ run_mpi() {
     "$mpirun" -np "$np" --oversubscribe "${place_mpi[@]}" -x MASTER_PORT -x DS_ACCELERATOR -x OMP_NUM_THREADS \
     ${place_wrap[@]+"${place_wrap[@]}"} "$@" >"$log" 2>&1
 }
-# set_placement NAME: the mpirun options and wrapper of a placement of the matrix.
-set_placement() {
-  place_wrap=()
-  case $1 in
-    unbound|hog) place_mpi=(--bind-to none) ;;
-    mpirun-default) place_mpi=() ;;
-    shared-core) place_mpi=(--bind-to none); place_wrap=(taskset -c 0) ;;
-  esac
-}
-# The hog: one shell loop, busy on whichever CPU the scheduler gives it, for the hog placement only;
-# bounded by timeout and stopped by its pid (and at exit, whatever happens).
-hog_pid=""
-start_hog() { timeout 1800 sh -c 'while :; do :; done' & hog_pid=$!; }
-stop_hog() { [ -n "$hog_pid" ] && kill "$hog_pid" 2>/dev/null; wait "$hog_pid" 2>/dev/null; hog_pid=""; }
+# The hog runs for the hog placement only, and is stopped at exit whatever happens.
 trap stop_hog EXIT
 
 # The torch peer: Debian's python3-torch lives under /usr/bin/python3 (pyenv's python3 may come first
