@@ -48,10 +48,11 @@ namespace shm {
 
 std::size_t defaultSlotBytes(int localRanks) {
   // 512 KiB: a chunk's staging then stays in the caches between the copy in and the copies out, and
-  // an in-place op writes its result into lines it has just read. Measured on a 2-core EPYC (512 KiB
-  // L2 a core, 32 MiB L3), 2 ranks, f32 allreduce of 32-128 MiB, medians of 3 runs: 4.5-5.5 GB/s
-  // busbw against 3.0-3.3 with 4 MiB slots unbound, 3.4 against 1.9 beside a busy process, 3.3
-  // against 1.9 on one shared core; 256 KiB and 1 MiB within 10% of 512 KiB.
+  // an in-place op writes its result into lines it has just read. The figures are the README's
+  // ("4 MiB slots became 512 KiB", bench-peers section): on a 2-core EPYC (512 KiB L2 a core), 2
+  // ranks, f32 allreduce of 32/128 MiB, busbw roughly doubled under every placement (unbound 5.35/4.73
+  // GB/s against 2.88/2.65 with 4 MiB slots; mpirun's binding 4.37/4.95 against 2.64/2.63); 256 KiB
+  // and 1 MiB slots within 10% of 512 KiB.
   const std::size_t budget = std::size_t{32} << 20;  // all slots of the host
   std::size_t slot = budget / (2 * static_cast<std::size_t>(std::max(1, localRanks)));
   slot = std::clamp<std::size_t>(slot, std::size_t{256} << 10, std::size_t{512} << 10);
