@@ -525,7 +525,7 @@ std::function<void()> ShmProcessGroup::startInline(const OpDesc& desc, const Buf
 // Sync.
 
 int ShmProcessGroup::publishCpu() {
-  const int cpu = ::sched_getcpu();  // a read of the rseq area or the vDSO: nanoseconds
+  const int cpu = ::sched_getcpu();  // 4-5 ns here (see post())
   std::atomic<std::int32_t>& mine = seg_->ctl(li_).cpu;
   // Written only when it changed: peers poll this cache line for `step`.
   if (mine.load(std::memory_order_relaxed) != cpu) mine.store(cpu, std::memory_order_relaxed);
@@ -546,6 +546,10 @@ bool ShmProcessGroup::peerQueuedHere(std::uint32_t target) {
 
 void ShmProcessGroup::post() {
   RankCtl& c = seg_->ctl(li_);
+  // Every op pays one sched_getcpu here (4-5 ns on this VM, glibc 2.36): an 8 B allreduce measured
+  // the same with and without it (p50 0.36 vs 0.37 us unbound, 0.38 vs 0.40 under mpirun's binding,
+  // medians of 4 runs each), and without it a rank that is always last to arrive never says where
+  // it runs.
   publishCpu();
   c.step.store(++step_, std::memory_order_seq_cst);
   if (c.sleepers.load(std::memory_order_seq_cst) != 0) wakeFutex(&c.step);
