@@ -246,6 +246,11 @@ class ShmProcessGroup final : public ProcessGroup {
 // then sleeping on the futex) before the rest goes to the worker thread, so that wait() with a short
 // timeout returns on time. The op's own deadline is unaffected.
 constexpr auto kInlineBudget = std::chrono::milliseconds(2);
+// How long the worker thread of a one-CPU rank spins before it blocks, where no local peer may run on
+// its CPU (choosePlacement). Measured under mpirun -np 2 (one core each), 128 MiB allreduce, 4 runs
+// each: p50 28.4-31.8 ms against 31.5-36.4 ms blocking at once, and 20 us blocked 1,500-6,400
+// times a run where 50 us blocked ~1,000 (of them ~700 outside the ops).
+constexpr auto kOneCpuWorkerSpin = std::chrono::microseconds(50);
 
 ShmProcessGroup::ShmProcessGroup(ProcessGroupOptions options, ShmConfig config)
     : ProcessGroup(std::move(options)), cfg_(std::move(config)) {
@@ -438,10 +443,13 @@ void ShmProcessGroup::choosePlacement() {
   // CPUs as there are ranks (mpirun's default binding: one core each; unbound ranks on a big
   // enough host). Then a waiter spins on its own core and a peer's step is ~0.1 us away. Otherwise
   // (two ranks under taskset -c 0, more ranks than cores) a peer may be queued behind the waiter on
-  // its CPU: a short spin that yields at every turn hands it the core. The worker thread spins only
-  // where this rank may run on two CPUs or more: on one, it would spin on the very core its caller
-  // may be computing on, and blocks on the futex at once. (Requiring two CPUs for every rank made
-  // 1 MiB ops of unbound ranks on 2 cores 1.5-2x slower, measured under load.)
+  // its CPU: a short spin that yields at every turn hands it the core. The worker thread of a rank
+  // with one CPU spins only where no local peer may run on that CPU (mpirun's default binding), and
+  // for kOneCpuWorkerSpin: its caller may be computing on the same core, but a block costs that core
+  // two context switches, and a 128 MiB op blocked at each of its 512 chunk syncs (27,000 futex
+  // calls a run against ~700 with this spin; 10 us still blocked 2,000-18,000 times). Where a peer
+  // may share the CPU it blocks at once, so the peer gets the core. (Requiring two CPUs for every
+  // rank made 1 MiB ops of unbound ranks on 2 cores 1.5-2x slower, measured under load.)
   yieldInSpin_ = sharesCpus(*seg_, ln_, li_);
   const int known = ln_ == 1 ? affinityCpuCount() : cpusCovered(*seg_, ln_);
   covered_ = known > 0 ? known : affinityCpuCount();
@@ -452,7 +460,9 @@ void ShmProcessGroup::choosePlacement() {
   }
   spin_ = oversubscribed_ ? std::chrono::nanoseconds(std::chrono::microseconds(2))
                           : std::chrono::nanoseconds(std::chrono::microseconds(20));
-  spinWorker_ = affinityCpuCount() >= 2 ? spin_ : std::chrono::nanoseconds(0);
+  spinWorker_ = affinityCpuCount() >= 2 ? spin_
+                : yieldInSpin_          ? std::chrono::nanoseconds(0)
+                                        : std::chrono::nanoseconds(kOneCpuWorkerSpin);
 }
 
 void ShmProcessGroup::setupInter() {

@@ -17,8 +17,9 @@
 //                        placement (every rank publishes its affinity mask in the segment): 20 µs
 //                        when the host's ranks have a core each (their masks cover as many CPUs as
 //                        there are ranks), else 2 µs, yielding the core at every turn; on the group's
-//                        worker thread no spin when the rank has one CPU (the worker must not spin
-//                        on the core its caller computes on). Set: that, everywhere.
+//                        worker thread of a rank with one CPU: 50 µs where no local peer may run on
+//                        that CPU (mpirun's binding), else none (the worker must not spin on the
+//                        core its caller or a peer needs). Set: that, everywhere.
 //   DS_SHM_DIR           the tmpfs directory for the segment (default /dev/shm).
 //   DS_SHM_INTER_BACKEND the backend among hosts when the group spans several (gloo; the mpi backend
 //                        cannot form sub-groups).
