@@ -441,13 +441,18 @@ TEST(DdpLogging, SamplesTheFirstTenThenEveryHundredth) {
 }
 
 
-TEST(ChooseOverlap, OnlyWhereTheCommHasACoreOrWaitsOnANetwork) {
+TEST(ChooseOverlap, OnlyWhereTheCommHasACoreUnboundRanksOrANetwork) {
   using ds::ddp::chooseOverlap;
   using ds::ddp::OverlapPlacement;
-  // dsrun, 2 ranks on a 2-core host, 1 BLAS thread each: every CPU computes.
+  // dsrun, 2 ranks on a 2-core host, 1 BLAS thread each: every CPU computes, but unbound ranks leave
+  // their CPU to the comm threads while they wait for each other.
   auto c = chooseOverlap(OverlapPlacement{true, 2, 2, 2, 1, false});
-  EXPECT_FALSE(c.overlap);
+  EXPECT_TRUE(c.overlap) << c.reason;
   EXPECT_NE(c.reason.find("1 CPU (2 for 2 ranks on this host)"), std::string::npos) << c.reason;
+  EXPECT_NE(c.reason.find("no rank is bound"), std::string::npos) << c.reason;
+  // More unbound ranks than CPUs: none is ever idle.
+  c = chooseOverlap(OverlapPlacement{true, 2, 2, 4, 1, false});
+  EXPECT_FALSE(c.overlap) << c.reason;
   // mpirun's default binding: one core each.
   c = chooseOverlap(OverlapPlacement{true, 1, 16, 2, 1, false});
   EXPECT_FALSE(c.overlap);
