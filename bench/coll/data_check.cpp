@@ -70,8 +70,8 @@ double reducedValue(const CheckArgs& a, std::size_t i) {
 }
 
 double moveInput(const CheckArgs& a, int rank, std::size_t i) {
-  const long v =
-      static_cast<long>((static_cast<std::size_t>(rank) * 7 + i + static_cast<std::size_t>(a.rep)) % kMovePeriod);
+  const long v = static_cast<long>(
+      (static_cast<std::size_t>(rank) * 7 + i + static_cast<std::size_t>(a.rep)) % kMovePeriod);
   return static_cast<double>(v - (isSigned(a.dtype) ? 48 : 0));
 }
 

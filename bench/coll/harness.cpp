@@ -100,7 +100,8 @@ void Harness::fillInputs(const CollCounts& c, bool inPlace, const CheckArgs& a) 
   // Stale results must not pass the check: clear the receive buffer first.
   mem_.zero(recv_.data(), recv_.bytes());
   void* host = mem_.isHost() ? static_cast<void*>(target) : static_cast<void*>(staging_.data());
-  fillHost(host, c.sendCount, dtype_, spec_->period, [&](std::size_t i) { return spec_->input(a, pg_.rank(), i); });
+  fillHost(host, c.sendCount, dtype_, spec_->period,
+           [&](std::size_t i) { return spec_->input(a, pg_.rank(), i); });
   if (!mem_.isHost()) mem_.toDevice(target, staging_.data(), c.sendCount * elt_);
 }
 

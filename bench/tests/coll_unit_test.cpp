@@ -1,8 +1,7 @@
 // dsbench coll, pure parts: bus factors against REFERENCE.md §5, nccl-tests' size rounding, size
 // parsing with K/M/G suffixes, the sweep's sizes, flag checks, and the data check's references.
-#include <gtest/gtest.h>
-
 #include <fmt/format.h>
+#include <gtest/gtest.h>
 
 #include <algorithm>
 #include <string>
@@ -264,7 +263,8 @@ TEST(CollDataCheck, PeriodicFillAndCheckMatchEveryElementsDefinition) {
             const std::size_t elt = ds::comm::dtypeSize(t);
             // The fill against input(., i) element by element.
             std::vector<char> fast(c.sendCount * elt), slow(c.sendCount * elt);
-            fillHost(fast.data(), c.sendCount, t, spec->period, [&](std::size_t i) { return spec->input(a, rank, i); });
+            fillHost(fast.data(), c.sendCount, t, spec->period,
+                     [&](std::size_t i) { return spec->input(a, rank, i); });
             fillHost(slow.data(), c.sendCount, t, 0, [&](std::size_t i) { return spec->input(a, rank, i); });
             ASSERT_EQ(fast, slow) << what;
             // The check against expected(., i) element by element: a right result passes, and every

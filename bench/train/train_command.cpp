@@ -40,10 +40,12 @@ Command addTrainCommand(CLI::App& parent) {
       ->transform(cli::number(0, 1e5, true))
       ->capture_default_str()
       ->envname("DSBENCH_BUCKET_CAP_MB");
-  t->add_option("--overlap", o->overlap,
-                "on, off (one bucket launched after backward), both, or auto (on where the comm gets a CPU of "
-                "its own, the ranks are unbound and no more than the CPUs, or it waits on a network or a GPU; the table says which and why, the JSON records it as "
-                "metadata.overlap_auto for every run)")
+  t->add_option(
+       "--overlap", o->overlap,
+       "on, off (one bucket launched after backward), both, or auto (on where the comm gets a CPU of "
+       "its own, the ranks are unbound and no more than the CPUs, or it waits on a network or a GPU; the "
+       "table says which and why, the JSON records it as "
+       "metadata.overlap_auto for every run)")
       ->check(cli::oneOf({"on", "off", "both", "auto"}))
       ->capture_default_str()
       ->envname("DSBENCH_OVERLAP");

@@ -77,10 +77,11 @@ OverlapChoice chooseOverlap(const OverlapPlacement& p) {
                               cpus)};
   }
   if (!bound && p.localRanks <= p.hostCpus) {
-    return {true, fmt::format("on: each rank has {}, all computing, but no rank is bound to its cores: the "
-                              "allreduce's threads run on whichever CPU a rank leaves idle while it waits for "
-                              "its peer",
-                              cpus)};
+    return {true,
+            fmt::format("on: each rank has {}, all computing, but no rank is bound to its cores: the "
+                        "allreduce's threads run on whichever CPU a rank leaves idle while it waits for "
+                        "its peer",
+                        cpus)};
   }
   return {false, fmt::format("off: each rank has {}, all computing backward ({} thread{}); an allreduce "
                              "beside it would take them and slow the step, so the buckets go after backward",

@@ -157,8 +157,10 @@ std::vector<std::vector<float>> gradientsOverFourBackwards(bool view) {
         DistributedDataParallel ddp(model, pg, o);
         auto& ps = model.parameters();
         std::vector<float> xs(4 * 16), ys(4 * 8);
-        for (std::size_t k = 0; k < xs.size(); ++k) xs[k] = 0.01f * static_cast<float>((k * 7 + pg.rank()) % 13);
-        for (std::size_t k = 0; k < ys.size(); ++k) ys[k] = 0.02f * static_cast<float>((k * 5 + pg.rank()) % 11);
+        for (std::size_t k = 0; k < xs.size(); ++k)
+          xs[k] = 0.01f * static_cast<float>((k * 7 + pg.rank()) % 13);
+        for (std::size_t k = 0; k < ys.size(); ++k)
+          ys[k] = 0.02f * static_cast<float>((k * 5 + pg.rank()) % 11);
         Tensor x = Tensor::fromVector({4, 16}, xs), y = Tensor::fromVector({4, 8}, ys);
         Tensor dOut = Tensor::zeros({4, 8});
         auto backward = [&](bool sync) {
@@ -191,7 +193,8 @@ std::vector<std::vector<float>> gradientsOverFourBackwards(bool view) {
         record();
         for (std::size_t i = 0; i < ps.size(); ++i) {
           // With views every gradient, the replaced one included, is its bucket's view again.
-          EXPECT_EQ(ddp.reducer().gradIsBucketView(i), view) << "parameter " << i << " (" << ps[i].name << ")";
+          EXPECT_EQ(ddp.reducer().gradIsBucketView(i), view)
+              << "parameter " << i << " (" << ps[i].name << ")";
         }
         model.zeroGrad();
         backward(true);
@@ -208,7 +211,8 @@ TEST(GradientAsBucketView, GradientsAndTrainedWeightsBitForBitAsWithCopies) {
     ASSERT_EQ(views[r].size(), copies[r].size());
     ASSERT_FALSE(views[r].empty());
     for (std::size_t k = 0; k < views[r].size(); ++k) {
-      ASSERT_EQ(views[r][k], copies[r][k]) << "rank " << r << ", gradient value " << k << " of " << views[r].size();
+      ASSERT_EQ(views[r][k], copies[r][k])
+          << "rank " << r << ", gradient value " << k << " of " << views[r].size();
     }
   }
   EXPECT_EQ(views[0], views[1]) << "the averaged gradients differ between ranks";

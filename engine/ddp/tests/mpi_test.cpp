@@ -106,7 +106,8 @@ TEST(MpiGradientAsBucketView, TrainedWeightsBitForBitAsWithCopies) {
     const std::string name = "params." + std::to_string(rank) + ".bin";
     auto a = readParams(copies.file(name));
     ASSERT_FALSE(a.empty()) << name;
-    EXPECT_EQ(readParams(views.file(name)), a) << "rank " << rank << ": gradient_as_bucket_view changed the weights";
+    EXPECT_EQ(readParams(views.file(name)), a)
+        << "rank " << rank << ": gradient_as_bucket_view changed the weights";
   }
 }
 

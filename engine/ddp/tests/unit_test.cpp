@@ -440,7 +440,6 @@ TEST(DdpLogging, SamplesTheFirstTenThenEveryHundredth) {
   EXPECT_EQ(sampled, (std::vector<long>{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 100, 200, 300}));
 }
 
-
 TEST(ChooseOverlap, OnlyWhereTheCommHasACoreUnboundRanksOrANetwork) {
   using ds::ddp::chooseOverlap;
   using ds::ddp::OverlapPlacement;
