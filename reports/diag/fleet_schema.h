@@ -170,6 +170,20 @@ struct FleetReport {
   bool operator==(const FleetReport&) const = default;
 };
 
+// Each record also on its own: fleet mode's ranks exchange them through the store.
+void to_json(nlohmann::json& j, const FleetIface& v);
+void from_json(const nlohmann::json& j, FleetIface& v);
+void to_json(nlohmann::json& j, const FleetRank& v);
+void from_json(const nlohmann::json& j, FleetRank& v);
+void to_json(nlohmann::json& j, const ReachFailure& v);
+void from_json(const nlohmann::json& j, ReachFailure& v);
+void to_json(nlohmann::json& j, const ReachSummary& v);
+void from_json(const nlohmann::json& j, ReachSummary& v);
+void to_json(nlohmann::json& j, const PairResult& v);
+void from_json(const nlohmann::json& j, PairResult& v);
+void to_json(nlohmann::json& j, const BisectStep& v);
+void from_json(const nlohmann::json& j, BisectStep& v);
+
 void to_json(nlohmann::json& j, const FleetReport& r);
 // Checks "schema"/"schema_version"; throws ConfigError naming `origin` on a mismatch or bad field.
 FleetReport fleetFromJson(const nlohmann::json& j, const std::string& origin);
