@@ -1,20 +1,82 @@
 #!/usr/bin/env bash
 # Configures and builds dsperf into build/ (or $DS_BUILD_DIR). Extra arguments go to cmake's
 # configure step, e.g. -DDS_WITH_CUDA=OFF.
+# --target NAME (repeatable) builds only those targets (scripts/demo.sh builds the four tools it runs).
 # --sanitize=address (ASan+UBSan) or --sanitize=thread (TSan) builds into build-asan/ or build-tsan/
 # instead (still $DS_BUILD_DIR when set), with -DDS_SANITIZE=<mode> and without CUDA.
+# --verbose shows the compiler's output as it comes; by default the build is quiet: progress on one
+# line, the full log in <build>.build.log (named at the end), and any warning or error printed from it.
+# DS_WERROR=ON in the environment makes every compiler warning an error (CI does: .ci/run).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 source "$root/scripts/sanitizers/env.sh"
 ds_parse_sanitize_flag "$@"
+set -- ${args[@]+"${args[@]}"}
+args=()
+targets=()
+verbose=0
+while (($#)); do
+  case "$1" in
+    --target)
+      (($# >= 2)) || { echo "build: --target needs a target name, e.g. --target dsdiag" >&2; exit 1; }
+      targets+=(--target "$2"); shift 2 ;;
+    --target=*) targets+=(--target "${1#--target=}"); shift ;;
+    --verbose|-v) verbose=1; shift ;;
+    *) args+=("$1"); shift ;;
+  esac
+done
 if [[ -n "$sanitize" ]]; then
   ds_sanitizer_env "$sanitize" "$root/scripts/sanitizers"  # test discovery runs the test binaries
   args=(-DDS_SANITIZE="$sanitize" -DDS_WITH_CUDA=OFF ${args[@]+"${args[@]}"})
 fi
+[[ -n "${DS_WERROR:-}" ]] && args+=(-DDS_WERROR="$DS_WERROR")
 default_build=$(ds_build_dir_for "$sanitize" "$root")
 build=${DS_BUILD_DIR:-$default_build}
 jobs=${DS_JOBS:-$(nproc)}
 cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=${DS_BUILD_TYPE:-RelWithDebInfo} ${args[@]+"${args[@]}"} >"$build.configure.log" 2>&1 || {
   cat "$build.configure.log"; echo "build: cmake configure failed (log above)" >&2; exit 1; }
 grep -E '^-- DS_(WITH_|SANITIZE)' "$build.configure.log" || true
-cmake --build "$build" -j "$jobs"
+
+if ((verbose)); then
+  exec cmake --build "$build" -j "$jobs" ${targets[@]+"${targets[@]}"}
+fi
+
+log=$build.build.log
+start=$SECONDS
+# Progress: the build tool's "[ 42%] Building CXX object ..." lines, rewritten in place on a terminal;
+# elsewhere (CI, a pipe) one line per tenth of the way, so logs stay short.
+progress() {
+  local line tty=0 width=${COLUMNS:-100} last=-1 pct
+  [[ -t 1 ]] && tty=1
+  while IFS= read -r line; do
+    printf '%s\n' "$line" >>"$log"
+    [[ "$line" =~ ^\[\ *([0-9]+)%\]\ (.*)$ ]] || continue
+    if ((tty)); then
+      printf '\r\033[K%s' "${line:0:$((width - 1))}"
+    else
+      pct=${BASH_REMATCH[1]}
+      ((pct / 10 > last)) && { last=$((pct / 10)); echo "build: ${pct}%"; }
+    fi
+  done
+  ((tty)) && printf '\r\033[K'
+  return 0
+}
+: >"$log"
+set +e
+cmake --build "$build" -j "$jobs" ${targets[@]+"${targets[@]}"} 2>&1 | progress
+rc=${PIPESTATUS[0]}
+set -e
+warnings=$(grep -c 'warning:' "$log" || true)
+if ((rc != 0)); then
+  echo "build: FAILED (exit $rc) after $((SECONDS - start)) s. The errors, from $log:" >&2
+  grep -E -B2 -A6 'error:|Error [0-9]+|undefined reference|CMake Error' "$log" | head -80 >&2 || tail -40 "$log" >&2
+  echo "build: the full log is $log" >&2
+  exit "$rc"
+fi
+if ((warnings > 0)); then
+  echo "build: $warnings compiler warning(s) (the first ones below; all of them in $log):" >&2
+  grep -E -A3 'warning:' "$log" | head -40 >&2
+fi
+what="everything"
+((${#targets[@]})) && what=$(printf '%s ' "${targets[@]}" | sed 's/--target //g; s/ $//')
+echo "build: built $what in $build in $((SECONDS - start)) s; the full log is $log"

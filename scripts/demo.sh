@@ -9,7 +9,8 @@
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 "$root/scripts/setup.sh" || exit 1
-"$root/scripts/build.sh" || exit 1
+# Only the four tools the demo runs; scripts/test.sh builds the rest (tests, fuzz replays, benchmarks).
+"$root/scripts/build.sh" --target dsrun --target dsdiag --target dsbench --target dsreport || exit 1
 bin=${DS_BUILD_DIR:-$root/build}/bin
 out=${DS_DEMO_DIR:-$root/demo-out}
 mkdir -p "$out"

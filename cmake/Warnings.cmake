@@ -1,0 +1,18 @@
+# Warnings: ours are shown, and CI fails on them; third-party headers' are not ours.
+#
+# Third-party headers are system headers already (Debian's in /usr/include; CUDA's and MPI's come from
+# imported targets as -isystem). GCC 12 still reports a warning inside a system header when the chain of
+# inlined calls that reaches it starts in our code, and nlohmann/json (with JSON_DIAGNOSTICS) gives 178
+# -Warray-bounds false positives that way. cmake/system-include/nlohmann/json.hpp wraps the library in a
+# `#pragma GCC diagnostic` that silences exactly those; the folder goes first on the system include path,
+# for every target, so no source file has to include it by another name.
+include_directories(BEFORE SYSTEM ${PROJECT_SOURCE_DIR}/cmake/system-include)
+
+add_compile_options(-Wall -Wextra -Wno-unused-parameter)
+
+# DS_WERROR=ON turns every warning into an error (CI sets it: .ci/run). Off by default, so that a newer
+# compiler's new warning does not stop a user's build.
+option(DS_WERROR "Treat compiler warnings as errors (CI)" OFF)
+if(DS_WERROR)
+  add_compile_options(-Werror)
+endif()
