@@ -1,0 +1,499 @@
+// Localisation on synthetic fleets (bench/fleet's model) and on hand-made records: healthy spread
+// names nobody, each fault alone and together is named with evidence, suspects from the link stage
+// wait for confirmation, and the small-fleet edge cases say what they cannot tell.
+#include "diag/fleet/localise.h"
+
+#include <gtest/gtest.h>
+
+#include "bench/fleet/fleet_model.h"
+#include "diag/fleet/plan.h"
+
+using namespace ds::diag::fleet;
+using ds::bench::fleet::FleetModel;
+using ds::bench::fleet::named;
+using ds::bench::fleet::RunCost;
+using ds::bench::fleet::simulate;
+using ds::report::FleetInput;
+using ds::report::FleetJudgement;
+using ds::report::HostState;
+using ds::report::HostVerdict;
+
+namespace {
+
+const HostVerdict& host(const FleetJudgement& j, const std::string& name) {
+  for (const auto& h : j.hosts)
+    if (h.host == name) return h;
+  static HostVerdict none;
+  ADD_FAILURE() << "no host " << name;
+  return none;
+}
+
+bool hasEvidence(const HostVerdict& h, const std::string& kind, const std::string& stage = "") {
+  for (const auto& e : h.evidence)
+    if (e.kind == kind && (stage.empty() || e.stage == stage)) return true;
+  return false;
+}
+
+std::string allText(const FleetJudgement& j) {
+  std::string s;
+  for (const auto& h : j.hosts)
+    for (const auto& e : h.evidence) s += h.host + ": [" + e.kind + "/" + e.stage + "] " + e.text + "\n";
+  for (const auto& l : j.links)
+    for (const auto& e : l.evidence) s += l.hostA + "-" + l.hostB + ": [" + e.kind + "] " + e.text + "\n";
+  for (const auto& n : j.notes) s += "note: " + n + "\n";
+  return s;
+}
+
+bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+// Runs the link stage and the confirmation on a fresh copy of the model.
+FleetJudgement sim(FleetModel m, std::uint64_t seed, bool allPairs = false) {
+  RunCost cost;
+  return simulate(m, seed, cost, allPairs);
+}
+
+}  // namespace
+
+TEST(FleetLocalise, HealthyFleetsWithRealisticSpreadNameNobody) {
+  // 10 % and 25 % lognormal spread (a quiet cluster; the namespace test bed beside a build).
+  for (double sigma : {0.1, 0.25})
+    for (int n : {16, 17, 64, 200})
+      for (std::uint64_t seed = 1; seed <= 10; ++seed) {
+        FleetModel m;
+        m.hosts = n;
+        m.sigma = sigma;
+        auto j = sim(m, seed);
+        auto who = named(m, j);
+        EXPECT_TRUE(who.hosts.empty() && who.links.empty())
+            << "n=" << n << " sigma=" << sigma << " seed=" << seed << "\n"
+            << allText(j);
+        EXPECT_EQ(j.hosts.size(), static_cast<std::size_t>(n));
+        EXPECT_GT(j.medianBandwidthGBps, 8);
+        EXPECT_LT(j.medianBandwidthGBps, 12);
+        EXPECT_TRUE(j.retest.empty());
+      }
+}
+
+TEST(FleetLocalise, SlowNicIsRetestedThenNamedWithEvidence) {
+  for (double speed : {0.5, 0.3, 0.1}) {
+    FleetModel m;
+    m.hosts = 32;
+    m.speed.assign(32, 1.0);
+    m.speed[5] = speed;
+    FleetInput in = ds::bench::fleet::makeInput(m);
+    std::vector<int> units;
+    for (int h = 0; h < 32; ++h) units.push_back(h);
+    SplitMix64 rng(9);
+    RunCost cost;
+    ds::bench::fleet::runRounds(m, planLinkRounds(units, defaultRandomMatchings(32), 3), "links", in, rng,
+                                cost);
+    auto first = judge(in);
+    // Not named before its re-test; the re-test pairs name it with two peers it did not meet yet.
+    EXPECT_EQ(host(first, "fleet5").state, HostState::kHealthy) << allText(first);
+    ASSERT_EQ(first.retest.size(), 2u) << allText(first);
+    for (auto [s, p] : first.retest) {
+      EXPECT_EQ(s, 5);
+      for (const auto& pr : in.pairs) EXPECT_FALSE((pr.a == 5 && pr.b == p) || (pr.b == 5 && pr.a == p));
+    }
+    EXPECT_TRUE(contains(allText(first), "re-tested")) << allText(first);
+    ds::bench::fleet::runRounds(m, packIntoRounds(first.retest), "confirm", in, rng, cost);
+    auto j = judge(in);
+    EXPECT_TRUE(j.retest.empty());
+    const auto& h5 = host(j, "fleet5");
+    EXPECT_EQ(h5.state, HostState::kSuspect) << "speed " << speed << "\n" << allText(j);
+    EXPECT_TRUE(hasEvidence(h5, "link_slow", "links"));
+    EXPECT_TRUE(hasEvidence(h5, "link_slow", "confirm"));
+    ASSERT_FALSE(h5.evidence.empty());
+    EXPECT_TRUE(contains(h5.evidence[0].text, "fleet5 (rank 5) is slow with")) << h5.evidence[0].text;
+    EXPECT_TRUE(contains(h5.evidence[0].text, "the fleet median")) << h5.evidence[0].text;
+    EXPECT_NEAR(h5.evidence[0].measured / h5.evidence[0].fleetMedian, speed, 0.15);
+    EXPECT_EQ(named(m, j).hosts, std::set<int>{5}) << allText(j);
+    EXPECT_TRUE(j.links.empty()) << allText(j);
+  }
+}
+
+TEST(FleetLocalise, ASuspectWhoseRetestIsNormalIsNotNamed) {
+  FleetModel m;
+  m.hosts = 24;
+  m.speed.assign(24, 1.0);
+  m.speed[7] = 0.2;
+  FleetInput in = ds::bench::fleet::makeInput(m);
+  std::vector<int> units;
+  for (int h = 0; h < 24; ++h) units.push_back(h);
+  SplitMix64 rng(4);
+  RunCost cost;
+  ds::bench::fleet::runRounds(m, planLinkRounds(units, 5, 1), "links", in, rng, cost);
+  auto first = judge(in);
+  ASSERT_FALSE(first.retest.empty());
+  m.speed[7] = 1.0;  // transient: normal again by the confirmation round
+  ds::bench::fleet::runRounds(m, packIntoRounds(first.retest), "confirm", in, rng, cost);
+  auto j = judge(in);
+  EXPECT_EQ(host(j, "fleet7").state, HostState::kHealthy) << allText(j);
+  EXPECT_TRUE(contains(allText(j), "re-tests were normal")) << allText(j);
+}
+
+TEST(FleetLocalise, HostWhosePairsFailIsNamed) {
+  FleetModel m;
+  m.hosts = 20;
+  m.failing = {11};
+  auto j = sim(m, 5);
+  EXPECT_EQ(named(m, j).hosts, std::set<int>{11}) << allText(j);
+  EXPECT_TRUE(j.links.empty()) << allText(j);
+  EXPECT_TRUE(hasEvidence(host(j, "fleet11"), "link_failed", "links"));
+  EXPECT_TRUE(contains(allText(j), "link tests of fleet11 (rank 11) failed with")) << allText(j);
+}
+
+TEST(FleetLocalise, OneBadLinkIsNamedAsALinkNotAHost) {
+  FleetModel m;
+  m.hosts = 16;
+  // The ring pairs 3-4: it is in every plan.
+  m.linkFactor[pairKey(3, 4)] = 0.05;
+  auto j = sim(m, 2);
+  auto who = named(m, j);
+  EXPECT_TRUE(who.hosts.empty()) << allText(j);
+  EXPECT_EQ(who.links, (std::set<std::pair<int, int>>{{3, 4}})) << allText(j);
+  ASSERT_EQ(j.links.size(), 1u);
+  EXPECT_EQ(j.links[0].evidence.size(), 2u);  // the link stage and the re-test
+  EXPECT_TRUE(contains(j.links[0].evidence[0].text, "both ends are normal with their other peers"))
+      << j.links[0].evidence[0].text;
+}
+
+TEST(FleetLocalise, FrozenAndExitedRanksAreNamedWithTheirStage) {
+  FleetModel m;
+  m.hosts = 12;
+  m.frozen = {4};
+  FleetInput in = ds::bench::fleet::makeInput(m);
+  in.ranks[8].exited = true;
+  in.ranks[8].reported = false;
+  in.ranks[8].lastStage = "reachability";
+  std::vector<int> units;
+  for (int h = 0; h < 12; ++h) units.push_back(h);
+  SplitMix64 rng(1);
+  RunCost cost;
+  ds::bench::fleet::runRounds(m, planLinkRounds(units, 4, 1), "links", in, rng, cost);
+  auto j = judge(in);
+  EXPECT_TRUE(j.retest.empty()) << allText(j);  // a dead peer's pairs are not held against anyone
+  const auto& h4 = host(j, "fleet4");
+  EXPECT_EQ(h4.state, HostState::kSuspect);
+  ASSERT_TRUE(hasEvidence(h4, "frozen", "links")) << allText(j);
+  EXPECT_TRUE(
+      contains(h4.evidence[0].text, "stopped sending heartbeats during stage \"links\" (silent for 6.0 s)"))
+      << h4.evidence[0].text;
+  EXPECT_TRUE(hasEvidence(host(j, "fleet8"), "exited", "reachability")) << allText(j);
+  int suspects = 0;
+  for (const auto& h : j.hosts) suspects += h.state == HostState::kSuspect;
+  EXPECT_EQ(suspects, 2) << allText(j);
+}
+
+TEST(FleetLocalise, RanksThatNeverJoinedOrReportedHaveNoResult) {
+  FleetModel m;
+  m.hosts = 6;
+  FleetInput in = ds::bench::fleet::makeInput(m);
+  in.ranks[2].joined = false;
+  in.ranks[2].reported = false;
+  in.ranks[3].reported = false;  // joined, heartbeat alive, results never came
+  in.ranks[3].lastStage = "links";
+  in.worldSize = 8;  // ranks 6 and 7 never said anything
+  auto j = judge(in);
+  EXPECT_EQ(j.hosts.size(), 8u);
+  EXPECT_EQ(host(j, "fleet2").state, HostState::kNoResult);
+  EXPECT_EQ(host(j, "fleet3").state, HostState::kNoResult);
+  EXPECT_EQ(host(j, "rank 6").state, HostState::kNoResult);
+  EXPECT_EQ(host(j, "rank 7").state, HostState::kNoResult);
+  EXPECT_TRUE(contains(host(j, "rank 7").evidence[0].text, "rank 7 never joined")) << allText(j);
+  EXPECT_TRUE(contains(host(j, "fleet3").evidence[0].text, "joined but its results never reached rank 0"));
+  EXPECT_EQ(host(j, "fleet0").state, HostState::kHealthy);
+  // Natural order: fleet0..fleet5, then rank 6, rank 7.
+  EXPECT_EQ(j.hosts.front().host, "fleet0");
+  EXPECT_EQ(j.hosts.back().host, "rank 7");
+}
+
+TEST(FleetLocalise, UnreachableHostIsNamedWithBothDirections) {
+  FleetModel m;
+  m.hosts = 10;
+  m.unreachable = {3};
+  auto j = sim(m, 1);
+  EXPECT_EQ(named(m, j).hosts, std::set<int>{3}) << allText(j);
+  EXPECT_TRUE(j.links.empty()) << allText(j);
+  const auto& h3 = host(j, "fleet3");
+  ASSERT_TRUE(hasEvidence(h3, "unreachable", "reachability")) << allText(j);
+  EXPECT_TRUE(contains(h3.evidence[0].text,
+                       "9 of 9 peers cannot open a TCP connection to fleet3 (rank 3) (10.0.0.5) "
+                       "on eth0: timed out after 2.0 s; fleet3 cannot reach them either"))
+      << h3.evidence[0].text;
+}
+
+TEST(FleetLocalise, InboundOnlyUnreachableSaysSo) {
+  FleetModel m;
+  m.hosts = 6;
+  FleetInput in = ds::bench::fleet::makeInput(m);
+  for (int p = 0; p < 6; ++p) {
+    if (p == 2) continue;
+    ds::report::ReachFailure f{p, 2, "eth0", "eth0", "10.0.0.4", "connection refused", false, 1};
+    in.reach[p].failures.push_back(f);
+  }
+  auto j = judge(in);
+  const auto& h2 = host(j, "fleet2");
+  ASSERT_TRUE(hasEvidence(h2, "unreachable")) << allText(j);
+  EXPECT_TRUE(contains(h2.evidence[0].text,
+                       "connection refused; fleet2 itself reaches them (inbound traffic to it is "
+                       "blocked"))
+      << h2.evidence[0].text;
+}
+
+TEST(FleetLocalise, PartialReachabilityNamesTheHostThatCannotReachSeveralPeers) {
+  FleetModel m;
+  m.hosts = 16;
+  m.cannotReach[3] = {1, 9, 12};
+  auto j = sim(m, 1);
+  EXPECT_EQ(named(m, j).hosts, std::set<int>{3}) << allText(j);
+  EXPECT_TRUE(j.links.empty()) << allText(j);
+  const auto& h3 = host(j, "fleet3");
+  ASSERT_TRUE(hasEvidence(h3, "reach_partial", "reachability")) << allText(j);
+  EXPECT_TRUE(contains(h3.evidence[0].text,
+                       "fleet3 (rank 3) cannot open a TCP connection to fleet1 (rank 1, "
+                       "10.0.0.3), fleet9 (rank 9, 10.0.0.11) and fleet12 (rank 12, 10.0.0.14) "
+                       "on eth0: timed out after 2.0 s; every other peer answers"))
+      << h3.evidence[0].text;
+}
+
+TEST(FleetLocalise, OneMissingRouteIsALink) {
+  // The case: one host cannot reach one other host (both directions fail, as with a
+  // blackhole route). Nobody can tell which end; the link is named, and the one-direction case says
+  // "every other peer answers".
+  FleetModel m;
+  m.hosts = 8;
+  m.cannotReach[3] = {1};
+  auto j = sim(m, 1);
+  auto who = named(m, j);
+  EXPECT_TRUE(who.hosts.empty()) << allText(j);
+  EXPECT_EQ(who.links, (std::set<std::pair<int, int>>{{1, 3}})) << allText(j);
+  FleetModel one;
+  one.hosts = 8;
+  FleetInput in = ds::bench::fleet::makeInput(one);
+  in.reach[3].failures.push_back({3, 1, "eth0", "eth0", "10.79.0.2", "", true, 2000});
+  auto j1 = judge(in);
+  ASSERT_EQ(j1.links.size(), 1u) << allText(j1);
+  EXPECT_TRUE(contains(
+      j1.links[0].evidence[0].text,
+      "fleet3 (rank 3) cannot open a TCP connection to fleet1 (rank 1, 10.79.0.2) on eth0: timed out "
+      "after 2.0 s; every other peer answers"))
+      << j1.links[0].evidence[0].text;
+}
+
+TEST(FleetLocalise, InterfaceAdviceLeavesOutTheInterfaceThatFails) {
+  FleetModel m;
+  m.hosts = 6;
+  FleetInput in = ds::bench::fleet::makeInput(m);
+  for (int r = 0; r < 6; ++r)
+    in.ranks[r].ifaces.push_back({"eth1", "192.168.7." + std::to_string(r + 10), 24, 1500});
+  // fleet4's eth1 reaches nobody; its eth0 is fine.
+  for (int p = 0; p < 6; ++p) {
+    if (p == 4) continue;
+    std::string to = "192.168.7." + std::to_string(p + 10);
+    in.reach[4].failures.push_back({4, p, "eth1", "eth1", to, "no route to host", false, 1});
+    in.reach[p].failures.push_back({p, 4, "eth1", "eth1", "192.168.7.14", "no route to host", false, 1});
+  }
+  auto j = judge(in);
+  EXPECT_EQ(host(j, "fleet4").state, HostState::kHealthy) << allText(j);
+  EXPECT_EQ(host(j, "fleet4").ncclSocketIfname, "eth0");
+  EXPECT_EQ(host(j, "fleet1").ncclSocketIfname, "");
+  EXPECT_EQ(j.jobSocketIfname, "eth0") << allText(j);
+  EXPECT_TRUE(contains(allText(j), "Another interface of fleet4 reaches every peer")) << allText(j);
+}
+
+TEST(FleetLocalise, SocketIfnameThatMatchesNoInterfaceIsEvidence) {
+  FleetModel m;
+  m.hosts = 6;
+  FleetInput in = ds::bench::fleet::makeInput(m);
+  in.ranks[1].ncclSocketIfname = "ib0";     // no such interface
+  in.ranks[2].ncclSocketIfname = "^eth";    // excludes every interface it has
+  in.ranks[3].ncclSocketIfname = "=eth";    // exact: no interface is called "eth"
+  in.ranks[4].ncclSocketIfname = "eth";     // prefix: selects eth0, fine
+  in.ranks[5].glooSocketIfname = "^lo";     // Gloo takes plain names
+  in.ranks[0].ncclSocketIfname = "=^eth0";  // malformed
+  auto j = judge(in);
+  for (const char* h : {"fleet0", "fleet1", "fleet2", "fleet3", "fleet5"})
+    EXPECT_TRUE(hasEvidence(host(j, h), "ifname")) << h << "\n" << allText(j);
+  EXPECT_EQ(host(j, "fleet4").state, HostState::kHealthy) << allText(j);
+  EXPECT_TRUE(
+      contains(host(j, "fleet1").evidence[0].text,
+               "NCCL_SOCKET_IFNAME='ib0' on fleet1 (rank 1) matches none of its interfaces (eth0 10.0.0.3)"))
+      << host(j, "fleet1").evidence[0].text;
+  EXPECT_TRUE(contains(host(j, "fleet1").evidence[0].text, "set it to eth0"));
+  EXPECT_TRUE(contains(host(j, "fleet5").evidence[0].text, "Gloo takes one plain interface name"));
+  EXPECT_EQ(j.jobSocketIfname, "eth0");
+}
+
+TEST(FleetLocalise, MtuMismatchNamesTheMinorityHost) {
+  FleetModel m;
+  m.hosts = 8;
+  m.mtuHost = 6;
+  auto j = sim(m, 1);
+  EXPECT_EQ(named(m, j).hosts, std::set<int>{6}) << allText(j);
+  const auto& h6 = host(j, "fleet6");
+  ASSERT_TRUE(hasEvidence(h6, "mtu"));
+  EXPECT_TRUE(contains(h6.evidence[0].text,
+                       "fleet6 (rank 6) eth0 has MTU 9000, while 7 other host(s) on 10.0.0.0/8 "
+                       "use 1500"))
+      << h6.evidence[0].text;
+}
+
+TEST(FleetLocalise, SeveralFaultsAtOnceAreEachNamed) {
+  FleetModel m;
+  m.hosts = 64;
+  m.speed.assign(64, 1.0);
+  m.speed[2] = 0.3;
+  m.unreachable = {9};
+  m.frozen = {12};
+  m.failing = {40};
+  m.cannotReach[50] = {51, 52};
+  m.linkFactor[pairKey(20, 21)] = 0.05;
+  m.mtuHost = 30;
+  for (std::uint64_t seed = 1; seed <= 5; ++seed) {
+    auto j = sim(m, seed);
+    auto who = named(m, j);
+    EXPECT_EQ(who.hosts, (std::set<int>{2, 9, 12, 30, 40, 50})) << "seed " << seed << "\n" << allText(j);
+    EXPECT_EQ(who.links, (std::set<std::pair<int, int>>{{20, 21}})) << "seed " << seed << "\n" << allText(j);
+  }
+}
+
+TEST(FleetLocalise, AFleetThatIsAllSlowFailsAgainstTheFloor) {
+  FleetModel m;
+  m.hosts = 16;
+  m.baseGBps = 1;
+  m.minLinkGBps = 5;
+  auto j = sim(m, 1);
+  for (const auto& h : j.hosts) EXPECT_EQ(h.state, HostState::kSuspect) << h.host << "\n" << allText(j);
+  EXPECT_TRUE(contains(allText(j), "the whole fleet is slow")) << allText(j);
+  EXPECT_TRUE(contains(allText(j), "below --min-link-gbps 5")) << allText(j);
+  EXPECT_TRUE(contains(allText(j), "could not be re-tested")) << allText(j);
+  EXPECT_TRUE(j.retest.empty());
+  // Above the floor: nobody.
+  m.minLinkGBps = 0.5;
+  EXPECT_TRUE(named(m, sim(m, 1)).hosts.empty());
+}
+
+TEST(FleetLocalise, TwoHostsCannotPinABadPairOnEitherEnd) {
+  FleetModel m;
+  m.hosts = 2;
+  m.failing = {1};
+  auto j = sim(m, 1);
+  auto who = named(m, j);
+  EXPECT_TRUE(who.hosts.empty()) << allText(j);
+  EXPECT_EQ(who.links, (std::set<std::pair<int, int>>{{0, 1}})) << allText(j);
+  EXPECT_TRUE(contains(allText(j), "with only two hosts a bad pair cannot be pinned on either end"))
+      << allText(j);
+  // A healthy pair of hosts is healthy.
+  FleetModel ok;
+  ok.hosts = 2;
+  auto jk = sim(ok, 1);
+  EXPECT_TRUE(named(ok, jk).hosts.empty() && jk.links.empty()) << allText(jk);
+}
+
+TEST(FleetLocalise, ThreeHostsNameTheSlowOneAndSayWhenOnePeerIsNotEnough) {
+  FleetModel m;
+  m.hosts = 3;
+  m.sigma = 0.05;
+  m.speed = {1.0, 0.3, 1.0};
+  for (std::uint64_t seed = 1; seed <= 5; ++seed) {
+    auto j = sim(m, seed);
+    EXPECT_EQ(named(m, j).hosts, std::set<int>{1}) << allText(j);
+    // No fresh peer was left: the re-test repeated pairs (every pair ran in the plan).
+    EXPECT_TRUE(hasEvidence(host(j, "fleet1"), "link_slow", "confirm")) << allText(j);
+  }
+  // A host whose one low pair is its only evidence is not named; the note says why.
+  FleetInput in;
+  in.worldSize = 6;
+  for (int r = 0; r < 6; ++r) {
+    ds::report::FleetRank fr;
+    fr.rank = r;
+    fr.host = "h" + std::to_string(r);
+    fr.joined = fr.reported = true;
+    in.ranks.push_back(fr);
+  }
+  auto pair = [](int a, int b, double gbps) {
+    return ds::report::PairResult{a, b, 0, "links", ds::report::PairOutcome::kOk, 20, gbps, ""};
+  };
+  in.pairs = {pair(0, 1, 1.0), pair(1, 2, 10), pair(2, 3, 10), pair(3, 4, 10),
+              pair(4, 5, 10),  pair(1, 5, 10), pair(2, 4, 10)};
+  auto j = judge(in);
+  EXPECT_TRUE(contains(allText(j),
+                       "h0 (rank 0) is slow with 1 of its tested peers, but a host is named only when it "
+                       "is bad with two different peers that are healthy elsewhere and it was tested with "
+                       "one peer only"))
+      << allText(j);
+  EXPECT_EQ(host(j, "h0").state, HostState::kHealthy);
+  EXPECT_EQ(j.retest, (std::vector<std::pair<int, int>>{{0, 1}}));  // the pair itself is re-tested
+}
+
+TEST(FleetLocalise, OddFleetsAndAllPairs) {
+  for (int n : {33, 65}) {
+    FleetModel m;
+    m.hosts = n;
+    m.speed.assign(n, 1.0);
+    m.speed[n - 1] = 0.5;  // the unit that closes the odd ring
+    EXPECT_EQ(named(m, sim(m, 3)).hosts, std::set<int>{n - 1}) << n;
+    EXPECT_EQ(named(m, sim(m, 3, true)).hosts, std::set<int>{n - 1}) << n << " all pairs";
+  }
+}
+
+TEST(FleetLocalise, StandaloneUnitsAreRanks) {
+  FleetModel m;
+  m.hosts = 6;
+  m.standalone = true;
+  m.speed.assign(6, 1.0);
+  m.speed[2] = 0.2;
+  auto j = sim(m, 1);
+  EXPECT_EQ(j.hosts.size(), 6u);
+  EXPECT_EQ(host(j, "box (rank 2)").state, HostState::kSuspect) << allText(j);
+  EXPECT_EQ(host(j, "box (rank 3)").state, HostState::kHealthy);
+  EXPECT_TRUE(contains(allText(j), "box (rank 2) is slow with")) << allText(j);
+}
+
+TEST(FleetLocalise, SeveralRanksPerHostShareOneVerdict) {
+  FleetModel m;
+  m.hosts = 8;
+  m.ranksPerHost = 4;
+  FleetInput in = ds::bench::fleet::makeInput(m);
+  in.ranks[4 * 5 + 2].frozen = true;  // a non-leader rank of fleet5
+  in.ranks[4 * 5 + 2].reported = false;
+  in.ranks[4 * 5 + 2].lastStage = "local_checks";
+  auto j = judge(in);
+  EXPECT_EQ(j.hosts.size(), 8u);
+  const auto& h5 = host(j, "fleet5");
+  EXPECT_EQ(h5.ranks, (std::vector<int>{20, 21, 22, 23}));
+  EXPECT_EQ(h5.state, HostState::kSuspect);
+  ASSERT_TRUE(hasEvidence(h5, "frozen", "local_checks")) << allText(j);
+  EXPECT_TRUE(contains(h5.evidence[0].text, "fleet5 (rank 22) stopped sending heartbeats"));
+}
+
+TEST(FleetLocalise, BisectionNamesTheRankInEveryFailingGroup) {
+  FleetModel m;
+  m.hosts = 8;
+  FleetInput in = ds::bench::fleet::makeInput(m);
+  in.bisect = {{{0, 1, 2, 3, 4, 5, 6, 7}, false, "timed out after 5.0 s"},
+               {{0, 1, 2, 3}, true, ""},
+               {{4, 5, 6, 7}, false, "timed out after 5.0 s"},
+               {{4, 5}, true, ""},
+               {{6, 7}, false, "timed out after 5.0 s"},
+               {{6}, true, ""}};
+  auto j = judge(in);
+  EXPECT_EQ(named(m, j).hosts, std::set<int>{7}) << allText(j);
+  EXPECT_TRUE(hasEvidence(host(j, "fleet7"), "bisect", "bisect"));
+  EXPECT_TRUE(
+      contains(allText(j), "over ranks 6 and 7 failed (timed out after 5.0 s); fleet7 (rank 7) is the one"))
+      << allText(j);
+}
+
+TEST(FleetLocalise, BadRecordsAreNotedNotTrusted) {
+  FleetModel m;
+  m.hosts = 4;
+  FleetInput in = ds::bench::fleet::makeInput(m);
+  in.pairs.push_back({1, 99, 0, "links", ds::report::PairOutcome::kFailed, 0, 0, "x"});
+  in.reach[0].failures.push_back({0, 42, "eth0", "eth0", "", "refused", false, 1});
+  auto j = judge(in);
+  EXPECT_TRUE(contains(allText(j), "A link pair (1, 99) was ignored: the world has 4 ranks")) << allText(j);
+  EXPECT_TRUE(contains(allText(j), "from rank 0 to rank 42 was ignored")) << allText(j);
+  EXPECT_TRUE(named(m, j).hosts.empty());
+}
