@@ -54,15 +54,15 @@ struct Scenario {
   std::string name;
   int hosts = 16;
   int ranksPerHost = 1;
-  std::vector<std::string> setupOptions;                // fleet.sh setup options (--mtu 9000)
-  std::vector<std::vector<std::string>> faults;         // fleet.sh fault arguments, host numbers as text
+  std::vector<std::string> setupOptions;         // fleet.sh setup options (--mtu 9000)
+  std::vector<std::vector<std::string>> faults;  // fleet.sh fault arguments, host numbers as text
   std::map<int, std::map<std::string, std::string>> hostEnv;  // extra variables for a host's ranks
-  std::map<std::string, std::string> env;               // extra variables for every rank
-  int signalHost = -1;                                  // its first rank gets `signal` after signalAfter
+  std::map<std::string, std::string> env;                     // extra variables for every rank
+  int signalHost = -1;  // its first rank gets `signal` after signalAfter
   Signal signal = Signal::kNone;
   std::chrono::milliseconds signalAfter = 3s;
-  std::set<int> expectHosts;                            // host indices named (suspect or no_result)
-  std::set<std::pair<int, int>> expectLinks;            // host index pairs named as links, a < b
+  std::set<int> expectHosts;                  // host indices named (suspect or no_result)
+  std::set<std::pair<int, int>> expectLinks;  // host index pairs named as links, a < b
 };
 
 // Victims and peers chosen from the fleet's size, never host 0 (rank 0 reports).
@@ -77,12 +77,12 @@ const json* member(const json& j, std::initializer_list<const char*> keys) {
 
 struct Outcome {
   bool haveJson = false, haveFleet = false;
-  std::set<int> named;                     // hosts not healthy
-  std::set<std::pair<int, int>> links;     // suspect links
-  std::map<int, std::string> state;        // host -> state
+  std::set<int> named;                  // hosts not healthy
+  std::set<std::pair<int, int>> links;  // suspect links
+  std::map<int, std::string> state;     // host -> state
   int exitCode = -1;
   double seconds = 0;
-  std::string summary;                     // what an engineer reads on failure
+  std::string summary;  // what an engineer reads on failure
 };
 
 Outcome judge(const FleetHosts& fleet, const std::string& path, const RunResult& r0) {
@@ -94,7 +94,8 @@ Outcome judge(const FleetHosts& fleet, const std::string& path, const RunResult&
     o.haveJson = true;
   } catch (const std::exception& e) {
     o.summary = fmt::format("rank 0 wrote no readable JSON ({}): exit {}{}\n{}\n{}", e.what(), r0.exitCode,
-                            r0.timedOut ? " (killed: timed out)" : "", r0.out.substr(0, 4000), r0.err.substr(0, 2000));
+                            r0.timedOut ? " (killed: timed out)" : "", r0.out.substr(0, 4000),
+                            r0.err.substr(0, 2000));
     return o;
   }
   if (!j.contains("fleet")) {
@@ -161,7 +162,16 @@ void record(const Scenario& s, const Outcome& o, bool right, int innocent) {
 }
 
 std::vector<std::string> dsdiagArgs(const std::string& json) {
-  return {binDir() + "/dsdiag", "--world", "--timeout", "60", "--backend", "gloo", "--color", "never", "--json", json};
+  return {binDir() + "/dsdiag",
+          "--world",
+          "--timeout",
+          "60",
+          "--backend",
+          "gloo",
+          "--color",
+          "never",
+          "--json",
+          json};
 }
 
 void runScenario(const Scenario& s) {
@@ -180,7 +190,8 @@ void runScenario(const Scenario& s) {
   for (int r = 0; r < world; ++r) {
     int host = r / s.ranksPerHost, local = r % s.ranksPerHost;
     RunOptions o = cleanOptions(scaled(150s));
-    for (const char* v : {"NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME", "DSDIAG_TEST_FAULT"}) o.unsetEnv.emplace_back(v);
+    for (const char* v : {"NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME", "DSDIAG_TEST_FAULT"})
+      o.unsetEnv.emplace_back(v);
     for (const auto& v : variablesWithPrefix("DSDIAG_")) o.unsetEnv.push_back(v);
     o.setEnv = {{"RANK", std::to_string(r)},
                 {"WORLD_SIZE", std::to_string(world)},
@@ -194,7 +205,8 @@ void runScenario(const Scenario& s) {
     if (auto it = s.hostEnv.find(host); it != s.hostEnv.end()) {
       for (const auto& [k, v] : it->second) o.setEnv[k] = v;
     }
-    ranks.push_back(std::make_unique<Process>(fleet.on(host, dsdiagArgs(d.file(fmt::format("rank{}.json", r)))), o));
+    ranks.push_back(
+        std::make_unique<Process>(fleet.on(host, dsdiagArgs(d.file(fmt::format("rank{}.json", r)))), o));
     // Modest parallelism on a small machine: a pause after every 8 starts.
     if (r % 8 == 7) std::this_thread::sleep_for(20ms);
   }
@@ -206,7 +218,8 @@ void runScenario(const Scenario& s) {
   double seconds = r0.seconds;  // rank 0's run, from its start to its verdict
   // The others end once rank 0 has judged; a stopped or stuck one is killed by its Process.
   int lingering = 0;
-  auto bound = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0) + 10s;
+  auto bound =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0) + 10s;
   for (int r = 1; r < world; ++r) {
     if (s.signal == Signal::kStop && r == s.signalHost * s.ranksPerHost) continue;
     if (ranks[r]->wait(bound).timedOut) ++lingering;
@@ -217,10 +230,11 @@ void runScenario(const Scenario& s) {
   o.seconds = seconds;
   std::string names;
   for (int h : s.expectHosts) names += " " + fleet.hostname(h);
-  std::string report = fmt::format("[{}] {} hosts x {} rank(s), fleet made in {:.2f} s, expected:{}{}; {}{}",
-                                   s.name, s.hosts, s.ranksPerHost, fleet.setupSeconds(),
-                                   names.empty() ? " nothing" : names, s.expectLinks.empty() ? "" : " (a link)",
-                                   o.summary, lingering ? fmt::format("\n  {} rank(s) still ran 10 s after rank 0", lingering) : "");
+  std::string report =
+      fmt::format("[{}] {} hosts x {} rank(s), fleet made in {:.2f} s, expected:{}{}; {}{}", s.name, s.hosts,
+                  s.ranksPerHost, fleet.setupSeconds(), names.empty() ? " nothing" : names,
+                  s.expectLinks.empty() ? "" : " (a link)", o.summary,
+                  lingering ? fmt::format("\n  {} rank(s) still ran 10 s after rank 0", lingering) : "");
   std::cout << report << "\n";
   int innocent = 0;
   for (int h : o.named) innocent += s.expectHosts.count(h) ? 0 : 1;
@@ -229,7 +243,8 @@ void runScenario(const Scenario& s) {
   record(s, o, right, innocent);
   ASSERT_TRUE(o.haveJson) << report;
   if (!o.haveFleet)
-    GTEST_SKIP() << "dsdiag has no fleet mode yet (no \"fleet\" object in rank 0's JSON); the bed ran: " << report;
+    GTEST_SKIP() << "dsdiag has no fleet mode yet (no \"fleet\" object in rank 0's JSON); the bed ran: "
+                 << report;
   EXPECT_EQ(o.named, s.expectHosts) << report;
   EXPECT_EQ(o.links, s.expectLinks) << report;
   EXPECT_EQ(o.exitCode, s.expectHosts.empty() && s.expectLinks.empty() ? 0 : 2) << report;
@@ -401,7 +416,9 @@ INSTANTIATE_TEST_SUITE_P(Stages, FleetStage,
                          ::testing::Combine(::testing::Values("freeze", "exit"),
                                             ::testing::Values("join", "local_checks", "reachability", "links",
                                                               "confirm", "bisect", "report")),
-                         [](const auto& info) { return std::get<0>(info.param) + "_" + std::get<1>(info.param); });
+                         [](const auto& info) {
+                           return std::get<0>(info.param) + "_" + std::get<1>(info.param);
+                         });
 #endif
 
 #if !DS_FLEET_LONG
@@ -426,11 +443,14 @@ std::set<std::string> namespacesStartingWith(const std::string& prefix) {
 
 // A TCP connect from host `from` to `to`:5000 within 1.5 s: "ok" or the error.
 std::string connect(const FleetHosts& f, int from, int to) {
-  auto r = run(f.on(from, {"python3", "-c",
-                           "import socket,sys\ntry:\n socket.create_connection((sys.argv[1],5000),timeout=1.5); print('ok')\n"
-                           "except Exception as e: print(type(e).__name__)",
-                           f.addr(to)}),
-               cleanOptions(20s));
+  auto r = run(
+      f.on(
+          from,
+          {"python3", "-c",
+           "import socket,sys\ntry:\n socket.create_connection((sys.argv[1],5000),timeout=1.5); print('ok')\n"
+           "except Exception as e: print(type(e).__name__)",
+           f.addr(to)}),
+      cleanOptions(20s));
   return r.out.substr(0, r.out.find('\n'));
 }
 
@@ -480,10 +500,11 @@ TEST(FleetBed, FaultsDoWhatTheySay) {
   ASSERT_TRUE(f.ok()) << f.why();
   std::vector<std::unique_ptr<Process>> listeners;
   for (int h = 0; h < 4; ++h) {
-    listeners.push_back(std::make_unique<Process>(
-        f.on(h, {"python3", "-c",
-                 "import socket,time\ns=socket.socket(); s.bind(('0.0.0.0',5000)); s.listen(64); time.sleep(60)"}),
-        cleanOptions(90s)));
+    listeners.push_back(
+        std::make_unique<Process>(f.on(h, {"python3", "-c",
+                                           "import socket,time\ns=socket.socket(); s.bind(('0.0.0.0',5000)); "
+                                           "s.listen(64); time.sleep(60)"}),
+                                  cleanOptions(90s)));
   }
   std::this_thread::sleep_for(700ms);
   ASSERT_EQ(connect(f, 1, 2), "ok");

@@ -14,8 +14,15 @@ FleetHosts::FleetHosts(std::string script, const std::string& tag, int hosts, in
     : script_(std::move(script)), hosts_(hosts), net_(net), width_(hosts > 100 ? 3 : 2) {
   static std::atomic<int> counter{0};
   name_ = fmt::format("f{}{}n{}", tag, getpid() % 1000000, counter++);
-  std::vector<std::string> argv{"bash",         script_, "setup", name_, std::to_string(hosts), "--net",
-                                std::to_string(net), "--owner", std::to_string(getpid())};
+  std::vector<std::string> argv{"bash",
+                                script_,
+                                "setup",
+                                name_,
+                                std::to_string(hosts),
+                                "--net",
+                                std::to_string(net),
+                                "--owner",
+                                std::to_string(getpid())};
   argv.insert(argv.end(), options.begin(), options.end());
   auto r = run(argv, cleanOptions(120s));
   made_ = true;  // teardown is safe on a half-made fleet

@@ -16,7 +16,8 @@ class FleetHosts {
  public:
   // script: the path of fleet.sh; tag: a letter or two that keeps the namespace names of different
   // test programs apart; net: the third octet of the subnet (distinct per test program).
-  FleetHosts(std::string script, const std::string& tag, int hosts, int net, std::vector<std::string> options = {});
+  FleetHosts(std::string script, const std::string& tag, int hosts, int net,
+             std::vector<std::string> options = {});
   ~FleetHosts();  // tears the fleet down, also killing whatever still runs on its hosts
   FleetHosts(const FleetHosts&) = delete;
   FleetHosts& operator=(const FleetHosts&) = delete;
