@@ -1,6 +1,9 @@
 #include "reports/diag/diag_schema.h"
 
+#include <algorithm>
+
 #include "engine/common/error.h"
+#include "reports/diag/fleet_json.h"
 #include "reports/input_file.h"
 #include "reports/json_io.h"
 
@@ -56,6 +59,11 @@ int diagExitCode(const std::vector<DiagRecord>& records) {
   return 0;
 }
 
+int diagReportExitCode(const DiagReport& report) {
+  int code = diagExitCode(report.checks);
+  return report.fleet ? std::max(code, fleetExitCode(report.fleet->judgement)) : code;
+}
+
 void to_json(nlohmann::json& j, const DiagRecord& r) {
   j = nlohmann::json{{"id", r.id},           {"family", r.family}, {"status", diagStatusName(r.status)},
                      {"message", r.message}, {"remedy", r.remedy}, {"data", r.data},
@@ -75,7 +83,7 @@ void from_json(const nlohmann::json& j, DiagRecord& r) {
 
 nlohmann::json diagToJson(const DiagReport& report) {
   auto c = countStatuses(report.checks);
-  return nlohmann::json{{"schema", kDiagSchemaName},
+  nlohmann::json j{{"schema", kDiagSchemaName},
                         {"schema_version", kDiagSchemaVersion},
                         {"mode", report.mode},
                         {"world_size", report.worldSize},
@@ -86,9 +94,11 @@ nlohmann::json diagToJson(const DiagReport& report) {
                           {"warn", c.warn},
                           {"fail", c.fail},
                           {"skip", c.skip},
-                          {"exit_code", diagExitCode(report.checks)}}},
+                          {"exit_code", diagReportExitCode(report)}}},
                         {"missing_ranks", report.missingRanks},
                         {"checks", report.checks}};
+  if (report.fleet) j["fleet"] = *report.fleet;
+  return j;
 }
 
 DiagReport diagFromJson(const nlohmann::json& j, const std::string& origin) {
@@ -115,6 +125,7 @@ DiagReport diagFromJson(const nlohmann::json& j, const std::string& origin) {
         throw ConfigError(fmt::format("{}: at /checks/{}/status: {}", origin, i, e.what()));
       }
     }
+    if (j.contains("fleet") && !j.at("fleet").is_null()) r.fleet = fleetFromJsonAt(j.at("fleet"), origin, "/fleet");
     return r;
   });
 }

@@ -3,9 +3,11 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "reports/diag/fleet_schema.h"
 #include "reports/schema/schema_version.h"
 
 namespace ds::report {
@@ -40,6 +42,9 @@ struct DiagReport {
   std::string toolVersion;
   std::vector<int> missingRanks;  // world mode: ranks that never reported
   std::vector<DiagRecord> checks;
+  // Fleet mode (dsdiag --world on many hosts): the probes, link pairs and per-host verdicts. Absent
+  // otherwise, and in files written before fleet mode.
+  std::optional<FleetReport> fleet;
 };
 
 struct DiagCounts {
@@ -50,12 +55,16 @@ DiagCounts countStatuses(const std::vector<DiagRecord>& records);
 // dsdiag's documented exit codes: 0 all pass (or skipped), 1 warnings only, 2 a failure.
 // (3, the tool could not run, is decided by main.)
 int diagExitCode(const std::vector<DiagRecord>& records);
+// The report's: the worse of diagExitCode(checks) and, in fleet mode, fleetExitCode (2 when a host or
+// link is suspect or a host sent no result).
+int diagReportExitCode(const DiagReport& report);
 
 void to_json(nlohmann::json& j, const DiagRecord& r);
 void from_json(const nlohmann::json& j, DiagRecord& r);
 
 // {"schema": "dsperf.diag", "schema_version": "1.0", "mode", "world_size", "host", "tool_version",
-//  "summary": {pass, warn, fail, skip, exit_code}, "missing_ranks": [...], "checks": [...]}
+//  "summary": {pass, warn, fail, skip, exit_code}, "missing_ranks": [...], "checks": [...],
+//  "fleet": {...} (fleet mode only; reports/diag/fleet_schema.h)}. exit_code is diagReportExitCode.
 nlohmann::json diagToJson(const DiagReport& report);
 // Checks schema name and version; throws ConfigError naming `origin` on a mismatch or malformed input.
 DiagReport diagFromJson(const nlohmann::json& j, const std::string& origin);

@@ -151,3 +151,33 @@ TEST(JsonSchema, PlacementValidatesAndAMalformedOneDoesNot) {
   EXPECT_EQ(validate({dir.file("bad.json")}).exitCode, 1);
   EXPECT_EQ(sweepFromJson(sweepToJson(s), "s.json").metadata.ranks[0].placement->cpus, "0-1,3");
 }
+
+// Fleet mode (dsperf.fleet 1.0): the fixture on its own and inside a dsdiag report validate; a pair with
+// an unknown outcome, a host with an unknown state or a missing judgement do not.
+TEST(JsonSchema, FleetReportValidatesAloneAndInsideADiagReport) {
+  if (!haveJsonschema()) GTEST_SKIP() << "python3-jsonschema is not installed (scripts/setup.sh installs it)";
+  ds::testing::TempDir dir;
+  const std::string fixture = std::string(DS_REPORTS_TEST_DATA) + "/fleet16.json";
+  DiagReport d;
+  d.mode = "world";
+  d.worldSize = 16;
+  d.fleet = fleetFromJson(readJson(fixture), fixture);
+  writeJsonAtomic(dir.file("diag.json"), diagToJson(d));
+  nlohmann::json alone = *d.fleet;
+  writeJsonAtomic(dir.file("fleet.json"), alone);
+  auto r = validate({fixture, dir.file("diag.json"), dir.file("fleet.json")});
+  EXPECT_EQ(r.exitCode, 0) << r.out << r.err;
+  auto bad = diagToJson(d);
+  bad["fleet"]["input"]["pairs"][2]["outcome"] = "slow";
+  writeJsonAtomic(dir.file("outcome.json"), bad);
+  bad = diagToJson(d);
+  bad["fleet"]["judgement"]["hosts"][0]["state"] = "dead";
+  writeJsonAtomic(dir.file("state.json"), bad);
+  auto noJudgement = alone;
+  noJudgement.erase("judgement");
+  writeJsonAtomic(dir.file("nojudgement.json"), noJudgement);
+  for (const char* name : {"outcome.json", "state.json", "nojudgement.json"}) {
+    auto v = validate({dir.file(name)});
+    EXPECT_EQ(v.exitCode, 1) << name << ": " << v.out << v.err;
+  }
+}
