@@ -89,54 +89,6 @@ namespace {
 // nlohmann would write NaN as null anyway, and a reader could not read that back.
 json num(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
 
-json toJson(const FleetIface& i) {
-  return json{{"name", i.name}, {"addr", i.addr}, {"prefix_len", i.prefixLen}, {"mtu", i.mtu}};
-}
-
-json toJson(const FleetRank& r) {
-  json ifaces = json::array();
-  for (const auto& i : r.ifaces) ifaces.push_back(toJson(i));
-  return json{{"rank", r.rank},
-              {"host", r.host},
-              {"local_rank", r.localRank},
-              {"probe_port", r.probePort},
-              {"ifaces", std::move(ifaces)},
-              {"nccl_socket_ifname", r.ncclSocketIfname},
-              {"gloo_socket_ifname", r.glooSocketIfname},
-              {"joined", r.joined},
-              {"frozen", r.frozen},
-              {"exited", r.exited},
-              {"reported", r.reported},
-              {"last_stage", r.lastStage},
-              {"silent_for_s", num(r.silentForS)}};
-}
-
-json toJson(const ReachSummary& s) {
-  json failures = json::array();
-  for (const auto& f : s.failures) {
-    failures.push_back(json{{"from", f.from},
-                            {"to", f.to},
-                            {"from_iface", f.fromIface},
-                            {"to_iface", f.toIface},
-                            {"to_addr", f.toAddr},
-                            {"error", f.error},
-                            {"timed_out", f.timedOut},
-                            {"ms", num(f.ms)}});
-  }
-  return json{{"rank", s.rank}, {"probes", s.probes}, {"ok", s.ok}, {"failures", std::move(failures)}};
-}
-
-json toJson(const PairResult& p) {
-  return json{{"a", p.a},
-              {"b", p.b},
-              {"round", p.round},
-              {"stage", p.stage},
-              {"outcome", pairOutcomeName(p.outcome)},
-              {"latency_us", num(p.latencyUs)},
-              {"bandwidth_gbps", num(p.bandwidthGBps)},
-              {"error", p.error}};
-}
-
 json toJson(const Evidence& e) {
   return json{{"kind", e.kind},
               {"stage", e.stage},
@@ -152,26 +104,20 @@ json evidenceJson(const std::vector<Evidence>& ev) {
   return a;
 }
 
-template <class T>
-json arrayOf(const std::vector<T>& v) {
-  json a = json::array();
-  for (const auto& e : v) a.push_back(toJson(e));
-  return a;
-}
-
 // ---- reading ----
 
 // Where a fleet object is read from, for the errors.
 struct Reader {
   const std::string& origin;
-  std::string root;  // JSON pointer of the fleet object in its file ("" or "/fleet")
-  int worldSize = 0;
+  std::string root;    // JSON pointer of the fleet object in its file ("" or "/fleet")
+  int worldSize = -1;  // -1: one record on its own (from the store), the fleet's size unknown
 
   [[noreturn]] void bad(const std::string& at, const std::string& problem) const {
     throw ConfigError(fmt::format(
-        "{}: at {}: {}. It is not a valid dsdiag fleet report: it was changed or damaged after it was "
-        "written; regenerate it with `dsdiag --world --json FILE`.",
-        origin, at.empty() ? "the top level" : at, problem));
+        "{}: at {}: {}. {}", origin, at.empty() ? "the top level" : at, problem,
+        worldSize < 0 ? "It is not a fleet record this dsdiag writes: do all ranks run the same dsperf build?"
+                      : "It is not a valid dsdiag fleet report: it was changed or damaged after it was "
+                        "written; regenerate it with `dsdiag --world --json FILE`."));
   }
 
   const json& field(const json& j, const char* key) const { return j.at(key); }
@@ -192,7 +138,8 @@ struct Reader {
     return r;
   }
   void checkRank(int r, const std::string& at) const {
-    if (r < 0 || r >= worldSize) {
+    if (worldSize < 0 && r < 0) bad(at, fmt::format("rank {} is not a rank (ranks count from 0)", r));
+    if (worldSize >= 0 && (r < 0 || r >= worldSize)) {
       bad(at, fmt::format("rank {} is outside the fleet (world_size {}, ranks 0 to {})", r, worldSize,
                           worldSize - 1));
     }
@@ -212,7 +159,7 @@ struct Reader {
     return a;
   }
 
-  FleetIface iface(const json& j) const {
+  FleetIface iface(const json& j, const std::string& = "") const {
     FleetIface i;
     readTo(j.at("name"), i.name);
     readTo(j.at("addr"), i.addr);
@@ -227,7 +174,7 @@ struct Reader {
     readTo(j.at("host"), r.host);
     readTo(j.at("local_rank"), r.localRank);
     readTo(j.at("probe_port"), r.probePort);
-    for (const auto& i : array(j, "ifaces")) r.ifaces.push_back(iface(i));
+    for (const auto& i : array(j, "ifaces")) r.ifaces.push_back(iface(i, at));
     readTo(j.at("nccl_socket_ifname"), r.ncclSocketIfname);
     readTo(j.at("gloo_socket_ifname"), r.glooSocketIfname);
     readTo(j.at("joined"), r.joined);
@@ -248,20 +195,29 @@ struct Reader {
       bad(at, fmt::format("{} of {} probes succeeded, which cannot be", s.ok, s.probes));
     }
     const json& failures = array(j, "failures");
-    for (std::size_t i = 0; i < failures.size(); ++i) {
-      const json& f = failures[i];
-      const std::string fat = fmt::format("{}/failures/{}", at, i);
-      ReachFailure r;
-      r.from = rank(f, "from", fat);
-      r.to = rank(f, "to", fat);
-      readTo(f.at("from_iface"), r.fromIface);
-      readTo(f.at("to_iface"), r.toIface);
-      readTo(f.at("to_addr"), r.toAddr);
-      readTo(f.at("error"), r.error);
-      readTo(f.at("timed_out"), r.timedOut);
-      r.ms = number(f, "ms", fat);
-      s.failures.push_back(std::move(r));
-    }
+    for (std::size_t i = 0; i < failures.size(); ++i)
+      s.failures.push_back(reachFailure(failures[i], fmt::format("{}/failures/{}", at, i)));
+    return s;
+  }
+
+  ReachFailure reachFailure(const json& f, const std::string& at) const {
+    ReachFailure r;
+    r.from = rank(f, "from", at);
+    r.to = rank(f, "to", at);
+    readTo(f.at("from_iface"), r.fromIface);
+    readTo(f.at("to_iface"), r.toIface);
+    readTo(f.at("to_addr"), r.toAddr);
+    readTo(f.at("error"), r.error);
+    readTo(f.at("timed_out"), r.timedOut);
+    r.ms = number(f, "ms", at);
+    return r;
+  }
+
+  BisectStep bisectStep(const json& j, const std::string& at) const {
+    BisectStep s;
+    s.ranks = ranks(j, "ranks", at);
+    readTo(j.at("ok"), s.ok);
+    readTo(j.at("error"), s.error);
     return s;
   }
 
@@ -362,14 +318,8 @@ struct Reader {
     for (std::size_t i = 0; i < pairs.size(); ++i)
       r.input.pairs.push_back(pair(pairs[i], fmt::format("{}/pairs/{}", inAt, i)));
     const json& bisect = array(in, "bisect");
-    for (std::size_t i = 0; i < bisect.size(); ++i) {
-      const std::string at = fmt::format("{}/bisect/{}", inAt, i);
-      BisectStep s;
-      s.ranks = this->ranks(bisect[i], "ranks", at);
-      readTo(bisect[i].at("ok"), s.ok);
-      readTo(bisect[i].at("error"), s.error);
-      r.input.bisect.push_back(std::move(s));
-    }
+    for (std::size_t i = 0; i < bisect.size(); ++i)
+      r.input.bisect.push_back(bisectStep(bisect[i], fmt::format("{}/bisect/{}", inAt, i)));
     r.input.connectTimeoutS = number(in, "connect_timeout_s", inAt);
     r.input.minLinkGBps = number(in, "min_link_gbps", inAt);
     r.input.slowLinkMs = number(in, "slow_link_ms", inAt);
@@ -419,15 +369,80 @@ struct Reader {
 
 }  // namespace
 
+void to_json(json& j, const FleetIface& i) {
+  j = json{{"name", i.name}, {"addr", i.addr}, {"prefix_len", i.prefixLen}, {"mtu", i.mtu}};
+}
+
+void to_json(json& j, const FleetRank& r) {
+  j = json{{"rank", r.rank},
+           {"host", r.host},
+           {"local_rank", r.localRank},
+           {"probe_port", r.probePort},
+           {"ifaces", r.ifaces},
+           {"nccl_socket_ifname", r.ncclSocketIfname},
+           {"gloo_socket_ifname", r.glooSocketIfname},
+           {"joined", r.joined},
+           {"frozen", r.frozen},
+           {"exited", r.exited},
+           {"reported", r.reported},
+           {"last_stage", r.lastStage},
+           {"silent_for_s", num(r.silentForS)}};
+}
+
+void to_json(json& j, const ReachFailure& f) {
+  j = json{{"from", f.from},      {"to", f.to},       {"from_iface", f.fromIface}, {"to_iface", f.toIface},
+           {"to_addr", f.toAddr}, {"error", f.error}, {"timed_out", f.timedOut},   {"ms", num(f.ms)}};
+}
+
+void to_json(json& j, const ReachSummary& s) {
+  j = json{{"rank", s.rank}, {"probes", s.probes}, {"ok", s.ok}, {"failures", s.failures}};
+}
+
+void to_json(json& j, const PairResult& p) {
+  j = json{{"a", p.a},
+           {"b", p.b},
+           {"round", p.round},
+           {"stage", p.stage},
+           {"outcome", pairOutcomeName(p.outcome)},
+           {"latency_us", num(p.latencyUs)},
+           {"bandwidth_gbps", num(p.bandwidthGBps)},
+           {"error", p.error}};
+}
+
+void to_json(json& j, const BisectStep& s) { j = json{{"ranks", s.ranks}, {"ok", s.ok}, {"error", s.error}}; }
+
+namespace {
+
+// One record on its own: the rank fields are checked to be >= 0 only.
+template <class T, class Read>
+void readRecord(const json& j, T& v, Read read) {
+  static const std::string kOrigin = "a fleet record";
+  Reader reader{kOrigin, ""};
+  v = (reader.*read)(j, "");
+}
+
+}  // namespace
+
+void from_json(const json& j, FleetIface& v) { readRecord(j, v, &Reader::iface); }
+void from_json(const json& j, FleetRank& v) { readRecord(j, v, &Reader::fleetRank); }
+void from_json(const json& j, ReachFailure& v) { readRecord(j, v, &Reader::reachFailure); }
+void from_json(const json& j, ReachSummary& v) { readRecord(j, v, &Reader::reach); }
+void from_json(const json& j, PairResult& v) { readRecord(j, v, &Reader::pair); }
+void from_json(const json& j, BisectStep& v) { readRecord(j, v, &Reader::bisectStep); }
+
 void to_json(json& j, const FleetReport& r) {
   const FleetInput& in = r.input;
   json bisect = json::array();
   for (const auto& s : in.bisect)
     bisect.push_back(json{{"ranks", s.ranks}, {"ok", s.ok}, {"error", s.error}});
-  json input{{"world_size", in.worldSize},           {"ranks", arrayOf(in.ranks)},
-             {"reach", arrayOf(in.reach)},           {"pairs", arrayOf(in.pairs)},
-             {"bisect", std::move(bisect)},          {"connect_timeout_s", num(in.connectTimeoutS)},
-             {"min_link_gbps", num(in.minLinkGBps)}, {"slow_link_ms", num(in.slowLinkMs)},
+  json input{{"world_size", in.worldSize},
+             {"ranks", in.ranks},
+             {"reach", in.reach},
+             {"pairs", in.pairs},
+             {"bisect", in.bisect},
+             {"connect_timeout_s", num(in.connectTimeoutS)},
+             {"min_link_gbps", num(in.minLinkGBps)},
+             {"slow_link_ms", num(in.slowLinkMs)},
              {"standalone", in.standalone}};
   const FleetJudgement& ju = r.judgement;
   json hosts = json::array();

@@ -351,3 +351,37 @@ TEST(FleetSchema, DamagedInputIsRefusedNamingTheFileAndTheField) {
     for (const auto& e : c.expected) EXPECT_NE(msg.find(e), std::string::npos) << c.what << ": " << msg;
   }
 }
+
+// The records ranks exchange through the store, one at a time.
+TEST(FleetSchema, EachRecordRoundTripsOnItsOwn) {
+  FleetReport r = builtReport();
+  for (const auto& k : r.input.ranks) {
+    EXPECT_EQ(throughText(k).get<FleetRank>(), k);
+    for (const auto& i : k.ifaces) EXPECT_EQ(throughText(i).get<FleetIface>(), i);
+  }
+  for (const auto& s : r.input.reach) {
+    EXPECT_EQ(throughText(s).get<ReachSummary>(), s);
+    for (const auto& f : s.failures) EXPECT_EQ(throughText(f).get<ReachFailure>(), f);
+  }
+  EXPECT_EQ(throughText(r.input.pairs[0]).get<PairResult>(), r.input.pairs[0]);
+  PairResult failed = throughText(r.input.pairs[1]).get<PairResult>();
+  EXPECT_TRUE(std::isnan(failed.bandwidthGBps));
+  EXPECT_EQ(failed.error, "reset by peer");
+  for (const auto& b : r.input.bisect) EXPECT_EQ(throughText(b).get<BisectStep>(), b);
+  json bad = r.input.pairs[0];
+  bad["outcome"] = "meh";
+  try {
+    throughText(bad).get<PairResult>();
+    ADD_FAILURE() << "an unknown outcome was read";
+  } catch (const ds::ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("a fleet record: at /outcome: 'meh' is not a fleet pair outcome"),
+              std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("same dsperf build"), std::string::npos) << e.what();
+  }
+  bad = r.input.pairs[0];
+  bad["a"] = -3;
+  EXPECT_THROW(throughText(bad).get<PairResult>(), ds::ConfigError);
+  bad.erase("a");
+  EXPECT_THROW(throughText(bad).get<PairResult>(), nlohmann::json::exception);  // the caller names the key
+}
