@@ -12,8 +12,8 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 rounds=20 hosts=16,64 out=""
-scenarios=Healthy,SlowNic,CutOneWay,CutBothWays,CutByBlackholeRoute,CutLink,MtuSwitchPort,MtuHost,Ifname,PacketLoss,CpuStarved,FrozenBySigstop,KilledBySigkill
-all="Healthy SlowNic CutOneWay CutBothWays CutByBlackholeRoute CutLink MtuSwitchPort MtuHost Ifname PacketLoss CpuStarved FrozenBySigstop KilledBySigkill SeveralFaultsAtOnce FourRanksPerHostSlowNic"
+scenarios=Healthy,SlowNic,CutOneWay,CutBothWays,CutByBlackholeRoute,CutLink,MtuSwitchPort,MtuHost,Ifname,PacketLoss,Delay,CpuStarved,FrozenBySigstop,KilledBySigkill
+all="Healthy SlowNic CutOneWay CutBothWays CutByBlackholeRoute CutLink MtuSwitchPort MtuHost Ifname PacketLoss Delay CpuStarved FrozenBySigstop KilledBySigkill SeveralFaultsAtOnce FourRanksPerHostSlowNic"
 die() { echo "fleet-targets.sh: $1" >&2; exit 2; }
 need() { [[ $# -ge 2 && -n "$2" ]] || die "$1 needs a value (see --help)"; }
 while (($#)); do
@@ -52,7 +52,7 @@ for h in "${sizes[@]}"; do
     filter="Fleet.$s"
     [[ "$s" == FleetStage.* ]] && filter="Stages/$s"
     echo "fleet-targets.sh: $s on $h hosts, $rounds run(s)" >&2
-    DS_FLEET_HOSTS=$h DS_FLEET_RESULTS=$out DS_BIN_DIR=$build/bin \
+    DS_FLEET_HOSTS=$h DS_FLEET_RESULTS=$out DS_BIN_DIR=$build/bin DS_TEST_DIR=$build/tests \
       "$build/tests/ds_diag_fleet_tests" --gtest_filter="$filter" --gtest_repeat="$rounds" >"$build/fleet-targets.log" 2>&1 || true
   done
 done

@@ -34,6 +34,7 @@ packages=(
   # test tools
   iproute2 procps
   nftables                       # fleet tests (diag/tests/fleet.sh): unreachable peers and packet loss
+  iptables libnetfilter-queue-dev  # fleet tests: delay through NFQUEUE (ds_fleet_delay; no sch_netem here)
   patchelf                       # scripts/bundle.sh: RPATH $ORIGIN/../lib in the relocatable bundle
   libblas3                       # scripts/bundle.sh: the netlib BLAS of the bundle (-DDS_BLAS=reference)
   python3-jsonschema             # tests: our JSON outputs validate against reports/schema/dsperf.schema.json

@@ -21,7 +21,8 @@
 #   fleet.sh fault NAME loss I PERCENT            drop PERCENT% of I's packets, both ways (nftables)
 #   fleet.sh fault NAME cpu I PERCENT             the processes of host I (running and started later)
 #                                                 get PERCENT% of one CPU (cgroup v1 cfs_quota_us or v2 cpu.max)
-#   fleet.sh fault NAME delay I MS                cannot be done here (exit 5): see below
+#   fleet.sh fault NAME delay I MS                MS more milliseconds each way on I's packets (a
+#                                                 userspace queue: ds_fleet_delay behind iptables NFQUEUE)
 #   fleet.sh teardown NAME                        kills what still runs on the hosts, removes all
 #   fleet.sh sweep                                tears down fleets whose owner process is gone
 #
@@ -31,8 +32,10 @@
 #
 # Delay: this kernel has no sch_netem, nftables has no delay statement (and no queue statement
 # here: CONFIG_NFT_QUEUE is off), tbf's "latency" only bounds its queue, and sch_fq (for BPF
-# departure-time pacing) is not built. A userspace NFQUEUE program could hold packets; none is
-# installed, so `fault delay` exits 5 and says so.
+# departure-time pacing) is not built. So `fault delay` sends the host's packets through iptables'
+# NFQUEUE target (xtables, which this kernel has) to ds_fleet_delay (built beside the tests from
+# diag/tests/fleet_delay.cpp; $DS_FLEET_DELAY or $DS_TEST_DIR/ds_fleet_delay), which holds each one
+# for MS ms. Every packet of that host then crosses to userspace: fine for one host, not for many.
 set -u
 set -o pipefail
 
@@ -40,7 +43,7 @@ state_root=${DS_FLEET_STATE:-/run/dsfleet}
 cg_name=dsfleet
 
 die() { echo "fleet.sh: $1" >&2; exit "${2:-1}"; }
-usage() { sed -n '7,27p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '7,28p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 
 # Namespace names: <NAME>s is the switch, <NAME>h<i> host i.
 sw_ns() { echo "${1}s"; }
@@ -306,7 +309,26 @@ fault() {
       echo "fault: host $i ($(hostname_of "$i")) limited to $p% of one CPU (cgroup $ver $cg)"
       ;;
     delay)
-      die "fault delay: cannot be done on this machine: the kernel has no sch_netem (tc netem), nftables cannot hold packets (no delay statement; CONFIG_NFT_QUEUE is off), tbf only bounds its queue and sch_fq is not built. Use 'fault slow' (bandwidth) instead" 5
+      local ms=${1:-} bin ipt k
+      [[ "$ms" =~ ^[0-9]+$ ]] && ((ms >= 1 && ms <= 10000)) || die "fault delay: '$ms' must be 1..10000 milliseconds" 2
+      bin=${DS_FLEET_DELAY:-${DS_TEST_DIR:-}/ds_fleet_delay}
+      [[ -x "$bin" ]] || die "fault delay: the kernel has no sch_netem, so delay needs the userspace queue ds_fleet_delay, which is not at '$bin' (build it: cmake --build build --target ds_fleet_delay, needs libnetfilter-queue-dev; then set DS_TEST_DIR=build/tests or DS_FLEET_DELAY)" 5
+      ipt=$(command -v iptables-legacy || command -v iptables) ||
+        die "fault delay: needs iptables (its NFQUEUE target; nftables' queue statement is not in this kernel): apt-get install iptables" 5
+      [[ -f "$state_root/$name/delay$i" ]] && die "fault delay: host $i is delayed already"
+      # The queue's reader first: NFQUEUE drops what no program reads.
+      ip netns exec "$h" setsid "$bin" --queue 0 --ms "$ms" >"$state_root/$name/delay$i" 2>&1 </dev/null &
+      for ((k = 0; k < 50; k++)); do
+        grep -q "ds_fleet_delay: queue" "$state_root/$name/delay$i" 2>/dev/null && break
+        kill -0 $! 2>/dev/null || break
+        sleep 0.1
+      done
+      grep -q "ds_fleet_delay: queue" "$state_root/$name/delay$i" ||
+        die "fault delay: ds_fleet_delay did not start on host $i: $(cat "$state_root/$name/delay$i")" 5
+      ip netns exec "$h" "$ipt" -A OUTPUT -d "10.79.$net.0/24" -j NFQUEUE --queue-num 0 &&
+        ip netns exec "$h" "$ipt" -A INPUT -s "10.79.$net.0/24" -j NFQUEUE --queue-num 0 ||
+        die "fault delay: iptables refused the NFQUEUE rules on host $i (is xt_NFQUEUE in the kernel?)" 5
+      echo "fault: host $i ($(hostname_of "$i")) delays its packets by $ms ms each way (NFQUEUE, ds_fleet_delay)"
       ;;
     *) die "fault: unknown fault '$kind' (slow, cut, mtu, ifname, loss, cpu, delay)" 2 ;;
   esac
