@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <chrono>
 #include <cmath>
 
 namespace ds::bench::fleet {
@@ -143,10 +144,15 @@ report::FleetJudgement simulate(FleetModel& m, std::uint64_t seed, RunCost& cost
                     ? diag::fleet::planAllPairs(units)
                     : diag::fleet::planLinkRounds(units, diag::fleet::defaultRandomMatchings(m.hosts), seed);
   runRounds(m, rounds, "links", in, rng, cost);
+  cost.linkRounds = cost.rounds;
+  auto t0 = std::chrono::steady_clock::now();
   auto j = diag::fleet::judge(in);
+  cost.judgeSeconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (!j.retest.empty()) {
     runRounds(m, diag::fleet::packIntoRounds(j.retest), "confirm", in, rng, cost);
+    t0 = std::chrono::steady_clock::now();
     j = diag::fleet::judge(in);
+    cost.judgeSeconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   }
   return j;
 }

@@ -38,9 +38,11 @@ int leaderOf(const FleetModel& m, int host);
 int hostOf(const FleetModel& m, int rank);
 
 struct RunCost {
-  int rounds = 0;
+  int rounds = 0;      // link + confirmation rounds
+  int linkRounds = 0;  // of which the link stage's plan
   int pairs = 0;
-  long long messages = 0;
+  long long messages = 0;   // link-test messages (reachability's connects not counted)
+  double judgeSeconds = 0;  // both judge() calls
 };
 
 // Runs `rounds` against the model, appending PairResults of `stage` to in.pairs.

@@ -167,6 +167,7 @@ class Judge {
   FleetJudgement run() {
     buildUnits();
     settleRanks();
+    prepareNet();
     reachability();
     linkStage();
     bisection();
@@ -192,6 +193,9 @@ class Judge {
   std::unordered_set<int> linkCandidates_;  // units that are not healthy enough to confirm others
   double lmed_ = std::nan(""), ls_ = T::kMinRelativeSpread;
   double latMed_ = 0, latSigma_ = 0;
+  int liveUnits_ = 0;
+  std::unordered_map<std::string, int> subnetCount_;
+  std::vector<std::vector<std::string>> good_;  // per unit: interfaces that reached every peer
 
   const FleetRank* rank(int r) const {
     return r >= 0 && r < static_cast<int>(in_.ranks.size()) ? &in_.ranks[r] : nullptr;
@@ -450,11 +454,18 @@ class Judge {
     }
   }
 
-  bool twoUnitFleet() const {
-    int n = 0;
-    for (std::size_t u = 0; u < units_.size(); ++u)
-      if (netOk(static_cast<int>(u))) ++n;
-    return n == 2;
+  bool twoUnitFleet() const { return liveUnits_ == 2; }
+
+  // Counts computed once (they are asked per host and per evidence): live units, and units per subnet.
+  void prepareNet() {
+    for (std::size_t u = 0; u < units_.size(); ++u) {
+      if (!netOk(static_cast<int>(u))) continue;
+      ++liveUnits_;
+      std::set<std::string> mine;
+      for (const auto& i : rank(units_[u].leader)->ifaces) mine.insert(subnetOf(i));
+      for (const auto& sn : mine)
+        if (!sn.empty()) ++subnetCount_[sn];
+    }
   }
 
   // Whether the unit has an interface on a subnet shared with other units where it was not blamed.
@@ -470,17 +481,8 @@ class Judge {
   }
 
   int subnetUnits(const std::string& subnet) const {
-    int n = 0;
-    for (std::size_t u = 0; u < units_.size(); ++u) {
-      if (!netOk(static_cast<int>(u))) continue;
-      const FleetRank* fr = rank(units_[u].leader);
-      for (const auto& i : fr->ifaces)
-        if (subnetOf(i) == subnet) {
-          ++n;
-          break;
-        }
-    }
-    return n;
+    auto it = subnetCount_.find(subnet);
+    return it == subnetCount_.end() ? 0 : it->second;
   }
 
   bool shareCleanSubnet(int a, int b,
@@ -928,6 +930,14 @@ class Judge {
     ran.reserve(in_.pairs.size());
     for (const auto& p : in_.pairs) ran.emplace_back(p.a, p.b);
     std::unordered_set<int> healthySet(healthy.begin(), healthy.end());
+    std::vector<int> toRetest;
+    std::unordered_map<int, std::vector<const Edge*>> confirmOf;  // unit -> its confirmation pairs
+    std::unordered_map<std::uint64_t, const Edge*> confirmPair;
+    for (const auto& e : confirm_) {
+      confirmOf[e.ua].push_back(&e);
+      confirmOf[e.ub].push_back(&e);
+      confirmPair[pairKey(e.ua, e.ub)] = &e;
+    }
     for (auto& hs : hostSuspects_) {
       Unit& u = units_[hs.unit];
       if (healthy.empty()) {
@@ -936,15 +946,11 @@ class Judge {
         continue;
       }
       std::vector<const Edge*> mine;
-      for (const auto& e : confirm_)
-        if ((e.ua == hs.unit || e.ub == hs.unit) &&
-            healthySet.count(e.ua == hs.unit ? units_[e.ub].leader : units_[e.ua].leader))
-          mine.push_back(&e);
+      for (const Edge* e : confirmOf[hs.unit])
+        if (healthySet.count(e->ua == hs.unit ? units_[e->ub].leader : units_[e->ua].leader))
+          mine.push_back(e);
       if (!confirmRan_) {
-        for (auto& pr : confirmationPairs({u.leader}, healthy, ran, 0x5eedULL + hs.unit, T::kConfirmPeers)) {
-          out_.retest.push_back(pr);
-          ran.push_back(pr);
-        }
+        toRetest.push_back(u.leader);
         out_.notes.push_back(
             fmt::format("{} (not named yet: it is re-tested with healthy peers first)", hs.evidence.text));
         continue;
@@ -986,12 +992,12 @@ class Judge {
                         hs.evidence.text, values));
       }
     }
+    // One call for all suspects: it spreads them over different healthy peers (few rounds).
+    if (!toRetest.empty())
+      out_.retest = confirmationPairs(toRetest, healthy, ran, 0x5eedULL, T::kConfirmPeers);
     for (auto& lsus : linkSuspects_) {
-      bool bothHealthyPeers = true;
-      (void)bothHealthyPeers;
-      const Edge* again = nullptr;
-      for (const auto& e : confirm_)
-        if (pairKey(e.ua, e.ub) == pairKey(lsus.ua, lsus.ub)) again = &e;
+      auto found = confirmPair.find(pairKey(lsus.ua, lsus.ub));
+      const Edge* again = found == confirmPair.end() ? nullptr : found->second;
       LinkVerdict lv{units_[lsus.ua].name,
                      units_[lsus.ub].name,
                      std::min(lsus.ra, lsus.rb),
@@ -1083,7 +1089,7 @@ class Judge {
   }
 
   // The interfaces of a unit that reached every peer (on a subnet shared with another unit).
-  std::vector<std::string> goodIfaces(int u) const {
+  std::vector<std::string> computeGoodIfaces(int u) const {
     std::vector<std::string> real, virt;
     const FleetRank* fr = rank(units_[u].leader);
     if (fr == nullptr) return real;
@@ -1095,6 +1101,7 @@ class Judge {
     }
     return real.empty() ? virt : real;
   }
+  const std::vector<std::string>& goodIfaces(int u) const { return good_[u]; }
 
   // Whether a NCCL_SOCKET_IFNAME value selects `name` (REFERENCE.md §6: prefix match, '^' excludes,
   // '=' exact).
@@ -1122,6 +1129,8 @@ class Judge {
   }
 
   void interfaces() {
+    good_.resize(units_.size());
+    for (std::size_t u = 0; u < units_.size(); ++u) good_[u] = computeGoodIfaces(static_cast<int>(u));
     bool needAdvice = !badIfaces_.empty();
     std::map<int, std::string> hostValue;  // unit -> recommended value
     // NCCL_SOCKET_IFNAME / GLOO_SOCKET_IFNAME that select nothing usable on the rank's host.
@@ -1129,7 +1138,7 @@ class Judge {
       const FleetRank* fr = rank(r);
       if (fr == nullptr || !fr->joined || fr->ifaces.empty()) continue;
       int u = unitOf_[r];
-      std::vector<std::string> good = goodIfaces(u);
+      const auto& good = goodIfaces(u);
       std::vector<std::string> all;
       for (const auto& i : fr->ifaces) all.push_back(i.name);
       std::string advice = good.empty() ? "unset it" : fmt::format("set it to {}", ncclValue(good, all));
@@ -1197,7 +1206,7 @@ class Judge {
       const FleetRank* fr = rank(units_[u].leader);
       if (fr == nullptr || fr->ifaces.empty()) continue;
       hosts.push_back(static_cast<int>(u));
-      auto good = goodIfaces(static_cast<int>(u));
+      const auto& good = goodIfaces(static_cast<int>(u));
       std::vector<std::string> all;
       for (const auto& i : fr->ifaces) all.push_back(i.name);
       if (good.size() != all.size()) {
@@ -1220,7 +1229,7 @@ class Judge {
       value = ncclValue(list, everyName);
       IfnameSpec spec = parseIfnameSpec(value);
       for (int u : hosts) {
-        auto good = goodIfaces(u);
+        const auto& good = goodIfaces(u);
         bool ok = false, picksBad = false;
         for (const auto& i : rank(units_[u].leader)->ifaces) {
           if (!selects(spec, i.name)) continue;
