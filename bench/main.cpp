@@ -10,12 +10,13 @@
 #include "bench/train/train_command.h"
 #include "engine/common/cli.h"
 #include "engine/common/error.h"
+#include "engine/common/version.h"
 #include "engine/env/launcher_args.h"
 
 int main(int argc, char** argv) {
   CLI::App app{
       "dsbench: distributed collective and training-step benchmarks. Start it with dsrun, mpirun or srun."};
-  app.set_version_flag("--version", "dsbench 0.1.0");
+  app.set_version_flag("--version", ds::versionLine("dsbench"));
   app.require_subcommand(1);
   std::vector<ds::bench::Command> commands{ds::bench::addWorldCommand(app), ds::bench::addCollCommand(app),
                                            ds::bench::addTrainCommand(app)};

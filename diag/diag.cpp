@@ -9,18 +9,13 @@
 #include "diag/world/world_mode.h"
 #include "engine/common/error.h"
 #include "engine/common/net.h"
+#include "engine/common/version.h"
 #include "reports/diag/diag_text.h"
 #include "reports/json_io.h"
 
 namespace ds::diag {
 
-std::string toolVersion() {
-#ifdef DSPERF_VERSION
-  return DSPERF_VERSION;
-#else
-  return "unknown";
-#endif
-}
+std::string toolVersion() { return ds::versionWithCommit(); }
 
 namespace {
 

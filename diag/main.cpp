@@ -9,6 +9,7 @@
 #include "diag/diag.h"
 #include "engine/common/cli.h"
 #include "engine/common/error.h"
+#include "engine/common/version.h"
 #include "engine/env/launcher_args.h"
 
 namespace {
@@ -50,6 +51,7 @@ int main(int argc, char** argv) {
   std::string only, skip, explainText, failOn = "warn";
   CLI::App app{"dsdiag: pre-flight checks that say, before an expensive job starts, why it would hang or crawl.\n"
                "Exit codes: 0 all pass, 1 warnings only, 2 a failure, 3 dsdiag could not run."};
+  app.set_version_flag("--version", ds::versionLine("dsdiag"));
   app.allow_extras();  // launcher flags placed after the program name are a finding, not a usage error
   app.add_flag("--world", cmd.options.world, "Run across the job (under dsrun/torchrun/mpirun/srun): gather on rank 0, "
                                              "cross-rank checks, smoke allreduce, link matrix")

@@ -11,6 +11,8 @@
 #include <sstream>
 #include <vector>
 
+#include "engine/common/version.h"
+
 #if DS_WITH_MPI
 #include <mpi.h>
 #endif
@@ -29,19 +31,13 @@ NcclVersions ncclVersions(bool load) __attribute__((weak));
 
 extern char** environ;
 
-#ifndef DS_VERSION
-#define DS_VERSION "unknown"
-#endif
-#ifndef DS_GIT_SHA
-#define DS_GIT_SHA "unknown"
-#endif
 
 namespace ds::bench::coll {
 
 std::map<std::string, std::string> libraryVersions(bool withNccl) {
   std::map<std::string, std::string> v;
-  v["dsperf"] = DS_VERSION;
-  v["git_sha"] = DS_GIT_SHA;
+  v["dsperf"] = ds::version();
+  v["git_sha"] = ds::gitCommit();
 #if DS_WITH_NCCL
   if (&ds::comm::ncclVersions != nullptr) {
     auto n = ds::comm::ncclVersions(withNccl);

@@ -7,6 +7,7 @@
 
 #include "engine/common/cli.h"
 #include "engine/common/error.h"
+#include "engine/common/version.h"
 #include "engine/launch/launcher.h"
 
 int main(int argc, char** argv) {
@@ -21,6 +22,7 @@ int main(int argc, char** argv) {
       "flags must come before it ('--' may separate them).",
       "dsrun"};
   app.prefix_command();
+  app.set_version_flag("--version", ds::versionLine("dsrun"));
   app.option_defaults()->always_capture_default();
 
   app.add_option("--nproc-per-node,--nproc_per_node", opts.nprocPerNode, "Worker processes on this node")

@@ -8,12 +8,13 @@
 #include <vector>
 
 #include "engine/common/error.h"
+#include "engine/common/version.h"
 #include "reports/cli/command.h"
 
 int main(int argc, char** argv) {
   namespace cli = ds::report::cli;
   CLI::App app{"dsreport: reports, comparisons and history of dsbench / dsdiag results."};
-  app.set_version_flag("--version", "dsreport 0.1.0");
+  app.set_version_flag("--version", ds::versionLine("dsreport"));
   app.require_subcommand(1);
   std::vector<cli::Command> commands{cli::addHtmlCommand(app), cli::addCompareCommand(app),
                                      cli::addIngestCommand(app), cli::addDashboardCommand(app),
