@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Every GPU check of dsperf in one call, on a GPU node (README "GPU nodes"). It runs inside the
-# relocatable bundle (scripts/bundle.sh copies it to the bundle's top folder), or from the source
-# tree after a CUDA build (scripts/gpu-check.sh: DS_GPU_BIN_DIR and DS_GPU_TEST_DIR name the build).
+# relocatable bundle (scripts/bundle.sh copies it to the bundle's top folder), installed as
+# <prefix>/bin/dsperf-gpu-checks (cmake --install, the .deb), or from the source tree after a CUDA
+# build (scripts/gpu-check.sh: DS_GPU_BIN_DIR and DS_GPU_TEST_DIR name the build).
 #
 # Usage: run-gpu-checks.sh OUTDIR
 # Steps, each under its own timeout, 8 minutes in all (DS_GPU_CHECKS_BUDGET_S, default 480):
@@ -36,6 +37,12 @@ if [[ -f "$here/share/dsperf/find-libs.sh" ]]; then
   # shellcheck source=bundle/find-libs.sh
   source "$here/share/dsperf/find-libs.sh"
   DS_BUNDLE_QUIET=1 ds_bundle_find_libs "$here"
+elif [[ -x "$here/dsdiag" && -d "$here/../share/dsperf/peers" ]]; then
+  # Installed (cmake --install or the .deb) as <prefix>/bin/dsperf-gpu-checks: cmake/install.cmake.
+  mode=installed
+  bin=$here
+  tests=$here/../libexec/dsperf
+  peers=$here/../share/dsperf/peers
 else
   mode=source
   bin=${DS_GPU_BIN_DIR:-$here/../build-gpu/bin}

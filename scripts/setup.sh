@@ -17,6 +17,8 @@ done
 packages=(
   # toolchain
   g++ cmake make pkg-config git ccache
+  help2man                       # man pages from the tools' --help (cmake/Manpages.cmake)
+  dpkg-dev                       # cpack's .deb: dpkg-shlibdeps computes its Depends
   # DESIGN.md's dependency list
   libopenmpi-dev openmpi-bin     # MPI
   libgloo-dev                    # CPU collectives
