@@ -26,6 +26,8 @@
 #   scripts/bench-peers.sh [--quick | --full] [--rounds R] [--np 2,4] [-e 256M] [--min-time S]
 #                          [--placements unbound,mpirun-default,shared-core,hog] [--no-torch]
 #                          [--out DIR] [--no-build]
+# With the defaults (3 rounds, 4 placements, 2 and 4 ranks) it runs for over 30 minutes on 2 cores and
+# prints its estimate first; --quick takes a few minutes.
 #
 # Exit: 0 the report was written (targets missed are reported, not failed; a missing shm is said
 # loudly); 3 a peer other than a missing shm failed in some round (the report still has the rest);
@@ -142,6 +144,15 @@ echo "   results in $out; load average before: $load_before"
 
 IFS=, read -r -a place_list <<<"$placements"
 echo "   placements: ${place_list[*]}; torch peer: ${torch_py:-none (scripts/setup.sh --peers installs python3-torch)}"
+# How long: one full round (4 placements, 2 and 4 ranks, 8 B to 256 MiB) took 581 s on the 2-core
+# development machine (issue 30); the estimate scales that by rounds, placements and world sizes.
+if [ "$mode" = full ]; then
+  est_min=$(( (581 * rounds * ${#place_list[@]} * ${#np_list[@]} / 8 + 59) / 60 ))
+  echo "   expected duration: about $est_min min (581 s a round of 4 placements x 2 world sizes on 2 cores);"
+  echo "   scripts/bench-peers.sh --quick takes a few minutes (1 round, 2 ranks, fewer sizes)"
+else
+  echo "   expected duration: a few minutes (--quick); the full matrix (the default) takes over 30 min"
+fi
 
 # Is shm there? A one-size run says so (and why not) before the rounds.
 # --quick leaves out mpi-raw-nb (a diagnosis of the engine's mpi overhead, no target of its own) to

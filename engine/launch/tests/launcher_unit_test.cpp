@@ -114,7 +114,9 @@ TEST(WorkerLimitsTest, RefusesBeyondTheCapUlimitAndPidMax) {
 TEST(WorkerLimitsTest, ThisMachineHasAPidMax) {
   ProcessLimits l = readProcessLimits();
   EXPECT_GT(l.pidMax, 0);
-  if (l.userProcessLimit >= 0) EXPECT_GT(l.userProcesses, 0);
+  if (l.userProcessLimit >= 0) {
+    EXPECT_GT(l.userProcesses, 0);
+  }
 }
 
 TEST(LaunchOptionsTest, ResolveFillsRunIdAndStandalonePort) {
