@@ -10,8 +10,9 @@ include_directories(BEFORE SYSTEM ${PROJECT_SOURCE_DIR}/cmake/system-include)
 
 add_compile_options(-Wall -Wextra -Wno-unused-parameter)
 
-# DS_WERROR=ON turns every warning into an error (CI sets it: .ci/run). Off by default, so that a newer
-# compiler's new warning does not stop a user's build.
+# DS_WERROR=ON turns every warning into an error. Off by default, so that a newer compiler's new warning
+# does not stop a user's build. CI fails on warnings through scripts/build.sh's DS_WARNINGS_FAIL=1
+# instead, which keeps the compile lines (and so the compiler cache) those of every other build.
 option(DS_WERROR "Treat compiler warnings as errors (CI)" OFF)
 if(DS_WERROR)
   add_compile_options(-Werror)

@@ -6,7 +6,9 @@
 # instead (still $DS_BUILD_DIR when set), with -DDS_SANITIZE=<mode> and without CUDA.
 # --verbose shows the compiler's output as it comes; by default the build is quiet: progress on one
 # line, the full log in <build>.build.log (named at the end), and any warning or error printed from it.
-# DS_WERROR=ON in the environment makes every compiler warning an error (CI does: .ci/run).
+# DS_WARNINGS_FAIL=1 in the environment makes a build with any compiler warning fail (CI: .ci/run). It
+# reads the log, so compiler-cache hits count too (ccache replays their warnings) and the compile lines
+# stay those of every other build; -DDS_WERROR=ON (cmake/Warnings.cmake) is the compiler's -Werror.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 source "$root/scripts/sanitizers/env.sh"
@@ -29,7 +31,6 @@ if [[ -n "$sanitize" ]]; then
   ds_sanitizer_env "$sanitize" "$root/scripts/sanitizers"  # test discovery runs the test binaries
   args=(-DDS_SANITIZE="$sanitize" -DDS_WITH_CUDA=OFF ${args[@]+"${args[@]}"})
 fi
-[[ -n "${DS_WERROR:-}" ]] && args+=(-DDS_WERROR="$DS_WERROR")
 default_build=$(ds_build_dir_for "$sanitize" "$root")
 build=${DS_BUILD_DIR:-$default_build}
 jobs=${DS_JOBS:-$(nproc)}
@@ -76,6 +77,10 @@ fi
 if ((warnings > 0)); then
   echo "build: $warnings compiler warning(s) (the first ones below; all of them in $log):" >&2
   grep -E -A3 'warning:' "$log" | head -40 >&2
+  if [[ "${DS_WARNINGS_FAIL:-0}" == 1 ]]; then
+    echo "build: FAILED: DS_WARNINGS_FAIL=1 and the compiler warned $warnings time(s); fix them (the log: $log)" >&2
+    exit 1
+  fi
 fi
 what="everything"
 ((${#targets[@]})) && what=$(printf '%s ' "${targets[@]}" | sed 's/--target //g; s/ $//')

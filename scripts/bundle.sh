@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds a relocatable, self-contained dsperf for GPU nodes that lack our Debian packages (and often
 # any network): dsrun, dsdiag, dsbench with CUDA and NCCL, the gpu test binaries, run-gpu-checks.sh
-# and the torch peer scripts, in one folder to copy (README "GPU nodes").
+# and the torch peer scripts, in one folder to copy (docs/gpu-nodes.md).
 #
 # Usage: scripts/bundle.sh [--out DIR] [--cuda-arch LIST] [--cpu-only] [--from-build DIR]
 #                          [--build-dir DIR] [--max-mib N]

@@ -2,7 +2,7 @@
 # The GPU checks on a machine that has our Debian packages (or a network to install them): installs
 # what is missing, builds with CUDA and NCCL into build-gpu/ (only the targets the checks need), then
 # runs the same steps as the relocatable bundle, scripts/run-gpu-checks.sh (one list of steps for
-# both). A GPU node without the packages uses the bundle instead (scripts/bundle.sh, README "GPU nodes").
+# both). A GPU node without the packages uses the bundle instead (scripts/bundle.sh, docs/gpu-nodes.md).
 #
 # Usage: scripts/gpu-check.sh [OUTDIR]   (default build-gpu/gpu-checks)
 # Environment: DS_GPU_BUILD_DIR (default <repo>/build-gpu), DS_JOBS (default nproc), DS_BUILD_TYPE

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Every GPU check of dsperf in one call, on a GPU node (README "GPU nodes"). It runs inside the
+# Every GPU check of dsperf in one call, on a GPU node (docs/gpu-nodes.md). It runs inside the
 # relocatable bundle (scripts/bundle.sh copies it to the bundle's top folder), installed as
 # <prefix>/bin/dsperf-gpu-checks (cmake --install, the .deb), or from the source tree after a CUDA
 # build (scripts/gpu-check.sh: DS_GPU_BIN_DIR and DS_GPU_TEST_DIR name the build).

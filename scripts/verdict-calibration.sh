@@ -15,7 +15,7 @@
 # when they run:
 #   interleaved   A1, x1.11, A2, x1.4, A1, ... one run of each in turn, as a job that builds both
 #                 versions and alternates their runs: the drift lands on both sides alike (the
-#                 default: the layout that comes closest to the targets here, README "Calibrating the gate");
+#                 default: the layout that comes closest to the targets here, docs/dev/verdict-calibration.md);
 #   blocks        each side's K runs one after the other, as a CI job compares last night's runs
 #                 with tonight's: what drifts over minutes lands on one side only.
 # The load average is sampled before every run and printed.
