@@ -63,6 +63,13 @@ struct DiagOptions {
   // Link matrix: bytes of the large message, and the one-way latency above which a link is slow.
   std::size_t linkLargeBytes = 4u << 20;
   double slowLinkMs = 10.0;
+  // Fleet stages (diag/fleet): each link pair's deadline, every pair instead of the planned rounds,
+  // the random matchings of the plan (-1: ceil(log2 hosts)), and an absolute bandwidth floor (GB/s;
+  // 0: judged against the fleet's own median only).
+  std::chrono::milliseconds pairTimeout = std::chrono::seconds(10);
+  bool allPairs = false;
+  int linkRounds = -1;
+  double minLinkGBps = 0;
   // Arguments dsdiag did not recognise: launcher flags placed after the program name land here.
   std::vector<std::string> extraArgs;
 };

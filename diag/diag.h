@@ -27,6 +27,7 @@ struct DiagCommand {
   DiagOptions options;
   Selection selection;
   std::string jsonPath;
+  std::string excludeFile;  // world mode: suspects as a Slurm hostlist (reports/diag fleet text)
   bool list = false;
   bool verbose = false;
   std::string color = "auto";  // auto (on a TTY, unless NO_COLOR), always, never

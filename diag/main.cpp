@@ -47,7 +47,7 @@ CLI::Option* flag(CLI::App& app, const std::string& name, T& target, const std::
 
 int main(int argc, char** argv) {
   ds::diag::DiagCommand cmd;
-  double timeoutS = 30, connectS = 3, largeMiB = 4;
+  double timeoutS = 30, connectS = 3, largeMiB = 4, pairS = 10;
   std::string only, skip, explainText, failOn = "warn";
   CLI::App app{"dsdiag: pre-flight checks that say, before an expensive job starts, why it would hang or crawl.\n"
                "Exit codes: 0 all pass, 1 warnings only, 2 a failure, 3 dsdiag could not run."};
@@ -77,6 +77,27 @@ int main(int argc, char** argv) {
   flag(app, "--slow-link-ms", cmd.options.slowLinkMs, "One-way latency above which a link is slow",
        "DSDIAG_SLOW_LINK_MS")
       ->transform(ds::cli::number(0, 1e6, true));
+  flag(app, "--pair-timeout", pairS,
+       "Seconds each link pair of world mode may take once both ends are there (a pair that hangs costs only itself)",
+       "DSDIAG_PAIR_TIMEOUT")
+      ->transform(ds::cli::number(0, 3600, true));
+  app.add_flag("--all-pairs", cmd.options.allPairs,
+               "World mode: test every pair of hosts (n-1 rounds) instead of ring neighbours plus log2(n) random "
+               "matchings")
+      ->envname("DSDIAG_ALL_PAIRS");
+  flag(app, "--link-rounds", cmd.options.linkRounds,
+       "World mode: random matchings after the ring rounds (default: ceil(log2 hosts))", "DSDIAG_LINK_ROUNDS")
+      ->check(CLI::Range(0, 64));
+  flag(app, "--min-link-gbps", cmd.options.minLinkGBps,
+       "World mode: a pair below this bandwidth (GB/s) is bad even when the whole fleet is as slow (default 0: judged "
+       "against the fleet's median only)",
+       "DSDIAG_MIN_LINK_GBPS")
+      ->transform(ds::cli::number(0, 1e6, true));
+  flag(app, "--exclude-file", cmd.excludeFile,
+       "World mode: write the suspect and no-result hosts as a Slurm hostlist (sbatch --exclude-file takes it); empty "
+       "when every host is healthy",
+       "DSDIAG_EXCLUDE_FILE")
+      ->check(ds::cli::outputFile());
   app.add_flag("--verbose,-v", cmd.verbose, "Print each finding's data and every rank's rows")->envname("DSDIAG_VERBOSE");
   flag(app, "--color", cmd.color, "auto (on a TTY), always or never", "DSDIAG_COLOR")
       ->check(ds::cli::oneOf({"auto", "always", "never"}));
@@ -119,9 +140,10 @@ int main(int argc, char** argv) {
     cmd.failOn = ds::diag::parseFailOn(failOn);
     cmd.selection.only = splitCsv(only);
     cmd.selection.skip = splitCsv(skip);
-    if (timeoutS <= 0 || connectS <= 0 || largeMiB <= 0) {
-      throw ds::ConfigError("--timeout, --connect-timeout and --link-large-mib must be positive.");
+    if (timeoutS <= 0 || connectS <= 0 || largeMiB <= 0 || pairS <= 0) {
+      throw ds::ConfigError("--timeout, --connect-timeout, --pair-timeout and --link-large-mib must be positive.");
     }
+    cmd.options.pairTimeout = std::chrono::milliseconds(static_cast<long long>(pairS * 1000));
     cmd.options.timeout = std::chrono::milliseconds(static_cast<long long>(timeoutS * 1000));
     cmd.options.connectTimeout = std::chrono::milliseconds(static_cast<long long>(connectS * 1000));
     cmd.options.linkLargeBytes = static_cast<std::size_t>(largeMiB * 1024 * 1024);

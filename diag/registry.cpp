@@ -30,7 +30,9 @@ const std::vector<WorldCheckInfo>& worldChecks() {
       {"world.hostnames", "No two hosts share a hostname (boot ids differ)"},
       {"world.clock_skew", "Clock skew between rank 0 and every rank"},
       {"world.smoke_allreduce", "A smoke allreduce with a correctness check on the job's backend"},
-      {"world.link_matrix", "Pairwise latency/bandwidth matrix; names the slow link or node"},
+      {"world.reachability", "TCP probes between host leaders on every interface; names missing routes"},
+      {"world.link_matrix", "Link latency/bandwidth in rounds of disjoint host pairs; names the slow link or node"},
+      {"world.hosts", "A verdict per host (healthy, suspect with evidence, no result) and the suspects"},
   };
   return all;
 }

@@ -152,11 +152,18 @@ void joinRendezvous(store::Store& s, const env::WorldInfo& w, milliseconds timeo
   }
 }
 
+bool isLoopbackHost(const std::string& h) {
+  return h.rfind("127.", 0) == 0;  // not "localhost": it may resolve to ::1 first
+}
+
 // `client` forces a plain client connection (the process group's second connection, for heartbeats).
 std::shared_ptr<store::Store> makeStore(const InitMethod& m, const env::WorldInfo& w, milliseconds timeout,
-                                        const env::EnvSource& env, bool client = false) {
+                                        const env::EnvSource& env, bool client = false, bool loopbackOnly = false) {
   if (m.kind == InitMethod::Kind::kFile) return std::make_shared<store::FileStore>(m.path, timeout);
   store::TcpStoreOptions so;
+  // A loopback MASTER_ADDR (dsrun --standalone) means every rank is on this host: nothing outside
+  // it needs the store, so it listens on loopback only.
+  if (loopbackOnly || isLoopbackHost(w.masterAddr.value)) so.serverHost = "127.0.0.1";
   so.port = w.masterPort.value;
   // Under an agent that already hosts the store (torchelastic's convention), rank 0 only connects,
   // and the keys live under the agent's per-attempt prefix, as a torch rank's would.
@@ -193,7 +200,35 @@ env::DiscoveryOptions discoveryOptions(const InitOptions& o, const InitMethod& m
   return d;
 }
 
+// Discovery as init_distributed does it, MPI resolution included; logs discovery's notes.
+env::WorldInfo discover(const InitOptions& o, const InitMethod& method, const env::EnvSource& env, bool& usedMpi) {
+  env::WorldInfo info = env::discoverWorld(discoveryOptions(o, method), env);
+  for (const auto& note : info.notes) log::warn("{}", note);
+  usedMpi = info.needsMpiMasterAddr || info.needsMpiLocalRanks;
+  env::resolveThroughMpi(info);
+  return info;
+}
+
 }  // namespace
+
+StoreOnly connectStore(const InitOptions& o, bool loopbackOnly) {
+  env::ProcessEnv env;
+  InitMethod method = parseInitMethod(o.initMethod);
+  bool usedMpi = false;
+  StoreOnly out;
+  out.info = discover(o, method, env, usedMpi);
+  out.timeout = o.timeout.value_or(defaultTimeout(env));
+  if (out.timeout.count() <= 0) {
+    throw ConfigError(fmt::format("timeout={} ms is not valid; it must be positive.", out.timeout.count()));
+  }
+  out.store = makeStore(method, out.info, out.timeout, env, false, loopbackOnly);
+  // The clients connect to the server rank 0 hosts now; they never host one themselves.
+  out.client = [method, info = out.info, timeout = out.timeout] {
+    env::ProcessEnv e;
+    return makeStore(method, info, timeout, e, true);
+  };
+  return out;
+}
 
 bool agentHostsStore(const env::EnvSource& env) {
   auto v = env.get("TORCHELASTIC_USE_AGENT_STORE");
@@ -326,10 +361,8 @@ std::shared_ptr<World> initDistributed(const InitOptions& o) {
   }
   env::ProcessEnv env;
   InitMethod method = parseInitMethod(o.initMethod);
-  env::WorldInfo info = env::discoverWorld(discoveryOptions(o, method), env);
-  for (const auto& note : info.notes) log::warn("{}", note);
-  bool usedMpi = info.needsMpiMasterAddr || info.needsMpiLocalRanks;
-  env::resolveThroughMpi(info);
+  bool usedMpi = false;
+  env::WorldInfo info = o.joined ? o.joined->info : discover(o, method, env, usedMpi);
   const bool talk = o.verbose && info.rank.value == 0;
   log::setRank(info.rank.value);
   if (talk && usedMpi) {
@@ -363,7 +396,7 @@ std::shared_ptr<World> initDistributed(const InitOptions& o) {
   }
 
   auto t0 = Clock::now();
-  auto store = makeStore(method, info, timeout, env);
+  auto store = o.joined ? o.joined->store : makeStore(method, info, timeout, env);
   joinRendezvous(*store, info, timeout,
                  env::slurmPlace(env) == env::SlurmPlace::kStep ? std::string(env::kSrunKillHint) : "");
   if (talk) {
@@ -376,8 +409,9 @@ std::shared_ptr<World> initDistributed(const InitOptions& o) {
   pgo.rank = world->rank();
   pgo.size = world->worldSize();
   pgo.store = store;
-  pgo.heartbeatStore =
-      world->worldSize() > 1 ? makeStore(method, world->info(), timeout, env, true) : nullptr;
+  pgo.heartbeatStore = world->worldSize() <= 1 ? nullptr
+                       : o.joined                ? o.joined->client()
+                                                 : makeStore(method, world->info(), timeout, env, true);
   pgo.timeout = timeout;
   pgo.device = world->accelerator().name() == "cuda"
                    ? comm::Device{comm::DeviceType::kCuda, world->localRank()}

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -17,6 +18,8 @@
 #include "engine/store/store.h"
 
 namespace ds {
+
+struct StoreOnly;
 
 struct InitOptions {
   // nccl, gloo, mpi or shm; empty means the accelerator's own (nccl on cuda, gloo on cpu).
@@ -34,7 +37,25 @@ struct InitOptions {
   // Explicit rank and world size; -1 means "from the launcher".
   int rank = -1;
   int worldSize = -1;
+  // A store this process already joined with connectStore() (fleet mode): initDistributed then
+  // uses it and its discovery instead of connecting again. Not owned; must outlive the call.
+  const StoreOnly* joined = nullptr;
 };
+
+// The job's store without the rendezvous and without a process group: what dsdiag's fleet mode
+// needs, since it must not depend on every rank arriving, nor on any backend's full-mesh connect.
+// Discovery (and MPI resolution) as initDistributed's; rank 0 hosts the server as there.
+struct StoreOnly {
+  env::WorldInfo info;
+  std::shared_ptr<store::Store> store;
+  std::chrono::milliseconds timeout{0};
+  // Opens another client connection to the same store (a heartbeat thread's own connection).
+  std::function<std::shared_ptr<store::Store>()> client;
+};
+// Throws as initDistributed does for bad configuration (ConfigError) or an unreachable store
+// (IoError, TimeoutError). `loopbackOnly` makes rank 0's server listen on 127.0.0.1 only (every rank
+// on one host: dsrun --standalone).
+StoreOnly connectStore(const InitOptions& options = {}, bool loopbackOnly = false);
 
 // torchrun's convention (torch.distributed.rendezvous): with TORCHELASTIC_USE_AGENT_STORE=True the
 // elastic agent hosts a c10d TCPStore at MASTER_ADDR:MASTER_PORT and every rank, rank 0 included,

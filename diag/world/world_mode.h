@@ -1,17 +1,26 @@
-// dsdiag --world: every rank runs its local checks after joining the job's store; rank 0 gathers
-// them (bounded by --timeout, naming ranks that never report), runs the collective checks (smoke
-// allreduce, clock skew, pairwise link matrix) with every rank, and adds the cross-rank checks.
+// dsdiag --world: every rank joins the job's store (no process group yet) and runs its local checks;
+// the fleet stages (diag/fleet) then probe reachability and test links between host leaders in
+// rounds, and judge every host. Rank 0 gathers the local reports (bounded by --timeout, naming ranks
+// that never report) and adds the cross-rank checks. Only when every host is healthy does it create
+// the job's process group for the smoke allreduce and the clock skew.
 #pragma once
+
+#include <memory>
 
 #include "diag/registry.h"
 
 namespace ds::diag {
+namespace fleet {
+class FleetRun;
+}
 
 struct WorldOutcome {
   bool root = false;           // rank 0 (prints the merged report), or rendezvous failed (prints its own)
   report::DiagReport report;   // merged on rank 0; this rank's local records (+ rendezvous) elsewhere
   int exitCode = 0;            // agreed by rank 0 when rendezvous succeeded
   int rank = -1;
+  std::shared_ptr<fleet::FleetRun> fleet;  // null when this rank could not join
+  bool pgUp = false;                       // the process group of the smoke test was created
 };
 
 // Collective: every rank of the job calls it. Never throws for problems of the job (those are

@@ -241,6 +241,7 @@ TcpStore::TcpStore(std::string host, const TcpStoreOptions& options)
     : Store(options.timeout), host_(std::move(host)), options_(options), port_(options.port) {
   if (options_.isServer) {
     TcpStoreServerOptions so;
+    so.host = options_.serverHost;
     so.port = options_.port;
     so.jobId = options_.jobId;
     so.portTakenAdvice = options_.portTakenAdvice;

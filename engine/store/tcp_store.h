@@ -30,6 +30,9 @@ struct TcpStoreOptions {
   // Start a TcpStoreServer in this object (rank 0), listening on all interfaces. With port 0 it
   // takes a free port; read it back with port().
   bool isServer = false;
+  // Where the hosted server listens: "" every interface, or one address (127.0.0.1 when every rank
+  // runs on this host, so that nothing outside can reach the job's store).
+  std::string serverHost;
   // Must equal the job id already in the store; a mismatch is refused (ConfigError) on both sides.
   // Empty: no check (a plain c10d client).
   std::string jobId = "default";

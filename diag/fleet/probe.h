@@ -1,0 +1,115 @@
+// Fleet mode's own TCP: a probe listener on every host leader, reachability connects with bounded
+// timeouts, and the link test of one pair over its own connection. Plain sockets, not a process
+// group: one pair that hangs or fails costs that pair, never the run, and nothing waits for a
+// full-mesh connect.
+//
+// Every connection opens with a hello (magic, the job id, the sender's rank, a purpose and a tag);
+// the listener answers only members of this job (DESIGN.md "Isolation"), and closes anything else.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "reports/diag/fleet_schema.h"
+
+namespace ds::diag::fleet {
+
+using Clock = std::chrono::steady_clock;
+
+enum class Purpose : std::uint8_t { kReach = 1, kLink = 2, kRing = 3 };
+
+// The listener. One thread polls the listening socket and the connections whose hello is not
+// complete (a peer that connects and then says nothing is dropped after 2 s); link and ring
+// connections are kept for take().
+class ProbeServer {
+ public:
+  // bindAddr "" listens on every interface, "127.0.0.1" on loopback only. isMember(rank) says
+  // whether a rank belongs to the job (until the member list is known, any rank in 0..n-1).
+  ProbeServer(const std::string& bindAddr, std::string jobId, std::function<bool(int)> isMember);
+  ~ProbeServer();
+  ProbeServer(const ProbeServer&) = delete;
+  ProbeServer& operator=(const ProbeServer&) = delete;
+
+  int port() const { return port_; }
+  // The connection `peer` opened with `purpose` and `tag`, or -1 when none came by the deadline.
+  // The caller owns the fd.
+  int take(int peer, Purpose purpose, int tag, Clock::time_point deadline);
+  // Hellos refused (another job, not a member, garbage): for the report and the tests.
+  int refused() const;
+
+ private:
+  void loop();
+  int listenFd_ = -1;
+  int port_ = 0;
+  std::string jobId_;
+  std::function<bool(int)> isMember_;
+  std::thread thread_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::map<std::tuple<int, int, int>, int> ready_;  // (peer, purpose, tag) -> fd
+  int refused_ = 0;
+  bool stop_ = false;
+  int wakeFd_[2] = {-1, -1};
+};
+
+// One connect probe: from one of our interfaces (source address bound) to a peer's address.
+struct ReachTarget {
+  int peer = 0;
+  std::string fromIface, fromAddr;  // fromAddr "" = let the kernel choose
+  std::string toIface, toAddr;
+  int port = 0;
+};
+
+struct ReachOptions {
+  std::string jobId;
+  int myRank = 0;
+  std::chrono::milliseconds connectTimeout{2000};
+  int window = 64;  // connects in flight
+  bool retry = true;  // a failed probe is tried once more, alone, before it counts
+};
+
+// Probes every target (at most `window` at a time); a probe succeeds when the peer's listener
+// answers our hello. Counts successes, keeps failures. `messages` counts connects made.
+report::ReachSummary probeAll(const std::vector<ReachTarget>& targets, const ReachOptions& o, long long& messages);
+
+struct LinkOptions {
+  std::string jobId;
+  int myRank = 0;
+  std::size_t largeBytes = 4u << 20;
+  std::chrono::milliseconds connectTimeout{2000};
+};
+
+// The lower rank of a pair: connects to the peer's listener (tag = the round) and measures: a
+// warm-up ping, which waits for the peer to arrive (until `arriveBy`: it may still be busy with
+// its previous round), then 7 small ping-pongs (median latency) and the large message both ways
+// (best of 2; the warm-up alone when it was slow), all within `measureFor` of the peer's arrival. A
+// pair that runs out is kTimeout with what it measured so far (a crawling link still gives a
+// bandwidth from the bytes that moved).
+report::PairResult measurePair(int peer, const std::string& addr, int port, int tag, const LinkOptions& o,
+                               Clock::time_point arriveBy, std::chrono::milliseconds measureFor,
+                               long long& messages);
+
+// The higher rank: takes the peer's connection from the listener (waiting until `arriveBy`) and
+// echoes until the peer is done or `measureFor` has passed since. Returns "" or what went wrong (for
+// the log; the lower rank reports the pair).
+std::string servePair(ProbeServer& server, int peer, int tag, Clock::time_point arriveBy,
+                      std::chrono::milliseconds measureFor);
+
+// A ring over the probe connections among `ranks` (sorted, containing myRank): each rank sends a
+// token to the next and receives from the previous, twice around, all before `deadline` (the
+// bisection's group collective). `addrOf(rank)` gives a member's address and port. Returns "" or
+// the error (which neighbour did not answer).
+std::string ringCollective(ProbeServer& server, const std::vector<int>& ranks, int tag,
+                           const std::function<std::pair<std::string, int>(int)>& addrOf, const std::string& jobId,
+                           int myRank, Clock::time_point deadline, long long& messages);
+
+// "timed out after 2.0 s", "connection refused", ...: errno as an operator reads it.
+std::string connectErrorText(int err, double seconds);
+
+}  // namespace ds::diag::fleet
