@@ -170,10 +170,10 @@ int startConnect(const std::string& fromAddr, const std::string& toAddr, int por
   return fd;
 }
 
-// Connect + hello + the listener's answer, all before the deadline. fd, or -1 with `why`.
-int openConnection(const std::string& fromAddr, const std::string& toAddr, int port, Purpose p, int myRank,
-                   int tag, const std::string& jobId, Clock::time_point deadline, std::string& why,
-                   bool* timedOut = nullptr) {
+}  // namespace
+
+int connectProbe(const std::string& fromAddr, const std::string& toAddr, int port, Purpose p, int myRank, int tag,
+                 const std::string& jobId, Clock::time_point deadline, std::string& why, bool* timedOut) {
   const auto t0 = Clock::now();
   int err = 0;
   int fd = startConnect(fromAddr, toAddr, port, err);
@@ -207,8 +207,6 @@ int openConnection(const std::string& fromAddr, const std::string& toAddr, int p
   setNoDelay(fd);
   return fd;
 }
-
-}  // namespace
 
 std::string connectErrorText(int err, double seconds) {
   switch (err) {
@@ -569,7 +567,7 @@ report::PairResult measurePair(int peer, const std::string& addr, int port, int 
   std::string why;
   bool timedOut = false;
   ++messages;
-  int fd = openConnection("", addr, port, Purpose::kLink, o.myRank, tag, o.jobId,
+  int fd = connectProbe("", addr, port, Purpose::kLink, o.myRank, tag, o.jobId,
                           std::min(arriveBy, Clock::now() + o.connectTimeout), why, &timedOut);
   if (fd < 0) {
     r.outcome = timedOut ? report::PairOutcome::kTimeout : report::PairOutcome::kFailed;
@@ -680,7 +678,7 @@ std::string ringCollective(ProbeServer& server, const std::vector<int>& ranks, i
   auto [addr, port] = addrOf(next);
   std::string why;
   ++messages;
-  int out = openConnection("", addr, port, Purpose::kRing, myRank, tag, jobId, deadline, why);
+  int out = connectProbe("", addr, port, Purpose::kRing, myRank, tag, jobId, deadline, why);
   if (out < 0) return fmt::format("rank {} cannot connect to the next rank {} of the ring: {}", myRank, next, why);
   int in = server.take(prev, Purpose::kRing, tag, deadline);
   std::string e;

@@ -109,6 +109,11 @@ std::string ringCollective(ProbeServer& server, const std::vector<int>& ranks, i
                            const std::function<std::pair<std::string, int>(int)>& addrOf, const std::string& jobId,
                            int myRank, Clock::time_point deadline, long long& messages);
 
+// Connect, hello and the listener's answer, all before the deadline: the connected fd, or -1 with
+// `why` (and `timedOut`). For link and ring connections; reachability uses probeAll.
+int connectProbe(const std::string& fromAddr, const std::string& toAddr, int port, Purpose p, int myRank, int tag,
+                 const std::string& jobId, Clock::time_point deadline, std::string& why, bool* timedOut = nullptr);
+
 // "timed out after 2.0 s", "connection refused", ...: errno as an operator reads it.
 std::string connectErrorText(int err, double seconds);
 
