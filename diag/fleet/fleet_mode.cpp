@@ -475,7 +475,7 @@ std::vector<ReachTarget> FleetRun::reachTargets(const std::vector<int>& units) c
       }
       // No interface of the peer on this network, or an address that is ours too (docker0's
       // 172.17.0.1 on every host): nothing to learn here.
-      if (target == nullptr || myAddrs.count(target->addr)) continue;
+      if (target == nullptr || (!standalone_ && myAddrs.count(target->addr))) continue;
       out.push_back({peer, f.name, standalone_ ? "" : f.addr, target->name, target->addr, theirs.probePort});
     }
   }
@@ -603,8 +603,13 @@ void FleetRun::runNetworkStages() {
     report_.input.worldSize = n_;
     report_.input.ranks = ranks_;
     auto silent = silentRanks();
+    std::set<int> posted;
+    for (const auto& r : report_.input.reach) posted.insert(r.rank);
     for (auto& fr : report_.input.ranks) {
       fr.frozen = silent.count(fr.rank) > 0;
+      // Until the local reports are gathered (judgeFinal), a rank counts as reported when it is a
+      // live member: its host's leader posted the network results judged here.
+      fr.reported = fr.joined && !fr.frozen;
       std::lock_guard lock(mu_);
       auto it = lastBeat_.find(fr.rank);
       if (it != lastBeat_.end()) fr.lastStage = lastStageOf(it->second.first);
