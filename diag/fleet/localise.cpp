@@ -599,7 +599,7 @@ class Judge {
     if (p.latencyUs > 0) {
       bool abs = in_.slowLinkMs > 0 && p.latencyUs > in_.slowLinkMs * 1000;
       bool rel = latMed_ > 0 && p.latencyUs > T::kLatencyRatio * latMed_ &&
-                 p.latencyUs > latMed_ + T::kPairMads * latSigma_;
+                 p.latencyUs > latMed_ + T::kPairMads * latSigma_ && p.latencyUs > T::kLatencyFloorUs;
       e.latBad = abs || rel;
     }
   }

@@ -500,7 +500,7 @@ report::ReachSummary probeAll(const std::vector<ReachTarget>& targets, const Rea
     auto second = runPass(again, 8);
     std::vector<std::size_t> stillBad;
     for (const auto& [t, f] : second) stillBad.push_back(t);
-    out.ok += static_cast<int>(again.size() - second.size());
+    // (the retried probes that answered were counted in out.ok by runPass)
     for (auto& [t, f] : failed) {
       if (std::find(stillBad.begin(), stillBad.end(), t) != stillBad.end()) out.failures.push_back(f);
     }
