@@ -410,7 +410,11 @@ std::map<int, std::string> FleetRun::gather(const std::string& name, const std::
     if (count >= want || count + silentExpected >= want || timeUp) {
       // Who posted: all of them, or a look at each key (O(n), once or twice per stage).
       posted.clear();
-      if (count >= want) {
+      std::vector<std::string> keys;
+      for (int r : expect) keys.push_back(key(fmt::format("{}/{}", name, r)));
+      // The count also counts posts of ranks not expected here (rank 0's own): one look at all the
+      // keys settles it, else one per key.
+      if (count >= want && store().check(keys)) {
         posted = expect;
       } else {
         for (int r : expect) {
