@@ -93,22 +93,7 @@ TEST(CrossChecks, SameHostnameDifferentMachinesWarns) {
   EXPECT_EQ(find(out, "world.local_rank_unique").status, DiagStatus::kPass);
 }
 
-TEST(LinkMatrix, NamesTheRankInEverySlowPair) {
-  std::vector<LinkResult> links = {{0, 1, 50, 2.0, ""}, {0, 2, 20000, 0.05, ""}, {1, 2, 21000, 0.05, ""}};
-  auto f = judgeLinks(links, 3, 10.0, {"a", "a", "b"});
-  EXPECT_EQ(f.status, DiagStatus::kWarn);
-  EXPECT_NE(f.message.find("Rank 2 (host b) is in every slow pair"), std::string::npos) << f.message;
-  EXPECT_EQ(f.data["slow_rank"], 2);
-}
-
-TEST(LinkMatrix, FastLinksPassAndFailuresFail) {
-  EXPECT_EQ(judgeLinks({{0, 1, 80, 2.0, ""}}, 2, 10.0, {"a", "a"}).status, DiagStatus::kPass);
-  EXPECT_EQ(judgeLinks({{0, 1, 25000, 0.01, ""}}, 2, 10.0, {"a", "b"}).status, DiagStatus::kWarn);
-  auto f = judgeLinks({{0, 1, 0, 0, "timed out"}}, 2, 10.0, {"a", "b"});
-  EXPECT_EQ(f.status, DiagStatus::kFail);
-  EXPECT_NE(f.message.find("0<->1: timed out"), std::string::npos);
-  EXPECT_EQ(judgeLinks({}, 1, 10.0, {"a"}).status, DiagStatus::kSkip);
-}
+// The link stage's judgement moved to diag/fleet/localise (its tests: diag/fleet/tests).
 
 TEST(ClockSkew, LargeOffsetWarnsNamingTheRank) {
   EXPECT_EQ(judgeClockSkew({{1, 0.4, 0.1}}).status, DiagStatus::kPass);

@@ -23,17 +23,6 @@ const Json* findData(const RankReport& r, const std::string& id);
 // world.nccl_settings_equal, world.cores_disjoint, world.hostnames. `worldSize` is the size rank 0 expects.
 std::vector<DiagRecord> crossRankChecks(const std::vector<RankReport>& reports, int worldSize);
 
-// One measured link of the pairwise test.
-struct LinkResult {
-  int a = 0, b = 0;
-  double latencyUs = 0;  // half the median small-message round trip
-  double bandwidthGBps = 0;  // large message, both directions, GB = 1e9 bytes
-  std::string error;  // non-empty when the exchange failed
-};
-// world.link_matrix from the measurements: the slow pairs, and the rank common to all of them.
-Finding judgeLinks(const std::vector<LinkResult>& links, int worldSize, double slowLinkMs,
-                   const std::vector<std::string>& hostOfRank);
-
 // world.clock_skew: offsets of each rank's clock from rank 0's (ms), with their uncertainty.
 struct ClockSample {
   int rank = 0;

@@ -128,6 +128,10 @@ const std::vector<FlagCase> kFlags = {
     {"dsdiag", "--verbose", "DSDIAG_VERBOSE", Kind::kSwitch},
     {"dsdiag", "--color", "DSDIAG_COLOR", Kind::kEnum},
     {"dsdiag", "--fail-on", "DSDIAG_FAIL_ON", Kind::kEnum},
+    {"dsdiag", "--pair-timeout", "DSDIAG_PAIR_TIMEOUT", Kind::kNumber},
+    {"dsdiag", "--all-pairs", "DSDIAG_ALL_PAIRS", Kind::kSwitch},
+    {"dsdiag", "--link-rounds", "DSDIAG_LINK_ROUNDS", Kind::kInt},
+    {"dsdiag", "--min-link-gbps", "DSDIAG_MIN_LINK_GBPS", Kind::kNumber},
 
 
 
