@@ -92,7 +92,7 @@ int main(int argc, char** argv) {
        "World mode: a pair below this bandwidth (GB/s) is bad even when the whole fleet is as slow (default 0: judged "
        "against the fleet's median only)",
        "DSDIAG_MIN_LINK_GBPS")
-      ->transform(ds::cli::number(0, 1e6, true));
+      ->transform(ds::cli::number(0, 1e6));
   app.add_flag("--verbose,-v", cmd.verbose, "Print each finding's data and every rank's rows")->envname("DSDIAG_VERBOSE");
   flag(app, "--color", cmd.color, "auto (on a TTY), always or never", "DSDIAG_COLOR")
       ->check(ds::cli::oneOf({"auto", "always", "never"}));
