@@ -1,9 +1,11 @@
 #include "reports/diag/diag_text.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <map>
 
-#include <fmt/format.h>
+#include "reports/diag/fleet_text.h"
 
 namespace ds::report {
 namespace {
@@ -108,8 +110,9 @@ std::string formatDiagText(const DiagReport& report, const DiagTextOptions& opti
       }
     }
   }
+  if (report.fleet) out += "\n" + formatFleetText(*report.fleet, {options.color, options.verbose});
   auto c = countStatuses(report.checks);
-  int code = diagExitCode(report.checks);
+  int code = diagReportExitCode(report);
   const bool tolerated = code == 1 && options.warningsPass;
   out += fmt::format("\nSummary: {} pass, {} warn, {} fail, {} skip -> {} ({})\n", c.pass, c.warn, c.fail,
                      c.skip, code == 2 ? paint(DiagStatus::kFail, "FAIL") : code == 1 ? paint(DiagStatus::kWarn, "WARN")

@@ -11,6 +11,7 @@
 
 #include "engine/common/error.h"
 #include "reports/diag/diag_text.h"
+#include "reports/html/fleet_html.h"
 #include "reports/html/html_page.h"
 #include "reports/json_io.h"
 #include "reports/schema/world.h"
@@ -877,8 +878,16 @@ std::string renderRunReport(const std::vector<RunFile>& runs) {
   metadataSection(page, runs, names);
   int diags = 0;
   for (const auto& r : runs) diags += r.diag ? 1 : 0;
+  json heatmaps = json::array();
   for (std::size_t i = 0; i < runs.size(); ++i) {
     if (runs[i].diag) diagSection(page, runs[i], names[i], diags > 1);
+    if (runs[i].diag && runs[i].diag->fleet)
+      heatmaps.push_back(
+          fleetSection(page, *runs[i].diag->fleet, diags > 1 ? names[i] : "", static_cast<int>(i)));
+  }
+  if (!heatmaps.empty()) {
+    page.data("fleetHeatmaps", std::move(heatmaps));
+    page.script(fleetHeatmapScript());
   }
   std::vector<std::pair<std::string, std::string>> keys;  // (collective, backend), first-seen order
   for (const auto& r : runs) {

@@ -306,3 +306,45 @@ TEST_F(Browser, DashboardOfSevenHundredTwentySeriesOpensWithAnOverview) {
 
 }  // namespace
 }  // namespace ds::report::html
+
+namespace ds::report::html {
+namespace {
+
+// A fleet report: the page script draws the heatmap (one cell per tested host pair), the suspect list
+// names the slow and the frozen host, and a host name that tries to run script does not. Then 1000
+// hosts: the heatmap is still drawn, in one canvas.
+TEST_F(Browser, FleetReportDrawsTheHeatmapAndListsTheSuspects) {
+  TempDir dir("ds_html_browser");
+  writeJsonAtomic(dir.file("fleet.json"), diagToJson(testing::makeFleetDiag(16, kXssHost)));
+  writeJsonAtomic(dir.file("fleet1000.json"), diagToJson(testing::makeFleetDiag(1000)));
+  for (const char* name : {"fleet", "fleet1000"}) {
+    std::string page = dir.file(std::string(name) + ".html");
+    auto r = ds::testing::run({dsreport(), "html", dir.file(std::string(name) + ".json"), "-o", page},
+                              ds::testing::cleanOptions());
+    ASSERT_EQ(r.exitCode, 0) << r.err;
+    Opened o = open(page, "", std::string(name) + ".png");
+    ASSERT_EQ(o.body.count("data-render-done"), 1u) << o.dom.substr(0, 2000);
+    EXPECT_EQ(o.body.at("data-chart-errors"), "0") << o.dom.substr(o.dom.find("ds-errors"), 800);
+    EXPECT_EQ(o.body["data-heatmaps-drawn"], "1");
+    std::smatch cells;
+    ASSERT_TRUE(std::regex_search(
+        o.dom, cells, std::regex("<canvas id=\"fleet-heatmap-0\"[^>]*data-cells-drawn=\"([0-9]+)\"")))
+        << "the heatmap canvas was not drawn";
+    auto suspects = o.dom.find("class=\"fleet-suspects\"");
+    ASSERT_NE(suspects, std::string::npos);
+    if (std::string(name) == "fleet") {
+      EXPECT_GE(std::stoi(cells[1]), 40);  // 53 pairs, a few host pairs tested twice
+      EXPECT_NE(o.dom.find("node07", suspects), std::string::npos);
+      EXPECT_NE(o.dom.find("node14", suspects), std::string::npos);
+      EXPECT_NE(o.dom.find("&lt;img src=x onerror="), std::string::npos);  // shown as text
+      EXPECT_EQ(o.body.count("data-pwned"), 0u) << "input text ran as script";
+      EXPECT_EQ(o.dom.find("<img"), std::string::npos) << "input text became an element";
+    } else {
+      EXPECT_GT(std::stoi(cells[1]), 5000);
+      EXPECT_NE(o.dom.find("gpu0017", suspects), std::string::npos);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace ds::report::html

@@ -1,6 +1,11 @@
 #include "reports/html/tests/html_fixtures.h"
 
+#include <fmt/format.h>
+
+#include <algorithm>
 #include <cmath>
+#include <numeric>
+#include <random>
 
 #include "reports/json_io.h"
 
@@ -176,6 +181,84 @@ void writeTrainFile(const std::string& path) {
 
 void writeDiagFile(const std::string& path, const std::string& host) {
   writeJsonAtomic(path, diagToJson(makeDiag(host)));
+}
+
+DiagReport makeFleetDiag(int hosts, const std::string& renamedHost) {
+  DiagReport d = makeDiag("node01");
+  d.mode = "world";
+  d.worldSize = hosts;
+  FleetReport f;
+  if (hosts == 16) {
+    const std::string path = std::string(DS_REPORTS_TEST_DATA) + "/fleet16.json";
+    f = fleetFromJson(readJson(path), path);
+    if (!renamedHost.empty()) {
+      f.input.ranks[4].host = renamedHost;
+      f.judgement.hosts[4].host = renamedHost;
+    }
+  } else {
+    f.input.worldSize = hosts;
+    std::mt19937 rng(26);
+    std::uniform_real_distribution<double> spread(1.8, 2.0);
+    auto pair = [&](int a, int b, int round) {
+      PairResult p{std::min(a, b), std::max(a, b), round, "links", PairOutcome::kOk, 40, spread(rng), ""};
+      if (a == 16 || b == 16) p.bandwidthGBps = 0.03;
+      if ((a == 2 && b == 3) || (a == 3 && b == 2)) {
+        p.outcome = PairOutcome::kFailed;
+        p.bandwidthGBps = 0;
+        p.error = "connection refused";
+      }
+      f.input.pairs.push_back(p);
+    };
+    for (int i = 0; i < hosts; ++i) pair(i, (i + 1) % hosts, i % 2);
+    std::vector<int> order(hosts);
+    std::iota(order.begin(), order.end(), 0);
+    for (int round = 2; round < 12; ++round) {
+      std::shuffle(order.begin(), order.end(), rng);
+      for (int i = 0; i + 1 < hosts; i += 2) pair(order[i], order[i + 1], round);
+    }
+    for (int i = 0; i < hosts; ++i) {
+      FleetRank k;
+      k.rank = i;
+      k.host = fmt::format("gpu{:04d}", i + 1);
+      k.joined = k.reported = true;
+      f.input.ranks.push_back(k);
+      HostVerdict h{k.host, {i}, HostState::kHealthy, {}, "ib0"};
+      if (i == 16) {
+        h.state = HostState::kSuspect;
+        h.evidence = {{"link_slow",
+                       "links",
+                       "bandwidth with gpu0001 (rank 0) 0.03 GB/s, fleet median 1.9 GB/s",
+                       {0},
+                       0.03,
+                       1.9}};
+      }
+      f.judgement.hosts.push_back(h);
+    }
+    f.judgement.links = {
+        {"gpu0003",
+         "gpu0004",
+         2,
+         3,
+         {{"link_failed", "links", "the link test failed: connection refused", {2, 3}, 0, 0}}}};
+    f.judgement.medianBandwidthGBps = 1.9;
+    f.judgement.madBandwidthGBps = 0.05;
+    f.judgement.medianLatencyUs = 40;
+    f.judgement.jobSocketIfname = "ib0";
+    f.stats.rounds = 12;
+    f.stats.pairs = static_cast<int>(f.input.pairs.size());
+  }
+  d.fleet = std::move(f);
+  return d;
+}
+
+RunFile fleetRunFile(int hosts, const std::string& renamedHost, const std::string& path) {
+  RunFile r;
+  r.path = path;
+  r.kind = RunKind::kDiag;
+  r.schemaVersion = "1.1";
+  r.diag = makeFleetDiag(hosts, renamedHost);
+  r.raw = diagToJson(*r.diag);
+  return r;
 }
 
 }  // namespace ds::report::html::testing

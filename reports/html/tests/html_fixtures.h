@@ -37,4 +37,12 @@ void writeSweepFile(const std::string& path, const SweepFixture& f);
 void writeTrainFile(const std::string& path);
 void writeDiagFile(const std::string& path, const std::string& host = "node-a");
 
+// A fleet-mode dsdiag report. hosts == 16: the fixture reports/tests/data/fleet16.json (node07 slow,
+// node03-node11 unreachable, node14 frozen) with healthy node05 renamed `renamedHost` (when not
+// empty). Other sizes: a synthetic fleet gpu0001.. with ring and 10 random matchings, gpu0017 slow
+// and the link gpu0003-gpu0004 failed.
+DiagReport makeFleetDiag(int hosts = 16, const std::string& renamedHost = "");
+RunFile fleetRunFile(int hosts = 16, const std::string& renamedHost = "",
+                     const std::string& path = "fleet.json");
+
 }  // namespace ds::report::html::testing

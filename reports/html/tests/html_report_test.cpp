@@ -9,6 +9,7 @@
 #include "engine/testing/subprocess.h"
 #include "reports/html/compare_html.h"
 #include "reports/html/dashboard_html.h"
+#include "reports/html/fleet_html.h"
 #include "reports/html/html_escape.h"
 #include "reports/html/html_page.h"
 #include "reports/html/run_report.h"
@@ -456,6 +457,62 @@ TEST(HtmlReport, DiagTableGroupsIdenticalFindingsByRankRanges) {
   EXPECT_NE(page.find(">0-3,5<"), std::string::npos);
   EXPECT_NE(page.find("node-a, node-b"), std::string::npos);
   EXPECT_NE(page.find(">4<"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace ds::report::html
+
+namespace ds::report::html {
+namespace {
+
+TEST(HtmlFleet, SuspectsFirstWithEvidenceExcludeLinesAndTheHeatmapData) {
+  std::string page = renderRunReport({testing::fleetRunFile(16, "<b>evil</b>")});
+  auto suspects = page.find("class=\"fleet-suspects\"");
+  ASSERT_NE(suspects, std::string::npos);
+  auto node07 = page.find("node07", suspects), node14 = page.find("node14", suspects);
+  auto folded = page.find("14 healthy host(s)");
+  ASSERT_NE(node07, std::string::npos);
+  ASSERT_NE(folded, std::string::npos);
+  EXPECT_LT(node07, folded);
+  EXPECT_LT(node14, folded);
+  EXPECT_NE(page.find("fleet median 1.885 GB/s [link_slow, links]"), std::string::npos);
+  EXPECT_NE(page.find("class=\"fleet-links\""), std::string::npos);
+  EXPECT_NE(page.find("srun/sbatch --exclude): node[07,14]"), std::string::npos);
+  EXPECT_NE(page.find("deepspeed --exclude): node07@node14"), std::string::npos);
+  EXPECT_NE(page.find("NCCL_SOCKET_IFNAME=eth0 GLOO_SOCKET_IFNAME=eth0 for the whole job"),
+            std::string::npos);
+  EXPECT_NE(page.find("&lt;b&gt;evil&lt;/b&gt;"), std::string::npos);
+  EXPECT_EQ(page.find("<b>evil"), std::string::npos) << "a host name became markup";
+  EXPECT_NE(page.find("<canvas id=\"fleet-heatmap-0\""), std::string::npos);
+  EXPECT_NE(page.find("fleetHeatmaps"), std::string::npos);
+
+  auto data = fleetHeatmapData(*testing::makeFleetDiag(16).fleet, "x");
+  ASSERT_EQ(data["hosts"].size(), 16u);
+  EXPECT_EQ(data["hosts"][6], "node07");
+  EXPECT_EQ(data["suspect"][6], 1);
+  EXPECT_EQ(data["suspect"][0], 0);
+  const auto& cells = data["cells"];
+  ASSERT_EQ(cells.size() % 4, 0u);
+  bool failedLink = false, slow = false;
+  for (std::size_t k = 0; k < cells.size(); k += 4) {
+    int i = cells[k], j = cells[k + 1], status = cells[k + 2], ratio = cells[k + 3];
+    EXPECT_LT(i, j);
+    if (i == 2 && j == 10) failedLink = status == 1;
+    if ((i == 6 || j == 6) && status == 0) slow = slow || ratio < 30;  // < 3 % of the median
+    if (i != 6 && j != 6 && status == 0) EXPECT_GT(ratio, 900) << i << "-" << j;
+  }
+  EXPECT_TRUE(failedLink) << "the failed pair node03-node11 is marked failed";
+  EXPECT_TRUE(slow);
+}
+
+TEST(HtmlFleet, AThousandHostsStayCompact) {
+  std::string page = renderRunReport({testing::fleetRunFile(1000)});
+  EXPECT_LT(page.size(), 1500u * 1024) << "the page grows with the pairs that ran, not with hosts squared";
+  auto suspects = page.find("class=\"fleet-suspects\"");
+  ASSERT_NE(suspects, std::string::npos);
+  EXPECT_LT(suspects, page.find("999 healthy host(s)"));
+  EXPECT_NE(page.find("srun/sbatch --exclude): gpu0017"), std::string::npos);
+  EXPECT_EQ(count(page, "<canvas id=\"fleet-heatmap-0\""), 1);
 }
 
 }  // namespace

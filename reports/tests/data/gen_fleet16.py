@@ -59,7 +59,7 @@ lats = sorted(p["latency_us"] for p in pairs if p["outcome"] == "ok" and SLOW no
 lmed = lats[len(lats)//2]; lmad = sorted(abs(x - lmed) for x in lats)[len(lats)//2]
 slowp = [p for p in pairs if SLOW in (p["a"], p["b"]) and p["outcome"] == "ok"]
 ev_slow = []
-for p in slowp[:4]:
+for p in slowp:
     o = p["b"] if p["a"] == SLOW else p["a"]
     ev_slow.append({"kind": "link_slow", "stage": p["stage"],
                     "text": f"bandwidth with {host(o)} (rank {o}) {p['bandwidth_gbps']} GB/s, fleet median {med} GB/s",
