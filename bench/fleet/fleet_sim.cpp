@@ -5,11 +5,12 @@
 // hosts and links were named), the innocent hosts/links named, and judge()'s time.
 //
 //   build/bin/ds_fleet_sim [--hosts 1024,4096,16384] [--trials 100] [--sigma 0.1] [--seed 1]
-//                          [--faults healthy,slow50,...] [--expect-power 0.95]
+//                          [--faults healthy,slow50,...] [--expect-power 0.95] [--verbose]
 //
 // Exit status: 0; 1 with --expect-power when a fault's power is below it or a healthy trial named
 // anyone (the smoke test uses that); 2 on a bad flag.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <CLI/CLI.hpp>
 #include <chrono>
@@ -61,6 +62,15 @@ Injected badLink(FleetModel& m, SplitMix64& rng, std::set<int> avoid = {}) {
   return {{}, {{a, a + 1}}};
 }
 
+// Host h cannot reach 3 peers (none in `avoid`, which grows by them).
+void cutFromThree(FleetModel& m, SplitMix64& rng, int h, std::set<int>& avoid) {
+  for (int k = 0; k < 3; ++k) {
+    int q = pick(rng, m.hosts, avoid);
+    avoid.insert(q);
+    m.cannotReach[h].insert(q);
+  }
+}
+
 std::vector<Fault> faults() {
   return {
       {"healthy", "no fault", [](FleetModel&, SplitMix64&) { return Injected{}; }},
@@ -77,8 +87,7 @@ std::vector<Fault> faults() {
        [](FleetModel& m, SplitMix64& r) {
          int h = pick(r, m.hosts);
          std::set<int> avoid{h};
-         for (int k = 0; k < 3; ++k)
-           avoid.insert(m.cannotReach[h].insert(pick(r, m.hosts, avoid)).first.operator*());
+         cutFromThree(m, r, h, avoid);
          return Injected{{h}, {}};
        }},
       {"link10", "one link at 10%", [](FleetModel& m, SplitMix64& r) { return badLink(m, r); }},
@@ -101,13 +110,10 @@ std::vector<Fault> faults() {
          int p = pick(r, m.hosts, used);
          used.insert(p);
          std::set<int> avoid = used;
-         for (int k = 0; k < 3; ++k) {
-           int q = pick(r, m.hosts, avoid);
-           avoid.insert(q);
-           m.cannotReach[p].insert(q);
-         }
+         cutFromThree(m, r, p, avoid);
          int f = pick(r, m.hosts, used);
          used.insert(f);
+         avoid.insert(f);
          m.frozen.insert(f);
          // The link's ends are kept away from the other faults' hosts and from the partial host's peers.
          Injected l = badLink(m, r, avoid);
@@ -116,6 +122,12 @@ std::vector<Fault> faults() {
          return in;
        }},
   };
+}
+
+std::vector<std::string> toText(const std::set<std::pair<int, int>>& links) {
+  std::vector<std::string> v;
+  for (auto [a, b] : links) v.push_back(fmt::format("{}-{}", a, b));
+  return v;
 }
 
 std::vector<int> parseList(const std::string& s) {
@@ -140,6 +152,7 @@ int main(int argc, char** argv) {
   double sigma = 0.1;
   std::uint64_t seed = 1;
   double expectPower = -1;
+  bool verbose = false;
   app.add_option("--hosts", hostsText, "fleet sizes, comma-separated");
   app.add_option("--trials", trials, "trials (seeds) per size and fault")->check(CLI::PositiveNumber);
   app.add_option("--sigma", sigma, "lognormal spread of a healthy pair's bandwidth")
@@ -148,6 +161,7 @@ int main(int argc, char** argv) {
   app.add_option("--faults", faultList, "faults to run (default: all), comma-separated");
   app.add_option("--expect-power", expectPower,
                  "exit 1 when a fault's detection power is below this or a healthy trial names anyone");
+  app.add_flag("--verbose", verbose, "print each trial that did not name exactly the injected faults");
   CLI11_PARSE(app, argc, argv);
   std::vector<int> sizes;
   try {
@@ -213,7 +227,12 @@ int main(int argc, char** argv) {
         trialS += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         judgeS += cost.judgeSeconds;
         Named got = named(m, j);
-        if (got.hosts == want.hosts && got.links == want.links) ++hits;
+        if (got.hosts == want.hosts && got.links == want.links)
+          ++hits;
+        else if (verbose)
+          fmt::print("  miss: {} hosts, {}, seed {}: wanted hosts {} links {}, named hosts {} links {}\n", n,
+                     fault.name, s, fmt::join(want.hosts, ","), fmt::join(toText(want.links), ","),
+                     fmt::join(got.hosts, ","), fmt::join(toText(got.links), ","));
         for (int h : got.hosts) innocent += !want.hosts.count(h);
         for (const auto& l : got.links) innocent += !want.links.count(l);
         pairs += cost.pairs;
