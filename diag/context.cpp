@@ -4,6 +4,7 @@
 #include "diag/probes.h"
 #include "diag/util.h"
 #include "engine/common/error.h"
+#include "engine/init.h"
 
 extern char** environ;
 
@@ -27,7 +28,7 @@ Context::Context(const env::EnvSource& env, DiagOptions options, std::vector<std
     }
   }
   try {
-    world_ = env::discoverWorld({}, env_);
+    world_ = discoverWorldFor({}, env_);  // the rules init_distributed uses (DS_DISCOVERY included)
   } catch (const std::exception& e) {
     worldError_ = e.what();
   }

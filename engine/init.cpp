@@ -9,6 +9,7 @@
 #include "engine/common/log.h"
 #include "engine/common/net.h"
 #include "engine/common/progress.h"
+#include "engine/env/launchers.h"
 #include "engine/env/mpi_discovery.h"
 #include "engine/env/slurm.h"
 #include "engine/store/barrier.h"
@@ -202,7 +203,7 @@ env::DiscoveryOptions discoveryOptions(const InitOptions& o, const InitMethod& m
 
 // Discovery as init_distributed does it, MPI resolution included; logs discovery's notes.
 env::WorldInfo discover(const InitOptions& o, const InitMethod& method, const env::EnvSource& env, bool& usedMpi) {
-  env::WorldInfo info = env::discoverWorld(discoveryOptions(o, method), env);
+  env::WorldInfo info = discoverWorldFor(o, env);
   for (const auto& note : info.notes) log::warn("{}", note);
   usedMpi = info.needsMpiMasterAddr || info.needsMpiLocalRanks;
   env::resolveThroughMpi(info);
@@ -230,6 +231,47 @@ StoreOnly connectStore(const InitOptions& o, bool loopbackOnly) {
   return out;
 }
 
+env::WorldInfo discoverWorldFor(const InitOptions& o, const env::EnvSource& env) {
+  const InitMethod method = parseInitMethod(o.initMethod);
+  if (discoveryFor(o, env) == Discovery::kDsperf) return env::discoverWorld(discoveryOptions(o, method), env);
+  env::WorldInfo w = env::worldFromDeepSpeed(deepspeedViewFor(o, env), env);
+  if (o.rank >= 0) w.rank = {o.rank, "argument rank"};
+  if (o.worldSize >= 1) w.worldSize = {o.worldSize, "argument world_size"};
+  if (method.kind == InitMethod::Kind::kTcp) {
+    w.masterAddr = {method.host, "argument init_method"};
+    w.masterPort = {method.port, "argument init_method"};
+    w.needsMpiMasterAddr = false;
+  }
+  env::validateWorld(w);
+  return w;
+}
+
+Discovery parseDiscovery(std::string_view text, std::string_view from) {
+  if (text == "dsperf") return Discovery::kDsperf;
+  if (text == "deepspeed") return Discovery::kDeepSpeed;
+  throw ConfigError(fmt::format("{}='{}' is not a discovery rule set; use dsperf (field by field, checked against "
+                                "the launcher) or deepspeed (exactly what deepspeed.init_distributed() does).",
+                                from, text));
+}
+
+const char* discoveryName(Discovery d) { return d == Discovery::kDeepSpeed ? "deepspeed" : "dsperf"; }
+
+Discovery discoveryFor(const InitOptions& o, const env::EnvSource& env) {
+  if (o.discovery) return *o.discovery;
+  if (auto v = env.get("DS_DISCOVERY")) return parseDiscovery(*v, "DS_DISCOVERY");
+  return Discovery::kDsperf;
+}
+
+env::DeepSpeedView deepspeedViewFor(const InitOptions& o, const env::EnvSource& env) {
+  env::DeepSpeedOptions d;
+  d.autoMpiDiscovery = o.autoMpiDiscovery;
+  d.distributedPort = o.distributedPort;
+  d.verbose = o.verbose;
+  std::string why;
+  d.cudaUsable = accel::tryMakeCudaAccelerator(why) != nullptr;
+  return env::deepspeedView(env, d);
+}
+
 bool agentHostsStore(const env::EnvSource& env) {
   auto v = env.get("TORCHELASTIC_USE_AGENT_STORE");
   return v && *v == "True";
@@ -249,7 +291,8 @@ const std::vector<std::string>& knownBackends() {
 InitPlan planInit(const InitOptions& o) {
   env::ProcessEnv env;
   InitPlan plan;
-  plan.info = env::discoverWorld(discoveryOptions(o, parseInitMethod(o.initMethod)), env);
+  plan.discovery = discoveryFor(o, env);
+  plan.info = discoverWorldFor(o, env);
   accel::Selection accel = accel::selectAccelerator(env);
   plan.accelerator = accel.accelerator->name();
   plan.acceleratorOverridden = accel.overridden;
@@ -305,9 +348,24 @@ InitMethod parseInitMethod(const std::string& text) {
 
 milliseconds defaultTimeout(const env::EnvSource& env) {
   if (auto v = env.get("DEEPSPEED_TIMEOUT")) {
-    long long minutes =
-        env::parseIntVar("DEEPSPEED_TIMEOUT", *v, 1, 7 * 24 * 60, "a number of minutes, at least 1");
-    return std::chrono::minutes(minutes);
+    auto minutes = env::pythonInt(*v);
+    if (!minutes) {
+      throw ConfigError(fmt::format("DEEPSPEED_TIMEOUT='{}' is not a whole number of minutes: `import deepspeed` fails "
+                                    "on it too (Python's int() raises ValueError). Set it to minutes, e.g. 30.",
+                                    *v));
+    }
+    if (*minutes <= 0) {
+      throw ConfigError(fmt::format(
+          "DEEPSPEED_TIMEOUT={} gives a timeout of {} s: DeepSpeed passes it on to torch, where every rendezvous and "
+          "collective then times out at once. Set a positive number of minutes (the default is 10).",
+          *v, *minutes * 60));
+    }
+    if (*minutes > 7 * 24 * 60) {
+      throw ConfigError(fmt::format("DEEPSPEED_TIMEOUT={} minutes is more than a week; a hung job would hold its "
+                                    "nodes that long. Use at most 10080.",
+                                    *v));
+    }
+    return std::chrono::minutes(*minutes);
   }
   return std::chrono::minutes(10);
 }

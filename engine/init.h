@@ -10,9 +10,11 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "engine/accelerator/accelerator.h"
 #include "engine/comm/process_group.h"
+#include "engine/env/deepspeed_view.h"
 #include "engine/env/env_source.h"
 #include "engine/env/world_info.h"
 #include "engine/store/store.h"
@@ -20,6 +22,14 @@
 namespace ds {
 
 struct StoreOnly;
+// Whose rules discovery follows. dsperf's: field by field (explicit arguments, env://, then the
+// launcher's variables), refusing env:// values that contradict the launcher. DeepSpeed's: exactly
+// what deepspeed.init_distributed() does (engine/env/deepspeed_view.h): if any of RANK, WORLD_SIZE,
+// MASTER_ADDR, MASTER_PORT, LOCAL_RANK is missing, all five come from MPI (or AzureML/SageMaker).
+enum class Discovery { kDsperf, kDeepSpeed };
+// "dsperf" or "deepspeed"; throws ConfigError naming `from` (the flag or variable) otherwise.
+Discovery parseDiscovery(std::string_view text, std::string_view from);
+const char* discoveryName(Discovery d);
 
 struct InitOptions {
   // nccl, gloo, mpi or shm; empty means the accelerator's own (nccl on cuda, gloo on cpu).
@@ -40,6 +50,8 @@ struct InitOptions {
   // A store this process already joined with connectStore() (fleet mode): initDistributed then
   // uses it and its discovery instead of connecting again. Not owned; must outlive the call.
   const StoreOnly* joined = nullptr;
+  // Empty: DS_DISCOVERY (dsperf or deepspeed), else dsperf.
+  std::optional<Discovery> discovery;
 };
 
 // The job's store without the rendezvous and without a process group: what dsdiag's fleet mode
@@ -132,8 +144,18 @@ struct InitPlan {
   std::string backend;
   std::chrono::milliseconds timeout{0};
   std::string initMethod;  // "env://" when none was given
+  Discovery discovery = Discovery::kDsperf;
 };
 InitPlan planInit(const InitOptions& options = {});
+
+// The discovery rules these options select (the option, else DS_DISCOVERY, else dsperf's).
+Discovery discoveryFor(const InitOptions& options, const env::EnvSource& env);
+// discoverWorld under the rules the options select; explicit arguments (rank, world_size, a tcp://
+// init_method) win under both, as torch's init_process_group takes them over the environment.
+// init_distributed, planInit and dsdiag all call it. Throws ConfigError as discoverWorld does.
+env::WorldInfo discoverWorldFor(const InitOptions& options, const env::EnvSource& env);
+// DeepSpeed's view of this environment with these options (dsbench world --dry-run, dsdiag).
+env::DeepSpeedView deepspeedViewFor(const InitOptions& options, const env::EnvSource& env);
 
 // Parsed init_method.
 struct InitMethod {
@@ -145,7 +167,9 @@ struct InitMethod {
 // Throws ConfigError naming the text and the accepted forms.
 InitMethod parseInitMethod(const std::string& text);
 
-// DEEPSPEED_TIMEOUT minutes, or 10 minutes. Throws ConfigError on a garbage value.
+// DEEPSPEED_TIMEOUT minutes, read with Python's int() as DeepSpeed does ("1_0" and " 10 " are 10),
+// or 10 minutes. Throws ConfigError where int() fails, and for 0 or less, which DeepSpeed passes on
+// to torch as a timeout that expires at once.
 std::chrono::milliseconds defaultTimeout(const env::EnvSource& env);
 
 // The backends dist_backend accepts.

@@ -10,6 +10,7 @@
 #include "engine/common/net.h"
 #include "engine/env/launcher_args.h"
 #include "reports/json_io.h"
+#include "reports/schema/deepspeed_view.h"
 #include "reports/world_text.h"
 
 namespace ds::bench {
@@ -74,14 +75,62 @@ report::SmokeResult smokeAllreduce(World& world) {
   return s;
 }
 
+nlohmann::json dryRunJson(const InitOptions& init) {
+  env::ProcessEnv env;
+  nlohmann::json doc{{"schema", "dsperf.init_plan v1"}};
+  std::optional<env::WorldInfo> world;
+  std::string error;
+  try {
+    InitPlan p = planInit(init);
+    const auto& w = p.info;
+    world = w;
+    doc["discovery"] = discoveryName(p.discovery);
+    doc["dsperf"] = {{"launcher", env::launcherName(w.launcher)},
+                     {"rank", w.rank.value},
+                     {"world_size", w.worldSize.value},
+                     {"local_rank", w.localRank.value},
+                     {"local_world_size", w.localWorldSize.value},
+                     {"node_rank", w.nodeRank.value},
+                     {"master_addr", w.needsMpiMasterAddr ? nlohmann::json(nullptr) : nlohmann::json(w.masterAddr.value)},
+                     {"master_port", w.masterPort.value},
+                     {"needs_mpi_master_addr", w.needsMpiMasterAddr},
+                     {"needs_mpi_local_ranks", w.needsMpiLocalRanks},
+                     {"job_id", w.jobId.value},
+                     {"provenance", w.describe()},
+                     {"notes", w.notes},
+                     {"accelerator", p.accelerator},
+                     {"backend", p.backend},
+                     {"timeout_s", p.timeout.count() / 1000},
+                     {"init_method", p.initMethod}};
+    doc["dsperf_error"] = nullptr;
+  } catch (const ConfigError& e) {
+    error = e.what();
+    doc["dsperf"] = nullptr;
+    doc["dsperf_error"] = error;
+  }
+  auto view = deepspeedViewFor(init, env);
+  doc["deepspeed"] = report::deepspeedViewJson(view, env::deepspeedDifferences(view, world ? &*world : nullptr, error, env));
+  return doc;
+}
+
 int runWorld(const WorldOptions& o) {
   InitOptions init;
   init.distBackend = o.backend;
   init.initMethod = o.initMethod;
   init.verbose = o.verbose;
+  if (!o.discovery.empty()) init.discovery = parseDiscovery(o.discovery, "--discovery");
   if (o.timeoutSeconds > 0) init.timeout = std::chrono::seconds(o.timeoutSeconds);
   if (o.dryRun) {
-    std::string text = report::formatInitPlan(planInit(init));
+    if (!o.jsonPath.empty()) report::writeJsonAtomic(o.jsonPath, dryRunJson(init));
+    InitPlan plan = planInit(init);
+    std::string text = report::formatInitPlan(plan);
+    env::ProcessEnv env;
+    auto view = deepspeedViewFor(init, env);
+    auto diffs = env::deepspeedDifferences(view, &plan.info, "", env);
+    text += fmt::format("#   deepspeed    deepspeed.init_distributed() would take path {} ({}): {}\n", view.path, view.why,
+                        diffs.empty() ? "the same world" : fmt::format("{} difference(s)", diffs.size()));
+    for (const auto& d : diffs) text += fmt::format("#     {}\n", d.sentence);
+    for (const auto& warning : view.warnings) text += fmt::format("#     {}\n", warning);
     std::fwrite(text.data(), 1, text.size(), stdout);
     return kExitOk;
   }

@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "engine/init.h"
 #include "reports/schema/world.h"
 
@@ -17,7 +19,12 @@ struct WorldOptions {
   std::string jsonPath;    // --json (written by rank 0)
   bool verbose = true;
   bool dryRun = false;     // --dry-run: print what discovery concludes and exit, contacting nothing
+  std::string discovery;   // --discovery dsperf|deepspeed; empty = DS_DISCOVERY, else dsperf
 };
+
+// --dry-run --json: dsperf's plan (or its error) beside DeepSpeed's view of the same environment and
+// every difference (schema dsperf.init_plan v1).
+nlohmann::json dryRunJson(const InitOptions& init);
 
 // This rank's record.
 report::RankRecord describeRank(World& world);

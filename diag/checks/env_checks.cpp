@@ -7,49 +7,22 @@
 #include "engine/common/error.h"
 #include "engine/env/slurm.h"
 #include "engine/env/launcher_args.h"
+#include "engine/accelerator/accelerator.h"
+#include "engine/env/launchers.h"
+#include "engine/init.h"
+#include "reports/schema/deepspeed_view.h"
 
 namespace ds::diag {
 namespace {
 
-struct LauncherSet {
-  const char* name;
-  const char* rank;
-  const char* size;
-  const char* localRank;
-  const char* localSize;
-};
-// The same order as discovery: mpirun inside a Slurm allocation is described by mpirun's variables.
-constexpr LauncherSet kLaunchers[] = {
-    {"Open MPI", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE"},
-    {"MPICH/Hydra", "PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID", "MPI_LOCALNRANKS"},
-    {"MVAPICH", "MV2_COMM_WORLD_RANK", "MV2_COMM_WORLD_SIZE", "MV2_COMM_WORLD_LOCAL_RANK", "MV2_COMM_WORLD_LOCAL_SIZE"},
-    {"PMIx", "PMIX_RANK", nullptr, nullptr, nullptr},
-    {"Slurm", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", nullptr},
-};
+// Which launcher started this process: the same detection discovery uses (engine/env/launchers.h),
+// so dsdiag and init_distributed reach one conclusion.
+env::LauncherDetection detectLauncher(const Context& c) { return env::detectLaunchers(c.env()); }
 
-// A batch script's SLURM_PROCID/SLURM_NTASKS describe the allocation, not this process (discovery
-// ignores them there too).
-bool slurmVarsDescribeUs(const Context& c, const LauncherSet& l) {
-  return std::string_view(l.name) != "Slurm" || env::slurmPlace(c.env()) != env::SlurmPlace::kAllocation;
-}
-
-// srun --mpi=pmi2/pmix exports PMI_RANK/PMIX_RANK equal to SLURM_PROCID: that is srun's PMI, not
-// MPICH's mpiexec.
-std::string launcherLabel(const Context& c, const LauncherSet& l) {
-  std::string_view name(l.name);
-  if ((name == "MPICH/Hydra" || name == "PMIx") && env::slurmPlace(c.env()) == env::SlurmPlace::kStep &&
-      c.get(l.rank) == c.get("SLURM_PROCID")) {
-    return name == "PMIx" ? "Slurm (srun --mpi=pmix)" : "Slurm (srun --mpi=pmi2)";
-  }
-  return l.name;
-}
-
-const LauncherSet* detectLauncher(const Context& c) {
-  if (c.get("TORCHELASTIC_RUN_ID")) return nullptr;
-  for (const auto& l : kLaunchers) {
-    if (c.get(l.rank) && slurmVarsDescribeUs(c, l)) return &l;
-  }
-  return nullptr;
+std::string localLauncherSkip(const env::LocalLauncher& l) {
+  return fmt::format("Under {} ({}): an outer mpirun's/srun's variables describe the per-node launcher and are "
+                     "ignored, as discovery does",
+                     l.name, l.evidence);
 }
 
 Finding worldInfo(Context& c) {
@@ -83,13 +56,25 @@ Finding launcherVars(Context& c) {
   const char* envVars[] = {"RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "LOCAL_RANK"};
   std::vector<std::string> set, missing;
   for (const char* v : envVars) (c.get(v) ? set : missing).emplace_back(v);
-  const auto* l = detectLauncher(c);
-  Json data{{"set", set}, {"missing", missing}, {"launcher", l ? launcherLabel(c, *l) : (c.get("TORCHELASTIC_RUN_ID") ? "dsrun/torchrun" : "none")}};
+  const auto detected = detectLauncher(c);
+  const env::LauncherVars* l = detected.launcher;
+  const std::string label = detected.label;
+  Json data{{"set", set},
+            {"missing", missing},
+            {"launcher", l ? label : (detected.local ? detected.local->name : "none")},
+            {"slurm_allocation_only", detected.slurmAllocationOnly}};
   if (set.empty()) {
     if (l != nullptr) {
       return pass(fmt::format("No env:// variables; rank and size come from the {} launcher (MPI discovery, as "
                               "DeepSpeed's auto_mpi_discovery)",
-                              launcherLabel(c, *l)),
+                              label),
+                  data);
+    }
+    if (detected.slurmAllocationOnly) {
+      return pass(fmt::format("SLURM_PROCID={} and SLURM_NTASKS={} describe the Slurm allocation, not ranks: this is a "
+                              "batch script or salloc shell outside an srun step, so it runs as a single process. "
+                              "Start the ranks with srun inside the script",
+                              c.get("SLURM_PROCID").value_or("?"), c.get("SLURM_NTASKS").value_or("?")),
                   data);
     }
     return pass("No launcher variables: a single process (WORLD_SIZE=1). Under dsrun, torchrun, mpirun or srun dsdiag "
@@ -102,8 +87,8 @@ Finding launcherVars(Context& c) {
     if (l != nullptr) {
       return warn(fmt::format("environment variable {} expected, but not set, while {} is: discovery silently falls "
                               "back to the {} launcher's {} for it, mixing two sources",
-                              absent, hasRank ? "RANK" : "WORLD_SIZE", launcherLabel(c, *l), hasRank ? l->size : l->rank),
-                  fmt::format("Export both RANK and WORLD_SIZE, or neither (and let {} set the world).", launcherLabel(c, *l)), data);
+                              absent, hasRank ? "RANK" : "WORLD_SIZE", label, hasRank ? l->size : l->rank),
+                  fmt::format("Export both RANK and WORLD_SIZE, or neither (and let {} set the world).", label), data);
     }
     return fail(fmt::format("environment variable {} expected, but not set ({} is set): init_distributed stops here",
                             absent, hasRank ? "RANK" : "WORLD_SIZE"),
@@ -125,7 +110,7 @@ Finding launcherVars(Context& c) {
   if (multi && !c.get("LOCAL_RANK")) {
     return warn(fmt::format("LOCAL_RANK is not set with WORLD_SIZE={}: the local rank is derived{}, and a wrong guess "
                             "puts two ranks on one GPU",
-                            *size, l ? fmt::format(" from {}", launcherLabel(c, *l)) : " as RANK % LOCAL_WORLD_SIZE (one node assumed)"),
+                            *size, l ? fmt::format(" from {}", label) : " as RANK % LOCAL_WORLD_SIZE (one node assumed)"),
                 "Export LOCAL_RANK (and LOCAL_WORLD_SIZE) per process, as dsrun/torchrun do.", data);
   }
   return pass(fmt::format("env:// variables set: {}{}", join(set, ", "),
@@ -134,22 +119,19 @@ Finding launcherVars(Context& c) {
 }
 
 Finding launcherAgreement(Context& c) {
-  if (c.get("TORCHELASTIC_RUN_ID")) {
-    return skip("Under dsrun/torchrun (TORCHELASTIC_RUN_ID set): an outer mpirun's/srun's variables describe the per-node "
-                "launcher and are ignored, as discovery does");
-  }
+  const auto detected = detectLauncher(c);
+  if (detected.local) return skip(localLauncherSkip(*detected.local));
   std::vector<std::string> conflicts;
   std::vector<std::string> launchers;
   Json pairs = Json::array();
-  for (const auto& l : kLaunchers) {
-    if (!c.get(l.rank) || !slurmVarsDescribeUs(c, l)) continue;
-    // srun --mpi=pmi2 shows as one launcher, not as "PMI" and "Slurm".
-    if (auto label = launcherLabel(c, l);
-        !(label == "Slurm" && !launchers.empty() && launchers.back().rfind("Slurm (", 0) == 0)) {
-      launchers.push_back(label);
-    }
+  for (const auto& [lp, label] : detected.present) {
+    const env::LauncherVars& l = *lp;
+    launchers.push_back(label);
     std::pair<const char*, const char*> cmp[] = {
-        {"RANK", l.rank}, {"WORLD_SIZE", l.size}, {"LOCAL_RANK", l.localRank}, {"LOCAL_WORLD_SIZE", l.localSize}};
+        {"RANK", l.rank},
+        {"WORLD_SIZE", l.size && c.get(l.size) ? l.size : l.sizeFallback},
+        {"LOCAL_RANK", l.localRank && c.get(l.localRank) ? l.localRank : l.localRankFallback},
+        {"LOCAL_WORLD_SIZE", l.localSize}};
     for (auto [e, lv] : cmp) {
       if (lv == nullptr) continue;
       auto a = c.get(e), b = c.get(lv);
@@ -356,6 +338,128 @@ Finding launcherFlags(Context& c) {
   return pass("No launcher flags after the program name", data);
 }
 
+
+// What deepspeed.init_distributed() would conclude here (DeepSpeed's rules, engine/env/deepspeed_view.h)
+// beside dsperf's own conclusion, field by field.
+Finding deepspeedConclusion(Context& c) {
+  auto view = deepspeedViewFor(InitOptions{}, c.env());
+  std::optional<env::WorldInfo> mine;
+  std::string err;
+  try {
+    InitOptions o;
+    o.discovery = Discovery::kDsperf;  // the comparison is with dsperf's own rules, whatever DS_DISCOVERY says
+    mine = discoverWorldFor(o, c.env());
+  } catch (const std::exception& e) {
+    err = e.what();
+  }
+  auto diffs = env::deepspeedDifferences(view, mine ? &*mine : nullptr, err, c.env());
+  Json data = report::deepspeedViewJson(view, diffs);
+  if (view.failure) {
+    std::string unless = view.failure->unless.empty() ? "" : fmt::format(" where {} is not installed", view.failure->unless);
+    return fail(fmt::format("deepspeed.init_distributed() would fail here, at {}{}: {}: {}{}",
+                            view.failure->stage == "import" ? "`import deepspeed`" : "init_distributed()", unless,
+                            view.failure->type, view.failure->message,
+                            mine ? " (dsperf's own rules would start the job)" : ""),
+                "Fix the variable DeepSpeed names above (env.deepspeed_timeout and env.ds_accelerator check the two it reads "
+                "at import).",
+                data);
+  }
+  const bool lone = view.worldSizeValue == 1 && mine && mine->worldSize.value == 1;
+  std::vector<std::string> sentences, minor;
+  bool worldDiffers = false;
+  for (const auto& d : diffs) {
+    bool world = d.field == "RANK" || d.field == "WORLD_SIZE" || d.field == "outcome";
+    worldDiffers = worldDiffers || world;
+    ((world || !lone) && d.field != "mpi4py" ? sentences : minor).push_back(d.sentence);
+  }
+  std::string where = view.masterAddrFromMpiRank0 ? "rank 0's first `hostname -I` address"
+                                                  : (view.masterAddr.text ? *view.masterAddr.text : "?");
+  std::string summary = fmt::format("deepspeed.init_distributed() would make this rank {} of {} at {}:{} ({}: {})",
+                                    view.rankValue ? std::to_string(*view.rankValue) : "<MPI's rank>",
+                                    view.worldSizeValue ? std::to_string(*view.worldSizeValue) : "<MPI's size>", where,
+                                    view.masterPortValue ? std::to_string(*view.masterPortValue) : "?", view.path,
+                                    view.why);
+  for (const auto& w : view.warnings) sentences.push_back(w);
+  if (!mine && !worldDiffers) worldDiffers = true;
+  const std::string todo =
+      "Export all five of RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR and MASTER_PORT (DeepSpeed's launcher, torchrun and "
+      "dsrun do), so that DeepSpeed uses them as they are; or run dsperf with --discovery deepspeed to follow "
+      "DeepSpeed's rules.";
+  if (worldDiffers) return fail(fmt::format("{}. {}", summary, join(sentences, " ")), todo, data);
+  if (!sentences.empty()) return warn(fmt::format("{}. {}", summary, join(sentences, " ")), todo, data);
+  return pass(fmt::format("{}; dsperf concludes the same{}", summary,
+                          minor.empty() ? "" : fmt::format(" (for one process: {})", join(minor, " "))),
+              data);
+}
+
+// DEEPSPEED_TIMEOUT exactly as deepspeed/constants.py reads it at import: Python's int(), in minutes.
+Finding deepspeedTimeout(Context& c) {
+  auto v = c.get("DEEPSPEED_TIMEOUT");
+  if (!v) {
+    return pass("DEEPSPEED_TIMEOUT unset: 10 minutes, DeepSpeed's default since 0.19.6 (30 minutes through 0.19.5) "
+                "and dsperf's",
+                {{"minutes", 10}, {"source", "default"}});
+  }
+  auto m = env::pythonInt(*v);
+  Json data{{"value", *v}, {"minutes", m ? Json(*m) : Json(nullptr)}};
+  if (!m) {
+    return fail(fmt::format("DEEPSPEED_TIMEOUT={} is not a whole number of minutes: `import deepspeed` raises ValueError "
+                            "(invalid literal for int() with base 10: {}) before any rank starts, and dsperf stops too",
+                            quoteValue(*v), env::pythonRepr(*v)),
+                "Set DEEPSPEED_TIMEOUT to whole minutes, e.g. 30, or unset it for the default of 10.", data);
+  }
+  if (*m <= 0) {
+    return warn(fmt::format("DEEPSPEED_TIMEOUT={} gives a {}-second timeout: DeepSpeed passes it to torch without a "
+                            "word, and every rendezvous and collective then times out at once (dsperf refuses it)",
+                            quoteValue(*v), *m * 60),
+                "Set a positive number of minutes (the default is 10).", data);
+  }
+  std::string read = std::to_string(*m) == *v ? "" : fmt::format(" (Python's int() reads {} as {})", env::pythonRepr(*v), *m);
+  if (*m > 7 * 24 * 60) {
+    return warn(fmt::format("DEEPSPEED_TIMEOUT={} minutes{}: a hung job holds its nodes that long, and dsperf refuses "
+                            "more than a week (10080)",
+                            *m, read),
+                "Use at most 10080 minutes; a few times the slowest expected step is enough.", data);
+  }
+  return pass(fmt::format("DEEPSPEED_TIMEOUT={} minutes{}: rendezvous and collectives wait at most {} s", *m, read,
+                          *m * 60),
+              data);
+}
+
+// DS_ACCELERATOR exactly as DeepSpeed's get_accelerator() reads it at import.
+Finding dsAccelerator(Context& c) {
+  auto v = c.get("DS_ACCELERATOR");
+  std::string why;
+  const bool cuda = accel::tryMakeCudaAccelerator(why) != nullptr;
+  Json data{{"value", v ? Json(*v) : Json(nullptr)}, {"cuda_usable", cuda}, {"cuda_reason", why}};
+  if (!v) {
+    return pass(fmt::format("DS_ACCELERATOR unset: DeepSpeed and dsperf detect {}{}", cuda ? "cuda" : "cpu",
+                            cuda ? "" : fmt::format(" (no usable GPU: {})", why)),
+                data);
+  }
+  if (*v == "cpu") return pass("DS_ACCELERATOR=cpu: DeepSpeed and dsperf run on the CPU (backend gloo)", data);
+  if (*v == "cuda") {
+    if (cuda) return pass("DS_ACCELERATOR=cuda, and a GPU is usable here", data);
+    return fail(fmt::format("DS_ACCELERATOR=cuda but no GPU is usable here ({}): DeepSpeed takes it without checking "
+                            "and the job fails later, at the first CUDA call or at NCCL's init; dsperf stops at init",
+                            why),
+                "Unset DS_ACCELERATOR on CPU-only nodes (or set it to cpu), or fix the GPU (see the gpu checks).", data);
+  }
+  if (auto module = env::deepspeedAcceleratorModule(*v)) {
+    return fail(fmt::format("DS_ACCELERATOR={}: {} is a DeepSpeed accelerator that dsperf does not support (dsperf runs "
+                            "on cpu and cuda); DeepSpeed itself needs {} for it and raises ValueError at `import "
+                            "deepspeed` where that is missing",
+                            *v, *v, *module),
+                "Unset DS_ACCELERATOR (or set cpu or cuda) for dsperf's tools.", data);
+  }
+  std::vector<std::string> names;
+  for (auto n : env::deepspeedAcceleratorNames()) names.emplace_back(n);
+  return fail(fmt::format("DS_ACCELERATOR={} is not an accelerator DeepSpeed knows: `import deepspeed` raises "
+                          "ValueError (DS_ACCELERATOR must be one of {}), and dsperf stops too",
+                          quoteValue(*v), join(names, ", ")),
+              "Unset DS_ACCELERATOR to detect the accelerator, or set one of the names above (lower case).", data);
+}
+
 }  // namespace
 
 std::vector<CheckDef> envChecks() {
@@ -367,6 +471,10 @@ std::vector<CheckDef> envChecks() {
       {"env.world_size_product", "env", "WORLD_SIZE == nnodes x nproc-per-node where knowable", worldSizeProduct},
       {"env.omp_num_threads", "env", "OMP_NUM_THREADS set when several ranks share a node", ompThreads},
       {"env.launcher_flags", "env", "Launcher flags placed after the program name", launcherFlags},
+      {"env.deepspeed", "env", "What deepspeed.init_distributed() would conclude here, and every difference from dsperf's",
+       deepspeedConclusion},
+      {"env.deepspeed_timeout", "env", "DEEPSPEED_TIMEOUT as DeepSpeed reads it (Python int(), minutes)", deepspeedTimeout},
+      {"env.ds_accelerator", "env", "DS_ACCELERATOR as DeepSpeed reads it (its 10 names; cuda needs a GPU)", dsAccelerator},
   };
 }
 

@@ -2,6 +2,7 @@
 #include <optional>
 
 #include "engine/common/error.h"
+#include "engine/env/launchers.h"
 #include "engine/env/slurm.h"
 #include "engine/env/world_info.h"
 
@@ -10,33 +11,6 @@ namespace {
 
 constexpr long long kMaxWorld = 1LL << 24;
 constexpr int kDefaultPort = 29500;  // DeepSpeed's distributed_port
-
-// One launcher's variables (REFERENCE.md §1). nullptr: the launcher has no such variable.
-struct LauncherVars {
-  Launcher id;
-  const char* rank;
-  const char* size;
-  const char* localRank;
-  const char* localSize;
-  // Read when `size` is unset: the allocation's spelling after the step's.
-  const char* sizeFallback = nullptr;
-};
-
-// Order matters: under `mpirun` inside a Slurm allocation both sets exist and mpirun's is the one
-// that describes this process; Open MPI also exports PMIX_RANK. srun --mpi=pmi2/pmix exports
-// PMI_RANK/PMIX_RANK equal to SLURM_PROCID: discoverWorld then takes Slurm's entry (see there).
-constexpr std::array<LauncherVars, 5> kLaunchers{{
-    {Launcher::kOpenMpi, "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK",
-     "OMPI_COMM_WORLD_LOCAL_SIZE"},
-    {Launcher::kMpich, "PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID", "MPI_LOCALNRANKS"},
-    {Launcher::kMvapich, "MV2_COMM_WORLD_RANK", "MV2_COMM_WORLD_SIZE", "MV2_COMM_WORLD_LOCAL_RANK",
-     "MV2_COMM_WORLD_LOCAL_SIZE"},
-    {Launcher::kPmix, "PMIX_RANK", nullptr, nullptr, nullptr},
-    // srun exports the step's task count as SLURM_STEP_NUM_TASKS (and SLURM_NTASKS, which a batch
-    // script also has, for the allocation).
-    {Launcher::kSlurm, "SLURM_PROCID", "SLURM_STEP_NUM_TASKS", "SLURM_LOCALID", nullptr, "SLURM_NTASKS"},
-}};
-constexpr const LauncherVars& kSlurmVars = kLaunchers.back();
 
 struct Reader {
   const EnvSource& env;
@@ -79,6 +53,30 @@ void checkAgree(const std::optional<Sourced<int>>& envVal, const std::optional<S
       envVal->source, launcherName(launcher)));
 }
 
+
+// AzureML (AZUREML_EXPERIMENT_ID, and not a DLTS cluster) names rank 0's node in its own variables:
+// AZ_BATCHAI_MPI_MASTER_NODE on one node, AZ_BATCH_MASTER_NODE ("host:port") on several. Read only
+// under Open MPI, whose variables AzureML's ranks come from, and only when MASTER_ADDR is unset.
+std::optional<Sourced<std::string>> azureMlMaster(const EnvSource& env, const LauncherVars* launcher,
+                                                  const WorldInfo& w) {
+  if (!env.get("AZUREML_EXPERIMENT_ID") || env.get("DLTS_JOB_ID") || launcher == nullptr ||
+      launcher->id != Launcher::kOpenMpi) {
+    return std::nullopt;
+  }
+  auto localSize = env.get("OMPI_COMM_WORLD_LOCAL_SIZE");
+  bool single = localSize && pythonInt(*localSize) == w.worldSize.value;
+  if (single) {
+    if (auto v = env.get("AZ_BATCHAI_MPI_MASTER_NODE"); v && !v->empty()) {
+      return Sourced<std::string>{*v, "AZ_BATCHAI_MPI_MASTER_NODE (AzureML, one node)"};
+    }
+  } else if (auto v = env.get("AZ_BATCH_MASTER_NODE"); v && !v->empty()) {
+    return Sourced<std::string>{v->substr(0, v->find(':')), "AZ_BATCH_MASTER_NODE (AzureML: its host part)"};
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
 Sourced<std::string> discoverJobId(const EnvSource& env) {
   if (auto v = env.get("DS_JOB_ID"); v && !v->empty()) return {*v, "DS_JOB_ID"};
   if (auto v = env.get("SLURM_JOB_ID"); v && !v->empty()) {
@@ -92,8 +90,6 @@ Sourced<std::string> discoverJobId(const EnvSource& env) {
   }
   return {"default", "default (no DS_JOB_ID, SLURM_JOB_ID or launcher job id)"};
 }
-
-}  // namespace
 
 const char* launcherName(Launcher l) {
   switch (l) {
@@ -111,40 +107,21 @@ const char* launcherName(Launcher l) {
       return "MVAPICH";
     case Launcher::kSlurm:
       return "Slurm";
+    case Launcher::kPals:
+      return "Cray PALS";
   }
   return "unknown";
 }
 
 WorldInfo discoverWorld(const DiscoveryOptions& opts, const EnvSource& env) {
   WorldInfo w;
-  const LauncherVars* launcher = nullptr;
-  // Under a local launcher (dsrun, torchrun) started by srun or mpirun once per node, the env://
-  // variables describe this worker and the outer launcher's describe the per-node agent, so the
-  // outer ones must not be compared or used.
-  bool underLocalLauncher = env.get("TORCHELASTIC_RUN_ID").has_value();
+  // Under a local launcher (dsrun, torchrun, DeepSpeed's launcher) started by srun or mpirun once per
+  // node, the env:// variables describe this worker and the outer launcher's describe the per-node
+  // agent, so detectLaunchers neither uses nor compares the outer ones.
+  const LauncherDetection detected = detectLaunchers(env, opts.autoMpiDiscovery);
+  const LauncherVars* launcher = detected.launcher;
   const SlurmPlace slurm = slurmPlace(env);
-  bool ignoredAllocation = false;
-  if (opts.autoMpiDiscovery && !underLocalLauncher) {
-    for (const auto& l : kLaunchers) {
-      auto v = env.get(l.rank);
-      if (!v) continue;
-      // A batch script (or salloc shell) sees SLURM_PROCID=0 and the allocation's SLURM_NTASKS, but
-      // no srun started ranks: taking them would make rank 0 of N wait for N-1 ranks that never come.
-      if (l.id == Launcher::kSlurm && slurm == SlurmPlace::kAllocation) {
-        ignoredAllocation = true;
-        continue;
-      }
-      // srun --mpi=pmi2/pmix: the plugin's rank is the task's SLURM_PROCID, and the step's variables
-      // give the size, local ranks and nodes, so MPI is never needed to settle them.
-      if ((l.id == Launcher::kMpich || l.id == Launcher::kPmix) && slurm == SlurmPlace::kStep &&
-          env.get("SLURM_PROCID") == v) {
-        launcher = &kSlurmVars;
-        break;
-      }
-      launcher = &l;
-      break;
-    }
-  }
+  const bool ignoredAllocation = opts.autoMpiDiscovery && detected.slurmAllocationOnly && !detected.local;
   Reader r{env, launcher};
   constexpr std::string_view kRankValid = "0 to WORLD_SIZE-1";
   constexpr std::string_view kSizeValid = "at least 1 (the number of processes in the job)";
@@ -229,6 +206,7 @@ WorldInfo discoverWorld(const DiscoveryOptions& opts, const EnvSource& env) {
   auto envLocalSize = r.firstIntVar({"LOCAL_WORLD_SIZE", "LOCAL_SIZE"}, 1, kMaxWorld,
                                     "at least 1 (the processes on this node)");
   auto lLocalRank = r.launcherVar(&LauncherVars::localRank, 0, kMaxWorld, "0 to the local size - 1");
+  if (!lLocalRank) lLocalRank = r.launcherVar(&LauncherVars::localRankFallback, 0, kMaxWorld, "0 to the local size - 1");
   auto lLocalSize = r.launcherVar(&LauncherVars::localSize, 1, kMaxWorld, "at least 1");
   auto slurmNode = launcher != nullptr && launcher->id == Launcher::kSlurm
                        ? r.intVar("SLURM_NODEID", 0, kMaxWorld, "0 to the number of nodes - 1")
@@ -291,6 +269,8 @@ WorldInfo discoverWorld(const DiscoveryOptions& opts, const EnvSource& env) {
     // first node may not be in the step at all.
     auto hosts = expandNodelist(nodes->second, nodes->first);
     w.masterAddr = {hosts.front(), nodes->first + " (first host)"};
+  } else if (auto aml = azureMlMaster(env, launcher, w)) {
+    w.masterAddr = *aml;
   } else if (mpiStyle && w.worldSize.value > 1) {
     w.needsMpiMasterAddr = true;
     w.masterAddr = {"", "pending: rank 0's address, to be agreed through MPI"};
@@ -317,6 +297,11 @@ WorldInfo discoverWorld(const DiscoveryOptions& opts, const EnvSource& env) {
     w.masterPort = {*opts.masterPort, "argument init_method"};
   } else if (auto v = r.intVar("MASTER_PORT", 1, 65535, "a TCP port, 1 to 65535")) {
     w.masterPort = *v;
+  } else if (w.masterAddr.source.rfind("AZ_BATCH", 0) == 0) {
+    // AzureML's ports, as DeepSpeed's patch_aml_env_for_torch_nccl_backend.
+    bool single = w.masterAddr.source.rfind("AZ_BATCHAI_MPI_MASTER_NODE", 0) == 0;
+    w.masterPort = {single ? 54965 : 6105, single ? "default under AzureML on one node (DeepSpeed's 54965)"
+                                                 : "default under AzureML on several nodes (DeepSpeed's 6105)"};
   } else if (auto port = slurm != SlurmPlace::kNone && opts.distributedPort == kDefaultPort
                              ? slurmDefaultPort(env.get("SLURM_JOB_ID").value_or(""))
                              : std::nullopt) {

@@ -1,5 +1,5 @@
-// Who am I? Discovery turns a launcher's environment (torchrun/dsrun env://, Open MPI, MPICH/Hydra,
-// PMIx, MVAPICH, Slurm) or explicit arguments into a WorldInfo. Every field remembers where it came
+// Who am I? Discovery turns a launcher's environment (torchrun/dsrun/DeepSpeed env://, Open MPI,
+// MPICH/Hydra, Cray PALS, PMIx, MVAPICH, Slurm; AzureML's and SageMaker's master variables) or explicit arguments into a WorldInfo. Every field remembers where it came
 // from, so dsdiag can print "RANK=3 (from OMPI_COMM_WORLD_RANK)".
 #pragma once
 
@@ -19,7 +19,7 @@ struct Sourced {
   std::string source;
 };
 
-enum class Launcher { kNone, kEnv, kOpenMpi, kMpich, kPmix, kMvapich, kSlurm };
+enum class Launcher { kNone, kEnv, kOpenMpi, kMpich, kPmix, kMvapich, kSlurm, kPals };
 const char* launcherName(Launcher l);
 
 struct WorldInfo {
@@ -64,6 +64,10 @@ struct DiscoveryOptions {
 // single process. Throws ConfigError naming the variable, its value and what is valid, including
 // when env:// values disagree with the launcher's.
 WorldInfo discoverWorld(const DiscoveryOptions& options, const EnvSource& env);
+
+// The job id that keeps a stray process of another job out of the store: DS_JOB_ID, else Slurm's
+// job (and step) id, else the launcher's run id, else "default".
+Sourced<std::string> discoverJobId(const EnvSource& env);
 
 // Checks the cross-field rules (RANK < WORLD_SIZE, LOCAL_RANK < LOCAL_WORLD_SIZE, ...). discoverWorld
 // calls it; init calls it again after MPI fills the rest.

@@ -1,0 +1,56 @@
+#include "reports/schema/deepspeed_view.h"
+
+namespace ds::report {
+namespace {
+
+nlohmann::json optText(const env::DsVar& v) { return v.text ? nlohmann::json(*v.text) : nlohmann::json(nullptr); }
+
+template <typename T>
+nlohmann::json opt(const std::optional<T>& v) {
+  return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
+}
+
+}  // namespace
+
+nlohmann::json deepspeedViewJson(const env::DeepSpeedView& v, const std::vector<env::DsDifference>& differences) {
+  nlohmann::json j{{"path", v.path},
+                   {"why", v.why},
+                   {"missing", v.missing},
+                   {"rank", opt(v.rankValue)},
+                   {"world_size", opt(v.worldSizeValue)},
+                   {"local_rank", optText(v.localRank)},
+                   {"master_addr", optText(v.masterAddr)},
+                   {"master_port", opt(v.masterPortValue)},
+                   {"master_addr_from_mpi_rank0", v.masterAddrFromMpiRank0},
+                   {"mpi4py_needed", v.mpi4pyNeeded},
+                   {"mpi_world", v.mpiWorld},
+                   {"nccl_socket_ifname", optText(v.ncclSocketIfname)},
+                   {"sources",
+                    {{"rank", v.rank.source},
+                     {"world_size", v.worldSize.source},
+                     {"local_rank", v.localRank.source},
+                     {"master_addr", v.masterAddr.source},
+                     {"master_port", v.masterPort.source}}},
+                   {"accelerator", v.accelerator},
+                   {"accelerator_method", v.acceleratorMethod},
+                   {"backend", v.backend},
+                   {"timeout_s", opt(v.timeoutSeconds)},
+                   {"warnings", v.warnings}};
+  if (v.failure) {
+    j["failure"] = {{"stage", v.failure->stage},
+                    {"type", v.failure->type},
+                    {"message", v.failure->message},
+                    {"unless_installed", v.failure->unless}};
+    for (const char* k : {"rank", "world_size", "master_port"}) j[k] = nullptr;
+  } else {
+    j["failure"] = nullptr;
+  }
+  nlohmann::json diffs = nlohmann::json::array();
+  for (const auto& d : differences) {
+    diffs.push_back({{"field", d.field}, {"deepspeed", d.deepspeed}, {"dsperf", d.other}, {"sentence", d.sentence}});
+  }
+  j["differences"] = diffs;
+  return j;
+}
+
+}  // namespace ds::report
