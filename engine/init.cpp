@@ -249,9 +249,10 @@ env::WorldInfo discoverWorldFor(const InitOptions& o, const env::EnvSource& env)
 Discovery parseDiscovery(std::string_view text, std::string_view from) {
   if (text == "dsperf") return Discovery::kDsperf;
   if (text == "deepspeed") return Discovery::kDeepSpeed;
-  throw ConfigError(fmt::format("{}='{}' is not a discovery rule set; use dsperf (field by field, checked against "
-                                "the launcher) or deepspeed (exactly what deepspeed.init_distributed() does).",
-                                from, text));
+  throw ConfigError(
+      fmt::format("{}='{}' is not a discovery rule set; use dsperf (field by field, checked against "
+                  "the launcher) or deepspeed (exactly what deepspeed.init_distributed() does).",
+                  from, text));
 }
 
 const char* discoveryName(Discovery d) { return d == Discovery::kDeepSpeed ? "deepspeed" : "dsperf"; }
@@ -350,20 +351,23 @@ milliseconds defaultTimeout(const env::EnvSource& env) {
   if (auto v = env.get("DEEPSPEED_TIMEOUT")) {
     auto minutes = env::pythonInt(*v);
     if (!minutes) {
-      throw ConfigError(fmt::format("DEEPSPEED_TIMEOUT='{}' is not a whole number of minutes: `import deepspeed` fails "
-                                    "on it too (Python's int() raises ValueError). Set it to minutes, e.g. 30.",
-                                    *v));
+      throw ConfigError(
+          fmt::format("DEEPSPEED_TIMEOUT='{}' is not a whole number of minutes: `import deepspeed` fails "
+                      "on it too (Python's int() raises ValueError). Set it to minutes, e.g. 30.",
+                      *v));
     }
     if (*minutes <= 0) {
       throw ConfigError(fmt::format(
-          "DEEPSPEED_TIMEOUT={} gives a timeout of {} s: DeepSpeed passes it on to torch, where every rendezvous and "
+          "DEEPSPEED_TIMEOUT={} gives a timeout of {} s: DeepSpeed passes it on to torch, where every "
+          "rendezvous and "
           "collective then times out at once. Set a positive number of minutes (the default is 10).",
           *v, *minutes * 60));
     }
     if (*minutes > 7 * 24 * 60) {
-      throw ConfigError(fmt::format("DEEPSPEED_TIMEOUT={} minutes is more than a week; a hung job would hold its "
-                                    "nodes that long. Use at most 10080.",
-                                    *v));
+      throw ConfigError(
+          fmt::format("DEEPSPEED_TIMEOUT={} minutes is more than a week; a hung job would hold its "
+                      "nodes that long. Use at most 10080.",
+                      *v));
     }
     return std::chrono::minutes(*minutes);
   }

@@ -43,7 +43,8 @@ std::string formatSmoke(const SmokeResult& s) {
 std::string formatInitPlan(const InitPlan& p) {
   const auto& w = p.info;
   std::string out = "# dsbench world --dry-run: what init_distributed would conclude here (nothing was contacted)\n";
-  out += fmt::format("#   discovery    {}'s rules (--discovery / DS_DISCOVERY)\n", discoveryName(p.discovery));
+  out +=
+      fmt::format("#   discovery    {}'s rules (--discovery / DS_DISCOVERY)\n", discoveryName(p.discovery));
   out += fmt::format("#   launcher     {}\n", env::launcherName(w.launcher));
   for (const auto& line : w.describe()) out += fmt::format("#   {}\n", line);
   for (const auto& note : w.notes) out += fmt::format("#   note         {}\n", note);

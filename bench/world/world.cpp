@@ -75,41 +75,56 @@ report::SmokeResult smokeAllreduce(World& world) {
   return s;
 }
 
+namespace {
+
+// dsperf's own rules, whatever --discovery says: DeepSpeed's view is compared with them (as dsdiag's
+// env.deepspeed does), and only discovery's errors count, not the accelerator's or the timeout's.
+std::vector<env::DsDifference> differencesFromDsperf(const InitOptions& init, const env::DeepSpeedView& view,
+                                                     const env::EnvSource& env) {
+  InitOptions mine = init;
+  mine.discovery = Discovery::kDsperf;
+  try {
+    env::WorldInfo w = discoverWorldFor(mine, env);
+    return env::deepspeedDifferences(view, &w, "", env);
+  } catch (const ConfigError& e) {
+    return env::deepspeedDifferences(view, nullptr, e.what(), env);
+  }
+}
+
+}  // namespace
+
 nlohmann::json dryRunJson(const InitOptions& init) {
   env::ProcessEnv env;
   nlohmann::json doc{{"schema", "dsperf.init_plan v1"}};
-  std::optional<env::WorldInfo> world;
-  std::string error;
   try {
     InitPlan p = planInit(init);
     const auto& w = p.info;
-    world = w;
     doc["discovery"] = discoveryName(p.discovery);
-    doc["dsperf"] = {{"launcher", env::launcherName(w.launcher)},
-                     {"rank", w.rank.value},
-                     {"world_size", w.worldSize.value},
-                     {"local_rank", w.localRank.value},
-                     {"local_world_size", w.localWorldSize.value},
-                     {"node_rank", w.nodeRank.value},
-                     {"master_addr", w.needsMpiMasterAddr ? nlohmann::json(nullptr) : nlohmann::json(w.masterAddr.value)},
-                     {"master_port", w.masterPort.value},
-                     {"needs_mpi_master_addr", w.needsMpiMasterAddr},
-                     {"needs_mpi_local_ranks", w.needsMpiLocalRanks},
-                     {"job_id", w.jobId.value},
-                     {"provenance", w.describe()},
-                     {"notes", w.notes},
-                     {"accelerator", p.accelerator},
-                     {"backend", p.backend},
-                     {"timeout_s", p.timeout.count() / 1000},
-                     {"init_method", p.initMethod}};
+    doc["dsperf"] = {
+        {"launcher", env::launcherName(w.launcher)},
+        {"rank", w.rank.value},
+        {"world_size", w.worldSize.value},
+        {"local_rank", w.localRank.value},
+        {"local_world_size", w.localWorldSize.value},
+        {"node_rank", w.nodeRank.value},
+        {"master_addr", w.needsMpiMasterAddr ? nlohmann::json(nullptr) : nlohmann::json(w.masterAddr.value)},
+        {"master_port", w.masterPort.value},
+        {"needs_mpi_master_addr", w.needsMpiMasterAddr},
+        {"needs_mpi_local_ranks", w.needsMpiLocalRanks},
+        {"job_id", w.jobId.value},
+        {"provenance", w.describe()},
+        {"notes", w.notes},
+        {"accelerator", p.accelerator},
+        {"backend", p.backend},
+        {"timeout_s", p.timeout.count() / 1000},
+        {"init_method", p.initMethod}};
     doc["dsperf_error"] = nullptr;
   } catch (const ConfigError& e) {
-    error = e.what();
     doc["dsperf"] = nullptr;
-    doc["dsperf_error"] = error;
+    doc["dsperf_error"] = e.what();
   }
   auto view = deepspeedViewFor(init, env);
-  doc["deepspeed"] = report::deepspeedViewJson(view, env::deepspeedDifferences(view, world ? &*world : nullptr, error, env));
+  doc["deepspeed"] = report::deepspeedViewJson(view, differencesFromDsperf(init, view, env));
   return doc;
 }
 
@@ -126,8 +141,9 @@ int runWorld(const WorldOptions& o) {
     std::string text = report::formatInitPlan(plan);
     env::ProcessEnv env;
     auto view = deepspeedViewFor(init, env);
-    auto diffs = env::deepspeedDifferences(view, &plan.info, "", env);
-    text += fmt::format("#   deepspeed    deepspeed.init_distributed() would take path {} ({}): {}\n", view.path, view.why,
+    auto diffs = differencesFromDsperf(init, view, env);
+    text += fmt::format("#   deepspeed    deepspeed.init_distributed() would take path {} ({}): {}\n",
+                        view.path, view.why,
                         diffs.empty() ? "the same world" : fmt::format("{} difference(s)", diffs.size()));
     for (const auto& d : diffs) text += fmt::format("#     {}\n", d.sentence);
     for (const auto& warning : view.warnings) text += fmt::format("#     {}\n", warning);

@@ -2,10 +2,9 @@
 // smallest end-to-end check that a launcher, the discovery and the store agree.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "engine/init.h"
 #include "reports/schema/world.h"

@@ -20,10 +20,11 @@ Command addWorldCommand(CLI::App& parent) {
               "print what discovery concludes from this environment (every value with its source) and exit, "
               "contacting nothing")
       ->envname("DSBENCH_DRY_RUN");
-  w->add_option("--discovery", o->discovery,
-                "whose rules discovery follows: dsperf (field by field, checked against the launcher) or deepspeed "
-                "(exactly deepspeed.init_distributed()'s); default DS_DISCOVERY, else dsperf. With --dry-run --json, "
-                "the JSON holds both views and their differences")
+  w->add_option(
+       "--discovery", o->discovery,
+       "whose rules discovery follows: dsperf (field by field, checked against the launcher) or deepspeed "
+       "(exactly deepspeed.init_distributed()'s); default DS_DISCOVERY, else dsperf. With --dry-run --json, "
+       "the JSON holds both views and their differences")
       ->envname("DSBENCH_DISCOVERY")
       ->check(CLI::IsMember({"dsperf", "deepspeed"}));
   return Command{w, [o] { return runWorld(*o); }};

@@ -4,11 +4,11 @@
 
 #include "diag/check.h"
 #include "diag/util.h"
-#include "engine/common/error.h"
-#include "engine/env/slurm.h"
-#include "engine/env/launcher_args.h"
 #include "engine/accelerator/accelerator.h"
+#include "engine/common/error.h"
+#include "engine/env/launcher_args.h"
 #include "engine/env/launchers.h"
+#include "engine/env/slurm.h"
 #include "engine/init.h"
 #include "reports/schema/deepspeed_view.h"
 
@@ -20,9 +20,10 @@ namespace {
 env::LauncherDetection detectLauncher(const Context& c) { return env::detectLaunchers(c.env()); }
 
 std::string localLauncherSkip(const env::LocalLauncher& l) {
-  return fmt::format("Under {} ({}): an outer mpirun's/srun's variables describe the per-node launcher and are "
-                     "ignored, as discovery does",
-                     l.name, l.evidence);
+  return fmt::format(
+      "Under {} ({}): an outer mpirun's/srun's variables describe the per-node launcher and are "
+      "ignored, as discovery does",
+      l.name, l.evidence);
 }
 
 Finding worldInfo(Context& c) {
@@ -65,17 +66,20 @@ Finding launcherVars(Context& c) {
             {"slurm_allocation_only", detected.slurmAllocationOnly}};
   if (set.empty()) {
     if (l != nullptr) {
-      return pass(fmt::format("No env:// variables; rank and size come from the {} launcher (MPI discovery, as "
-                              "DeepSpeed's auto_mpi_discovery)",
-                              label),
-                  data);
+      return pass(
+          fmt::format("No env:// variables; rank and size come from the {} launcher (MPI discovery, as "
+                      "DeepSpeed's auto_mpi_discovery)",
+                      label),
+          data);
     }
     if (detected.slurmAllocationOnly) {
-      return pass(fmt::format("SLURM_PROCID={} and SLURM_NTASKS={} describe the Slurm allocation, not ranks: this is a "
-                              "batch script or salloc shell outside an srun step, so it runs as a single process. "
-                              "Start the ranks with srun inside the script",
-                              c.get("SLURM_PROCID").value_or("?"), c.get("SLURM_NTASKS").value_or("?")),
-                  data);
+      return pass(
+          fmt::format(
+              "SLURM_PROCID={} and SLURM_NTASKS={} describe the Slurm allocation, not ranks: this is a "
+              "batch script or salloc shell outside an srun step, so it runs as a single process. "
+              "Start the ranks with srun inside the script",
+              c.get("SLURM_PROCID").value_or("?"), c.get("SLURM_NTASKS").value_or("?")),
+          data);
     }
     return pass("No launcher variables: a single process (WORLD_SIZE=1). Under dsrun, torchrun, mpirun or srun dsdiag "
                 "sees the job's variables",
@@ -85,10 +89,12 @@ Finding launcherVars(Context& c) {
   if (hasRank != hasSize) {
     const char* absent = hasRank ? "WORLD_SIZE" : "RANK";
     if (l != nullptr) {
-      return warn(fmt::format("environment variable {} expected, but not set, while {} is: discovery silently falls "
-                              "back to the {} launcher's {} for it, mixing two sources",
-                              absent, hasRank ? "RANK" : "WORLD_SIZE", label, hasRank ? l->size : l->rank),
-                  fmt::format("Export both RANK and WORLD_SIZE, or neither (and let {} set the world).", label), data);
+      return warn(
+          fmt::format("environment variable {} expected, but not set, while {} is: discovery silently falls "
+                      "back to the {} launcher's {} for it, mixing two sources",
+                      absent, hasRank ? "RANK" : "WORLD_SIZE", label, hasRank ? l->size : l->rank),
+          fmt::format("Export both RANK and WORLD_SIZE, or neither (and let {} set the world).", label),
+          data);
     }
     return fail(fmt::format("environment variable {} expected, but not set ({} is set): init_distributed stops here",
                             absent, hasRank ? "RANK" : "WORLD_SIZE"),
@@ -108,10 +114,12 @@ Finding launcherVars(Context& c) {
   std::vector<std::string> notes;
   if (multi && !c.get("MASTER_PORT")) notes.push_back("MASTER_PORT unset: 29500 is used");
   if (multi && !c.get("LOCAL_RANK")) {
-    return warn(fmt::format("LOCAL_RANK is not set with WORLD_SIZE={}: the local rank is derived{}, and a wrong guess "
-                            "puts two ranks on one GPU",
-                            *size, l ? fmt::format(" from {}", label) : " as RANK % LOCAL_WORLD_SIZE (one node assumed)"),
-                "Export LOCAL_RANK (and LOCAL_WORLD_SIZE) per process, as dsrun/torchrun do.", data);
+    return warn(
+        fmt::format(
+            "LOCAL_RANK is not set with WORLD_SIZE={}: the local rank is derived{}, and a wrong guess "
+            "puts two ranks on one GPU",
+            *size, l ? fmt::format(" from {}", label) : " as RANK % LOCAL_WORLD_SIZE (one node assumed)"),
+        "Export LOCAL_RANK (and LOCAL_WORLD_SIZE) per process, as dsrun/torchrun do.", data);
   }
   return pass(fmt::format("env:// variables set: {}{}", join(set, ", "),
                           notes.empty() ? "" : "; " + join(notes, "; ")),
@@ -338,7 +346,6 @@ Finding launcherFlags(Context& c) {
   return pass("No launcher flags after the program name", data);
 }
 
-
 // What deepspeed.init_distributed() would conclude here (DeepSpeed's rules, engine/env/deepspeed_view.h)
 // beside dsperf's own conclusion, field by field.
 Finding deepspeedConclusion(Context& c) {
@@ -347,7 +354,8 @@ Finding deepspeedConclusion(Context& c) {
   std::string err;
   try {
     InitOptions o;
-    o.discovery = Discovery::kDsperf;  // the comparison is with dsperf's own rules, whatever DS_DISCOVERY says
+    o.discovery =
+        Discovery::kDsperf;  // the comparison is with dsperf's own rules, whatever DS_DISCOVERY says
     mine = discoverWorldFor(o, c.env());
   } catch (const std::exception& e) {
     err = e.what();
@@ -355,12 +363,14 @@ Finding deepspeedConclusion(Context& c) {
   auto diffs = env::deepspeedDifferences(view, mine ? &*mine : nullptr, err, c.env());
   Json data = report::deepspeedViewJson(view, diffs);
   if (view.failure) {
-    std::string unless = view.failure->unless.empty() ? "" : fmt::format(" where {} is not installed", view.failure->unless);
+    std::string unless =
+        view.failure->unless.empty() ? "" : fmt::format(" where {} is not installed", view.failure->unless);
     return fail(fmt::format("deepspeed.init_distributed() would fail here, at {}{}: {}: {}{}",
-                            view.failure->stage == "import" ? "`import deepspeed`" : "init_distributed()", unless,
-                            view.failure->type, view.failure->message,
+                            view.failure->stage == "import" ? "`import deepspeed`" : "init_distributed()",
+                            unless, view.failure->type, view.failure->message,
                             mine ? " (dsperf's own rules would start the job)" : ""),
-                "Fix the variable DeepSpeed names above (env.deepspeed_timeout and env.ds_accelerator check the two it reads "
+                "Fix the variable DeepSpeed names above (env.deepspeed_timeout and env.ds_accelerator check "
+                "the two it reads "
                 "at import).",
                 data);
   }
@@ -374,16 +384,18 @@ Finding deepspeedConclusion(Context& c) {
   }
   std::string where = view.masterAddrFromMpiRank0 ? "rank 0's first `hostname -I` address"
                                                   : (view.masterAddr.text ? *view.masterAddr.text : "?");
-  std::string summary = fmt::format("deepspeed.init_distributed() would make this rank {} of {} at {}:{} ({}: {})",
-                                    view.rankValue ? std::to_string(*view.rankValue) : "<MPI's rank>",
-                                    view.worldSizeValue ? std::to_string(*view.worldSizeValue) : "<MPI's size>", where,
-                                    view.masterPortValue ? std::to_string(*view.masterPortValue) : "?", view.path,
-                                    view.why);
+  std::string summary =
+      fmt::format("deepspeed.init_distributed() would make this rank {} of {} at {}:{} ({}: {})",
+                  view.rankValue ? std::to_string(*view.rankValue) : "<MPI's rank>",
+                  view.worldSizeValue ? std::to_string(*view.worldSizeValue) : "<MPI's size>", where,
+                  view.masterPortValue ? std::to_string(*view.masterPortValue) : "?", view.path, view.why);
   for (const auto& w : view.warnings) sentences.push_back(w);
   if (!mine && !worldDiffers) worldDiffers = true;
   const std::string todo =
-      "Export all five of RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR and MASTER_PORT (DeepSpeed's launcher, torchrun and "
-      "dsrun do), so that DeepSpeed uses them as they are; or run dsperf with --discovery deepspeed to follow "
+      "Export all five of RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR and MASTER_PORT (DeepSpeed's launcher, "
+      "torchrun and "
+      "dsrun do), so that DeepSpeed uses them as they are; or run dsperf with --discovery deepspeed to "
+      "follow "
       "DeepSpeed's rules.";
   if (worldDiffers) return fail(fmt::format("{}. {}", summary, join(sentences, " ")), todo, data);
   if (!sentences.empty()) return warn(fmt::format("{}. {}", summary, join(sentences, " ")), todo, data);
@@ -396,33 +408,41 @@ Finding deepspeedConclusion(Context& c) {
 Finding deepspeedTimeout(Context& c) {
   auto v = c.get("DEEPSPEED_TIMEOUT");
   if (!v) {
-    return pass("DEEPSPEED_TIMEOUT unset: 10 minutes, DeepSpeed's default since 0.19.6 (30 minutes through 0.19.5) "
-                "and dsperf's",
-                {{"minutes", 10}, {"source", "default"}});
+    return pass(
+        "DEEPSPEED_TIMEOUT unset: 10 minutes, DeepSpeed's default since 0.19.6 (30 minutes through 0.19.5) "
+        "and dsperf's",
+        {{"minutes", 10}, {"source", "default"}});
   }
   auto m = env::pythonInt(*v);
   Json data{{"value", *v}, {"minutes", m ? Json(*m) : Json(nullptr)}};
   if (!m) {
-    return fail(fmt::format("DEEPSPEED_TIMEOUT={} is not a whole number of minutes: `import deepspeed` raises ValueError "
-                            "(invalid literal for int() with base 10: {}) before any rank starts, and dsperf stops too",
-                            quoteValue(*v), env::pythonRepr(*v)),
-                "Set DEEPSPEED_TIMEOUT to whole minutes, e.g. 30, or unset it for the default of 10.", data);
+    return fail(
+        fmt::format(
+            "DEEPSPEED_TIMEOUT={} is not a whole number of minutes: `import deepspeed` raises ValueError "
+            "(invalid literal for int() with base 10: {}) before any rank starts, and dsperf stops too",
+            quoteValue(*v), env::pythonRepr(*v)),
+        "Set DEEPSPEED_TIMEOUT to whole minutes, e.g. 30, or unset it for the default of 10.", data);
   }
   if (*m <= 0) {
-    return warn(fmt::format("DEEPSPEED_TIMEOUT={} gives a {}-second timeout: DeepSpeed passes it to torch without a "
-                            "word, and every rendezvous and collective then times out at once (dsperf refuses it)",
-                            quoteValue(*v), *m * 60),
-                "Set a positive number of minutes (the default is 10).", data);
+    return warn(
+        fmt::format("DEEPSPEED_TIMEOUT={} gives a {}-second timeout: DeepSpeed passes it to torch without a "
+                    "word, and every rendezvous and collective then times out at once (dsperf refuses it)",
+                    quoteValue(*v), *m * 60),
+        "Set a positive number of minutes (the default is 10).", data);
   }
-  std::string read = std::to_string(*m) == *v ? "" : fmt::format(" (Python's int() reads {} as {})", env::pythonRepr(*v), *m);
+  std::string read = std::to_string(*m) == *v
+                         ? ""
+                         : fmt::format(" (Python's int() reads {} as {})", env::pythonRepr(*v), *m);
   if (*m > 7 * 24 * 60) {
-    return warn(fmt::format("DEEPSPEED_TIMEOUT={} minutes{}: a hung job holds its nodes that long, and dsperf refuses "
-                            "more than a week (10080)",
-                            *m, read),
-                "Use at most 10080 minutes; a few times the slowest expected step is enough.", data);
+    return warn(
+        fmt::format(
+            "DEEPSPEED_TIMEOUT={} minutes{}: a hung job holds its nodes that long, and dsperf refuses "
+            "more than a week (10080)",
+            *m, read),
+        "Use at most 10080 minutes; a few times the slowest expected step is enough.", data);
   }
-  return pass(fmt::format("DEEPSPEED_TIMEOUT={} minutes{}: rendezvous and collectives wait at most {} s", *m, read,
-                          *m * 60),
+  return pass(fmt::format("DEEPSPEED_TIMEOUT={} minutes{}: rendezvous and collectives wait at most {} s", *m,
+                          read, *m * 60),
               data);
 }
 
@@ -437,44 +457,56 @@ Finding dsAccelerator(Context& c) {
                             cuda ? "" : fmt::format(" (no usable GPU: {})", why)),
                 data);
   }
-  if (*v == "cpu") return pass("DS_ACCELERATOR=cpu: DeepSpeed and dsperf run on the CPU (backend gloo)", data);
+  if (*v == "cpu")
+    return pass("DS_ACCELERATOR=cpu: DeepSpeed and dsperf run on the CPU (backend gloo)", data);
   if (*v == "cuda") {
     if (cuda) return pass("DS_ACCELERATOR=cuda, and a GPU is usable here", data);
-    return fail(fmt::format("DS_ACCELERATOR=cuda but no GPU is usable here ({}): DeepSpeed takes it without checking "
-                            "and the job fails later, at the first CUDA call or at NCCL's init; dsperf stops at init",
-                            why),
-                "Unset DS_ACCELERATOR on CPU-only nodes (or set it to cpu), or fix the GPU (see the gpu checks).", data);
+    return fail(
+        fmt::format("DS_ACCELERATOR=cuda but no GPU is usable here ({}): DeepSpeed takes it without checking "
+                    "and the job fails later, at the first CUDA call or at NCCL's init; dsperf stops at init",
+                    why),
+        "Unset DS_ACCELERATOR on CPU-only nodes (or set it to cpu), or fix the GPU (see the gpu checks).",
+        data);
   }
   if (auto module = env::deepspeedAcceleratorModule(*v)) {
-    return fail(fmt::format("DS_ACCELERATOR={}: {} is a DeepSpeed accelerator that dsperf does not support (dsperf runs "
-                            "on cpu and cuda); DeepSpeed itself needs {} for it and raises ValueError at `import "
-                            "deepspeed` where that is missing",
-                            *v, *v, *module),
-                "Unset DS_ACCELERATOR (or set cpu or cuda) for dsperf's tools.", data);
+    return fail(
+        fmt::format(
+            "DS_ACCELERATOR={}: {} is a DeepSpeed accelerator that dsperf does not support (dsperf runs "
+            "on cpu and cuda); DeepSpeed itself needs {} for it and raises ValueError at `import "
+            "deepspeed` where that is missing",
+            *v, *v, *module),
+        "Unset DS_ACCELERATOR (or set cpu or cuda) for dsperf's tools.", data);
   }
   std::vector<std::string> names;
   for (auto n : env::deepspeedAcceleratorNames()) names.emplace_back(n);
-  return fail(fmt::format("DS_ACCELERATOR={} is not an accelerator DeepSpeed knows: `import deepspeed` raises "
-                          "ValueError (DS_ACCELERATOR must be one of {}), and dsperf stops too",
-                          quoteValue(*v), join(names, ", ")),
-              "Unset DS_ACCELERATOR to detect the accelerator, or set one of the names above (lower case).", data);
+  return fail(
+      fmt::format("DS_ACCELERATOR={} is not an accelerator DeepSpeed knows: `import deepspeed` raises "
+                  "ValueError (DS_ACCELERATOR must be one of {}), and dsperf stops too",
+                  quoteValue(*v), join(names, ", ")),
+      "Unset DS_ACCELERATOR to detect the accelerator, or set one of the names above (lower case).", data);
 }
 
 }  // namespace
 
 std::vector<CheckDef> envChecks() {
   return {
-      {"env.world_info", "env", "Discovered world (rank, sizes, master) with where each value came from", worldInfo},
+      {"env.world_info", "env", "Discovered world (rank, sizes, master) with where each value came from",
+       worldInfo},
       {"env.launcher_vars", "env", "env:// variables missing or half set", launcherVars},
-      {"env.launcher_agreement", "env", "env:// values agree with the MPI/Slurm launcher's", launcherAgreement},
+      {"env.launcher_agreement", "env", "env:// values agree with the MPI/Slurm launcher's",
+       launcherAgreement},
       {"env.rank_range", "env", "RANK < WORLD_SIZE, LOCAL_RANK < LOCAL_WORLD_SIZE", rankRange},
-      {"env.world_size_product", "env", "WORLD_SIZE == nnodes x nproc-per-node where knowable", worldSizeProduct},
+      {"env.world_size_product", "env", "WORLD_SIZE == nnodes x nproc-per-node where knowable",
+       worldSizeProduct},
       {"env.omp_num_threads", "env", "OMP_NUM_THREADS set when several ranks share a node", ompThreads},
       {"env.launcher_flags", "env", "Launcher flags placed after the program name", launcherFlags},
-      {"env.deepspeed", "env", "What deepspeed.init_distributed() would conclude here, and every difference from dsperf's",
+      {"env.deepspeed", "env",
+       "What deepspeed.init_distributed() would conclude here, and every difference from dsperf's",
        deepspeedConclusion},
-      {"env.deepspeed_timeout", "env", "DEEPSPEED_TIMEOUT as DeepSpeed reads it (Python int(), minutes)", deepspeedTimeout},
-      {"env.ds_accelerator", "env", "DS_ACCELERATOR as DeepSpeed reads it (its 10 names; cuda needs a GPU)", dsAccelerator},
+      {"env.deepspeed_timeout", "env", "DEEPSPEED_TIMEOUT as DeepSpeed reads it (Python int(), minutes)",
+       deepspeedTimeout},
+      {"env.ds_accelerator", "env", "DS_ACCELERATOR as DeepSpeed reads it (its 10 names; cuda needs a GPU)",
+       dsAccelerator},
   };
 }
 

@@ -581,3 +581,63 @@ TEST(SystemChecks, ThreadAffinityWarnsWhenTheMaskIsNarrowerThanTheThreads) {
   EXPECT_STATUS(judgeThreadAffinity({{0, 1, 2, 3}, 4, 3, "OMP_NUM_THREADS=3", ""}), PASS);
   EXPECT_STATUS(judgeThreadAffinity({{}, 4, 1, "", ""}), SKIP);  // mask unreadable
 }
+
+// DeepSpeed's rules beside dsperf's (issue 27).
+TEST(EnvChecks, DeepSpeedsLauncherInsideASlurmStepIsAccepted) {
+  auto v = launched(1, 2);
+  for (auto [k, val] : {std::pair{"SLURM_JOB_ID", "42"}, {"SLURM_STEP_ID", "0"}, {"SLURM_PROCID", "0"},
+                        {"SLURM_NTASKS", "1"}, {"SLURM_STEP_NUM_TASKS", "1"}, {"SLURM_LOCALID", "0"},
+                        {"CROSS_RANK", "0"}, {"CROSS_SIZE", "1"}, {"LOCAL_SIZE", "2"}}) {
+    v[k] = val;
+  }
+  EXPECT_STATUS(runCheck("env.world_info", v), PASS);
+  auto f = runCheck("env.launcher_agreement", v);
+  EXPECT_STATUS(f, SKIP);
+  EXPECT_NE(f.message.find("DeepSpeed's launcher"), std::string::npos) << f.message;
+  EXPECT_STATUS(runCheck("env.deepspeed", v), PASS);
+}
+
+TEST(EnvChecks, BatchScriptSlurmVariablesAreNotCalledMissing) {
+  auto f = runCheck("env.launcher_vars", {{"SLURM_JOB_ID", "7"}, {"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "4"}});
+  EXPECT_STATUS(f, PASS);
+  EXPECT_EQ(f.message.find("No launcher variables"), std::string::npos) << f.message;
+  EXPECT_NE(f.message.find("SLURM_NTASKS=4 describe the Slurm allocation"), std::string::npos) << f.message;
+}
+
+TEST(EnvChecks, DeepSpeedSplittingTheJobIntoSingletonsFails) {
+  auto v = launched(1, 2, 1234);
+  v.erase("LOCAL_RANK");
+  auto f = runCheck("env.deepspeed", v);
+  EXPECT_STATUS(f, FAIL);
+  EXPECT_NE(f.message.find("rank 0 of 1"), std::string::npos) << f.message;
+  EXPECT_NE(f.message.find("DeepSpeed will replace MASTER_PORT=1234 with 29500, because LOCAL_RANK is not set"),
+            std::string::npos)
+      << f.message;
+  EXPECT_STATUS(runCheck("env.deepspeed", launched(1, 2, 1234)), PASS);
+}
+
+TEST(EnvChecks, DeepSpeedTimeoutIsReadAsPythonsInt) {
+  EXPECT_STATUS(runCheck("env.deepspeed_timeout", {}), PASS);
+  auto u = runCheck("env.deepspeed_timeout", {{"DEEPSPEED_TIMEOUT", "1_0"}});
+  EXPECT_STATUS(u, PASS);
+  EXPECT_NE(u.message.find("reads '1_0' as 10"), std::string::npos) << u.message;
+  EXPECT_STATUS(runCheck("env.deepspeed_timeout", {{"DEEPSPEED_TIMEOUT", " 10 "}}), PASS);
+  auto zero = runCheck("env.deepspeed_timeout", {{"DEEPSPEED_TIMEOUT", "0"}});
+  EXPECT_STATUS(zero, WARN);
+  EXPECT_NE(zero.message.find("0-second timeout"), std::string::npos) << zero.message;
+  auto bad = runCheck("env.deepspeed_timeout", {{"DEEPSPEED_TIMEOUT", "abc"}});
+  EXPECT_STATUS(bad, FAIL);
+  EXPECT_NE(bad.message.find("invalid literal for int() with base 10: 'abc'"), std::string::npos) << bad.message;
+}
+
+TEST(EnvChecks, DsAcceleratorIsCheckedAsDeepSpeedReadsIt) {
+  EXPECT_STATUS(runCheck("env.ds_accelerator", {{"DS_ACCELERATOR", "cpu"}}), PASS);
+  auto xpu = runCheck("env.ds_accelerator", {{"DS_ACCELERATOR", "xpu"}});
+  EXPECT_STATUS(xpu, FAIL);
+  EXPECT_NE(xpu.message.find("xpu is a DeepSpeed accelerator that dsperf does not support"), std::string::npos)
+      << xpu.message;
+  auto bogus = runCheck("env.ds_accelerator", {{"DS_ACCELERATOR", "bogus"}});
+  EXPECT_STATUS(bogus, FAIL);
+  EXPECT_NE(bogus.message.find("not an accelerator DeepSpeed knows"), std::string::npos) << bogus.message;
+  EXPECT_NE(bogus.message.find("klxpu"), std::string::npos) << bogus.message;
+}

@@ -1,9 +1,10 @@
 #include "engine/env/deepspeed_view.h"
 
-#include <array>
-#include <climits>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+
+#include <array>
+#include <climits>
 
 #include "engine/common/error.h"
 #include "engine/common/net.h"
@@ -13,7 +14,7 @@
 namespace ds::env {
 namespace {
 
-constexpr std::array<std::string_view, 10> kAccelerators{"cuda", "cpu",  "xpu",  "npu",  "mps",
+constexpr std::array<std::string_view, 10> kAccelerators{"cuda", "cpu", "xpu",  "npu",  "mps",
                                                          "hpu",  "mlu", "sdaa", "supa", "klxpu"};
 constexpr std::array<const char*, 5> kFive{"RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "LOCAL_RANK"};
 
@@ -35,7 +36,8 @@ constexpr std::array<AcceleratorNeed, 8> kNeeds{{
     {"mlu", "torch_mlu", "MLU_Accelerator requires torch_mlu, which is not installed on this system."},
     {"sdaa", "torch_sdaa", "SDAA_Accelerator requires torch_sdaa, which is not installed on this system."},
     {"supa", "torch_supa", "SUPA_Accelerator requires torch_supa, which is not installed on this system."},
-    {"klxpu", "torch_xmlir", "KLXPU_Accelerator requires torch_xmlir, which is not installed on this system."},
+    {"klxpu", "torch_xmlir",
+     "KLXPU_Accelerator requires torch_xmlir, which is not installed on this system."},
 }};
 
 std::string invalidLiteral(std::string_view text) {
@@ -115,7 +117,8 @@ std::string pythonRepr(std::string_view s) {
 DeepSpeedView deepspeedView(const EnvSource& env, const DeepSpeedOptions& o) {
   DeepSpeedView v;
   auto fail = [&](std::string stage, std::string type, std::string message, std::string unless = "") {
-    v.failure = DeepSpeedView::Failure{std::move(stage), std::move(type), std::move(message), std::move(unless)};
+    v.failure =
+        DeepSpeedView::Failure{std::move(stage), std::move(type), std::move(message), std::move(unless)};
     return v;
   };
 
@@ -127,12 +130,14 @@ DeepSpeedView deepspeedView(const EnvSource& env, const DeepSpeedOptions& o) {
     minutes = *m;
     if (minutes <= 0) {
       v.warnings.push_back(fmt::format(
-          "DEEPSPEED_TIMEOUT={} passes a {}-second timeout to torch: every rendezvous and collective times out at "
+          "DEEPSPEED_TIMEOUT={} passes a {}-second timeout to torch: every rendezvous and collective times "
+          "out at "
           "once. DeepSpeed accepts it without a word; set a positive number of minutes (the default is 10).",
           pythonRepr(*t), minutes * 60));
     }
   }
-  v.timeoutSeconds = minutes > LLONG_MAX / 60 ? LLONG_MAX : (minutes < LLONG_MIN / 60 ? LLONG_MIN : minutes * 60);
+  v.timeoutSeconds =
+      minutes > LLONG_MAX / 60 ? LLONG_MAX : (minutes < LLONG_MIN / 60 ? LLONG_MIN : minutes * 60);
 
   if (auto a = env.get("DS_ACCELERATOR")) {
     v.acceleratorMethod = "override";
@@ -141,15 +146,18 @@ DeepSpeedView deepspeedView(const EnvSource& env, const DeepSpeedOptions& o) {
       v.backend = "nccl";
       if (!o.cudaUsable) {
         v.warnings.push_back(
-            "DS_ACCELERATOR=cuda: DeepSpeed takes it without checking for a GPU, and no usable GPU is here, so the "
-            "job fails later, at the first CUDA call or at NCCL's init. Unset DS_ACCELERATOR on CPU nodes (or set "
+            "DS_ACCELERATOR=cuda: DeepSpeed takes it without checking for a GPU, and no usable GPU is here, "
+            "so the "
+            "job fails later, at the first CUDA call or at NCCL's init. Unset DS_ACCELERATOR on CPU nodes "
+            "(or set "
             "cpu).");
       }
     } else if (*a == "cpu") {
       v.backend = "gloo";
     } else {
       for (const auto& need : kNeeds) {
-        if (*a == need.name) return fail("import", "ValueError", std::string(need.message), std::string(need.module));
+        if (*a == need.name)
+          return fail("import", "ValueError", std::string(need.message), std::string(need.module));
       }
       v.accelerator.clear();
       std::vector<std::string> quoted;
@@ -166,7 +174,8 @@ DeepSpeedView deepspeedView(const EnvSource& env, const DeepSpeedOptions& o) {
 
   // --- init_distributed: init_deepspeed_backend reads int(RANK) and int(WORLD_SIZE) first ---
   for (const char* name : {"RANK", "WORLD_SIZE"}) {
-    if (auto t = env.get(name); t && !pythonInt(*t)) return fail("init_distributed", "ValueError", invalidLiteral(*t));
+    if (auto t = env.get(name); t && !pythonInt(*t))
+      return fail("init_distributed", "ValueError", invalidLiteral(*t));
   }
   DsVar* vars[] = {&v.rank, &v.worldSize, &v.masterAddr, &v.masterPort, &v.localRank};
   for (size_t i = 0; i < kFive.size(); ++i) {
@@ -203,8 +212,10 @@ DeepSpeedView deepspeedView(const EnvSource& env, const DeepSpeedOptions& o) {
     if (*lsv != *sv) {
       auto m = need("AZ_BATCH_MASTER_NODE");
       if (!m) return keyError("AZ_BATCH_MASTER_NODE");
-      v.masterAddr = {m->substr(0, m->find(':')), "AZ_BATCH_MASTER_NODE (AzureML, several nodes: its host part)"};
-      if (!v.masterPort.text) v.masterPort = {"6105", "AzureML's default on several nodes (MASTER_PORT unset)"};
+      v.masterAddr = {m->substr(0, m->find(':')),
+                      "AZ_BATCH_MASTER_NODE (AzureML, several nodes: its host part)"};
+      if (!v.masterPort.text)
+        v.masterPort = {"6105", "AzureML's default on several nodes (MASTER_PORT unset)"};
     } else {
       auto m = need("AZ_BATCHAI_MPI_MASTER_NODE");
       if (!m) return keyError("AZ_BATCHAI_MPI_MASTER_NODE");
@@ -250,17 +261,19 @@ DeepSpeedView deepspeedView(const EnvSource& env, const DeepSpeedOptions& o) {
   }
 
   // --- after the patch: int(os.getenv('RANK', '0')), then torch's env:// handler ---
-  if (v.rank.text && !pythonInt(*v.rank.text)) return fail("init_distributed", "ValueError", invalidLiteral(*v.rank.text));
+  if (v.rank.text && !pythonInt(*v.rank.text))
+    return fail("init_distributed", "ValueError", invalidLiteral(*v.rank.text));
   const bool mpi = v.path == "mpi_discovery";
   auto envVar = [&](const DsVar& var, const char* name, bool numeric,
                     std::optional<long long>* out) -> std::optional<DeepSpeedView> {
     if (mpi && !var.text && name != std::string_view("MASTER_ADDR")) return std::nullopt;  // MPI answers
     if (mpi && name == std::string_view("MASTER_ADDR")) return std::nullopt;
     if (!var.text || var.text->empty()) {
-      return fail("init_distributed", "ValueError",
-                  fmt::format("Error initializing torch.distributed using env:// rendezvous: environment variable {} "
-                              "expected, but not set",
-                              name));
+      return fail(
+          "init_distributed", "ValueError",
+          fmt::format("Error initializing torch.distributed using env:// rendezvous: environment variable {} "
+                      "expected, but not set",
+                      name));
     }
     if (numeric) {
       auto x = pythonInt(*var.text);
@@ -275,42 +288,47 @@ DeepSpeedView deepspeedView(const EnvSource& env, const DeepSpeedOptions& o) {
   if (auto f = envVar(v.masterPort, "MASTER_PORT", true, &v.masterPortValue)) return *f;
 
   if (v.rankValue && v.worldSizeValue && (*v.rankValue < 0 || *v.rankValue >= *v.worldSizeValue)) {
-    v.warnings.push_back(fmt::format(
-        "DeepSpeed hands RANK={} (from {}) with WORLD_SIZE={} to torch, which does not check it: rendezvous waits "
-        "for a rank that cannot exist until the timeout. Ranks run from 0 to WORLD_SIZE-1.",
-        *v.rankValue, v.rank.source, *v.worldSizeValue));
+    v.warnings.push_back(
+        fmt::format("DeepSpeed hands RANK={} (from {}) with WORLD_SIZE={} to torch, which does not check it: "
+                    "rendezvous waits "
+                    "for a rank that cannot exist until the timeout. Ranks run from 0 to WORLD_SIZE-1.",
+                    *v.rankValue, v.rank.source, *v.worldSizeValue));
   }
   if (v.masterPortValue && (*v.masterPortValue < 1 || *v.masterPortValue > 65535)) {
-    v.warnings.push_back(fmt::format(
-        "DeepSpeed hands MASTER_PORT={} to torch, which is not a TCP port: the store cannot listen or connect. "
-        "Use 1 to 65535.",
-        *v.masterPortValue));
+    v.warnings.push_back(
+        fmt::format("DeepSpeed hands MASTER_PORT={} to torch, which is not a TCP port: the store cannot "
+                    "listen or connect. "
+                    "Use 1 to 65535.",
+                    *v.masterPortValue));
   }
   return v;
 }
 
-std::vector<DsDifference> deepspeedDifferences(const DeepSpeedView& v, const WorldInfo* w, const std::string& dsperfError,
-                                               const EnvSource& env) {
+std::vector<DsDifference> deepspeedDifferences(const DeepSpeedView& v, const WorldInfo* w,
+                                               const std::string& dsperfError, const EnvSource& env) {
   std::vector<DsDifference> out;
   if (v.failure) {
     std::string what = fmt::format("{}: {}", v.failure->type, v.failure->message);
-    std::string cond = v.failure->unless.empty() ? "" : fmt::format(" (unless {} is installed)", v.failure->unless);
+    std::string cond =
+        v.failure->unless.empty() ? "" : fmt::format(" (unless {} is installed)", v.failure->unless);
     out.push_back({"outcome", what, w ? "runs" : dsperfError,
-                   fmt::format("DeepSpeed fails at {}{} with {}{}.", v.failure->stage == "import" ? "`import deepspeed`"
-                                                                                                : "init_distributed()",
+                   fmt::format("DeepSpeed fails at {}{} with {}{}.",
+                               v.failure->stage == "import" ? "`import deepspeed`" : "init_distributed()",
                                cond, what, w ? ", while dsperf's rules start the job" : "")});
     return out;
   }
   if (v.mpi4pyNeeded) {
-    out.push_back({"mpi4py", "imported", "not needed",
-                   fmt::format("DeepSpeed runs MPI discovery here ({}), which imports mpi4py: without it, "
-                               "init_distributed fails with ModuleNotFoundError. Export all five of RANK, WORLD_SIZE, "
-                               "MASTER_ADDR, MASTER_PORT and LOCAL_RANK to skip it.",
-                               v.why)});
+    out.push_back(
+        {"mpi4py", "imported", "not needed",
+         fmt::format("DeepSpeed runs MPI discovery here ({}), which imports mpi4py: without it, "
+                     "init_distributed fails with ModuleNotFoundError. Export all five of RANK, WORLD_SIZE, "
+                     "MASTER_ADDR, MASTER_PORT and LOCAL_RANK to skip it.",
+                     v.why)});
   }
   if (!w) {
-    out.push_back({"outcome", "runs", dsperfError,
-                   fmt::format("DeepSpeed starts here (path {}), while dsperf's rules stop: {}", v.path, dsperfError)});
+    out.push_back(
+        {"outcome", "runs", dsperfError,
+         fmt::format("DeepSpeed starts here (path {}), while dsperf's rules stop: {}", v.path, dsperfError)});
     return out;
   }
   auto because = [&] {
@@ -340,10 +358,10 @@ std::vector<DsDifference> deepspeedDifferences(const DeepSpeedView& v, const Wor
     auto orig = env.get(field);
     std::string sentence =
         orig && *orig != theirs
-            ? fmt::format("DeepSpeed will replace {}={} with {}, {}; dsperf uses {} (from {}).", field, *orig, theirs,
-                          because(), mine, mineSource)
-            : fmt::format("DeepSpeed uses {}={} (from {}); dsperf uses {} (from {}).", field, theirs, ds.source, mine,
-                          mineSource);
+            ? fmt::format("DeepSpeed will replace {}={} with {}, {}; dsperf uses {} (from {}).", field, *orig,
+                          theirs, because(), mine, mineSource)
+            : fmt::format("DeepSpeed uses {}={} (from {}); dsperf uses {} (from {}).", field, theirs,
+                          ds.source, mine, mineSource);
     out.push_back({field, theirs, mine, sentence});
   };
   compare("RANK", v.rank, std::to_string(w->rank.value), w->rank.source);
@@ -351,39 +369,45 @@ std::vector<DsDifference> deepspeedDifferences(const DeepSpeedView& v, const Wor
   if (v.localRank.text || v.path == "mpi_discovery") {
     compare("LOCAL_RANK", v.localRank, std::to_string(w->localRank.value), w->localRank.source);
   }
-  compare("MASTER_ADDR", v.masterAddr, w->needsMpiMasterAddr ? "<rank 0's address, via MPI>" : w->masterAddr.value,
-          w->masterAddr.source);
+  compare("MASTER_ADDR", v.masterAddr,
+          w->needsMpiMasterAddr ? "<rank 0's address, via MPI>" : w->masterAddr.value, w->masterAddr.source);
   compare("MASTER_PORT", v.masterPort, std::to_string(w->masterPort.value), w->masterPort.source);
   if (v.ncclSocketIfname.text && env.get("NCCL_SOCKET_IFNAME") != v.ncclSocketIfname.text) {
-    out.push_back({"NCCL_SOCKET_IFNAME", *v.ncclSocketIfname.text, shown({env.get("NCCL_SOCKET_IFNAME"), ""}),
-                   fmt::format("DeepSpeed sets NCCL_SOCKET_IFNAME={} ({}), replacing {}.", *v.ncclSocketIfname.text,
-                               v.ncclSocketIfname.source, shown({env.get("NCCL_SOCKET_IFNAME"), ""}))});
+    out.push_back(
+        {"NCCL_SOCKET_IFNAME", *v.ncclSocketIfname.text, shown({env.get("NCCL_SOCKET_IFNAME"), ""}),
+         fmt::format("DeepSpeed sets NCCL_SOCKET_IFNAME={} ({}), replacing {}.", *v.ncclSocketIfname.text,
+                     v.ncclSocketIfname.source, shown({env.get("NCCL_SOCKET_IFNAME"), ""}))});
   }
   return out;
 }
 
 WorldInfo worldFromDeepSpeed(const DeepSpeedView& v, const EnvSource& env) {
   if (v.failure) {
-    std::string cond = v.failure->unless.empty()
-                           ? ""
-                           : fmt::format(" where {} is not installed; dsperf does not support that accelerator",
-                                         v.failure->unless);
-    throw ConfigError(fmt::format(
-        "with --discovery deepspeed, dsperf follows deepspeed.init_distributed(), which fails here at {}{}: {}: {}. "
-        "Fix the variable it names (dsdiag --only env.deepspeed shows every difference), or use --discovery dsperf.",
-        v.failure->stage == "import" ? "`import deepspeed`" : "init_distributed()", cond, v.failure->type,
-        v.failure->message));
+    std::string cond =
+        v.failure->unless.empty()
+            ? ""
+            : fmt::format(" where {} is not installed; dsperf does not support that accelerator",
+                          v.failure->unless);
+    throw ConfigError(
+        fmt::format("with --discovery deepspeed, dsperf follows deepspeed.init_distributed(), which fails "
+                    "here at {}{}: {}: {}. "
+                    "Fix the variable it names (dsdiag --only env.deepspeed shows every difference), or use "
+                    "--discovery dsperf.",
+                    v.failure->stage == "import" ? "`import deepspeed`" : "init_distributed()", cond,
+                    v.failure->type, v.failure->message));
   }
   WorldInfo w;
   const LauncherDetection detected = detectLaunchers(env, v.path == "mpi_discovery");
   w.launcher = detected.launcher ? detected.launcher->id : Launcher::kEnv;
   auto needInt = [&](const std::optional<long long>& x, const DsVar& var, const char* name) -> int {
     if (!x) {
-      throw ConfigError(fmt::format(
-          "with --discovery deepspeed, {} comes from MPI ({}), which dsperf cannot ask without starting MPI for it. "
-          "Export {} (and the rest of RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT, LOCAL_RANK), or use --discovery "
-          "dsperf.",
-          name, var.source, name));
+      throw ConfigError(
+          fmt::format("with --discovery deepspeed, {} comes from MPI ({}), which dsperf cannot ask without "
+                      "starting MPI for it. "
+                      "Export {} (and the rest of RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT, LOCAL_RANK), "
+                      "or use --discovery "
+                      "dsperf.",
+                      name, var.source, name));
     }
     if (*x < INT_MIN || *x > INT_MAX) throw ConfigError(fmt::format("{}={} is out of range.", name, *x));
     return static_cast<int>(*x);
@@ -391,16 +415,18 @@ WorldInfo worldFromDeepSpeed(const DeepSpeedView& v, const EnvSource& env) {
   w.rank = {needInt(v.rankValue, v.rank, "RANK"), v.rank.source};
   w.worldSize = {needInt(v.worldSizeValue, v.worldSize, "WORLD_SIZE"), v.worldSize.source};
   if (v.rankValue && *v.rankValue < 0) {
-    throw ConfigError(fmt::format("RANK={} (from {}) is negative: DeepSpeed passes it to torch, and no rank can "
-                                  "have it. Ranks run from 0 to WORLD_SIZE-1.",
-                                  *v.rankValue, v.rank.source));
+    throw ConfigError(
+        fmt::format("RANK={} (from {}) is negative: DeepSpeed passes it to torch, and no rank can "
+                    "have it. Ranks run from 0 to WORLD_SIZE-1.",
+                    *v.rankValue, v.rank.source));
   }
   if (v.localRank.text) {
     auto lr = pythonInt(*v.localRank.text);
     if (!lr || *lr < 0 || *lr > INT_MAX) {
-      throw ConfigError(fmt::format("LOCAL_RANK={} (from {}) is not a local rank: DeepSpeed picks the device with "
-                                    "int(LOCAL_RANK), which fails.",
-                                    pythonRepr(*v.localRank.text), v.localRank.source));
+      throw ConfigError(
+          fmt::format("LOCAL_RANK={} (from {}) is not a local rank: DeepSpeed picks the device with "
+                      "int(LOCAL_RANK), which fails.",
+                      pythonRepr(*v.localRank.text), v.localRank.source));
     }
     w.localRank = {static_cast<int>(*lr), v.localRank.source};
   } else if (v.path == "mpi_discovery" && w.worldSize.value > 1) {
@@ -411,9 +437,11 @@ WorldInfo worldFromDeepSpeed(const DeepSpeedView& v, const EnvSource& env) {
   }
   if (auto ls = env.get("LOCAL_WORLD_SIZE") ? env.get("LOCAL_WORLD_SIZE") : env.get("LOCAL_SIZE");
       ls && pythonInt(*ls) && *pythonInt(*ls) >= 1 && *pythonInt(*ls) <= w.worldSize.value) {
-    w.localWorldSize = {static_cast<int>(*pythonInt(*ls)), env.get("LOCAL_WORLD_SIZE") ? "LOCAL_WORLD_SIZE" : "LOCAL_SIZE"};
+    w.localWorldSize = {static_cast<int>(*pythonInt(*ls)),
+                        env.get("LOCAL_WORLD_SIZE") ? "LOCAL_WORLD_SIZE" : "LOCAL_SIZE"};
   } else if (detected.launcher && detected.launcher->localSize && intOf(env, detected.launcher->localSize)) {
-    w.localWorldSize = {static_cast<int>(*intOf(env, detected.launcher->localSize)), detected.launcher->localSize};
+    w.localWorldSize = {static_cast<int>(*intOf(env, detected.launcher->localSize)),
+                        detected.launcher->localSize};
   } else {
     w.localWorldSize = {w.worldSize.value, "default: WORLD_SIZE (no local size given; assumes one node)"};
   }
@@ -427,7 +455,8 @@ WorldInfo worldFromDeepSpeed(const DeepSpeedView& v, const EnvSource& env) {
   }
   if (v.masterAddrFromMpiRank0) {
     if (w.worldSize.value == 1) {
-      w.masterAddr = {net::firstHostAddress(), "MPI discovery: this lone process's first address (`hostname -I`)"};
+      w.masterAddr = {net::firstHostAddress(),
+                      "MPI discovery: this lone process's first address (`hostname -I`)"};
     } else {
       w.needsMpiMasterAddr = true;
       w.masterAddr = {"", "pending: rank 0's first address, to be broadcast through MPI"};
@@ -436,9 +465,10 @@ WorldInfo worldFromDeepSpeed(const DeepSpeedView& v, const EnvSource& env) {
     w.masterAddr = {*v.masterAddr.text, v.masterAddr.source};
   }
   if (*v.masterPortValue < 1 || *v.masterPortValue > 65535) {
-    throw ConfigError(fmt::format("MASTER_PORT={} (from {}) is not a TCP port: DeepSpeed passes it to torch, whose "
-                                  "store cannot use it. Use 1 to 65535.",
-                                  *v.masterPortValue, v.masterPort.source));
+    throw ConfigError(
+        fmt::format("MASTER_PORT={} (from {}) is not a TCP port: DeepSpeed passes it to torch, whose "
+                    "store cannot use it. Use 1 to 65535.",
+                    *v.masterPortValue, v.masterPort.source));
   }
   w.masterPort = {static_cast<int>(*v.masterPortValue), v.masterPort.source};
   w.jobId = discoverJobId(env);

@@ -83,10 +83,11 @@ DeepSpeedView deepspeedView(const EnvSource& env, const DeepSpeedOptions& option
 
 // One field where DeepSpeed concludes differently from dsperf (or from torch's plain env://).
 struct DsDifference {
-  std::string field;     // "RANK", "MASTER_PORT", "outcome", ...
+  std::string field;      // "RANK", "MASTER_PORT", "outcome", ...
   std::string deepspeed;  // DeepSpeed's value as text
   std::string other;      // dsperf's value as text
-  std::string sentence;   // "DeepSpeed will replace MASTER_PORT=1234 with 29500, because LOCAL_RANK is not set. ..."
+  std::string
+      sentence;  // "DeepSpeed will replace MASTER_PORT=1234 with 29500, because LOCAL_RANK is not set. ..."
 };
 // `dsperf` is dsperf's own conclusion (nullptr when it failed with `dsperfError`).
 std::vector<DsDifference> deepspeedDifferences(const DeepSpeedView& v, const WorldInfo* dsperf,

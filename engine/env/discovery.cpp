@@ -53,7 +53,6 @@ void checkAgree(const std::optional<Sourced<int>>& envVal, const std::optional<S
       envVal->source, launcherName(launcher)));
 }
 
-
 // AzureML (AZUREML_EXPERIMENT_ID, and not a DLTS cluster) names rank 0's node in its own variables:
 // AZ_BATCHAI_MPI_MASTER_NODE on one node, AZ_BATCH_MASTER_NODE ("host:port") on several. Read only
 // under Open MPI, whose variables AzureML's ranks come from, and only when MASTER_ADDR is unset.
@@ -206,7 +205,8 @@ WorldInfo discoverWorld(const DiscoveryOptions& opts, const EnvSource& env) {
   auto envLocalSize = r.firstIntVar({"LOCAL_WORLD_SIZE", "LOCAL_SIZE"}, 1, kMaxWorld,
                                     "at least 1 (the processes on this node)");
   auto lLocalRank = r.launcherVar(&LauncherVars::localRank, 0, kMaxWorld, "0 to the local size - 1");
-  if (!lLocalRank) lLocalRank = r.launcherVar(&LauncherVars::localRankFallback, 0, kMaxWorld, "0 to the local size - 1");
+  if (!lLocalRank)
+    lLocalRank = r.launcherVar(&LauncherVars::localRankFallback, 0, kMaxWorld, "0 to the local size - 1");
   auto lLocalSize = r.launcherVar(&LauncherVars::localSize, 1, kMaxWorld, "at least 1");
   auto slurmNode = launcher != nullptr && launcher->id == Launcher::kSlurm
                        ? r.intVar("SLURM_NODEID", 0, kMaxWorld, "0 to the number of nodes - 1")
@@ -300,8 +300,9 @@ WorldInfo discoverWorld(const DiscoveryOptions& opts, const EnvSource& env) {
   } else if (w.masterAddr.source.rfind("AZ_BATCH", 0) == 0) {
     // AzureML's ports, as DeepSpeed's patch_aml_env_for_torch_nccl_backend.
     bool single = w.masterAddr.source.rfind("AZ_BATCHAI_MPI_MASTER_NODE", 0) == 0;
-    w.masterPort = {single ? 54965 : 6105, single ? "default under AzureML on one node (DeepSpeed's 54965)"
-                                                 : "default under AzureML on several nodes (DeepSpeed's 6105)"};
+    w.masterPort = {single ? 54965 : 6105, single
+                                               ? "default under AzureML on one node (DeepSpeed's 54965)"
+                                               : "default under AzureML on several nodes (DeepSpeed's 6105)"};
   } else if (auto port = slurm != SlurmPlace::kNone && opts.distributedPort == kDefaultPort
                              ? slurmDefaultPort(env.get("SLURM_JOB_ID").value_or(""))
                              : std::nullopt) {

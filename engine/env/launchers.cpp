@@ -1,8 +1,9 @@
 #include "engine/env/launchers.h"
 
+#include <fmt/format.h>
+
 #include <array>
 #include <climits>
-#include <fmt/format.h>
 
 #include "engine/env/slurm.h"
 
@@ -14,7 +15,8 @@ constexpr std::array<LauncherVars, 6> kLaunchers{{
      "OMPI_COMM_WORLD_LOCAL_SIZE"},
     // Cray's mpiexec (PALS) exports its own rank beside Cray PMI's PMI_RANK/PMI_SIZE.
     {Launcher::kPals, "PALS_RANKID", "PMI_SIZE", "PALS_LOCAL_RANKID", "PMI_LOCAL_SIZE"},
-    {Launcher::kMpich, "PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID", "MPI_LOCALNRANKS", nullptr, "PALS_LOCAL_RANKID"},
+    {Launcher::kMpich, "PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID", "MPI_LOCALNRANKS", nullptr,
+     "PALS_LOCAL_RANKID"},
     {Launcher::kMvapich, "MV2_COMM_WORLD_RANK", "MV2_COMM_WORLD_SIZE", "MV2_COMM_WORLD_LOCAL_RANK",
      "MV2_COMM_WORLD_LOCAL_SIZE"},
     {Launcher::kPmix, "PMIX_RANK", nullptr, nullptr, nullptr},
@@ -36,7 +38,8 @@ std::span<const LauncherVars> mpiLaunchers() { return kLaunchers; }
 const LauncherVars& slurmLauncherVars() { return kLaunchers.back(); }
 
 std::optional<LocalLauncher> localLauncher(const EnvSource& env) {
-  if (auto v = env.get("TORCHELASTIC_RUN_ID")) return LocalLauncher{"torchrun/dsrun", "TORCHELASTIC_RUN_ID=" + *v};
+  if (auto v = env.get("TORCHELASTIC_RUN_ID"))
+    return LocalLauncher{"torchrun/dsrun", "TORCHELASTIC_RUN_ID=" + *v};
   if (env.get("CROSS_RANK") && env.get("CROSS_SIZE") && env.get("LOCAL_SIZE") && env.get("RANK") &&
       env.get("WORLD_SIZE")) {
     return LocalLauncher{"DeepSpeed's launcher",
@@ -46,7 +49,8 @@ std::optional<LocalLauncher> localLauncher(const EnvSource& env) {
 }
 
 std::string launcherLabel(const EnvSource& env, const LauncherVars& l) {
-  if (isPmiOfSrun(env, l)) return l.id == Launcher::kPmix ? "Slurm (srun --mpi=pmix)" : "Slurm (srun --mpi=pmi2)";
+  if (isPmiOfSrun(env, l))
+    return l.id == Launcher::kPmix ? "Slurm (srun --mpi=pmix)" : "Slurm (srun --mpi=pmi2)";
   return launcherName(l.id);
 }
 
@@ -64,7 +68,8 @@ LauncherDetection detectLaunchers(const EnvSource& env, bool autoMpiDiscovery) {
     }
     if (d.local) continue;
     // PALS exports PMI_RANK too: one launcher, not two.
-    if (l.id == Launcher::kMpich && !d.present.empty() && d.present.back().first->id == Launcher::kPals) continue;
+    if (l.id == Launcher::kMpich && !d.present.empty() && d.present.back().first->id == Launcher::kPals)
+      continue;
     // srun --mpi=pmi2/pmix: the plugin's rank is the task's SLURM_PROCID, and the step's variables
     // give the size, local ranks and nodes, so MPI is never needed to settle them.
     const LauncherVars& used = isPmiOfSrun(env, l) ? slurmLauncherVars() : l;

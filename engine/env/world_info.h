@@ -1,6 +1,7 @@
 // Who am I? Discovery turns a launcher's environment (torchrun/dsrun/DeepSpeed env://, Open MPI,
-// MPICH/Hydra, Cray PALS, PMIx, MVAPICH, Slurm; AzureML's and SageMaker's master variables) or explicit arguments into a WorldInfo. Every field remembers where it came
-// from, so dsdiag can print "RANK=3 (from OMPI_COMM_WORLD_RANK)".
+// MPICH/Hydra, Cray PALS, PMIx, MVAPICH, Slurm; AzureML's and SageMaker's master variables) or explicit
+// arguments into a WorldInfo. Every field remembers where it came from, so dsdiag can print "RANK=3 (from
+// OMPI_COMM_WORLD_RANK)".
 #pragma once
 
 #include <optional>

@@ -3,7 +3,9 @@
 namespace ds::report {
 namespace {
 
-nlohmann::json optText(const env::DsVar& v) { return v.text ? nlohmann::json(*v.text) : nlohmann::json(nullptr); }
+nlohmann::json optText(const env::DsVar& v) {
+  return v.text ? nlohmann::json(*v.text) : nlohmann::json(nullptr);
+}
 
 template <typename T>
 nlohmann::json opt(const std::optional<T>& v) {
@@ -12,7 +14,8 @@ nlohmann::json opt(const std::optional<T>& v) {
 
 }  // namespace
 
-nlohmann::json deepspeedViewJson(const env::DeepSpeedView& v, const std::vector<env::DsDifference>& differences) {
+nlohmann::json deepspeedViewJson(const env::DeepSpeedView& v,
+                                 const std::vector<env::DsDifference>& differences) {
   nlohmann::json j{{"path", v.path},
                    {"why", v.why},
                    {"missing", v.missing},
@@ -47,7 +50,8 @@ nlohmann::json deepspeedViewJson(const env::DeepSpeedView& v, const std::vector<
   }
   nlohmann::json diffs = nlohmann::json::array();
   for (const auto& d : differences) {
-    diffs.push_back({{"field", d.field}, {"deepspeed", d.deepspeed}, {"dsperf", d.other}, {"sentence", d.sentence}});
+    diffs.push_back(
+        {{"field", d.field}, {"deepspeed", d.deepspeed}, {"dsperf", d.other}, {"sentence", d.sentence}});
   }
   j["differences"] = diffs;
   return j;

@@ -14,6 +14,7 @@ namespace ds::report {
 //  "master_addr_from_mpi_rank0", "mpi4py_needed", "mpi_world", "nccl_socket_ifname", "sources",
 //  "accelerator", "accelerator_method", "backend", "timeout_s", "failure", "warnings", "differences"}
 // Numbers are what torch's store would be created with; null where unknown or where DeepSpeed fails.
-nlohmann::json deepspeedViewJson(const env::DeepSpeedView& v, const std::vector<env::DsDifference>& differences);
+nlohmann::json deepspeedViewJson(const env::DeepSpeedView& v,
+                                 const std::vector<env::DsDifference>& differences);
 
 }  // namespace ds::report

@@ -28,7 +28,21 @@ TEST(Accelerator, UnknownNameListsTheValidOnes) {
   } catch (const ds::ConfigError& e) {
     std::string msg = e.what();
     EXPECT_NE(msg.find("DS_ACCELERATOR='tpu'"), std::string::npos) << msg;
-    EXPECT_NE(msg.find("cpu, cuda"), std::string::npos) << msg;
+    // DeepSpeed's ten names, and the two dsperf runs on.
+    EXPECT_NE(msg.find("cuda, cpu, xpu, npu, mps, hpu, mlu, sdaa, supa, klxpu"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("dsperf runs on cpu and cuda"), std::string::npos) << msg;
+  }
+}
+
+TEST(Accelerator, DeepSpeedsOtherAcceleratorsAreNamedAsUnsupported) {
+  MapEnv env({{"DS_ACCELERATOR", "xpu"}});
+  try {
+    selectAccelerator(env);
+    FAIL() << "accepted xpu";
+  } catch (const ds::ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("xpu is a DeepSpeed accelerator that dsperf does not support"),
+              std::string::npos)
+        << e.what();
   }
 }
 

@@ -8,8 +8,8 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "engine/env/deepspeed_view.h"
 #include "engine/common/error.h"
+#include "engine/env/deepspeed_view.h"
 #include "engine/env/launchers.h"
 
 namespace ds::env {
@@ -18,7 +18,8 @@ namespace {
 using nlohmann::json;
 
 std::string fixturesPath() {
-  if (const char* p = std::getenv("DS_DEEPSPEED_FIXTURES"); p && *p) return p;  // the live test's fresh record
+  if (const char* p = std::getenv("DS_DEEPSPEED_FIXTURES"); p && *p)
+    return p;  // the live test's fresh record
   return DS_DEEPSPEED_FIXTURES;
 }
 
@@ -43,17 +44,20 @@ std::vector<std::string> compare(const json& c, const json& r, const std::string
   DeepSpeedView v = deepspeedView(env, o);
   std::vector<std::string> bad;
   auto expect = [&](const char* what, const json& ours, const json& theirs) {
-    if (ours != theirs) bad.push_back(fmt::format("{}: dsperf's view {} but DeepSpeed {}", what, ours.dump(), theirs.dump()));
+    if (ours != theirs)
+      bad.push_back(fmt::format("{}: dsperf's view {} but DeepSpeed {}", what, ours.dump(), theirs.dump()));
   };
   const bool noMpi4py = c.at("mpi").is_null();
   if (!r.at("ok").get<bool>()) {
     std::string type = r.at("error_type");
     if (type == "ModuleNotFoundError" && noMpi4py) {
-      if (!v.mpi4pyNeeded || v.failure) bad.push_back("DeepSpeed needed mpi4py here; the view does not say so");
+      if (!v.mpi4pyNeeded || v.failure)
+        bad.push_back("DeepSpeed needed mpi4py here; the view does not say so");
       return bad;
     }
     if (!v.failure) {
-      bad.push_back(fmt::format("DeepSpeed fails ({}: {}) but the view does not", type, r.at("error").get<std::string>()));
+      bad.push_back(fmt::format("DeepSpeed fails ({}: {}) but the view does not", type,
+                                r.at("error").get<std::string>()));
       return bad;
     }
     expect("failure stage", v.failure->stage, r.at("stage"));
@@ -64,20 +68,23 @@ std::vector<std::string> compare(const json& c, const json& r, const std::string
     return bad;
   }
   if (v.failure) {
-    bad.push_back(fmt::format("the view fails ({}: {}) but DeepSpeed starts", v.failure->type, v.failure->message));
+    bad.push_back(
+        fmt::format("the view fails ({}: {}) but DeepSpeed starts", v.failure->type, v.failure->message));
     return bad;
   }
   if (noMpi4py && v.mpi4pyNeeded) bad.push_back("the view needs mpi4py, but DeepSpeed ran without it");
   expect("rank", v.rankValue ? json(*v.rankValue) : json(nullptr), r.at("rank"));
   expect("world_size", v.worldSizeValue ? json(*v.worldSizeValue) : json(nullptr), r.at("world_size"));
-  expect("master_addr", v.masterAddrFromMpiRank0 ? json(stubAddr) : textOrNull(v.masterAddr), r.at("master_addr"));
+  expect("master_addr", v.masterAddrFromMpiRank0 ? json(stubAddr) : textOrNull(v.masterAddr),
+         r.at("master_addr"));
   expect("master_port", v.masterPortValue ? json(*v.masterPortValue) : json(nullptr), r.at("master_port"));
   expect("timeout_s", v.timeoutSeconds ? json(static_cast<double>(*v.timeoutSeconds)) : json(nullptr),
          r.at("timeout_s"));
   expect("backend", v.backend, r.at("backend"));
   expect("accelerator", v.accelerator, r.at("accelerator"));
   expect("LOCAL_RANK after", textOrNull(v.localRank), r.at("env_after").at("LOCAL_RANK"));
-  expect("NCCL_SOCKET_IFNAME after", textOrNull(v.ncclSocketIfname), r.at("env_after").at("NCCL_SOCKET_IFNAME"));
+  expect("NCCL_SOCKET_IFNAME after", textOrNull(v.ncclSocketIfname),
+         r.at("env_after").at("NCCL_SOCKET_IFNAME"));
   return bad;
 }
 
@@ -85,14 +92,16 @@ TEST(DeepSpeedFixtures, EveryEnvironmentGivesDeepSpeedsAnswer) {
   json fixtures = load(fixturesPath());
   json cases = load(DS_DEEPSPEED_CASES).at("cases");
   ASSERT_GE(cases.size(), 40u);
-  ASSERT_EQ(fixtures.at("cases").size(), cases.size()) << "fixtures.json is stale: re-record with scripts/deepspeed/record.py";
+  ASSERT_EQ(fixtures.at("cases").size(), cases.size())
+      << "fixtures.json is stale: re-record with scripts/deepspeed/record.py";
   std::string stubAddr = fixtures.at("stub_hostname_i").get<std::string>();
   stubAddr = stubAddr.substr(0, stubAddr.find(' '));
   int failures = 0;
   for (size_t i = 0; i < cases.size(); ++i) {
     const auto& c = cases[i];
     const auto& rec = fixtures["cases"][i];
-    ASSERT_EQ(rec.at("name"), c.at("name")) << "fixtures.json is stale: re-record with scripts/deepspeed/record.py";
+    ASSERT_EQ(rec.at("name"), c.at("name"))
+        << "fixtures.json is stale: re-record with scripts/deepspeed/record.py";
     for (const auto& m : compare(c, rec.at("result"), stubAddr)) {
       ADD_FAILURE() << c.at("name").get<std::string>() << ": " << m;
       ++failures;
@@ -141,7 +150,8 @@ TEST(DeepSpeedView, SaysWhyDeepSpeedReplacesAnExportedPort) {
   for (const auto& d : diffs) {
     if (d.field == "MASTER_PORT") {
       found = true;
-      EXPECT_NE(d.sentence.find("DeepSpeed will replace MASTER_PORT=1234 with 29500, because LOCAL_RANK is not set"),
+      EXPECT_NE(d.sentence.find(
+                    "DeepSpeed will replace MASTER_PORT=1234 with 29500, because LOCAL_RANK is not set"),
                 std::string::npos)
           << d.sentence;
     }
@@ -161,7 +171,8 @@ TEST(DeepSpeedView, FollowedAsDiscoveryGivesDeepSpeedsWorld) {
     worldFromDeepSpeed(deepspeedView(bad), bad);
     FAIL() << "expected ConfigError";
   } catch (const ConfigError& e) {
-    EXPECT_NE(std::string(e.what()).find("invalid literal for int() with base 10: 'abc'"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("invalid literal for int() with base 10: 'abc'"), std::string::npos)
+        << e.what();
   }
 }
 
@@ -172,10 +183,21 @@ namespace ds::env {
 namespace {
 
 MapEnv slurmStepWithDeepSpeedLauncher(bool withStepId) {
-  MapEnv env{{"SLURM_JOB_ID", "4242"}, {"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "1"}, {"SLURM_STEP_NUM_TASKS", "1"},
-             {"SLURM_LOCALID", "0"}, {"SLURM_NODEID", "0"}, {"SLURM_JOB_NODELIST", "node01"},
-             {"RANK", "1"}, {"WORLD_SIZE", "2"}, {"LOCAL_RANK", "1"}, {"MASTER_ADDR", "127.0.0.1"},
-             {"MASTER_PORT", "29500"}, {"CROSS_RANK", "0"}, {"CROSS_SIZE", "1"}, {"LOCAL_SIZE", "2"}};
+  MapEnv env{{"SLURM_JOB_ID", "4242"},
+             {"SLURM_PROCID", "0"},
+             {"SLURM_NTASKS", "1"},
+             {"SLURM_STEP_NUM_TASKS", "1"},
+             {"SLURM_LOCALID", "0"},
+             {"SLURM_NODEID", "0"},
+             {"SLURM_JOB_NODELIST", "node01"},
+             {"RANK", "1"},
+             {"WORLD_SIZE", "2"},
+             {"LOCAL_RANK", "1"},
+             {"MASTER_ADDR", "127.0.0.1"},
+             {"MASTER_PORT", "29500"},
+             {"CROSS_RANK", "0"},
+             {"CROSS_SIZE", "1"},
+             {"LOCAL_SIZE", "2"}};
   if (withStepId) env.set("SLURM_STEP_ID", "0");
   return env;
 }
@@ -194,8 +216,9 @@ TEST(Launchers, DeepSpeedsLauncherInsideASlurmStepIsALocalLauncher) {
     EXPECT_EQ(w.launcher, Launcher::kEnv);
   }
   // Without the launcher's CROSS_* variables, the same RANK beside srun's is still a contradiction.
-  MapEnv noCross{{"SLURM_JOB_ID", "4242"}, {"SLURM_STEP_ID", "0"}, {"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "1"},
-                 {"SLURM_STEP_NUM_TASKS", "1"}, {"RANK", "1"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "x"}};
+  MapEnv noCross{{"SLURM_JOB_ID", "4242"}, {"SLURM_STEP_ID", "0"},        {"SLURM_PROCID", "0"},
+                 {"SLURM_NTASKS", "1"},    {"SLURM_STEP_NUM_TASKS", "1"}, {"RANK", "1"},
+                 {"WORLD_SIZE", "2"},      {"MASTER_ADDR", "x"}};
   EXPECT_THROW(discoverWorld({}, noCross), ConfigError);
 }
 
@@ -207,8 +230,8 @@ TEST(Launchers, BatchScriptSlurmVariablesAreNamedAsTheAllocations) {
 }
 
 TEST(Launchers, CrayPalsIsOneLauncherWithItsLocalRank) {
-  MapEnv env{{"PALS_RANKID", "3"}, {"PALS_LOCAL_RANKID", "1"}, {"PMI_RANK", "3"}, {"PMI_SIZE", "4"},
-             {"PMI_LOCAL_SIZE", "2"}, {"MASTER_ADDR", "n1"}};
+  MapEnv env{{"PALS_RANKID", "3"}, {"PALS_LOCAL_RANKID", "1"}, {"PMI_RANK", "3"},
+             {"PMI_SIZE", "4"},    {"PMI_LOCAL_SIZE", "2"},    {"MASTER_ADDR", "n1"}};
   auto d = detectLaunchers(env);
   ASSERT_EQ(d.present.size(), 1u);
   EXPECT_EQ(d.label, "Cray PALS");
@@ -220,16 +243,16 @@ TEST(Launchers, CrayPalsIsOneLauncherWithItsLocalRank) {
 }
 
 TEST(Launchers, AzureMlNamesTheMasterAndItsPorts) {
-  MapEnv multi{{"AZUREML_EXPERIMENT_ID", "e"}, {"OMPI_COMM_WORLD_RANK", "3"}, {"OMPI_COMM_WORLD_SIZE", "4"},
-               {"OMPI_COMM_WORLD_LOCAL_RANK", "1"}, {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"},
-               {"AZ_BATCH_MASTER_NODE", "10.0.0.5:6000"}};
+  MapEnv multi{{"AZUREML_EXPERIMENT_ID", "e"},      {"OMPI_COMM_WORLD_RANK", "3"},
+               {"OMPI_COMM_WORLD_SIZE", "4"},       {"OMPI_COMM_WORLD_LOCAL_RANK", "1"},
+               {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"}, {"AZ_BATCH_MASTER_NODE", "10.0.0.5:6000"}};
   WorldInfo w = discoverWorld({}, multi);
   EXPECT_EQ(w.masterAddr.value, "10.0.0.5");
   EXPECT_EQ(w.masterPort.value, 6105);
   EXPECT_FALSE(w.needsMpiMasterAddr);
-  MapEnv single{{"AZUREML_EXPERIMENT_ID", "e"}, {"OMPI_COMM_WORLD_RANK", "1"}, {"OMPI_COMM_WORLD_SIZE", "2"},
-                {"OMPI_COMM_WORLD_LOCAL_RANK", "1"}, {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"},
-                {"AZ_BATCHAI_MPI_MASTER_NODE", "10.0.0.4"}};
+  MapEnv single{{"AZUREML_EXPERIMENT_ID", "e"},      {"OMPI_COMM_WORLD_RANK", "1"},
+                {"OMPI_COMM_WORLD_SIZE", "2"},       {"OMPI_COMM_WORLD_LOCAL_RANK", "1"},
+                {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"}, {"AZ_BATCHAI_MPI_MASTER_NODE", "10.0.0.4"}};
   w = discoverWorld({}, single);
   EXPECT_EQ(w.masterAddr.value, "10.0.0.4");
   EXPECT_EQ(w.masterPort.value, 54965);
