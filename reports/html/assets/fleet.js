@@ -27,6 +27,15 @@ function drawOne(m) {
   ctx.fillRect(0, 0, side, side);
   ctx.strokeStyle = '#d0d0d0';
   ctx.strokeRect(margin - 0.5, margin - 0.5, n * cell + 1, n * cell + 1);
+  // Suspect hosts' rows and columns as a faint red band, so that one host among thousands stands out
+  // even where its cells are a pixel wide.
+  ctx.fillStyle = 'rgba(198, 40, 40, 0.14)';
+  for (var s = 0; s < n; s++) {
+    if (!m.suspect[s]) continue;
+    var band = Math.max(cell, 3);
+    ctx.fillRect(margin, margin + s * cell - (band - cell) / 2, n * cell, band);
+    ctx.fillRect(margin + s * cell - (band - cell) / 2, margin, band, n * cell);
+  }
   var cells = m.cells, at = {}, count = 0;
   for (var k = 0; k + 3 < cells.length; k += 4) {
     var i = cells[k], j = cells[k + 1], st = cells[k + 2], ratio = cells[k + 3] / 1000;
