@@ -517,6 +517,19 @@ std::vector<report::PairResult> FleetRun::runRounds(const std::vector<std::vecto
       }
       continue;
     }
+    if (unreachable_.count({std::min(rank_, peer), std::max(rank_, peer)})) {
+      if (rank_ < peer) {
+        report::PairResult r;
+        r.a = rank_;
+        r.b = peer;
+        r.round = tag;
+        r.stage = stage;
+        r.outcome = report::PairOutcome::kSkipped;
+        r.error = "skipped: the reachability probes found no TCP connection between these two (world.reachability)";
+        out.push_back(r);
+      }
+      continue;
+    }
     const auto arriveBy = Clock::now() + o_.pairTimeout;
     if (rank_ < peer) {
       const auto& p = ranks_[static_cast<std::size_t>(peer)];
@@ -577,10 +590,21 @@ void FleetRun::runNetworkStages() {
     for (int r : lead) {
       if (!silent.count(r)) units.push_back(r);
     }
-    store().set(key("go/links"), toBytes(Json{{"units", units}}.dump()));
+    // Pairs that found no TCP path in either direction: the link stage would only time out on them
+    // again (a connect timeout per pair); they are reported as skipped, with the reason.
+    std::set<std::pair<int, int>> noPath;
+    for (const auto& r : report_.input.reach) {
+      for (const auto& f : r.failures) noPath.insert({std::min(f.from, f.to), std::max(f.from, f.to)});
+    }
+    store().set(key("go/links"), toBytes(Json{{"units", units}, {"no_path", noPath}}.dump()));
+    unreachable_ = noPath;
   }
   if (!amLeader) return;
-  if (rank_ != 0) units = waitGo("links").at("units").get<std::vector<int>>();
+  if (rank_ != 0) {
+    auto go = waitGo("links");
+    units = go.at("units").get<std::vector<int>>();
+    unreachable_ = go.value("no_path", std::set<std::pair<int, int>>{});
+  }
 
   // --- links ---
   enterStage("links");
@@ -672,7 +696,11 @@ void FleetRun::runBisect(const std::vector<int>& units) {
     for (int r : units) {
       if (!silent.count(r)) live.push_back(r);
     }
-    if (live.size() >= 3) groups.push_back(live);
+    // Only a fleet that looks healthy so far: a known fault (a missing path, a failed pair, a
+    // silent rank) would only fail the ring again, costing a deadline per step, and is named already.
+    bool known = !unreachable_.empty() || !silent.empty();
+    for (const auto& p : report_.input.pairs) known = known || p.outcome != report::PairOutcome::kOk;
+    if (live.size() >= 3 && !known) groups.push_back(live);
   }
   for (int step = 0; step < 64; ++step) {
     if (rank_ == 0) {

@@ -136,6 +136,7 @@ class FleetRun {
   std::map<int, std::pair<std::string, Clock::time_point>> lastBeat_;
   std::set<int> frozen_, exited_;
   std::string lastDeadPublished_;
+  std::set<std::pair<int, int>> unreachable_;  // pairs the reachability stage found no path for
 };
 
 }  // namespace ds::diag::fleet
