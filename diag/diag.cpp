@@ -7,6 +7,7 @@
 
 #include "diag/explain.h"
 #include "diag/world/world_mode.h"
+#include "reports/diag/fleet_text.h"
 #include "engine/common/error.h"
 #include "engine/common/net.h"
 #include "engine/common/version.h"
@@ -85,6 +86,18 @@ int runDiag(const DiagCommand& cmd) {
                              : fmt::format("{}.rank{}", cmd.jsonPath, outcome.rank);
       try {
         report::writeJsonAtomic(path, report::diagToJson(outcome.report));
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "dsdiag: error: %s\n", e.what());
+      }
+    }
+    if (!cmd.excludeFile.empty()) {
+      try {
+        if (outcome.report.fleet) {
+          report::writeExcludeFile(cmd.excludeFile, outcome.report.fleet->judgement);
+        } else {
+          std::fprintf(stderr, "dsdiag: --exclude-file %s was not written: this rank could not join the job, so "
+                       "there are no per-host verdicts (see world.rendezvous above).\n", cmd.excludeFile.c_str());
+        }
       } catch (const std::exception& e) {
         std::fprintf(stderr, "dsdiag: error: %s\n", e.what());
       }

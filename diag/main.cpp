@@ -93,6 +93,11 @@ int main(int argc, char** argv) {
        "against the fleet's median only)",
        "DSDIAG_MIN_LINK_GBPS")
       ->transform(ds::cli::number(0, 1e6));
+  flag(app, "--exclude-file", cmd.excludeFile,
+       "World mode: write the suspect and no-result hosts as a Slurm hostlist (srun/sbatch --exclude take it); "
+       "an empty file when every host is healthy",
+       "DSDIAG_EXCLUDE_FILE")
+      ->check(ds::cli::outputFile());
   app.add_flag("--verbose,-v", cmd.verbose, "Print each finding's data and every rank's rows")->envname("DSDIAG_VERBOSE");
   flag(app, "--color", cmd.color, "auto (on a TTY), always or never", "DSDIAG_COLOR")
       ->check(ds::cli::oneOf({"auto", "always", "never"}));

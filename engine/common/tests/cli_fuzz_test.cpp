@@ -132,6 +132,7 @@ const std::vector<FlagCase> kFlags = {
     {"dsdiag", "--all-pairs", "DSDIAG_ALL_PAIRS", Kind::kSwitch},
     {"dsdiag", "--link-rounds", "DSDIAG_LINK_ROUNDS", Kind::kInt},
     {"dsdiag", "--min-link-gbps", "DSDIAG_MIN_LINK_GBPS", Kind::kNumber},
+    {"dsdiag", "--exclude-file", "DSDIAG_EXCLUDE_FILE", Kind::kOutput},
 
 
 
