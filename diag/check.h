@@ -66,7 +66,7 @@ struct DiagOptions {
   // Fleet stages (diag/fleet): each link pair's deadline, every pair instead of the planned rounds,
   // the random matchings of the plan (-1: ceil(log2 hosts)), and an absolute bandwidth floor (GB/s;
   // 0: judged against the fleet's own median only).
-  std::chrono::milliseconds pairTimeout = std::chrono::seconds(10);
+  std::chrono::milliseconds pairTimeout = std::chrono::seconds(5);
   bool allPairs = false;
   int linkRounds = -1;
   double minLinkGBps = 0;

@@ -47,7 +47,7 @@ CLI::Option* flag(CLI::App& app, const std::string& name, T& target, const std::
 
 int main(int argc, char** argv) {
   ds::diag::DiagCommand cmd;
-  double timeoutS = 30, connectS = 3, largeMiB = 4, pairS = 10;
+  double timeoutS = 30, connectS = 3, largeMiB = 4, pairS = 5;
   std::string only, skip, explainText, failOn = "warn";
   CLI::App app{"dsdiag: pre-flight checks that say, before an expensive job starts, why it would hang or crawl.\n"
                "Exit codes: 0 all pass, 1 warnings only, 2 a failure, 3 dsdiag could not run."};

@@ -39,8 +39,6 @@ void closeFd(int& fd) {
   fd = -1;
 }
 
-void setNonBlocking(int fd) { ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL, 0) | O_NONBLOCK); }
-
 void setNoDelay(int fd) {
   int one = 1;
   ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
@@ -143,7 +141,7 @@ int startConnect(const std::string& fromAddr, const std::string& toAddr, int por
   sockaddr_storage to{};
   socklen_t toLen = 0;
   if (!toSockaddr(toAddr, port, to, toLen)) {
-    err = EINVAL;
+    err = EDESTADDRREQ;  // not an address at all (connect's own EINVAL means a refused route)
     return -1;
   }
   int fd = ::socket(to.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
@@ -219,6 +217,9 @@ std::string connectErrorText(int err, double seconds) {
     case ENETUNREACH:
       return "network unreachable";
     case EINVAL:
+      // connect() on Linux: the route to it is a blackhole (or the like): nothing is even sent.
+      return "the kernel refused to send (a blackhole or prohibit route to that address)";
+    case EDESTADDRREQ:
       return "the address is not a numeric IP address";
     case EADDRNOTAVAIL:
       return "the source address is not available on this host";

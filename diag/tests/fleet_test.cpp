@@ -295,6 +295,10 @@ Scenario healthy(int hosts) {
   s.name = "frozen_sigstop";
   s.signalHost = victim(hosts);
   s.signal = Signal::kStop;
+  // After the victim joined (its start-up takes longer with more ranks on the 2 cores: a rank
+  // killed before it joins is only "rank N never joined", with no host to name), and before a
+  // healthy fleet would be done (1.1 s at 16 hosts, 5 s at 64).
+  s.signalAfter = std::max(500ms, std::chrono::milliseconds(500 * hosts / 16));
   s.expectHosts = {s.signalHost};
   return s;
 }
