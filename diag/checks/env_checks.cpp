@@ -397,7 +397,17 @@ Finding deepspeedConclusion(Context& c) {
       "dsrun do), so that DeepSpeed uses them as they are; or run dsperf with --discovery deepspeed to "
       "follow "
       "DeepSpeed's rules.";
-  if (worldDiffers) return fail(fmt::format("{}. {}", summary, join(sentences, " ")), todo, data);
+  // Through MPI discovery inside an srun step, the outcome is what mpi4py reports under srun's PMI
+  // plugin, which the view can only model: a warning, not a failure, so that a plain srun job that
+  // never runs DeepSpeed does not fail its pre-flight. Outside any launcher, a singleton is certain.
+  const bool throughMpi = view.path.rfind("mpi_discovery", 0) == 0 && c.get("SLURM_STEP_ID").has_value();
+  if (worldDiffers && !throughMpi) return fail(fmt::format("{}. {}", summary, join(sentences, " ")), todo, data);
+  if (worldDiffers) {
+    return warn(fmt::format("{}. {} (through MPI discovery inside an srun step: what mpi4py reports there decides; "
+                            "with srun's PMI plugin, e.g. --mpi=pmix, it is the real rank and size)",
+                            summary, join(sentences, " ")),
+                todo, data);
+  }
   if (!sentences.empty()) return warn(fmt::format("{}. {}", summary, join(sentences, " ")), todo, data);
   return pass(fmt::format("{}; dsperf concludes the same{}", summary,
                           minor.empty() ? "" : fmt::format(" (for one process: {})", join(minor, " "))),

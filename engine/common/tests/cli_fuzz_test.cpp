@@ -65,6 +65,7 @@ const std::vector<FlagCase> kFlags = {
     {"dsrun", "--max-restarts", "DSRUN_MAX_RESTARTS", Kind::kInt},
     {"dsrun", "--no-python", "DSRUN_NO_PYTHON", Kind::kSwitch},
 
+    {"dsbench world", "--discovery", "DSBENCH_DISCOVERY", Kind::kEnum},
     {"dsbench world", "--backend", "DSBENCH_BACKEND", Kind::kEnum},
     {"dsbench world", "--init-method", "DSBENCH_INIT_METHOD", Kind::kText, false, {""}},
     {"dsbench world", "--timeout", "DSBENCH_TIMEOUT", Kind::kInt},
