@@ -136,6 +136,16 @@ setup() {
   command -v ip >/dev/null 2>&1 || die "'ip' (iproute2) is not installed; run scripts/setup.sh" 4
   command -v unshare >/dev/null 2>&1 || die "'unshare' (util-linux) is not installed" 4
   sweep
+  # Every namespace's ARP entries count against one kernel-wide limit here (gc_thresh3, 1024 by
+  # default): a 64-host fleet has 4032 of them, and past the limit ARP fails ("neighbor table
+  # overflow" in dmesg) and connects time out at random. Raise it for the fleet (never lower it).
+  local need=$((count * count * 2 + 1024)) cur
+  cur=$(sysctl -n net.ipv4.neigh.default.gc_thresh3 2>/dev/null || echo 0)
+  if ((cur < need)); then
+    sysctl -qw net.ipv4.neigh.default.gc_thresh1=$((need / 8)) net.ipv4.neigh.default.gc_thresh2=$((need / 2)) \
+      net.ipv4.neigh.default.gc_thresh3=$need 2>/dev/null ||
+      echo "fleet.sh: could not raise net.ipv4.neigh.default.gc_thresh3 to $need (it is $cur): a fleet this large may see ARP failures" >&2
+  fi
   if [[ -e "$state_root/$name" ]] || ip netns list 2>/dev/null | awk '{print $1}' | grep -qE "^${name}(s|h[0-9]+)$"; then
     die "setup: a fleet named '$name' exists already; run 'fleet.sh teardown $name' first"
   fi
