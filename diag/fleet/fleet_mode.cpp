@@ -503,21 +503,14 @@ std::vector<report::PairResult> FleetRun::runRounds(const std::vector<std::vecto
     }
     if (peer < 0) continue;
     const int tag = firstTag + static_cast<int>(k);
-    auto dead = deadRanks();
-    if (dead.count(peer)) {
-      if (rank_ < peer) {
-        report::PairResult r;
-        r.a = rank_;
-        r.b = peer;
-        r.round = tag;
-        r.stage = stage;
-        r.outcome = report::PairOutcome::kSkipped;
-        r.error = fmt::format("skipped: rank {} had stopped responding (no heartbeat)", peer);
-        out.push_back(r);
-      }
-      continue;
+    // A pair that cannot run is recorded (by its lower rank) as skipped, with the reason.
+    std::string skipWhy;
+    if (deadRanks().count(peer)) {
+      skipWhy = fmt::format("skipped: rank {} had stopped responding (no heartbeat)", peer);
+    } else if (unreachable_.count({std::min(rank_, peer), std::max(rank_, peer)})) {
+      skipWhy = "skipped: the reachability probes found no TCP connection between these two (world.reachability)";
     }
-    if (unreachable_.count({std::min(rank_, peer), std::max(rank_, peer)})) {
+    if (!skipWhy.empty()) {
       if (rank_ < peer) {
         report::PairResult r;
         r.a = rank_;
@@ -525,7 +518,7 @@ std::vector<report::PairResult> FleetRun::runRounds(const std::vector<std::vecto
         r.round = tag;
         r.stage = stage;
         r.outcome = report::PairOutcome::kSkipped;
-        r.error = "skipped: the reachability probes found no TCP connection between these two (world.reachability)";
+        r.error = skipWhy;
         out.push_back(r);
       }
       continue;
