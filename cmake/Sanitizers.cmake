@@ -46,4 +46,6 @@ add_link_options(${DS_SANITIZE_FLAGS})
 add_library(ds_sanitizer_defaults OBJECT ${PROJECT_SOURCE_DIR}/scripts/sanitizers/default_options.c)
 target_compile_definitions(ds_sanitizer_defaults PRIVATE
   DS_SANITIZER_DIR="${PROJECT_SOURCE_DIR}/scripts/sanitizers")
-link_libraries(ds_sanitizer_defaults)
+# BUILD_INTERFACE: the hooks are for the executables of this build; the installed engine library's
+# export set (cmake/install.cmake) must not name a target that is not installed.
+link_libraries($<BUILD_INTERFACE:ds_sanitizer_defaults>)
