@@ -15,6 +15,7 @@
 #include "diag/util.h"
 #include "engine/common/error.h"
 #include "engine/common/net.h"
+#include "engine/common/resources.h"
 #include "reports/schema/placement.h"
 
 namespace ds::diag {
@@ -104,15 +105,11 @@ Finding ulimits(Context& c) {
 }
 
 Finding cpuAffinity(Context& c) {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  int allowed = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : -1;
+  std::vector<int> cpus = sys::affinityCpus();
+  int allowed = cpus.empty() ? -1 : static_cast<int>(cpus.size());
   int online = static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
   int local = c.localWorldSize();
-  std::vector<int> cpus;
-  for (int i = 0; i < CPU_SETSIZE && static_cast<int>(cpus.size()) < 1024; ++i) {
-    if (CPU_ISSET(i, &set)) cpus.push_back(i);
-  }
+  if (cpus.size() > 1024) cpus.resize(1024);
   Json data{{"online", online}, {"allowed", allowed}, {"local_world_size", local}, {"cpus", cpus}};
   std::string summary = fmt::format("{} CPU(s) online, {} allowed to this process, {} rank(s) on this node",
                                     online, allowed, local);
@@ -133,17 +130,51 @@ Finding cpuAffinity(Context& c) {
   return pass(summary, data);
 }
 
+// The cgroup's CPU bandwidth limit against the ranks that share it. Below one CPU per rank the kernel
+// stops the ranks for the rest of every period once they used their share: a collective waits up to a
+// period (100 ms by default) for them, again and again, and NCCL's proxy threads starve.
+Finding cpuQuota(Context& c) {
+  const sys::CgroupCpu q = sys::readCgroupCpu(c.paths().procfs, c.paths().sysfs);
+  const int local = c.localWorldSize();
+  const std::vector<int> cpus = sys::affinityCpus();
+  Json data{{"quota_cpus", q.quotaCpus < 0 ? Json() : Json(q.quotaCpus)},
+            {"file", q.file},
+            {"text", q.text},
+            {"periods", q.periods},
+            {"throttled_periods", q.throttled},
+            {"throttled_s", q.throttledS < 0 ? Json() : Json(q.throttledS)},
+            {"affinity_cpus", static_cast<int>(cpus.size())},
+            {"local_world_size", local}};
+  if (q.quotaCpus < 0) return pass("No cgroup CPU limit on this process (cpu.max / cfs_quota_us unset)", data);
+  const double perRank = q.quotaCpus / local;
+  std::string summary =
+      fmt::format("{}; {} rank(s) on this node share it: {:.2g} CPU per rank", q.describe(), local, perRank);
+  const std::string remedy = fmt::format(
+      "Give the job at least one CPU per rank, two with NCCL's proxy threads (raise the container's --cpus, "
+      "the pod's CPU limit, or Slurm's CPUQuota), or remove the limit in {}.",
+      q.file);
+  if (perRank < 0.5) {
+    return fail(summary +
+                    ": the kernel stops this node's ranks for most of every period, so every collective waits "
+                    "for them and the whole job runs at this node's pace",
+                remedy, data);
+  }
+  const double throttledShare =
+      q.periods > 0 && q.throttled >= 0 ? static_cast<double>(q.throttled) / static_cast<double>(q.periods) : 0;
+  if (perRank < 1 || (throttledShare >= 0.05 && q.quotaCpus < static_cast<double>(cpus.size()))) {
+    return warn(summary +
+                    (perRank < 1 ? ": less than one CPU per rank; ranks are throttled whenever they all run"
+                                 : ": the limit is already being hit; ranks stall when it throttles them"),
+                remedy, data);
+  }
+  return pass(summary, data);
+}
+
 // OPENBLAS_NUM_THREADS wins over OMP_NUM_THREADS in OpenBLAS; garbage reads as unset (env.omp_num_threads
 // reports it).
 AffinityFacts liveAffinityFacts(Context& c) {
   AffinityFacts f;
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof set, &set) == 0) {
-    for (int i = 0; i < CPU_SETSIZE; ++i) {
-      if (CPU_ISSET(i, &set)) f.cpus.push_back(i);
-    }
-  }
+  f.cpus = sys::affinityCpus();
   f.onlineCpus = static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
   for (const char* var : {"OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"}) {
     auto v = c.get(var);
@@ -278,6 +309,9 @@ std::vector<CheckDef> systemChecks() {
       {"system.shm_size", "system", "/dev/shm size (< 512 MiB warn, < 64 MiB fail)", shmSize},
       {"system.ulimits", "system", "memlock and nofile ulimits", ulimits},
       {"system.cpu_affinity", "system", "CPU count and affinity against ranks per node", cpuAffinity},
+      {"system.cpu_quota", "system",
+       "The cgroup CPU limit (cpu.max, cfs_quota_us) against ranks per node (< 0.5 CPU per rank fail, < 1 warn)",
+       cpuQuota},
       {"system.thread_affinity", "system",
        "The affinity mask is as wide as the threads a rank runs (caller + BLAS threads + the process group's "
        "worker)",

@@ -474,6 +474,68 @@ TEST(SystemChecks, CpuAffinityWarnsWhenRanksOutnumberCpus) {
   EXPECT_STATUS(runCheck("system.cpu_affinity", launched(0, 1)), PASS);
 }
 
+// Fake /proc and /sys trees: cgroup v1 (a limit on an ancestor binds) and v2 (a Kubernetes pod).
+TEST(SystemChecks, CpuQuotaJudgesTheCgroupLimitPerRank) {
+  TempDir proc, sys;
+  writeFile(proc.file("self/cgroup"), "4:memory:/job\n3:cpu,cpuacct:/job/rank0\n0::/\n");
+  const std::string v1 = sys.path() + "/fs/cgroup/cpu,cpuacct";
+  writeFile(v1 + "/cpu.cfs_quota_us", "-1\n");
+  writeFile(v1 + "/cpu.cfs_period_us", "100000\n");
+  writeFile(v1 + "/job/cpu.cfs_quota_us", "50000\n");
+  writeFile(v1 + "/job/cpu.cfs_period_us", "100000\n");
+  writeFile(v1 + "/job/cpu.stat", "nr_periods 400\nnr_throttled 300\nthrottled_time 25000000000\n");
+  writeFile(v1 + "/job/rank0/cpu.cfs_quota_us", "-1\n");
+  writeFile(v1 + "/job/rank0/cpu.cfs_period_us", "100000\n");
+  auto v = launched(0, 4);
+  v["DSDIAG_PROCFS"] = proc.path();
+  v["DSDIAG_SYSFS"] = sys.path();
+  auto f = runCheck("system.cpu_quota", v);
+  EXPECT_STATUS(f, FAIL);
+  EXPECT_NE(f.message.find("cgroup CPU limit 0.5 CPU (" + v1 + "/job/cpu.cfs_quota_us: 50000 per 100000 us), "
+                           "throttled in 300 of 400 periods (25.0 s stopped); 4 rank(s) on this node share it: "
+                           "0.12 CPU per rank"),
+            std::string::npos)
+      << f.message;
+  EXPECT_NE(f.remedy.find(v1 + "/job/cpu.cfs_quota_us"), std::string::npos) << f.remedy;
+  EXPECT_DOUBLE_EQ(f.data["quota_cpus"].get<double>(), 0.5);
+  v = launched(0, 1);
+  v["DSDIAG_PROCFS"] = proc.path();
+  v["DSDIAG_SYSFS"] = sys.path();
+  EXPECT_STATUS(runCheck("system.cpu_quota", v), WARN);  // 0.5 CPU for one rank
+
+  TempDir proc2, sys2;
+  writeFile(proc2.file("self/cgroup"), "0::/kubepods/pod1\n");
+  const std::string v2 = sys2.path() + "/fs/cgroup";
+  writeFile(v2 + "/cgroup.controllers", "cpuset cpu io memory pids\n");
+  writeFile(v2 + "/kubepods/cpu.max", "max 100000\n");
+  writeFile(v2 + "/kubepods/pod1/cpu.max", "150000 100000\n");
+  writeFile(v2 + "/kubepods/pod1/cpu.stat", "usage_usec 1\nnr_periods 1000\nnr_throttled 200\nthrottled_usec 5000000\n");
+  v = launched(0, 1);
+  v["DSDIAG_PROCFS"] = proc2.path();
+  v["DSDIAG_SYSFS"] = sys2.path();
+  f = runCheck("system.cpu_quota", v);
+  // 1.5 CPU for one rank, but throttled in 20 % of the periods: a warning where the limit is below the
+  // affinity mask (this machine has at least 2 CPUs), a pass where it is not.
+  if (sysconf(_SC_NPROCESSORS_ONLN) >= 2) {
+    EXPECT_STATUS(f, WARN);
+    EXPECT_NE(f.message.find("the limit is already being hit"), std::string::npos) << f.message;
+  }
+  EXPECT_NE(f.message.find(v2 + "/kubepods/pod1/cpu.max: 150000 100000"), std::string::npos) << f.message;
+  writeFile(v2 + "/kubepods/pod1/cpu.stat", "nr_periods 1000\nnr_throttled 0\nthrottled_usec 0\n");
+  EXPECT_STATUS(runCheck("system.cpu_quota", v), PASS);
+  for (const char* garbage : {"max 100000\n", "abc 100000\n", "", "100000 0\n", "-5 100000\n"}) {
+    writeFile(v2 + "/kubepods/pod1/cpu.max", garbage);
+    f = runCheck("system.cpu_quota", v);
+    EXPECT_STATUS(f, PASS) << "cpu.max '" << garbage << "'";
+    EXPECT_TRUE(f.data["quota_cpus"].is_null());
+  }
+  // No cgroup files at all (a fake tree that is empty): no limit known.
+  TempDir empty;
+  v["DSDIAG_PROCFS"] = empty.path();
+  v["DSDIAG_SYSFS"] = empty.path();
+  EXPECT_STATUS(runCheck("system.cpu_quota", v), PASS);
+}
+
 TEST(SystemChecks, TopologyAndIdentity) {
   auto f = runCheck("system.topology", {});
   EXPECT_STATUS(f, PASS);
