@@ -59,6 +59,11 @@ report::FleetInput makeInput(FleetModel& m) {
     fr.localRank = r % m.ranksPerHost;
     fr.probePort = 29600;
     fr.ifaces = {{"eth0", m.standalone ? "127.0.0.1" : addrOf(h), 8, h == m.mtuHost ? 9000 : 1500}};
+    fr.affinityCpus = m.affinityCpus;
+    if (auto q = m.cpuQuota.find(h); q != m.cpuQuota.end()) {
+      fr.cpuQuota = q->second;
+      fr.cpuQuotaFile = fmt::format("/sys/fs/cgroup/fleet{}/cpu.max", h);
+    }
     fr.joined = true;
     bool frozen = m.frozen.count(h) && r == leaderOf(m, h);
     fr.frozen = frozen;

@@ -30,6 +30,8 @@ struct FleetModel {
   std::set<int> unreachable;                   // hosts no one can connect to (and that reach no one)
   std::map<int, std::set<int>> cannotReach;    // host -> peers it cannot connect to (both directions)
   int mtuHost = -1;                            // a host whose eth0 MTU differs from the others'
+  int affinityCpus = 16;                       // every rank's affinity width
+  std::map<int, double> cpuQuota;              // host -> cgroup CPU limit its ranks share
 };
 
 // Host h is "fleet<h>"; its leader is rank h * ranksPerHost; eth0 10.<h/65536>... on one /8.

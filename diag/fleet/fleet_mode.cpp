@@ -22,6 +22,7 @@
 #include "engine/common/error.h"
 #include "engine/common/log.h"
 #include "engine/common/net.h"
+#include "engine/common/resources.h"
 #include "reports/diag/diag_text.h"
 
 namespace ds::diag::fleet {
@@ -75,9 +76,9 @@ bool sameSubnet(const report::FleetIface& a, const report::FleetIface& b) {
   return (ipv4(a.addr) & mask) == (ipv4(b.addr) & mask);
 }
 
-std::string envOr(const char* name) {
+std::string envOr(const char* name, const char* fallback = "") {
   const char* v = std::getenv(name);
-  return v ? v : "";
+  return v && *v ? v : fallback;
 }
 
 // "0-3,5,7-9" <-> ranks: compact member lists for every rank to read.
@@ -176,6 +177,11 @@ void FleetRun::publishSelf() {
   me.ifaces = candidateInterfaces(standalone_);
   me.ncclSocketIfname = envOr("NCCL_SOCKET_IFNAME");
   me.glooSocketIfname = envOr("GLOO_SOCKET_IFNAME");
+  // The CPU budget, for localisation's fleet-relative CPU rule (a host under a tight cgroup limit).
+  me.affinityCpus = static_cast<int>(sys::affinityCpus().size());
+  const sys::CgroupCpu quota = sys::readCgroupCpu(envOr("DSDIAG_PROCFS", "/proc"), envOr("DSDIAG_SYSFS", "/sys"));
+  me.cpuQuota = quota.quotaCpus;
+  me.cpuQuotaFile = quota.file;
   me.joined = true;
   store().set(key(fmt::format("rank/{}", rank_)), toBytes(Json(me).dump()));
 }

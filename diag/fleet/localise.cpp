@@ -15,6 +15,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <optional>
 #include <set>
 #include <unordered_map>
 #include <unordered_set>
@@ -173,6 +174,7 @@ class Judge {
     bisection();
     interfaces();
     mtus();
+    cpus();
     confirmOrRetest();
     assemble();
     return std::move(out_);
@@ -1302,6 +1304,62 @@ class Judge {
     std::vector<std::string> parts;
     for (auto [mtu, c] : count) parts.push_back(fmt::format("{} on {}", mtu, c));
     return listOf(parts, 6);
+  }
+
+  // A host's CPU share per rank: its ranks' cgroup limit divided among the ranks that share the limit's
+  // file; a rank without a limit has its affinity width. The host's share is its tightest rank's.
+  void cpus() {
+    if (in_.standalone) return;  // one host: its system.cpu_quota check speaks for it
+    struct Share {
+      int unit;
+      double perRank;
+      int rank;
+      int sharing;
+    };
+    std::vector<Share> shares;
+    for (std::size_t u = 0; u < units_.size(); ++u) {
+      std::map<std::string, int> sharing;
+      for (int r : units_[u].ranks) {
+        const FleetRank* fr = rank(r);
+        if (fr != nullptr && fr->joined && fr->cpuQuota > 0) ++sharing[fr->cpuQuotaFile];
+      }
+      std::optional<Share> tightest;
+      for (int r : units_[u].ranks) {
+        const FleetRank* fr = rank(r);
+        if (fr == nullptr || !fr->joined) continue;
+        double per = 0;
+        int n = 1;
+        if (fr->cpuQuota > 0) {
+          n = sharing[fr->cpuQuotaFile];
+          per = fr->cpuQuota / n;
+          if (fr->affinityCpus > 0) per = std::min(per, static_cast<double>(fr->affinityCpus));
+        } else if (fr->affinityCpus > 0) {
+          per = fr->affinityCpus;
+        } else {
+          continue;  // nothing known (a 1.0 rank)
+        }
+        if (!tightest || per < tightest->perRank) tightest = Share{static_cast<int>(u), per, r, n};
+      }
+      if (tightest) shares.push_back(*tightest);
+    }
+    if (shares.size() < 3) return;  // too few hosts to tell one from the fleet
+    std::vector<double> values;
+    for (const auto& s : shares) values.push_back(s.perRank);
+    std::nth_element(values.begin(), values.begin() + static_cast<long>(values.size() / 2), values.end());
+    const double median = values[values.size() / 2];
+    for (const auto& s : shares) {
+      const FleetRank* fr = rank(s.rank);
+      if (fr->cpuQuota <= 0 || s.perRank >= T::kCpuPerRankFloor || s.perRank >= T::kCpuRatio * median) continue;
+      units_[s.unit].evidence.push_back(
+          {"cpu", "join",
+           fmt::format("{} may use {:.3g} CPU ({}: cgroup CPU limit {:.3g} CPU shared by {} rank(s)), where the "
+                       "fleet's median host gives each rank {:.3g} CPU: the kernel stops its ranks for most of "
+                       "every period and every collective waits for them; raise or remove the limit",
+                       label(s.rank), s.perRank, fr->cpuQuotaFile, fr->cpuQuota, s.sharing, median),
+           {},
+           s.perRank,
+           median});
+    }
   }
 
   // ---------------------------------------------------------------- verdicts

@@ -36,6 +36,11 @@ struct JudgeThresholds {
   static constexpr double kLatencyFloorUs = 1000;
   // Peers a suspect host is re-tested with before it is named.
   static constexpr int kConfirmPeers = 2;
+  // CPU: a host is named when its ranks' cgroup CPU limit leaves each less than kCpuPerRankFloor CPUs
+  // and less than kCpuRatio x the fleet's median share (hosts without a limit count as their
+  // affinity width). A fleet that is all that tight is left to each host's system.cpu_quota check.
+  static constexpr double kCpuPerRankFloor = 1;
+  static constexpr double kCpuRatio = 0.5;
 };
 
 // The verdicts: every host (healthy, suspect or no_result), suspect links, the fleet's distribution,

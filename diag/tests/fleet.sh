@@ -356,9 +356,22 @@ case $cmd in
     i=$(host_index "$3") || exit 2
     shift 4
     [[ -f "$state_root/$name/cg$i" ]] && echo $$ >"$(<"$state_root/$name/cg$i")/cgroup.procs"
+    # `ip netns exec` mounts a fresh sysfs (the namespace's /sys/class/net), which hides the cgroup
+    # file systems; a real host has them, and dsdiag reads its CPU limit there. So the host's command
+    # mounts the cpu hierarchy again at the same path (private to its mount namespace; best effort).
+    read -r cg_ver cg_dir <<<"$(cpu_cgroup_root)"
+    cg_mount=:
+    if [[ ${cg_ver:-} == v1 ]]; then
+      cg_mount="mount -t tmpfs dsfleet-cgroup /sys/fs/cgroup && mkdir -p $cg_dir && mount -t cgroup -o $(basename "$cg_dir") cgroup $cg_dir"
+    elif [[ ${cg_ver:-} == v2 ]]; then
+      [[ $cg_dir == /sys/fs/cgroup ]] || cg_mount="mount -t tmpfs dsfleet-cgroup /sys/fs/cgroup && mkdir -p $cg_dir && "
+      [[ $cg_mount == : ]] && cg_mount=""
+      cg_mount+="mount -t cgroup2 cgroup2 $cg_dir"
+    fi
     # No fork from here on: the pid the caller started becomes COMMAND's pid (tests signal it).
-    exec ip netns exec "$(host_ns "$name" "$i")" unshare --uts sh -c 'hostname "$1" && shift && exec "$@"' sh \
-      "$(hostname_of "$i")" "$@" ;;
+    exec ip netns exec "$(host_ns "$name" "$i")" unshare --uts sh -c \
+      '{ eval "$2"; } 2>/dev/null; hostname "$1" && shift 2 && exec "$@"' sh \
+      "$(hostname_of "$i")" "$cg_mount" "$@" ;;
   addr)
     [[ $# -eq 3 ]] || usage
     name=$2

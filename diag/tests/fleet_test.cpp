@@ -554,6 +554,12 @@ TEST(FleetBed, FaultsDoWhatTheySay) {
     // A process started on host 2 afterwards is in the quota's cgroup.
     auto cg = run(f.on(2, {"cat", "/proc/self/cgroup"}), cleanOptions(10s));
     EXPECT_NE(cg.out.find("dsfleet/" + f.name() + "/h2"), std::string::npos) << cg.out;
+    // ... and sees its limit, as on a real host (ip netns exec's fresh sysfs hides /sys/fs/cgroup;
+    // fleet.sh mounts the cpu hierarchy again).
+    auto seen = run(f.on(2, {binDir() + "/dsdiag", "--only", "system.cpu_quota"}), cleanOptions(20s));
+    EXPECT_NE(seen.out.find("cgroup CPU limit 0.1 CPU"), std::string::npos) << seen.out << seen.err;
+    auto other = run(f.on(0, {binDir() + "/dsdiag", "--only", "system.cpu_quota"}), cleanOptions(20s));
+    EXPECT_NE(other.out.find("No cgroup CPU limit"), std::string::npos) << other.out << other.err;
   }
 }
 

@@ -177,6 +177,13 @@ struct Reader {
     for (const auto& i : array(j, "ifaces")) r.ifaces.push_back(iface(i, at));
     readTo(j.at("nccl_socket_ifname"), r.ncclSocketIfname);
     readTo(j.at("gloo_socket_ifname"), r.glooSocketIfname);
+    // 1.1: the CPU budget (absent in 1.0 files: unknown).
+    if (j.contains("affinity_cpus")) readTo(j.at("affinity_cpus"), r.affinityCpus);
+    if (j.contains("cpu_quota") && !j.at("cpu_quota").is_null()) {
+      r.cpuQuota = number(j, "cpu_quota", at);
+      if (r.cpuQuota <= 0) bad(at, fmt::format("cpu_quota {} is not a positive number of CPUs", r.cpuQuota));
+    }
+    if (j.contains("cpu_quota_file")) readTo(j.at("cpu_quota_file"), r.cpuQuotaFile);
     readTo(j.at("joined"), r.joined);
     readTo(j.at("frozen"), r.frozen);
     readTo(j.at("exited"), r.exited);
@@ -381,6 +388,9 @@ void to_json(json& j, const FleetRank& r) {
            {"ifaces", r.ifaces},
            {"nccl_socket_ifname", r.ncclSocketIfname},
            {"gloo_socket_ifname", r.glooSocketIfname},
+           {"affinity_cpus", r.affinityCpus},
+           {"cpu_quota", r.cpuQuota < 0 ? json() : json(num(r.cpuQuota))},
+           {"cpu_quota_file", r.cpuQuotaFile},
            {"joined", r.joined},
            {"frozen", r.frozen},
            {"exited", r.exited},

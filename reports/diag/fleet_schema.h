@@ -12,7 +12,7 @@
 namespace ds::report {
 
 inline constexpr const char* kFleetSchemaName = "dsperf.fleet";
-inline constexpr const char* kFleetSchemaVersion = "1.0";
+inline constexpr const char* kFleetSchemaVersion = "1.1";  // 1.1: a rank's CPU budget
 
 // The three states operators use (Azure HPC health checks, superbench): a host with no finding, a
 // host named with evidence, and a host that never delivered a result.
@@ -42,6 +42,9 @@ struct FleetRank {
   std::vector<FleetIface> ifaces;   // candidate interfaces: up, not loopback
   std::string ncclSocketIfname;     // NCCL_SOCKET_IFNAME in its environment ("" = unset)
   std::string glooSocketIfname;     // GLOO_SOCKET_IFNAME
+  int affinityCpus = 0;             // CPUs in its affinity mask (0 = unknown)
+  double cpuQuota = -1;             // its cgroup's CPU limit in CPUs (-1 = none or unknown)
+  std::string cpuQuotaFile;         // the file that sets it ("" = none)
   // What rank 0 learnt about it:
   bool joined = false;       // registered in the store within the join deadline
   bool frozen = false;       // its heartbeat stopped (SIGSTOP, a hang, a dead host)
@@ -113,7 +116,7 @@ struct FleetInput {
 // A host (or a link) named by localisation, with the evidence an operator can check.
 struct Evidence {
   std::string kind;     // "unreachable", "reach_partial", "link_slow", "link_failed", "frozen", "exited",
-                        // "no_result", "bisect", "ifname", "mtu"
+                        // "no_result", "bisect", "ifname", "mtu", "cpu"
   std::string stage;    // where it was seen
   std::string text;     // one sentence: "bandwidth with fleet2 (rank 2) 0.004 GB/s, fleet median 1.9 GB/s"
   std::vector<int> peers;   // the other ranks involved

@@ -339,6 +339,37 @@ TEST(FleetLocalise, MtuMismatchNamesTheMinorityHost) {
       << h6.evidence[0].text;
 }
 
+TEST(FleetLocalise, HostUnderATightCgroupCpuLimitIsNamedAgainstTheFleet) {
+  FleetModel m;
+  m.hosts = 32;
+  m.ranksPerHost = 4;
+  m.cpuQuota = {{5, 2.0}, {9, 8.0}};  // 0.5 CPU per rank on fleet5; fleet9 limited but at 2 per rank
+  auto j = sim(m, 1);
+  EXPECT_EQ(named(m, j).hosts, std::set<int>{5}) << allText(j);
+  const auto& h5 = host(j, "fleet5");
+  ASSERT_TRUE(hasEvidence(h5, "cpu", "join")) << allText(j);
+  EXPECT_TRUE(contains(h5.evidence[0].text,
+                       "fleet5 (rank 20) may use 0.5 CPU (/sys/fs/cgroup/fleet5/cpu.max: cgroup CPU limit 2 CPU "
+                       "shared by 4 rank(s)), where the fleet's median host gives each rank 16 CPU"))
+      << h5.evidence[0].text;
+  EXPECT_DOUBLE_EQ(h5.evidence[0].measured, 0.5);
+  EXPECT_EQ(host(j, "fleet9").state, HostState::kHealthy) << allText(j);
+
+  // A fleet that is all that tight has no outlier: each host's system.cpu_quota check speaks for it.
+  FleetModel all;
+  all.hosts = 16;
+  for (int h = 0; h < all.hosts; ++h) all.cpuQuota[h] = 0.5;
+  auto ja = sim(all, 1);
+  EXPECT_TRUE(named(all, ja).hosts.empty()) << allText(ja);
+
+  // Records of a 1.0 dsdiag carry no CPU budget: nothing is judged.
+  FleetModel old;
+  old.hosts = 8;
+  old.affinityCpus = 0;
+  auto jo = sim(old, 1);
+  EXPECT_TRUE(named(old, jo).hosts.empty()) << allText(jo);
+}
+
 TEST(FleetLocalise, SeveralFaultsAtOnceAreEachNamed) {
   FleetModel m;
   m.hosts = 64;

@@ -37,6 +37,9 @@ FleetReport builtReport() {
     k.ifaces = {{"eth0", "10.0.0." + std::to_string(i + 1), 24, 1500}, {"ib0", "fe80::1", 64, 2044}};
     k.ncclSocketIfname = i == 1 ? "ib" : "";
     k.glooSocketIfname = i == 2 ? "eth0" : "";
+    k.affinityCpus = 8 + i;
+    k.cpuQuota = i == 1 ? 0.05 : -1;
+    k.cpuQuotaFile = i == 1 ? "/sys/fs/cgroup/job/cpu.max" : "";
     k.joined = i != 3;
     k.frozen = i == 2;
     k.exited = i == 1;
@@ -171,7 +174,7 @@ TEST(FleetSchema, EveryFieldOfABuiltReportRoundTrips) {
   FleetReport r = builtReport();
   json j = throughText(r);
   EXPECT_EQ(j["schema"], "dsperf.fleet");
-  EXPECT_EQ(j["schema_version"], "1.0");
+  EXPECT_EQ(j["schema_version"], "1.1");
   EXPECT_TRUE(j["input"]["pairs"][1]["bandwidth_gbps"].is_null()) << "NaN is written as null";
   EXPECT_EQ(j["judgement"]["retest"], json::parse("[[1,0],[1,3]]"));
   EXPECT_EQ(j["input"]["ranks"][1]["nccl_socket_ifname"], "ib");
@@ -343,6 +346,9 @@ TEST(FleetSchema, DamagedInputIsRefusedNamingTheFileAndTheField) {
       {"iface",
        [](json& j) { j["input"]["ranks"][4]["ifaces"][0].erase("mtu"); },
        {"at /input/ranks/4/ifaces/0/mtu: expected a value, found nothing"}},
+      {"cpu quota",
+       [](json& j) { j["input"]["ranks"][5]["cpu_quota"] = 0; },
+       {"at /input/ranks/5: cpu_quota 0 is not a positive number of CPUs"}},
   };
   for (const auto& c : cases) {
     json j = fixtureJson();
@@ -350,6 +356,23 @@ TEST(FleetSchema, DamagedInputIsRefusedNamingTheFileAndTheField) {
     std::string msg = readError(j);
     for (const auto& e : c.expected) EXPECT_NE(msg.find(e), std::string::npos) << c.what << ": " << msg;
   }
+}
+
+// A 1.0 file has no CPU budget: it reads as unknown, and is written back with the 1.1 fields.
+TEST(FleetSchema, VersionOneZeroRanksWithoutACpuBudgetStillRead) {
+  json j = fixtureJson();
+  j["schema_version"] = "1.0";
+  for (auto& r : j["input"]["ranks"]) {
+    r.erase("affinity_cpus");
+    r.erase("cpu_quota");
+    r.erase("cpu_quota_file");
+  }
+  FleetReport r = fleetFromJson(j, "old.json");
+  EXPECT_EQ(r.input.ranks[0].affinityCpus, 0);
+  EXPECT_LT(r.input.ranks[0].cpuQuota, 0);
+  EXPECT_EQ(r.input.ranks[0].cpuQuotaFile, "");
+  json out = r;
+  EXPECT_TRUE(out["input"]["ranks"][0]["cpu_quota"].is_null());
 }
 
 // The records ranks exchange through the store, one at a time.

@@ -12,7 +12,8 @@ for r in range(N):
     fr = r == FROZEN
     ranks.append({"rank": r, "host": host(r), "local_rank": 0, "probe_port": 29600,
                   "ifaces": [{"name": "eth0", "addr": f"10.79.0.{r+2}", "prefix_len": 24, "mtu": 1500}],
-                  "nccl_socket_ifname": "", "gloo_socket_ifname": "", "joined": True, "frozen": fr,
+                  "nccl_socket_ifname": "", "gloo_socket_ifname": "",
+                  "affinity_cpus": 2, "cpu_quota": None, "cpu_quota_file": "", "joined": True, "frozen": fr,
                   "exited": False, "reported": not fr, "last_stage": "links" if fr else "done",
                   "silent_for_s": 7.2 if fr else 0.0})
 reach = []
@@ -82,7 +83,7 @@ links = [{"host_a": host(A), "host_b": host(B), "rank_a": A, "rank_b": B, "evide
     {"kind": "link_failed", "stage": "links",
      "text": f"the link test {host(A)} - {host(B)} failed: cannot connect, timed out after 2.0 s",
      "peers": [A, B], "measured": None, "fleet_median": None}]}]
-doc = {"schema": "dsperf.fleet", "schema_version": "1.0",
+doc = {"schema": "dsperf.fleet", "schema_version": "1.1",
        "input": {"world_size": N, "ranks": ranks, "reach": reach, "pairs": pairs, "bisect": [],
                  "connect_timeout_s": 2.0, "min_link_gbps": 0.0, "slow_link_ms": 0.0, "standalone": False},
        "judgement": {"hosts": hosts, "links": links, "median_bandwidth_gbps": med, "mad_bandwidth_gbps": round(mad, 4),
