@@ -1,6 +1,8 @@
 #include "engine/env/deepspeed_runner.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <pwd.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -9,9 +11,6 @@
 #include <cerrno>
 #include <cstring>
 #include <map>
-
-#include <fmt/format.h>
-#include <fmt/ranges.h>
 
 #include "engine/env/deepspeed_view.h"
 #include "engine/env/launchers.h"
@@ -67,7 +66,9 @@ std::string_view pyStrip(std::string_view s) {
   return s.substr(0, end);
 }
 
-// Python's strict UTF-8 decoder: the UnicodeDecodeError text for the first bad sequence, or "".
+// Python's strict UTF-8 decoder: the UnicodeDecodeError text for the first bad sequence, or "";
+// `offset` is its byte offset in the file. Python numbers positions within its read chunks (8 KiB,
+// carried-over bytes first), so the text's position is the file offset for files up to 4 KiB.
 std::string utf8Error(std::string_view s, std::size_t& offset) {
   for (std::size_t i = 0; i < s.size();) {
     auto b = static_cast<unsigned char>(s[i]);
@@ -75,15 +76,28 @@ std::string utf8Error(std::string_view s, std::size_t& offset) {
       ++i;
       continue;
     }
-    std::size_t need = b >= 0xC2 && b <= 0xDF ? 1 : b >= 0xE0 && b <= 0xEF ? 2 : b >= 0xF0 && b <= 0xF4 ? 3 : 0;
+    std::size_t need = b >= 0xC2 && b <= 0xDF   ? 1
+                       : b >= 0xE0 && b <= 0xEF ? 2
+                       : b >= 0xF0 && b <= 0xF4 ? 3
+                                                : 0;
     auto at = [&](std::size_t last, const char* why) {
       offset = i;
-      if (last == i) return fmt::format("'utf-8' codec can't decode byte 0x{:02x} in position {}: {}", b, i, why);
+      if (last == i)
+        return fmt::format("'utf-8' codec can't decode byte 0x{:02x} in position {}: {}", b, i, why);
       return fmt::format("'utf-8' codec can't decode bytes in position {}-{}: {}", i, last, why);
     };
     if (need == 0) return at(i, "invalid start byte");
     for (std::size_t k = 1; k <= need; ++k) {
-      if (i + k >= s.size()) return at(s.size() - 1, "unexpected end of data");
+      if (i + k >= s.size()) {
+        // At the end of the file the incremental decoder holds only the incomplete tail, and Python
+        // numbers its bytes from 0.
+        offset = i;
+        std::size_t last = s.size() - 1 - i;
+        if (last == 0)
+          return fmt::format("'utf-8' codec can't decode byte 0x{:02x} in position 0: unexpected end of data",
+                             b);
+        return fmt::format("'utf-8' codec can't decode bytes in position 0-{}: unexpected end of data", last);
+      }
       auto c = static_cast<unsigned char>(s[i + k]);
       unsigned lo = 0x80, hi = 0xBF;
       if (k == 1 && b == 0xE0) lo = 0xA0;
@@ -123,16 +137,18 @@ std::string readForPython(const std::string& path, const std::string& what) {
     int e = errno;
     raise(e == EACCES ? "PermissionError" : "OSError",
           fmt::format("[Errno {}] {}: {}", e, std::strerror(e), pythonRepr(path)), path,
-          fmt::format("DeepSpeed's runner cannot open the {}: make it readable by the user who runs `deepspeed` "
-                      "(chmod a+r), or remove it.",
-                      what));
+          fmt::format(
+              "DeepSpeed's runner cannot open the {}: make it readable by the user who runs `deepspeed` "
+              "(chmod a+r), or remove it.",
+              what));
   }
   struct stat st {};
   if (::fstat(fd, &st) != 0 || static_cast<std::size_t>(st.st_size) > kRunnerFileLimit) {
     ::close(fd);
-    throw ConfigError(fmt::format("{}: the {} is larger than {} MiB; dsperf does not read it (a {} of that size "
-                                  "is not one; check the path).",
-                                  path, what, kRunnerFileLimit >> 20, what));
+    throw ConfigError(
+        fmt::format("{}: the {} is larger than {} MiB; dsperf does not read it (a {} of that size "
+                    "is not one; check the path).",
+                    path, what, kRunnerFileLimit >> 20, what));
   }
   std::string data;
   char buf[65536];
@@ -158,10 +174,11 @@ void checkUtf8(std::string_view bytes, const std::string& path, const std::strin
   std::string err = utf8Error(bytes, at);
   if (err.empty()) return;
   int line = 1 + static_cast<int>(std::count(bytes.begin(), bytes.begin() + static_cast<long>(at), '\n'));
-  raise("UnicodeDecodeError", err, fmt::format("{}:{}", path, line),
-        fmt::format("Python reads the {} as UTF-8 and stops at byte {} (line {}): save it as plain text (ASCII "
-                    "host names and values).",
-                    what, at, line));
+  raise(
+      "UnicodeDecodeError", err, fmt::format("{}:{}", path, line),
+      fmt::format("Python reads the {} as UTF-8 and stops at byte {} (line {}): save it as plain text (ASCII "
+                  "host names and values).",
+                  what, at, line));
 }
 
 bool isRegularFile(const std::string& path) {
@@ -182,7 +199,8 @@ std::vector<std::pair<std::string, std::vector<long long>>> parseNodeConfigList(
   std::size_t start = 0;
   for (;;) {
     std::size_t at = text.find('@', start);
-    std::string_view node = text.substr(start, at == std::string_view::npos ? std::string_view::npos : at - start);
+    std::string_view node =
+        text.substr(start, at == std::string_view::npos ? std::string_view::npos : at - start);
     std::string host(node);
     std::vector<long long> slots;
     if (auto colon = node.find(':'); colon != std::string_view::npos) {
@@ -197,7 +215,8 @@ std::vector<std::pair<std::string, std::vector<long long>>> parseNodeConfigList(
       std::size_t s = 0;
       for (;;) {
         std::size_t comma = list.find(',', s);
-        std::string_view item = list.substr(s, comma == std::string_view::npos ? std::string_view::npos : comma - s);
+        std::string_view item =
+            list.substr(s, comma == std::string_view::npos ? std::string_view::npos : comma - s);
         auto v = pythonInt(item);
         if (!v) {
           raise("ValueError", "invalid literal for int() with base 10: " + pythonRepr(item), flag,
@@ -250,11 +269,12 @@ ActiveResources parseResourceFilter(const ActiveResources& hostInfo, std::string
     auto known = find(info, host);
     if (known == info.end()) {
       raise("ValueError", fmt::format("Hostname '{}' not found in hostfile", host), flag,
-            fmt::format("{} names {}, which the hostfile does not list; use a name exactly as the hostfile writes "
-                        "it (names are compared as text: worker-1 and worker-1.cluster differ). The hostfile lists: "
-                        "{}.",
-                        flag, host.empty() ? "an empty host (a stray or doubled @?)" : "'" + host + "'",
-                        hostList(hostInfo)));
+            fmt::format(
+                "{} names {}, which the hostfile does not list; use a name exactly as the hostfile writes "
+                "it (names are compared as text: worker-1 and worker-1.cluster differ). The hostfile lists: "
+                "{}.",
+                flag, host.empty() ? "an empty host (a stray or doubled @?)" : "'" + host + "'",
+                hostList(hostInfo)));
     }
     for (long long s : slots) {
       if (std::find(known->second.begin(), known->second.end(), s) == known->second.end()) {
@@ -301,7 +321,8 @@ std::string exportValue(std::string_view raw) {
   return std::string(v);
 }
 
-void addExport(std::vector<RunnerExport>& exports, std::string_view key, std::string_view value, std::string source) {
+void addExport(std::vector<RunnerExport>& exports, std::string_view key, std::string_view value,
+               std::string source) {
   std::string k(pyStrip(key));
   std::string v = exportValue(value);
   auto it = std::find_if(exports.begin(), exports.end(), [&](const auto& e) { return e.key == k; });
@@ -321,10 +342,12 @@ void readEnvFile(const EnvFileCandidate& f, RunnerPlan& plan) {
     ++line;
     auto eq = l.find('=');
     if (eq == std::string_view::npos) {
-      raise("ValueError", "not enough values to unpack (expected 2, got 1)", fmt::format("{}:{}", f.path, line),
-            fmt::format("Line {} of {} has no '=' ({}): DeepSpeed takes every line as KEY=VALUE, so a blank line "
-                        "or a comment stops the launch; remove it.",
-                        line, f.path, pythonRepr(l)));
+      raise("ValueError", "not enough values to unpack (expected 2, got 1)",
+            fmt::format("{}:{}", f.path, line),
+            fmt::format(
+                "Line {} of {} has no '=' ({}): DeepSpeed takes every line as KEY=VALUE, so a blank line "
+                "or a comment stops the launch; remove it.",
+                line, f.path, pythonRepr(l)));
     }
     addExport(plan.exports, l.substr(0, eq), l.substr(eq + 1), fmt::format("{}:{}", f.path, line));
   }
@@ -334,7 +357,8 @@ void readEnvFile(const EnvFileCandidate& f, RunnerPlan& plan) {
 
 DeepSpeedRunnerError::DeepSpeedRunnerError(std::string type, std::string deepspeedText, std::string where,
                                            std::string remedy)
-    : ConfigError(fmt::format("{}: DeepSpeed's runner stops with {}: {}. {}", where, type, deepspeedText, remedy)),
+    : ConfigError(
+          fmt::format("{}: DeepSpeed's runner stops with {}: {}. {}", where, type, deepspeedText, remedy)),
       type_(std::move(type)),
       text_(std::move(deepspeedText)),
       where_(std::move(where)),
@@ -362,14 +386,16 @@ Hostfile parseHostfile(std::string_view bytes, const std::string& path) {
     std::size_t digits = 0;
     bool match = ws > 0 && line.substr(at, 6) == "slots=";
     if (match) {
-      while (at + 6 + digits < line.size() && line[at + 6 + digits] >= '0' && line[at + 6 + digits] <= '9') ++digits;
+      while (at + 6 + digits < line.size() && line[at + 6 + digits] >= '0' && line[at + 6 + digits] <= '9')
+        ++digits;
       match = digits > 0;
     }
     const std::string where = fmt::format("{}:{}", path, lineNo);
     if (!match) {
-      raise("ValueError", fmt::format("Hostfile contains a bad entry: {}, unable to proceed with launching", line),
-            where,
-            "Write each node as `HOST slots=N` (whitespace before slots=, N a whole number), or start the line with "
+      raise("ValueError",
+            fmt::format("Hostfile contains a bad entry: {}, unable to proceed with launching", line), where,
+            "Write each node as `HOST slots=N` (whitespace before slots=, N a whole number), or start the "
+            "line with "
             "# to make it a comment.");
     }
     std::string host(line.substr(0, hostEnd));
@@ -377,23 +403,28 @@ Hostfile parseHostfile(std::string_view bytes, const std::string& path) {
     while (num.size() > 1 && num.front() == '0') num.remove_prefix(1);
     long long slots = 0;
     if (num.size() > 7 || (slots = std::stoll(std::string(num))) > kRunnerSlotLimit) {
-      throw ConfigError(fmt::format("{}: {} has slots={}, more than dsperf checks ({}); DeepSpeed would build a "
-                                    "list of that many slot ids. Give the number of GPUs on the node.",
-                                    where, host, num, kRunnerSlotLimit));
+      throw ConfigError(
+          fmt::format("{}: {} has slots={}, more than dsperf checks ({}); DeepSpeed would build a "
+                      "list of that many slot ids. Give the number of GPUs on the node.",
+                      where, host, num, kRunnerSlotLimit));
     }
     for (const auto& e : hf.hosts) {
       if (e.host == host) {
-        raise("ValueError",
-              fmt::format("Hostfile contains multiple entries for {}, unable to proceed with launching", host), where,
-              fmt::format("{} is already on line {}: list each node once, with all its slots on one line.", host,
-                          e.line));
+        raise(
+            "ValueError",
+            fmt::format("Hostfile contains multiple entries for {}, unable to proceed with launching", host),
+            where,
+            fmt::format("{} is already on line {}: list each node once, with all its slots on one line.",
+                        host, e.line));
       }
     }
     hf.hosts.push_back({host, slots, lineNo});
   }
   if (hf.hosts.empty()) {
-    raise("ValueError", "Hostfile is empty or not formatted correctly, unable to proceed with launching.", path,
-          "Add one `HOST slots=N` line per node, or remove the file (without one, DeepSpeed runs on this machine "
+    raise("ValueError", "Hostfile is empty or not formatted correctly, unable to proceed with launching.",
+          path,
+          "Add one `HOST slots=N` line per node, or remove the file (without one, DeepSpeed runs on this "
+          "machine "
           "only).");
   }
   return hf;
@@ -416,7 +447,8 @@ ActiveResources parseInclusionExclusion(const std::vector<std::pair<std::string,
 }
 
 ActiveResources applyNumNodesAndGpus(ActiveResources active, long long numNodes, long long numGpus) {
-  if (numNodes > 0 && static_cast<long long>(active.size()) > numNodes) active.resize(static_cast<std::size_t>(numNodes));
+  if (numNodes > 0 && static_cast<long long>(active.size()) > numNodes)
+    active.resize(static_cast<std::size_t>(numNodes));
   if (numGpus > 0) {
     std::vector<long long> ids;
     for (long long s = 0; s < std::min(numGpus, kRunnerSlotLimit); ++s) ids.push_back(s);
@@ -435,7 +467,8 @@ std::vector<std::string> runnerExportPrefixes(std::string_view accelerator) {
       {"supa", {"BCCL", "BIREN", "SUPA", "LD_LIBRARY", "PATH"}},
       {"klxpu", {"BKCL", "XPU", "XMLIR", "LD_LIBRARY", "PATH"}},
   };
-  if (auto it = kAccel.find(accelerator); it != kAccel.end()) out.insert(out.end(), it->second.begin(), it->second.end());
+  if (auto it = kAccel.find(accelerator); it != kAccel.end())
+    out.insert(out.end(), it->second.begin(), it->second.end());
   return out;
 }
 
@@ -467,33 +500,36 @@ RunnerPlan planRunner(const RunnerFlags& flags, const RunnerContext& ctx) {
   plan.masterAddr = flags.masterAddr;
   plan.hostfile = fetchHostfile(flags.hostfile);
   if (!plan.hostfile) {
-    plan.notes.push_back(fmt::format("No hostfile at {}: DeepSpeed warns \"Unable to find hostfile, will proceed "
-                                     "with training with local resources only.\"",
-                                     flags.hostfile));
+    plan.notes.push_back(
+        fmt::format("No hostfile at {}: DeepSpeed warns \"Unable to find hostfile, will proceed "
+                    "with training with local resources only.\"",
+                    flags.hostfile));
   }
   // main(): respect CUDA_VISIBLE_DEVICES for a single node and no explicit resource filters.
   std::string visible;
   if (ctx.env != nullptr) visible = ctx.env->get("CUDA_VISIBLE_DEVICES").value_or("");
   if (!plan.hostfile && !visible.empty()) {
     if (!plan.include.empty() || !plan.exclude.empty() || flags.numNodes > 1 || flags.numGpus > 0) {
-      plan.notes.push_back(fmt::format("DeepSpeed ignores CUDA_VISIBLE_DEVICES={} because "
-                                       "--include/--exclude/--num_gpus/--num_nodes was given",
-                                       visible));
+      plan.notes.push_back(
+          fmt::format("DeepSpeed ignores CUDA_VISIBLE_DEVICES={} because "
+                      "--include/--exclude/--num_gpus/--num_nodes was given",
+                      visible));
     } else {
       plan.include = "localhost:" + visible;
-      plan.notes.push_back(fmt::format("Detected VISIBLE_DEVICES={}: DeepSpeed sets --include={}", visible,
-                                       plan.include));
+      plan.notes.push_back(
+          fmt::format("Detected VISIBLE_DEVICES={}: DeepSpeed sets --include={}", visible, plan.include));
     }
   }
   if ((flags.numNodes >= 0 || flags.numGpus >= 0) && (!plan.include.empty() || !plan.exclude.empty())) {
     bool fromVisible = flags.include.empty() && !plan.include.empty();
     raise("ValueError", "Cannot specify num_nodes/gpus with include/exclude", "--num_nodes/--num_gpus",
-          fromVisible ? fmt::format("DeepSpeed turned CUDA_VISIBLE_DEVICES={} into --include={} (there is no "
-                                    "hostfile); unset CUDA_VISIBLE_DEVICES, or drop --num_nodes/--num_gpus (0 counts "
-                                    "as given; only -1 is the default).",
-                                    visible, plan.include)
-                      : "Use --num_nodes/--num_gpus or --include/--exclude, not both (0 counts as given; only -1, "
-                        "the default, does not).");
+          fromVisible
+              ? fmt::format("DeepSpeed turned CUDA_VISIBLE_DEVICES={} into --include={} (there is no "
+                            "hostfile); unset CUDA_VISIBLE_DEVICES, or drop --num_nodes/--num_gpus (0 counts "
+                            "as given; only -1 is the default).",
+                            visible, plan.include)
+              : "Use --num_nodes/--num_gpus or --include/--exclude, not both (0 counts as given; only -1, "
+                "the default, does not).");
   }
   std::vector<std::pair<std::string, long long>> pool;
   bool multi = true;
@@ -512,8 +548,8 @@ RunnerPlan planRunner(const RunnerFlags& flags, const RunnerContext& ctx) {
   }
   if (!multi && flags.numNodes > 1) {
     raise("ValueError", "Num nodes is >1 but no extra nodes available via hostfile", "--num_nodes",
-          fmt::format("--num_nodes {} needs a hostfile that lists the nodes; there is none at {}.", flags.numNodes,
-                      flags.hostfile));
+          fmt::format("--num_nodes {} needs a hostfile that lists the nodes; there is none at {}.",
+                      flags.numNodes, flags.hostfile));
   }
   plan.active = parseInclusionExclusion(pool, plan.include, plan.exclude);
   if (multi && plan.active.empty()) {
@@ -524,9 +560,10 @@ RunnerPlan planRunner(const RunnerFlags& flags, const RunnerContext& ctx) {
   plan.active = applyNumNodesAndGpus(std::move(plan.active), flags.numNodes, flags.numGpus);
   plan.multiNode = multi && plan.active.size() > 1;
   if (multi && !plan.multiNode) {
-    plan.notes.push_back(fmt::format("Only {} is left, so DeepSpeed starts its ranks here, with launch.py, not "
-                                     "over ssh on that host",
-                                     plan.active.front().first));
+    plan.notes.push_back(
+        fmt::format("Only {} is left, so DeepSpeed starts its ranks here, with launch.py, not "
+                    "over ssh on that host",
+                    plan.active.front().first));
   }
   // launch.py: global ranks in host order; LOCAL_RANK = rank % (ranks on the host).
   int rank = 0;

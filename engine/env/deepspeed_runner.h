@@ -129,8 +129,8 @@ struct RunnerPlan {
   int worldSize = 0;
   std::vector<RunnerRank> ranks;
   // Multi-node only (a local launch passes the whole environment and reads no `.deepspeed_env`).
-  std::vector<std::string> prefixes;   // EXPORT_ENVS + the accelerator's export_envs()
-  std::vector<std::string> envFiles;   // the `.deepspeed_env` paths read, in order
+  std::vector<std::string> prefixes;  // EXPORT_ENVS + the accelerator's export_envs()
+  std::vector<std::string> envFiles;  // the `.deepspeed_env` paths read, in order
   std::vector<RunnerExport> exports;
 };
 

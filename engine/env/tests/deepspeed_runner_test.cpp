@@ -11,6 +11,7 @@
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -22,8 +23,8 @@
 namespace ds::env {
 namespace {
 
-using nlohmann::json;
 using ds::testing::TempDir;
+using nlohmann::json;
 
 std::string fixturesPath() {
   if (const char* p = std::getenv("DS_DEEPSPEED_RUNNER_FIXTURES"); p && *p) return p;
@@ -46,7 +47,8 @@ void writeFile(const std::string& path, const std::string& bytes, mode_t mode = 
 
 std::string fromHex(const std::string& hex) {
   std::string out;
-  for (std::size_t i = 0; i + 1 < hex.size(); i += 2) out += static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16));
+  for (std::size_t i = 0; i + 1 < hex.size(); i += 2)
+    out += static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16));
   return out;
 }
 
@@ -101,10 +103,12 @@ std::vector<std::string> compareCase(const json& c, const json& r, const std::st
     if (f == "--master_addr") flags.masterAddr = v;
     if (f == "--ssh_port") flags.sshPort = std::stoi(v);
   }
-  RunnerContext ctx{&env, names, home, cwd, r.at("accelerator").get<std::string>(), c.value("device_count", 0)};
+  RunnerContext ctx{
+      &env, names, home, cwd, r.at("accelerator").get<std::string>(), c.value("device_count", 0)};
   std::vector<std::string> bad;
   auto expect = [&](const char* what, const json& ours, const json& theirs) {
-    if (ours != theirs) bad.push_back(fmt::format("{}: dsperf {} but DeepSpeed {}", what, ours.dump(), theirs.dump()));
+    if (ours != theirs)
+      bad.push_back(fmt::format("{}: dsperf {} but DeepSpeed {}", what, ours.dump(), theirs.dump()));
   };
 
   // fetch_hostfile
@@ -132,7 +136,8 @@ std::vector<std::string> compareCase(const json& c, const json& r, const std::st
       std::vector<std::pair<std::string, long long>> pool;
       for (const auto& e : hf->hosts) pool.emplace_back(e.host, e.slots);
       try {
-        filter = {{"ok", true}, {"active", activeJson(parseInclusionExclusion(pool, flags.include, flags.exclude))}};
+        filter = {{"ok", true},
+                  {"active", activeJson(parseInclusionExclusion(pool, flags.include, flags.exclude))}};
       } catch (const DeepSpeedRunnerError& e) {
         filter = errorJson(e);
       }
@@ -169,7 +174,7 @@ TEST(DeepSpeedRunnerFixtures, EveryCaseGivesDeepSpeedsAnswer) {
   const json fx = load(fixturesPath());
   const json cases = load(DS_DEEPSPEED_RUNNER_CASES).at("cases");
   ASSERT_EQ(fx.at("cases").size(), cases.size()) << "runner_fixtures.json is stale: re-record with "
-                                                     "scripts/deepspeed/record_runner.py";
+                                                    "scripts/deepspeed/record_runner.py";
   std::string stub = fx.at("stub_hostname_i");
   stub = stub.substr(0, stub.find(' '));
   int agree = 0;
@@ -194,18 +199,35 @@ TEST(DeepSpeedRunner, MissingOrNonRegularHostfileMeansLocalResources) {
   EXPECT_FALSE(fetchHostfile("/dev/null"));
 }
 
-TEST(DeepSpeedRunner, UnreadableHostfileIsPythonsPermissionError) {
-  if (::geteuid() == 0) GTEST_SKIP() << "root reads a mode-000 file";
-  TempDir tmp("ds_runner");
-  writeFile(tmp.file("hosts"), "a slots=1\n", 0);
+// The check itself; as root it runs in a child that dropped to nobody (root reads a mode-000 file).
+void expectPermissionError(const std::string& path) {
   try {
-    fetchHostfile(tmp.file("hosts"));
-    FAIL() << "no error";
+    fetchHostfile(path);
+    ADD_FAILURE() << "no error";
   } catch (const DeepSpeedRunnerError& e) {
     EXPECT_EQ(e.type(), "PermissionError");
-    EXPECT_EQ(e.deepspeedText(), "[Errno 13] Permission denied: '" + tmp.file("hosts") + "'");
+    EXPECT_EQ(e.deepspeedText(), "[Errno 13] Permission denied: '" + path + "'");
     EXPECT_NE(std::string(e.what()).find("chmod"), std::string::npos) << e.what();
   }
+}
+
+TEST(DeepSpeedRunner, UnreadableHostfileIsPythonsPermissionError) {
+  TempDir tmp("ds_runner");
+  ::chmod(tmp.path().c_str(), 0755);
+  writeFile(tmp.file("hosts"), "a slots=1\n", 0);
+  if (::geteuid() != 0) return expectPermissionError(tmp.file("hosts"));
+  pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    if (::setgid(65534) != 0 || ::setuid(65534) != 0) ::_exit(77);
+    expectPermissionError(tmp.file("hosts"));
+    ::_exit(::testing::Test::HasFailure() ? 1 : 0);
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status));
+  if (WEXITSTATUS(status) == 77) GTEST_SKIP() << "cannot drop to uid 65534 here";
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "the unprivileged child's expectations failed (its output is above)";
 }
 
 TEST(DeepSpeedRunner, GarbageNamesTheLineAndSaysWhatToDo) {
