@@ -458,18 +458,22 @@ Finding gpusFitCheck(Context& c) {
             {"gpus_visible", count},
             {"counted_by", gpu.nvmlLoaded ? "nvml" : "cuda"}};
   if (!beyond.empty()) {
-    std::string fix = count > 0 ? fmt::format("slots={} for {} in the hostfile, or --include {}:{}", count,
-                                              host, host, slotText([&] {
-                                                std::vector<long long> v;
-                                                for (long long i = 0; i < count; ++i) v.push_back(i);
-                                                return v;
-                                              }()))
-                                : "a host with GPUs";
+    std::vector<long long> have;
+    for (long long i = 0; i < count; ++i) have.push_back(i);
+    std::string remedy =
+        count > 0 ? fmt::format(
+                        "Give DeepSpeed what this host has: slots={} for {} in the hostfile, --include "
+                        "{}:{}, or --num_gpus {}.",
+                        count, host, host, slotText(have), count)
+                  : fmt::format(
+                        "No GPU is visible on {}: check the driver (the gpu.* checks say why), or leave the "
+                        "host out (--exclude {}).",
+                        host, host);
     return fail(
         fmt::format("{} gets slots {} but {} GPU(s) are visible here: launch.py sets CUDA_VISIBLE_DEVICES={} "
                     "and the ranks on slot(s) {} find no GPU (\"invalid device ordinal\")",
                     host, slotText(slots), count, csv(slots), csv(beyond)),
-        fmt::format("Give DeepSpeed what this host has: {} (or --num_gpus {}).", fix, count), data);
+        remedy, data);
   }
   return pass(fmt::format("{}: slots {} fit the {} GPU(s) visible here{}", host, slotText(slots), count,
                           static_cast<long long>(slots.size()) < count

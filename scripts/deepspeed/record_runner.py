@@ -17,14 +17,14 @@ pdsh "exists", and the Popen that would start the job records its command line i
 accelerator's device_count() answers the case's "device_count". The working directory is written
 as $CWD in the recorded exports, so that fixtures do not depend on the temporary path.
 """
-import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import record as record_cli  # noqa: E402  (the shared command line; sibling file)
 REPO = os.path.dirname(os.path.dirname(HERE))
 CASES = os.path.join(REPO, "engine/env/tests/deepspeed/runner_cases.json")
 FIXTURES = os.path.join(REPO, "engine/env/tests/deepspeed/runner_fixtures.json")
@@ -139,51 +139,15 @@ def record(python, cases):
             for rel, spec in case.get("files", {}).items():
                 base = home if rel.startswith("~/") else cwd
                 write_file(os.path.join(base, rel[2:] if rel.startswith("~/") else rel), spec)
-            cf, rf = os.path.join(tmp, "case.json"), os.path.join(tmp, "result.json")
-            with open(cf, "w") as f:
-                json.dump(case, f)
             env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": home}
             env.update(case.get("env", {}))
-            proc = subprocess.run([python, os.path.abspath(__file__), "--child", cf, rf], env=env, cwd=cwd,
-                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=120)
-            if not os.path.exists(rf):
-                sys.stderr.write("case %s: the child wrote no result (exit %d):\n%s\n" %
-                                 (case["name"], proc.returncode, proc.stdout.decode(errors="replace")[-3000:]))
-                sys.exit(2)
-            with open(rf) as f:
-                results.append({"name": case["name"], "result": json.load(f)})
+            results.append(record_cli.run_child(python, __file__, case, tmp, env, cwd=cwd))
     return results
 
 
-def versions(python):
-    code = ("import json, deepspeed, sys; print(json.dumps({'deepspeed': deepspeed.__version__, "
-            "'python': sys.version.split()[0]}))")
-    proc = subprocess.run([python, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                          env={"PATH": os.environ.get("PATH", ""), "HOME": os.environ.get("HOME", ""),
-                               "CUDA_VISIBLE_DEVICES": ""}, check=True)
-    return json.loads(proc.stdout.decode().strip().splitlines()[-1])
-
-
 def main():
-    if len(sys.argv) == 4 and sys.argv[1] == "--child":
-        child_main(sys.argv[2], sys.argv[3])
-        return
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--python", required=True, help="the venv's python (scripts/deepspeed/setup-venv.sh prints it)")
-    ap.add_argument("--cases", default=CASES)
-    ap.add_argument("--out", default=FIXTURES)
-    args = ap.parse_args()
-    with open(args.cases) as f:
-        cases = json.load(f)["cases"]
-    doc = {"schema": "dsperf.deepspeed_runner_fixtures v1", "versions": versions(args.python),
-           "stub_hostname_i": STUB_HOSTNAME_I, "cases": record(args.python, cases)}
-    tmp = args.out + ".tmp"
-    with open(tmp, "w") as f:
-        json.dump(doc, f, indent=1, sort_keys=True)
-        f.write("\n")
-    os.replace(tmp, args.out)
-    print("recorded %d runner case(s) with DeepSpeed %s into %s" % (len(cases), doc["versions"]["deepspeed"],
-                                                                      args.out))
+    record_cli.cli(__doc__, CASES, FIXTURES, "dsperf.deepspeed_runner_fixtures v1", STUB_HOSTNAME_I, record, child_main,
+                   "runner case")
 
 
 if __name__ == "__main__":
