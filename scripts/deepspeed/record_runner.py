@@ -146,8 +146,8 @@ def record(python, cases):
 
 
 def main():
-    record_cli.cli(__doc__, CASES, FIXTURES, "dsperf.deepspeed_runner_fixtures v1", STUB_HOSTNAME_I, record, child_main,
-                   "runner case")
+    record_cli.cli(__doc__, CASES, FIXTURES, "dsperf.deepspeed_runner_fixtures v1", STUB_HOSTNAME_I, record,
+                   child_main, "runner case")
 
 
 if __name__ == "__main__":
