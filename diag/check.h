@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "engine/env/deepspeed_runner.h"
 #include "engine/env/env_source.h"
 #include "engine/env/world_info.h"
 #include "reports/diag/diag_schema.h"
@@ -70,6 +71,9 @@ struct DiagOptions {
   bool allPairs = false;
   int linkRounds = -1;
   double minLinkGBps = 0;
+  // DeepSpeed's runner inputs (--hostfile, --include, --exclude, --num_nodes, --num_gpus, --ssh_port)
+  // for the runner.* checks; nullopt when none was given (the checks skip).
+  std::optional<env::RunnerFlags> runner;
   // Arguments dsdiag did not recognise: launcher flags placed after the program name land here.
   std::vector<std::string> extraArgs;
 };
@@ -107,6 +111,8 @@ class Context {
   const env::EnvSource& env() const { return env_; }
   const DiagOptions& options() const { return options_; }
   std::optional<std::string> get(const std::string& name) const { return env_.get(name); }
+  // The names of the variables the environment holds, in environ's order.
+  const std::vector<std::string>& variableNames() const { return names_; }
   // Every variable name with this prefix that is set.
   std::vector<std::string> namesWithPrefix(const std::string& prefix) const;
 
@@ -170,5 +176,6 @@ std::vector<CheckDef> gpuHealthChecks();  // NVML: ECC, PCIe, clocks, processes,
 std::vector<CheckDef> ncclChecks();
 std::vector<CheckDef> mpiChecks();
 std::vector<CheckDef> systemChecks();
+std::vector<CheckDef> runnerChecks();  // DeepSpeed's runner inputs: hostfile, include/exclude, ssh, exports
 
 }  // namespace ds::diag

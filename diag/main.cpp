@@ -49,6 +49,10 @@ int main(int argc, char** argv) {
   ds::diag::DiagCommand cmd;
   double timeoutS = 30, connectS = 3, largeMiB = 4, pairS = 5;
   std::string only, skip, explainText, failOn = "warn";
+  // DeepSpeed's runner inputs, with DeepSpeed's spellings; given at all, the runner.* checks run.
+  ds::env::RunnerFlags runner;
+  std::string hostfile;
+  int sshPort = 0;
   CLI::App app{"dsdiag: pre-flight checks that say, before an expensive job starts, why it would hang or crawl.\n"
                "Exit codes: 0 all pass, 1 warnings only, 2 a failure, 3 dsdiag could not run."};
   app.set_version_flag("--version", ds::versionLine("dsdiag"));
@@ -98,6 +102,24 @@ int main(int argc, char** argv) {
        "an empty file when every host is healthy",
        "DSDIAG_EXCLUDE_FILE")
       ->check(ds::cli::outputFile());
+  flag(app, "--hostfile,-H", hostfile,
+       "DeepSpeed's hostfile (`host slots=N` lines) to check as `deepspeed` reads it (runner.* checks; "
+       "without it they use DeepSpeed's default, /job/hostfile)",
+       "DSDIAG_HOSTFILE")
+      ->check(ds::cli::inputFile());
+  flag(app, "--include,-i", runner.include, "As deepspeed's --include: NAME[:SLOT[,SLOT...]][@NAME...]",
+       "DSDIAG_INCLUDE");
+  flag(app, "--exclude,-e", runner.exclude, "As deepspeed's --exclude (the same form; not with --include)",
+       "DSDIAG_EXCLUDE");
+  flag(app, "--num_nodes", runner.numNodes, "As deepspeed's --num_nodes: the first N hosts (-1: all)",
+       "DSDIAG_NUM_NODES")
+      ->transform(ds::cli::integer(-(1LL << 30), 1 << 20));
+  flag(app, "--num_gpus,--num_accelerators", runner.numGpus,
+       "As deepspeed's --num_gpus: slots 0..N-1 on every host (-1: the hostfile's)", "DSDIAG_NUM_GPUS")
+      ->transform(ds::cli::integer(-(1LL << 30), 1 << 20));
+  flag(app, "--ssh_port", sshPort, "As deepspeed's --ssh_port: the port runner.ssh connects to (default 22)",
+       "DSDIAG_SSH_PORT")
+      ->transform(ds::cli::integer(1, 65535));
   app.add_flag("--verbose,-v", cmd.verbose, "Print each finding's data and every rank's rows")->envname("DSDIAG_VERBOSE");
   flag(app, "--color", cmd.color, "auto (on a TTY), always or never", "DSDIAG_COLOR")
       ->check(ds::cli::oneOf({"auto", "always", "never"}));
@@ -147,6 +169,12 @@ int main(int argc, char** argv) {
     cmd.options.timeout = std::chrono::milliseconds(static_cast<long long>(timeoutS * 1000));
     cmd.options.connectTimeout = std::chrono::milliseconds(static_cast<long long>(connectS * 1000));
     cmd.options.linkLargeBytes = static_cast<std::size_t>(largeMiB * 1024 * 1024);
+    if (!hostfile.empty() || !runner.include.empty() || !runner.exclude.empty() || runner.numNodes != -1 ||
+        runner.numGpus != -1 || sshPort != 0) {
+      if (!hostfile.empty()) runner.hostfile = hostfile;
+      if (sshPort != 0) runner.sshPort = sshPort;
+      cmd.options.runner = runner;
+    }
     return ds::diag::runDiag(cmd);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "dsdiag: error: %s\n", e.what());

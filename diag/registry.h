@@ -8,7 +8,7 @@
 
 namespace ds::diag {
 
-// Local checks in display order (families: env, net, gpu, nccl, mpi, system).
+// Local checks in display order (families: env, net, gpu, nccl, mpi, system, runner).
 const std::vector<CheckDef>& localChecks();
 
 // The cross-rank checks of world mode, for --list and selection (they run in world.cpp).

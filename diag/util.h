@@ -83,4 +83,8 @@ Resolution resolveHost(const std::string& host, std::chrono::milliseconds timeou
 
 bool isLoopbackAddress(const std::string& numeric);
 
+// Non-blocking TCP connect to addr:port bounded by `timeout`. Returns 0, or the errno (ETIMEDOUT on
+// the bound, EHOSTUNREACH when addr does not resolve: pass a numeric address to keep it bounded).
+int tryConnect(const std::string& addr, int port, std::chrono::milliseconds timeout);
+
 }  // namespace ds::diag

@@ -96,34 +96,6 @@ Finding masterResolves(Context& c) {
               data);
 }
 
-// Non-blocking connect bounded by `timeout`. Returns 0, or the errno (ETIMEDOUT on the bound).
-int tryConnect(const std::string& addr, int port, std::chrono::milliseconds timeout) {
-  addrinfo hints{};
-  hints.ai_socktype = SOCK_STREAM;
-  addrinfo* res = nullptr;
-  if (getaddrinfo(addr.c_str(), std::to_string(port).c_str(), &hints, &res) != 0 || res == nullptr) return EHOSTUNREACH;
-  std::unique_ptr<addrinfo, decltype(&freeaddrinfo)> guard(res, freeaddrinfo);
-  int fd = socket(res->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-  if (fd < 0) return errno;
-  int rc = connect(fd, res->ai_addr, res->ai_addrlen);
-  int err = 0;
-  if (rc != 0) {
-    err = errno;
-    if (err == EINPROGRESS) {
-      pollfd p{fd, POLLOUT, 0};
-      int pr = poll(&p, 1, static_cast<int>(timeout.count()));
-      if (pr == 0) {
-        err = ETIMEDOUT;
-      } else {
-        socklen_t len = sizeof err;
-        getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len);
-      }
-    }
-  }
-  close(fd);
-  return err;
-}
-
 Finding masterReachable(Context& c) {
   auto m = master(c);
   if (m.addr.empty()) return skip(m.why);

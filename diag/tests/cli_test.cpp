@@ -341,3 +341,34 @@ TEST(DsdiagNvml, AHangingLibraryIsBoundedByTheProbeTimeout) {
   EXPECT_EQ(status(j, "gpu.nvml"), "FAIL");
   EXPECT_NE(message(j, "gpu.nvml").find("did not finish within"), std::string::npos) << message(j, "gpu.nvml");
 }
+
+// DeepSpeed's runner flags, with DeepSpeed's spellings, drive the runner.* checks.
+TEST(DsdiagCli, RunnerFlagsCheckTheHostfileAsDeepSpeedDoes) {
+  TempDir d;
+  std::ofstream(d.file("hosts")) << "# two nodes\nnode-a slots=2\nnode-b slots=2\nnode-a slots=4\n";
+  auto r = run({dsdiag(), "--only", "runner", "-H", d.file("hosts"), "--json", d.file("r.json")}, clean());
+  EXPECT_EQ(r.exitCode, 2) << r.out << r.err;
+  auto j = ds::report::readJson(d.file("r.json"));
+  ASSERT_NE(check(j, "runner.hostfile"), nullptr) << r.out;
+  EXPECT_EQ((*check(j, "runner.hostfile"))["status"], "FAIL");
+  EXPECT_NE(r.out.find(d.file("hosts") + ":4: DeepSpeed's runner stops with ValueError: Hostfile contains "
+                                         "multiple entries for node-a"),
+            std::string::npos)
+      << r.out;
+  std::ofstream(d.file("hosts")) << "node-a slots=2\nnode-b slots=2\n";
+  r = run({dsdiag(), "--only", "runner.resources", "--hostfile", d.file("hosts"), "--include",
+           "node-a:1@node-b", "--json", d.file("r.json")},
+          clean());
+  EXPECT_EQ(r.exitCode, 0) << r.out << r.err;
+  j = ds::report::readJson(d.file("r.json"));
+  EXPECT_EQ((*check(j, "runner.resources"))["data"]["world_size"], 3) << r.out;
+  r = run(
+      {dsdiag(), "--only", "runner.resources", "--hostfile", d.file("hosts"), "-i", "node-a", "-e", "node-b"},
+      clean());
+  EXPECT_EQ(r.exitCode, 2) << r.out;
+  EXPECT_NE(r.out.find("include_str and exclude_str are mutually exclusive."), std::string::npos) << r.out;
+  r = run({dsdiag(), "--list"}, clean());
+  for (const char* id :
+       {"runner.hostfile", "runner.resources", "runner.ssh", "runner.exports", "runner.gpus_fit"})
+    EXPECT_NE(r.out.find(id), std::string::npos) << id;
+}

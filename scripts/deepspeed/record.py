@@ -133,26 +133,31 @@ def child_main(case_file, result_file):
         json.dump(result, f)
 
 
+def run_child(python, script, case, tmp, env, cwd=None):
+    """Runs `script --child` on one case in a fresh process (files in tmp) and returns its result."""
+    cf, rf = os.path.join(tmp, "case.json"), os.path.join(tmp, "result.json")
+    with open(cf, "w") as f:
+        json.dump(case, f)
+    if os.path.exists(rf):
+        os.remove(rf)
+    proc = subprocess.run([python, os.path.abspath(script), "--child", cf, rf], env=env, cwd=cwd,
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=120)
+    if not os.path.exists(rf):
+        sys.stderr.write("case %s: the child wrote no result (exit %d):\n%s\n" %
+                         (case["name"], proc.returncode, proc.stdout.decode(errors="replace")[-3000:]))
+        sys.exit(2)
+    with open(rf) as f:
+        return {"name": case["name"], "result": json.load(f)}
+
+
 def record(python, cases):
     results = []
     with tempfile.TemporaryDirectory() as tmp:
         for case in cases:
-            cf, rf = os.path.join(tmp, "case.json"), os.path.join(tmp, "result.json")
-            with open(cf, "w") as f:
-                json.dump(case, f)
-            if os.path.exists(rf):
-                os.remove(rf)
             env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": os.environ.get("HOME", "/root"),
                    "CUDA_VISIBLE_DEVICES": ""}
             env.update(case["env"])
-            proc = subprocess.run([python, os.path.abspath(__file__), "--child", cf, rf], env=env,
-                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=120)
-            if not os.path.exists(rf):
-                sys.stderr.write("case %s: the child wrote no result (exit %d):\n%s\n" %
-                                 (case["name"], proc.returncode, proc.stdout.decode(errors="replace")[-3000:]))
-                sys.exit(2)
-            with open(rf) as f:
-                results.append({"name": case["name"], "result": json.load(f)})
+            results.append(run_child(python, __file__, case, tmp, env))
     return results
 
 
@@ -165,25 +170,32 @@ def versions(python):
     return json.loads(proc.stdout.decode().strip().splitlines()[-1])
 
 
-def main():
+def cli(doc, cases_default, fixtures_default, schema, stub, record_cases, child, what):
+    """The command line of both recorders: `--child CASE RESULT` runs one case in this process (what
+    record_cases starts per case); otherwise records every case with --python's DeepSpeed into --out,
+    atomically (temp file + rename), with the versions and the stub address."""
     if len(sys.argv) == 4 and sys.argv[1] == "--child":
-        child_main(sys.argv[2], sys.argv[3])
+        child(sys.argv[2], sys.argv[3])
         return
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(description=doc.split("\n")[0])
     ap.add_argument("--python", required=True, help="the venv's python (scripts/deepspeed/setup-venv.sh prints it)")
-    ap.add_argument("--cases", default=CASES)
-    ap.add_argument("--out", default=FIXTURES)
+    ap.add_argument("--cases", default=cases_default)
+    ap.add_argument("--out", default=fixtures_default)
     args = ap.parse_args()
     with open(args.cases) as f:
         cases = json.load(f)["cases"]
-    doc = {"schema": "dsperf.deepspeed_fixtures v1", "versions": versions(args.python),
-           "stub_hostname_i": STUB_HOSTNAME_I, "cases": record(args.python, cases)}
+    out = {"schema": schema, "versions": versions(args.python), "stub_hostname_i": stub,
+           "cases": record_cases(args.python, cases)}
     tmp = args.out + ".tmp"
     with open(tmp, "w") as f:
-        json.dump(doc, f, indent=1, sort_keys=True)
+        json.dump(out, f, indent=1, sort_keys=True)
         f.write("\n")
     os.replace(tmp, args.out)
-    print("recorded %d case(s) with DeepSpeed %s into %s" % (len(cases), doc["versions"]["deepspeed"], args.out))
+    print("recorded %d %s(s) with DeepSpeed %s into %s" % (len(cases), what, out["versions"]["deepspeed"], args.out))
+
+
+def main():
+    cli(__doc__, CASES, FIXTURES, "dsperf.deepspeed_fixtures v1", STUB_HOSTNAME_I, record, child_main, "case")
 
 
 if __name__ == "__main__":

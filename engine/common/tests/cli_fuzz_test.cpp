@@ -134,8 +134,13 @@ const std::vector<FlagCase> kFlags = {
     {"dsdiag", "--link-rounds", "DSDIAG_LINK_ROUNDS", Kind::kInt},
     {"dsdiag", "--min-link-gbps", "DSDIAG_MIN_LINK_GBPS", Kind::kNumber},
     {"dsdiag", "--exclude-file", "DSDIAG_EXCLUDE_FILE", Kind::kOutput},
-
-
+    {"dsdiag", "--hostfile", "DSDIAG_HOSTFILE", Kind::kInput},
+    // DeepSpeed's filters are checked against the hostfile by runner.resources (a finding, exit 2).
+    {"dsdiag", "--include", "DSDIAG_INCLUDE", Kind::kText, false, {"", "bogus", "\xff\xfe"}},
+    {"dsdiag", "--exclude", "DSDIAG_EXCLUDE", Kind::kText, false, {"", "bogus", "\xff\xfe"}},
+    {"dsdiag", "--num_nodes", "DSDIAG_NUM_NODES", Kind::kInt, false, {"-1"}},  // DeepSpeed's default
+    {"dsdiag", "--num_gpus", "DSDIAG_NUM_GPUS", Kind::kInt, false, {"-1"}},
+    {"dsdiag", "--ssh_port", "DSDIAG_SSH_PORT", Kind::kInt},
 
     {"dsreport html", "runs", "", Kind::kInput, true},
     {"dsreport html", "--output", "DSREPORT_HTML_OUTPUT", Kind::kOutput},

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Label deepspeed: the differential test against the DeepSpeed installed here, live.
 #
-#   live_test.sh CASE BIN_DIR TEST_DIR      CASE: table | launcher
+#   live_test.sh CASE BIN_DIR TEST_DIR      CASE: table | launcher | runner
 #
 #   table     re-records every environment of cases.json with the real DeepSpeed (into a temp file)
 #             and compares dsperf's DeepSpeed view with it: the gtest on every case, and dsbench's and
@@ -9,6 +9,8 @@
 #   launcher  DeepSpeed's own launcher starts dsbench directly (`deepspeed --no_python
 #             --no_local_rank --num_gpus 2 dsbench world`), bare and inside a Slurm step's variables
 #             (the case dsperf used to refuse): both must form a 2-rank world.
+#   runner    re-records DeepSpeed's runner (fetch_hostfile, parse_inclusion_exclusion, runner.main)
+#             on every case of runner_cases.json and compares dsperf's runner model with it.
 #
 # Skips (77) with the reason where DeepSpeed does not import: DS_DEEPSPEED_PYTHON, else the venv of
 # scripts/deepspeed/setup-venv.sh.
@@ -60,8 +62,13 @@ case "$case_name" in
       echo "ok ($where): DeepSpeed's launcher started a 2-rank dsbench world"
     done
     ;;
+  runner)
+    python3 "$root/scripts/deepspeed/record_runner.py" --python "$py" --out "$tmp/runner.json" || exit 1
+    DS_DEEPSPEED_RUNNER_FIXTURES="$tmp/runner.json" "$tests/ds_deepspeed_runner_tests" \
+      --gtest_filter='DeepSpeedRunnerFixtures.*' || exit 1
+    ;;
   *)
-    echo "live_test.sh: unknown case '$case_name' (table or launcher)" >&2
+    echo "live_test.sh: unknown case '$case_name' (table, launcher or runner)" >&2
     exit 2
     ;;
 esac

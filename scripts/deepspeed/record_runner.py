@@ -1,0 +1,154 @@
+#!/usr/bin/env python3
+"""Records what DeepSpeed's runner makes of its inputs, for each case of runner_cases.json.
+
+    scripts/deepspeed/record_runner.py --python VENV_PYTHON [--cases FILE] [--out FILE]
+
+Each case runs in a fresh child process, in a temporary working directory with a temporary HOME,
+holding the case's files (the hostfile, `.deepspeed_env` in ~ or in the working directory), with
+exactly the case's environment (plus PATH). The child imports DeepSpeed's own runner and records:
+
+  fetch    deepspeed.launcher.runner.fetch_hostfile(hostfile): the pool, None, or the exception;
+  filter   parse_inclusion_exclusion(pool, include, exclude) on that pool (when it parsed);
+  main     runner.main(args) itself: the world_info it hands launch.py, whether it launches over
+           pdsh, the master address, and PDSHRunner's exports; or the exception.
+
+Nothing connects: `ssh HOST hostname` succeeds, `ssh HOST hostname -I` answers STUB_HOSTNAME_I,
+pdsh "exists", and the Popen that would start the job records its command line instead. The
+accelerator's device_count() answers the case's "device_count". The working directory is written
+as $CWD in the recorded exports, so that fixtures do not depend on the temporary path.
+"""
+import json
+import os
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import record as record_cli  # noqa: E402  (the shared command line; sibling file)
+REPO = os.path.dirname(os.path.dirname(HERE))
+CASES = os.path.join(REPO, "engine/env/tests/deepspeed/runner_cases.json")
+FIXTURES = os.path.join(REPO, "engine/env/tests/deepspeed/runner_fixtures.json")
+STUB_HOSTNAME_I = "198.51.100.20 10.0.0.1"
+
+
+def error(e):
+    return {"ok": False, "error_type": type(e).__name__, "error": str(e)}
+
+
+def run_case(case, cwd):
+    import base64
+
+    from deepspeed.accelerator import get_accelerator
+    from deepspeed.launcher import runner, multinode_runner
+
+    accel = get_accelerator()
+    accel.device_count = lambda: case.get("device_count", 0)
+    out = {"accelerator": accel.device_name()}
+    hostfile = case.get("hostfile_path", "hostfile")
+    try:
+        pool = runner.fetch_hostfile(hostfile)
+        out["fetch"] = {"ok": True, "pool": None if pool is None else [[h, n] for h, n in pool.items()]}
+    except BaseException as e:  # noqa: B902 - the exception is the answer
+        pool = None
+        out["fetch"] = error(e)
+    if pool is not None:
+        try:
+            active = runner.parse_inclusion_exclusion(pool, case.get("include", ""), case.get("exclude", ""))
+            out["filter"] = {"ok": True, "active": [[h, s] for h, s in active.items()]}
+        except BaseException as e:  # noqa: B902
+            out["filter"] = error(e)
+
+    class Launched(Exception):
+        pass
+
+    captured = {}
+
+    def check_call(cmd, *a, **k):
+        captured.setdefault("ssh_checks", []).append(list(cmd))
+        return 0
+
+    def check_output(cmd, *a, **k):
+        return (STUB_HOSTNAME_I + "\n").encode()
+
+    def popen(cmd, *a, **k):
+        captured["cmd"] = list(cmd)
+        raise Launched()
+
+    real_get_cmd = multinode_runner.PDSHRunner.get_cmd
+
+    def get_cmd(self, environment, active_resources):
+        captured["exports"] = dict(self.exports)
+        return real_get_cmd(self, environment, active_resources)
+
+    runner.subprocess.check_call = check_call
+    runner.subprocess.check_output = check_output
+    runner.subprocess.Popen = popen
+    multinode_runner.PDSHRunner.backend_exists = lambda self: True
+    multinode_runner.PDSHRunner.get_cmd = get_cmd
+    args = ["--hostfile", hostfile] + case.get("args", []) + ["train.py"]
+    if case.get("include"):
+        args = ["--include", case["include"]] + args
+    if case.get("exclude"):
+        args = ["--exclude", case["exclude"]] + args
+    try:
+        runner.main(args)
+        out["main"] = {"ok": False, "error_type": "NoLaunch", "error": "main() returned without launching"}
+    except Launched:
+        cmd = captured["cmd"]
+        info = [a for a in cmd if isinstance(a, str) and a.startswith("--world_info=")]
+        world = json.loads(base64.urlsafe_b64decode(info[0].split("=", 1)[1])) if info else None
+        master = [a.split("=", 1)[1] for a in cmd if isinstance(a, str) and a.startswith("--master_addr=")]
+        exports = {k: v.replace(cwd, "$CWD") for k, v in captured.get("exports", {}).items()}
+        out["main"] = {"ok": True, "world_info": [[h, s] for h, s in world.items()],
+                       "multi_node": cmd[0] == "pdsh", "master_addr": master[0] if master else None,
+                       "exports": exports if cmd[0] == "pdsh" else None}
+    except BaseException as e:  # noqa: B902
+        out["main"] = error(e)
+    return out
+
+
+def child_main(case_file, result_file):
+    with open(case_file) as f:
+        case = json.load(f)
+    result = run_case(case, os.getcwd())
+    with open(result_file, "w") as f:
+        json.dump(result, f)
+
+
+def write_file(path, spec):
+    """spec: text, {"text": ...}, {"bytes_hex": ...} or {"dir": true}; "mode" (octal) for either file."""
+    if isinstance(spec, str):
+        spec = {"text": spec}
+    if spec.get("dir"):
+        os.makedirs(path, exist_ok=True)
+        return
+    data = bytes.fromhex(spec["bytes_hex"]) if "bytes_hex" in spec else spec["text"].encode()
+    with open(path, "wb") as f:
+        f.write(data)
+    if "mode" in spec:
+        os.chmod(path, spec["mode"])
+
+
+def record(python, cases):
+    results = []
+    for case in cases:
+        with tempfile.TemporaryDirectory() as tmp:
+            cwd, home = os.path.join(tmp, "cwd"), os.path.join(tmp, "home")
+            os.makedirs(cwd)
+            os.makedirs(home)
+            for rel, spec in case.get("files", {}).items():
+                base = home if rel.startswith("~/") else cwd
+                write_file(os.path.join(base, rel[2:] if rel.startswith("~/") else rel), spec)
+            env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": home}
+            env.update(case.get("env", {}))
+            results.append(record_cli.run_child(python, __file__, case, tmp, env, cwd=cwd))
+    return results
+
+
+def main():
+    record_cli.cli(__doc__, CASES, FIXTURES, "dsperf.deepspeed_runner_fixtures v1", STUB_HOSTNAME_I, record,
+                   child_main, "runner case")
+
+
+if __name__ == "__main__":
+    main()
