@@ -145,7 +145,8 @@ Finding cpuQuota(Context& c) {
             {"throttled_s", q.throttledS < 0 ? Json() : Json(q.throttledS)},
             {"affinity_cpus", static_cast<int>(cpus.size())},
             {"local_world_size", local}};
-  if (q.quotaCpus < 0) return pass("No cgroup CPU limit on this process (cpu.max / cfs_quota_us unset)", data);
+  if (q.quotaCpus < 0)
+    return pass("No cgroup CPU limit on this process (cpu.max / cfs_quota_us unset)", data);
   const double perRank = q.quotaCpus / local;
   std::string summary =
       fmt::format("{}; {} rank(s) on this node share it: {:.2g} CPU per rank", q.describe(), local, perRank);
@@ -154,18 +155,20 @@ Finding cpuQuota(Context& c) {
       "the pod's CPU limit, or Slurm's CPUQuota), or remove the limit in {}.",
       q.file);
   if (perRank < 0.5) {
-    return fail(summary +
-                    ": the kernel stops this node's ranks for most of every period, so every collective waits "
-                    "for them and the whole job runs at this node's pace",
-                remedy, data);
+    return fail(
+        summary +
+            ": the kernel stops this node's ranks for most of every period, so every collective waits "
+            "for them and the whole job runs at this node's pace",
+        remedy, data);
   }
-  const double throttledShare =
-      q.periods > 0 && q.throttled >= 0 ? static_cast<double>(q.throttled) / static_cast<double>(q.periods) : 0;
+  const double throttledShare = q.periods > 0 && q.throttled >= 0
+                                    ? static_cast<double>(q.throttled) / static_cast<double>(q.periods)
+                                    : 0;
   if (perRank < 1 || (throttledShare >= 0.05 && q.quotaCpus < static_cast<double>(cpus.size()))) {
-    return warn(summary +
-                    (perRank < 1 ? ": less than one CPU per rank; ranks are throttled whenever they all run"
-                                 : ": the limit is already being hit; ranks stall when it throttles them"),
-                remedy, data);
+    return warn(
+        summary + (perRank < 1 ? ": less than one CPU per rank; ranks are throttled whenever they all run"
+                               : ": the limit is already being hit; ranks stall when it throttles them"),
+        remedy, data);
   }
   return pass(summary, data);
 }
@@ -310,7 +313,8 @@ std::vector<CheckDef> systemChecks() {
       {"system.ulimits", "system", "memlock and nofile ulimits", ulimits},
       {"system.cpu_affinity", "system", "CPU count and affinity against ranks per node", cpuAffinity},
       {"system.cpu_quota", "system",
-       "The cgroup CPU limit (cpu.max, cfs_quota_us) against ranks per node (< 0.5 CPU per rank fail, < 1 warn)",
+       "The cgroup CPU limit (cpu.max, cfs_quota_us) against ranks per node (< 0.5 CPU per rank fail, < 1 "
+       "warn)",
        cpuQuota},
       {"system.thread_affinity", "system",
        "The affinity mask is as wide as the threads a rank runs (caller + BLAS threads + the process group's "

@@ -179,7 +179,8 @@ void FleetRun::publishSelf() {
   me.glooSocketIfname = envOr("GLOO_SOCKET_IFNAME");
   // The CPU budget, for localisation's fleet-relative CPU rule (a host under a tight cgroup limit).
   me.affinityCpus = static_cast<int>(sys::affinityCpus().size());
-  const sys::CgroupCpu quota = sys::readCgroupCpu(envOr("DSDIAG_PROCFS", "/proc"), envOr("DSDIAG_SYSFS", "/sys"));
+  const sys::CgroupCpu quota =
+      sys::readCgroupCpu(envOr("DSDIAG_PROCFS", "/proc"), envOr("DSDIAG_SYSFS", "/sys"));
   me.cpuQuota = quota.quotaCpus;
   me.cpuQuotaFile = quota.file;
   me.joined = true;

@@ -1349,13 +1349,16 @@ class Judge {
     const double median = values[values.size() / 2];
     for (const auto& s : shares) {
       const FleetRank* fr = rank(s.rank);
-      if (fr->cpuQuota <= 0 || s.perRank >= T::kCpuPerRankFloor || s.perRank >= T::kCpuRatio * median) continue;
+      if (fr->cpuQuota <= 0 || s.perRank >= T::kCpuPerRankFloor || s.perRank >= T::kCpuRatio * median)
+        continue;
       units_[s.unit].evidence.push_back(
-          {"cpu", "join",
-           fmt::format("{} may use {:.3g} CPU ({}: cgroup CPU limit {:.3g} CPU shared by {} rank(s)), where the "
-                       "fleet's median host gives each rank {:.3g} CPU: the kernel stops its ranks for most of "
-                       "every period and every collective waits for them; raise or remove the limit",
-                       label(s.rank), s.perRank, fr->cpuQuotaFile, fr->cpuQuota, s.sharing, median),
+          {"cpu",
+           "join",
+           fmt::format(
+               "{} may use {:.3g} CPU ({}: cgroup CPU limit {:.3g} CPU shared by {} rank(s)), where the "
+               "fleet's median host gives each rank {:.3g} CPU: the kernel stops its ranks for most of "
+               "every period and every collective waits for them; raise or remove the limit",
+               label(s.rank), s.perRank, fr->cpuQuotaFile, fr->cpuQuota, s.sharing, median),
            {},
            s.perRank,
            median});

@@ -17,6 +17,7 @@
 #include "diag/util.h"
 #include "engine/comm/backends/nccl/nccl_version.h"
 #include "engine/common/error.h"
+#include "engine/common/resources.h"
 #include "engine/env/launcher_args.h"
 #include "engine/testing/subprocess.h"
 
@@ -486,22 +487,25 @@ TEST(SystemChecks, CpuQuotaJudgesTheCgroupLimitPerRank) {
   writeFile(v1 + "/job/cpu.stat", "nr_periods 400\nnr_throttled 300\nthrottled_time 25000000000\n");
   writeFile(v1 + "/job/rank0/cpu.cfs_quota_us", "-1\n");
   writeFile(v1 + "/job/rank0/cpu.cfs_period_us", "100000\n");
-  auto v = launched(0, 4);
-  v["DSDIAG_PROCFS"] = proc.path();
-  v["DSDIAG_SYSFS"] = sys.path();
-  auto f = runCheck("system.cpu_quota", v);
+  // `ranks` on the node, /proc and /sys read from the fake roots.
+  auto on = [](int ranks, const TempDir& procRoot, const TempDir& sysRoot) {
+    Vars v = launched(0, ranks);
+    v["DSDIAG_PROCFS"] = procRoot.path();
+    v["DSDIAG_SYSFS"] = sysRoot.path();
+    return v;
+  };
+  auto f = runCheck("system.cpu_quota", on(4, proc, sys));
   EXPECT_STATUS(f, FAIL);
-  EXPECT_NE(f.message.find("cgroup CPU limit 0.5 CPU (" + v1 + "/job/cpu.cfs_quota_us: 50000 per 100000 us), "
-                           "throttled in 300 of 400 periods (25.0 s stopped); 4 rank(s) on this node share it: "
-                           "0.12 CPU per rank"),
-            std::string::npos)
+  EXPECT_NE(
+      f.message.find("cgroup CPU limit 0.5 CPU (" + v1 +
+                     "/job/cpu.cfs_quota_us: 50000 per 100000 us), "
+                     "throttled in 300 of 400 periods (25.0 s stopped); 4 rank(s) on this node share it: "
+                     "0.12 CPU per rank"),
+      std::string::npos)
       << f.message;
   EXPECT_NE(f.remedy.find(v1 + "/job/cpu.cfs_quota_us"), std::string::npos) << f.remedy;
   EXPECT_DOUBLE_EQ(f.data["quota_cpus"].get<double>(), 0.5);
-  v = launched(0, 1);
-  v["DSDIAG_PROCFS"] = proc.path();
-  v["DSDIAG_SYSFS"] = sys.path();
-  EXPECT_STATUS(runCheck("system.cpu_quota", v), WARN);  // 0.5 CPU for one rank
+  EXPECT_STATUS(runCheck("system.cpu_quota", on(1, proc, sys)), WARN);  // 0.5 CPU for one rank
 
   TempDir proc2, sys2;
   writeFile(proc2.file("self/cgroup"), "0::/kubepods/pod1\n");
@@ -509,14 +513,13 @@ TEST(SystemChecks, CpuQuotaJudgesTheCgroupLimitPerRank) {
   writeFile(v2 + "/cgroup.controllers", "cpuset cpu io memory pids\n");
   writeFile(v2 + "/kubepods/cpu.max", "max 100000\n");
   writeFile(v2 + "/kubepods/pod1/cpu.max", "150000 100000\n");
-  writeFile(v2 + "/kubepods/pod1/cpu.stat", "usage_usec 1\nnr_periods 1000\nnr_throttled 200\nthrottled_usec 5000000\n");
-  v = launched(0, 1);
-  v["DSDIAG_PROCFS"] = proc2.path();
-  v["DSDIAG_SYSFS"] = sys2.path();
+  writeFile(v2 + "/kubepods/pod1/cpu.stat",
+            "usage_usec 1\nnr_periods 1000\nnr_throttled 200\nthrottled_usec 5000000\n");
+  Vars v = on(1, proc2, sys2);
   f = runCheck("system.cpu_quota", v);
   // 1.5 CPU for one rank, but throttled in 20 % of the periods: a warning where the limit is below the
-  // affinity mask (this machine has at least 2 CPUs), a pass where it is not.
-  if (sysconf(_SC_NPROCESSORS_ONLN) >= 2) {
+  // affinity mask (2 CPUs or more), a pass where it is not.
+  if (ds::sys::affinityCpus().size() >= 2) {
     EXPECT_STATUS(f, WARN);
     EXPECT_NE(f.message.find("the limit is already being hit"), std::string::npos) << f.message;
   }
@@ -531,9 +534,7 @@ TEST(SystemChecks, CpuQuotaJudgesTheCgroupLimitPerRank) {
   }
   // No cgroup files at all (a fake tree that is empty): no limit known.
   TempDir empty;
-  v["DSDIAG_PROCFS"] = empty.path();
-  v["DSDIAG_SYSFS"] = empty.path();
-  EXPECT_STATUS(runCheck("system.cpu_quota", v), PASS);
+  EXPECT_STATUS(runCheck("system.cpu_quota", on(1, empty, empty)), PASS);
 }
 
 TEST(SystemChecks, TopologyAndIdentity) {

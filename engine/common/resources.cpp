@@ -1,7 +1,6 @@
 #include "engine/common/resources.h"
 
 #include <fmt/format.h>
-
 #include <sched.h>
 
 #include <algorithm>

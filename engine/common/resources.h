@@ -32,12 +32,12 @@ void checkMemory(double bytes, const MemoryInfo& info, const std::string& what, 
 // under a limit is stopped for the rest of every period once it has used its share, so a collective
 // stalls on it for up to a period (100 ms by default) at a time.
 struct CgroupCpu {
-  double quotaCpus = -1;       // quota / period, in CPUs; -1 = no limit (or none readable)
-  std::string file;            // the file that sets it: "/sys/fs/cgroup/a/b/cpu.max"
-  std::string text;            // what it says: "5000 100000"
-  long long periods = -1;      // cpu.stat nr_periods of that cgroup; -1 = unknown
-  long long throttled = -1;    // cpu.stat nr_throttled: periods in which it was stopped
-  double throttledS = -1;      // time stopped (v2 throttled_usec, v1 throttled_time in ns), seconds
+  double quotaCpus = -1;     // quota / period, in CPUs; -1 = no limit (or none readable)
+  std::string file;          // the file that sets it: "/sys/fs/cgroup/a/b/cpu.max"
+  std::string text;          // what it says: "5000 100000"
+  long long periods = -1;    // cpu.stat nr_periods of that cgroup; -1 = unknown
+  long long throttled = -1;  // cpu.stat nr_throttled: periods in which it was stopped
+  double throttledS = -1;    // time stopped (v2 throttled_usec, v1 throttled_time in ns), seconds
   // "cgroup limit 0.05 CPU (/sys/fs/cgroup/x/cpu.max: 5000 100000), throttled in 120 of 300 periods"
   std::string describe() const;
 };

@@ -348,9 +348,10 @@ TEST(FleetLocalise, HostUnderATightCgroupCpuLimitIsNamedAgainstTheFleet) {
   EXPECT_EQ(named(m, j).hosts, std::set<int>{5}) << allText(j);
   const auto& h5 = host(j, "fleet5");
   ASSERT_TRUE(hasEvidence(h5, "cpu", "join")) << allText(j);
-  EXPECT_TRUE(contains(h5.evidence[0].text,
-                       "fleet5 (rank 20) may use 0.5 CPU (/sys/fs/cgroup/fleet5/cpu.max: cgroup CPU limit 2 CPU "
-                       "shared by 4 rank(s)), where the fleet's median host gives each rank 16 CPU"))
+  EXPECT_TRUE(
+      contains(h5.evidence[0].text,
+               "fleet5 (rank 20) may use 0.5 CPU (/sys/fs/cgroup/fleet5/cpu.max: cgroup CPU limit 2 CPU "
+               "shared by 4 rank(s)), where the fleet's median host gives each rank 16 CPU"))
       << h5.evidence[0].text;
   EXPECT_DOUBLE_EQ(h5.evidence[0].measured, 0.5);
   EXPECT_EQ(host(j, "fleet9").state, HostState::kHealthy) << allText(j);
