@@ -20,6 +20,7 @@ torch's store would have been created with, or the exception (type, text, stage:
 init_distributed), and the environment after DeepSpeed's patching.
 """
 import argparse
+import concurrent.futures
 import json
 import os
 import subprocess
@@ -150,15 +151,23 @@ def run_child(python, script, case, tmp, env, cwd=None):
         return {"name": case["name"], "result": json.load(f)}
 
 
+def map_cases(fn, cases):
+    """fn(case) on every case, DS_RECORD_JOBS (default: the CPUs this process may use) at a time; the
+    results in the cases' order. Each case is a child process of its own (DeepSpeed's import is most of
+    its time), so they run side by side; a failing case still stops the record (run_child exits 2)."""
+    jobs = int(os.environ.get("DS_RECORD_JOBS", "0") or 0) or len(os.sched_getaffinity(0))
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        return list(pool.map(fn, cases))
+
+
 def record(python, cases):
-    results = []
-    with tempfile.TemporaryDirectory() as tmp:
-        for case in cases:
+    def one(case):
+        with tempfile.TemporaryDirectory() as tmp:
             env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": os.environ.get("HOME", "/root"),
                    "CUDA_VISIBLE_DEVICES": ""}
             env.update(case["env"])
-            results.append(run_child(python, __file__, case, tmp, env))
-    return results
+            return run_child(python, __file__, case, tmp, env)
+    return map_cases(one, cases)
 
 
 def versions(python):

@@ -130,8 +130,7 @@ def write_file(path, spec):
 
 
 def record(python, cases):
-    results = []
-    for case in cases:
+    def one(case):
         with tempfile.TemporaryDirectory() as tmp:
             cwd, home = os.path.join(tmp, "cwd"), os.path.join(tmp, "home")
             os.makedirs(cwd)
@@ -141,8 +140,8 @@ def record(python, cases):
                 write_file(os.path.join(base, rel[2:] if rel.startswith("~/") else rel), spec)
             env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": home}
             env.update(case.get("env", {}))
-            results.append(record_cli.run_child(python, __file__, case, tmp, env, cwd=cwd))
-    return results
+            return record_cli.run_child(python, __file__, case, tmp, env, cwd=cwd)
+    return record_cli.map_cases(one, cases)
 
 
 def main():
