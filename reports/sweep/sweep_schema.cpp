@@ -255,6 +255,7 @@ void to_json(nlohmann::json& j, const SweepMetadata& m) {
        {"end_time", m.endTime}};
   if (!m.label.empty()) j["label"] = m.label;
   if (!m.source.empty()) j["source"] = m.source;
+  if (!m.hardware.empty()) j["hardware"] = m.hardware;
 }
 
 void from_json(const nlohmann::json& j, SweepMetadata& m) {
@@ -280,6 +281,7 @@ void from_json(const nlohmann::json& j, SweepMetadata& m) {
   readTo(j.at("end_time"), m.endTime);
   m.label = textOr(j, "label", "");
   m.source = textOr(j, "source", "");
+  if (j.contains("hardware")) readTo(j.at("hardware"), m.hardware);
 }
 
 std::vector<PlacedRank> placedRanks(const SweepMetadata& m) {
