@@ -42,6 +42,10 @@ struct Sample {
   // software stack that moved the bytes ("nccl 2.21.5", "open_mpi 4.1.4", "gloo 0.0.0", "tcp").
   std::string sku = "unknown";
   std::string stack;
+  // The hardware bound that applies to the figure (reports/baseline/expected.h), for absolute floors
+  // ("below 50% of line rate is never normal"): 0 and "" when the run recorded no hardware.
+  double boundGBps = 0;
+  std::string boundName;  // "2x200 Gb/s NIC line rate", "NVLink 18x25 GB/s", ...
 };
 
 // The samples of one run, in file order. Sweep rows that were not measured, or measured wrong data,
