@@ -34,7 +34,14 @@ fi
 default_build=$(ds_build_dir_for "$sanitize" "$root")
 build=${DS_BUILD_DIR:-$default_build}
 jobs=${DS_JOBS:-$(nproc)}
-cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=${DS_BUILD_TYPE:-RelWithDebInfo} ${args[@]+"${args[@]}"} >"$build.configure.log" 2>&1 || {
+# Ninja when it is installed (setup.sh installs it): it starts a target's compiles before the libraries
+# it links are done and has no recursive-make overhead, so 2 cores stay busy. A build folder keeps the
+# generator it was first configured with (cmake refuses to switch one).
+generator=()
+if [[ ! -f "$build/CMakeCache.txt" ]] && command -v ninja >/dev/null; then
+  generator=(-G Ninja)
+fi
+cmake -S "$root" -B "$build" ${generator[@]+"${generator[@]}"} -DCMAKE_BUILD_TYPE=${DS_BUILD_TYPE:-RelWithDebInfo} ${args[@]+"${args[@]}"} >"$build.configure.log" 2>&1 || {
   cat "$build.configure.log"; echo "build: cmake configure failed (log above)" >&2; exit 1; }
 grep -E '^-- DS_(WITH_|SANITIZE)' "$build.configure.log" || true
 
@@ -47,15 +54,21 @@ start=$SECONDS
 # Progress: the build tool's "[ 42%] Building CXX object ..." lines, rewritten in place on a terminal;
 # elsewhere (CI, a pipe) one line per tenth of the way, so logs stay short.
 progress() {
-  local line tty=0 width=${COLUMNS:-100} last=-1 pct
+  local line tty=0 width=${COLUMNS:-100} last=-1 pct=0
   [[ -t 1 ]] && tty=1
   while IFS= read -r line; do
     printf '%s\n' "$line" >>"$log"
-    [[ "$line" =~ ^\[\ *([0-9]+)%\]\ (.*)$ ]] || continue
+    # Make: "[ 42%] Building ..."; Ninja: "[123/456] Building ...".
+    if [[ "$line" =~ ^\[\ *([0-9]+)%\]\ (.*)$ ]]; then
+      pct=${BASH_REMATCH[1]}
+    elif [[ "$line" =~ ^\[([0-9]+)/([0-9]+)\]\ (.*)$ ]]; then
+      pct=$((100 * BASH_REMATCH[1] / BASH_REMATCH[2]))
+    else
+      continue
+    fi
     if ((tty)); then
       printf '\r\033[K%s' "${line:0:$((width - 1))}"
     else
-      pct=${BASH_REMATCH[1]}
       ((pct / 10 > last)) && { last=$((pct / 10)); echo "build: ${pct}%"; }
     fi
   done
@@ -70,7 +83,7 @@ set -e
 warnings=$(grep -c 'warning:' "$log" || true)
 if ((rc != 0)); then
   echo "build: FAILED (exit $rc) after $((SECONDS - start)) s. The errors, from $log:" >&2
-  grep -E -B2 -A6 'error:|Error [0-9]+|undefined reference|CMake Error' "$log" | head -80 >&2 || tail -40 "$log" >&2
+  grep -E -B2 -A6 'error:|Error [0-9]+|undefined reference|CMake Error|^FAILED:' "$log" | head -80 >&2 || tail -40 "$log" >&2
   echo "build: the full log is $log" >&2
   exit "$rc"
 fi

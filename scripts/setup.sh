@@ -16,7 +16,7 @@ done
 
 packages=(
   # toolchain
-  g++ cmake make pkg-config git ccache
+  g++ cmake make ninja-build pkg-config git ccache  # scripts/build.sh uses Ninja when it is there
   help2man                       # man pages from the tools' --help (cmake/Manpages.cmake)
   dpkg-dev                       # cpack's .deb: dpkg-shlibdeps computes its Depends
   # DESIGN.md's dependency list
@@ -31,6 +31,7 @@ packages=(
   libjs-chart.js                 # charts, embedded into HTML reports
   libhwloc-dev                   # topology
   libre2-dev                     # dsdiag explain: linear-time pattern matching
+  libyaml-cpp-dev                # dsreport check: the operators' rules file (YAML, as superbench's rules)
   libfmt-dev                     # formatting
   libasio-dev                    # store event loop option
   # test tools
