@@ -38,6 +38,9 @@ find_package(nlohmann_json 3 REQUIRED)
 # (3.11.2 leaves parent pointers stale after object insert(first, last) and update(j, true), which
 # assert in builds without NDEBUG; the code uses neither.)
 add_compile_definitions(JSON_DIAGNOSTICS=1)
+# dsreport's rules files (reports/baseline/rules.h) are YAML, as superbench's rules are: operators
+# edit them by hand, with comments. yaml-cpp reports line and column of every node for our errors.
+find_package(yaml-cpp REQUIRED)
 find_package(GTest REQUIRED)
 find_package(benchmark REQUIRED)
 

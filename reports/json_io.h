@@ -25,6 +25,8 @@ void writeTextAtomic(const std::string& path, const std::string& text);
 void writeJsonAtomic(const std::string& path, const nlohmann::json& j);
 // Throws IoError when unreadable, ConfigError naming the path and position when not JSON.
 nlohmann::json readJson(const std::string& path);
+// Now as ISO 8601 UTC to the second ("2026-12-02T20:15:00Z"), the form records' times take.
+std::string utcNowIso();
 // readJson of a file's text already read (`origin` names it in errors).
 nlohmann::json parseJsonText(const std::string& text, const std::string& origin);
 

@@ -25,6 +25,9 @@ enum ExitCode : int {
 struct Command {
   CLI::App* app = nullptr;
   std::function<int()> run;  // returns an ExitCode; ds::Error escapes to main
+  // The exit code of bad flags or input (ConfigError, IoError, a CLI parse error): kExitBadInput, but
+  // check's health-gate codes give 2 to unhealthy hosts, so there it is 3 ("could not run").
+  int badInputExit = kExitBadInput;
 };
 
 // --max-input-mb (DSREPORT_MAX_INPUT_MB) of the subcommands that read result files: the readers'
@@ -42,6 +45,8 @@ Command addCompareCommand(CLI::App& parent);    // compare_command.cpp
 Command addIngestCommand(CLI::App& parent);     // ingest_command.cpp
 Command addDashboardCommand(CLI::App& parent);  // dashboard_command.cpp
 Command addImportCommand(CLI::App& parent);     // import_command.cpp
+Command addBaselineCommand(CLI::App& parent);   // baseline_command.cpp
+Command addCheckCommand(CLI::App& parent);      // check_command.cpp
 
 // CLI11 drops a "--" before positional arguments; compare's "--" (BASE... -- CURRENT...) is turned into
 // a hidden flag here, before parsing, so that compare knows where it stood. Other commands' args are

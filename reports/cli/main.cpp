@@ -16,9 +16,10 @@ int main(int argc, char** argv) {
   CLI::App app{"dsreport: reports, comparisons and history of dsbench / dsdiag results."};
   app.set_version_flag("--version", ds::versionLine("dsreport"));
   app.require_subcommand(1);
-  std::vector<cli::Command> commands{cli::addHtmlCommand(app), cli::addCompareCommand(app),
+  std::vector<cli::Command> commands{cli::addHtmlCommand(app),   cli::addCompareCommand(app),
                                      cli::addIngestCommand(app), cli::addDashboardCommand(app),
-                                     cli::addImportCommand(app)};
+                                     cli::addImportCommand(app), cli::addBaselineCommand(app),
+                                     cli::addCheckCommand(app)};
   try {
     if (argc > 0) app.name(argv[0]);  // as parse(argc, argv) would
     std::vector<std::string> args(argv + 1, argv + argc);
@@ -27,7 +28,10 @@ int main(int argc, char** argv) {
     ds::cli::parse(app, std::move(args));
   } catch (const CLI::ParseError& e) {
     int rc = app.exit(e);
-    return rc == 0 ? cli::kExitOk : cli::kExitBadInput;
+    if (rc == 0) return cli::kExitOk;
+    for (auto& c : commands)
+      if (c.app->parsed()) return c.badInputExit;
+    return cli::kExitBadInput;
   }
   for (auto& c : commands) {
     if (!c.app->parsed()) continue;
@@ -35,10 +39,10 @@ int main(int argc, char** argv) {
       return c.run();
     } catch (const ds::ConfigError& e) {
       std::fprintf(stderr, "dsreport: error: %s\n", e.what());
-      return cli::kExitBadInput;
+      return c.badInputExit;
     } catch (const ds::IoError& e) {
       std::fprintf(stderr, "dsreport: error: %s\n", e.what());
-      return cli::kExitBadInput;
+      return c.badInputExit;
     } catch (const std::exception& e) {
       std::fprintf(stderr, "dsreport: internal error: %s\n", e.what());
       return cli::kExitInternal;

@@ -1,0 +1,103 @@
+// The rules file of `dsreport baseline` and `dsreport check`: what operators edit to say what is
+// normal. YAML (yaml-cpp, Debian's libyaml-cpp-dev), as superbench's rules files are: operators write
+// them by hand, with comments, and yaml-cpp gives every node's line and column for our errors. A
+// small example (docs/dsreport.md has the reference):
+//
+//   version: 1
+//   k: 2                  # a host is unhealthy when a rule broke in 2 ...
+//   n: 3                  # ... of its last 3 runs (Azure's repeat count)
+//   sizes: [largest]      # verdict sizes: "largest" measured, or sizes (1G, 256M, 16G)
+//   baseline:
+//     statistic: mean     # mean or median of the hosts kept
+//     max_iterations: 20  # outlier rejection rounds (superbench's)
+//   rules:
+//     busbw_variance:     { kind: variance, metric: busbw, threshold: 0.05 }
+//     busbw_floor:        { kind: floor, metric: busbw, fraction: 0.5 }
+//     h100_allreduce:     { kind: value, sku: "*8xNVIDIA H100*", collective: allreduce,
+//                           bytes: 16G, min: 460 }
+//     wrong_or_missing:   { kind: failure_check }
+//     both:               { kind: multi_rules, rules: [busbw_variance, busbw_floor], fail_when: all }
+//
+// Rule kinds (superbench's names where they exist):
+// - variance: the figure against the baseline; breaks when it is worse by more than `threshold`
+//   (a fraction: 0.05 = 5%) in the metric's bad direction (lower bandwidth, higher latency).
+// - value: the figure against a fixed expectation, `min` and/or `max` (Azure's per-SKU conf values).
+// - floor: the figure against `fraction` of the hardware bound of the row (reports/baseline/
+//   expected.h); also the baseline's absolute floor, so that an all-slow fleet is not normal.
+// - failure_check: a row that measured wrong data, or a host that reported no result.
+// - multi_rules: breaks when `fail_when` (any, all, or a number) of the named rules break; rules
+//   with `standalone: false` only feed such combinations and give no verdict of their own.
+// Every rule but failure_check and multi_rules may be narrowed with filters: metric, collective,
+// backend, dtype, op, sku (a glob on the SKU key), bytes (one size or a list; else the verdict sizes).
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "reports/baseline/sample.h"
+
+namespace ds::report {
+
+enum class RuleKind { kVariance, kValue, kFloor, kFailureCheck, kMultiRules };
+const char* ruleKindName(RuleKind k);  // "variance", "value", "floor", "failure_check", "multi_rules"
+
+struct Rule {
+  std::string name;
+  RuleKind kind = RuleKind::kVariance;
+  std::string where;  // "rules.yaml:12:5", for messages
+  // Filters (empty: any).
+  std::string metric, collective, backend, dtype, op, sku;
+  std::vector<std::size_t> bytes;
+  // variance
+  double threshold = 0.05;
+  // value
+  std::optional<double> min, max;
+  // floor
+  double fraction = 0.5;
+  // multi_rules
+  std::vector<std::string> rules;
+  int failWhen = 0;  // 0 = all, else at least this many of `rules` (any = 1)
+  bool standalone = true;
+};
+
+struct BaselineOptions {
+  std::string statistic = "mean";  // "mean" or "median"
+  int maxIterations = 20;
+};
+
+struct RuleSet {
+  std::string path;  // "" for the built-in rules
+  int k = 1, n = 1;
+  // Verdict sizes: the largest size each pattern was measured at (when `largest`), and `sizes`.
+  bool largest = true;
+  std::vector<std::size_t> sizes;
+  BaselineOptions baseline;
+  std::vector<Rule> rules;  // in file order
+};
+
+// The rules when no file is given: busbw and link bandwidth within 10% of the baseline, link
+// latency within 50%, at least 50% of the hardware bound where it is known, no wrong data and no
+// missing host; k = n = 1; the largest size.
+RuleSet defaultRules();
+// Parses a rules file. Throws ConfigError naming the file, line and column and what to write
+// instead: unknown keys or kinds, a threshold outside (0, 1), a multi rule naming an unknown rule,
+// k > n, bad sizes. IoError when unreadable.
+RuleSet loadRules(const std::string& path);
+RuleSet parseRules(const std::string& text, const std::string& origin);
+
+// Whether a rule's filters let it judge this sample (sizes: the rule's bytes, else `verdictSize`).
+bool ruleApplies(const Rule& r, const Sample& s, bool verdictSize);
+// Whether `bytes` is a verdict size of the rule set for a pattern whose largest size is `largest`.
+bool isVerdictSize(const RuleSet& rs, std::size_t bytes, std::size_t largest);
+
+// The limit a variance rule sets around an expectation (expected x (1 - threshold) for a figure
+// where higher is better, x (1 + threshold) otherwise), and whether a figure is worse than a limit.
+double varianceLimit(const Rule& r, double expected, bool higherIsBetter);
+bool worseThan(double value, double limit, bool higherIsBetter);
+
+// Glob match with * and ? (the sku filter), case-sensitive.
+bool globMatch(const std::string& pattern, const std::string& text);
+
+}  // namespace ds::report

@@ -1,0 +1,265 @@
+// Fleet baselines and per-host checks on synthetic nightly runs: outlier rejection as superbench does
+// it, the hardware floor, k-of-n, and the states of their own (no baseline yet, no result).
+#include "reports/baseline/baseline.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+
+#include "engine/common/error.h"
+#include "engine/testing/subprocess.h"
+#include "reports/baseline/check.h"
+#include "reports/baseline/tests/baseline_fixtures.h"
+#include "reports/json_io.h"
+
+namespace ds::report {
+namespace {
+
+using testing::nightlyRun;
+using testing::samplesOfRuns;
+
+const std::size_t k64M = std::size_t{64} << 20;
+
+// 10 hosts x `nights` nights at about 24 GB/s (each host a little different), node07 at `slow`.
+std::vector<RunFile> fleet(int nights, double slow = 24.0, int firstNight = 1) {
+  std::vector<RunFile> runs;
+  for (int night = firstNight; night < firstNight + nights; ++night)
+    for (int h = 1; h <= 10; ++h)
+      runs.push_back(
+          nightlyRun(fmt::format("node{:02d}", h), night, h == 7 ? slow : 23.5 + 0.1 * h + 0.05 * night));
+  return runs;
+}
+
+const HostCheck& hostOf(const CheckReport& r, const std::string& host) {
+  for (const auto& h : r.hosts)
+    if (h.host == host) return h;
+  throw std::runtime_error("no host " + host);
+}
+
+TEST(Baseline, DropsTheHostsThatBreakTheVarianceRuleAndRecomputes) {
+  Baseline b = buildBaseline(samplesOfRuns(fleet(3, 12.0)), defaultRules(), "2026-12-01T00:00:00Z");
+  // Only the largest size is a verdict size by default.
+  ASSERT_EQ(b.entries.size(), 1u);
+  const BaselineEntry& e = b.entries[0];
+  EXPECT_EQ(e.bytes, k64M);
+  EXPECT_EQ(e.pattern, "busbw allreduce gloo f32 sum 67108864 out w2");
+  EXPECT_EQ(e.stack, "gloo 0.0.0");
+  EXPECT_EQ(e.sku, "cpu=Xeon 8480C");
+  ASSERT_EQ(e.rejected.size(), 1u);
+  EXPECT_EQ(e.rejected[0].host, "node07");
+  EXPECT_EQ(e.rejected[0].rule, "busbw_variance");
+  EXPECT_EQ(e.hosts.size(), 9u);
+  // The mean of the nine others (23.5 + 0.1 h + 0.1 for night 2's median), not dragged down by node07.
+  EXPECT_NEAR(e.value, 23.5 + 0.1 * (1 + 2 + 3 + 4 + 5 + 6 + 8 + 9 + 10) / 9 + 0.1, 1e-9);
+  EXPECT_GE(e.iterations, 2);
+  EXPECT_FALSE(e.floored);
+  EXPECT_EQ(b.runIds.size(), 30u);
+  // Same inputs, same id; and the file reads back as written.
+  EXPECT_EQ(buildBaseline(samplesOfRuns(fleet(3, 12.0)), defaultRules(), "later").id, b.id);
+  EXPECT_EQ(baselineFromJson(baselineToJson(b), "b.json"), b);
+}
+
+TEST(Baseline, AnAllSlowFleetGetsTheHardwareFloorNotItsOwnAverage) {
+  std::vector<Sample> s = samplesOfRuns(fleet(1));
+  for (auto& x : s) {
+    x.boundGBps = 100;  // as if every host had a 2x400 Gb/s bound
+    x.boundName = "2x400 Gb/s NIC line rate";
+  }
+  Baseline b = buildBaseline(s, defaultRules(), "t");
+  ASSERT_EQ(b.entries.size(), 1u);
+  EXPECT_TRUE(b.entries[0].floored);
+  EXPECT_DOUBLE_EQ(b.entries[0].floor, 50);
+  EXPECT_DOUBLE_EQ(b.entries[0].value, 50);
+  EXPECT_LT(b.entries[0].fleet, 25);
+  // Every host is then unhealthy against it, by the variance rule and the floor rule.
+  CheckReport r = checkHosts(s, {}, &b, defaultRules(), {});
+  for (const auto& h : r.hosts) {
+    EXPECT_EQ(h.state, CheckState::kUnhealthy) << h.host;
+    EXPECT_NE(h.summary.find("ERROR: busbw_variance"), std::string::npos) << h.summary;
+  }
+  EXPECT_NE(baselineText(b).find("FLOORED"), std::string::npos);
+}
+
+TEST(Baseline, NothingPerHostToBuildFromIsRefusedWithWhatToGive) {
+  try {
+    buildBaseline({}, defaultRules(), "t");
+    FAIL();
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("single-host sweep runs"), std::string::npos);
+  }
+  EXPECT_THROW(baselineFromJson(nlohmann::json{{"schema", "dsperf.sweep"}}, "x.json"), ConfigError);
+  EXPECT_THROW(
+      baselineFromJson(nlohmann::json{{"schema", "dsperf.baseline"}, {"schema_version", "2.0"}}, "x.json"),
+      ConfigError);
+  nlohmann::json broken = baselineToJson(buildBaseline(samplesOfRuns(fleet(1)), defaultRules(), "t"));
+  broken["entries"][0]["value"] = "fast";
+  try {
+    baselineFromJson(broken, "b.json");
+    FAIL();
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("b.json"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("/entries/0/value"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Check, AHostAtHalfItsSkusBaselineIsUnhealthyWithMeasuredAgainstExpected) {
+  Baseline b = buildBaseline(samplesOfRuns(fleet(5)), defaultRules(), "t");
+  CheckReport r = checkRuns(fleet(1, 12.0, 10), &b, defaultRules(), {});
+  ASSERT_EQ(r.hosts.size(), 10u);
+  const HostCheck& bad = hostOf(r, "node07");
+  EXPECT_EQ(bad.state, CheckState::kUnhealthy);
+  EXPECT_NE(bad.summary.find(
+                "ERROR: busbw_variance: allreduce gloo f32 sum busbw at 64 MiB 12 GB/s, expected >= 21."),
+            std::string::npos)
+      << bad.summary;
+  ASSERT_FALSE(bad.findings.empty());
+  EXPECT_EQ(bad.findings[0].measured, 12.0);
+  EXPECT_NEAR(bad.findings[0].threshold, 0.9 * b.entries[0].value, 1e-9);
+  for (const auto& h : r.hosts)
+    if (h.host != "node07") {
+      EXPECT_EQ(h.state, CheckState::kHealthy) << h.host << ": " << h.summary;
+    }
+  EXPECT_EQ(checkExitCode(r), 2);
+  std::string text = checkText(r);
+  EXPECT_EQ(text.find("node07"), text.find('\n') + 1) << text;  // unhealthy first
+  EXPECT_NE(text.find("9 healthy, 1 unhealthy"), std::string::npos) << text;
+  EXPECT_EQ(checkFromJson(checkToJson(r), "c.json"), r);
+}
+
+TEST(Check, KOfNRepeatsSpareAHostOneBadRunAndCondemnTwo) {
+  Baseline b = buildBaseline(samplesOfRuns(fleet(5)), defaultRules(), "t");
+  CheckOptions two_of_three;
+  two_of_three.k = 2;
+  two_of_three.n = 3;
+  auto runs = fleet(1, 24.0, 10);
+  auto bad = fleet(1, 12.0, 11);
+  auto good = fleet(1, 24.0, 12);
+  std::vector<RunFile> oneBad = runs;
+  oneBad.insert(oneBad.end(), bad.begin(), bad.end());
+  oneBad.insert(oneBad.end(), good.begin(), good.end());
+  CheckReport r1 = checkRuns(oneBad, &b, defaultRules(), two_of_three);
+  EXPECT_EQ(hostOf(r1, "node07").state, CheckState::kHealthy) << hostOf(r1, "node07").summary;
+  EXPECT_EQ(hostOf(r1, "node07").findings[0].failedRuns, 1);
+  EXPECT_EQ(hostOf(r1, "node07").findings[0].runs, 3);
+  auto bad2 = fleet(1, 12.0, 13);
+  std::vector<RunFile> twoBad = oneBad;
+  twoBad.insert(twoBad.end(), bad2.begin(), bad2.end());  // last 3 runs: bad, good, bad
+  CheckReport r2 = checkRuns(twoBad, &b, defaultRules(), two_of_three);
+  EXPECT_EQ(hostOf(r2, "node07").state, CheckState::kUnhealthy);
+  EXPECT_NE(hostOf(r2, "node07").summary.find("broke in 2 of 3 run(s)"), std::string::npos)
+      << hostOf(r2, "node07").summary;
+  // n = 1 looks at the latest run only: night 13 was bad.
+  CheckOptions latest;
+  latest.n = 1;
+  EXPECT_EQ(hostOf(checkRuns(twoBad, &b, defaultRules(), latest), "node07").state, CheckState::kUnhealthy);
+}
+
+TEST(Check, NoBaselineYetAndNoResultAreStatesOfTheirOwn) {
+  Baseline b = buildBaseline(samplesOfRuns(fleet(2)), defaultRules(), "t");
+  std::vector<RunFile> runs = fleet(1, 24.0, 10);
+  runs.push_back(nightlyRun("gpu01", 10, 300.0, "EPYC 9654"));  // a SKU the baseline has never seen
+  CheckOptions o;
+  o.expectedHosts = {"node01", "node11"};  // node11 was expected and sent nothing
+  CheckReport r = checkRuns(runs, &b, defaultRules(), o);
+  EXPECT_EQ(hostOf(r, "gpu01").state, CheckState::kNoBaseline);
+  EXPECT_NE(hostOf(r, "gpu01").summary.find("No baseline yet for SKU 'cpu=EPYC 9654'"), std::string::npos);
+  EXPECT_EQ(hostOf(r, "node11").state, CheckState::kNoResult);
+  EXPECT_EQ(hostOf(r, "node11").summary, "ERROR: No results reported");
+  EXPECT_EQ(hostOf(r, "node01").state, CheckState::kHealthy);
+  EXPECT_EQ(checkExitCode(r), 2);  // no_result fails the gate
+  o.expectedHosts.clear();
+  EXPECT_EQ(checkExitCode(checkRuns(runs, &b, defaultRules(), o)), 1);  // only no_baseline: 1
+  // Without any baseline every host is no_baseline (the built-in rules need one, no bound is known).
+  EXPECT_EQ(hostOf(checkRuns(runs, nullptr, defaultRules(), {}), "node01").state, CheckState::kNoBaseline);
+}
+
+TEST(Check, WrongDataIsAFailureWhateverTheBandwidth) {
+  Baseline b = buildBaseline(samplesOfRuns(fleet(2)), defaultRules(), "t");
+  std::vector<RunFile> runs = fleet(1, 24.0, 10);
+  runs.push_back(nightlyRun("node03", 11, 24.0, "Xeon 8480C", 12));
+  CheckReport r = checkRuns(runs, &b, defaultRules(), {});
+  const HostCheck& h = hostOf(r, "node03");
+  EXPECT_EQ(h.state, CheckState::kUnhealthy);
+  EXPECT_NE(
+      h.summary.find(
+          "ERROR: wrong_or_missing: allreduce gloo f32 sum at 64 MiB (out of place): 12 element(s) wrong"),
+      std::string::npos)
+      << h.summary;
+}
+
+TEST(Check, ValueAndMultiRulesFromARulesFile) {
+  RuleSet rs = parseRules(R"(version: 1
+rules:
+  azure_like: { kind: value, collective: allreduce, min: 20 }
+  var:        { kind: variance, threshold: 0.05, standalone: false }
+  low:        { kind: value, min: 23.6, standalone: false }
+  both:       { kind: multi_rules, rules: [var, low], fail_when: all }
+)",
+                          "r.yaml");
+  Baseline b = buildBaseline(samplesOfRuns(fleet(3)), rs, "t");
+  CheckReport r = checkRuns(fleet(1, 19.0, 10), &b, rs, {});
+  const HostCheck& h = hostOf(r, "node07");
+  EXPECT_EQ(h.state, CheckState::kUnhealthy);
+  EXPECT_NE(h.summary.find(
+                "ERROR: azure_like: allreduce gloo f32 sum busbw at 64 MiB 19 GB/s, expected >= 20 GB/s"),
+            std::string::npos)
+      << h.summary;
+  // both: 19 is > 5% below the baseline and below 23.6, so the combination breaks too.
+  bool sawBoth = false;
+  for (const auto& f : h.findings)
+    if (f.rule == "both") {
+      sawBoth = true;
+      EXPECT_FALSE(f.passed) << f.text;
+    }
+  EXPECT_TRUE(sawBoth);
+  // Non-standalone rules give no finding of their own.
+  for (const auto& f : h.findings) EXPECT_TRUE(f.rule != "var" && f.rule != "low") << f.rule;
+  EXPECT_EQ(hostOf(r, "node01").state, CheckState::kHealthy) << hostOf(r, "node01").summary;
+}
+
+// The CLI as a health gate runs it: exit codes 0 / 2 / 3 and the files.
+TEST(CheckCli, NightlyBaselineThenCheckWithGateExitCodes) {
+  ds::testing::TempDir dir;
+  std::vector<std::string> healthy;
+  for (const auto& run : fleet(3)) {
+    std::string path = dir.file(run.path);
+    writeJsonAtomic(path, run.raw);
+    healthy.push_back(path);
+  }
+  const std::string tool = ds::testing::binDir() + "/dsreport";
+  std::vector<std::string> argv{tool, "baseline", "-o", dir.file("b.json")};
+  argv.insert(argv.end(), healthy.begin(), healthy.end());
+  auto built = ds::testing::run(argv, ds::testing::cleanOptions());
+  ASSERT_EQ(built.exitCode, 0) << built.out << built.err;
+  EXPECT_NE(built.out.find("busbw allreduce gloo f32 sum 67108864 out w2"), std::string::npos) << built.out;
+  std::vector<std::string> tonight;
+  for (const auto& run : fleet(1, 11.0, 20)) {
+    std::string path = dir.file(run.path);
+    writeJsonAtomic(path, run.raw);
+    tonight.push_back(path);
+  }
+  argv = {tool,      "check",      "--baseline", dir.file("b.json"), "-o", dir.file("c.json"),
+          "--hosts", "node[01-10]"};
+  argv.insert(argv.end(), tonight.begin(), tonight.end());
+  auto checked = ds::testing::run(argv, ds::testing::cleanOptions());
+  EXPECT_EQ(checked.exitCode, 2) << checked.out << checked.err;
+  EXPECT_NE(checked.out.find("node07  unhealthy    ERROR: busbw_variance"), std::string::npos) << checked.out;
+  CheckReport saved = checkFromJson(readJson(dir.file("c.json")), "c.json");
+  EXPECT_EQ(saved.hosts.size(), 10u);
+  // A corrupt baseline: the check could not run (3), not "unhealthy" (2).
+  writeTextAtomic(dir.file("bad.json"),
+                  "{\"schema\": \"dsperf.baseline\", \"schema_version\": \"1.0\", \"id\": 3");
+  argv = {tool, "check", "--baseline", dir.file("bad.json"), tonight[0]};
+  auto corrupt = ds::testing::run(argv, ds::testing::cleanOptions());
+  EXPECT_EQ(corrupt.exitCode, 3) << corrupt.out << corrupt.err;
+  EXPECT_NE(corrupt.err.find("bad.json"), std::string::npos) << corrupt.err;
+  auto badFlag = ds::testing::run({tool, "check", "--k", "x", tonight[0]}, ds::testing::cleanOptions());
+  EXPECT_EQ(badFlag.exitCode, 3) << badFlag.err;
+  auto kn =
+      ds::testing::run({tool, "check", "--k", "3", "--n", "2", tonight[0]}, ds::testing::cleanOptions());
+  EXPECT_EQ(kn.exitCode, 3) << kn.err;
+  EXPECT_NE(kn.err.find("--k 3 is larger than --n 2"), std::string::npos) << kn.err;
+}
+
+}  // namespace
+}  // namespace ds::report

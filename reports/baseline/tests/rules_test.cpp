@@ -1,0 +1,128 @@
+// The rules file: what operators write parses into the rules they meant, and what they get wrong is
+// refused with the file, line and column and what to write instead.
+#include "reports/baseline/rules.h"
+
+#include <gtest/gtest.h>
+
+#include "engine/common/error.h"
+
+namespace ds::report {
+namespace {
+
+const char* kExample = R"(# nightly health rules
+version: 1
+k: 2
+n: 3
+sizes: [largest, 1G]
+baseline:
+  statistic: median
+  max_iterations: 5
+rules:
+  busbw_variance:     { kind: variance, metric: busbw, threshold: 0.05 }
+  busbw_floor:        { kind: floor, metric: busbw, fraction: 0.6 }
+  h100_allreduce:     { kind: value, sku: "*8xNVIDIA H100*", collective: allreduce, bytes: 16G, min: 460 }
+  wrong_or_missing:   { kind: failure_check }
+  both:
+    kind: multi_rules
+    rules: [busbw_variance, busbw_floor]
+    fail_when: all
+)";
+
+std::string errorOf(const std::string& text) {
+  try {
+    parseRules(text, "rules.yaml");
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+TEST(Rules, TheDocumentedExampleParsesIntoItsRules) {
+  RuleSet rs = parseRules(kExample, "rules.yaml");
+  EXPECT_EQ(rs.k, 2);
+  EXPECT_EQ(rs.n, 3);
+  EXPECT_EQ(rs.sizes, std::vector<std::size_t>{std::size_t{1} << 30});
+  EXPECT_EQ(rs.baseline.statistic, "median");
+  EXPECT_EQ(rs.baseline.maxIterations, 5);
+  ASSERT_EQ(rs.rules.size(), 5u);
+  EXPECT_EQ(rs.rules[0].name, "busbw_variance");  // file order
+  EXPECT_EQ(rs.rules[0].kind, RuleKind::kVariance);
+  EXPECT_DOUBLE_EQ(rs.rules[0].threshold, 0.05);
+  EXPECT_DOUBLE_EQ(rs.rules[1].fraction, 0.6);
+  EXPECT_EQ(rs.rules[2].kind, RuleKind::kValue);
+  EXPECT_EQ(rs.rules[2].bytes, std::vector<std::size_t>{std::size_t{16} << 30});
+  EXPECT_DOUBLE_EQ(*rs.rules[2].min, 460);
+  EXPECT_FALSE(rs.rules[2].max);
+  EXPECT_EQ(rs.rules[3].kind, RuleKind::kFailureCheck);
+  EXPECT_EQ(rs.rules[4].rules, (std::vector<std::string>{"busbw_variance", "busbw_floor"}));
+  EXPECT_EQ(rs.rules[4].failWhen, 0);
+  EXPECT_EQ(rs.rules[2].where, "rules.yaml:12:23");
+}
+
+TEST(Rules, MistakesNameTheLineColumnAndWhatToWrite) {
+  EXPECT_NE(errorOf("version: 1\nrules:\n  a: {kind: variance, treshold: 0.1}\n")
+                .find("rules.yaml:3:23: unknown key 'treshold'"),
+            std::string::npos)
+      << errorOf("version: 1\nrules:\n  a: {kind: variance, treshold: 0.1}\n");
+  EXPECT_NE(errorOf("version: 1\nrules:\n  a: {kind: varience}\n").find("rule kind 'varience' is not one of"),
+            std::string::npos);
+  EXPECT_NE(errorOf("version: 1\nrules:\n  a: {kind: variance, threshold: 5}\n")
+                .find("must be a fraction between 0 and 1"),
+            std::string::npos);
+  EXPECT_NE(errorOf("version: 1\nrules:\n  a: {kind: variance, threshold: fast}\n")
+                .find("'threshold' must be a number, found 'fast'"),
+            std::string::npos);
+  EXPECT_NE(errorOf("version: 1\nrules:\n  a: {kind: multi_rules, rules: [b, c]}\n  b: {kind: floor}\n")
+                .find("names rule 'c', which the file does not define"),
+            std::string::npos);
+  EXPECT_NE(errorOf("version: 1\nk: 3\nn: 2\nrules:\n  a: {kind: floor}\n")
+                .find("rules.yaml:2:4: k = 3 is larger than n = 2"),
+            std::string::npos);
+  EXPECT_NE(errorOf("version: 1\nsizes: [12X]\nrules:\n  a: {kind: floor}\n").find("must be a size in bytes"),
+            std::string::npos);
+  EXPECT_NE(errorOf("version: 2\nrules:\n  a: {kind: floor}\n").find("upgrade dsreport"), std::string::npos);
+  EXPECT_NE(errorOf("rules:\n  a: {kind: floor}\n").find("no 'version: 1'"), std::string::npos);
+  EXPECT_NE(errorOf("version: 1\nrules: {a: [unclosed\n").find("rules.yaml:"), std::string::npos);
+  EXPECT_NE(errorOf("version: 1\nrules: {a: [unclosed\n").find("not valid YAML"), std::string::npos);
+  EXPECT_NE(errorOf("- just\n- a list\n").find("a rules file is a YAML map"), std::string::npos);
+  EXPECT_NE(errorOf("version: 1\nrules:\n  a: {kind: value, metric: busbw}\n").find("needs 'min' or 'max'"),
+            std::string::npos);
+  EXPECT_NE(errorOf("version: 1\nrules:\n  a: {kind: variance, metric: bandwidth}\n")
+                .find("metric 'bandwidth' is not one of"),
+            std::string::npos);
+  EXPECT_NE(errorOf("version: 1\nrules:\n  a: {kind: floor}\n  m: {kind: multi_rules, rules: [a, w]}\n  w: "
+                    "{kind: failure_check}\n")
+                .find("not the failure_check rule 'w'"),
+            std::string::npos);
+  EXPECT_THROW(loadRules("/nonexistent/rules.yaml"), IoError);
+}
+
+TEST(Rules, FiltersAndVerdictSizes) {
+  RuleSet rs = parseRules(kExample, "rules.yaml");
+  Sample s;
+  s.metric = "busbw";
+  s.collective = "allreduce";
+  s.bytes = std::size_t{16} << 30;
+  s.sku = "cpu=Xeon;gpu=8xNVIDIA H100 80GB HBM3;nic=8x400G infiniband";
+  EXPECT_TRUE(ruleApplies(rs.rules[2], s, false));  // names its size: applies there only
+  s.sku = "cpu=Xeon;gpu=8xNVIDIA A100;nic=8x200G infiniband";
+  EXPECT_FALSE(ruleApplies(rs.rules[2], s, false));
+  EXPECT_FALSE(ruleApplies(rs.rules[0], s, false));  // not a verdict size
+  EXPECT_TRUE(ruleApplies(rs.rules[0], s, true));
+  s.metric = "link_bw";
+  EXPECT_FALSE(ruleApplies(rs.rules[0], s, true));
+  EXPECT_TRUE(isVerdictSize(rs, std::size_t{1} << 30, std::size_t{8} << 30));
+  EXPECT_TRUE(isVerdictSize(rs, std::size_t{8} << 30, std::size_t{8} << 30));  // 'largest' and a list: both
+  EXPECT_FALSE(isVerdictSize(rs, std::size_t{4} << 30, std::size_t{8} << 30));
+  EXPECT_FALSE(isVerdictSize(parseRules("version: 1\nsizes: 1G\nrules: {a: {kind: floor}}\n", "r"), 64, 64));
+  EXPECT_TRUE(isVerdictSize(defaultRules(), 64, 64));
+  EXPECT_FALSE(isVerdictSize(defaultRules(), 32, 64));
+  EXPECT_TRUE(globMatch("*H100*", "gpu=8xNVIDIA H100 80GB"));
+  EXPECT_TRUE(globMatch("node?", "node7"));
+  EXPECT_FALSE(globMatch("node?", "node17"));
+  EXPECT_TRUE(globMatch("*", ""));
+  EXPECT_FALSE(globMatch("a*b", "acd"));
+}
+
+}  // namespace
+}  // namespace ds::report

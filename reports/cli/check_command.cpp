@@ -1,0 +1,100 @@
+// dsreport check RUN... [--baseline B.json] [--rules R.yaml] [--k K --n N] [--hosts LIST] [-o CHECK.json]:
+// one verdict per host (reports/baseline/check.h). Exit codes, for health-check gates: 0 every host
+// healthy, 1 some host has no baseline yet (none unhealthy), 2 a host is unhealthy or reported no
+// result, 3 the check could not run (bad flags, an unreadable run, baseline or rules file).
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/env/slurm.h"
+#include "reports/baseline/check.h"
+#include "reports/cli/command.h"
+#include "reports/json_io.h"
+#include "reports/run/run_file.h"
+
+namespace ds::report::cli {
+
+namespace {
+
+struct CheckFlags {
+  std::vector<std::string> runs;
+  std::string baseline, rules, out, hosts;
+  CheckOptions options;
+  bool quiet = false;
+};
+
+}  // namespace
+
+Command addCheckCommand(CLI::App& parent) {
+  auto f = std::make_shared<CheckFlags>();
+  Command c;
+  c.badInputExit = 3;
+  c.app = parent.add_subcommand(
+      "check",
+      "Give every host a verdict from runs against a baseline and rules: healthy, unhealthy (with the rule, "
+      "measured and expected), no_result or no_baseline. A rule must break in k of a host's last n runs. "
+      "Exit 0: all healthy; 1: some host has no baseline yet; 2: a host is unhealthy or reported nothing; "
+      "3: the check could not run.");
+  c.app->add_option("runs", f->runs, "result files: single-host dsbench coll sweeps, fleet-mode dsdiag runs")
+      ->required()
+      ->check(ds::cli::inputFile());
+  c.app
+      ->add_option("--baseline", f->baseline,
+                   "baseline file (dsreport baseline); without it only absolute rules apply")
+      ->check(ds::cli::inputFile())
+      ->envname("DSREPORT_BASELINE");
+  c.app->add_option("--rules", f->rules, "rules file (YAML; docs/dsreport.md); default: the built-in rules")
+      ->check(ds::cli::inputFile())
+      ->envname("DSREPORT_RULES");
+  c.app
+      ->add_option("--k", f->options.k,
+                   "a host is unhealthy when a rule broke in K of its last N runs (default: the rules')")
+      ->transform(ds::cli::integer(1, 1000));
+  c.app
+      ->add_option("--n", f->options.n,
+                   "how many of a host's latest runs are looked at (default: the rules')")
+      ->transform(ds::cli::integer(1, 1000));
+  c.app->add_option(
+      "--hosts", f->hosts,
+      "hosts that must report, as a Slurm hostlist (node[01-16]); a host that did not is no_result");
+  c.app->add_option("-o,--output", f->out, "write the verdicts as JSON (schema dsperf.check)")
+      ->check(ds::cli::outputFile());
+  c.app->add_flag("-q,--quiet", f->quiet, "print only hosts that are not healthy, and the counts");
+  addMaxInputFlag(c.app);
+  c.run = [f] {
+    if (f->options.k > 0 && f->options.n > 0 && f->options.k > f->options.n)
+      throw ConfigError(fmt::format(
+          "--k {} is larger than --n {}: a host cannot break a rule in more runs than are looked at",
+          f->options.k, f->options.n));
+    RuleSet rules = f->rules.empty() ? defaultRules() : loadRules(f->rules);
+    std::optional<Baseline> baseline;
+    if (!f->baseline.empty()) baseline = loadBaseline(f->baseline);
+    if (!f->hosts.empty()) f->options.expectedHosts = ds::env::expandNodelist(f->hosts, "--hosts");
+    std::vector<RunFile> runs;
+    for (const auto& path : f->runs) runs.push_back(loadRunFile(path));
+    f->options.time = utcNowIso();
+    CheckReport r = checkRuns(runs, baseline ? &*baseline : nullptr, rules, f->options);
+    if (!f->out.empty()) writeJsonAtomic(f->out, checkToJson(r));
+    std::string text = checkText(r);
+    if (f->quiet) {
+      std::string kept;
+      std::size_t pos = 0;
+      while (pos < text.size()) {
+        std::size_t end = text.find('\n', pos);
+        std::string line = text.substr(pos, end - pos + 1);
+        if (line.find("  healthy  ") == std::string::npos) kept += line;
+        pos = end == std::string::npos ? text.size() : end + 1;
+      }
+      text = kept;
+    }
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    return checkExitCode(r);
+  };
+  return c;
+}
+
+}  // namespace ds::report::cli
