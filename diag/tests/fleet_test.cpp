@@ -3,7 +3,8 @@
 // must name exactly the faulty host (or link) and no innocent one. Built twice: the smoke suite
 // (label netns, 16 hosts, a few faults) and the long suite (DS_FLEET_LONG, labels netns;fleet: 64
 // hosts, every fault, several at once). DS_FLEET_HOSTS overrides the host count and DS_FLEET_RESULTS
-// names a file that gets one JSON line per run (scripts/fleet-targets.sh reads them).
+// names a file that gets one JSON line per run (scripts/fleet-targets.sh reads them); DS_FLEET_KEEP
+// names a folder that gets rank 0's dsdiag JSON of every run (scripts/baseline-targets.sh reads them).
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <gtest/gtest.h>
@@ -229,6 +230,14 @@ void runScenario(const Scenario& s) {
   ranks.clear();
 
   Outcome o = judge(fleet, d.file("rank0.json"), r0);
+  if (const char* keep = std::getenv("DS_FLEET_KEEP"); keep != nullptr && *keep != '\0') {
+    static int kept = 0;
+    std::error_code ec;
+    std::filesystem::create_directories(keep, ec);
+    std::filesystem::copy_file(d.file("rank0.json"),
+                               fmt::format("{}/{}-{}h-{}-{:03d}.json", keep, s.name, s.hosts, ::getpid(), kept++),
+                               std::filesystem::copy_options::overwrite_existing, ec);
+  }
   o.seconds = seconds;
   std::string names;
   for (int h : s.expectHosts) names += " " + fleet.hostname(h);
