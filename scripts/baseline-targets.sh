@@ -5,13 +5,14 @@
 # time, k = n = 1). Prints one line per checked run and the totals: slowed hosts flagged (target:
 # every one) and healthy hosts flagged (target: none).
 #   scripts/baseline-targets.sh [--hosts 16] [--baseline-runs 10] [--check-runs 20] [--slow-runs 10]
-#                               [--rules FILE] [--keep DIR]
+#                               [--rules FILE] [--keep DIR] [--reuse]
 # --rules: a rules file for baseline and check (default: the built-in rules); --keep: where the runs,
-# the baseline and the verdicts go (default: a new folder under build/). Uses $DS_BUILD_DIR (default
-# build/) and builds dsdiag, dsreport and ds_diag_fleet_tests there if needed. Needs root.
+# the baseline and the verdicts go (default: a new folder under build/); --reuse: judge the runs
+# already in --keep again (other rules, a newer dsreport) instead of running the fleet. Uses $DS_BUILD_DIR (default
+# build/) and builds dsdiag, dsreport and ds_diag_fleet_smoke_tests there if needed. Needs root.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-hosts=16 base_runs=10 check_runs=20 slow_runs=10 rules="" keep=""
+hosts=16 base_runs=10 check_runs=20 slow_runs=10 rules="" keep="" reuse=0
 die() { echo "baseline-targets.sh: $1" >&2; exit 2; }
 need() { [[ $# -ge 2 && -n "$2" ]] || die "$1 needs a value (see --help)"; }
 while (($#)); do
@@ -22,8 +23,9 @@ while (($#)); do
     --slow-runs) need "$@"; slow_runs=$2; shift 2 ;;
     --rules) need "$@"; rules=$2; shift 2 ;;
     --keep) need "$@"; keep=$2; shift 2 ;;
+    --reuse) reuse=1; shift ;;
     -h | --help) sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    *) die "unknown argument '$1'; the flags are --hosts, --baseline-runs, --check-runs, --slow-runs, --rules and --keep" ;;
+    *) die "unknown argument '$1'; the flags are --hosts, --baseline-runs, --check-runs, --slow-runs, --rules, --keep and --reuse" ;;
   esac
 done
 for v in hosts base_runs check_runs slow_runs; do
@@ -32,13 +34,15 @@ done
 ((hosts >= 4 && hosts <= 250)) || die "--hosts '$hosts' must be from 4 to 250"
 ((base_runs >= 1)) || die "--baseline-runs must be at least 1"
 [[ -z "$rules" || -r "$rules" ]] || die "--rules '$rules' is not a readable file"
-((EUID == 0)) || die "needs root: the fleet is made of network namespaces"
+((reuse)) && [[ -z "$keep" ]] && die "--reuse needs --keep DIR (the folder of an earlier run)"
+((EUID == 0 || reuse)) || die "needs root: the fleet is made of network namespaces"
 
 build=${DS_BUILD_DIR:-$root/build}
 [[ -f "$build/CMakeCache.txt" ]] || die "no build in $build; run scripts/build.sh first (or set DS_BUILD_DIR)"
-cmake --build "$build" --target dsdiag dsreport ds_diag_fleet_tests -j "${DS_JOBS:-2}" >/dev/null
+cmake --build "$build" --target dsdiag dsreport ds_diag_fleet_smoke_tests -j "${DS_JOBS:-2}" >/dev/null
 keep=${keep:-$build/baseline-targets-$(date +%Y%m%d-%H%M%S)}
-mkdir -p "$keep/healthy" "$keep/slow" "$keep/checks"
+mkdir -p "$keep/healthy" "$keep/slow"
+rm -rf "$keep/checks" && mkdir -p "$keep/checks"
 rule_args=()
 [[ -n "$rules" ]] && rule_args=(--rules "$rules")
 
@@ -49,8 +53,10 @@ fleet() {  # fleet <test> <runs> <keep dir>
     DS_TEST_DIR=$build/tests "$build/tests/ds_diag_fleet_smoke_tests" --gtest_filter="$1" \
     --gtest_repeat="$2" >>"$keep/fleet.log" 2>&1 || true
 }
-fleet FleetSmoke.HealthyFleetNamesNobody $((base_runs + check_runs)) "$keep/healthy"
-fleet FleetSmoke.SlowNicIsNamed "$slow_runs" "$keep/slow"
+if ((!reuse)); then
+  fleet FleetSmoke.HealthyFleetNamesNobody $((base_runs + check_runs)) "$keep/healthy"
+  fleet FleetSmoke.SlowNicIsNamed "$slow_runs" "$keep/slow"
+fi
 
 mapfile -t healthy < <(ls "$keep"/healthy/*.json 2>/dev/null | sort)
 mapfile -t slow < <(ls "$keep"/slow/*.json 2>/dev/null | sort)

@@ -30,6 +30,17 @@ double statistic(const std::string& name, const std::vector<double>& v) {
   return sum / static_cast<double>(v.size());
 }
 
+// A robust standard deviation: 1.4826 x the median absolute deviation, so that the few slow hosts a
+// baseline is meant to drop do not widen the noise band that would let them stay.
+double robustSpread(const std::vector<double>& v) {
+  if (v.size() < 2) return 0;
+  const double m = median(v);
+  std::vector<double> dev;
+  dev.reserve(v.size());
+  for (double x : v) dev.push_back(std::fabs(x - m));
+  return 1.4826 * median(dev);
+}
+
 double stdevOf(const std::vector<double>& v) {
   if (v.size() < 2) return 0;
   double mean = statistic("mean", v), ss = 0;
@@ -48,11 +59,11 @@ std::string fnv64(const std::string& s) {
 
 // The rule a host's figure breaks against a fleet statistic, or "" (variance and value rules; the
 // floor is not a reason to drop a host from the baseline, or an all-slow fleet would drop everyone).
-std::string brokenRule(const RuleSet& rs, const Sample& like, double value, double fleet) {
+std::string brokenRule(const RuleSet& rs, const Sample& like, double value, double fleet, double spread) {
   for (const Rule& r : rs.rules) {
     if (!ruleApplies(r, like, true)) continue;
     if (r.kind == RuleKind::kVariance &&
-        worseThan(value, varianceLimit(r, fleet, like.higherIsBetter), like.higherIsBetter))
+        worseThan(value, varianceLimit(r, fleet, spread, like.higherIsBetter), like.higherIsBetter))
       return r.name;
     if (r.kind == RuleKind::kValue && ((r.min && value < *r.min) || (r.max && value > *r.max))) return r.name;
   }
@@ -127,16 +138,22 @@ Baseline buildBaseline(const std::vector<Sample>& samples, const RuleSet& rules,
       for (const auto& h : kept) v.push_back(hostValue[h]);
       return statistic(rules.baseline.statistic, v);
     };
+    // The run-to-run noise of the hosts kept: every single-run figure of theirs.
+    auto spreadOf = [&](const std::set<std::string>& kept) {
+      std::vector<double> v;
+      for (const auto& h : kept) v.insert(v.end(), g.byHost[h].begin(), g.byHost[h].end());
+      return robustSpread(v);
+    };
     std::set<std::string> kept;
     for (const auto& [h, v] : hostValue) kept.insert(h);
-    double fleet = statOf(kept);
+    double fleet = statOf(kept), spread = spreadOf(kept);
     int iterations = 0;
     std::map<std::string, std::string> why;
     for (; iterations < rules.baseline.maxIterations; ++iterations) {
       std::set<std::string> next;
       std::map<std::string, std::string> nextWhy;
       for (const auto& [h, v] : hostValue) {
-        std::string rule = brokenRule(rules, g.like, v, fleet);
+        std::string rule = brokenRule(rules, g.like, v, fleet, spread);
         if (rule.empty()) {
           next.insert(h);
         } else {
@@ -148,6 +165,7 @@ Baseline buildBaseline(const std::vector<Sample>& samples, const RuleSet& rules,
       if (next == kept) break;
       kept = std::move(next);
       fleet = statOf(kept);
+      spread = spreadOf(kept);
     }
     BaselineEntry e;
     const Sample& s = g.like;
@@ -169,6 +187,7 @@ Baseline buildBaseline(const std::vector<Sample>& samples, const RuleSet& rules,
     std::vector<double> keptValues;
     for (const auto& h : kept) keptValues.push_back(hostValue[h]);
     e.stdev = stdevOf(keptValues);
+    e.spread = spread;
     e.boundGBps = s.boundGBps;
     e.boundName = s.boundName;
     if (s.boundGBps > 0 && s.higherIsBetter) {
@@ -227,6 +246,7 @@ json baselineToJson(const Baseline& b) {
                        {"value", e.value},
                        {"fleet", e.fleet},
                        {"stdev", e.stdev},
+                       {"spread", e.spread},
                        {"floor", e.floor},
                        {"floored", e.floored},
                        {"bound_gbps", e.boundGBps},
@@ -282,6 +302,7 @@ Baseline baselineFromJson(const json& j, const std::string& origin) {
       readTo(x.at("value"), e.value);
       readTo(x.at("fleet"), e.fleet);
       readTo(x.at("stdev"), e.stdev);
+      readTo(x.at("spread"), e.spread);
       readTo(x.at("floor"), e.floor);
       readTo(x.at("floored"), e.floored);
       readTo(x.at("bound_gbps"), e.boundGBps);

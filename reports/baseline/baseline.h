@@ -38,7 +38,8 @@ struct BaselineEntry {
   // The expectation.
   double value = 0;      // what checks compare against: max(fleet, floor) (min for lower-is-better)
   double fleet = 0;      // the statistic over the hosts kept
-  double stdev = 0;      // of the kept hosts' figures
+  double stdev = 0;      // of the kept hosts' figures (their medians): how far hosts differ
+  double spread = 0;     // of the kept hosts' single-run figures: the run-to-run noise checks see
   double floor = 0;      // fraction x bound; 0 when no floor applies (no bound known, no floor rule)
   bool floored = false;  // the fleet's figure was below the floor, so value = floor
   double boundGBps = 0;  // the hardware bound of the pattern (0 unknown)

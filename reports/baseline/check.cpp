@@ -51,9 +51,14 @@ RuleLimit limitOf(const Rule& r, const Sample& s, const BaselineEntry* entry) {
       if (!entry) return l;
       l.applies = true;
       l.expected = entry->value;
-      l.threshold = varianceLimit(r, entry->value, s.higherIsBetter);
-      l.how = fmt::format("baseline {} {} {:g}%{}", num(entry->value), s.higherIsBetter ? "-" : "+",
-                          r.threshold * 100, entry->floored ? ", floored at the hardware bound" : "");
+      l.threshold = varianceLimit(r, entry->value, entry->spread, s.higherIsBetter);
+      if (r.sigmas > 0 && entry->spread > 0)
+        l.how = fmt::format("baseline {} {} the larger of {:g}% and {:g} x its run-to-run spread {}{}",
+                            num(entry->value), s.higherIsBetter ? "-" : "+", r.threshold * 100, r.sigmas,
+                            num(entry->spread), entry->floored ? ", floored at the hardware bound" : "");
+      else
+        l.how = fmt::format("baseline {} {} {:g}%{}", num(entry->value), s.higherIsBetter ? "-" : "+",
+                            r.threshold * 100, entry->floored ? ", floored at the hardware bound" : "");
       return l;
     case RuleKind::kValue:
       l.applies = true;

@@ -12,24 +12,39 @@ using nlohmann::json;
 
 const char* checkStateName(CheckState s) {
   switch (s) {
-    case CheckState::kHealthy: return "healthy";
-    case CheckState::kUnhealthy: return "unhealthy";
-    case CheckState::kNoBaseline: return "no_baseline";
-    case CheckState::kNoResult: return "no_result";
+    case CheckState::kHealthy:
+      return "healthy";
+    case CheckState::kUnhealthy:
+      return "unhealthy";
+    case CheckState::kNoBaseline:
+      return "no_baseline";
+    case CheckState::kNoResult:
+      return "no_result";
   }
   return "?";
 }
 
 CheckState parseCheckState(const std::string& s) {
-  for (CheckState c : {CheckState::kHealthy, CheckState::kUnhealthy, CheckState::kNoBaseline, CheckState::kNoResult})
+  for (CheckState c :
+       {CheckState::kHealthy, CheckState::kUnhealthy, CheckState::kNoBaseline, CheckState::kNoResult})
     if (s == checkStateName(c)) return c;
-  throw ConfigError(fmt::format("host state '{}' is not one of healthy, unhealthy, no_baseline, no_result", s));
+  throw ConfigError(
+      fmt::format("host state '{}' is not one of healthy, unhealthy, no_baseline, no_result", s));
 }
 
 void to_json(json& j, const CheckFinding& v) {
-  j = {{"rule", v.rule},         {"kind", v.kind},         {"pattern", v.pattern},     {"metric", v.metric},
-       {"bytes", v.bytes},       {"unit", v.unit},         {"measured", v.measured},   {"expected", v.expected},
-       {"threshold", v.threshold}, {"failed_runs", v.failedRuns}, {"runs", v.runs}, {"passed", v.passed},
+  j = {{"rule", v.rule},
+       {"kind", v.kind},
+       {"pattern", v.pattern},
+       {"metric", v.metric},
+       {"bytes", v.bytes},
+       {"unit", v.unit},
+       {"measured", v.measured},
+       {"expected", v.expected},
+       {"threshold", v.threshold},
+       {"failed_runs", v.failedRuns},
+       {"runs", v.runs},
+       {"passed", v.passed},
        {"text", v.text}};
 }
 void from_json(const json& j, CheckFinding& v) {
@@ -48,7 +63,11 @@ void from_json(const json& j, CheckFinding& v) {
   readTo(j.at("text"), v.text);
 }
 void to_json(json& j, const HostCheck& v) {
-  j = {{"host", v.host}, {"sku", v.sku}, {"state", checkStateName(v.state)}, {"summary", v.summary}, {"findings", v.findings}};
+  j = {{"host", v.host},
+       {"sku", v.sku},
+       {"state", checkStateName(v.state)},
+       {"summary", v.summary},
+       {"findings", v.findings}};
 }
 void from_json(const json& j, HostCheck& v) {
   readTo(j.at("host"), v.host);
@@ -89,9 +108,10 @@ json checkToJson(const CheckReport& r) {
 
 CheckReport checkFromJson(const json& j, const std::string& origin) {
   if (!j.is_object() || j.value("schema", std::string{}) != kCheckSchemaName)
-    throw ConfigError(fmt::format("{} is not a dsreport check result (schema \"{}\" expected); give the file that "
-                                  "'dsreport check -o FILE' wrote.",
-                                  origin, kCheckSchemaName));
+    throw ConfigError(
+        fmt::format("{} is not a dsreport check result (schema \"{}\" expected); give the file that "
+                    "'dsreport check -o FILE' wrote.",
+                    origin, kCheckSchemaName));
   checkSchemaVersion(j, kCheckSchemaName, origin);
   return readFields(j, origin, kCheckSchemaName, [&] {
     CheckReport r;

@@ -17,24 +17,24 @@ inline constexpr const char* kCheckSchemaVersion = "1.0";
 // healthy nor unhealthy. "no_result": the host is expected (in the baseline or the host list) but no
 // run reported a figure for it (Azure's "ERROR: No results reported").
 enum class CheckState { kHealthy, kUnhealthy, kNoBaseline, kNoResult };
-const char* checkStateName(CheckState s);            // "healthy", "unhealthy", "no_baseline", "no_result"
-CheckState parseCheckState(const std::string& s);    // throws ConfigError on other text
+const char* checkStateName(CheckState s);          // "healthy", "unhealthy", "no_baseline", "no_result"
+CheckState parseCheckState(const std::string& s);  // throws ConfigError on other text
 
 // One rule applied to one figure of one host.
 struct CheckFinding {
-  std::string rule;       // the rule's name in the rules file ("allreduce_1g_variance")
-  std::string kind;       // "value", "variance", "floor", "failure", "multi"
-  std::string pattern;    // patternKey of the figure (reports/baseline/sample.h)
-  std::string metric;     // "busbw", "link_bw", ...
+  std::string rule;     // the rule's name in the rules file ("allreduce_1g_variance")
+  std::string kind;     // "value", "variance", "floor", "failure", "multi"
+  std::string pattern;  // patternKey of the figure (reports/baseline/sample.h)
+  std::string metric;   // "busbw", "link_bw", ...
   std::size_t bytes = 0;
-  std::string unit;       // "GB/s", "us"
-  double measured = 0;    // the host's figure (the median of its repeats in these runs)
-  double expected = 0;    // what the rule expected (the baseline value, the rules file's value, the floor)
-  double threshold = 0;   // the limit the rule compared against (e.g. expected * (1 - 0.05))
-  int failedRuns = 0;     // runs of these in which this figure broke the rule (k of n)
+  std::string unit;      // "GB/s", "us"
+  double measured = 0;   // the host's figure (the median of its repeats in these runs)
+  double expected = 0;   // what the rule expected (the baseline value, the rules file's value, the floor)
+  double threshold = 0;  // the limit the rule compared against (e.g. expected * (1 - 0.05))
+  int failedRuns = 0;    // runs of these in which this figure broke the rule (k of n)
   int runs = 0;
-  bool passed = true;     // the host passes this rule (fewer than k of n runs broke it)
-  std::string text;       // one sentence: "busbw 12.1 GB/s at 1 GiB, expected >= 22.8 GB/s (baseline 24.0 - 5%)"
+  bool passed = true;  // the host passes this rule (fewer than k of n runs broke it)
+  std::string text;    // one sentence: "busbw 12.1 GB/s at 1 GiB, expected >= 22.8 GB/s (baseline 24.0 - 5%)"
   bool operator==(const CheckFinding&) const = default;
 };
 

@@ -18,7 +18,11 @@ void from_json(const nlohmann::json& j, NicInfo& v) {
   v.up = j.value("up", true);
 }
 void to_json(nlohmann::json& j, const PcieLinkInfo& v) {
-  j = {{"device", v.device}, {"address", v.address}, {"gen", v.gen}, {"width", v.width}, {"gbytes_per_s", v.gBps}};
+  j = {{"device", v.device},
+       {"address", v.address},
+       {"gen", v.gen},
+       {"width", v.width},
+       {"gbytes_per_s", v.gBps}};
 }
 void from_json(const nlohmann::json& j, PcieLinkInfo& v) {
   v.device = j.at("device").get<std::string>();
@@ -35,8 +39,10 @@ void from_json(const nlohmann::json& j, NvlinkInfo& v) {
   v.gBpsPerLink = j.value("gbytes_per_s_per_link", 0.0);
 }
 void to_json(nlohmann::json& j, const HostHardware& v) {
-  j = {{"host", v.host},   {"cpu_model", v.cpuModel}, {"gpu_name", v.gpuName},        {"gpus", v.gpus},
-       {"nics", v.nics},   {"pcie", v.pcie},          {"nvlink", v.nvlink},           {"mem_bw_gbytes_per_s", v.memBwGBps}};
+  j = {{"host", v.host},        {"cpu_model", v.cpuModel},
+       {"gpu_name", v.gpuName}, {"gpus", v.gpus},
+       {"nics", v.nics},        {"pcie", v.pcie},
+       {"nvlink", v.nvlink},    {"mem_bw_gbytes_per_s", v.memBwGBps}};
 }
 void from_json(const nlohmann::json& j, HostHardware& v) {
   v.host = j.at("host").get<std::string>();
@@ -52,7 +58,8 @@ void from_json(const nlohmann::json& j, HostHardware& v) {
 std::string skuKey(const HostHardware& h) {
   std::vector<std::string> parts;
   if (!h.cpuModel.empty()) parts.push_back("cpu=" + h.cpuModel);
-  if (h.gpus > 0) parts.push_back(fmt::format("gpu={}x{}", h.gpus, h.gpuName.empty() ? "unknown" : h.gpuName));
+  if (h.gpus > 0)
+    parts.push_back(fmt::format("gpu={}x{}", h.gpus, h.gpuName.empty() ? "unknown" : h.gpuName));
   // NICs grouped by kind and rate, fastest first: "nic=8x400G infiniband+1x100G ethernet".
   std::map<std::pair<double, std::string>, int, std::greater<>> groups;
   for (const auto& n : h.nics)

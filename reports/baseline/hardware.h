@@ -12,11 +12,11 @@
 namespace ds::report {
 
 struct NicInfo {
-  std::string name;     // "eth0", "mlx5_0/1" (an InfiniBand device and port)
-  std::string kind;     // "ethernet" or "infiniband"
-  std::string model;    // PCI vendor/device as text when known ("15b3:1021"), else ""
-  double gbps = 0;      // line rate in Gb/s (sysfs speed / 1000, or the IB port's rate); 0 = unknown
-  bool up = true;       // operstate up / IB port ACTIVE
+  std::string name;   // "eth0", "mlx5_0/1" (an InfiniBand device and port)
+  std::string kind;   // "ethernet" or "infiniband"
+  std::string model;  // PCI vendor/device as text when known ("15b3:1021"), else ""
+  double gbps = 0;    // line rate in Gb/s (sysfs speed / 1000, or the IB port's rate); 0 = unknown
+  bool up = true;     // operstate up / IB port ACTIVE
   bool operator==(const NicInfo&) const = default;
 };
 
@@ -30,20 +30,20 @@ struct PcieLinkInfo {
 };
 
 struct NvlinkInfo {
-  int links = 0;            // active NVLinks of one GPU (the least of the node's GPUs)
-  double gBpsPerLink = 0;   // one direction, GB/s
+  int links = 0;           // active NVLinks of one GPU (the least of the node's GPUs)
+  double gBpsPerLink = 0;  // one direction, GB/s
   bool operator==(const NvlinkInfo&) const = default;
 };
 
 struct HostHardware {
   std::string host;
-  std::string cpuModel;     // /proc/cpuinfo "model name" ("" unknown)
-  std::string gpuName;      // NVML name of GPU 0 ("" none)
+  std::string cpuModel;  // /proc/cpuinfo "model name" ("" unknown)
+  std::string gpuName;   // NVML name of GPU 0 ("" none)
   int gpus = 0;
-  std::vector<NicInfo> nics;          // every NIC that is up and not loopback
-  std::vector<PcieLinkInfo> pcie;     // accelerators' and NICs' links
+  std::vector<NicInfo> nics;       // every NIC that is up and not loopback
+  std::vector<PcieLinkInfo> pcie;  // accelerators' and NICs' links
   NvlinkInfo nvlink;
-  double memBwGBps = 0;     // host memory bandwidth (the membw probe), 0 unknown
+  double memBwGBps = 0;  // host memory bandwidth (the membw probe), 0 unknown
   bool operator==(const HostHardware&) const = default;
 };
 

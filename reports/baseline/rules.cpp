@@ -125,7 +125,7 @@ Rule parseRule(const std::string& origin, const std::string& name, const YAML::N
   switch (r.kind) {
     case RuleKind::kVariance:
       known.insert(filters.begin(), filters.end());
-      known.insert("threshold");
+      known.insert({"threshold", "sigmas"});
       break;
     case RuleKind::kValue:
       known.insert(filters.begin(), filters.end());
@@ -158,10 +158,25 @@ Rule parseRule(const std::string& origin, const std::string& name, const YAML::N
   if (n["standalone"]) r.standalone = boolean(origin, n["standalone"], "standalone");
   if (r.kind == RuleKind::kVariance && n["threshold"]) {
     r.threshold = number(origin, n["threshold"], "threshold");
-    if (!(r.threshold > 0 && r.threshold < 1))
+    const bool bandwidth = r.metric != "link_latency";
+    if (!(r.threshold > 0 && r.threshold < (bandwidth ? 1 : 100)))
       fail(origin, n["threshold"],
-           fmt::format("threshold {} must be a fraction between 0 and 1 (0.05 = 5% worse than the baseline)",
-                       r.threshold));
+           bandwidth
+               ? fmt::format("threshold {} must be a fraction between 0 and 1 (0.05 = 5% worse than the "
+                             "baseline){}",
+                             r.threshold,
+                             r.metric.empty() ? "; for latency alone, add metric: link_latency" : "")
+               : fmt::format("threshold {} must be more than 0 and less than 100 (0.5 = 50% slower than the "
+                             "baseline)",
+                             r.threshold));
+  }
+  if (r.kind == RuleKind::kVariance && n["sigmas"]) {
+    r.sigmas = number(origin, n["sigmas"], "sigmas");
+    if (!(r.sigmas > 0 && r.sigmas <= 100))
+      fail(origin, n["sigmas"],
+           fmt::format("sigmas {} must be more than 0 and at most 100 (4 = four standard deviations of the "
+                       "baseline's run-to-run spread)",
+                       r.sigmas));
   }
   if (r.kind == RuleKind::kValue) {
     if (n["min"]) r.min = number(origin, n["min"], "min");
@@ -224,7 +239,10 @@ RuleSet defaultRules() {
     r.kind = kind;
     r.where = "built-in rules";
     r.metric = std::move(metric);
-    if (kind == RuleKind::kVariance) r.threshold = value;
+    if (kind == RuleKind::kVariance) {
+      r.threshold = value;
+      r.sigmas = 4;
+    }
     if (kind == RuleKind::kFloor) r.fraction = value;
     rs.rules.push_back(std::move(r));
   };
@@ -347,8 +365,14 @@ bool ruleApplies(const Rule& r, const Sample& s, bool verdictSize) {
   return verdictSize;
 }
 
-double varianceLimit(const Rule& r, double expected, bool higherIsBetter) {
-  return higherIsBetter ? expected * (1 - r.threshold) : expected * (1 + r.threshold);
+double varianceLimit(const Rule& r, double expected, double spread, bool higherIsBetter) {
+  const double byFraction = higherIsBetter ? expected * (1 - r.threshold) : expected * (1 + r.threshold);
+  if (r.sigmas <= 0 || spread <= 0) return byFraction;
+  // The widening stops at half the baseline (twice it for latency): a fleet so noisy that its spread
+  // would reach further would otherwise make the rule silently unbreakable; set a threshold instead.
+  const double bySpread = higherIsBetter ? std::max(expected - r.sigmas * spread, 0.5 * expected)
+                                         : std::min(expected + r.sigmas * spread, 2.0 * expected);
+  return higherIsBetter ? std::min(byFraction, bySpread) : std::max(byFraction, bySpread);
 }
 
 bool worseThan(double value, double limit, bool higherIsBetter) {

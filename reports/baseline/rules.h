@@ -20,7 +20,11 @@
 //
 // Rule kinds (superbench's names where they exist):
 // - variance: the figure against the baseline; breaks when it is worse by more than `threshold`
-//   (a fraction: 0.05 = 5%) in the metric's bad direction (lower bandwidth, higher latency).
+//   (a fraction: 0.05 = 5%) in the metric's bad direction (lower bandwidth, higher latency). With
+//   `sigmas` too, the limit is the looser of the two: `sigmas` times the baseline's run-to-run spread
+//   (the standard deviation of the kept hosts' single-run figures) keeps a noisy fabric from
+//   flagging its own noise, and `threshold` still holds where the fleet is steady. The widening
+//   stops at half the baseline for bandwidth and twice it for latency.
 // - value: the figure against a fixed expectation, `min` and/or `max` (Azure's per-SKU conf values).
 // - floor: the figure against `fraction` of the hardware bound of the row (reports/baseline/
 //   expected.h); also the baseline's absolute floor, so that an all-slow fleet is not normal.
@@ -52,6 +56,7 @@ struct Rule {
   std::vector<std::size_t> bytes;
   // variance
   double threshold = 0.05;
+  double sigmas = 0;  // 0: threshold alone
   // value
   std::optional<double> min, max;
   // floor
@@ -78,8 +83,9 @@ struct RuleSet {
 };
 
 // The rules when no file is given: busbw and link bandwidth within 10% of the baseline, link
-// latency within 50%, at least 50% of the hardware bound where it is known, no wrong data and no
-// missing host; k = n = 1; the largest size.
+// latency within 50% (each widened to 4 run-to-run standard deviations where the fleet is noisier), at least
+// 50% of the hardware bound where it is known, no wrong data and no missing host; k = n = 1; the largest
+// size.
 RuleSet defaultRules();
 // Parses a rules file. Throws ConfigError naming the file, line and column and what to write
 // instead: unknown keys or kinds, a threshold outside (0, 1), a multi rule naming an unknown rule,
@@ -92,9 +98,10 @@ bool ruleApplies(const Rule& r, const Sample& s, bool verdictSize);
 // Whether `bytes` is a verdict size of the rule set for a pattern whose largest size is `largest`.
 bool isVerdictSize(const RuleSet& rs, std::size_t bytes, std::size_t largest);
 
-// The limit a variance rule sets around an expectation (expected x (1 - threshold) for a figure
-// where higher is better, x (1 + threshold) otherwise), and whether a figure is worse than a limit.
-double varianceLimit(const Rule& r, double expected, bool higherIsBetter);
+// The limit a variance rule sets around an expectation: expected x (1 - threshold) for a figure
+// where higher is better, x (1 + threshold) otherwise; with sigmas, the looser of that and
+// expected -/+ sigmas x spread. And whether a figure is worse than a limit.
+double varianceLimit(const Rule& r, double expected, double spread, bool higherIsBetter);
 bool worseThan(double value, double limit, bool higherIsBetter);
 
 // Glob match with * and ? (the sku filter), case-sensitive.

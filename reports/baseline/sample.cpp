@@ -42,7 +42,9 @@ void sweepSamples(const RunFile& run, std::vector<Sample>& out) {
       if (hardwareSku(m.hardware, h) != sku) sku = "mixed";
   }
   for (const auto& row : s.results) {
-    const PlaceResult* p = row.outOfPlace.measured ? &row.outOfPlace : row.inPlace.measured ? &row.inPlace : nullptr;
+    const PlaceResult* p = row.outOfPlace.measured ? &row.outOfPlace
+                           : row.inPlace.measured  ? &row.inPlace
+                                                   : nullptr;
     if (!p || p->wrong > 0 || p->busBw <= 0) continue;
     Sample x;
     x.scope = oneHost ? "host" : "job";
@@ -159,8 +161,8 @@ std::vector<Sample> samplesOf(const RunFile& run) {
 
 std::string patternKey(const Sample& s) {
   if (s.metric == "busbw")
-    return fmt::format("{} {} {} {} {} {} {} w{}", s.metric, s.collective, s.backend, s.dtype, s.op, s.bytes, s.place,
-                       s.worldSize);
+    return fmt::format("{} {} {} {} {} {} {} w{}", s.metric, s.collective, s.backend, s.dtype, s.op, s.bytes,
+                       s.place, s.worldSize);
   return fmt::format("{} {} {} w{}", s.metric, s.collective, s.backend, s.worldSize);
 }
 

@@ -21,22 +21,22 @@
 namespace ds::report {
 
 struct Sample {
-  std::string scope;      // "host", "link" or "job"
-  std::string host;       // the host it is about; for scope "job", the job's host list ("node[01-04]")
-  std::string peer;       // scope "link": the other end's host; "" otherwise
-  int rank = -1;          // the rank that measured it, when one did (link samples: the measuring end)
-  std::string runId;      // RunFile::runId
-  std::string time;       // the run's start time, ISO 8601 UTC ("" unknown)
-  std::string label;      // the run's cluster label ("" none)
+  std::string scope;  // "host", "link" or "job"
+  std::string host;   // the host it is about; for scope "job", the job's host list ("node[01-04]")
+  std::string peer;   // scope "link": the other end's host; "" otherwise
+  int rank = -1;      // the rank that measured it, when one did (link samples: the measuring end)
+  std::string runId;  // RunFile::runId
+  std::string time;   // the run's start time, ISO 8601 UTC ("" unknown)
+  std::string label;  // the run's cluster label ("" none)
   // What was measured. Sweep rows: metric "busbw" with collective/backend/dtype/op/bytes of the row.
   // Fleet: metric "link_bw" (GB/s) or "link_latency" (us), collective "pair", backend "tcp".
   std::string metric;
   std::string collective, backend, dtype, op;
   std::size_t bytes = 0;
   int worldSize = 0;
-  std::string place;      // sweep: "out" or "in" (out-of-place when it was measured); "" otherwise
+  std::string place;  // sweep: "out" or "in" (out-of-place when it was measured); "" otherwise
   double value = 0;
-  std::string unit;       // "GB/s" or "us"
+  std::string unit;  // "GB/s" or "us"
   bool higherIsBetter = true;
   // The key a baseline is kept under besides the pattern above: the host's SKU (skuKey) and the
   // software stack that moved the bytes ("nccl 2.21.5", "open_mpi 4.1.4", "gloo 0.0.0", "tcp").

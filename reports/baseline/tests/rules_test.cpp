@@ -124,5 +124,29 @@ TEST(Rules, FiltersAndVerdictSizes) {
   EXPECT_FALSE(globMatch("a*b", "acd"));
 }
 
+TEST(Rules, SigmasWidenTheLimitToTheFleetsNoiseButNotPastHalfTheBaseline) {
+  Rule r;
+  r.threshold = 0.10;
+  r.sigmas = 4;
+  EXPECT_DOUBLE_EQ(varianceLimit(r, 100, 1, true), 90);   // steady fleet: 10% is the looser
+  EXPECT_DOUBLE_EQ(varianceLimit(r, 100, 5, true), 80);   // noisy: 4 x 5
+  EXPECT_DOUBLE_EQ(varianceLimit(r, 100, 30, true), 50);  // so noisy the rule would vanish: half
+  EXPECT_DOUBLE_EQ(varianceLimit(r, 10, 1, false), 14);   // latency: 10 + 4 x 1
+  EXPECT_DOUBLE_EQ(varianceLimit(r, 10, 9, false), 20);   // at most twice
+  r.sigmas = 0;
+  EXPECT_DOUBLE_EQ(varianceLimit(r, 100, 30, true), 90);
+  r.threshold = 0.75;
+  r.sigmas = 4;
+  EXPECT_DOUBLE_EQ(varianceLimit(r, 100, 30, true), 25);  // an explicit threshold may go further
+  EXPECT_NE(errorOf("version: 1\nrules:\n  a: {kind: variance, sigmas: -1}\n")
+                .find("sigmas -1 must be more than 0"),
+            std::string::npos);
+  EXPECT_NO_THROW(
+      parseRules("version: 1\nrules:\n  a: {kind: variance, metric: link_latency, threshold: 6}\n", "r"));
+  EXPECT_NE(errorOf("version: 1\nrules:\n  a: {kind: variance, threshold: 6}\n")
+                .find("for latency alone, add metric: link_latency"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace ds::report
