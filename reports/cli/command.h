@@ -42,6 +42,7 @@ Command addCompareCommand(CLI::App& parent);    // compare_command.cpp
 Command addIngestCommand(CLI::App& parent);     // ingest_command.cpp
 Command addDashboardCommand(CLI::App& parent);  // dashboard_command.cpp
 Command addImportCommand(CLI::App& parent);     // import_command.cpp
+Command addExportCommand(CLI::App& parent);     // export_command.cpp
 
 // CLI11 drops a "--" before positional arguments; compare's "--" (BASE... -- CURRENT...) is turned into
 // a hidden flag here, before parsing, so that compare knows where it stood. Other commands' args are

@@ -118,6 +118,7 @@ const std::vector<FlagCase> kFlags = {
 
     {"dsdiag", "--world", "DSDIAG_WORLD", Kind::kSwitch},
     {"dsdiag", "--json", "DSDIAG_JSON", Kind::kOutput},
+    {"dsdiag", "--junit", "DSDIAG_JUNIT", Kind::kOutput},
     {"dsdiag", "--only", "DSDIAG_ONLY", Kind::kText, false, {""}},
     {"dsdiag", "--skip", "DSDIAG_SKIP", Kind::kText, false, {""}},
     {"dsdiag", "--list", "", Kind::kSwitch},
@@ -176,6 +177,10 @@ const std::vector<FlagCase> kFlags = {
     {"dsreport dashboard", "--min-history", "", Kind::kInt},
     {"dsreport dashboard", "--alpha", "", Kind::kNumber},
     {"dsreport dashboard", "--threshold", "", Kind::kNumber},
+    {"dsreport export", "runs", "", Kind::kInput, true},
+    {"dsreport export", "--openmetrics", "DSREPORT_OPENMETRICS", Kind::kOutput},
+    {"dsreport export", "--check", "DSREPORT_EXPORT_CHECK", Kind::kInput},
+    {"dsreport export", "--max-input-mb", "DSREPORT_MAX_INPUT_MB", Kind::kInt},
 };
 
 const char* kNonUtf8 = "\xff\xfe";
@@ -260,6 +265,8 @@ class CliFuzz : public ::testing::Test {
     if (sub == "ingest") add({sweep_});
     if (sub == "ingest" && flag != "--db") add({"--db", work_ + "/h.sqlite"});
     if (sub == "dashboard" && flag != "--db") add({"--db", sweep_});  // a regular file: parsing passes
+    if (sub == "export" && !c.positional) add({sweep_});
+    if (sub == "export" && flag != "--openmetrics") add({"--openmetrics", work_ + "/m.prom"});
     argv.insert(argv.end(), extra.begin(), extra.end());
     return argv;
   }
@@ -355,7 +362,8 @@ TEST_F(CliFuzz, Dsreport) { runTool("dsreport"); }
 TEST_F(CliFuzz, FlagsOfEveryToolAreInTheTable) {
   const std::vector<std::string> tools = {
       "dsrun",         "dsbench world",    "dsbench coll",    "dsbench train",   "dsdiag",
-      "dsreport html", "dsreport compare", "dsreport ingest", "dsreport import", "dsreport dashboard"};
+      "dsreport html", "dsreport compare", "dsreport ingest", "dsreport import", "dsreport dashboard",
+      "dsreport export"};
   const std::set<std::string> always = {"--help", "--version", "--help-all"};
   const std::regex longFlag(R"((?:^|[ ,])(--[a-zA-Z][a-zA-Z0-9_-]*))");
   for (const auto& tool : tools) {
