@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <cstdio>
+#include <iterator>
 #include <memory>
 #include <string>
 #include <vector>
@@ -60,18 +61,17 @@ Command addExportCommand(CLI::App& parent) {
           "dsreport export: nothing to export; give result files (dsbench sweeps, dsdiag fleet-mode JSON) "
           "and/or "
           "--check CHECK.json.");
-    std::vector<RunFile> runs;
+    std::vector<Sample> samples;  // in argument order: later runs win ties (openmetrics.h)
     std::vector<std::string> empty;
-    std::size_t samples = 0;
     for (const auto& path : o->inputs) {
-      runs.push_back(loadRunFile(path));
-      const std::size_t n = samplesOf(runs.back()).size();
-      if (n == 0) empty.push_back(path + " (" + runKindName(runs.back().kind) + ")");
-      samples += n;
+      const RunFile run = loadRunFile(path);
+      auto s = samplesOf(run);
+      if (s.empty()) empty.push_back(path + " (" + runKindName(run.kind) + ")");
+      samples.insert(samples.end(), std::make_move_iterator(s.begin()), std::make_move_iterator(s.end()));
     }
     CheckReport check;
     if (!o->check.empty()) check = checkFromJson(readJson(o->check), o->check);
-    if (samples == 0 && o->check.empty())
+    if (samples.empty() && o->check.empty())
       throw ConfigError(
           "dsreport export: none of the files holds a figure to export (only measured sweep rows and "
           "fleet-mode "
@@ -79,7 +79,7 @@ Command addExportCommand(CLI::App& parent) {
           o->openmetrics + " was left as it was.");
     for (const auto& e : empty)
       std::fprintf(stderr, "dsreport export: note: %s holds no figure to export; left out.\n", e.c_str());
-    const std::string text = openMetricsOfRuns(runs, o->check.empty() ? nullptr : &check);
+    const std::string text = openMetricsText(samples, o->check.empty() ? nullptr : &check);
     writeOpenMetricsFile(o->openmetrics, text);
     std::size_t series = 0, families = 0;
     for (std::size_t i = 0; i < text.size();) {
@@ -94,7 +94,7 @@ Command addExportCommand(CLI::App& parent) {
     }
     std::printf(
         "dsreport export: wrote %s: %zu series in %zu metric families from %zu run(s)%s\n",
-        o->openmetrics.c_str(), series, families, runs.size() - empty.size(),
+        o->openmetrics.c_str(), series, families, o->inputs.size() - empty.size(),
         o->check.empty() ? "" : fmt::format(" and the check of {} host(s)", check.hosts.size()).c_str());
     return kExitOk;
   };

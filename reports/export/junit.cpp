@@ -155,7 +155,7 @@ std::string junitXml(const std::vector<JunitSuite>& suites) {
     total += time;
   }
   std::string out = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
-  std::string name = suites.size() == 1 ? suites.front().name : std::string("dsperf");
+  const std::string name = suites.empty() ? std::string("dsperf") : suites.front().name;
   out += fmt::format("<testsuites name=\"{}\" tests=\"{}\" failures=\"{}\" errors=\"{}\" time=\"{}\"",
                      attr(nonEmpty(name)), tests, failures, errors, seconds(total));
   out += body.empty() ? std::string("/>\n") : ">\n" + body + "</testsuites>\n";
