@@ -212,7 +212,7 @@ std::string openMetricsText(const std::vector<Sample>& samples, const CheckRepor
         continue;
     } else if (s.metric == "link_bw" || s.metric == "link_latency") {
       const bool bw = s.metric == "link_bw";
-      const double v = bw ? s.value * 1e9 : s.value * 1e-6;  // GB/s -> B/s, us -> s
+      const double v = bw ? s.value * 1e9 : s.value / 1e6;  // GB/s -> B/s, us -> s
       if (s.scope == "link")
         add(bw ? linkBw : linkLat, {s.host, s.peer, s.label}, r, v);
       else if (s.scope == "host")

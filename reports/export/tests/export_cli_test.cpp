@@ -202,8 +202,10 @@ TEST(DsdiagJunit, WorldModeWritesOneFileWithTheFleetSuite) {
   EXPECT_EQ(
       fx::xpath(d.file("w.xml"), "count(//testcase[starts-with(@name, 'net.master_port_free [rank 1 on ')])"),
       "1");
-  // The fleet result exports too (links within one host say nothing of a NIC, so this standalone run
-  // may give no link; the command then says so and exits 2, leaving nothing behind).
+  // Exported, this standalone run (every rank on this one host) gives no figure: links within a host
+  // say nothing of its NIC (reports/baseline/sample.h). The command says so, exits 2, writes nothing.
   auto e = exportRun({"--openmetrics", d.file("w.prom"), d.file("w.json")});
-  EXPECT_TRUE(e.exitCode == 0 || e.exitCode == 2) << e.out << e.err;
+  EXPECT_EQ(e.exitCode, 2) << e.out << e.err;
+  EXPECT_NE(e.err.find("none of the files holds a figure to export"), std::string::npos) << e.err;
+  EXPECT_FALSE(std::filesystem::exists(d.file("w.prom")));
 }
