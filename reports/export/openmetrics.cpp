@@ -26,8 +26,8 @@ struct Family {
 // `promtool check metrics` lints.
 const Family kBusbw{
     "dsperf_busbw_bytes_per_second",
-    "Bus bandwidth of a collective measured by dsbench on one host (largest of out-of-place, "
-    "in-place when only that was measured), bytes per second.",
+    "Bus bandwidth of a collective measured by dsbench on one host (out-of-place; in-place when "
+    "only that was measured), bytes per second.",
     {"host", "collective", "backend", "dtype", "op", "bytes", "place", "world_size", "label"}};
 const Family kJobBusbw{
     "dsperf_job_busbw_bytes_per_second",
@@ -82,7 +82,22 @@ struct Series {
 };
 
 using LabelValues = std::vector<std::string>;
-using FamilySeries = std::map<LabelValues, Series>;
+
+// Series in label order, numbers as numbers: bytes="8192" before bytes="65536".
+struct LabelOrder {
+  static bool digits(const std::string& s) {
+    return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+  }
+  bool operator()(const LabelValues& a, const LabelValues& b) const {
+    for (std::size_t i = 0; i < a.size() && i < b.size(); ++i) {
+      if (a[i] == b[i]) continue;
+      if (digits(a[i]) && digits(b[i]) && a[i].size() != b[i].size()) return a[i].size() < b[i].size();
+      return a[i] < b[i];
+    }
+    return a.size() < b.size();
+  }
+};
+using FamilySeries = std::map<LabelValues, Series, LabelOrder>;
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());

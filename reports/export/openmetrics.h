@@ -33,7 +33,7 @@ namespace ds::report {
 
 // The exposition text of the samples (in argument order: later ones win ties) and, when `check` is
 // given, of its verdicts. Families in a fixed order, each with its # HELP and # TYPE lines and its
-// series together, series sorted by their labels: the same input gives the same bytes.
+// series together, series sorted by their labels (sizes as numbers): the same input gives the same bytes.
 std::string openMetricsText(const std::vector<Sample>& samples, const CheckReport* check = nullptr);
 // The same from runs: samplesOf each, in order.
 std::string openMetricsOfRuns(const std::vector<RunFile>& runs, const CheckReport* check = nullptr);

@@ -64,7 +64,7 @@ TEST(OpenMetrics, ExactTextOfOneRow) {
   EXPECT_EQ(
       openMetricsText({s}),
       "# HELP dsperf_busbw_bytes_per_second Bus bandwidth of a collective measured by dsbench on one host "
-      "(largest of out-of-place, in-place when only that was measured), bytes per second.\n"
+      "(out-of-place; in-place when only that was measured), bytes per second.\n"
       "# TYPE dsperf_busbw_bytes_per_second gauge\n"
       "dsperf_busbw_bytes_per_second{host=\"node01\",collective=\"allreduce\",backend=\"nccl\",dtype=\"f32\","
       "op=\"sum\",bytes=\"1073741824\",place=\"out\",world_size=\"8\",label=\"pod-a\"} 21300000000\n"
@@ -190,6 +190,9 @@ TEST(OpenMetrics, EachFamilyIsOneGroupWithHelpAndTypeFirstAndNoTimestamps) {
   EXPECT_NE(text.find("dsperf_job_busbw_bytes_per_second{hosts=\"node[01-04]\""), std::string::npos);
   // Sorted by labels: node01 before node03 although given last.
   EXPECT_LT(text.find("host=\"node01\""), text.find("host=\"node03\""));
+  // Numbers as numbers: 8192 before 65536, which a plain string sort would put first.
+  const std::string sizes = openMetricsText({busbw("n", "r", "", 1, 65536), busbw("n", "r", "", 1, 8192)});
+  EXPECT_LT(sizes.find("bytes=\"8192\""), sizes.find("bytes=\"65536\"")) << sizes;
 }
 
 TEST(OpenMetrics, FleetLinksInBaseUnitsFromBothEnds) {
