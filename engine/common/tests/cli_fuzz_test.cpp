@@ -361,9 +361,9 @@ TEST_F(CliFuzz, Dsreport) { runTool("dsreport"); }
 // Every flag a tool's --help lists is in kFlags (so a new flag gets its hostile values).
 TEST_F(CliFuzz, FlagsOfEveryToolAreInTheTable) {
   const std::vector<std::string> tools = {
-      "dsrun",         "dsbench world",    "dsbench coll",    "dsbench train",   "dsdiag",
-      "dsreport html", "dsreport compare", "dsreport ingest", "dsreport import", "dsreport dashboard",
-      "dsreport export"};
+      "dsrun",           "dsbench world",      "dsbench coll",     "dsbench train",
+      "dsdiag",          "dsreport html",      "dsreport compare", "dsreport ingest",
+      "dsreport import", "dsreport dashboard", "dsreport export"};
   const std::set<std::string> always = {"--help", "--version", "--help-all"};
   const std::regex longFlag(R"((?:^|[ ,])(--[a-zA-Z][a-zA-Z0-9_-]*))");
   for (const auto& tool : tools) {
