@@ -20,7 +20,8 @@ set(_ds_man_list
     "dsrun;dsrun;" "dsdiag;dsdiag;"
     "dsbench;dsbench;" "dsbench-world;dsbench;world" "dsbench-coll;dsbench;coll" "dsbench-train;dsbench;train"
     "dsreport;dsreport;" "dsreport-html;dsreport;html" "dsreport-compare;dsreport;compare"
-    "dsreport-ingest;dsreport;ingest" "dsreport-import;dsreport;import" "dsreport-dashboard;dsreport;dashboard")
+    "dsreport-ingest;dsreport;ingest" "dsreport-import;dsreport;import" "dsreport-dashboard;dsreport;dashboard"
+    "dsreport-export;dsreport;export" "dsreport-baseline;dsreport;baseline" "dsreport-check;dsreport;check")
 set(_i 0)
 list(LENGTH _ds_man_list _n)
 while(_i LESS _n)

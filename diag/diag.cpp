@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <exception>
 #include <iostream>
 
 #include "diag/explain.h"
@@ -12,6 +13,7 @@
 #include "engine/common/net.h"
 #include "engine/common/version.h"
 #include "reports/diag/diag_text.h"
+#include "reports/export/junit.h"
 #include "reports/json_io.h"
 
 namespace ds::diag {
@@ -51,7 +53,25 @@ int exitCodeUnder(FailOn policy, int code) {
   return policy == FailOn::kFail && code == kExitWarn ? kExitPass : code;
 }
 
-int runDiag(const DiagCommand& cmd) {
+std::string perRankPath(const std::string& path, int rank, bool keepExtension) {
+  if (rank <= 0) return path;
+  const std::string ext = ".xml";
+  if (keepExtension && path.size() > ext.size() &&
+      path.compare(path.size() - ext.size(), ext.size(), ext) == 0)
+    return fmt::format("{}.rank{}{}", path.substr(0, path.size() - ext.size()), rank, ext);
+  return fmt::format("{}.rank{}", path, rank);
+}
+
+namespace {
+
+void writeJunit(const DiagCommand& cmd, const std::string& path, const report::DiagReport& rep) {
+  const auto warn = cmd.failOn == FailOn::kFail ? report::JunitWarn::kPass : report::JunitWarn::kFailure;
+  report::writeTextAtomic(path, report::junitOfDiag(rep, warn, report::junitTimestampNow()));
+}
+
+// runDiag's work; `junitWritten` tells runDiag whether the findings reached the JUnit file, and
+// `rank` which rank this process is (for where a failure is reported).
+int runChecks(const DiagCommand& cmd, bool& junitWritten, int& rank) {
   env::ProcessEnv penv;
   validateSelection(cmd.selection);
   bool color = useColor(cmd.color, penv);
@@ -61,6 +81,7 @@ int runDiag(const DiagCommand& cmd) {
   }
   if (cmd.options.timeout.count() <= 0) throw ConfigError("--timeout must be positive (seconds).");
   Context ctx(penv, cmd.options);
+  rank = ctx.rank();
   report::DiagTextOptions text{color, cmd.verbose, cmd.failOn == FailOn::kFail};
   if (!cmd.options.world) {
     ctx.probeAll();
@@ -72,20 +93,44 @@ int runDiag(const DiagCommand& cmd) {
     rep.checks = runLocalChecks(ctx, cmd.selection, ctx.rank(), rep.host);
     std::fputs(report::formatDiagText(rep, text).c_str(), stdout);
     std::fflush(stdout);
-    if (!cmd.jsonPath.empty()) report::writeJsonAtomic(cmd.jsonPath, report::diagToJson(rep));
+    // Both files are attempted; the first failure is then reported (exit 3).
+    std::exception_ptr failed;
+    if (!cmd.jsonPath.empty()) {
+      try {
+        report::writeJsonAtomic(cmd.jsonPath, report::diagToJson(rep));
+      } catch (const std::exception&) {
+        failed = std::current_exception();
+      }
+    }
+    if (!cmd.junitPath.empty()) {
+      try {
+        writeJunit(cmd, cmd.junitPath, rep);
+        junitWritten = true;
+      } catch (const std::exception&) {
+        if (!failed) failed = std::current_exception();
+      }
+    }
+    if (failed) std::rethrow_exception(failed);
     return exitCodeUnder(cmd.failOn, report::diagExitCode(rep.checks));
   }
   auto outcome = runWorld(ctx, cmd.selection, toolVersion());
   outcome.exitCode = exitCodeUnder(cmd.failOn, outcome.exitCode);  // rank 0 publishes the code every rank exits with
   if (outcome.root) {
     std::fputs(report::formatDiagText(outcome.report, text).c_str(), stdout);
+    // With a failed rendezvous every rank reports alone: one file per rank.
+    const int fileRank = outcome.report.mode == "world" ? 0 : outcome.rank;
     if (!cmd.jsonPath.empty()) {
-      // With a failed rendezvous every rank reports alone: one file per rank.
-      std::string path = outcome.report.mode == "world" || outcome.rank <= 0
-                             ? cmd.jsonPath
-                             : fmt::format("{}.rank{}", cmd.jsonPath, outcome.rank);
       try {
-        report::writeJsonAtomic(path, report::diagToJson(outcome.report));
+        report::writeJsonAtomic(perRankPath(cmd.jsonPath, fileRank, false),
+                                report::diagToJson(outcome.report));
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "dsdiag: error: %s\n", e.what());
+      }
+    }
+    if (!cmd.junitPath.empty()) {
+      try {
+        writeJunit(cmd, perRankPath(cmd.junitPath, fileRank, true), outcome.report);
+        junitWritten = true;
       } catch (const std::exception& e) {
         std::fprintf(stderr, "dsdiag: error: %s\n", e.what());
       }
@@ -103,12 +148,35 @@ int runDiag(const DiagCommand& cmd) {
       }
     }
   } else {
+    junitWritten = true;  // not this rank's file to write
     std::fputs(report::formatDiagRankLine(outcome.rank, outcome.report.host, outcome.report.checks, outcome.exitCode).c_str(),
                stdout);
   }
   std::fflush(stdout);
   finishWorld(outcome);
   return outcome.exitCode;
+}
+
+}  // namespace
+
+int runDiag(const DiagCommand& cmd) {
+  bool junitWritten = false;
+  int rank = 0;
+  try {
+    return runChecks(cmd, junitWritten, rank);
+  } catch (const std::exception& e) {
+    // The CI still gets a JUnit file, saying why there are no results (one file: rank 0's).
+    if (!cmd.junitPath.empty() && !junitWritten && !cmd.list && rank <= 0) {
+      try {
+        report::writeTextAtomic(
+            cmd.junitPath,
+            report::junitOfToolError("dsdiag", net::hostName(), report::junitTimestampNow(), e.what()));
+      } catch (const std::exception&) {
+        // The original error is the one to report.
+      }
+    }
+    throw;
+  }
 }
 
 int runExplain(const std::string& text) {

@@ -23,20 +23,30 @@ FailOn parseFailOn(const std::string& text);
 // The exit code under a policy: warnings (1) become 0 under kFail; other codes are unchanged.
 int exitCodeUnder(FailOn policy, int code);
 
+// Where a rank that reports alone (world mode, failed rendezvous) writes the file asked for as `path`:
+// the path itself on rank 0 (or below), else "<stem>.rank<N><ext>" for a JUnit .xml ("r.xml" ->
+// "r.rank3.xml", so that CI globs on *.xml still match) and "<path>.rank<N>" otherwise.
+std::string perRankPath(const std::string& path, int rank, bool keepExtension);
+
 struct DiagCommand {
   DiagOptions options;
   Selection selection;
   std::string jsonPath;
   std::string excludeFile;  // world mode: suspects as a Slurm hostlist (reports/diag fleet text)
+  // JUnit XML of the findings (reports/export/junit.h), for CI test views; written on rank 0 (a rank
+  // reporting alone: "<name>.rank<N>.xml"), also when checks fail, and with one error case when
+  // dsdiag could not finish.
+  std::string junitPath;
   bool list = false;
   bool verbose = false;
   std::string color = "auto";  // auto (on a TTY, unless NO_COLOR), always, never
   FailOn failOn = FailOn::kWarn;
 };
 
-// Runs the checks (local or world), prints the report to stdout, writes JSON when asked, and
-// returns the exit code (0 pass, 1 warnings, 2 a failure; warnings give 0 under FailOn::kFail). Throws ConfigError for misuse (bad
-// --only, bad --color) and IoError when the JSON cannot be written; main maps those to 3.
+// Runs the checks (local or world), prints the report to stdout, writes JSON and JUnit when asked, and
+// returns the exit code (0 pass, 1 warnings, 2 a failure; warnings give 0 under FailOn::kFail). Throws
+// ConfigError for misuse (bad --only, bad --color) and IoError when the JSON or JUnit cannot be
+// written; main maps those to 3.
 int runDiag(const DiagCommand& cmd);
 
 // `dsdiag explain <text>`: prints the matches; exit 0 when something matched, 1 when nothing did.

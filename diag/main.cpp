@@ -62,6 +62,11 @@ int main(int argc, char** argv) {
       ->envname("DSDIAG_WORLD");
   flag(app, "--json", cmd.jsonPath, "Write the report as JSON (schema dsperf.diag v1)", "DSDIAG_JSON")
       ->check(ds::cli::outputFile());
+  flag(app, "--junit", cmd.junitPath,
+       "Write the findings as JUnit XML for a CI's test view (one test case per check; also when checks fail; "
+       "warnings are failures unless --fail-on fail)",
+       "DSDIAG_JUNIT")
+      ->check(ds::cli::outputFile());
   flag(app, "--only", only, "Run only these checks: ids, families or prefixes (net.*), comma-separated",
        "DSDIAG_ONLY")
       ->check(knownChecks());

@@ -72,14 +72,18 @@ std::vector<DiagRecord> runLocalChecks(Context& ctx, const Selection& sel, int r
   for (const auto& c : localChecks()) {
     if (!sel.selected(c.id)) continue;
     Finding f;
+    bool threw = true;
     try {
       f = c.run(ctx);
+      threw = false;
     } catch (const std::exception& e) {
       f = fail(fmt::format("The check itself failed: {}", e.what()),
                "This is a dsdiag bug or an environment it does not understand; report it with this output.");
     } catch (...) {
       f = fail("The check itself failed with an unknown exception", "Report this as a dsdiag bug.");
     }
+    // A check that threw is dsdiag's failure, not the machine's: JUnit shows it as an <error>.
+    if (threw) f.data["check_error"] = true;
     out.push_back(DiagRecord{c.id, c.family, f.status, std::move(f.message), std::move(f.remedy), std::move(f.data),
                              rank, host});
   }

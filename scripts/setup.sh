@@ -44,6 +44,9 @@ packages=(
   python3-torch                  # torch tests: the real c10d TCPStore, torchrun, torch.distributed.launch (1.13)
   chromium                       # browser tests: headless rendering of reports
   slurm-wlm munge                # slurm tests: a real one-node Slurm (scripts/slurm-fixture.sh)
+  libxml2-utils                  # tests: xmllint validates JUnit files against reports/export/junit.xsd
+  prometheus                     # prometheus tests: promtool check metrics reads dsreport export's text
+  python3-prometheus-client      # prometheus tests: prometheus_client's text and OpenMetrics parsers
 )
 # The benchmark peers: torch.distributed (gloo) and PyTorch DDP, on the same system libgloo as ours.
 peer_packages=(python3-torch)

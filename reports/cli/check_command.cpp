@@ -1,5 +1,5 @@
 // dsreport check RUN... [--baseline B.json] [--rules R.yaml] [--k K --n N] [--hosts LIST] [-o CHECK.json]:
-// one verdict per host (reports/baseline/check.h). Exit codes, for health-check gates: 0 every host
+// [--junit CHECK.xml]: one verdict per host (reports/baseline/check.h). Exit codes, for health-check gates: 0 every host
 // healthy, 1 some host has no baseline yet (none unhealthy), 2 a host is unhealthy or reported no
 // result, 3 the check could not run (bad flags, an unreadable run, baseline or rules file).
 #include <fmt/format.h>
@@ -13,6 +13,7 @@
 #include "engine/env/slurm.h"
 #include "reports/baseline/check.h"
 #include "reports/cli/command.h"
+#include "reports/export/junit.h"
 #include "reports/json_io.h"
 #include "reports/run/run_file.h"
 
@@ -22,7 +23,7 @@ namespace {
 
 struct CheckFlags {
   std::vector<std::string> runs;
-  std::string baseline, rules, out, hosts;
+  std::string baseline, rules, out, hosts, junit;
   CheckOptions options;
   bool quiet = false;
 };
@@ -63,6 +64,9 @@ Command addCheckCommand(CLI::App& parent) {
       "hosts that must report, as a Slurm hostlist (node[01-16]); a host that did not is no_result");
   c.app->add_option("-o,--output", f->out, "write the verdicts as JSON (schema dsperf.check)")
       ->check(ds::cli::outputFile());
+  c.app->add_option("--junit", f->junit, "also write the verdicts as JUnit XML (a test case per host and rule), for CI")
+      ->check(ds::cli::outputFile())
+      ->envname("DSREPORT_CHECK_JUNIT");
   c.app->add_flag("-q,--quiet", f->quiet, "print only hosts that are not healthy, and the counts");
   addMaxInputFlag(c.app);
   c.run = [f] {
@@ -79,6 +83,7 @@ Command addCheckCommand(CLI::App& parent) {
     f->options.time = utcNowIso();
     CheckReport r = checkRuns(runs, baseline ? &*baseline : nullptr, rules, f->options);
     if (!f->out.empty()) writeJsonAtomic(f->out, checkToJson(r));
+    if (!f->junit.empty()) writeTextAtomic(f->junit, junitOfCheck(r));
     std::string text = checkText(r);
     if (f->quiet) {
       std::string kept;

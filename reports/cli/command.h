@@ -47,6 +47,7 @@ Command addDashboardCommand(CLI::App& parent);  // dashboard_command.cpp
 Command addImportCommand(CLI::App& parent);     // import_command.cpp
 Command addBaselineCommand(CLI::App& parent);   // baseline_command.cpp
 Command addCheckCommand(CLI::App& parent);      // check_command.cpp
+Command addExportCommand(CLI::App& parent);     // export_command.cpp
 
 // CLI11 drops a "--" before positional arguments; compare's "--" (BASE... -- CURRENT...) is turned into
 // a hidden flag here, before parsing, so that compare knows where it stood. Other commands' args are

@@ -19,7 +19,7 @@ int main(int argc, char** argv) {
   std::vector<cli::Command> commands{cli::addHtmlCommand(app),   cli::addCompareCommand(app),
                                      cli::addIngestCommand(app), cli::addDashboardCommand(app),
                                      cli::addImportCommand(app), cli::addBaselineCommand(app),
-                                     cli::addCheckCommand(app)};
+                                     cli::addCheckCommand(app),  cli::addExportCommand(app)};
   try {
     if (argc > 0) app.name(argv[0]);  // as parse(argc, argv) would
     std::vector<std::string> args(argv + 1, argv + argc);

@@ -30,6 +30,9 @@ TOOLS = {
     "dsreport ingest": "docs/dsreport.md",
     "dsreport import": "docs/dsreport.md",
     "dsreport dashboard": "docs/dsreport.md",
+    "dsreport export": "docs/dsreport.md",
+    "dsreport baseline": "docs/dsreport.md",
+    "dsreport check": "docs/dsreport.md",
 }
 ALWAYS = {"--help", "--version", "--help-all"}
 LONG_FLAG = re.compile(r"(?:^|[ ,])(--[a-zA-Z][a-zA-Z0-9_-]*)")

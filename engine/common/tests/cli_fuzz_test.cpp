@@ -118,6 +118,7 @@ const std::vector<FlagCase> kFlags = {
 
     {"dsdiag", "--world", "DSDIAG_WORLD", Kind::kSwitch},
     {"dsdiag", "--json", "DSDIAG_JSON", Kind::kOutput},
+    {"dsdiag", "--junit", "DSDIAG_JUNIT", Kind::kOutput},
     {"dsdiag", "--only", "DSDIAG_ONLY", Kind::kText, false, {""}},
     {"dsdiag", "--skip", "DSDIAG_SKIP", Kind::kText, false, {""}},
     {"dsdiag", "--list", "", Kind::kSwitch},
@@ -176,6 +177,25 @@ const std::vector<FlagCase> kFlags = {
     {"dsreport dashboard", "--min-history", "", Kind::kInt},
     {"dsreport dashboard", "--alpha", "", Kind::kNumber},
     {"dsreport dashboard", "--threshold", "", Kind::kNumber},
+    {"dsreport baseline", "runs", "", Kind::kInput, true},
+    {"dsreport baseline", "--output", "", Kind::kOutput},
+    {"dsreport baseline", "--rules", "DSREPORT_RULES", Kind::kInput},
+    {"dsreport baseline", "--quiet", "", Kind::kSwitch},
+    {"dsreport baseline", "--max-input-mb", "DSREPORT_MAX_INPUT_MB", Kind::kInt},
+    {"dsreport check", "runs", "", Kind::kInput, true},
+    {"dsreport check", "--baseline", "DSREPORT_BASELINE", Kind::kInput},
+    {"dsreport check", "--rules", "DSREPORT_RULES", Kind::kInput},
+    {"dsreport check", "--k", "", Kind::kInt},
+    {"dsreport check", "--n", "", Kind::kInt},
+    {"dsreport check", "--hosts", "", Kind::kText, false, {"", "node[01-", "\xff\xfe"}},
+    {"dsreport check", "--output", "", Kind::kOutput},
+    {"dsreport check", "--junit", "DSREPORT_CHECK_JUNIT", Kind::kOutput},
+    {"dsreport check", "--quiet", "", Kind::kSwitch},
+    {"dsreport check", "--max-input-mb", "DSREPORT_MAX_INPUT_MB", Kind::kInt},
+    {"dsreport export", "runs", "", Kind::kInput, true},
+    {"dsreport export", "--openmetrics", "DSREPORT_OPENMETRICS", Kind::kOutput},
+    {"dsreport export", "--check", "DSREPORT_EXPORT_CHECK", Kind::kInput},
+    {"dsreport export", "--max-input-mb", "DSREPORT_MAX_INPUT_MB", Kind::kInt},
 };
 
 const char* kNonUtf8 = "\xff\xfe";
@@ -208,6 +228,7 @@ int usageExit(const std::string& tool) {
   if (tool == "dsrun") return 2;
   if (tool.rfind("dsbench", 0) == 0) return 5;
   if (tool == "dsdiag") return 3;
+  if (tool == "dsreport check") return 3;  // its 2 means "a host is unhealthy"
   return 2;  // dsreport
 }
 
@@ -260,6 +281,10 @@ class CliFuzz : public ::testing::Test {
     if (sub == "ingest") add({sweep_});
     if (sub == "ingest" && flag != "--db") add({"--db", work_ + "/h.sqlite"});
     if (sub == "dashboard" && flag != "--db") add({"--db", sweep_});  // a regular file: parsing passes
+    if (sub == "export" && !c.positional) add({sweep_});
+    if ((sub == "baseline" || sub == "check") && !c.positional) add({sweep_});
+    if (sub == "baseline" && flag != "--output") add({"-o", work_ + "/baseline.json"});
+    if (sub == "export" && flag != "--openmetrics") add({"--openmetrics", work_ + "/m.prom"});
     argv.insert(argv.end(), extra.begin(), extra.end());
     return argv;
   }
@@ -354,8 +379,9 @@ TEST_F(CliFuzz, Dsreport) { runTool("dsreport"); }
 // Every flag a tool's --help lists is in kFlags (so a new flag gets its hostile values).
 TEST_F(CliFuzz, FlagsOfEveryToolAreInTheTable) {
   const std::vector<std::string> tools = {
-      "dsrun",         "dsbench world",    "dsbench coll",    "dsbench train",   "dsdiag",
-      "dsreport html", "dsreport compare", "dsreport ingest", "dsreport import", "dsreport dashboard"};
+      "dsrun",           "dsbench world",      "dsbench coll",     "dsbench train",
+      "dsdiag",          "dsreport html",      "dsreport compare", "dsreport ingest",
+      "dsreport import", "dsreport dashboard", "dsreport export", "dsreport baseline", "dsreport check"};
   const std::set<std::string> always = {"--help", "--version", "--help-all"};
   const std::regex longFlag(R"((?:^|[ ,])(--[a-zA-Z][a-zA-Z0-9_-]*))");
   for (const auto& tool : tools) {
