@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <map>
 
+#include "engine/common/error.h"
 #include "reports/diag/hostlist.h"
 
 namespace ds::report {
@@ -33,7 +34,16 @@ void sweepSamples(const RunFile& run, std::vector<Sample>& out) {
   const SweepRun& s = *run.sweep;
   const SweepMetadata& m = s.metadata;
   const bool oneHost = m.hosts.size() == 1;
-  const std::string host = oneHost ? m.hosts.front() : slurmHostlist(m.hosts);
+  std::string host = oneHost ? m.hosts.front() : std::string{};
+  if (!oneHost) {
+    // A job is named by its Slurm hostlist; names that cannot stand in one (',' '[' ']') are listed
+    // with spaces instead of failing the whole run.
+    try {
+      host = slurmHostlist(m.hosts);
+    } catch (const ConfigError&) {
+      for (const auto& h : m.hosts) host += (host.empty() ? "" : " ") + h;
+    }
+  }
   // A job's SKU is its hosts' when they all agree, else "mixed".
   std::string sku = "unknown";
   if (!m.hosts.empty()) {

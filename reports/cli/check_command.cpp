@@ -1,6 +1,6 @@
 // dsreport check RUN... [--baseline B.json] [--rules R.yaml] [--k K --n N] [--hosts LIST] [-o CHECK.json]:
-// [--junit CHECK.xml]: one verdict per host (reports/baseline/check.h). Exit codes, for health-check gates: 0 every host
-// healthy, 1 some host has no baseline yet (none unhealthy), 2 a host is unhealthy or reported no
+// [--junit CHECK.xml]: one verdict per host (reports/baseline/check.h). Exit codes, for health-check gates: 0
+// every host healthy, 1 some host has no baseline yet (none unhealthy), 2 a host is unhealthy or reported no
 // result, 3 the check could not run (bad flags, an unreadable run, baseline or rules file).
 #include <fmt/format.h>
 
@@ -59,12 +59,26 @@ Command addCheckCommand(CLI::App& parent) {
       ->add_option("--n", f->options.n,
                    "how many of a host's latest runs are looked at (default: the rules')")
       ->transform(ds::cli::integer(1, 1000));
-  c.app->add_option(
-      "--hosts", f->hosts,
-      "hosts that must report, as a Slurm hostlist (node[01-16]); a host that did not is no_result");
+  c.app
+      ->add_option(
+          "--hosts", f->hosts,
+          "hosts that must report, as a Slurm hostlist (node[01-16]); a host that did not is no_result")
+      ->check(ds::cli::checkedBy([](const std::string& t) {
+        if (t.empty())
+          throw ConfigError("--hosts is empty; give a Slurm hostlist such as node[01-16], or leave it out");
+        for (const auto& h : ds::env::expandNodelist(t, "--hosts"))
+          for (unsigned char ch : h)
+            if (ch <= ' ' || ch >= 0x7f)
+              throw ConfigError(
+                  fmt::format("--hosts: host name '{}' has a space, control or non-ASCII character; "
+                              "host names are letters, digits, '-', '_' and '.'",
+                              h));
+      }));
   c.app->add_option("-o,--output", f->out, "write the verdicts as JSON (schema dsperf.check)")
       ->check(ds::cli::outputFile());
-  c.app->add_option("--junit", f->junit, "also write the verdicts as JUnit XML (a test case per host and rule), for CI")
+  c.app
+      ->add_option("--junit", f->junit,
+                   "also write the verdicts as JUnit XML (a test case per host and rule), for CI")
       ->check(ds::cli::outputFile())
       ->envname("DSREPORT_CHECK_JUNIT");
   c.app->add_flag("-q,--quiet", f->quiet, "print only hosts that are not healthy, and the counts");

@@ -102,6 +102,15 @@ TEST(Baseline, NothingPerHostToBuildFromIsRefusedWithWhatToGive) {
   }
 }
 
+TEST(Samples, AJobOfHostsThatCannotFormAHostlistIsStillSampled) {
+  RunFile run = nightlyRun("a,b", 1, 10);
+  run.sweep->metadata.hosts = {"a,b", "c[1]"};
+  auto s = samplesOf(run);
+  ASSERT_FALSE(s.empty());
+  EXPECT_EQ(s[0].scope, "job");
+  EXPECT_EQ(s[0].host, "a,b c[1]");
+}
+
 TEST(Check, AHostAtHalfItsSkusBaselineIsUnhealthyWithMeasuredAgainstExpected) {
   Baseline b = buildBaseline(samplesOfRuns(fleet(5)), defaultRules(), "t");
   CheckReport r = checkRuns(fleet(1, 12.0, 10), &b, defaultRules(), {});

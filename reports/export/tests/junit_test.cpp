@@ -35,9 +35,10 @@ std::string validated(const TempDir& dir, const std::string& name, const std::st
         << s;
     EXPECT_EQ(fx::xpath(path, "string(" + s + "/@errors)"), fx::xpath(path, "count(" + s + "//error)")) << s;
   }
-  if (suites)
+  if (suites) {
     EXPECT_EQ(fx::xpath(path, "string(/testsuites/testsuite[1]/@skipped)"),
               fx::xpath(path, "count(/testsuites/testsuite[1]//skipped)"));
+  }
   return path;
 }
 
