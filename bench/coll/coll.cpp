@@ -12,6 +12,7 @@
 
 #include "bench/coll/collective.h"
 #include "bench/coll/harness.h"
+#include "bench/coll/host_hardware.h"
 #include "bench/coll/memory.h"
 #include "bench/coll/metadata.h"
 #include "bench/exit_codes.h"
@@ -176,6 +177,8 @@ int runColl(const CollFlags& flags) {
   for (const auto& r : run.metadata.ranks) {
     if (seenHosts.insert(r.host).second) run.metadata.hosts.push_back(r.host);
   }
+  // What each host can move: the bound every row is judged against (reports/baseline/expected.h).
+  run.metadata.hardware = gatherHardware(*world, run.metadata.ranks, run.metadata.hosts);
   run.metadata.commandLine = commandLine();
   run.metadata.launcher = launcherName();
   run.metadata.versions =
