@@ -179,6 +179,18 @@ int runColl(const CollFlags& flags) {
   }
   // What each host can move: the bound every row is judged against (reports/baseline/expected.h).
   run.metadata.hardware = gatherHardware(*world, run.metadata.ranks, run.metadata.hosts);
+  // On one host, CPU backends are bound by memory: measure its copy rate with the job's ranks (skipped
+  // for sweeps that stay below 1 MiB, where latency bounds, and with DSBENCH_MEMBW_PROBE=0). Every rank
+  // reaches the same decision from the launcher's counts and the flags.
+  const bool oneHost = world->info().localWorldSize.value == n;
+  const bool cpuBackend =
+      std::any_of(backends.begin(), backends.end(), [](const auto& b) { return b != "nccl"; });
+  const char* probeEnv = std::getenv("DSBENCH_MEMBW_PROBE");
+  if (oneHost && cpuBackend && n > 1 && o.maxBytes >= (std::size_t{1} << 20) &&
+      !(probeEnv && std::string(probeEnv) == "0")) {
+    double bw = measureCopyBandwidth(*world);
+    if (root0 && run.metadata.hardware.size() == 1) run.metadata.hardware.front().memBwGBps = bw;
+  }
   run.metadata.commandLine = commandLine();
   run.metadata.launcher = launcherName();
   run.metadata.versions =

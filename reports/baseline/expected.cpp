@@ -13,6 +13,10 @@ namespace ds::report {
 
 namespace {
 
+// From this size up, bandwidth rather than latency (or the caches) decides a row: the text names the
+// fraction there (docs/dev/benchmarks.md: compare against the memory limit at 32 MiB and up).
+constexpr std::size_t kBandwidthBytes = std::size_t{32} << 20;
+
 // 24 GB/s of busbw per 200 Gb/s NIC (25 GB/s line rate): the field's rule of thumb (nccl-tests#40, #293).
 constexpr double kPracticalNicShare = 24.0 / 25.0;
 
@@ -126,11 +130,14 @@ void finish(RowBound& b, const SweepMeasurement& row) {
   if (!b.known()) return;
   b.fraction = b.busBw > 0 ? b.busBw / b.gbps : 0;
   if (b.fraction > 1.02) {
-    b.why =
-        b.kind == "nvlink" || b.kind == "nic"
-            ? "above the bound: in-network reduction (NVLink SHARP, InfiniBand SHARP) moves fewer bytes than "
-              "busbw counts, or the hardware was misread"
-            : "above the bound: the hardware was misread, or the bytes did not all move (check -c 1)";
+    if (b.kind == "memory" && row.bytes < kBandwidthBytes)
+      b.why = "above the bound: at this size the buffers fit in the caches, which copy faster than memory";
+    else if (b.kind == "nvlink" || b.kind == "nic")
+      b.why =
+          "above the bound: in-network reduction (NVLink SHARP, InfiniBand SHARP) moves fewer bytes than "
+          "busbw counts, or the hardware was misread";
+    else
+      b.why = "above the bound: the hardware was misread, or the bytes did not all move (check -c 1)";
   }
 }
 
@@ -269,20 +276,25 @@ std::string formatBoundLines(const std::vector<SweepMeasurement>& rows, const Sw
   if (first.practicalGBps > 0)
     out += fmt::format(" (practical ~{} GB/s: ~24 GB/s per 200G NIC)", num(first.practicalGBps));
   out += "\n";
-  // Per dtype and op, the three largest sizes.
+  // Per dtype and op, the three largest sizes of 32 MiB and up; the largest alone when none is that large.
   std::map<std::pair<std::string, std::string>, std::vector<const SweepMeasurement*>> variants;
   for (const auto& r : rows) variants[{r.dtype, r.op}].push_back(&r);
   for (auto& [key, v] : variants) {
     std::stable_sort(v.begin(), v.end(), [](const auto* a, const auto* c) { return a->bytes > c->bytes; });
-    std::vector<const SweepMeasurement*> top(v.begin(), v.begin() + std::min<std::size_t>(3, v.size()));
+    std::size_t large = 0;
+    while (large < v.size() && large < 3 && v[large]->bytes >= kBandwidthBytes) ++large;
+    std::vector<const SweepMeasurement*> top(v.begin(), v.begin() + std::max<std::size_t>(1, large));
     std::reverse(top.begin(), top.end());
     for (const auto* r : top) {
       RowBound b = rowBound(*r, meta);
       if (!b.known() || b.busBw <= 0) continue;
+      std::string remark = b.why;
+      if (remark.empty() && r->bytes < kBandwidthBytes)
+        remark = "a small size: latency, not bandwidth, decides it; compare from 32 MiB up";
       out +=
           fmt::format("# bound: busbw {:.2f} GB/s at {}{} = {:.0f}% of {}{}\n", b.busBw, humanBytes(r->bytes),
                       variants.size() > 1 ? fmt::format(" ({} {})", key.first, key.second) : "",
-                      b.fraction * 100, b.name, b.why.empty() ? "" : " (" + b.why + ")");
+                      b.fraction * 100, b.name, remark.empty() ? "" : " (" + remark + ")");
     }
   }
   return out;

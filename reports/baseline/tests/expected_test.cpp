@@ -300,14 +300,26 @@ TEST(Expected, JsonObjectPerRow) {
 TEST(Expected, TextLinesAfterTheTable) {
   auto m = meta({ethernet2x100("eth01"), ethernet2x100("eth02")}, 1);
   std::vector<SweepMeasurement> rows;
-  for (int p = 20; p <= 28; p += 2)
+  for (int p = 20; p <= 30; p += 2)
     rows.push_back(row("gloo", "allreduce", 2, 5.0 + p - 20, std::size_t{1} << p));
   EXPECT_EQ(formatBoundLines(rows, m),
             "# bound: 25 GB/s busbw = 2x100 Gb/s Ethernet line rate (practical ~24 GB/s: "
             "~24 GB/s per 200G NIC)\n"
-            "# bound: busbw 9.00 GB/s at 16 MiB = 36% of 2x100 Gb/s Ethernet line rate\n"
             "# bound: busbw 11.00 GB/s at 64 MiB = 44% of 2x100 Gb/s Ethernet line rate\n"
-            "# bound: busbw 13.00 GB/s at 256 MiB = 52% of 2x100 Gb/s Ethernet line rate\n");
+            "# bound: busbw 13.00 GB/s at 256 MiB = 52% of 2x100 Gb/s Ethernet line rate\n"
+            "# bound: busbw 15.00 GB/s at 1 GiB = 60% of 2x100 Gb/s Ethernet line rate\n");
+  // Only 32 MiB and up count; a sweep of small sizes gets its largest, with a remark.
+  std::vector<SweepMeasurement> small(rows.begin(), rows.begin() + 2);
+  EXPECT_NE(formatBoundLines(small, m).find(
+                "# bound: busbw 7.00 GB/s at 4 MiB = 28% of 2x100 Gb/s Ethernet line rate (a small size: "
+                "latency, not bandwidth, decides it; compare from 32 MiB up)\n"),
+            std::string::npos)
+      << formatBoundLines(small, m);
+  // Above the memory bound at a size that fits in the caches: said as such.
+  HostHardware cached = thisVm();
+  cached.memBwGBps = 13.5;
+  RowBound c = rowBound(row("shm", "allreduce", 2, 10.3, std::size_t{4} << 20), meta({cached}, 2));
+  EXPECT_NE(c.why.find("fit in the caches"), std::string::npos) << c.why;
   EXPECT_EQ(
       formatBoundLines(rows, meta({thisVm(), thisVm()}, 1)),
       "# bound: unknown: the line rate of vm's NIC eth0 is unknown (it reports no speed, as virtio and some "
