@@ -1,4 +1,5 @@
-// The part of NVML's C API (nvml.h, driver 450+) that dsdiag's health probe calls through dlsym.
+// The part of NVML's C API (nvml.h, driver 450+) that dsdiag's health probe and the hardware reader
+// (diag/hardware) call through dlsym.
 // nvml.h ships with the driver's development files, not with every CUDA toolkit, so the few types
 // and constants are declared here with NVML's own names, layouts and values. The fake
 // libnvidia-ml.so.1 of the tests implements the same functions from this header.
@@ -36,6 +37,16 @@ constexpr unsigned NVML_NVLINK_MAX_LINKS = 18;
 constexpr unsigned NVML_DEVICE_PCI_BUS_ID_BUFFER_V2_SIZE = 16;
 constexpr unsigned NVML_DEVICE_PCI_BUS_ID_BUFFER_SIZE = 32;
 constexpr unsigned long long NVML_VALUE_NOT_AVAILABLE = ~0ULL;
+
+// nvmlDeviceArchitecture_t (nvmlDeviceGetArchitecture, driver 450+).
+typedef unsigned int nvmlDeviceArchitecture_t;  // NOLINT
+constexpr nvmlDeviceArchitecture_t NVML_DEVICE_ARCH_PASCAL = 4;
+constexpr nvmlDeviceArchitecture_t NVML_DEVICE_ARCH_VOLTA = 5;
+constexpr nvmlDeviceArchitecture_t NVML_DEVICE_ARCH_TURING = 6;
+constexpr nvmlDeviceArchitecture_t NVML_DEVICE_ARCH_AMPERE = 7;
+constexpr nvmlDeviceArchitecture_t NVML_DEVICE_ARCH_ADA = 8;
+constexpr nvmlDeviceArchitecture_t NVML_DEVICE_ARCH_HOPPER = 9;
+constexpr nvmlDeviceArchitecture_t NVML_DEVICE_ARCH_BLACKWELL = 10;
 
 // nvmlClocksEventReasons (nvmlClocksThrottleReasons before driver 535; same bits).
 constexpr unsigned long long nvmlClocksEventReasonGpuIdle = 0x1ULL;

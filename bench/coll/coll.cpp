@@ -12,6 +12,7 @@
 
 #include "bench/coll/collective.h"
 #include "bench/coll/harness.h"
+#include "bench/coll/host_hardware.h"
 #include "bench/coll/memory.h"
 #include "bench/coll/metadata.h"
 #include "bench/exit_codes.h"
@@ -175,6 +176,20 @@ int runColl(const CollFlags& flags) {
   std::set<std::string> seenHosts;
   for (const auto& r : run.metadata.ranks) {
     if (seenHosts.insert(r.host).second) run.metadata.hosts.push_back(r.host);
+  }
+  // What each host can move: the bound every row is judged against (reports/baseline/expected.h).
+  run.metadata.hardware = gatherHardware(*world, run.metadata.ranks, run.metadata.hosts);
+  // On one host, CPU backends are bound by memory: measure its copy rate with the job's ranks (skipped
+  // for sweeps that stay below 1 MiB, where latency bounds, and with DSBENCH_MEMBW_PROBE=0). Every rank
+  // reaches the same decision from the launcher's counts and the flags.
+  const bool oneHost = world->info().localWorldSize.value == n;
+  const bool cpuBackend =
+      std::any_of(backends.begin(), backends.end(), [](const auto& b) { return b != "nccl"; });
+  const char* probeEnv = std::getenv("DSBENCH_MEMBW_PROBE");
+  if (oneHost && cpuBackend && n > 1 && o.maxBytes >= (std::size_t{1} << 20) &&
+      !(probeEnv && std::string(probeEnv) == "0")) {
+    double bw = measureCopyBandwidth(*world);
+    if (root0 && run.metadata.hardware.size() == 1) run.metadata.hardware.front().memBwGBps = bw;
   }
   run.metadata.commandLine = commandLine();
   run.metadata.launcher = launcherName();

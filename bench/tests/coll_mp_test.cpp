@@ -1,8 +1,10 @@
 // `dsbench coll` run for real on tiny sizes, under dsrun and under mpirun: the text table keeps
 // nccl-tests' columns and footer, the JSON passes the schema reader, the journal is complete.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -255,4 +257,65 @@ TEST(CollUnderMpirun, MinTimeGrowsIterations) {
   // 100 ms. How many more depends on the machine's speed, so only the growth is asserted.
   EXPECT_GT(run.results[0].outOfPlace.iters, 5);
   EXPECT_TRUE(run.args.blocking);
+}
+
+// Every run records its host's hardware (diag/hardware, from the roots DSBENCH_SYSFS and DSBENCH_PROCFS
+// name: here a fake 2x100G Ethernet node) and, on one host with a CPU backend, its memory copy rate;
+// the table is followed by the bound lines and each JSON row carries its bound.
+TEST(CollUnderDsrun, RecordsTheHardwareAndEachRowsBound) {
+  TempDir dir;
+  const std::string sys = dir.sub("sys"), proc = dir.sub("proc");
+  std::filesystem::create_directories(sys + "/devices/pci0000:40");
+  std::filesystem::create_directories(sys + "/class/net");
+  for (int i = 0; i < 2; ++i) {
+    const std::string dev = fmt::format("{}/devices/pci0000:40/0000:41:00.{}", sys, i);
+    std::filesystem::create_directories(dev);
+    std::ofstream(dev + "/vendor") << "0x8086\n";
+    std::ofstream(dev + "/device") << "0x1592\n";
+    const std::string net = fmt::format("{}/class/net/ens1f{}", sys, i);
+    std::filesystem::create_directories(net);
+    std::ofstream(net + "/speed") << "100000\n";
+    std::ofstream(net + "/operstate") << "up\n";
+    std::ofstream(net + "/type") << "1\n";
+    std::filesystem::create_symlink(fmt::format("../../../devices/pci0000:40/0000:41:00.{}", i),
+                                    net + "/device");
+  }
+  std::ofstream(proc + "/cpuinfo") << "model name\t: AMD EPYC 7763 64-Core Processor\n";
+  auto env = cleanOptions(
+      std::chrono::seconds(60),
+      {{"DSBENCH_SYSFS", sys}, {"DSBENCH_PROCFS", proc}, {"DSBENCH_LIBNVML", "/nonexistent/nvml.so"}});
+  auto r = run({binDir() + "/dsrun", "--nproc-per-node", "2", "--standalone", binDir() + "/dsbench", "coll",
+                "--backend", "shm", "-b", "1M", "-e", "1M", "-n", "2", "-J", dir.file("out.json")},
+               env);
+  ASSERT_EQ(r.exitCode, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("# hardware of "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("2x100G ethernet; AMD EPYC 7763 64-Core Processor; memory copy "), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("# bound: busbw "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("of zero-copy limit of a "), std::string::npos) << r.out;
+  auto j = ds::report::readJson(dir.file("out.json"));
+  auto sweep = ds::report::sweepFromJson(j, "out.json");
+  ASSERT_EQ(sweep.metadata.hardware.size(), 1u);
+  const auto& hw = sweep.metadata.hardware[0];
+  EXPECT_EQ(hw.host, sweep.metadata.hosts.at(0));
+  EXPECT_EQ(hw.cpuModel, "AMD EPYC 7763 64-Core Processor");
+  ASSERT_EQ(hw.nics.size(), 2u);
+  EXPECT_DOUBLE_EQ(hw.nics[0].gbps, 100);
+  EXPECT_EQ(hw.nics[0].model, "8086:1592");
+  EXPECT_GT(hw.memBwGBps, 0);
+  ASSERT_EQ(j["results"].size(), 1u);
+  const auto& bound = j["results"][0]["bound"];
+  EXPECT_EQ(bound["kind"], "memory") << bound.dump();
+  EXPECT_NEAR(bound["gbps"].get<double>(), hw.memBwGBps / 2, 1e-9);  // 2(n-1)/n² x B, n = 2
+  EXPECT_GT(bound["fraction"].get<double>(), 0);
+
+  // Without the memory probe the bound is unknown, and says why.
+  env.setEnv["DSBENCH_MEMBW_PROBE"] = "0";
+  r = run({binDir() + "/dsrun", "--nproc-per-node", "2", "--standalone", binDir() + "/dsbench", "coll",
+           "--backend", "shm", "-b", "1M", "-e", "1M", "-n", "2", "-J", dir.file("off.json")},
+          env);
+  ASSERT_EQ(r.exitCode, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("# bound: unknown: the memory bandwidth of "), std::string::npos) << r.out;
+  auto off = ds::report::readJson(dir.file("off.json"));
+  EXPECT_EQ(off["results"][0]["bound"]["name"], "unknown");
 }

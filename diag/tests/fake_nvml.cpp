@@ -1,8 +1,8 @@
-// A fake libnvidia-ml.so.1 for dsdiag's NVML health checks: two H200s whose state comes from
-// DS_FAKE_NVML_SCENARIO (healthy when unset). dsdiag loads it through LD_LIBRARY_PATH exactly as it
-// loads the driver's library. Scenarios: healthy, ecc, ecc_history, x8, foreign_process, mig,
-// exclusive, slowdown, nvlink_down, persistence_off, crash (nvmlInit_v2 segfaults), hang (it never
-// returns).
+// A fake libnvidia-ml.so.1 for dsdiag's NVML health checks (and diag/hardware's reader): two H200s
+// whose state comes from DS_FAKE_NVML_SCENARIO (healthy when unset). dsdiag loads it through
+// LD_LIBRARY_PATH exactly as it loads the driver's library. Scenarios: healthy, ecc, ecc_history, x8,
+// foreign_process, mig, exclusive, slowdown, nvlink_down, persistence_off, crash (nvmlInit_v2
+// segfaults), hang (it never returns).
 #include <signal.h>
 #include <unistd.h>
 
@@ -103,6 +103,11 @@ nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned i, nvmlDevice_t* d) {
 
 nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t, char* name, unsigned len) {
   copyText(name, len, "NVIDIA H200");
+  return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetArchitecture(nvmlDevice_t, nvmlDeviceArchitecture_t* arch) {
+  *arch = NVML_DEVICE_ARCH_HOPPER;
   return NVML_SUCCESS;
 }
 

@@ -13,7 +13,7 @@ namespace ds::report {
 
 struct NicInfo {
   std::string name;   // "eth0", "mlx5_0/1" (an InfiniBand device and port)
-  std::string kind;   // "ethernet" or "infiniband"
+  std::string kind;   // "ethernet", "infiniband", "roce" (RDMA on Ethernet), "virtual" (veth)
   std::string model;  // PCI vendor/device as text when known ("15b3:1021"), else ""
   double gbps = 0;    // line rate in Gb/s (sysfs speed / 1000, or the IB port's rate); 0 = unknown
   bool up = true;     // operstate up / IB port ACTIVE
@@ -40,7 +40,7 @@ struct HostHardware {
   std::string cpuModel;  // /proc/cpuinfo "model name" ("" unknown)
   std::string gpuName;   // NVML name of GPU 0 ("" none)
   int gpus = 0;
-  std::vector<NicInfo> nics;       // every NIC that is up and not loopback
+  std::vector<NicInfo> nics;       // every physical NIC, up or not (diag/hardware/hardware_reader.h)
   std::vector<PcieLinkInfo> pcie;  // accelerators' and NICs' links
   NvlinkInfo nvlink;
   double memBwGBps = 0;  // host memory bandwidth (the membw probe), 0 unknown

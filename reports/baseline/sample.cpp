@@ -6,6 +6,7 @@
 #include <map>
 
 #include "engine/common/error.h"
+#include "reports/baseline/expected.h"
 #include "reports/diag/hostlist.h"
 
 namespace ds::report {
@@ -74,6 +75,10 @@ void sweepSamples(const RunFile& run, std::vector<Sample>& out) {
     x.unit = "GB/s";
     x.sku = sku;
     x.stack = stackOf(row.backend, m.versions);
+    if (RowBound b = rowBound(row, m); b.known()) {
+      x.boundGBps = b.gbps;
+      x.boundName = b.name;
+    }
     out.push_back(std::move(x));
   }
 }

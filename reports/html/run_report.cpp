@@ -10,6 +10,7 @@
 #include <tuple>
 
 #include "engine/common/error.h"
+#include "reports/baseline/expected.h"
 #include "reports/diag/diag_text.h"
 #include "reports/html/fleet_html.h"
 #include "reports/html/html_page.h"
@@ -55,7 +56,7 @@ void addMetadataBlock(KeyValues& rows, const json& meta) {
       {"label", "label"},           {"command_line", "command line"}, {"launcher", "launcher"},
       {"world_size", "world size"}, {"backend", "backend"},           {"hosts", "hosts"},
       {"start_time", "start time"}, {"end_time", "end time"}};
-  std::set<std::string> done{"ranks", "versions", "env"};
+  std::set<std::string> done{"ranks", "versions", "env", "hardware"};
   for (const auto& [key, name] : kFirst) {
     done.insert(key);
     if (meta.contains(key)) rows.emplace_back(name, scalarText(meta[key]));
@@ -109,6 +110,9 @@ KeyValues runMetadata(const RunFile& run) {
     for (auto& kv : block) {
       if (kv.first != "label" || run.label.empty()) rows.push_back(std::move(kv));
     }
+    // What each host's hardware can move (the bounds of the tables below).
+    for (const auto& h : s.metadata.hardware)
+      rows.emplace_back(fmt::format("hardware: {}", h.host), describeHardware(h));
     rows.emplace_back("collectives", joinStrings(s.args.collectives));
     rows.emplace_back("backends", joinStrings(s.args.backends));
     rows.emplace_back("dtypes", joinStrings(s.args.dtypes));
@@ -419,6 +423,27 @@ void sweepSection(PageBuilder& page, const std::vector<RunFile>& runs, const std
               {"yLog", true},
               {"series", lat}});
 
+  // The hardware bound of the section (the same for every size of a run; expected.h), said once per
+  // run, and each row's fraction of it in the table's last column.
+  bool anyHardware = false;
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    if (!runs[i].sweep || runs[i].sweep->metadata.hardware.empty() || rowsOf[i].empty()) continue;
+    anyHardware = true;
+    RowBound b = rowBound(*rowsOf[i].back(), runs[i].sweep->metadata);
+    std::string who = several ? names[i] + ": " : "";
+    if (!b.known()) {
+      page.paragraph(fmt::format("{}Bound: unknown: {}.", who, b.why), "muted");
+      continue;
+    }
+    page.paragraph(
+        fmt::format("{}Bound: {} GB/s of busbw, the {}{}{}.", who, formatNumber(b.gbps, 3), b.name,
+                    b.host.empty() ? "" : fmt::format(" of {}, the slowest host", b.host),
+                    b.practicalGBps > 0 ? fmt::format(" (practical ~{} GB/s: ~24 GB/s per 200G NIC)",
+                                                      formatNumber(b.practicalGBps, 3))
+                                        : ""),
+        "muted");
+  }
+
   // The raw table.
   std::vector<std::string> header;
   if (several) header.push_back("run");
@@ -427,6 +452,7 @@ void sweepSection(PageBuilder& page, const std::vector<RunFile>& runs, const std
     for (const char* h : {"time (µs)", "algbw (GB/s)", "busbw (GB/s)", "#wrong"})
       header.push_back(fmt::format("{} {}", p, h));
   }
+  if (anyHardware) header.push_back("busbw / bound");
   std::vector<Row> table;
   for (std::size_t i = 0; i < runs.size(); ++i) {
     for (const auto* m : rowsOf[i]) {
@@ -449,6 +475,16 @@ void sweepSection(PageBuilder& page, const std::vector<RunFile>& runs, const std
         row.emplace_back(formatFixed(p.busBw, 2), "num");
         row.emplace_back(p.wrong < 0 ? std::string("N/A") : std::to_string(p.wrong),
                          p.wrong > 0 ? "num fail" : "num");
+      }
+      if (anyHardware) {
+        RowBound b = runs[i].sweep && !runs[i].sweep->metadata.hardware.empty()
+                         ? rowBound(*m, runs[i].sweep->metadata)
+                         : RowBound{};
+        if (b.known() && b.busBw > 0)
+          row.emplace_back(fmt::format("{:.0f}% of {} GB/s", b.fraction * 100, formatNumber(b.gbps, 3)),
+                           "num");
+        else
+          row.emplace_back("—", "num");
       }
       table.push_back(std::move(row));
     }

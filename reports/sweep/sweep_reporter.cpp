@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "reports/baseline/expected.h"
 #include "reports/json_io.h"
 #include "reports/sweep/sweep_text.h"
 
@@ -14,7 +15,10 @@ void TextReporter::put(const std::string& s) {
   std::fflush(out_);
 }
 
-void TextReporter::start(const SweepRun& run) { put(formatSweepPreamble(run.args, run.metadata)); }
+void TextReporter::start(const SweepRun& run) {
+  meta_ = run.metadata;
+  put(formatSweepPreamble(run.args, run.metadata));
+}
 void TextReporter::tableStart(const SweepTable& t) {
   put(formatTableHeader(t.backend, t.collective, t.busFactor));
 }
@@ -22,6 +26,7 @@ void TextReporter::measurement(const SweepMeasurement& m) { put(formatRow(m)); }
 void TextReporter::note(const std::string& text) { put("# " + text + "\n"); }
 void TextReporter::tableEnd(const SweepTable&, const std::vector<SweepMeasurement>& rows) {
   put(formatRoundingNote(rows));
+  put(formatBoundLines(rows, meta_));
 }
 void TextReporter::finish(const SweepRun& run) { put(formatFooter(run.summary)); }
 

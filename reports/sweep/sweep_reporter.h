@@ -61,6 +61,7 @@ class TextReporter : public SweepReporter {
  private:
   void put(const std::string& s);
   std::FILE* out_;
+  SweepMetadata meta_;  // from start(): the hardware the bound lines after each table need
 };
 
 // The final JSON, written atomically at finish().

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "engine/common/error.h"
+#include "reports/baseline/expected.h"
 #include "reports/input_file.h"
 #include "reports/json_io.h"
 #include "reports/stats.h"
@@ -313,10 +314,17 @@ void from_json(const nlohmann::json& j, SweepSummary& s) {
 }
 
 nlohmann::json sweepToJson(const SweepRun& run) {
-  return {{"schema", kSweepSchemaName}, {"schema_version", kSweepSchemaVersion},
-          {"args", run.args},           {"metadata", run.metadata},
-          {"results", run.results},     {"notes", run.notes},
-          {"summary", run.summary}};
+  nlohmann::json j = {{"schema", kSweepSchemaName}, {"schema_version", kSweepSchemaVersion},
+                      {"args", run.args},           {"metadata", run.metadata},
+                      {"results", run.results},     {"notes", run.notes},
+                      {"summary", run.summary}};
+  // Each row's hardware bound and the fraction of it achieved (reports/baseline/expected.h), when the
+  // run recorded its hardware; derived, so readers recompute it rather than read it back.
+  if (!run.metadata.hardware.empty()) {
+    for (std::size_t i = 0; i < run.results.size(); ++i)
+      j["results"][i]["bound"] = boundToJson(rowBound(run.results[i], run.metadata));
+  }
+  return j;
 }
 
 SweepRun sweepFromJson(const nlohmann::json& j, const std::string& origin) {

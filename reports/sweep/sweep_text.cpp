@@ -4,6 +4,8 @@
 
 #include <set>
 
+#include "reports/baseline/expected.h"
+
 namespace ds::report {
 
 std::string ncclTestsTypeName(const std::string& dtype) {
@@ -39,6 +41,7 @@ std::string formatSweepPreamble(const SweepArgs& a, const SweepMetadata& meta) {
                      r.host, r.localRank, r.device.substr(0, r.device.find(' ')), r.device);
   }
   s += formatPlacementLines(placedRanks(meta));
+  for (const auto& h : meta.hardware) s += fmt::format("# hardware of {}: {}\n", h.host, describeHardware(h));
   s += "#\n";
   static const char* kAverage[] = {"rank 0's time (-a 0)", "the average over ranks (-a 1)",
                                    "the minimum over ranks (-a 2)", "the maximum over ranks (-a 3)"};

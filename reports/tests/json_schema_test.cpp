@@ -61,6 +61,14 @@ TEST(JsonSchema, OurWritersOutputValidates) {
   s.metadata.hosts = {"node-a"};
   s.metadata.label = "lab pod-1";
   s.metadata.ranks = {SweepRank{0, 0, 0, "node-a", 42, "cpu"}};
+  // Hardware recorded: metadata "hardware" and a "bound" per row (reports/baseline/expected.h).
+  HostHardware hw;
+  hw.host = "node-a";
+  hw.cpuModel = "AMD EPYC";
+  hw.nics = {{"eth0", "ethernet", "1af4:0001", 0, true}};
+  hw.pcie = {{"gpu0", "0000:17:00.0", 4, 16, 31.5}};
+  hw.memBwGBps = 20;
+  s.metadata.hardware = {hw};
   s.results = {row(8, true), row(1024, false)};
   s.notes = {"skipped: x"};
   s.summary = summarize(s.results);
