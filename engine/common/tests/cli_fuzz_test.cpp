@@ -176,6 +176,16 @@ const std::vector<FlagCase> kFlags = {
     {"dsreport dashboard", "--min-history", "", Kind::kInt},
     {"dsreport dashboard", "--alpha", "", Kind::kNumber},
     {"dsreport dashboard", "--threshold", "", Kind::kNumber},
+    {"dsreport dashboard", "--fleet", "", Kind::kSwitch},
+    {"dsreport dashboard", "--pattern", "", Kind::kText},
+    {"dsreport dashboard", "--metric", "", Kind::kEnum},
+    {"dsreport dashboard", "--max-patterns", "", Kind::kInt},
+    {"dsreport dashboard", "--max-columns", "", Kind::kInt},
+    {"dsreport dashboard", "--since", "", Kind::kText},
+    {"dsreport dashboard", "--until", "", Kind::kText},
+    {"dsreport dashboard", "--quarantine-k", "", Kind::kInt},
+    {"dsreport dashboard", "--quarantine-n", "", Kind::kInt},
+    {"dsreport dashboard", "--exclude-file", "", Kind::kOutput},
 };
 
 const char* kNonUtf8 = "\xff\xfe";
