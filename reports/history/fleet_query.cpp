@@ -223,7 +223,7 @@ FleetData queryFleet(const std::string& dbPath, const FleetOptions& options) {
     }
   }
 
-  // Every shown sample, with its time in ms (SQLite's date functions read the stored ISO 8601 times).
+  // Every shown sample, with its run's time in ms.
   std::unordered_map<std::string, int> hostIndex, runIndex;
   std::vector<std::string> hostNames;
   std::vector<double> runMs;
@@ -238,13 +238,13 @@ FleetData queryFleet(const std::string& dbPath, const FleetOptions& options) {
     std::string labelMarks;
     for (std::size_t i = 0; i < options.labels.size(); ++i)
       labelMarks += fmt::format("{}?{}", i ? ", " : "", next++);
-    std::string sql = fmt::format(
-        "SELECT s.host, s.run_id, s.time, (julianday(s.time) - 2440587.5) * 86400000.0, s.value, s.sku_id "
-        "FROM "
-        "samples s{} WHERE {}{}",
-        options.labels.empty() ? "" : " JOIN runs r ON r.run_id = s.run_id", where,
-        options.labels.empty() ? "" : " AND r.label IN (" + labelMarks + ")");
+    std::string sql = fmt::format("SELECT s.host, s.run_id, s.time, s.value, s.sku_id FROM samples s{} WHERE {}{}",
+                                  options.labels.empty() ? "" : " JOIN runs r ON r.run_id = s.run_id", where,
+                                  options.labels.empty() ? "" : " AND r.label IN (" + labelMarks + ")");
     Statement st(db, sql);
+    // A run's time in ms, once per run (its samples share it): SQLite's date functions read the stored
+    // ISO 8601 times, offsets included.
+    Statement toMs(db, "SELECT (julianday(?1) - 2440587.5) * 86400000.0");
     for (std::size_t pi = 0; pi < shown.size(); ++pi) {
       int b = 1;
       st.bind(b++, shown[pi].id);
@@ -253,18 +253,31 @@ FleetData queryFleet(const std::string& dbPath, const FleetOptions& options) {
         st.bind(b++, options.until.size() == 10 ? options.until + "\x7f" : options.until);
       for (const auto& l : options.labels) st.bind(b++, l);
       while (st.step()) {
-        if (st.isNull(3)) continue;  // a time SQLite cannot read: not placeable on the axis
+        std::string runId = st.text(1);
+        int run;
+        if (auto it = runIndex.find(runId); it != runIndex.end()) {
+          run = it->second;
+        } else {
+          const std::string time = st.text(2);
+          toMs.bind(1, time);
+          const bool ok = toMs.step() && !toMs.isNull(0);
+          const double ms = ok ? toMs.real(0) : 0;
+          toMs.reset();
+          run = ok ? static_cast<int>(runMs.size()) : -1;  // a time SQLite cannot read: not on the axis
+          runIndex.emplace(std::move(runId), run);
+          if (ok) {
+            runMs.push_back(ms);
+            runTime.push_back(time);
+          }
+        }
+        if (run < 0) continue;
         std::string host = st.text(0);
         auto [h, newHost] = hostIndex.emplace(host, static_cast<int>(hostNames.size()));
         if (newHost) hostNames.push_back(host);
-        auto [r, newRun] = runIndex.emplace(st.text(1), static_cast<int>(runMs.size()));
-        if (newRun) {
-          runMs.push_back(st.real(3));
-          runTime.push_back(st.text(2));
-        }
-        std::int64_t skuId = st.integer(5);
+        std::int64_t skuId = st.integer(4);
         skuIndex.emplace(skuId, 0);
-        points[pi].push_back({h->second, r->second, static_cast<int>(skuId), st.real(3), st.real(4)});
+        points[pi].push_back({h->second, run, static_cast<int>(skuId), runMs[static_cast<std::size_t>(run)],
+                              st.real(3)});
       }
       st.reset();
     }

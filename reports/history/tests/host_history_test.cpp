@@ -144,8 +144,11 @@ TEST(HostHistory, FleetRunsAreLinkSamplesOfBothEndsAndEachHostsMedian) {
   auto m = loadSamples(db, host);
   ASSERT_EQ(m.size(), 2u);
   for (const auto& s : m) {
-    if (s.host == "gpu04") EXPECT_NEAR(s.value, 0.2, 1e-9) << "every link of the slow host is slow";
-    if (s.host == "gpu05") EXPECT_NEAR(s.value, 2.0, 1e-9) << "the median of 3 fast links and 1 slow one";
+    if (s.host == "gpu04") {
+      EXPECT_NEAR(s.value, 0.2, 1e-9) << "every link of the slow host is slow";
+    } else {
+      EXPECT_NEAR(s.value, 2.0, 1e-9) << "the median of 3 fast links and 1 slow one";
+    }
   }
 }
 
