@@ -238,9 +238,10 @@ FleetData queryFleet(const std::string& dbPath, const FleetOptions& options) {
     std::string labelMarks;
     for (std::size_t i = 0; i < options.labels.size(); ++i)
       labelMarks += fmt::format("{}?{}", i ? ", " : "", next++);
-    std::string sql = fmt::format("SELECT s.host, s.run_id, s.time, s.value, s.sku_id FROM samples s{} WHERE {}{}",
-                                  options.labels.empty() ? "" : " JOIN runs r ON r.run_id = s.run_id", where,
-                                  options.labels.empty() ? "" : " AND r.label IN (" + labelMarks + ")");
+    std::string sql =
+        fmt::format("SELECT s.host, s.run_id, s.time, s.value, s.sku_id FROM samples s{} WHERE {}{}",
+                    options.labels.empty() ? "" : " JOIN runs r ON r.run_id = s.run_id", where,
+                    options.labels.empty() ? "" : " AND r.label IN (" + labelMarks + ")");
     Statement st(db, sql);
     // A run's time in ms, once per run (its samples share it): SQLite's date functions read the stored
     // ISO 8601 times, offsets included.
@@ -276,8 +277,8 @@ FleetData queryFleet(const std::string& dbPath, const FleetOptions& options) {
         if (newHost) hostNames.push_back(host);
         std::int64_t skuId = st.integer(4);
         skuIndex.emplace(skuId, 0);
-        points[pi].push_back({h->second, run, static_cast<int>(skuId), runMs[static_cast<std::size_t>(run)],
-                              st.real(3)});
+        points[pi].push_back(
+            {h->second, run, static_cast<int>(skuId), runMs[static_cast<std::size_t>(run)], st.real(3)});
       }
       st.reset();
     }

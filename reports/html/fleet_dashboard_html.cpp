@@ -195,10 +195,15 @@ std::string renderFleetDashboard(const history::FleetData& d) {
         "warn");
 
   page.section("Host");
+  page.paragraph(
+      "One host's figure for the chosen pattern over time, with its SKU's fleet median dashed. On opening, "
+      "the "
+      "host with the worst drift; click a row of the heatmap or of the drift table, or type a host name "
+      "above.",
+      "muted");
   page.rawHtml(
-      "<div id=\"fl-host-panel\"><p id=\"fl-host-title\" class=\"muted\">Click a row of the heatmap or of "
-      "the drift "
-      "table, or type a host name above.</p><div class=\"chart\"><canvas id=\"fl-host-chart\" role=\"img\" "
+      "<div id=\"fl-host-panel\"><p id=\"fl-host-title\" class=\"muted\">No host chosen.</p><div "
+      "class=\"chart\"><canvas id=\"fl-host-chart\" role=\"img\" "
       "aria-label=\"the host's series\"></canvas></div><p id=\"fl-host-info\"></p></div>\n");
 
   page.section("Drift per host");

@@ -48,7 +48,7 @@
     var t = [];
     for (var v = 0; v < 255; v++) {
       var x = Math.max(0, Math.min(1, (goodness(v, hib) - 0.7) / 0.3));  // 0.7 and below red, 1 green
-      t.push(hslToRgb(x * 120, 0.72, x >= 1 ? 0.36 : 0.46));
+      t.push(hslToRgb(x * 120, 0.72, 0.42));  // one lightness: 1 % either side of the median looks alike
     }
     t.push([232, 232, 232]);  // 255: no sample
     luts[key] = t;
@@ -85,7 +85,7 @@
     var rowH = Math.max(2, Math.min(14, Math.floor(1200 / Math.max(1, nh))));
     var colW = Math.max(2, Math.min(16, Math.floor(1100 / Math.max(1, nc))));
     var left = rowH >= 9 ? 120 : 12, top = 28;
-    canvas.width = left + nc * colW + 4;
+    canvas.width = left + nc * colW + 80;  // room for the last date label
     canvas.height = top + nh * rowH + 4;
     layout = { rowH: rowH, colW: colW, left: left, top: top };
     var ctx = canvas.getContext('2d');
@@ -246,7 +246,7 @@
     }
     if (info) {
       var c = (d.checks || [])[h], text = 'Last ' + d.n + ' checks (oldest first): ' + checkText(h) + '.';
-      if (c && c[2]) text += ' Last failure ' + c[2] + (c[3] ? ' (rule ' + c[3] + ')' : '') + ': ' + c[4];
+      if (c && c[2]) text += ' Last failure ' + c[2] + (c[3] ? ' (rule ' + c[3] + ')' : '') + ': ' + c[4] + '.';
       if (pats.length) {
         var drift = null;
         pats[current].drift.forEach(function (r) { if (r[0] === h) drift = r; });
@@ -324,6 +324,11 @@
   } catch (err) {
     DS.errors.push('fleet heatmap: ' + String(err));
   }
-  if (params.has('host')) showHost(hosts.indexOf(params.get('host')), false);
+  // The host asked for, else the worst drift of the pattern, so the panel is not empty on opening.
+  if (params.has('host')) {
+    showHost(hosts.indexOf(params.get('host')), false);
+  } else if (pats.length && pats[current].drift.length) {
+    showHost(pats[current].drift[0][0], false);
+  }
   body.dataset.fleetReadyMs = String(Math.round(performance.now()));
 })();
