@@ -480,7 +480,7 @@ FleetData queryFleet(const std::string& dbPath, const FleetOptions& options) {
       hc.lastFailure = *it;
     }
   }
-  d.quarantine = quarantine(db, options.k, options.n);
+  d.quarantine = quarantineOf(checks, options.k);
   db.exec("COMMIT");
   return d;
 }

@@ -171,6 +171,7 @@ CREATE TABLE samples (
   run_id     TEXT NOT NULL REFERENCES runs (run_id) ON DELETE CASCADE,
   seq        INTEGER NOT NULL,                -- its index in samplesOf(run)
   time       TEXT NOT NULL,                   -- the run's start_time (kept here: series are read by time)
+  label      TEXT NOT NULL DEFAULT '',        -- the run's label (kept here: filters need no join)
   scope      TEXT NOT NULL CHECK (scope IN ('host', 'link', 'job')),
   host       TEXT NOT NULL,
   peer       TEXT NOT NULL DEFAULT '',        -- scope link: the other end
@@ -185,11 +186,11 @@ CREATE TABLE samples (
 ) WITHOUT ROWID;
 -- A host's series (loadSamples by host, the host panel), and every host of one pattern over time
 -- (the fleet heatmap, baselines of a pattern), the latter without touching the table.
-CREATE INDEX samples_by_host ON samples (host, pattern_id, time);
+CREATE INDEX samples_by_host ON samples (host, scope, pattern_id, time);
 CREATE INDEX samples_by_pattern ON samples (pattern_id, scope, time, host, value, sku_id);
 -- The whole record in one row, for people with sqlite3.
 CREATE VIEW samples_flat AS
-  SELECT s.run_id, s.seq, s.time, r.label, s.scope, s.host, s.peer, s.rank, p.pattern_key, p.metric,
+  SELECT s.run_id, s.seq, s.time, s.label, s.scope, s.host, s.peer, s.rank, p.pattern_key, p.metric,
          p.collective, p.backend, p.dtype, p.op, p.bytes, p.place, p.world_size, s.value, p.unit,
          p.higher_is_better, k.sku, s.stack, s.bound_gbps, s.bound_name
   FROM samples s JOIN runs r ON r.run_id = s.run_id JOIN patterns p ON p.pattern_id = s.pattern_id
@@ -226,7 +227,7 @@ CREATE TABLE host_checks (
   fired     TEXT NOT NULL DEFAULT '[]',      -- JSON: every finding that did not pass
   PRIMARY KEY (check_id, host)
 ) WITHOUT ROWID;
-CREATE INDEX host_checks_by_host ON host_checks (host, time);
+CREATE INDEX host_checks_by_host ON host_checks (host, time, check_id);  -- a host's newest n: one seek
 )sql",
        rederiveSamples},
   };

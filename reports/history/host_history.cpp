@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 #include <map>
+#include <tuple>
 
 #include "engine/common/error.h"
 #include "reports/history/history_schema.h"
@@ -37,6 +38,12 @@ class Where {
     add(fmt::format("{} {} ?{}", column, op, next()));
     binds_.push_back(value);
   }
+  // Ids of our own tables: written into the SQL as numbers.
+  void ids(const std::string& column, const std::vector<std::int64_t>& values) {
+    std::string list;
+    for (auto v : values) list += fmt::format("{}{}", list.empty() ? "" : ", ", v);
+    add(fmt::format("{} IN ({})", column, list));
+  }
   std::string sql() const { return conditions_.empty() ? "" : " WHERE " + conditions_; }
   int count() const { return static_cast<int>(binds_.size()); }
   void bind(Statement& st) const {
@@ -50,6 +57,50 @@ class Where {
   std::vector<std::string> binds_;
 };
 
+bool contains(const std::vector<std::string>& list, const std::string& v) {
+  return std::find(list.begin(), list.end(), v) != list.end();
+}
+
+std::map<std::int64_t, PatternInfo> patternsById(Database& db) {
+  std::map<std::int64_t, PatternInfo> byId;
+  Statement st(
+      db,
+      "SELECT pattern_id, pattern_key, metric, collective, backend, dtype, op, bytes, place, world_size, "
+      "unit, higher_is_better FROM patterns");
+  while (st.step()) {
+    PatternInfo& p = byId[st.integer(0)];
+    p.key = st.text(1);
+    p.metric = st.text(2);
+    p.collective = st.text(3);
+    p.backend = st.text(4);
+    p.dtype = st.text(5);
+    p.op = st.text(6);
+    p.bytes = static_cast<std::size_t>(st.integer(7));
+    p.place = st.text(8);
+    p.worldSize = static_cast<int>(st.integer(9));
+    p.unit = st.text(10);
+    p.higherIsBetter = st.integer(11) != 0;
+  }
+  return byId;
+}
+
+// The distinct hosts of a table whose index leads with `host`, one seek each (SQLite does not
+// skip-scan an index without statistics).
+std::vector<std::string> distinctHosts(Database& db, const std::string& table) {
+  std::vector<std::string> out;
+  Statement first(db, fmt::format("SELECT host FROM {} ORDER BY host LIMIT 1", table));
+  if (!first.step()) return out;
+  out.push_back(first.text(0));
+  Statement next(db, fmt::format("SELECT host FROM {} WHERE host > ?1 ORDER BY host LIMIT 1", table));
+  for (;;) {
+    next.bind(1, out.back());
+    if (!next.step()) break;
+    out.push_back(next.text(0));
+    next.reset();
+  }
+  return out;
+}
+
 }  // namespace
 
 std::vector<Sample> loadSamples(Database& db, const SampleFilter& f) {
@@ -61,33 +112,52 @@ std::vector<Sample> loadSamples(Database& db, const SampleFilter& f) {
                       *t));
   }
   if (f.lastRuns < 0) throw ConfigError(fmt::format("the last {} runs: give 0 (all) or more", f.lastRuns));
+  // Patterns and SKUs are few: read once and decoded here, so the samples are read without a join.
+  const auto patterns = patternsById(db);
+  std::map<std::int64_t, std::string> skus;
+  {
+    Statement st(db, "SELECT sku_id, sku FROM skus");
+    while (st.step()) skus.emplace(st.integer(0), st.text(1));
+  }
   Where w;
-  w.in("r.label", f.labels);
-  w.in("p.metric", f.metrics);
+  if (!f.patterns.empty() || !f.metrics.empty()) {
+    std::vector<std::int64_t> ids;
+    for (const auto& [id, p] : patterns)
+      if ((f.patterns.empty() || contains(f.patterns, p.key)) &&
+          (f.metrics.empty() || contains(f.metrics, p.metric)))
+        ids.push_back(id);
+    if (ids.empty()) return {};
+    w.ids("s.pattern_id", ids);
+  }
+  if (!f.skus.empty()) {
+    std::vector<std::int64_t> ids;
+    for (const auto& [id, sku] : skus)
+      if (contains(f.skus, sku)) ids.push_back(id);
+    if (ids.empty()) return {};
+    w.ids("s.sku_id", ids);
+  }
+  w.in("s.label", f.labels);
   w.in("s.scope", f.scopes);
   w.in("s.host", f.hosts);
-  w.in("p.pattern_key", f.patterns);
-  w.in("k.sku", f.skus);
   if (!f.since.empty()) w.compare("s.time", ">=", f.since);
   // Times compare as text in their stored form; a date alone means the end of that day.
   if (!f.until.empty()) w.compare("s.time", "<=", f.until.size() == 10 ? f.until + "\x7f" : f.until);
   const std::string columns =
-      "s.run_id, s.seq, s.time, r.label, s.scope, s.host, s.peer, s.rank, p.metric, p.collective, p.backend, "
-      "p.dtype, p.op, p.bytes, p.place, p.world_size, s.value, p.unit, p.higher_is_better, k.sku, s.stack, "
+      "s.run_id, s.seq, s.time, s.label, s.scope, s.host, s.peer, s.rank, s.pattern_id, s.value, s.sku_id, "
+      "s.stack, "
       "s.bound_gbps, s.bound_name";
-  const std::string from =
-      " FROM samples s JOIN runs r ON r.run_id = s.run_id JOIN patterns p ON p.pattern_id = s.pattern_id "
-      "JOIN "
-      "skus k ON k.sku_id = s.sku_id";
   std::string sql;
   if (f.lastRuns > 0) {
+    // The newest runs per host are chosen on the index's columns alone; only those rows are read whole.
     sql = fmt::format(
-        "WITH f AS (SELECT {}, DENSE_RANK() OVER (PARTITION BY s.host ORDER BY s.time DESC, s.run_id DESC) "
-        "AS nth "
-        "{}{}) SELECT * FROM f WHERE nth <= ?{} ORDER BY time, run_id, seq",
-        columns, from, w.sql(), w.count() + 1);
+        "WITH k AS (SELECT s.run_id, s.seq, DENSE_RANK() OVER (PARTITION BY s.host ORDER BY s.time DESC, "
+        "s.run_id "
+        "DESC) AS nth FROM samples s{}) SELECT {} FROM k JOIN samples s ON s.run_id = k.run_id AND s.seq = "
+        "k.seq "
+        "WHERE k.nth <= ?{} ORDER BY s.time, s.run_id, s.seq",
+        w.sql(), columns, w.count() + 1);
   } else {
-    sql = fmt::format("SELECT {}{}{} ORDER BY s.time, s.run_id, s.seq", columns, from, w.sql());
+    sql = fmt::format("SELECT {} FROM samples s{} ORDER BY s.time, s.run_id, s.seq", columns, w.sql());
   }
   Statement st(db, sql);
   w.bind(st);
@@ -102,21 +172,25 @@ std::vector<Sample> loadSamples(Database& db, const SampleFilter& f) {
     s.host = st.text(5);
     s.peer = st.text(6);
     s.rank = static_cast<int>(st.integer(7));
-    s.metric = st.text(8);
-    s.collective = st.text(9);
-    s.backend = st.text(10);
-    s.dtype = st.text(11);
-    s.op = st.text(12);
-    s.bytes = static_cast<std::size_t>(st.integer(13));
-    s.place = st.text(14);
-    s.worldSize = static_cast<int>(st.integer(15));
-    s.value = st.real(16);
-    s.unit = st.text(17);
-    s.higherIsBetter = st.integer(18) != 0;
-    s.sku = st.text(19);
-    s.stack = st.text(20);
-    s.boundGBps = st.real(21);
-    s.boundName = st.text(22);
+    if (auto p = patterns.find(st.integer(8)); p != patterns.end()) {
+      const PatternInfo& pi = p->second;
+      s.metric = pi.metric;
+      s.collective = pi.collective;
+      s.backend = pi.backend;
+      s.dtype = pi.dtype;
+      s.op = pi.op;
+      s.bytes = pi.bytes;
+      s.place = pi.place;
+      s.worldSize = pi.worldSize;
+      s.unit = pi.unit;
+      s.higherIsBetter = pi.higherIsBetter;
+    }
+    s.value = st.real(9);
+    auto k = skus.find(st.integer(10));
+    s.sku = k == skus.end() ? std::string("unknown") : k->second;
+    s.stack = st.text(11);
+    s.boundGBps = st.real(12);
+    s.boundName = st.text(13);
     out.push_back(std::move(s));
   }
   return out;
@@ -129,44 +203,36 @@ std::vector<Sample> loadSamples(const std::string& dbPath, const SampleFilter& f
 }
 
 std::vector<PatternInfo> listPatterns(Database& db) {
-  std::map<std::int64_t, PatternInfo> byId;
+  std::map<std::int64_t, PatternInfo> byId = patternsById(db);
   {
-    Statement st(
-        db,
-        "SELECT pattern_id, pattern_key, metric, collective, backend, dtype, op, bytes, place, world_size, "
-        "unit, higher_is_better FROM patterns");
-    while (st.step()) {
-      PatternInfo& p = byId[st.integer(0)];
-      p.key = st.text(1);
-      p.metric = st.text(2);
-      p.collective = st.text(3);
-      p.backend = st.text(4);
-      p.dtype = st.text(5);
-      p.op = st.text(6);
-      p.bytes = static_cast<std::size_t>(st.integer(7));
-      p.place = st.text(8);
-      p.worldSize = static_cast<int>(st.integer(9));
-      p.unit = st.text(10);
-      p.higherIsBetter = st.integer(11) != 0;
+    // A range count on the (pattern, scope, ...) index each.
+    Statement st(db, "SELECT count(*) FROM samples WHERE pattern_id = ?1 AND scope = ?2");
+    for (auto& [id, p] : byId) {
+      for (const char* scope : {"host", "link", "job"}) {
+        st.bind(1, id).bind(2, std::string(scope));
+        auto n = st.step() ? static_cast<std::size_t>(st.integer(0)) : 0;
+        st.reset();
+        p.allSamples += n;
+        if (std::string(scope) == "host") p.samples = n;
+      }
     }
   }
   {
-    // One pass over the (pattern, scope, ...) index each.
-    Statement st(db, "SELECT pattern_id, scope, count(*) FROM samples GROUP BY pattern_id, scope");
-    while (st.step()) {
-      auto it = byId.find(st.integer(0));
-      if (it == byId.end()) continue;
-      auto n = static_cast<std::size_t>(st.integer(2));
-      it->second.allSamples += n;
-      if (st.text(1) == "host") it->second.samples = n;
-    }
-    Statement hosts(
+    // Hosts per pattern: each host's patterns of scope host, by seeks on the (host, scope, pattern) index.
+    Statement next(
         db,
-        "SELECT pattern_id, count(*) FROM (SELECT DISTINCT host, pattern_id FROM samples WHERE scope = "
-        "'host') GROUP BY pattern_id");
-    while (hosts.step()) {
-      auto it = byId.find(hosts.integer(0));
-      if (it != byId.end()) it->second.hosts = static_cast<std::size_t>(hosts.integer(1));
+        "SELECT pattern_id FROM samples WHERE host = ?1 AND scope = 'host' AND pattern_id > ?2 ORDER BY "
+        "host, scope, pattern_id LIMIT 1");
+    for (const auto& host : distinctHosts(db, "samples")) {
+      std::int64_t last = -1;
+      for (;;) {
+        next.bind(1, host).bind(2, last);
+        if (!next.step()) break;
+        last = next.integer(0);
+        next.reset();
+        if (auto it = byId.find(last); it != byId.end()) ++it->second.hosts;
+      }
+      next.reset();
     }
   }
   std::vector<PatternInfo> out;
@@ -182,41 +248,51 @@ bool checkFailed(const std::string& state) { return state == "unhealthy" || stat
 
 std::vector<HostCheckRecord> loadHostChecks(Database& db, const std::vector<std::string>& hosts, int last) {
   if (last < 0) throw ConfigError(fmt::format("the last {} checks: give 0 (all) or more", last));
-  Where w;
-  w.in("host", hosts);
-  std::string sql = fmt::format(
-      "WITH c AS (SELECT check_id, time, host, sku, state, summary, rule, pattern, measured, expected, "
-      "ROW_NUMBER() OVER (PARTITION BY host ORDER BY time DESC, check_id DESC) AS nth FROM host_checks{}) "
-      "SELECT * FROM c{} ORDER BY host, nth",
-      w.sql(), last > 0 ? fmt::format(" WHERE nth <= ?{}", w.count() + 1) : "");
-  Statement st(db, sql);
-  w.bind(st);
-  if (last > 0) st.bind(w.count() + 1, last);
+  const std::string columns = "check_id, time, host, sku, state, summary, rule, pattern, measured, expected";
   std::vector<HostCheckRecord> out;
-  while (st.step()) {
-    HostCheckRecord r;
-    r.checkId = st.text(0);
-    r.time = st.text(1);
-    r.host = st.text(2);
-    r.sku = st.text(3);
-    r.state = st.text(4);
-    r.summary = st.text(5);
-    r.rule = st.text(6);
-    r.pattern = st.text(7);
-    r.measured = st.real(8);
-    r.expected = st.real(9);
-    out.push_back(std::move(r));
+  auto read = [&](Statement& st) {
+    while (st.step()) {
+      HostCheckRecord r;
+      r.checkId = st.text(0);
+      r.time = st.text(1);
+      r.host = st.text(2);
+      r.sku = st.text(3);
+      r.state = st.text(4);
+      r.summary = st.text(5);
+      r.rule = st.text(6);
+      r.pattern = st.text(7);
+      r.measured = st.real(8);
+      r.expected = st.real(9);
+      out.push_back(std::move(r));
+    }
+  };
+  if (last == 0) {
+    Where w;
+    w.in("host", hosts);
+    Statement st(db, fmt::format("SELECT {} FROM host_checks{} ORDER BY host, time DESC, check_id DESC",
+                                 columns, w.sql()));
+    w.bind(st);
+    read(st);
+    return out;
+  }
+  // Each host's newest `last`: a backward scan of the (host, time, check_id) index, stopped early.
+  std::vector<std::string> list = hosts;
+  if (list.empty()) list = distinctHosts(db, "host_checks");
+  std::sort(list.begin(), list.end());
+  list.erase(std::unique(list.begin(), list.end()), list.end());
+  Statement st(
+      db, fmt::format("SELECT {} FROM host_checks WHERE host = ?1 ORDER BY time DESC, check_id DESC LIMIT ?2",
+                      columns));
+  for (const auto& h : list) {
+    st.bind(1, h).bind(2, last);
+    read(st);
+    st.reset();
   }
   return out;
 }
 
-std::vector<QuarantinedHost> quarantine(Database& db, int k, int n) {
-  if (k < 1 || n < 1 || k > n)
-    throw ConfigError(fmt::format(
-        "quarantine: {} failed of the last {} checks does not fit; give 1 <= k <= n (e.g. k 2 of n 3)", k,
-        n));
+std::vector<QuarantinedHost> quarantineOf(const std::vector<HostCheckRecord>& checks, int k) {
   std::vector<QuarantinedHost> out;
-  std::vector<HostCheckRecord> checks = loadHostChecks(db, {}, n);
   for (std::size_t i = 0; i < checks.size();) {
     std::size_t j = i;
     QuarantinedHost q;
@@ -231,6 +307,14 @@ std::vector<QuarantinedHost> quarantine(Database& db, int k, int n) {
     i = j;
   }
   return out;
+}
+
+std::vector<QuarantinedHost> quarantine(Database& db, int k, int n) {
+  if (k < 1 || n < 1 || k > n)
+    throw ConfigError(fmt::format(
+        "quarantine: {} failed of the last {} checks does not fit; give 1 <= k <= n (e.g. k 2 of n 3)", k,
+        n));
+  return quarantineOf(loadHostChecks(db, {}, n), k);
 }
 
 }  // namespace ds::report::history

@@ -90,5 +90,8 @@ struct QuarantinedHost {
 // The hosts that failed at least k of their last n checks (a host with fewer than n checks is judged
 // on those it has), sorted by host. ConfigError unless 1 <= k <= n.
 std::vector<QuarantinedHost> quarantine(Database& db, int k, int n);
+// The same rule on checks already read: loadHostChecks(db, hosts, n)'s result (sorted by host, newest
+// first), judged at k.
+std::vector<QuarantinedHost> quarantineOf(const std::vector<HostCheckRecord>& checks, int k);
 
 }  // namespace ds::report::history

@@ -152,7 +152,7 @@ class Writer {
         labelOf_(db, "SELECT label FROM runs WHERE run_id = ?1"),
         checkLabelOf_(db, "SELECT label FROM checks WHERE check_id = ?1"),
         hasSamples_(db, "SELECT EXISTS (SELECT 1 FROM samples WHERE run_id = ?1)"),
-        timeOf_(db, "SELECT start_time FROM runs WHERE run_id = ?1"),
+        timeOf_(db, "SELECT start_time, label FROM runs WHERE run_id = ?1"),
         samples_(db) {}
 
   // Inserts the run; false when its id was already there (then `existingLabel` is its label).
@@ -184,8 +184,9 @@ class Writer {
     return false;
   }
 
-  std::size_t addSamples(const std::string& runId, const std::string& time, const std::vector<Sample>& s) {
-    return samples_.add(runId, time, s);
+  std::size_t addSamples(const std::string& runId, const std::string& time, const std::string& label,
+                         const std::vector<Sample>& s) {
+    return samples_.add(runId, time, label, s);
   }
 
   // A run stored without samples (under layout 1, its rows unreadable on migration) gets these.
@@ -196,9 +197,13 @@ class Writer {
     hasSamples_.reset();
     if (has) return 0;
     timeOf_.bind(1, runId);
-    std::string time = timeOf_.step() ? timeOf_.text(0) : "";
+    std::string time, label;
+    if (timeOf_.step()) {
+      time = timeOf_.text(0);
+      label = timeOf_.text(1);
+    }
     timeOf_.reset();
-    return samples_.add(runId, time, s);
+    return samples_.add(runId, time, label, s);
   }
 
   // Inserts the check and its host verdicts; false when its id was already there.
@@ -433,7 +438,7 @@ IngestReport store(const std::string& dbPath, IngestReport report,
       }
       if (f.kind == RunKind::kSweep) w.addSweepRows(f.runId, *f.sweep);
       if (f.kind == RunKind::kTrain) w.addTrainRows(f.runId, *f.train);
-      o.samples = w.addSamples(f.runId, startTime, a.samples);
+      o.samples = w.addSamples(f.runId, startTime, o.label, a.samples);
       o.status = IngestStatus::kAdded;
       o.rows = row.rows;
     }

@@ -58,13 +58,14 @@ std::int64_t SampleWriter::skuId(const std::string& sku) {
   return id;
 }
 
-std::size_t SampleWriter::add(const std::string& runId, const std::string& time,
+std::size_t SampleWriter::add(const std::string& runId, const std::string& time, const std::string& label,
                               const std::vector<Sample>& samples) {
   std::int64_t seq = 0;
   for (const auto& s : samples) {
     insertSample_.insert({{"run_id", runId},
                           {"seq", seq++},
                           {"time", time},
+                          {"label", label},
                           {"scope", s.scope},
                           {"host", s.host},
                           {"peer", s.peer},
@@ -137,7 +138,7 @@ int rederiveSweepSamples(Database& db) {
       ++unreadable;
       continue;
     }
-    writer.add(f.runId, st.text(2), samplesOf(f));
+    writer.add(f.runId, st.text(2), f.label, samplesOf(f));
   }
   return unreadable;
 }

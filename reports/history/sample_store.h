@@ -17,9 +17,10 @@ namespace ds::report::history {
 class SampleWriter {
  public:
   explicit SampleWriter(Database& db);
-  // Stores the samples of one run (its runs row must exist) under `time`, the run's start_time as
-  // stored; returns how many were stored.
-  std::size_t add(const std::string& runId, const std::string& time, const std::vector<Sample>& samples);
+  // Stores the samples of one run (its runs row must exist) under `time` and `label`, the run's
+  // start_time and label as stored; returns how many were stored.
+  std::size_t add(const std::string& runId, const std::string& time, const std::string& label,
+                  const std::vector<Sample>& samples);
 
  private:
   std::int64_t patternId(const Sample& s);
