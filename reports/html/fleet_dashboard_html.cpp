@@ -151,7 +151,7 @@ std::string renderFleetDashboard(const history::FleetData& d) {
     std::vector<std::string> hosts;
     for (const auto& q : d.quarantine)
       if (std::find(unlisted.begin(), unlisted.end(), q.host) == unlisted.end()) hosts.push_back(q.host);
-    page.paragraph("DeepSpeed launcher (deepspeed --exclude): " + deepspeedExclude(hosts), "mono");
+    page.paragraph("DeepSpeed launcher (deepspeed --exclude): " + deepspeedExclude(hosts), "mono wrap");
   }
   if (!unlisted.empty()) {
     std::string names;
