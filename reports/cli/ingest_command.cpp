@@ -1,6 +1,7 @@
-// dsreport ingest RUN.json... --db results.sqlite [--label NAME]: stores dsbench results in the
-// SQLite history. Exit codes: 0 every file stored or already present; 2 at least one file rejected
-// (named, with the reason, on stderr; the others were still stored) or the database unusable.
+// dsreport ingest RUN.json... --db results.sqlite [--label NAME]: stores dsbench results, fleet-mode
+// dsdiag reports and dsreport check results in the SQLite history (with every run's per-host samples). Exit
+// codes: 0 every file stored or already present; 2 at least one file rejected (named, with the reason, on
+// stderr; the others were still stored) or the database unusable.
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -26,13 +27,19 @@ struct IngestFlags {
 Command addIngestCommand(CLI::App& parent) {
   auto f = std::make_shared<IngestFlags>();
   Command c;
-  c.app = parent.add_subcommand("ingest",
-                                "Store dsbench results (coll sweeps, train runs, their journals, nccl-tests "
-                                "output) in a SQLite history "
-                                "database, one transaction per call. A run already stored is skipped. Exit "
-                                "0: all stored or already there; "
-                                "2: some file rejected (the others were stored) or the database unusable.");
-  c.app->add_option("files", f->files, "result files (dsbench -J/--json output, .jsonl journals)")
+  c.app = parent.add_subcommand(
+      "ingest",
+      "Store dsbench results (coll sweeps, train runs, their journals, nccl-tests "
+      "output), fleet-mode dsdiag reports and dsreport check results in a SQLite history "
+      "database, one transaction per call, with every run's figures per host and link. A "
+      "run or check already stored is skipped. Exit "
+      "0: all stored or already there; "
+      "2: some file rejected (the others were stored) or the database unusable.");
+  c.app
+      ->add_option(
+          "files", f->files,
+          "result files (dsbench -J/--json output, .jsonl journals, dsdiag --json of fleet mode, dsreport "
+          "check -o output)")
       ->required();
   c.app->add_option("--db", f->db, "the history database; created when missing")
       ->required()

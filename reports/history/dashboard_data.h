@@ -95,6 +95,9 @@ struct DashboardData {
   std::vector<DashboardSeries> series;
 };
 
+// A message size as the series titles write it: "1 MiB", "1.5 KiB", "8 B".
+std::string sizeText(std::size_t bytes);
+
 // Checks the rule's settings: a ConfigError that says what to change when they do not fit (a window
 // or level too small for the U test to ever reach alpha, a minimum history beyond the window, ...).
 void checkDashboardOptions(const DashboardOptions& options);

@@ -18,18 +18,6 @@ namespace ds::report::history {
 
 namespace {
 
-std::string sizeText(std::size_t bytes) {
-  static const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double v = static_cast<double>(bytes);
-  int u = 0;
-  while (v >= 1024 && u < 4) {
-    v /= 1024;
-    ++u;
-  }
-  return v == std::floor(v) ? fmt::format("{} {}", static_cast<long long>(v), units[u])
-                            : fmt::format("{:.3g} {}", v, units[u]);
-}
-
 bool allowed(const std::vector<std::string>& filter, const std::string& value) {
   return filter.empty() || std::find(filter.begin(), filter.end(), value) != filter.end();
 }
@@ -45,6 +33,18 @@ std::vector<std::string> distinct(Database& db, const std::string& sql) {
 std::string collectiveSortKey(const std::string& c) { return c == "train" ? std::string("\x7f") : c; }
 
 }  // namespace
+
+std::string sizeText(std::size_t bytes) {
+  static const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double v = static_cast<double>(bytes);
+  int u = 0;
+  while (v >= 1024 && u < 4) {
+    v /= 1024;
+    ++u;
+  }
+  return v == std::floor(v) ? fmt::format("{} {}", static_cast<long long>(v), units[u])
+                            : fmt::format("{:.3g} {}", v, units[u]);
+}
 
 void checkDashboardOptions(const DashboardOptions& o) {
   if (o.window < 1 || o.recent < 1 || o.minHistory < 1 || o.minHistory > o.window) {

@@ -7,16 +7,26 @@
 #include <vector>
 
 #include "engine/common/error.h"
+#include "reports/history/sample_store.h"
 
 namespace ds::report::history {
 
 namespace {
 
-// migrations[i] takes a database from layout i to layout i + 1. Never edit a released entry: add one.
-const std::vector<const char*>& migrations() {
-  static const std::vector<const char*> m{
+// migrations[i] takes a database from layout i to layout i + 1: its SQL, then (when set) a step in
+// C++ for what SQL cannot derive. Never edit a released entry: add one.
+struct Migration {
+  const char* sql;
+  void (*after)(Database&);
+};
+
+// 1 -> 2: the samples of every sweep run already stored, rebuilt from its runs row and sweep_rows.
+void rederiveSamples(Database& db) { rederiveSweepSamples(db); }
+
+const std::vector<Migration>& migrations() {
+  static const std::vector<Migration> m{
       // 0 -> 1: the first layout.
-      R"sql(
+      {R"sql(
 CREATE TABLE runs (
   run_id         TEXT PRIMARY KEY NOT NULL,  -- RunFile::runId: 16 hex characters
   label          TEXT NOT NULL DEFAULT '',   -- cluster / system label; '' when none
@@ -100,6 +110,126 @@ CREATE TABLE train_rows (
   PRIMARY KEY (run_id, seq)
 ) WITHOUT ROWID;
 )sql",
+       nullptr},
+      // 1 -> 2: per-host history (issue 28). Fleet-mode dsdiag reports become runs (kind 'diag': the
+      // runs table is rebuilt, as SQLite changes a CHECK constraint, with foreign keys off while it
+      // is); every judgeable figure of a run is a `samples` row (reports/baseline/sample.h: scope host,
+      // link or job, the host, the pattern); `dsreport check` results go to `checks` and `host_checks`.
+      {R"sql(
+CREATE TABLE runs_v2 (
+  run_id         TEXT PRIMARY KEY NOT NULL,  -- RunFile::runId: 16 hex characters
+  label          TEXT NOT NULL DEFAULT '',   -- cluster / system label; '' when none
+  kind           TEXT NOT NULL CHECK (kind IN ('sweep', 'train', 'diag')),  -- diag: fleet mode only
+  origin         TEXT NOT NULL DEFAULT '',   -- '', 'journal', 'nccl-tests text', 'nccl-tests json'
+  start_time     TEXT NOT NULL,              -- ISO 8601 UTC; the ingest time when the file had none
+  end_time       TEXT NOT NULL DEFAULT '',
+  ingested_at    TEXT NOT NULL,
+  hosts          TEXT NOT NULL DEFAULT '[]', -- JSON array, distinct, in rank order
+  world_size     INTEGER NOT NULL DEFAULT 0,
+  backends       TEXT NOT NULL DEFAULT '',   -- comma-separated, as measured
+  source_file    TEXT NOT NULL,              -- the path given to ingest
+  schema_version TEXT NOT NULL,              -- of the file, e.g. '1.0'
+  dsperf_version TEXT NOT NULL DEFAULT '',
+  git_sha        TEXT NOT NULL DEFAULT '',
+  status         TEXT NOT NULL DEFAULT '',   -- sweep summary status (ok, wrong_data, ...); diag: healthy or
+                                             -- suspects; '' for train
+  metadata       TEXT NOT NULL DEFAULT '{}', -- the file's metadata block, as JSON
+  row_count      INTEGER NOT NULL            -- rows stored for it in sweep_rows or train_rows; diag: samples
+);
+INSERT INTO runs_v2 (run_id, label, kind, origin, start_time, end_time, ingested_at, hosts, world_size,
+                     backends, source_file, schema_version, dsperf_version, git_sha, status, metadata, row_count)
+  SELECT run_id, label, kind, origin, start_time, end_time, ingested_at, hosts, world_size, backends,
+         source_file, schema_version, dsperf_version, git_sha, status, metadata, row_count FROM runs;
+DROP TABLE runs;
+ALTER TABLE runs_v2 RENAME TO runs;
+CREATE INDEX runs_by_time ON runs (start_time, run_id);
+CREATE INDEX runs_by_label ON runs (label);
+
+-- What a sample measured, the same for every host: patternKey() and its parts.
+CREATE TABLE patterns (
+  pattern_id       INTEGER PRIMARY KEY,
+  pattern_key      TEXT NOT NULL UNIQUE,    -- "busbw allreduce nccl f32 sum 1073741824 out w8", "link_bw pair tcp w16"
+  metric           TEXT NOT NULL,           -- busbw, link_bw, link_latency
+  collective       TEXT NOT NULL,           -- allreduce, ...; "pair" for fleet links
+  backend          TEXT NOT NULL,
+  dtype            TEXT NOT NULL DEFAULT '',
+  op               TEXT NOT NULL DEFAULT '',
+  bytes            INTEGER NOT NULL DEFAULT 0,
+  place            TEXT NOT NULL DEFAULT '', -- out, in; '' for fleet links
+  world_size       INTEGER NOT NULL DEFAULT 0,
+  unit             TEXT NOT NULL,           -- GB/s, us
+  higher_is_better INTEGER NOT NULL
+);
+CREATE TABLE skus (
+  sku_id INTEGER PRIMARY KEY,
+  sku    TEXT NOT NULL UNIQUE                -- skuKey() of the host's hardware; 'unknown', 'mixed' (a job)
+);
+-- One row per judgeable figure of a run (samplesOf): a single-host sweep's rows are that host's, a
+-- multi-host sweep's the job's (host = its Slurm hostlist), a fleet run's pairs are links of both
+-- ends plus each host's median of its links.
+CREATE TABLE samples (
+  run_id     TEXT NOT NULL REFERENCES runs (run_id) ON DELETE CASCADE,
+  seq        INTEGER NOT NULL,                -- its index in samplesOf(run)
+  time       TEXT NOT NULL,                   -- the run's start_time (kept here: series are read by time)
+  label      TEXT NOT NULL DEFAULT '',        -- the run's label (kept here: filters need no join)
+  scope      TEXT NOT NULL CHECK (scope IN ('host', 'link', 'job')),
+  host       TEXT NOT NULL,
+  peer       TEXT NOT NULL DEFAULT '',        -- scope link: the other end
+  rank       INTEGER NOT NULL DEFAULT -1,     -- the rank that measured it; -1 none
+  pattern_id INTEGER NOT NULL REFERENCES patterns (pattern_id),
+  value      REAL NOT NULL,
+  sku_id     INTEGER NOT NULL REFERENCES skus (sku_id),
+  stack      TEXT NOT NULL DEFAULT '',        -- "nccl 2.21.5", "open_mpi 4.1.4", "tcp"
+  bound_gbps REAL NOT NULL DEFAULT 0,         -- the hardware bound that applies; 0 unknown
+  bound_name TEXT NOT NULL DEFAULT '',
+  PRIMARY KEY (run_id, seq)
+) WITHOUT ROWID;
+-- A host's series (loadSamples by host, the host panel), and every host of one pattern over time
+-- (the fleet heatmap, baselines of a pattern), the latter without touching the table.
+CREATE INDEX samples_by_host ON samples (host, scope, pattern_id, time);
+CREATE INDEX samples_by_pattern ON samples (pattern_id, scope, time, host, value, sku_id);
+-- The whole record in one row, for people with sqlite3.
+CREATE VIEW samples_flat AS
+  SELECT s.run_id, s.seq, s.time, s.label, s.scope, s.host, s.peer, s.rank, p.pattern_key, p.metric,
+         p.collective, p.backend, p.dtype, p.op, p.bytes, p.place, p.world_size, s.value, p.unit,
+         p.higher_is_better, k.sku, s.stack, s.bound_gbps, s.bound_name
+  FROM samples s JOIN runs r ON r.run_id = s.run_id JOIN patterns p ON p.pattern_id = s.pattern_id
+  JOIN skus k ON k.sku_id = s.sku_id;
+
+-- dsreport check results (schema dsperf.check): one row per ingested check, one per host verdict.
+CREATE TABLE checks (
+  check_id       TEXT PRIMARY KEY NOT NULL,  -- FNV-1a 64 of the record: the same check twice is stored once
+  label          TEXT NOT NULL DEFAULT '',   -- ingest --label
+  time           TEXT NOT NULL,              -- when the check ran, ISO 8601 UTC; the ingest time when none
+  ingested_at    TEXT NOT NULL,
+  baseline_id    TEXT NOT NULL DEFAULT '',
+  rules_file     TEXT NOT NULL DEFAULT '',
+  k              INTEGER NOT NULL,
+  n              INTEGER NOT NULL,
+  run_ids        TEXT NOT NULL DEFAULT '[]', -- JSON array: the runs judged
+  source_file    TEXT NOT NULL,
+  schema_version TEXT NOT NULL,
+  hosts          INTEGER NOT NULL,           -- host verdicts stored in host_checks
+  unhealthy      INTEGER NOT NULL            -- of them unhealthy or with no result
+);
+CREATE INDEX checks_by_time ON checks (time, check_id);
+CREATE TABLE host_checks (
+  check_id  TEXT NOT NULL REFERENCES checks (check_id) ON DELETE CASCADE,
+  host      TEXT NOT NULL,
+  time      TEXT NOT NULL,                   -- the check's time (kept here: a host's checks are read by time)
+  sku       TEXT NOT NULL DEFAULT '',
+  state     TEXT NOT NULL CHECK (state IN ('healthy', 'unhealthy', 'no_baseline', 'no_result')),
+  summary   TEXT NOT NULL DEFAULT '',        -- "Healthy", "ERROR: <rule>: expected X, measured Y"
+  rule      TEXT NOT NULL DEFAULT '',        -- the first rule that fired; '' when none did
+  pattern   TEXT NOT NULL DEFAULT '',        -- and its figure: pattern, measured, expected
+  measured  REAL NOT NULL DEFAULT 0,
+  expected  REAL NOT NULL DEFAULT 0,
+  fired     TEXT NOT NULL DEFAULT '[]',      -- JSON: every finding that did not pass
+  PRIMARY KEY (check_id, host)
+) WITHOUT ROWID;
+CREATE INDEX host_checks_by_host ON host_checks (host, time, check_id);  -- a host's newest n: one seek
+)sql",
+       rederiveSamples},
   };
   return m;
 }
@@ -140,10 +270,21 @@ void checkIdentity(Database& db, const Identity& id) {
 }
 
 // Runs the migrations from `version` up, inside the caller's write transaction.
-void migrate(Database& db, int version) {
-  for (int v = version; v < kHistorySchemaVersion; ++v) db.exec(migrations()[static_cast<std::size_t>(v)]);
+void migrate(Database& db, int version, int target) {
+  for (int v = version; v < target; ++v) {
+    const Migration& m = migrations()[static_cast<std::size_t>(v)];
+    db.exec(m.sql);
+    if (m.after) m.after(db);
+  }
+  // A rebuilt table must leave every reference intact (checked here, as foreign keys were off).
+  if (db.queryInt("SELECT count(*) FROM pragma_foreign_key_check") != 0)
+    throw IoError(
+        fmt::format("history database '{}': migrating its layout from {} to {} left rows that refer to "
+                    "missing runs; nothing was changed. The file may be damaged: keep a copy and "
+                    "report it, or start a new --db",
+                    db.path(), version, target));
   db.exec(fmt::format("PRAGMA application_id = {}", kHistoryApplicationId));
-  db.exec(fmt::format("PRAGMA user_version = {}", kHistorySchemaVersion));
+  db.exec(fmt::format("PRAGMA user_version = {}", target));
 }
 
 // Switching a new file to WAL needs an exclusive lock, for which SQLite may answer BUSY at once
@@ -182,6 +323,24 @@ void configure(Database& db) {
   db.exec("PRAGMA foreign_keys = ON");
 }
 
+// Foreign keys off for the life of this object (outside any transaction: the pragma is a no-op in
+// one), on again at its end, also when a migration throws.
+class ForeignKeysOff {
+ public:
+  explicit ForeignKeysOff(Database& db) : db_(db) { db_.exec("PRAGMA foreign_keys = OFF"); }
+  ~ForeignKeysOff() {
+    try {
+      db_.exec("PRAGMA foreign_keys = ON");
+    } catch (const std::exception&) {  // the connection is failing anyway; the caller sees the first error
+    }
+  }
+  ForeignKeysOff(const ForeignKeysOff&) = delete;
+  ForeignKeysOff& operator=(const ForeignKeysOff&) = delete;
+
+ private:
+  Database& db_;
+};
+
 void prepare(Database& db, bool create) {
   Identity id = readIdentity(db);
   checkIdentity(db, id);
@@ -193,17 +352,37 @@ void prepare(Database& db, bool create) {
   configure(db);
   if (id.version == kHistorySchemaVersion) return;
   // Another process may be creating or migrating the same file right now: take the write lock,
-  // then look again.
-  WriteTransaction tx(db);
-  id = readIdentity(db);
-  checkIdentity(db, id);
-  if (id.version < kHistorySchemaVersion) migrate(db, id.version);
-  tx.commit();
+  // then look again. Foreign keys are off while a migration rebuilds a table (SQLite's procedure for
+  // layout changes; dropping the old table would otherwise cascade into its rows' children), and on
+  // again after; the pragma cannot change inside a transaction.
+  ForeignKeysOff off(db);
+  {
+    WriteTransaction tx(db);
+    id = readIdentity(db);
+    checkIdentity(db, id);
+    if (id.version < kHistorySchemaVersion) migrate(db, id.version, kHistorySchemaVersion);
+    tx.commit();
+  }
 }
 
 }  // namespace
 
 void prepareForWrite(Database& db) { prepare(db, true); }
+
+void createLayoutAt(Database& db, int version) {
+  if (version < 1 || version > kHistorySchemaVersion)
+    throw ConfigError(
+        fmt::format("history layout {} does not exist (1..{})", version, kHistorySchemaVersion));
+  Identity id = readIdentity(db);
+  if (id.objects != 0 || id.version != 0)
+    throw ConfigError(
+        fmt::format("'{}' is not empty: an older layout is built in a new file only", db.path()));
+  configure(db);
+  ForeignKeysOff off(db);
+  WriteTransaction tx(db);
+  migrate(db, 0, version);
+  tx.commit();
+}
 void prepareForRead(Database& db) { prepare(db, false); }
 
 }  // namespace ds::report::history

@@ -13,7 +13,9 @@ namespace ds::report::history {
 
 // The newest layout this dsreport writes and reads. Bump it with a new entry in the migration list
 // (history_schema.cpp); older databases are migrated forward in one transaction on open.
-inline constexpr int kHistorySchemaVersion = 1;
+// 1: runs, sweep_rows, train_rows. 2: fleet-mode diag runs, samples, patterns, skus, checks,
+// host_checks; the samples of sweep runs stored under layout 1 are derived from their rows on migration.
+inline constexpr int kHistorySchemaVersion = 2;
 // "DSPH" as a 32-bit big-endian integer.
 inline constexpr int kHistoryApplicationId = 0x44535048;
 
@@ -27,5 +29,9 @@ void prepareForWrite(Database& db);
 // is a ConfigError (nothing was ever ingested there) rather than being created. An older layout is
 // migrated forward, as on write.
 void prepareForRead(Database& db);
+
+// For tests of migrations: builds layout `version` (1..kHistorySchemaVersion), exactly as the dsreport
+// of that layout made it, in an empty file. ConfigError when the file is not empty.
+void createLayoutAt(Database& db, int version);
 
 }  // namespace ds::report::history

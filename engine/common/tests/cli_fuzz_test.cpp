@@ -196,6 +196,16 @@ const std::vector<FlagCase> kFlags = {
     {"dsreport export", "--openmetrics", "DSREPORT_OPENMETRICS", Kind::kOutput},
     {"dsreport export", "--check", "DSREPORT_EXPORT_CHECK", Kind::kInput},
     {"dsreport export", "--max-input-mb", "DSREPORT_MAX_INPUT_MB", Kind::kInt},
+    {"dsreport dashboard", "--fleet", "", Kind::kSwitch},
+    {"dsreport dashboard", "--pattern", "", Kind::kText},
+    {"dsreport dashboard", "--metric", "", Kind::kEnum},
+    {"dsreport dashboard", "--max-patterns", "", Kind::kInt},
+    {"dsreport dashboard", "--max-columns", "", Kind::kInt},
+    {"dsreport dashboard", "--since", "", Kind::kText},
+    {"dsreport dashboard", "--until", "", Kind::kText},
+    {"dsreport dashboard", "--quarantine-k", "", Kind::kInt},
+    {"dsreport dashboard", "--quarantine-n", "", Kind::kInt},
+    {"dsreport dashboard", "--exclude-file", "", Kind::kOutput},
 };
 
 const char* kNonUtf8 = "\xff\xfe";

@@ -27,7 +27,18 @@ SweepRun makeSweep(const SweepSpec& spec) {
   run.args.collectives = spec.collectives;
   run.args.backends = {spec.backend};
   run.metadata.commandLine = "dsbench coll -b 1M -e 256M";
-  run.metadata.hosts = {"node-a", "node-b"};
+  run.metadata.hosts = spec.hosts;
+  if (!spec.gpuName.empty()) {
+    for (const auto& h : spec.hosts) {
+      HostHardware hw;
+      hw.host = h;
+      hw.cpuModel = "Test CPU";
+      hw.gpuName = spec.gpuName;
+      hw.gpus = 8;
+      hw.nics = {{"ib0", "infiniband", "15b3:1021", 400, true}};
+      run.metadata.hardware.push_back(hw);
+    }
+  }
   run.metadata.worldSize = spec.worldSize;
   run.metadata.launcher = "dsrun";
   run.metadata.versions = {{"dsperf", "0.1.0"}, {"git_sha", "abc1234"}};
@@ -98,6 +109,103 @@ std::string writeTrain(const std::string& path, const TrainSpec& spec) {
                       {"versions", {{"dsperf", "0.1.0"}}}};
   if (!spec.label.empty()) meta["label"] = spec.label;
   writeJsonAtomic(path, trainToJson(runs, meta));
+  return path;
+}
+
+DiagReport makeFleetDiag(const std::vector<std::string>& hosts, const std::string& slowHost,
+                         double bandwidth) {
+  DiagReport d;
+  d.mode = "world";
+  d.host = hosts.empty() ? "" : hosts.front();
+  d.worldSize = static_cast<int>(hosts.size());
+  d.toolVersion = "0.2.0";
+  FleetReport f;
+  const int n = static_cast<int>(hosts.size());
+  f.input.worldSize = n;
+  for (int i = 0; i < n; ++i) {
+    FleetRank k;
+    k.rank = i;
+    k.host = hosts[static_cast<std::size_t>(i)];
+    k.joined = k.reported = true;
+    f.input.ranks.push_back(k);
+    HostVerdict v;
+    v.host = k.host;
+    v.ranks = {i};
+    v.state = k.host == slowHost ? HostState::kSuspect : HostState::kHealthy;
+    f.judgement.hosts.push_back(v);
+  }
+  auto pair = [&](int a, int b, int round) {
+    PairResult p;
+    p.a = std::min(a, b);
+    p.b = std::max(a, b);
+    p.round = round;
+    p.latencyUs = 40;
+    p.bandwidthGBps = bandwidth;
+    if (hosts[static_cast<std::size_t>(a)] == slowHost || hosts[static_cast<std::size_t>(b)] == slowHost)
+      p.bandwidthGBps = bandwidth / 10;
+    if (p.a == 0 && p.b == 1) {
+      p.outcome = PairOutcome::kFailed;
+      p.bandwidthGBps = 0;
+      p.latencyUs = 0;
+      p.error = "connection refused";
+    }
+    f.input.pairs.push_back(p);
+  };
+  for (int i = 0; i < n; ++i) pair(i, (i + 1) % n, 0);
+  for (int i = 0; i < n; ++i) pair(i, (i + 2) % n, 1);
+  f.judgement.medianBandwidthGBps = bandwidth;
+  f.judgement.medianLatencyUs = 40;
+  f.stats.rounds = 2;
+  f.stats.pairs = 2 * n;
+  d.fleet = f;
+  return d;
+}
+
+std::string writeFleetDiag(const std::string& path, const std::vector<std::string>& hosts,
+                           const std::string& slowHost) {
+  writeJsonAtomic(path, diagToJson(makeFleetDiag(hosts, slowHost)));
+  return path;
+}
+
+CheckReport makeCheck(const std::string& time, const std::vector<std::pair<std::string, CheckState>>& hosts) {
+  CheckReport c;
+  c.time = time;
+  c.baselineId = "b0123456789abcdef";
+  c.k = 1;
+  c.n = 1;
+  c.runIds = {"00112233445566ff"};
+  for (const auto& [host, state] : hosts) {
+    HostCheck h;
+    h.host = host;
+    h.sku = "cpu=Test CPU;gpu=8xH100;nic=1x400G infiniband";
+    h.state = state;
+    CheckFinding f;
+    f.rule = "allreduce_1g_variance";
+    f.kind = "variance";
+    f.pattern = "busbw allreduce nccl f32 sum 1073741824 out w8";
+    f.metric = "busbw";
+    f.bytes = std::size_t{1} << 30;
+    f.unit = "GB/s";
+    f.expected = 24;
+    f.threshold = 22.8;
+    f.runs = 1;
+    f.passed = state != CheckState::kUnhealthy;
+    f.measured = f.passed ? 24.1 : 12.0;
+    f.failedRuns = f.passed ? 0 : 1;
+    f.text = f.passed ? "busbw 24.1 GB/s at 1 GiB, expected >= 22.8 GB/s"
+                      : "busbw 12 GB/s at 1 GiB, expected >= 22.8 GB/s";
+    if (state != CheckState::kNoBaseline && state != CheckState::kNoResult) h.findings.push_back(f);
+    h.summary = state == CheckState::kHealthy     ? "Healthy"
+                : state == CheckState::kUnhealthy ? "ERROR: allreduce_1g_variance: expected 22.8, measured 12"
+                : state == CheckState::kNoResult  ? "ERROR: No results reported"
+                                                  : "No baseline yet";
+    c.hosts.push_back(h);
+  }
+  return c;
+}
+
+std::string writeCheck(const std::string& path, const CheckReport& check) {
+  writeJsonAtomic(path, checkToJson(check));
   return path;
 }
 

@@ -175,11 +175,12 @@ TEST(HistoryIngest, CorruptFilesAreRejectedByNameAndTheOthersGoIn) {
   EXPECT_NE(summary.find("REJECTED " + truncated), std::string::npos) << summary;
   EXPECT_NE(summary.find("2 added, 0 already present, 5 rejected"), std::string::npos) << summary;
 
-  // A diag report is a valid file but not history material: rejected, saying why.
+  // A diag report without fleet mode is a valid file but not history material: rejected, saying why.
   auto d = ingestRuns(db, {diag});
   ASSERT_EQ(d.rejected, 1);
   EXPECT_EQ(d.files[0].kind, "diag");
-  EXPECT_NE(d.files[0].reason.find("dsbench results only"), std::string::npos) << d.files[0].reason;
+  EXPECT_NE(d.files[0].reason.find("without fleet mode"), std::string::npos) << d.files[0].reason;
+  EXPECT_NE(d.files[0].reason.find("fleet-mode dsdiag reports"), std::string::npos) << d.files[0].reason;
 
   // Only bad files: nothing stored, and no database created.
   std::string db2 = dir.file("never.sqlite");

@@ -13,6 +13,7 @@
 #include <regex>
 
 #include "engine/testing/subprocess.h"
+#include "reports/baseline/check_schema.h"
 #include "reports/html/tests/html_fixtures.h"
 #include "reports/json_io.h"
 
@@ -344,6 +345,80 @@ TEST_F(Browser, FleetReportDrawsTheHeatmapAndListsTheSuspects) {
       EXPECT_NE(o.dom.find("gpu0017", suspects), std::string::npos);
     }
   }
+}
+
+}  // namespace
+}  // namespace ds::report::html
+
+namespace ds::report::html {
+namespace {
+
+// The fleet dashboard (issue 28): 30 hosts x 8 nights of single-host sweeps and 3 nightly checks, a
+// host name that tries to run script among them. The heatmap canvas draws every host-night, the drift
+// table fills, a host's panel draws its series from a link, and the quarantine list is the exclude file.
+TEST_F(Browser, FleetDashboardDrawsTheHostsByTimeHeatmapAndTheQuarantine) {
+  TempDir dir("ds_html_browser");
+  std::vector<std::string> hosts{kXssHost};
+  for (int h = 1; h < 30; ++h) hosts.push_back(fmt::format("gpu{:03d}", h));
+  std::vector<std::string> ingest{dsreport(), "ingest", "--db", dir.file("h.sqlite"), "-q"};
+  for (int night = 0; night < 8; ++night) {
+    for (std::size_t h = 0; h < hosts.size(); ++h) {
+      testing::SweepFixture f;
+      f.host = hosts[h];
+      f.startTime = fmt::format("2026-11-{:02d}T02:{:02d}:00Z", night + 1, h);
+      f.peakBusBw = hosts[h] == "gpu007" && night >= 5 ? 5.0 : 10.0 + 0.01 * static_cast<double>(h);
+      ingest.push_back(dir.file(fmt::format("n{}h{}.json", night, h)));
+      testing::writeSweepFile(ingest.back(), f);
+    }
+  }
+  for (int night = 5; night < 8; ++night) {
+    CheckReport c;
+    c.time = fmt::format("2026-11-{:02d}T04:00:00Z", night + 1);
+    for (const auto& h : hosts) {
+      HostCheck v;
+      v.host = h;
+      v.sku = "unknown";
+      bool bad = h == "gpu007" || h == kXssHost;
+      v.state = bad ? CheckState::kUnhealthy : CheckState::kHealthy;
+      v.summary = bad ? std::string("ERROR: busbw_floor: <b>expected</b> 9, measured 5") : "Healthy";
+      c.hosts.push_back(v);
+    }
+    ingest.push_back(dir.file(fmt::format("check{}.json", night)));
+    writeJsonAtomic(ingest.back(), checkToJson(c));
+  }
+  auto in = ds::testing::run(ingest, ds::testing::cleanOptions(std::chrono::seconds(120)));
+  ASSERT_EQ(in.exitCode, 0) << in.out << in.err;
+  std::string page = dir.file("fleet.html");
+  auto r = ds::testing::run({dsreport(), "dashboard", "--fleet", "--db", dir.file("h.sqlite"), "-o", page,
+                             "--exclude-file", dir.file("exclude.txt")},
+                            ds::testing::cleanOptions(std::chrono::seconds(60)));
+  ASSERT_EQ(r.exitCode, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("30 host(s), 240 run(s)"), std::string::npos) << r.out;
+  EXPECT_EQ(ds::testing::readFile(dir.file("exclude.txt")), "gpu007\n")
+      << "the hostile name cannot stand in a hostlist: named on the page, not in the file";
+  EXPECT_NE(r.err.find("cannot stand in a Slurm hostlist"), std::string::npos) << r.err;
+
+  Opened o = open(page, "", "fleet-dashboard.png");
+  ASSERT_EQ(o.body.count("data-render-done"), 1u) << o.dom.substr(0, 2000);
+  EXPECT_EQ(o.body.at("data-chart-errors"), "0") << o.dom.substr(o.dom.find("ds-errors"), 800);
+  EXPECT_EQ(o.body.at("data-fleet-rows"), "30");
+  EXPECT_EQ(o.body.at("data-fleet-columns"), "8") << "a night is one column";
+  EXPECT_EQ(o.body.at("data-fleet-cells-drawn"), "240");
+  EXPECT_EQ(o.body.at("data-drift-rows"), "30");
+  EXPECT_TRUE(std::regex_search(o.dom, std::regex("<canvas id=\"fl-heatmap\"[^>]*data-cells-drawn=\"240\"")));
+  EXPECT_NE(o.dom.find("<pre id=\"fl-exclude\" class=\"mono exclude\">gpu007\n</pre>"), std::string::npos);
+  EXPECT_NE(o.dom.find("&lt;b&gt;expected&lt;/b&gt;"), std::string::npos) << "a check summary is shown as text";
+  EXPECT_EQ(o.body.count("data-pwned"), 0u) << "input text ran as script";
+  EXPECT_EQ(o.dom.find("<img"), std::string::npos) << "input text became an element";
+  EXPECT_EQ(o.dom.find("<b>expected"), std::string::npos);
+
+  // A link to one host: its panel draws the 8 nights (gpu007 is the 8th name: the hostile one sorts first).
+  Opened one = open(page, "#host=gpu007&sort=quarantine", "fleet-dashboard-host.png");
+  ASSERT_EQ(one.body.count("data-host-shown"), 1u) << one.dom.substr(0, 2000);
+  EXPECT_EQ(one.body.at("data-host-shown"), "7");
+  EXPECT_EQ(one.body.at("data-host-points"), "8");
+  EXPECT_EQ(one.body.at("data-chart-errors"), "0");
+  EXPECT_NE(one.dom.find("gpu007 — QUARANTINED"), std::string::npos);
 }
 
 }  // namespace
