@@ -22,15 +22,6 @@ namespace ds::report::history {
 
 namespace {
 
-std::string isoNowUtc() {
-  std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
-
 // Times are compared as text, so they must share one form: "YYYY-MM-DDTHH:MM:SS[.fff]Z". dsbench
 // writes that; imported nccl-tests JSON has "YYYY-MM-DD HH:MM:SS" without a zone, taken as UTC.
 std::string normalizeTime(std::string t) {
@@ -405,7 +396,7 @@ IngestReport store(const std::string& dbPath, IngestReport report,
   if (any) {
     Database db(dbPath, Database::Mode::kCreate, options.busyTimeoutMs);
     prepareForWrite(db);
-    const std::string now = isoNowUtc();
+    const std::string now = utcNowIso();
     WriteTransaction tx(db);
     Writer w(db);
     for (std::size_t i = 0; i < accepted.size(); ++i) {

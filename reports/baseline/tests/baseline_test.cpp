@@ -241,6 +241,23 @@ TEST(CheckCli, NightlyBaselineThenCheckWithGateExitCodes) {
   auto built = ds::testing::run(argv, ds::testing::cleanOptions());
   ASSERT_EQ(built.exitCode, 0) << built.out << built.err;
   EXPECT_NE(built.out.find("busbw allreduce gloo f32 sum 67108864 out w2"), std::string::npos) << built.out;
+  // The same baseline from the history: ingest the runs, build from --db.
+  argv = {tool, "ingest", "-q", "--db", dir.file("h.sqlite")};
+  argv.insert(argv.end(), healthy.begin(), healthy.end());
+  auto ingested = ds::testing::run(argv, ds::testing::cleanOptions());
+  ASSERT_EQ(ingested.exitCode, 0) << ingested.out << ingested.err;
+  auto fromDb = ds::testing::run(
+      {tool, "baseline", "--db", dir.file("h.sqlite"), "--last", "3", "-o", dir.file("bdb.json")},
+      ds::testing::cleanOptions());
+  ASSERT_EQ(fromDb.exitCode, 0) << fromDb.out << fromDb.err;
+  Baseline a = loadBaseline(dir.file("b.json")), b = loadBaseline(dir.file("bdb.json"));
+  ASSERT_EQ(a.entries.size(), b.entries.size());
+  EXPECT_NEAR(a.entries[0].value, b.entries[0].value, 1e-9);
+  EXPECT_EQ(a.entries[0].hosts, b.entries[0].hosts);
+  auto noDb = ds::testing::run({tool, "baseline", "--last", "3", "-o", dir.file("x.json"), healthy[0]},
+                               ds::testing::cleanOptions());
+  EXPECT_EQ(noDb.exitCode, 2);
+  EXPECT_NE(noDb.err.find("give --db too"), std::string::npos) << noDb.err;
   std::vector<std::string> tonight;
   for (const auto& run : fleet(1, 11.0, 20)) {
     std::string path = dir.file(run.path);
