@@ -1,6 +1,7 @@
 #include "bench/coll/harness.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <chrono>
@@ -124,12 +125,46 @@ void Harness::barrier() { pg_.barrier()->wait(o_.waitTimeout); }
 
 std::string Harness::nextKey() { return fmt::format("{}/{}", o_.storePrefix, seq_++); }
 
+// The ranks' results of a size are exchanged through the store, after the collective. A rank that
+// dies (or hangs) between two collectives never writes its key; the store's timeout then names only
+// keys. This says which ranks did not report, as a failed collective names its rank.
+std::vector<store::Bytes> Harness::gatherKeys(const std::string& base, const std::vector<int>& ranks) {
+  std::vector<std::string> keys;
+  for (int r : ranks) keys.push_back(fmt::format("{}/{}", base, r));
+  try {
+    return store_.multiGet(keys, o_.waitTimeout);
+  } catch (const TimeoutError& e) {
+    std::vector<int> missing;
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+      bool there = false;
+      try {
+        there = store_.check({keys[i]}, std::chrono::seconds(2));
+      } catch (const Error&) {
+        // the store itself is gone: every rank counts as missing
+      }
+      if (!there) missing.push_back(ranks[i]);
+    }
+    if (missing.empty()) throw;
+    const std::string list = fmt::format("{}", fmt::join(missing, ", "));
+    const std::string within =
+        o_.waitTimeout
+            ? fmt::format("within {} ms",
+                          std::chrono::duration_cast<std::chrono::milliseconds>(*o_.waitTimeout).count())
+            : std::string("in time");
+    throw TimeoutError(
+        fmt::format("the exchange of timings failed on rank {}: rank(s) {} did not send their results {} (is "
+                    "rank {} alive? it "
+                    "died or hangs between two collectives; its own output or the launcher's says why). {}",
+                    pg_.rank(), list, within, missing.front(), e.what()));
+  }
+}
+
 std::vector<store::Bytes> Harness::allGather(const store::Bytes& mine) {
   std::string base = nextKey();
   store_.set(fmt::format("{}/{}", base, pg_.rank()), mine, o_.waitTimeout);
-  std::vector<std::string> keys;
-  for (int r = 0; r < pg_.size(); ++r) keys.push_back(fmt::format("{}/{}", base, r));
-  return store_.multiGet(keys, o_.waitTimeout);
+  std::vector<int> ranks;
+  for (int r = 0; r < pg_.size(); ++r) ranks.push_back(r);
+  return gatherKeys(base, ranks);
 }
 
 std::vector<store::Bytes> Harness::gatherToRoot(const store::Bytes& mine) {
@@ -138,11 +173,15 @@ std::vector<store::Bytes> Harness::gatherToRoot(const store::Bytes& mine) {
     store_.set(fmt::format("{}/{}", base, pg_.rank()), mine, o_.waitTimeout);
     return {};
   }
+  std::vector<int> ranks;
   std::vector<std::string> keys;
-  for (int r = 1; r < pg_.size(); ++r) keys.push_back(fmt::format("{}/{}", base, r));
+  for (int r = 1; r < pg_.size(); ++r) {
+    ranks.push_back(r);
+    keys.push_back(fmt::format("{}/{}", base, r));
+  }
   std::vector<store::Bytes> all{mine};
   if (!keys.empty()) {
-    auto others = store_.multiGet(keys, o_.waitTimeout);
+    auto others = gatherKeys(base, ranks);
     // Timing records can be large (--min-time): keep the store from growing with the sweep.
     for (const auto& k : keys) store_.deleteKey(k, o_.waitTimeout);
     for (auto& b : others) all.push_back(std::move(b));

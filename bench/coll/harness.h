@@ -70,6 +70,8 @@ class Harness {
   void barrier();
   std::vector<store::Bytes> allGather(const store::Bytes& mine);
   std::vector<store::Bytes> gatherToRoot(const store::Bytes& mine);
+  // multiGet of base/<rank> for `ranks`; a timeout names the ranks that did not write theirs.
+  std::vector<store::Bytes> gatherKeys(const std::string& base, const std::vector<int>& ranks);
   std::string nextKey();
 
   comm::ProcessGroup& pg_;

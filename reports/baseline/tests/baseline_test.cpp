@@ -10,6 +10,7 @@
 #include "engine/testing/subprocess.h"
 #include "reports/baseline/check.h"
 #include "reports/baseline/tests/baseline_fixtures.h"
+#include "reports/baseline/tests/hardware_fixtures.h"
 #include "reports/json_io.h"
 
 namespace ds::report {
@@ -224,6 +225,49 @@ rules:
   // Non-standalone rules give no finding of their own.
   for (const auto& f : h.findings) EXPECT_TRUE(f.rule != "var" && f.rule != "low") << f.rule;
   EXPECT_EQ(hostOf(r, "node01").state, CheckState::kHealthy) << hostOf(r, "node01").summary;
+}
+
+// The fake 8xH100 node of the bound tests: a fleet of 10 nightly nccl runs on one node each (NVLink
+// 18 x 25 GB/s bounds busbw at 450 GB/s), one host at half the fleet's figure.
+TEST(Check, OnFakeH100NodesAHalfSpeedHostIsFlaggedAgainstItsSkusBaseline) {
+  auto nights = [](int night, double node07) {
+    std::vector<RunFile> runs;
+    for (int h = 1; h <= 10; ++h)
+      runs.push_back(testing::nightlyRunOn(testing::h100(fmt::format("dgx{:02d}", h)), night,
+                                           h == 7 ? node07 : 360 + h, "nccl", 8));
+    return runs;
+  };
+  std::vector<RunFile> healthy;
+  for (int n = 1; n <= 5; ++n)
+    for (auto& r : nights(n, 367)) healthy.push_back(r);
+  Baseline b = buildBaseline(samplesOfRuns(healthy), defaultRules(), "t");
+  ASSERT_EQ(b.entries.size(), 1u);
+  EXPECT_NE(b.entries[0].sku.find("8xNVIDIA H100 80GB HBM3"), std::string::npos) << b.entries[0].sku;
+  EXPECT_EQ(b.entries[0].stack, "nccl 2.21.5");
+  EXPECT_DOUBLE_EQ(b.entries[0].boundGBps, 450);
+  EXPECT_DOUBLE_EQ(b.entries[0].floor, 225);
+  CheckReport r = checkRuns(nights(6, 183), &b, defaultRules(), {});
+  const HostCheck& bad = hostOf(r, "dgx07");
+  EXPECT_EQ(bad.state, CheckState::kUnhealthy);
+  EXPECT_NE(bad.summary.find("ERROR: busbw_variance"), std::string::npos) << bad.summary;
+  // Below half the NVLink bound too: the floor rule broke as well.
+  bool floorBroke = false;
+  for (const auto& f : bad.findings) floorBroke = floorBroke || (f.rule == "busbw_floor" && !f.passed);
+  EXPECT_TRUE(floorBroke);
+  for (const auto& h : r.hosts) {
+    if (h.host != "dgx07") {
+      EXPECT_EQ(h.state, CheckState::kHealthy) << h.host << ": " << h.summary;
+    }
+  }
+  // A fleet at 40% of the bound everywhere is floored: every host fails.
+  std::vector<RunFile> slow;
+  for (int n = 1; n <= 3; ++n)
+    for (auto& x : nights(n, 180)) slow.push_back(x);
+  std::vector<Sample> s = samplesOfRuns(slow);
+  for (auto& x : s) x.value = 180;
+  Baseline floored = buildBaseline(s, defaultRules(), "t");
+  EXPECT_TRUE(floored.entries[0].floored);
+  EXPECT_EQ(hostOf(checkHosts(s, {}, &floored, defaultRules(), {}), "dgx03").state, CheckState::kUnhealthy);
 }
 
 // The CLI as a health gate runs it: exit codes 0 / 2 / 3 and the files.

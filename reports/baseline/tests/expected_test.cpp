@@ -10,6 +10,7 @@
 #include <cmath>
 
 #include "reports/baseline/sample.h"
+#include "reports/baseline/tests/hardware_fixtures.h"
 #include "reports/html/run_report.h"
 #include "reports/run/run_file.h"
 #include "reports/sweep/sweep_text.h"
@@ -17,40 +18,9 @@
 namespace ds::report {
 namespace {
 
-HostHardware h100(const std::string& host) {
-  HostHardware h;
-  h.host = host;
-  h.cpuModel = "Intel(R) Xeon(R) Platinum 8480C";
-  h.gpuName = "NVIDIA H100 80GB HBM3";
-  h.gpus = 8;
-  for (int i = 0; i < 8; ++i) {
-    h.nics.push_back({fmt::format("mlx5_{}/1", i), "infiniband", "15b3:1021", 400, true});
-    h.pcie.push_back({fmt::format("gpu{}", i), fmt::format("0000:{:02x}:00.0", 0x10 * i + 1), 5, 16, 63.015});
-    h.pcie.push_back(
-        {fmt::format("mlx5_{}", i), fmt::format("0000:{:02x}:00.0", 0x10 * i + 2), 5, 16, 63.015});
-  }
-  h.nics.push_back({"eno1", "ethernet", "8086:1521", 1, true});
-  h.nvlink = {18, 25};
-  return h;
-}
-
-HostHardware ethernet2x100(const std::string& host) {
-  HostHardware h;
-  h.host = host;
-  h.cpuModel = "AMD EPYC 7763 64-Core Processor";
-  h.nics.push_back({"ens1f0", "ethernet", "8086:1592", 100, true});
-  h.nics.push_back({"ens1f1", "ethernet", "8086:1592", 100, true});
-  h.pcie.push_back({"ens1f0", "0000:41:00.0", 4, 16, 31.508});
-  return h;
-}
-
-HostHardware thisVm() {
-  HostHardware h;
-  h.host = "vm";
-  h.cpuModel = "AMD EPYC";
-  h.nics.push_back({"eth0", "ethernet", "1af4:0001", 0, true});
-  return h;
-}
+using testing::ethernet2x100;
+using testing::h100;
+using testing::thisVm;
 
 SweepMetadata meta(std::vector<HostHardware> hw, int ranksPerHost) {
   SweepMetadata m;
