@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdint>
+#include <cstdio>
 #include <chrono>
 #include <ctime>
 #include <optional>
@@ -310,6 +312,17 @@ nlohmann::json parseJsonText(const std::string& text, const std::string& origin)
   auto doc = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (doc.is_discarded()) throw notJsonError(text, origin, "");
   return doc;
+}
+
+std::string fnv1a64Hex(std::string_view text) {
+  std::uint64_t h = 14695981039346656037ull;
+  for (unsigned char ch : text) {
+    h ^= ch;
+    h *= 1099511628211ull;
+  }
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+  return buf;
 }
 
 std::string utcNowIso() {

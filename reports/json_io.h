@@ -25,6 +25,8 @@ void writeTextAtomic(const std::string& path, const std::string& text);
 void writeJsonAtomic(const std::string& path, const nlohmann::json& j);
 // Throws IoError when unreadable, ConfigError naming the path and position when not JSON.
 nlohmann::json readJson(const std::string& path);
+// FNV-1a 64 of text, as 16 lower-case hex characters: the identity of run, check and baseline records.
+std::string fnv1a64Hex(std::string_view text);
 // Now as ISO 8601 UTC to the second ("2026-12-02T20:15:00Z"), the form records' times take.
 std::string utcNowIso();
 // readJson of a file's text already read (`origin` names it in errors).
@@ -58,9 +60,9 @@ auto readFields(const nlohmann::json& doc, const std::string& origin, std::strin
 }
 
 // An integer field read from a file: a JSON number that fits T, else nlohmann's out_of_range (406) or
-// type_error (302), which the readers turn into a ConfigError naming the file (jsonFieldError). nlohmann::json's own
-// get<int>() casts whatever is there, and a float beyond the type (1e60) is undefined behaviour.
-// A float with a fraction is truncated, as get<int>() does.
+// type_error (302), which the readers turn into a ConfigError naming the file (jsonFieldError).
+// nlohmann::json's own get<int>() casts whatever is there, and a float beyond the type (1e60) is undefined
+// behaviour. A float with a fraction is truncated, as get<int>() does.
 template <class T>
 T readInt(const nlohmann::json& j) {
   static_assert(std::is_integral_v<T> && !std::is_same_v<T, bool>);

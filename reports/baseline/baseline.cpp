@@ -48,15 +48,6 @@ double stdevOf(const std::vector<double>& v) {
   return std::sqrt(ss / static_cast<double>(v.size() - 1));
 }
 
-std::string fnv64(const std::string& s) {
-  std::uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : s) {
-    h ^= c;
-    h *= 1099511628211ull;
-  }
-  return fmt::format("{:016x}", h);
-}
-
 // The rule a host's figure breaks against a fleet statistic, or "" (variance and value rules; the
 // floor is not a reason to drop a host from the baseline, or an all-slow fleet would drop everyone).
 std::string brokenRule(const RuleSet& rs, const Sample& like, double value, double fleet, double spread) {
@@ -210,7 +201,7 @@ Baseline buildBaseline(const std::vector<Sample>& samples, const RuleSet& rules,
     return std::tie(x.sku, x.stack, x.pattern) < std::tie(y.sku, y.stack, y.pattern);
   });
   json entries = baselineToJson(b).at("entries");
-  b.id = fnv64(dumpJson(entries));
+  b.id = fnv1a64Hex(dumpJson(entries));
   return b;
 }
 

@@ -327,7 +327,7 @@ CheckReport checkRuns(const std::vector<RunFile>& runs, const Baseline* baseline
   return checkHosts(samples, failures, baseline, rules, options);
 }
 
-std::string checkText(const CheckReport& r) {
+std::string checkText(const CheckReport& r, bool healthyToo) {
   std::vector<const HostCheck*> order;
   for (const auto& h : r.hosts) order.push_back(&h);
   auto rank = [](CheckState s) {
@@ -352,8 +352,9 @@ std::string checkText(const CheckReport& r) {
       r.hosts.size(), r.runIds.size(), r.k, r.n);
   std::map<CheckState, int> counts;
   for (const auto* h : order) {
-    out += fmt::format("{:<{}}  {:<11}  {}\n", h->host, width, checkStateName(h->state), h->summary);
     ++counts[h->state];
+    if (h->state == CheckState::kHealthy && !healthyToo) continue;
+    out += fmt::format("{:<{}}  {:<11}  {}\n", h->host, width, checkStateName(h->state), h->summary);
   }
   out += fmt::format("# {} healthy, {} unhealthy, {} no result, {} no baseline\n",
                      counts[CheckState::kHealthy], counts[CheckState::kUnhealthy],

@@ -43,6 +43,7 @@ CheckReport checkRuns(const std::vector<RunFile>& runs, const Baseline* baseline
                       const CheckOptions& options);
 
 // The console view: one line per host (host, state, summary), unhealthy hosts first, then counts.
-std::string checkText(const CheckReport& r);
+// healthyToo = false (check --quiet) leaves the healthy hosts' lines out; the counts stay.
+std::string checkText(const CheckReport& r, bool healthyToo = true);
 
 }  // namespace ds::report

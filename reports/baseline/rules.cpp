@@ -1,6 +1,7 @@
 #include "reports/baseline/rules.h"
 
 #include <fmt/format.h>
+#include <fnmatch.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -333,26 +334,7 @@ RuleSet loadRules(const std::string& path) {
   return parseRules(ss.str(), path);
 }
 
-bool globMatch(const std::string& p, const std::string& t) {
-  // Iterative * / ? matching with one backtrack point: linear in practice, no recursion.
-  std::size_t pi = 0, ti = 0, star = std::string::npos, mark = 0;
-  while (ti < t.size()) {
-    if (pi < p.size() && (p[pi] == '?' || p[pi] == t[ti])) {
-      ++pi;
-      ++ti;
-    } else if (pi < p.size() && p[pi] == '*') {
-      star = pi++;
-      mark = ti;
-    } else if (star != std::string::npos) {
-      pi = star + 1;
-      ti = ++mark;
-    } else {
-      return false;
-    }
-  }
-  while (pi < p.size() && p[pi] == '*') ++pi;
-  return pi == p.size();
-}
+bool globMatch(const std::string& p, const std::string& t) { return ::fnmatch(p.c_str(), t.c_str(), 0) == 0; }
 
 bool ruleApplies(const Rule& r, const Sample& s, bool verdictSize) {
   if (r.kind == RuleKind::kFailureCheck || r.kind == RuleKind::kMultiRules) return false;

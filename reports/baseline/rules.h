@@ -104,7 +104,7 @@ bool isVerdictSize(const RuleSet& rs, std::size_t bytes, std::size_t largest);
 double varianceLimit(const Rule& r, double expected, double spread, bool higherIsBetter);
 bool worseThan(double value, double limit, bool higherIsBetter);
 
-// Glob match with * and ? (the sku filter), case-sensitive.
+// Shell glob match (fnmatch(3): *, ?, [...]), case-sensitive: the sku filter.
 bool globMatch(const std::string& pattern, const std::string& text);
 
 }  // namespace ds::report

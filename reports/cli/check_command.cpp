@@ -98,18 +98,7 @@ Command addCheckCommand(CLI::App& parent) {
     CheckReport r = checkRuns(runs, baseline ? &*baseline : nullptr, rules, f->options);
     if (!f->out.empty()) writeJsonAtomic(f->out, checkToJson(r));
     if (!f->junit.empty()) writeTextAtomic(f->junit, junitOfCheck(r));
-    std::string text = checkText(r);
-    if (f->quiet) {
-      std::string kept;
-      std::size_t pos = 0;
-      while (pos < text.size()) {
-        std::size_t end = text.find('\n', pos);
-        std::string line = text.substr(pos, end - pos + 1);
-        if (line.find("  healthy  ") == std::string::npos) kept += line;
-        pos = end == std::string::npos ? text.size() : end + 1;
-      }
-      text = kept;
-    }
+    std::string text = checkText(r, !f->quiet);
     std::fwrite(text.data(), 1, text.size(), stdout);
     return checkExitCode(r);
   };

@@ -368,12 +368,9 @@ std::string junitOfToolError(const std::string& suite, const std::string& hostna
 }
 
 std::string junitTimestampNow() {
-  std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
-  return buf;
+  std::string t = utcNowIso();  // JUnit's timestamp has no zone: drop the 'Z'
+  if (!t.empty() && t.back() == 'Z') t.pop_back();
+  return t;
 }
 
 }  // namespace ds::report

@@ -120,15 +120,7 @@ RunRow describeFleet(const RunFile& f, std::size_t samples) {
 }
 
 // A check's identity: FNV-1a 64 of its canonical record, as run ids are made.
-std::string checkIdOf(const CheckReport& c) {
-  std::string text = "check\n" + dumpJson(checkToJson(c));
-  std::uint64_t h = 14695981039346656037ull;
-  for (unsigned char ch : text) {
-    h ^= ch;
-    h *= 1099511628211ull;
-  }
-  return fmt::format("{:016x}", h);
-}
+std::string checkIdOf(const CheckReport& c) { return fnv1a64Hex("check\n" + dumpJson(checkToJson(c))); }
 
 // The prepared inserts of one transaction.
 class Writer {

@@ -38,12 +38,7 @@ std::string runIdOf(RunKind kind, const nlohmann::json& canonical) {
   }
   // nlohmann's object is a std::map: dump() is key-sorted, so equal content gives equal text.
   std::string text = std::string(runKindName(kind)) + "\n" + dumpJson(c);
-  std::uint64_t h = 14695981039346656037ull;  // FNV-1a 64
-  for (unsigned char ch : text) {
-    h ^= ch;
-    h *= 1099511628211ull;
-  }
-  return fmt::format("{:016x}", h);
+  return fnv1a64Hex(text);
 }
 
 namespace {
