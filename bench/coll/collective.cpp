@@ -16,6 +16,17 @@ double Launch::durationUs() const {
   return us;
 }
 
+bool Launch::completedIn(double& us) const {
+  double total = 0;
+  for (const auto& w : works) {
+    std::chrono::nanoseconds took{0};
+    if (!w->completedIn(took)) return false;
+    total += std::chrono::duration<double, std::micro>(took).count();
+  }
+  us = total;
+  return true;
+}
+
 double algBytes(const CollSpec& spec, const CollCounts& c, std::size_t eltSize, int nranks) {
   double s = static_cast<double>(c.paramCount) * static_cast<double>(eltSize);
   return spec.algBytesTimesRanks ? s * nranks : s;

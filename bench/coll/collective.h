@@ -40,6 +40,9 @@ struct Launch {
   void wait(comm::Timeout timeout = {}) const;
   // The sum of the Works' execution times (they run one after another on the group's worker).
   double durationUs() const;
+  // When every Work has completed (an op the fast path finished on the caller's thread): sets `us`
+  // to durationUs() and returns true, or rethrows the first error. False while one still runs.
+  bool completedIn(double& us) const;
 };
 
 struct CheckArgs {

@@ -81,6 +81,9 @@ struct ProcessGroupOptions {
   // The CPUs this process may run on; 0: read its affinity mask (affinityCpuCount()). 1 makes ops
   // run on the caller's thread (the class comment's "one core"); tests set it to pretend a placement.
   int cpus = 0;
+  // How long a small op issued behind small ops that run late waits for them to finish before it
+  // queues behind them (the class comment's drain); tests lengthen it for a loaded machine.
+  std::chrono::microseconds smallOpDrain = std::chrono::milliseconds(2);
 };
 
 class ProcessGroup {
@@ -224,12 +227,21 @@ class ProcessGroup {
   std::shared_ptr<Work> makeWork(const OpDesc& desc, Work::Clock::time_point issued);
   // Claims the right to run an op on the caller's thread: true when nothing is queued or running.
   bool claimInline();
+  // claimInline() for an op of the fast path's class; when only such ops are queued or running (the
+  // rest of one whose peer was late, and the ops queued behind it), waits for them to finish first,
+  // at most until `desc`'s own deadline, instead of queueing behind them. issueMu_ held (so no later
+  // op can slip ahead). False: the group is busy with a larger op, stopping, or did not drain.
+  bool claimInlineAfterSmall(const OpDesc& desc, Work::Clock::time_point issued);
+  // Whether desc belongs to the fast path's class (DS_PG_INLINE_MAX_BYTES, inlineEligible).
+  bool fastPathClass(const OpDesc& desc) const {
+    return inlineMaxBytes_ > 0 && desc.bytes <= inlineMaxBytes_ && inlineEligible(desc);
+  }
   // Runs desc on the caller's thread (claimInline() succeeded); hands the rest to the worker if any.
   std::shared_ptr<Work> runInline(const OpDesc& desc, const Buffer& in, const Buffer& out);
   // Runs desc to its end on the caller's thread (claimInline() succeeded; one core).
   std::shared_ptr<Work> runOnCaller(const OpDesc& desc, const Buffer& in, const Buffer& out);
-  // Ends an op that ran on the caller's thread: completes its Work, lets the worker take the next.
-  void finishOnCaller(Work& work, std::exception_ptr error);
+  // Ends a claim of the caller's thread (its op, if any, completed): lets the worker take the next.
+  void releaseCaller();
   // Starts the worker thread if needed; queueMu_ held.
   void startWorkerLocked();
   // Runs body with runOp's error translation (TimeoutError diagnosed, others wrapped with the op and
@@ -293,6 +305,7 @@ class ProcessGroup {
     std::shared_ptr<Work> work;
     std::function<void()> body;
     bool started = false;  // the rest of an op that started inline (its start time is already set)
+    bool small = false;    // of the fast path's class (fastPathClass)
   };
   std::mutex queueMu_;
   std::condition_variable queueCv_;
@@ -303,6 +316,9 @@ class ProcessGroup {
   // An op is running (on the worker, or inline on a caller's thread); guarded by queueMu_. The
   // worker takes the next task only when it is false, which keeps ops in issue order.
   bool running_ = false;
+  // Queued or running tasks that are not of the fast path's class; guarded by queueMu_. While it is
+  // zero, a small op waits for the queue to drain rather than queue behind (claimInlineAfterSmall).
+  int bigPending_ = 0;
   std::size_t inlineMaxBytes_ = 0;
   bool callerRunsOps_ = false;
   std::thread worker_;

@@ -106,6 +106,15 @@ std::chrono::nanoseconds Work::duration() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(finished_ - started_);
 }
 
+bool Work::completedIn(std::chrono::nanoseconds& took) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!done_) return false;
+  if (error_) std::rethrow_exception(error_);
+  took = started_ == Clock::time_point{} ? std::chrono::nanoseconds(0)
+                                         : std::chrono::duration_cast<std::chrono::nanoseconds>(finished_ - started_);
+  return true;
+}
+
 void Work::markStarted() { markStarted(Clock::now()); }
 
 void Work::markStarted(Clock::time_point at) {
@@ -114,11 +123,16 @@ void Work::markStarted(Clock::time_point at) {
 }
 
 void Work::markCompleted(std::exception_ptr error) {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (done_) return;  // already failed by a timeout
-  done_ = true;
-  error_ = std::move(error);
-  finished_ = Clock::now();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (done_) return;  // already failed by a timeout
+    done_ = true;
+    error_ = std::move(error);
+    finished_ = Clock::now();
+  }
+  // Notified after the unlock, as c10d's Work::finish does: a waiter woken under the lock would run
+  // into it and sleep again (two more switches on a one-core rank). Whoever completes the Work holds
+  // a reference to it, so it outlives this call even when the waiter drops its own.
   cv_.notify_all();
 }
 

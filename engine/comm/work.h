@@ -61,6 +61,15 @@ class Work {
   // `issued`: when the op was issued, if the caller already read the clock (a clock read costs
   // ~25-80 ns here, a fair share of an 8-byte allreduce).
   Work(OpDesc desc, Clock::time_point issued) : desc_(std::move(desc)), issued_(issued) {}
+  // A Work born completed: an op that ran from `issued` to `finished` on the caller's thread (no
+  // lock taken to start and complete it).
+  Work(OpDesc desc, Clock::time_point issued, Clock::time_point finished, std::exception_ptr error)
+      : desc_(std::move(desc)),
+        done_(true),
+        error_(std::move(error)),
+        issued_(issued),
+        started_(issued),
+        finished_(finished) {}
   virtual ~Work() = default;
   Work(const Work&) = delete;
   Work& operator=(const Work&) = delete;
@@ -77,6 +86,9 @@ class Work {
   Clock::time_point deadline() const { return issued_ + desc_.timeout; }
   // Time the op took from the start of its execution to completion; zero until it completed.
   virtual std::chrono::nanoseconds duration();
+  // In one look: false while the op runs; once it completed, rethrows its error, or sets `took` to
+  // duration() and returns true (a benchmark loop's poll of an op the fast path may have finished).
+  virtual bool completedIn(std::chrono::nanoseconds& took);
 
   // --- for process-group implementations ---
   void markStarted();

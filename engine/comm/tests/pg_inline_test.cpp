@@ -234,7 +234,8 @@ TEST(ProcessGroupInline, TheRestOfASlowOpRunsOnTheWorkerBeforeLaterOps) {
   EXPECT_FALSE(w1->isCompleted());
   EXPECT_NE(errorOf([&] { w1->wait(50ms); }).find("still running"), std::string::npos);
   pg.script = Script::kComplete;
-  auto w2 = pg.allreduce(Buffer{&a, 1, DType::kF32, {}});  // #1's rest is queued or running: no inline
+  // #1's rest stays stuck past the drain budget (2 ms): #2 queues behind it, issue does not hang.
+  auto w2 = pg.allreduce(Buffer{&a, 1, DType::kF32, {}});
   pg.release();
   w1->wait();
   w2->wait();
@@ -248,6 +249,33 @@ TEST(ProcessGroupInline, TheRestOfASlowOpRunsOnTheWorkerBeforeLaterOps) {
   // And once the worker is idle again, small ops take the fast path again.
   pg.allreduce(Buffer{&a, 1, DType::kF32, {}})->wait();
   EXPECT_EQ(pg.events().back().what, "inline #3");
+}
+
+TEST(ProcessGroupInline, AfterASlowOpTheNextSmallOpWaitsForItAndRunsOnTheCaller) {
+  // The rest of #1 runs on the worker; #2, issued while it is queued or running, waits for it
+  // (briefly) and then takes the fast path, rather than following it to the worker: otherwise a
+  // back-to-back loop of small ops stays on the worker, each op paying a handoff.
+  InlineLimit limit(nullptr);
+  auto o = options();
+  o.smallOpDrain = 2s;  // the worker may wait for a core on a loaded machine
+  ScriptedGroup pg(o);
+  pg.script = Script::kContinue;
+  float a = 0;
+  auto w1 = pg.allreduce(Buffer{&a, 1, DType::kF32, {}});
+  EXPECT_FALSE(w1->isCompleted());
+  pg.release();  // the rest can finish now; #2 is issued before the worker has run it
+  pg.script = Script::kComplete;
+  const auto t0 = std::chrono::steady_clock::now();
+  auto w2 = pg.allreduce(Buffer{&a, 1, DType::kF32, {}});
+  const auto waited = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  // #1 completes just after the group turns idle (the worker's order), so wait() for it.
+  w1->wait();
+  EXPECT_TRUE(w2->isCompleted()) << "issue waited " << waited << " ms";
+  auto ev = pg.events();
+  ASSERT_EQ(ev.size(), 3u);
+  EXPECT_EQ(ev[1].what, "rest #1");
+  EXPECT_EQ(ev[2].what, "inline #2");
+  EXPECT_EQ(ev[2].thread, std::this_thread::get_id());
 }
 
 TEST(ProcessGroupInline, AnErrorRaisedInlineLandsInTheWorkNamingOpAndRank) {

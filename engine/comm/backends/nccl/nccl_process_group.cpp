@@ -192,6 +192,12 @@ class NcclWork final : public Work {
   }
 
   bool isCompleted() override { return poll(); }
+  bool completedIn(std::chrono::nanoseconds& took) override {
+    if (!poll()) return false;
+    wait();  // rethrows its error
+    took = duration();
+    return true;
+  }
 
   void wait(Timeout timeout = {}) override {
     const bool ownTimeout = !timeout || *timeout >= desc_.timeout;
