@@ -69,6 +69,8 @@ report::SweepArgs argsRecord(const CollOptions& o, const std::vector<std::string
   a.minTimeS = o.minTimeS;
   a.blocking = o.blocking;
   a.repeat = o.repeat;
+  a.perIterTiming = o.perIterTiming;
+  a.perIterSkip = o.perIterSkip;
   return a;
 }
 
@@ -216,6 +218,8 @@ int runColl(const CollFlags& flags) {
   ho.minTimeS = o.minTimeS;
   ho.blocking = o.blocking;
   ho.average = o.average;
+  ho.perIterSkip = o.perIterSkip;
+  ho.keepTimes = o.perIterTiming > 0;
   if (o.timeoutS) {
     ho.waitTimeout = std::chrono::milliseconds(static_cast<long long>(std::ceil(*o.timeoutS * 1000.0)));
   }

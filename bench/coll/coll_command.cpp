@@ -102,6 +102,18 @@ Command addCollCommand(CLI::App& parent) {
       ->transform(cli::number(0, 86400))
       ->envname("DSBENCH_MIN_TIME");
   flags::repeat(c, f->repeat, "sizes");
+  c->add_option(
+       "-I,--per_iter_timing", f->perIterTiming,
+       "per-iteration columns after each #wrong: 0 none (default), 1 nccl-tests' i_min i_max i_p99 i_cv%, "
+       "2 the tails i_p50 i_p90 i_p99 i_p99.9 i_max; 1 and 2 also keep every iteration's time in the JSON "
+       "(times_us). i_* are of each iteration's slowest rank")
+      ->check(cli::checkedBy([](const std::string& t) { coll::parsePerIterTiming(t); }))
+      ->envname("DSBENCH_PER_ITER_TIMING");
+  c->add_option("-K,--per_iter_skip", f->perIterSkip,
+                "leave the first N timed iterations of each size out of the per-iteration statistics (i_*, "
+                "the JSON's iter), not out of the time per op; less than -n (default 0)")
+      ->transform(cli::integer(0, 1000000000))
+      ->envname("DSBENCH_PER_ITER_SKIP");
   c->add_flag("-z,--blocking", f->blocking,
               "wait for each op and barrier before the next (nccl-tests -z 1); per-iteration times are then "
               "wall times")

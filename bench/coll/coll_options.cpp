@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <set>
@@ -63,6 +64,23 @@ std::size_t parseSize(const std::string& text, const std::string& flag) {
   return static_cast<std::size_t>(bytes);
 }
 
+namespace {
+
+std::string perIterTimingError(const std::string& flag, const std::string& shownValue) {
+  return fmt::format(
+      "{} {} is not valid: give 0 (no per-iteration columns, the default), 1 (nccl-tests' columns i_min "
+      "i_max i_p99 i_cv% after each #wrong) or 2 (the tail columns i_p50 i_p90 i_p99 i_p99.9 i_max).",
+      flag, shownValue);
+}
+
+}  // namespace
+
+int parsePerIterTiming(const std::string& text, const std::string& flag) {
+  std::string t = !text.empty() && text[0] == '+' ? text.substr(1) : text;
+  if (t != "0" && t != "1" && t != "2") throw ConfigError(perIterTimingError(flag, cli::shown(text)));
+  return t[0] - '0';
+}
+
 CollOptions resolveOptions(const CollFlags& f) {
   CollOptions o;
   o.minBytes = parseSize(f.minBytes, "-b/--minbytes");
@@ -108,6 +126,16 @@ CollOptions resolveOptions(const CollFlags& f) {
     throw ConfigError(fmt::format(
         "--repeat {} is not valid: give the number of passes over the sizes, 1 to 1000.",
         f.repeat));
+  if (f.perIterTiming < 0 || f.perIterTiming > 2)
+    throw ConfigError(perIterTimingError("-I/--per_iter_timing", std::to_string(f.perIterTiming)));
+  if (f.perIterSkip < 0 || (f.iters >= 1 && f.perIterSkip >= f.iters)) {
+    throw ConfigError(fmt::format(
+        "-K/--per_iter_skip {} is not valid with -n/--iters {}: the per-iteration statistics need at least "
+        "one iteration that is not skipped. Give -K from 0 to {}, or raise -n.",
+        f.perIterSkip, f.iters, std::max(0, f.iters - 1)));
+  }
+  o.perIterTiming = f.perIterTiming;
+  o.perIterSkip = f.perIterSkip;
   o.repeat = f.repeat;
   o.iters = f.iters;
   o.warmupIters = f.warmupIters;

@@ -34,6 +34,8 @@ struct CollFlags {
   double minTimeS = 0;                    // --min-time
   bool blocking = false;                  // -z, --blocking
   int repeat = 1;                         // --repeat: passes over the sizes, size order rotated each time
+  int perIterTiming = 0;                  // -I: 0, 1 (nccl-tests' i_* columns) or 2 (the tail columns)
+  int perIterSkip = 0;                    // -K: leading timed iterations left out of per-iteration stats
   std::string initMethod;                 // --init-method
   std::string label;                      // --label; empty = none
   bool labelGiven = false;                // --label was given (an empty value is then an error)
@@ -54,6 +56,13 @@ struct CollOptions {
   double minTimeS = 0;
   bool blocking = false;
   int repeat = 1;  // >= 1
+  // -I: 0 the table as nccl-tests prints it without -I; 1 adds nccl-tests' i_min i_max i_p99 i_cv%
+  // after each place's #wrong; 2 adds i_p50 i_p90 i_p99 i_p99.9 i_max instead. 1 and 2 also keep every
+  // iteration's time in the JSON (times_us).
+  int perIterTiming = 0;
+  // -K: 0 <= perIterSkip < iters; the first perIterSkip timed iterations of each place are left out of
+  // every per-iteration statistic (never out of the loop time per op).
+  int perIterSkip = 0;
   std::string initMethod;
   std::string label;  // checked (reports/schema/label.h); goes to the JSON's metadata.label
 };
@@ -67,6 +76,10 @@ std::vector<std::size_t> repeatOrder(std::size_t n, int rep, int repeats);
 // accepts a trailing B or iB ("4KiB") and a fraction ("1.5K" = 1536). Throws ConfigError naming
 // `flag`, the text and the accepted forms.
 std::size_t parseSize(const std::string& text, const std::string& flag);
+
+// -I/--per_iter_timing as typed: "0", "1" or "2" (an optional '+'); anything else throws ConfigError
+// naming `flag` and saying what each valid value does.
+int parsePerIterTiming(const std::string& text, const std::string& flag = "-I/--per_iter_timing");
 
 // Checks every flag (min > max, factor <= 1, unknown op/dtype/collective, ...) and returns the plan.
 // Throws ConfigError with a message that says what is wrong and what is accepted.

@@ -281,17 +281,25 @@ report::PlaceResult Harness::combine(const std::vector<Timing>& all, double sByt
   std::size_t n = all.empty() ? 0 : all[0].itersUs.size();
   std::vector<double> slowestPerIter(n, 0.0);
   long long wrong = 0;
+  // -K: the statistics start after the skipped iterations (there is always one left: skip < -n <= n).
+  const auto skip =
+      static_cast<std::ptrdiff_t>(std::min<std::size_t>(static_cast<std::size_t>(o_.perIterSkip), n));
+  auto statsOf = [skip](const std::vector<double>& v) {
+    const std::ptrdiff_t from = std::min<std::ptrdiff_t>(skip, static_cast<std::ptrdiff_t>(v.size()));
+    return report::computeIterStats(std::vector<double>(v.begin() + from, v.end()));
+  };
   for (std::size_t r = 0; r < all.size(); ++r) {
     const Timing& t = all[r];
     loops.push_back(t.loopUs);
     wrong += t.wrong;
     for (std::size_t i = 0; i < n && i < t.itersUs.size(); ++i)
       slowestPerIter[i] = std::max(slowestPerIter[i], t.itersUs[i]);
-    p.ranks.push_back(report::RankTiming{static_cast<int>(r), t.loopUs, report::computeIterStats(t.itersUs)});
+    p.ranks.push_back(report::RankTiming{static_cast<int>(r), t.loopUs, statsOf(t.itersUs)});
   }
   p.iters = static_cast<int>(n);
   p.timeUs = combineTimes(loops, o_.average);
-  p.iter = report::computeIterStats(slowestPerIter);
+  p.iter = statsOf(slowestPerIter);
+  if (o_.keepTimes) p.timesUs = slowestPerIter;
   p.wrong = o_.check > 0 ? wrong : -1;
   auto mx = std::max_element(loops.begin(), loops.end());
   auto mn = std::min_element(loops.begin(), loops.end());

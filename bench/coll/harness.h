@@ -30,6 +30,11 @@ struct HarnessOptions {
   // waited, and per-iteration times are the ops' execution times (Work::duration()).
   bool blocking = false;
   int average = 1;  // -a: 0 rank 0, 1 average, 2 min, 3 max
+  // -K: the first perIterSkip timed iterations are left out of every per-iteration statistic (the
+  // place's and each rank's), not out of the loop time. Must be below iters (resolveOptions checks).
+  int perIterSkip = 0;
+  // -I 1|2: keep every iteration's time (the maximum over ranks) in PlaceResult::timesUs.
+  bool keepTimes = false;
   comm::Timeout waitTimeout;
   // Keys of the harness's exchanges in the store (under the job's store; unique per group).
   std::string storePrefix = "ds/coll";

@@ -1,9 +1,9 @@
 // ds_peers_report: combines the rounds of scripts/bench-peers.sh into one dsperf.sweep JSON and
 // prints the side-by-side tables (shm against each peer and against the memory-bandwidth limit,
-// and the engine's overhead over raw MPI), with the targets of issues 8 and 16 checked.
+// and the engine's overhead over raw MPI), with the targets of issues 8, 16 and 29 checked.
 //
-//   ds_peers_report [-o peers.json] [--place in|out] [--stat mean|p50] [--note TEXT]...
-//                   [--placement NAME] FILE.json... [--placement NAME FILE.json...]...
+//   ds_peers_report [-o peers.json] [--place in|out] [--stat mean|p50|p99] [--summary FILE]
+//                   [--note TEXT]... [--placement NAME] FILE.json... [--placement NAME FILE.json...]...
 //
 // --placement NAME tags the files after it (bench-peers' placement matrix: unbound, mpirun-default,
 // shared-core, hog): tables and targets are printed per placement, then one matrix of every target
@@ -14,25 +14,31 @@
 // (pseudo-backend mpi-raw, and mpi-raw-nb with --nonblocking) and ds_membw_probe (pseudo-backend
 // membw-limit). Rows are grouped by (backend, world size, size); a group's row is the one of its
 // median round by time in the chosen place (so every figure of a row comes from one real run), and
-// the spread of the rounds ((max - min) / median of the time) is printed as the noise. --stat p50
-// judges by the median per-iteration time (of the slowest rank per iteration) instead of the loop
-// mean (nccl-tests' time): on a loaded machine the mean is the scheduler's stalls, the median the
-// collective's (rows without per-iteration figures, such as the membw-limit bound, keep their time).
-// Output rows
-// keep their backend field, so a reader overlays them by backend and world size.
+// the spread of the rounds ((max - min) / median of the time) is printed as the noise.
+//
+// Three statistics (issue 29): mean, the loop time per op (nccl-tests' time); p50 and p99 of the
+// per-iteration times (of each iteration's slowest rank). Every target is judged under all three at
+// once, each with the median round by that statistic: its figure and verdict per statistic, the
+// statistics it must pass (marked *; mean for most, mean and p99 for shm at 8 B), and which pass.
+// --stat picks the statistic of the side-by-side tables and of the rows written to -o (default mean);
+// rows without per-iteration figures, such as the membw-limit bound, keep their time under p50 and
+// p99. --summary FILE writes the targets x statistics x placements verdicts alone, a few lines.
+// Output rows keep their backend field, so a reader overlays them by backend and world size.
 // Exit: 0 (a benchmark: targets missed are reported, not failed), 5 bad flags, 6 unreadable input.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <map>
 #include <optional>
 #include <set>
 #include <string>
+#include <thread>
 #include <tuple>
 #include <vector>
-#include <thread>
 
 #include "bench/coll/metadata.h"
 #include "bench/exit_codes.h"
@@ -45,15 +51,28 @@ namespace {
 namespace report = ds::report;
 
 const char* kUsage =
-    "usage: ds_peers_report [-o OUT.json] [--place in|out] [--stat mean|p50] [--note TEXT]...\n"
-    "                       [--placement NAME] FILE.json... [--placement NAME FILE.json...]...\n"
+    "usage: ds_peers_report [-o OUT.json] [--place in|out] [--stat mean|p50|p99] [--summary FILE]\n"
+    "                       [--note TEXT]... [--placement NAME] FILE.json... [--placement NAME "
+    "FILE.json...]...\n"
     "Combines the rounds of scripts/bench-peers.sh (dsperf.sweep files) into one JSON (the median round\n"
-    "per backend, world size and size) and prints the ratio tables and the targets, per placement.\n";
+    "per backend, world size and size) and prints the ratio tables and the targets, per placement.\n"
+    "Every target is judged under three statistics: mean (the loop time per op, nccl-tests' time), p50\n"
+    "and p99 (of the per-iteration times, each iteration's slowest rank); * marks the statistics a\n"
+    "target must pass. --stat picks the statistic of the tables and of OUT.json's rows (default mean).\n"
+    "--summary FILE also writes the verdicts alone: targets x statistics x placements.\n";
+
+// The statistics a row is judged by (issue 29).
+enum class Stat { kMean = 0, kP50 = 1, kP99 = 2 };
+constexpr Stat kStats[] = {Stat::kMean, Stat::kP50, Stat::kP99};
+constexpr std::size_t kNumStats = 3;
+const char* statName(Stat s) { return s == Stat::kMean ? "mean" : s == Stat::kP50 ? "p50" : "p99"; }
+std::size_t idx(Stat s) { return static_cast<std::size_t>(s); }
 
 struct Group {
   std::vector<report::SweepMeasurement> rounds;
-  report::SweepMeasurement chosen;
-  double spreadPct = 0;
+  // Per statistic: the median round by it, and the rounds' spread of it.
+  std::array<report::SweepMeasurement, kNumStats> chosen;
+  std::array<double, kNumStats> spreadPct{};
 };
 
 using Key = std::tuple<std::string, int, std::size_t>;  // backend, world size, bytes
@@ -63,14 +82,15 @@ const report::PlaceResult& place(const report::SweepMeasurement& m, bool inPlace
   return inPlace ? m.inPlace : m.outOfPlace;
 }
 
-bool gUseP50 = false;  // --stat p50
-
-// The time a row is judged by: the loop mean, or the per-iteration median with --stat p50.
-double timeOf(const report::PlaceResult& p) {
-  return gUseP50 && p.iter.n > 0 && p.iter.p50Us > 0 ? p.iter.p50Us : p.timeUs;
+// The time a row is judged by under a statistic: the loop mean, or the per-iteration median or p99
+// (of each iteration's slowest rank); a row without per-iteration figures keeps its time.
+double timeOf(const report::PlaceResult& p, Stat s) {
+  if (s == Stat::kMean || p.iter.n <= 0) return p.timeUs;
+  double v = s == Stat::kP50 ? p.iter.p50Us : p.iter.p99Us;
+  return v > 0 ? v : p.timeUs;
 }
-double busBwOf(const report::SweepMeasurement& m, const report::PlaceResult& p) {
-  double t = timeOf(p);
+double busBwOf(const report::SweepMeasurement& m, const report::PlaceResult& p, Stat s) {
+  double t = timeOf(p, s);
   return t > 0 ? static_cast<double>(m.bytes) / 1e9 / (t * 1e-6) * m.busFactor : 0;
 }
 
@@ -86,27 +106,29 @@ std::string num(std::optional<double> v, const char* fmtSpec = "{:.2f}") {
   return fmt::format(fmt::runtime(fmtSpec), *v);
 }
 
+// The figures of one placement, under a statistic.
 class Table {
  public:
   Table(std::map<Key, Group>& groups, bool inPlace) : groups_(groups), inPlace_(inPlace) {}
 
-  const report::SweepMeasurement* get(const std::string& backend, int n, std::size_t bytes) const {
+  const report::SweepMeasurement* get(const std::string& backend, int n, std::size_t bytes, Stat st) const {
     auto it = groups_.find(Key{backend, n, bytes});
     if (it == groups_.end()) return nullptr;
-    return place(it->second.chosen, inPlace_).measured ? &it->second.chosen : nullptr;
+    const auto& m = it->second.chosen[idx(st)];
+    return place(m, inPlace_).measured ? &m : nullptr;
   }
-  std::optional<double> bw(const std::string& b, int n, std::size_t s) const {
-    auto* m = get(b, n, s);
-    return m ? std::optional<double>(busBwOf(*m, place(*m, inPlace_))) : std::nullopt;
+  std::optional<double> bw(const std::string& b, int n, std::size_t s, Stat st) const {
+    auto* m = get(b, n, s, st);
+    return m ? std::optional<double>(busBwOf(*m, place(*m, inPlace_), st)) : std::nullopt;
   }
-  std::optional<double> us(const std::string& b, int n, std::size_t s) const {
-    auto* m = get(b, n, s);
-    return m ? std::optional<double>(timeOf(place(*m, inPlace_))) : std::nullopt;
+  std::optional<double> us(const std::string& b, int n, std::size_t s, Stat st) const {
+    auto* m = get(b, n, s, st);
+    return m ? std::optional<double>(timeOf(place(*m, inPlace_), st)) : std::nullopt;
   }
-  std::optional<double> spread(const std::string& b, int n, std::size_t s) const {
+  std::optional<double> spread(const std::string& b, int n, std::size_t s, Stat st) const {
     auto it = groups_.find(Key{b, n, s});
     if (it == groups_.end() || it->second.rounds.size() < 2) return std::nullopt;
-    return it->second.spreadPct;
+    return it->second.spreadPct[idx(st)];
   }
 
  private:
@@ -125,37 +147,108 @@ std::optional<double> better(std::optional<double> a, std::optional<double> b) {
   return std::max(*a, *b);
 }
 
-// One target under one placement: its figure (text) and verdict.
-struct Verdict {
-  std::string figure;
-  std::string result;  // PASS, MISS, n/a (missing figures), info (not a target here)
+// One target under one placement: per statistic its figure (text) and verdict, and the target's own
+// verdict from the statistics it must pass.
+struct StatVerdict {
+  std::string figure;  // "1.31x"; "-" when a figure is missing
+  std::string result;  // PASS, MISS, n/a (missing figures), info (not a target under this placement)
+  bool required = false;
+};
+struct TargetVerdict {
+  std::array<StatVerdict, kNumStats> byStat;
+  std::string overall;  // PASS, MISS, n/a, info
+  std::string passes;   // "mean, p50", "none"; "" for info
 };
 struct TargetRow {
   std::string what;
-  std::map<std::string, Verdict> byPlacement;  // "placement/ranks" -> verdict
+  std::map<std::string, TargetVerdict> byPlacement;  // "placement/ranks" -> verdict
 };
 
-// Prints the tables of one placement and world size, and returns its targets' verdicts in order.
-std::vector<std::pair<std::string, Verdict>> printWorld(const Table& t, const std::set<std::string>& backends,
-                                                        const std::set<std::size_t>& sizes, int n,
-                                                        const std::string& placement) {
+// What a target asks, under each statistic: a bound (<= or >=) and whether the target must pass it.
+struct Bound {
+  double limit = 0;
+  bool required = false;
+};
+struct TargetSpec {
+  std::string what;  // the figure and its bounds, as printed
+  bool atMost = true;
+  std::array<Bound, kNumStats> bounds;
+  const char* fmtSpec = "{:.2f}x";
+  bool target = true;  // a target under this placement (else printed as info)
+};
+
+// Bounds: `mean` for every statistic (p50 and p99 judged against it, for information) and required under
+// the mean; `p99`, when given, replaces the p99 bound and is required too.
+std::array<Bound, kNumStats> bounds(double mean, std::optional<double> p99 = std::nullopt) {
+  return {Bound{mean, true}, Bound{mean, false}, Bound{p99.value_or(mean), p99.has_value()}};
+}
+
+TargetVerdict judge(const TargetSpec& t, const std::array<std::optional<double>, kNumStats>& v) {
+  TargetVerdict out;
+  bool missing = false, missed = false;
+  std::vector<std::string> passing;
+  for (Stat st : kStats) {
+    const auto i = idx(st);
+    StatVerdict& sv = out.byStat[i];
+    sv.required = t.bounds[i].required;
+    sv.figure = num(v[i], t.fmtSpec);
+    if (!t.target) {
+      sv.result = "info";
+      continue;
+    }
+    if (!v[i]) {
+      sv.result = "n/a";
+      missing = missing || sv.required;
+      continue;
+    }
+    const bool pass = t.atMost ? *v[i] <= t.bounds[i].limit : *v[i] >= t.bounds[i].limit;
+    sv.result = pass ? "PASS" : "MISS";
+    if (pass) passing.emplace_back(statName(st));
+    missed = missed || (sv.required && !pass);
+  }
+  if (!t.target) {
+    out.overall = "info";
+    return out;
+  }
+  out.overall = missed ? "MISS" : missing ? "n/a" : "PASS";
+  out.passes = passing.empty() ? "none" : fmt::format("{}", fmt::join(passing, ", "));
+  return out;
+}
+
+// "1.31x PASS*": a statistic's cell (* = the target must pass it).
+std::string cell(const StatVerdict& v) {
+  return v.result == "info" ? v.figure : fmt::format("{} {}{}", v.figure, v.result, v.required ? "*" : "");
+}
+std::string overallText(const TargetVerdict& v) {
+  if (v.overall == "info") return "info (not a target under this placement)";
+  if (v.overall == "n/a") return "n/a (missing figures)";
+  return fmt::format("{} (passes: {})", v.overall, v.passes);
+}
+
+// The side-by-side tables of one placement and world size under statistic `st`; then the targets, each
+// under every statistic. Returns the targets' verdicts in order.
+std::vector<std::pair<std::string, TargetVerdict>> printWorld(const Table& t,
+                                                              const std::set<std::string>& backends,
+                                                              const std::set<std::size_t>& sizes, int n,
+                                                              const std::string& placement, Stat st) {
   const bool haveTorch = backends.count("torch-gloo") > 0;
   std::printf("%8s | %8s %8s %8s %8s %8s%s | %8s %8s %8s %8s | %6s\n", "size", "shm", "gloo", "mpi",
               "mpi-raw", "limit", haveTorch ? fmt::format(" {:>8}", "torch").c_str() : "", "shm/gloo",
               "shm/mpi", "shm/raw", "shm/lim", "noise%");
   for (std::size_t s : sizes) {
-    auto shm = t.bw("shm", n, s);
+    auto shm = t.bw("shm", n, s, st);
     std::optional<double> noise;  // none with one round
     for (const char* b : {"shm", "gloo", "mpi", "mpi-raw", "torch-gloo"}) {
-      if (auto sp = t.spread(b, n, s)) noise = std::max(noise.value_or(0), *sp);
+      if (auto sp = t.spread(b, n, s, st)) noise = std::max(noise.value_or(0), *sp);
     }
     std::printf("%8s | %8s %8s %8s %8s %8s%s | %8s %8s %8s %8s | %6s\n", sizeText(s).c_str(),
-                num(shm).c_str(), num(t.bw("gloo", n, s)).c_str(), num(t.bw("mpi", n, s)).c_str(),
-                num(t.bw("mpi-raw", n, s)).c_str(), num(t.bw("membw-limit", n, s)).c_str(),
-                haveTorch ? fmt::format(" {:>8}", num(t.bw("torch-gloo", n, s))).c_str() : "",
-                num(ratio(shm, t.bw("gloo", n, s))).c_str(), num(ratio(shm, t.bw("mpi", n, s))).c_str(),
-                num(ratio(shm, t.bw("mpi-raw", n, s))).c_str(),
-                num(ratio(shm, t.bw("membw-limit", n, s))).c_str(), num(noise, "{:.0f}").c_str());
+                num(shm).c_str(), num(t.bw("gloo", n, s, st)).c_str(), num(t.bw("mpi", n, s, st)).c_str(),
+                num(t.bw("mpi-raw", n, s, st)).c_str(), num(t.bw("membw-limit", n, s, st)).c_str(),
+                haveTorch ? fmt::format(" {:>8}", num(t.bw("torch-gloo", n, s, st))).c_str() : "",
+                num(ratio(shm, t.bw("gloo", n, s, st))).c_str(),
+                num(ratio(shm, t.bw("mpi", n, s, st))).c_str(),
+                num(ratio(shm, t.bw("mpi-raw", n, s, st))).c_str(),
+                num(ratio(shm, t.bw("membw-limit", n, s, st))).c_str(), num(noise, "{:.0f}").c_str());
   }
   const bool haveNb = backends.count("mpi-raw-nb") > 0;
   std::printf("\n%8s | %9s %9s %9s %9s%s%s | %10s %9s%s%s\n", "size", "shm us", "gloo us", "mpi us", "raw us",
@@ -164,24 +257,25 @@ std::vector<std::pair<std::string, Verdict>> printWorld(const Table& t, const st
               haveNb ? fmt::format(" {:>10}", "mpi/raw-nb").c_str() : "",
               haveTorch ? fmt::format(" {:>10}", "gloo/torch").c_str() : "");
   for (std::size_t s : sizes) {
-    auto mpi = t.us("mpi", n, s);
-    auto raw = t.us("mpi-raw", n, s);
-    auto nb = t.us("mpi-raw-nb", n, s);
+    auto mpi = t.us("mpi", n, s, st);
+    auto raw = t.us("mpi-raw", n, s, st);
+    auto nb = t.us("mpi-raw-nb", n, s, st);
     std::optional<double> diff;
     if (mpi && raw) diff = *mpi - *raw;
-    std::printf(
-        "%8s | %9s %9s %9s %9s%s%s | %10s %9s%s%s\n", sizeText(s).c_str(), num(t.us("shm", n, s)).c_str(),
-        num(t.us("gloo", n, s), "{:.1f}").c_str(), num(mpi).c_str(), num(raw).c_str(),
-        haveNb ? fmt::format(" {:>9}", num(nb)).c_str() : "",
-        haveTorch ? fmt::format(" {:>9}", num(t.us("torch-gloo", n, s), "{:.1f}")).c_str() : "",
-        num(diff, "{:+.2f}").c_str(), num(ratio(mpi, raw), "{:.3f}").c_str(),
-        haveNb ? fmt::format(" {:>10}", num(ratio(mpi, nb), "{:.3f}")).c_str() : "",
-        haveTorch ? fmt::format(" {:>10}", num(ratio(t.us("gloo", n, s), t.us("torch-gloo", n, s)), "{:.2f}"))
-                        .c_str()
-                  : "");
+    std::printf("%8s | %9s %9s %9s %9s%s%s | %10s %9s%s%s\n", sizeText(s).c_str(),
+                num(t.us("shm", n, s, st)).c_str(), num(t.us("gloo", n, s, st), "{:.1f}").c_str(),
+                num(mpi).c_str(), num(raw).c_str(), haveNb ? fmt::format(" {:>9}", num(nb)).c_str() : "",
+                haveTorch ? fmt::format(" {:>9}", num(t.us("torch-gloo", n, s, st), "{:.1f}")).c_str() : "",
+                num(diff, "{:+.2f}").c_str(), num(ratio(mpi, raw), "{:.3f}").c_str(),
+                haveNb ? fmt::format(" {:>10}", num(ratio(mpi, nb), "{:.3f}")).c_str() : "",
+                haveTorch
+                    ? fmt::format(" {:>10}",
+                                  num(ratio(t.us("gloo", n, s, st), t.us("torch-gloo", n, s, st)), "{:.2f}"))
+                          .c_str()
+                    : "");
   }
 
-  // Targets (issues 8 and 16), each the worst case over its size range.
+  // Targets (issues 8, 16 and 29), each the worst case over its size range, under each statistic.
   auto worst = [&](std::size_t lo, std::size_t hi, auto value, bool wantMax) {
     std::optional<double> w;
     for (std::size_t s : sizes) {
@@ -192,61 +286,95 @@ std::vector<std::pair<std::string, Verdict>> printWorld(const Table& t, const st
     }
     return w;
   };
+  // A run without a placement matrix counts as unbound (how dsrun and torchrun start ranks).
   const bool shared = placement == kSharedCore;
+  const bool unboundOrBound = placement.empty() || placement == "unbound" || placement == "mpirun-default";
   constexpr std::size_t K = 1024, M = 1024 * 1024;
-  auto peerBest = [&](std::size_t s) {
-    return better(better(t.bw("gloo", n, s), t.bw("mpi", n, s)), t.bw("torch-gloo", n, s));
+  std::vector<std::pair<std::string, TargetVerdict>> out;
+  std::printf(
+      "\n# targets, %d ranks%s (worst size of each range; best peer = max(gloo, mpi%s)), under three "
+      "statistics:\n#   mean = loop time per op (nccl-tests' time); p50, p99 = of the per-iteration times, "
+      "each "
+      "iteration's slowest rank;\n#   * = the target must pass it (the others are judged against the same "
+      "bound, for information)\n",
+      n, placement.empty() ? "" : (", placement " + placement).c_str(), haveTorch ? ", torch" : "");
+  std::printf("#   %-58s | %-16s | %-16s | %-16s | %s\n", "target", "mean", "p50", "p99", "verdict");
+  // value(stat): the target's figure under that statistic.
+  auto line = [&](TargetSpec spec, auto value) {
+    std::array<std::optional<double>, kNumStats> v;
+    for (Stat x : kStats) v[idx(x)] = value(x);
+    TargetVerdict vd = judge(spec, v);
+    std::printf("#   %-58s | %-16s | %-16s | %-16s | %s\n", spec.what.c_str(), cell(vd.byStat[0]).c_str(),
+                cell(vd.byStat[1]).c_str(), cell(vd.byStat[2]).c_str(), overallText(vd).c_str());
+    out.push_back({spec.what, vd});
   };
-  auto shmOverPeers = [&](std::size_t s) { return ratio(t.bw("shm", n, s), peerBest(s)); };
-  auto shmOverRaw = [&](std::size_t s) { return ratio(t.us("shm", n, s), t.us("mpi-raw", n, s)); };
-  std::vector<std::pair<std::string, Verdict>> out;
-  std::printf("\n# targets, %d ranks%s (worst size of each range; best peer = max(gloo, mpi%s)):\n", n,
-              placement.empty() ? "" : (", placement " + placement).c_str(), haveTorch ? ", torch" : "");
-  // `target`: whether it is a target under this placement (else printed as info).
-  auto line = [&](const std::string& what, std::optional<double> v, bool pass, const char* fmtSpec,
-                  bool target) {
-    Verdict vd{num(v, fmtSpec), !target ? "info" : !v ? "n/a" : pass ? "PASS" : "MISS"};
-    std::printf("#   %-62s %10s  %s\n", what.c_str(), vd.figure.c_str(),
-                vd.result == "n/a"    ? "n/a (missing figures)"
-                : vd.result == "info" ? "(not a target under this placement)"
-                                      : vd.result.c_str());
-    out.push_back({what, vd});
+  auto us = [&](const char* b, std::size_t s, Stat x) { return t.us(b, n, s, x); };
+  auto bw = [&](const char* b, std::size_t s, Stat x) { return t.bw(b, n, s, x); };
+  auto shmOverPeers = [&](std::size_t s, Stat x) {
+    return ratio(bw("shm", s, x), better(better(bw("gloo", s, x), bw("mpi", s, x)), bw("torch-gloo", s, x)));
   };
-  std::optional<double> r0;
-  if (auto a = t.us("shm", n, 8), b = t.us("mpi-raw", n, 8); a && b && *b > 0) r0 = *a / *b;
-  line("shm time / raw MPI_Allreduce time at 8 B    (<= 1.5)", r0, r0 && *r0 <= 1.5, "{:.2f}x", !shared);
-  auto r1 = worst(64 * K, 1 * M, shmOverPeers, false);
-  line("shm / best peer busbw, 64K-1M               (>= 1.2)", r1, r1 && *r1 >= 1.2, "{:.2f}x", !shared);
-  auto r2 = worst(32 * M, 256 * M, shmOverPeers, false);
-  line("shm / best peer busbw, 32M-256M             (>= 2.0)", r2, r2 && *r2 >= 2.0, "{:.2f}x", !shared);
-  auto r3 = worst(
-      32 * M, 256 * M, [&](std::size_t s) { return ratio(t.bw("shm", n, s), t.bw("membw-limit", n, s)); },
-      false);
-  line("shm busbw / zero-copy limit, >= 32M         (>= 0.75)", r3, r3 && *r3 >= 0.75, "{:.2f}", !shared);
-  auto r4 = worst(8, SIZE_MAX, shmOverRaw, true);
-  line("shm time / raw MPI time, every size         (<= 2.0)", r4, r4 && *r4 <= 2.0, "{:.2f}x", shared);
-  auto r5 = worst(
-      1 * M, SIZE_MAX,
-      [&](std::size_t s) -> std::optional<double> {
-        auto r = ratio(t.us("mpi", n, s), t.us("mpi-raw", n, s));
-        return r ? std::optional<double>(100.0 * (*r - 1)) : std::nullopt;
-      },
-      true);
-  line("engine mpi overhead over raw MPI, >= 1M     (<= 5%)", r5, r5 && *r5 <= 5.0, "{:+.1f}%", !shared);
-  std::optional<double> r6;
-  if (auto a = t.us("mpi", n, 8), b = t.us("mpi-raw", n, 8); a && b) r6 = *a - *b;
-  line("engine mpi overhead over raw MPI at 8 B     (<= 1 us)", r6, r6 && *r6 <= 1.0, "{:+.2f}us", !shared);
+  // Issue 29: at 8 B shm's mean within 1.5x of raw MPI's and its p99 within 2x, under unbound and
+  // mpirun-default; beside the hog it is reported, not a target.
+  line({"shm / raw MPI_Allreduce time at 8 B (<= 1.5; p99 <= 2.0)", true, bounds(1.5, 2.0), "{:.2f}x",
+        unboundOrBound},
+       [&](Stat x) { return ratio(us("shm", 8, x), us("mpi-raw", 8, x)); });
+  line({"shm / best peer busbw, 64K-1M (>= 1.2)", false, bounds(1.2), "{:.2f}x", !shared}, [&](Stat x) {
+    return worst(
+        64 * K, 1 * M, [&](std::size_t s) { return shmOverPeers(s, x); }, false);
+  });
+  line({"shm / best peer busbw, 32M-256M (>= 2.0)", false, bounds(2.0), "{:.2f}x", !shared}, [&](Stat x) {
+    return worst(
+        32 * M, 256 * M, [&](std::size_t s) { return shmOverPeers(s, x); }, false);
+  });
+  line({"shm busbw / zero-copy limit, >= 32M (>= 0.75)", false, bounds(0.75), "{:.2f}", !shared},
+       [&](Stat x) {
+         return worst(
+             32 * M, 256 * M, [&](std::size_t s) { return ratio(bw("shm", s, x), bw("membw-limit", s, x)); },
+             false);
+       });
+  line({"shm / raw MPI time, every size (<= 2.0)", true, bounds(2.0), "{:.2f}x", shared}, [&](Stat x) {
+    return worst(
+        8, SIZE_MAX, [&](std::size_t s) { return ratio(us("shm", s, x), us("mpi-raw", s, x)); }, true);
+  });
+  line({"engine mpi overhead over raw MPI, >= 1M (<= 5%)", true, bounds(5.0), "{:+.1f}%", !shared},
+       [&](Stat x) {
+         return worst(
+             1 * M, SIZE_MAX,
+             [&](std::size_t s) -> std::optional<double> {
+               auto r = ratio(us("mpi", s, x), us("mpi-raw", s, x));
+               return r ? std::optional<double>(100.0 * (*r - 1)) : std::nullopt;
+             },
+             true);
+       });
+  line({"engine mpi overhead over raw MPI at 8 B (<= 1 us)", true, bounds(1.0), "{:+.2f}us", !shared},
+       [&](Stat x) -> std::optional<double> {
+         auto a = us("mpi", 8, x), b = us("mpi-raw", 8, x);
+         return a && b ? std::optional<double>(*a - *b) : std::nullopt;
+       });
   if (haveTorch) {
-    auto r7 = worst(
-        8, 64 * M, [&](std::size_t s) { return ratio(t.us("gloo", n, s), t.us("torch-gloo", n, s)); }, true);
-    line("gloo time / torch gloo time, 8B-64M         (<= 1.28)", r7, r7 && *r7 <= 1.28, "{:.2f}x", true);
+    // Issue 29: our gloo no slower than torch's on the same libgloo, at every size, unbound and bound.
+    line({"gloo / torch gloo time, every size (<= 1.0)", true, bounds(1.0), "{:.2f}x", unboundOrBound},
+         [&](Stat x) {
+           return worst(
+               8, SIZE_MAX, [&](std::size_t s) { return ratio(us("gloo", s, x), us("torch-gloo", s, x)); },
+               true);
+         });
   }
   return out;
 }
 
+// The verdicts alone (--summary, and the matrix's last line per target): "P P M -> MISS".
+std::string shortVerdict(const TargetVerdict& v) {
+  if (v.overall == "info") return "info";
+  std::string s;
+  for (const auto& x : v.byStat) s += x.result == "PASS" ? "P" : x.result == "MISS" ? "M" : "-";
+  return fmt::format("{} {}", s, v.overall);
+}
+
 int run(int argc, char** argv) {
-  std::string out;
+  std::string out, summaryPath;
   bool inPlace = true;
+  Stat primary = Stat::kMean;
   std::vector<std::pair<std::string, std::string>> files;  // placement, path
   std::vector<std::string> extraNotes;
   std::string currentPlacement;
@@ -254,7 +382,11 @@ int run(int argc, char** argv) {
     std::string a = argv[i];
     auto need = [&]() -> std::string {
       if (i + 1 >= argc) throw ds::ConfigError(fmt::format("{} needs a value; see --help.", a));
-      return argv[++i];
+      std::string v = argv[++i];
+      if (v.rfind("--", 0) == 0 && v.size() > 2)
+        throw ds::ConfigError(
+            fmt::format("{} needs a value, but the next argument is the flag {}; see --help.", a, v));
+      return v;
     };
     if (a == "-h" || a == "--help") {
       std::fputs(kUsage, stdout);
@@ -269,10 +401,16 @@ int run(int argc, char** argv) {
       inPlace = v == "in";
     } else if (a == "--stat") {
       std::string v = need();
-      if (v != "mean" && v != "p50") {
-        throw ds::ConfigError(fmt::format("--stat '{}' is not valid; give mean (the loop time per op) or p50.", v));
+      if (v != "mean" && v != "p50" && v != "p99") {
+        throw ds::ConfigError(
+            fmt::format("--stat '{}' is not valid; give mean (the loop time per op, nccl-tests' time), p50 "
+                        "or p99 (of the "
+                        "per-iteration times, each iteration's slowest rank).",
+                        v));
       }
-      gUseP50 = v == "p50";
+      primary = v == "mean" ? Stat::kMean : v == "p50" ? Stat::kP50 : Stat::kP99;
+    } else if (a == "--summary") {
+      summaryPath = need();
     } else if (a == "--placement") {
       currentPlacement = need();
       if (currentPlacement.empty() || currentPlacement.find_first_of(" /\t") != std::string::npos) {
@@ -340,24 +478,30 @@ int run(int argc, char** argv) {
   int rounds = 0;
   for (auto& [placement, groups] : groupsOf) {
     for (auto& [key, g] : groups) {
-      auto& v = g.rounds;
-      std::sort(v.begin(), v.end(), [&](const auto& a, const auto& b) {
-        return timeOf(place(a, inPlace)) < timeOf(place(b, inPlace));
-      });
-      g.chosen = v[(v.size() - 1) / 2];  // lower median: with 2 rounds, the faster
-      double lo = timeOf(place(v.front(), inPlace));
-      double hi = timeOf(place(v.back(), inPlace));
-      double mid = timeOf(place(g.chosen, inPlace));
-      g.spreadPct = mid > 0 ? 100.0 * (hi - lo) / mid : 0;
+      for (Stat st : kStats) {
+        auto v = g.rounds;
+        std::stable_sort(v.begin(), v.end(), [&](const auto& a, const auto& b) {
+          return timeOf(place(a, inPlace), st) < timeOf(place(b, inPlace), st);
+        });
+        const auto i = idx(st);
+        g.chosen[i] = v[(v.size() - 1) / 2];  // lower median: with 2 rounds, the faster
+        double lo = timeOf(place(v.front(), inPlace), st);
+        double hi = timeOf(place(v.back(), inPlace), st);
+        double mid = timeOf(place(g.chosen[i], inPlace), st);
+        g.spreadPct[i] = mid > 0 ? 100.0 * (hi - lo) / mid : 0;
+      }
       rounds = std::max(rounds, static_cast<int>(g.rounds.size()));
     }
   }
   const char* placeName = inPlace ? "in-place" : "out-of-place";
 
-  std::printf("# Peers side by side: allreduce f32 sum, %s, the median of %d round(s) per size; time = %s\n",
-              placeName, rounds,
-              gUseP50 ? "median per-iteration time (p50 of the slowest rank per iteration)"
-                      : "loop time per op (nccl-tests' time, the mean)");
+  const char* statText[] = {"loop time per op (nccl-tests' time, the mean)",
+                            "median per-iteration time (p50 of the slowest rank per iteration)",
+                            "p99 of the per-iteration times (of the slowest rank per iteration)"};
+  std::printf(
+      "# Peers side by side: allreduce f32 sum, %s, the median of %d round(s) per size; tables by %s (--stat "
+      "%s); the targets under mean, p50 and p99\n",
+      placeName, rounds, statText[idx(primary)], statName(primary));
   std::printf("# busbw in GB/s (GB = 1e9 B), time in us per op; ratios are busbw ratios (= inverse time ratios)\n");
   std::printf(
       "# mpi = the engine's mpi backend (dsbench coll); mpi-raw = MPI_Allreduce with no engine "
@@ -391,7 +535,7 @@ int run(int argc, char** argv) {
       std::string column = (placement.empty() ? std::string("all") : placement) +
                            (pworlds.size() > 1 ? fmt::format("/{}", n) : "");
       columns.push_back(column);
-      for (auto& [what, v] : printWorld(t, pb, sizes, n, placement)) {
+      for (auto& [what, v] : printWorld(t, pb, sizes, n, placement, primary)) {
         auto it =
             std::find_if(matrix.begin(), matrix.end(), [&](const TargetRow& r) { return r.what == what; });
         if (it == matrix.end()) it = matrix.insert(matrix.end(), TargetRow{what, {}});
@@ -400,30 +544,67 @@ int run(int argc, char** argv) {
     }
   }
   if (placements.size() > 1) {
-    std::printf("\n\n######## placement matrix: every target under every placement (figure, verdict)\n");
-    std::printf("# %-50s", "target");
-    for (const auto& c : columns) std::printf(" | %-22s", c.c_str());
+    std::printf(
+        "\n\n######## placement matrix: every target under every placement and statistic (figure, verdict; * "
+        "= "
+        "the target must pass it), then the target's verdict and the statistics that pass\n");
+    std::printf("# %-58s %-5s", "target", "stat");
+    for (const auto& c : columns) std::printf(" | %-24s", c.c_str());
     std::printf("\n");
     for (const auto& row : matrix) {
-      std::string what = row.what.substr(0, row.what.find("  "));
-      std::string bound =
-          row.what.substr(row.what.rfind('(') == std::string::npos ? row.what.size() : row.what.rfind('('));
-      std::printf("  %-50s", (what + " " + bound).substr(0, 50).c_str());
-      for (const auto& c : columns) {
-        auto it = row.byPlacement.find(c);
-        std::string cell = it == row.byPlacement.end() ? "-" : it->second.figure + " " + it->second.result;
-        std::printf(" | %-22s", cell.c_str());
+      for (std::size_t k = 0; k <= kNumStats; ++k) {
+        std::printf("  %-58s %-5s", k == 0 ? row.what.substr(0, 58).c_str() : "",
+                    k < kNumStats ? statName(kStats[k]) : "=>");
+        for (const auto& c : columns) {
+          auto it = row.byPlacement.find(c);
+          std::string text = it == row.byPlacement.end()    ? "-"
+                             : k < kNumStats                ? cell(it->second.byStat[k])
+                             : it->second.overall == "info" ? std::string("info")
+                             : it->second.overall == "n/a"
+                                 ? std::string("n/a (missing figures)")
+                                 : fmt::format("{} ({})", it->second.overall, it->second.passes);
+          std::printf(" | %-24s", text.c_str());
+        }
+        std::printf("\n");
       }
-      std::printf("\n");
     }
     std::printf(
         "# info = not a target under that placement (the shared core has one target: shm within 2x of raw "
-        "MPI)\n");
+        "MPI; beside the hog, shm at 8 B is reported, not a target; gloo against torch is a target unbound "
+        "and under mpirun-default)\n");
+  }
+  if (!summaryPath.empty()) {
+    // The verdicts alone: one line per target, one cell per placement.
+    std::string text =
+        "# ds_peers_report summary: each target under each placement. A cell: the verdicts under mean, p50 "
+        "and "
+        "p99\n# (P pass, M miss, - no figure; mean = the loop time per op, p50 and p99 of the per-iteration "
+        "times of\n# each iteration's slowest rank), then the target's verdict from the statistics marked "
+        "* ; info = not a target there.\n";
+    text += fmt::format("{:<72}", "target [statistics it must pass]");
+    for (const auto& c : columns) text += fmt::format(" | {:<14}", c);
+    text += "\n";
+    for (const auto& row : matrix) {
+      std::vector<std::string> req;
+      for (const auto& [c, v] : row.byPlacement) {
+        for (Stat st : kStats)
+          if (v.byStat[idx(st)].required) req.emplace_back(std::string(statName(st)) + "*");
+        break;
+      }
+      text += fmt::format("{:<72}", fmt::format("{} [{}]", row.what, fmt::join(req, ", ")));
+      for (const auto& c : columns) {
+        auto it = row.byPlacement.find(c);
+        text += fmt::format(" | {:<14}",
+                            it == row.byPlacement.end() ? std::string("-") : shortVerdict(it->second));
+      }
+      text += "\n";
+    }
+    ds::report::writeTextAtomic(summaryPath, text);
   }
 
   if (!out.empty()) {
     for (auto& [placement, groups] : groupsOf) {
-      for (auto& [key, g] : groups) combined.results.push_back(g.chosen);
+      for (auto& [key, g] : groups) combined.results.push_back(g.chosen[idx(primary)]);
     }
     std::stable_sort(combined.results.begin(), combined.results.end(), [&](const auto& a, const auto& b) {
       auto pa = std::find(placements.begin(), placements.end(), a.placement) - placements.begin();
@@ -438,7 +619,11 @@ int run(int argc, char** argv) {
         "scripts/bench-peers.sh: {} round(s), peers interleaved; each row is the median round of its "
         "backend, "
         "world size and size by {} {} time; rows of world sizes {} are in this one file (see world_size){}",
-        rounds, placeName, gUseP50 ? "per-iteration median" : "loop", fmt::join(worlds, ", "),
+        rounds, placeName,
+        primary == Stat::kMean  ? "loop"
+        : primary == Stat::kP50 ? "per-iteration median"
+                                : "per-iteration p99",
+        fmt::join(worlds, ", "),
         placements.size() > 1 || !placements.front().empty()
             ? fmt::format(", under placements {} (see each row's placement)", fmt::join(placements, ", "))
             : ""));

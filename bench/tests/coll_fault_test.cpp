@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -64,6 +65,11 @@ TEST(CollBadFlags, ClearErrorsBeforeAnythingStarts) {
       {{"-d", "float128"}, "--datatype: unknown datatype 'float128'"},
       {{"-b", "12Q"}, "--minbytes '12Q': unknown suffix 'Q'"},
       {{"--coll", "gather"}, "--coll: unknown collective 'gather'"},
+      {{"-I", "3"}, "--per_iter_timing '3' is not valid: give 0 (no per-iteration columns, the default), 1"},
+      {{"-I", "on"}, "--per_iter_timing 'on' is not valid: give 0"},
+      {{"-K", "20"}, "-K/--per_iter_skip 20 is not valid with -n/--iters 20"},
+      {{"-n", "5", "--per_iter_skip", "7"}, "Give -K from 0 to 4, or raise -n."},
+      {{"-K", "-1"}, "--per_iter_skip: '-1' is out of range"},
   };
   for (const auto& c : cases) {
     std::vector<std::string> argv{binDir() + "/dsbench", "coll"};
@@ -73,6 +79,23 @@ TEST(CollBadFlags, ClearErrorsBeforeAnythingStarts) {
     EXPECT_NE(r.err.find(c.says), std::string::npos) << r.err;
     EXPECT_EQ(r.err.find("internal error"), std::string::npos) << r.err;
     EXPECT_LT(r.seconds, 5.0) << "a usage error must not wait for a rendezvous";
+  }
+  // The environment twins are checked alike, naming the variable.
+  const std::pair<std::map<std::string, std::string>, std::string> envCases[] = {
+      {{{"DSBENCH_PER_ITER_TIMING", "abc"}},
+       "DSBENCH_PER_ITER_TIMING (twin of --per_iter_timing) 'abc' is not valid"},
+      {{{"DSBENCH_PER_ITER_TIMING", "3"}},
+       "DSBENCH_PER_ITER_TIMING (twin of --per_iter_timing) '3' is not valid"},
+      {{{"DSBENCH_PER_ITER_SKIP", "many"}},
+       "DSBENCH_PER_ITER_SKIP (twin of --per_iter_skip): 'many' is not a whole"},
+  };
+  for (const auto& [env, says] : envCases) {
+    auto opts = cleanEnv(10s);
+    for (const auto& [k, v] : env) opts.setEnv[k] = v;
+    auto r = run({binDir() + "/dsbench", "coll"}, opts);
+    EXPECT_EQ(r.exitCode, 5) << says << "\n" << r.err;
+    EXPECT_NE(r.err.find(says), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find("internal error"), std::string::npos) << r.err;
   }
 }
 

@@ -116,8 +116,19 @@ TEST(CollUnderDsrun, EveryCollectiveTwoRanks) {
   // Raw JSON keys of REFERENCE.md §5.
   auto first = j["results"][0]["out_of_place"];
   for (const char* k : {"time", "alg_bw", "bus_bw", "nwrong"}) EXPECT_TRUE(first.contains(k)) << k;
-  for (const char* k : {"min_us", "max_us", "avg_us", "p50_us", "p95_us", "p99_us", "stdev_us", "cv_pct"}) {
+  for (const char* k : {"min_us", "max_us", "avg_us", "p50_us", "p90_us", "p95_us", "p99_us", "p999_us",
+                        "stdev_us", "cv_pct"}) {
     EXPECT_TRUE(first["iter"].contains(k)) << k;
+  }
+  // Without -I: no per-iteration times in the file (it stays small), and the args say so.
+  EXPECT_FALSE(first.contains("times_us"));
+  EXPECT_EQ(j["args"]["per_iter_timing"], 0);
+  EXPECT_EQ(j["args"]["per_iter_skip"], 0);
+  for (const auto& m : run.results) {
+    EXPECT_LE(m.outOfPlace.iter.p50Us, *m.outOfPlace.iter.p90Us);
+    EXPECT_LE(*m.outOfPlace.iter.p90Us, m.outOfPlace.iter.p99Us);
+    EXPECT_LE(m.outOfPlace.iter.p99Us, *m.outOfPlace.iter.p999Us);
+    EXPECT_LE(*m.outOfPlace.iter.p999Us, m.outOfPlace.iter.maxUs);
   }
   // The journal next to the JSON: start + 28 rows + end.
   std::string journal = dir.file("out.journal.jsonl");
@@ -173,6 +184,88 @@ TEST(CollUnderDsrun, RepeatKeepsEveryPassInTheJsonAndTheJournal) {
   auto journal = ds::report::readSweepJournal(dir.file("out.journal.jsonl"));
   ASSERT_EQ(journal.results.size(), 4u);
   EXPECT_EQ(journal.results[0].outOfPlace.repeats.size(), 3u);
+}
+
+// -I 1: nccl-tests' per-iteration columns and preamble line; -I 2: the tail columns; both keep every
+// iteration's time (the slowest rank's) in the JSON, and -K leaves the first ones out of the
+// statistics but not out of the loop time or times_us.
+TEST(CollUnderDsrun, PerIterationTimingColumnsAndTimes) {
+  TempDir dir;
+  auto sweep = [&](const std::vector<std::string>& extra, const std::string& json) {
+    std::vector<std::string> argv{binDir() + "/dsrun",
+                                  "--nproc-per-node",
+                                  "2",
+                                  "--standalone",
+                                  binDir() + "/dsbench",
+                                  "coll",
+                                  "--backend",
+                                  "shm",
+                                  "-b",
+                                  "8",
+                                  "-e",
+                                  "4K",
+                                  "-f",
+                                  "8",
+                                  "-n",
+                                  "12",
+                                  "-J",
+                                  dir.file(json)};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    return run(argv, cleanEnv());
+  };
+  auto r1 = sweep({"-I", "1", "-K", "2"}, "i1.json");
+  ASSERT_EQ(r1.exitCode, 0) << r1.out << r1.err;
+  EXPECT_NE(r1.out.find("# Per-Iteration Report: execution time of each op (the backend's own timing of the "
+                        "work); i_* uses max over ranks; summary skips first 2 iterations \n"),
+            std::string::npos)
+      << r1.out;
+  EXPECT_NE(r1.out.find("busbw #wrong    i_min    i_max    i_p99    i_cv%     time"), std::string::npos)
+      << r1.out;
+  auto rows = tableRows(r1.out);
+  ASSERT_EQ(rows.size(), 4u) << r1.out;
+  for (const auto& w : rows) ASSERT_EQ(w.size(), 22u) << r1.out;  // 5 + 2 x (4 + 4) + straggler
+  auto j = ds::report::readJson(dir.file("i1.json"));
+  EXPECT_EQ(j["args"]["per_iter_timing"], 1);
+  EXPECT_EQ(j["args"]["per_iter_skip"], 2);
+  auto s1 = ds::report::sweepFromJson(j, "i1.json");
+  for (const auto& m : s1.results) {
+    for (const auto* p : {&m.outOfPlace, &m.inPlace}) {
+      ASSERT_EQ(p->timesUs.size(), 12u) << "every timed iteration, the skipped ones too";
+      EXPECT_EQ(p->iters, 12);
+      EXPECT_EQ(p->iter.n, 10) << "12 iterations, 2 skipped";
+      std::vector<double> kept(p->timesUs.begin() + 2, p->timesUs.end());
+      auto want = ds::report::computeIterStats(kept);
+      EXPECT_DOUBLE_EQ(p->iter.p99Us, want.p99Us);
+      EXPECT_DOUBLE_EQ(p->iter.maxUs, want.maxUs);
+      for (const auto& rk : p->ranks) EXPECT_EQ(rk.iter.n, 10);
+    }
+  }
+  // The table's i_max of the first row is the JSON's, in nccl-tests' 7-wide form.
+  EXPECT_EQ(rows[0][10], words(fmt::format("{:7.2f}", s1.results[0].outOfPlace.iter.maxUs))[0]);
+
+  auto r2 = sweep({"--per_iter_timing", "2"}, "i2.json");
+  ASSERT_EQ(r2.exitCode, 0) << r2.out << r2.err;
+  EXPECT_NE(r2.out.find("#wrong    i_p50    i_p90    i_p99  i_p99.9    i_max     time"), std::string::npos)
+      << r2.out;
+  for (const auto& w : tableRows(r2.out)) ASSERT_EQ(w.size(), 24u) << r2.out;
+  auto s2 = ds::report::sweepFromJson(ds::report::readJson(dir.file("i2.json")), "i2.json");
+  EXPECT_EQ(s2.results[0].outOfPlace.timesUs.size(), 12u);
+  EXPECT_EQ(s2.results[0].outOfPlace.iter.n, 12);
+
+  // The environment twin, and -K alone: no i_* columns, the skip said in a comment.
+  auto env = cleanEnv();
+  env.setEnv["DSBENCH_PER_ITER_SKIP"] = "3";
+  auto r3 = run({binDir() + "/dsrun", "--nproc-per-node", "2", "--standalone", binDir() + "/dsbench", "coll",
+                 "--backend", "shm", "-b", "8", "-e", "8", "-n", "6", "-J", dir.file("k.json")},
+                env);
+  ASSERT_EQ(r3.exitCode, 0) << r3.out << r3.err;
+  EXPECT_EQ(r3.out.find("i_min"), std::string::npos);
+  EXPECT_NE(r3.out.find("leave out the first 3 timed iteration(s) of each size (-K)"), std::string::npos)
+      << r3.out;
+  auto s3 = ds::report::sweepFromJson(ds::report::readJson(dir.file("k.json")), "k.json");
+  EXPECT_EQ(s3.args.perIterSkip, 3);
+  EXPECT_EQ(s3.results[0].outOfPlace.iter.n, 3);
+  EXPECT_TRUE(s3.results[0].outOfPlace.timesUs.empty());
 }
 
 TEST(CollUnderMpirun, TwoBackendsOneRunWithRounding) {

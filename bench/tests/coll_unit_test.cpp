@@ -193,6 +193,38 @@ TEST(CollFlags, BadValuesAreClearErrors) {
   f = {};
   f.repeat = 0;
   EXPECT_NE(configError(f).find("--repeat 0 is not valid"), std::string::npos) << configError(f);
+  // -I: 0, 1 or 2, each said; -K below -n.
+  f = {};
+  f.perIterTiming = 3;
+  EXPECT_NE(
+      configError(f).find("-I/--per_iter_timing 3 is not valid: give 0 (no per-iteration columns, the "
+                          "default), 1 (nccl-tests' columns i_min i_max i_p99 i_cv% after each #wrong) or "
+                          "2 (the tail columns i_p50 i_p90 i_p99 i_p99.9 i_max)."),
+      std::string::npos)
+      << configError(f);
+  f = {};
+  f.perIterSkip = 20;
+  EXPECT_NE(
+      configError(f).find("-K/--per_iter_skip 20 is not valid with -n/--iters 20: the per-iteration "
+                          "statistics need at least one iteration that is not skipped. Give -K from 0 to "
+                          "19, or raise -n."),
+      std::string::npos)
+      << configError(f);
+  f.iters = 21;
+  EXPECT_EQ(configError(f), "");
+  EXPECT_EQ(resolveOptions(f).perIterSkip, 20);
+  f = {};
+  f.perIterTiming = 2;
+  EXPECT_EQ(resolveOptions(f).perIterTiming, 2);
+  EXPECT_EQ(parsePerIterTiming("+1"), 1);
+  for (const char* bad : {"3", "-1", "01", "1.0", "x", "", "0x1", " 1"}) {
+    try {
+      parsePerIterTiming(bad);
+      ADD_FAILURE() << "'" << bad << "' was taken";
+    } catch (const ds::ConfigError& e) {
+      EXPECT_NE(std::string(e.what()).find("is not valid: give 0"), std::string::npos) << e.what();
+    }
+  }
 }
 
 TEST(CollFlags, AllExpandsAndDuplicatesRunOnce) {

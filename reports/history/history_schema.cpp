@@ -230,6 +230,13 @@ CREATE TABLE host_checks (
 CREATE INDEX host_checks_by_host ON host_checks (host, time, check_id);  -- a host's newest n: one seek
 )sql",
        rederiveSamples},
+      // 2 -> 3: the sweep's tails (schema 1.2, issue 29). Rows already stored keep NULL: unknown, as
+      // for files of schema 1.1 and older ingested later.
+      {R"sql(
+ALTER TABLE sweep_rows ADD COLUMN p90_us REAL;
+ALTER TABLE sweep_rows ADD COLUMN p999_us REAL;
+)sql",
+       nullptr},
   };
   return m;
 }

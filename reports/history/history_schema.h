@@ -15,7 +15,9 @@ namespace ds::report::history {
 // (history_schema.cpp); older databases are migrated forward in one transaction on open.
 // 1: runs, sweep_rows, train_rows. 2: fleet-mode diag runs, samples, patterns, skus, checks,
 // host_checks; the samples of sweep runs stored under layout 1 are derived from their rows on migration.
-inline constexpr int kHistorySchemaVersion = 2;
+// 3: sweep_rows.p90_us and p999_us (sweep schema 1.2's tails); NULL where unknown (rows stored before,
+// files of schema 1.1 and older).
+inline constexpr int kHistorySchemaVersion = 3;
 // "DSPH" as a 32-bit big-endian integer.
 inline constexpr int kHistoryApplicationId = 0x44535048;
 

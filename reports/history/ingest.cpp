@@ -266,6 +266,8 @@ class Writer {
                              {"p50_us", p->iter.p50Us},
                              {"p95_us", p->iter.p95Us},
                              {"p99_us", p->iter.p99Us},
+                             {"p90_us", RowInserter::orNull(p->iter.p90Us)},
+                             {"p999_us", RowInserter::orNull(p->iter.p999Us)},
                              {"stdev_us", p->iter.stdevUs},
                              {"cv_pct", p->iter.cvPct},
                              {"slowest_rank", p->slowestRank},

@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 
 #include <cctype>
+#include <type_traits>
 
 #include "engine/common/error.h"
 
@@ -183,7 +184,14 @@ void RowInserter::insert(std::initializer_list<Column> row) {
     DS_CHECK(columns_[i] == c.name, "a row for {} names column {} as '{}', the first named it '{}'", table_,
              i + 1, c.name, columns_[i]);
     ++i;
-    std::visit([&](const auto& v) { stmt_->bind(i, v); }, c.value);
+    std::visit(
+        [&](const auto& v) {
+          if constexpr (std::is_same_v<std::decay_t<decltype(v)>, std::monostate>)
+            stmt_->bindNull(i);
+          else
+            stmt_->bind(i, v);
+        },
+        c.value);
   }
   stmt_->run();
 }

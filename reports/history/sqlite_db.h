@@ -79,7 +79,8 @@ class Statement {
 // row must name the same columns in the same order (an internal error otherwise).
 class RowInserter {
  public:
-  using Value = std::variant<std::int64_t, double, std::string>;
+  // std::monostate: SQL NULL (an unknown figure).
+  using Value = std::variant<std::int64_t, double, std::string, std::monostate>;
   struct Column {
     const char* name;
     Value value;
@@ -88,6 +89,8 @@ class RowInserter {
   RowInserter(Database& db, std::string verb, std::string table);
   ~RowInserter();
   void insert(std::initializer_list<Column> row);
+  // A value, or NULL when unknown.
+  static Value orNull(const std::optional<double>& v) { return v ? Value(*v) : Value(std::monostate{}); }
 
  private:
   Database& db_;

@@ -343,6 +343,74 @@ const PlaceResult& placeOf(const SweepMeasurement& m, int place) {
 }
 const char* placeName(int place) { return place == 0 ? "out-of-place" : "in-place"; }
 
+// The tails chart of a sweep section: time per op by size for the mean, p50, p99 and p99.9 of the
+// per-iteration times (each iteration's slowest rank), log y: where the mean hides the stalls a step at
+// scale waits for. One colour per statistic (per run and variant too when there are several), in-place
+// dashed. Tails a file does not have (p99.9 before schema 1.2) are left out, and said so.
+void tailsChart(PageBuilder& page, const std::vector<RunFile>& runs, const std::vector<std::string>& names,
+                const std::vector<std::vector<const SweepMeasurement*>>& rowsOf,
+                const std::set<Variant>& variants, const std::string& collective,
+                const std::string& backend) {
+  struct Stat {
+    const char* label;
+    std::optional<double> (*value)(const IterStats&);
+  };
+  static const Stat kStats[] = {
+      {"mean", [](const IterStats& s) -> std::optional<double> { return s.avgUs; }},
+      {"p50", [](const IterStats& s) -> std::optional<double> { return s.p50Us; }},
+      {"p99", [](const IterStats& s) -> std::optional<double> { return s.p99Us; }},
+      {"p99.9", [](const IterStats& s) { return s.p999Us; }},
+  };
+  const bool several = runs.size() > 1, manyVariants = variants.size() > 1;
+  json series = json::array();
+  bool p999Missing = false;
+  int group = 0;
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    for (const auto& v : variants) {
+      bool any = false;
+      for (int place = 0; place < 2; ++place) {
+        for (std::size_t k = 0; k < std::size(kStats); ++k) {
+          json pts = json::array();
+          for (const auto* m : rowsOf[i]) {
+            if (m->dtype != v.dtype || m->op != v.op) continue;
+            const PlaceResult& p = placeOf(*m, place);
+            if (!p.measured || p.iter.n <= 0) continue;
+            if (auto y = kStats[k].value(p.iter)) {
+              pts.push_back({m->bytes, *y});
+            } else if (k == 3) {
+              p999Missing = true;
+            }
+          }
+          if (pts.empty()) continue;
+          any = true;
+          std::string label = fmt::format("{} {}", kStats[k].label, placeName(place));
+          if (manyVariants) label = fmt::format("{} {} {}", v.dtype, v.op, label);
+          if (several) label = fmt::format("{}: {}", names[i], label);
+          series.push_back({{"label", label},
+                            {"points", pts},
+                            {"dashed", place == 1},
+                            {"color", static_cast<int>(group * std::size(kStats) + k)}});
+        }
+      }
+      if (any) ++group;
+    }
+  }
+  if (series.empty()) return;
+  page.chart(
+      {{"kind", "size"},
+       {"title", fmt::format("{} on {}: mean and tails of the per-iteration time", collective, backend)},
+       {"xTitle", "size"},
+       {"yTitle", "time per op (µs), each iteration's slowest rank"},
+       {"yLog", true},
+       {"series", series}});
+  if (p999Missing) {
+    page.paragraph(
+        "p90 and p99.9: not in some of this data (files written before dsperf's sweep schema 1.2 keep "
+        "p50, p95 and p99 only); their cells show —.",
+        "muted nodata");
+  }
+}
+
 void sweepSection(PageBuilder& page, const std::vector<RunFile>& runs, const std::vector<std::string>& names,
                   const std::string& collective, const std::string& backend) {
   bool several = runs.size() > 1;
@@ -523,11 +591,15 @@ void sweepSection(PageBuilder& page, const std::vector<RunFile>& runs, const std
         "Per-iteration percentiles: not in this data. These results carry only the mean time per size "
         "(nccl-tests text output keeps no per-iteration times; its -J format 3 does).",
         "muted nodata");
+  } else {
+    page.heading("Per-iteration times: mean and tails");
+    tailsChart(page, runs, names, rowsOf, variants, collective, backend);
   }
   std::vector<std::string> sh;
   if (several) sh.push_back("run");
-  for (const char* h : {"size", "type", "op", "place", "slowest rank", "spread (%)", "iter p50 (µs)",
-                        "iter p95 (µs)", "iter p99 (µs)", "iter max (µs)", "iter cv (%)"}) {
+  for (const char* h :
+       {"size", "type", "op", "place", "slowest rank", "spread (%)", "iter mean (µs)", "iter p50 (µs)",
+        "iter p90 (µs)", "iter p99 (µs)", "iter p99.9 (µs)", "iter max (µs)", "iter cv (%)"}) {
     sh.push_back(h);
   }
   std::vector<Row> srows;
@@ -543,14 +615,16 @@ void sweepSection(PageBuilder& page, const std::vector<RunFile>& runs, const std
         row.emplace_back(m->op);
         row.emplace_back(placeName(place));
         const bool ranks = !p.ranks.empty(), iter = p.iter.n > 0;
-        auto orDash = [](bool known, double v, int decimals) {
-          return Cell(known ? formatFixed(v, decimals) : std::string("—"), "num");
+        auto orDash = [](bool known, std::optional<double> v, int decimals) {
+          return Cell(known && v ? formatFixed(*v, decimals) : std::string("—"), "num");
         };
         row.emplace_back(ranks ? std::to_string(p.slowestRank) : std::string("—"), "num");
         row.push_back(orDash(ranks, p.spreadPct, 1));
+        row.push_back(orDash(iter, p.iter.avgUs, 2));
         row.push_back(orDash(iter, p.iter.p50Us, 2));
-        row.push_back(orDash(iter, p.iter.p95Us, 2));
+        row.push_back(orDash(iter, p.iter.p90Us, 2));  // unknown (—) in files of schema 1.1 and older
         row.push_back(orDash(iter, p.iter.p99Us, 2));
+        row.push_back(orDash(iter, p.iter.p999Us, 2));
         row.push_back(orDash(iter, p.iter.maxUs, 2));
         row.push_back(orDash(iter, p.iter.cvPct, 1));
         srows.push_back(std::move(row));

@@ -1,7 +1,9 @@
 #include "reports/import/nccl_tests_import.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <cmath>
@@ -162,14 +164,21 @@ struct Layout {
   int groups = 0;   // 1 or 2 groups of (time, algbw, busbw, wrong)
   bool timestamp = false;
   bool errorColumn = false;  // older "error" column (a max error, not a count)
+  // Per-iteration columns after each group's #wrong (nccl-tests -I 1: i_min i_max i_p99 i_cv%; dsbench
+  // coll -I 2: i_p50 i_p90 i_p99 i_p99.9 i_max): read past, not imported (a few figures of each row
+  // cannot make whole per-iteration statistics; the -J JSON has them).
+  std::vector<std::string> iterCols;
+  int groupCols() const { return 4 + static_cast<int>(iterCols.size()); }
   std::string describe() const {
     std::string s;
     for (auto [idx, name] : {std::pair{size, "size"}, std::pair{count, "count"}, std::pair{type, "type"},
                              std::pair{redop, "redop"}, std::pair{root, "root"}}) {
       if (idx >= 0) s += std::string(s.empty() ? "" : " ") + name;
     }
-    for (int g = 0; g < groups; ++g)
+    for (int g = 0; g < groups; ++g) {
       s += std::string(" | time algbw busbw ") + (errorColumn ? "error" : "#wrong");
+      for (const auto& c : iterCols) s += " " + c;
+    }
     if (timestamp) s += " timestamp";
     return s;
   }
@@ -206,6 +215,12 @@ std::optional<Layout> parseHeader(const std::string& body) {
       return std::nullopt;
     ++l.groups;
     i += 4;
+    std::vector<std::string> iterCols;
+    while (i < static_cast<int>(w.size()) && w[i].rfind("i_", 0) == 0) iterCols.push_back(w[i++]);
+    if (l.groups == 1)
+      l.iterCols = iterCols;
+    else if (iterCols != l.iterCols)
+      return std::nullopt;
   }
   if (l.groups == 0) return std::nullopt;
   if (i < static_cast<int>(w.size()) && w[i] == "timestamp") l.timestamp = true;
@@ -300,6 +315,7 @@ SweepRun importNcclTestsText(const std::string& text, const std::string& origin,
   std::size_t tableFirstRow = 0;  // index in run.results of the current table's first row
   long long footerFailures = 0;   // out-of-bounds values reported by footers of error-column tables
   bool noRedopColumn = false, noRootColumn = false;
+  bool iterColsNoted = false;
   std::vector<bool> opInferred, rootInferred;  // per row: the layout had no such column
   std::istringstream in(text);
   std::string line;
@@ -340,6 +356,13 @@ SweepRun importNcclTestsText(const std::string& text, const std::string& origin,
                           tableStart));
         }
         layout = l;
+        if (!l->iterCols.empty() && !iterColsNoted) {
+          run.notes.push_back(fmt::format(
+              "the text table's per-iteration columns ({}) are not imported: a few figures per row are not "
+              "whole per-iteration statistics. Import nccl-tests' -J JSON to keep them.",
+              fmt::join(l->iterCols, " ")));
+          iterColsNoted = true;
+        }
         tableStart = lineNo;
         tableFirstRow = run.results.size();
       } else if (body.rfind("Out of bounds values", 0) == 0) {
@@ -382,8 +405,8 @@ SweepRun importNcclTestsText(const std::string& text, const std::string& origin,
     // A result row.
     const Layout& l = *layout;
     auto w = words(t);
-    const std::size_t expected = static_cast<std::size_t>(l.keyCols + 4 * l.groups) + (l.timestamp ? 2 : 0);
-    const std::size_t withoutTs = static_cast<std::size_t>(l.keyCols + 4 * l.groups);
+    const std::size_t withoutTs = static_cast<std::size_t>(l.keyCols + l.groupCols() * l.groups);
+    const std::size_t expected = withoutTs + (l.timestamp ? 2 : 0);
     if (w.size() != expected && !(l.timestamp && w.size() == withoutTs)) {
       throw fail(
           fmt::format("expected a result row of {} columns ({}) as the header at line {} announces, found "
@@ -416,7 +439,7 @@ SweepRun importNcclTestsText(const std::string& text, const std::string& origin,
       m.root = static_cast<int>(*root);
     }
     for (int g = 0; g < l.groups; ++g) {
-      std::size_t b = static_cast<std::size_t>(l.keyCols + 4 * g);
+      std::size_t b = static_cast<std::size_t>(l.keyCols + l.groupCols() * g);
       auto time = toDouble(w[b]), alg = toDouble(w[b + 1]), bus = toDouble(w[b + 2]);
       auto wrong = parseWrong(w[b + 3], l.errorColumn);
       if (!time || !alg || !bus || !wrong) {
@@ -516,21 +539,25 @@ SweepRun importNcclTestsText(const std::string& text, const std::string& origin,
 
 namespace {
 
-// Per-iteration statistics in a place object or one level below it (format 3).
-IterStats statsFrom(const nlohmann::json& place, int iters) {
+// Per-iteration statistics in a place object or one level below it (format 3), or in the row's
+// "<place>_per_iter" object (nccl-tests -I 1, 2.17 and later: its figures, "skipped_iterations" and
+// "times_us", every iteration's time, the maximum over processes). nccl-tests' own figures are kept
+// as it printed them (its p99 is the nearest rank); p90 and p99.9, which it does not compute, come
+// from times_us (the skipped iterations left out) by our interpolation, and stay unknown without it.
+IterStats statsFrom(const nlohmann::json& place, const nlohmann::json* perIter, int iters,
+                    std::vector<double>& times) {
   IterStats s;
-  const nlohmann::json* src = nullptr;
-  if (place.contains("stdev_us")) {
+  const nlohmann::json* src = perIter;
+  if (!src && place.contains("stdev_us")) {
     src = &place;
-  } else {
+  } else if (!src) {
     for (const auto& [k, v] : place.items()) {
       if (v.is_object() && v.contains("stdev_us")) src = &v;
     }
   }
   if (!src) return s;
-  auto num = [&](const char* k) {
-    return (*src).contains(k) && (*src)[k].is_number() ? (*src)[k].get<double>() : 0.0;
-  };
+  auto has = [&](const char* k) { return (*src).contains(k) && (*src)[k].is_number(); };
+  auto num = [&](const char* k) { return has(k) ? (*src)[k].get<double>() : 0.0; };
   s.minUs = num("min_us");
   s.maxUs = num("max_us");
   s.avgUs = num("avg_us");
@@ -539,7 +566,20 @@ IterStats statsFrom(const nlohmann::json& place, int iters) {
   s.p99Us = num("p99_us");
   s.stdevUs = num("stdev_us");
   s.cvPct = num("cv_pct");
-  s.n = src->contains("n") && (*src)["n"].is_number() ? readInt<int>((*src)["n"]) : iters;
+  if (has("p90_us")) s.p90Us = num("p90_us");
+  if (has("p999_us")) s.p999Us = num("p999_us");
+  s.n = has("n") ? readInt<int>((*src)["n"]) : iters;
+  if (src->contains("times_us") && (*src)["times_us"].is_array()) {
+    times.clear();
+    for (const auto& t : (*src)["times_us"]) times.push_back(t.get<double>());
+    const auto skipped = static_cast<std::size_t>(
+        std::clamp(readIntOr((*src), "skipped_iterations", 0), 0, static_cast<int>(times.size())));
+    IterStats mine = computeIterStats(
+        std::vector<double>(times.begin() + static_cast<std::ptrdiff_t>(skipped), times.end()));
+    if (!has("n")) s.n = mine.n;
+    if (!s.p90Us) s.p90Us = mine.p90Us;
+    if (!s.p999Us) s.p999Us = mine.p999Us;
+  }
   return s;
 }
 
@@ -632,7 +672,10 @@ SweepRun importNcclTestsJson(const nlohmann::json& doc, const std::string& origi
         place->wrong = p.contains("nwrong") && p["nwrong"].is_number()
                            ? static_cast<long long>(std::llround(p["nwrong"].get<double>()))
                            : -1;
-        place->iter = statsFrom(p, iters);
+        const std::string perIterKey = std::string(key) + "_per_iter";
+        const nlohmann::json* perIter =
+            row.contains(perIterKey) && row[perIterKey].is_object() ? &row[perIterKey] : nullptr;
+        place->iter = statsFrom(p, perIter, iters, place->timesUs);
       }
       if (!m.outOfPlace.measured && !m.inPlace.measured)
         throw bad(fmt::format("result {} (size {}) has neither out_of_place nor in_place figures.", index,

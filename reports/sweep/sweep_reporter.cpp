@@ -17,12 +17,13 @@ void TextReporter::put(const std::string& s) {
 
 void TextReporter::start(const SweepRun& run) {
   meta_ = run.metadata;
+  perIterTiming_ = run.args.perIterTiming;
   put(formatSweepPreamble(run.args, run.metadata));
 }
 void TextReporter::tableStart(const SweepTable& t) {
-  put(formatTableHeader(t.backend, t.collective, t.busFactor));
+  put(formatTableHeader(t.backend, t.collective, t.busFactor, perIterTiming_));
 }
-void TextReporter::measurement(const SweepMeasurement& m) { put(formatRow(m)); }
+void TextReporter::measurement(const SweepMeasurement& m) { put(formatRow(m, perIterTiming_)); }
 void TextReporter::note(const std::string& text) { put("# " + text + "\n"); }
 void TextReporter::tableEnd(const SweepTable&, const std::vector<SweepMeasurement>& rows) {
   put(formatRoundingNote(rows));

@@ -61,7 +61,8 @@ class TextReporter : public SweepReporter {
  private:
   void put(const std::string& s);
   std::FILE* out_;
-  SweepMetadata meta_;  // from start(): the hardware the bound lines after each table need
+  SweepMetadata meta_;     // from start(): the hardware the bound lines after each table need
+  int perIterTiming_ = 0;  // from start(): -I, the per-iteration columns of the table
 };
 
 // The final JSON, written atomically at finish().

@@ -14,6 +14,7 @@ namespace ds::report {
 IterStats computeIterStats(std::vector<double> us) {
   IterStats s;
   s.n = static_cast<int>(us.size());
+  s.p90Us = s.p999Us = 0;
   if (us.empty()) return s;
   std::sort(us.begin(), us.end());
   s.minUs = us.front();
@@ -22,8 +23,10 @@ IterStats computeIterStats(std::vector<double> us) {
   for (double v : us) sum += v;
   s.avgUs = sum / static_cast<double>(us.size());
   s.p50Us = quantileSorted(us, 0.50);
+  s.p90Us = quantileSorted(us, 0.90);
   s.p95Us = quantileSorted(us, 0.95);
   s.p99Us = quantileSorted(us, 0.99);
+  s.p999Us = quantileSorted(us, 0.999);
   if (us.size() > 1) {
     double ss = 0;
     for (double v : us) ss += (v - s.avgUs) * (v - s.avgUs);
@@ -63,6 +66,9 @@ void to_json(nlohmann::json& j, const IterStats& s) {
   j = {{"n", s.n},          {"min_us", s.minUs},     {"max_us", s.maxUs},
        {"avg_us", s.avgUs}, {"p50_us", s.p50Us},     {"p95_us", s.p95Us},
        {"p99_us", s.p99Us}, {"stdev_us", s.stdevUs}, {"cv_pct", s.cvPct}};
+  // Schema 1.2; an unknown tail (read from an older file) stays unknown rather than becoming 0.
+  if (s.p90Us) j["p90_us"] = *s.p90Us;
+  if (s.p999Us) j["p999_us"] = *s.p999Us;
 }
 
 void from_json(const nlohmann::json& j, IterStats& s) {
@@ -75,6 +81,10 @@ void from_json(const nlohmann::json& j, IterStats& s) {
   readTo(j.at("p99_us"), s.p99Us);
   readTo(j.at("stdev_us"), s.stdevUs);
   readTo(j.at("cv_pct"), s.cvPct);
+  s.p90Us = s.p999Us = std::nullopt;  // schema 1.2; absent or null in older files: unknown
+  for (auto [key, out] : {std::pair{"p90_us", &s.p90Us}, std::pair{"p999_us", &s.p999Us}}) {
+    if (j.contains(key) && !j.at(key).is_null()) *out = j.at(key).get<double>();
+  }
 }
 
 namespace {
@@ -125,6 +135,7 @@ nlohmann::json placeToJson(const PlaceResult& p) {
                    {"iter", p.iter},
                    {"straggler", {{"rank", p.slowestRank}, {"spread_pct", p.spreadPct}}},
                    {"ranks", ranks}};
+  if (!p.timesUs.empty()) j["times_us"] = p.timesUs;  // -I 1|2 only (schema 1.2)
   if (!p.repeats.empty()) {
     nlohmann::json reps = nlohmann::json::array();
     for (const auto& r : p.repeats) {
@@ -154,6 +165,7 @@ PlaceResult placeFromJson(const nlohmann::json& j) {
     readTo(r.at("iter"), t.iter);
     p.ranks.push_back(t);
   }
+  if (j.contains("times_us")) readTo(j.at("times_us"), p.timesUs);  // schema 1.2, -I 1|2
   if (j.contains("repeats")) {  // schema 1.1
     for (const auto& r : j.at("repeats")) {
       RepeatStat s;
@@ -202,15 +214,25 @@ void from_json(const nlohmann::json& j, SweepMeasurement& m) {
 }
 
 void to_json(nlohmann::json& j, const SweepArgs& a) {
-  j = {{"minbytes", a.minBytes},   {"maxbytes", a.maxBytes},
-       {"stepbytes", a.stepBytes}, {"stepfactor", a.stepFactor},
-       {"iters", a.iters},         {"warmup_iters", a.warmupIters},
-       {"check", a.check},         {"op", a.ops},
-       {"datatype", a.dtypes},     {"root", a.root},
-       {"average", a.average},     {"timeout_s", a.timeoutS},
-       {"min_time_s", a.minTimeS}, {"blocking", a.blocking},
-       {"repeat", a.repeat},       {"collectives", a.collectives},
-       {"backends", a.backends}};
+  j = {{"minbytes", a.minBytes},
+       {"maxbytes", a.maxBytes},
+       {"stepbytes", a.stepBytes},
+       {"stepfactor", a.stepFactor},
+       {"iters", a.iters},
+       {"warmup_iters", a.warmupIters},
+       {"check", a.check},
+       {"op", a.ops},
+       {"datatype", a.dtypes},
+       {"root", a.root},
+       {"average", a.average},
+       {"timeout_s", a.timeoutS},
+       {"min_time_s", a.minTimeS},
+       {"blocking", a.blocking},
+       {"repeat", a.repeat},
+       {"collectives", a.collectives},
+       {"backends", a.backends},
+       {"per_iter_timing", a.perIterTiming},
+       {"per_iter_skip", a.perIterSkip}};
 }
 
 void from_json(const nlohmann::json& j, SweepArgs& a) {
@@ -229,6 +251,8 @@ void from_json(const nlohmann::json& j, SweepArgs& a) {
   readTo(j.at("min_time_s"), a.minTimeS);
   readTo(j.at("blocking"), a.blocking);
   a.repeat = readIntOr(j, "repeat", 1);  // schema 1.1
+  a.perIterTiming = readIntOr(j, "per_iter_timing", 0);  // schema 1.2
+  a.perIterSkip = readIntOr(j, "per_iter_skip", 0);
   readTo(j.at("collectives"), a.collectives);
   readTo(j.at("backends"), a.backends);
 }

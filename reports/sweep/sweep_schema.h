@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,13 +19,19 @@ namespace ds::report {
 inline constexpr const char* kSweepSchemaName = "dsperf.sweep";
 inline constexpr const char* kSweepSchemaVersion = kSchemaVersion;  // reports/schema/schema_version.h
 
-// Statistics of per-iteration times, in microseconds (REFERENCE.md §5 key names).
+// Statistics of per-iteration times, in microseconds (REFERENCE.md §5 key names, plus p90_us and
+// p999_us since schema 1.2).
 struct IterStats {
   int n = 0;
   double minUs = 0, maxUs = 0, avgUs = 0, p50Us = 0, p95Us = 0, p99Us = 0, stdevUs = 0, cvPct = 0;
+  // The tails added in schema 1.2: empty when unknown (a file of schema 1.1 or older, an nccl-tests
+  // import without per-iteration times). Printers show "-" for them, never 0; writers leave the key out.
+  std::optional<double> p90Us, p999Us;
 };
-// Pure: percentiles by linear interpolation between closest ranks (numpy's default), the sample
-// standard deviation (n-1), cv = stdev/avg in percent. An empty input gives all zeros.
+// Pure: percentiles by linear interpolation between closest ranks (numpy's default; p99.9 of fewer
+// than 1000 values lies between the two largest), the sample standard deviation (n-1), cv =
+// stdev/avg in percent. An empty input gives all zeros (p90 and p99.9 too: known, and n says there
+// were no iterations).
 IterStats computeIterStats(std::vector<double> us);
 
 // One repeat of a row (dsbench coll --repeat R): the row's figures as that pass over the sizes
@@ -56,6 +63,10 @@ struct PlaceResult {
   int slowestRank = 0;
   double spreadPct = 0;
   std::vector<RankTiming> ranks;
+  // dsbench coll -I 1|2 (JSON "times_us", schema 1.2): every timed iteration's time, the maximum over
+  // ranks, in iteration order, the -K skipped ones included (as nccl-tests' JSON keeps them), so that
+  // a reader can draw the distribution. Empty without -I (files stay small), and in older files.
+  std::vector<double> timesUs;
   // Every repeat, in repeat order, when the sweep ran more than once (--repeat R > 1; JSON
   // "repeats", schema 1.1). The fields above are then those of the median repeat. Empty: one pass.
   std::vector<RepeatStat> repeats;
@@ -105,6 +116,12 @@ struct SweepArgs {
   double minTimeS = 0;
   bool blocking = false;
   int repeat = 1;  // --repeat: passes over the sizes (JSON "repeat", schema 1.1; older files: 1)
+  // -I/--per_iter_timing: 0 no per-iteration columns in the text table, 1 nccl-tests' i_min i_max i_p99
+  // i_cv%, 2 the tails i_p50 i_p90 i_p99 i_p99.9 i_max; with 1 or 2 the JSON keeps times_us. -K
+  // /--per_iter_skip: the first N timed iterations are left out of every per-iteration statistic (not
+  // out of the loop time). JSON "per_iter_timing", "per_iter_skip" (schema 1.2; older files: 0).
+  int perIterTiming = 0;
+  int perIterSkip = 0;
 };
 
 struct SweepMetadata {

@@ -2,7 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <optional>
 #include <set>
+#include <vector>
 
 #include "reports/baseline/expected.h"
 
@@ -35,6 +37,14 @@ std::string formatSweepPreamble(const SweepArgs& a, const SweepMetadata& meta) {
       a.minBytes, a.maxBytes, factor ? a.stepFactor : a.stepBytes, factor ? "factor" : "bytes", a.warmupIters,
       a.iters, a.check);
   if (a.blocking) s += "# Blocking Enabled: wait for completion and barrier after each collective \n";
+  if (a.perIterTiming > 0) {
+    // nccl-tests' line (CUDA event timing there); ours says what each iteration's time is.
+    s += fmt::format(
+        "# Per-Iteration Report: {}; i_* uses max over ranks{} \n",
+        a.blocking ? "wall time of each op, from issue to completion (-z)"
+                   : "execution time of each op (the backend's own timing of the work)",
+        a.perIterSkip > 0 ? fmt::format("; summary skips first {} iterations", a.perIterSkip) : "");
+  }
   s += "#\n# Using devices\n";
   for (const auto& r : meta.ranks) {
     s += fmt::format("#  Rank {:2d} Group  0 Pid {:6d} on {:>10} device {:2d} [{}] {}\n", r.rank, r.pid,
@@ -51,6 +61,12 @@ std::string formatSweepPreamble(const SweepArgs& a, const SweepMetadata& meta) {
       "# time is per operation, {}{}; GB/s with GB = 1e9 bytes\n",
       a.average >= 0 && a.average <= 3 ? kAverage[a.average] : "?",
       a.minTimeS > 0 ? fmt::format("; iterations grow per size to last at least {} s", a.minTimeS) : "");
+  if (a.perIterSkip > 0 && a.perIterTiming == 0) {
+    s += fmt::format(
+        "# per-iteration statistics (the JSON's iter) leave out the first {} timed iteration(s) of each size "
+        "(-K); the time per op does not\n",
+        a.perIterSkip);
+  }
   if (a.repeat > 1) {
     s += fmt::format(
         "# {} passes over the sizes (--repeat), the size order rotated each pass; each row shows the pass "
@@ -63,10 +79,68 @@ std::string formatSweepPreamble(const SweepArgs& a, const SweepMetadata& meta) {
   return s;
 }
 
+std::string formatIterValue(double v) {
+  for (const char* spec : {"{:7.2f}", "{:7.1f}", "{:7.0f}"}) {
+    std::string t = fmt::format(fmt::runtime(spec), v);
+    if (t.size() <= 7) return t;
+  }
+  return fmt::format("{:7.1e}", v);
+}
+
+namespace {
+
+// The per-iteration columns of -I 1 (nccl-tests') and -I 2 (the tails): names, and what each shows.
+struct IterColumn {
+  const char* name;
+  const char* unit;
+  std::optional<double> (*value)(const IterStats&);
+};
+const std::vector<IterColumn>& iterColumns(int perIterTiming) {
+  static const std::vector<IterColumn> kNccl{
+      {"i_min", "(us)", [](const IterStats& s) -> std::optional<double> { return s.minUs; }},
+      {"i_max", "(us)", [](const IterStats& s) -> std::optional<double> { return s.maxUs; }},
+      {"i_p99", "(us)", [](const IterStats& s) -> std::optional<double> { return s.p99Us; }},
+      {"i_cv%", "(%)", [](const IterStats& s) -> std::optional<double> { return s.cvPct; }}};
+  static const std::vector<IterColumn> kTails{
+      {"i_p50", "(us)", [](const IterStats& s) -> std::optional<double> { return s.p50Us; }},
+      {"i_p90", "(us)", [](const IterStats& s) { return s.p90Us; }},
+      {"i_p99", "(us)", [](const IterStats& s) -> std::optional<double> { return s.p99Us; }},
+      {"i_p99.9", "(us)", [](const IterStats& s) { return s.p999Us; }},
+      {"i_max", "(us)", [](const IterStats& s) -> std::optional<double> { return s.maxUs; }}};
+  static const std::vector<IterColumn> kNone;
+  return perIterTiming == 1 ? kNccl : perIterTiming == 2 ? kTails : kNone;
+}
+
+// With -I: nccl-tests' header lines with the per-iteration columns after each place's #wrong.
+std::string perIterHeader(const std::vector<IterColumn>& cols) {
+  auto names = [&](bool units) {
+    std::string t;
+    for (const auto& c : cols) t += fmt::format("  {:>7}", units ? c.unit : c.name);
+    return t;
+  };
+  // One place: time algbw busbw #wrong (as the rows print them) and the i_* columns.
+  const std::string place = fmt::format("  {:>7}  {:>6}  {:>6}  {:>5}", "", "", "", "") + names(false);
+  std::string s = fmt::format("# {:>10}  {:>12}  {:>8}  {:>6}  {:>6}", "", "", "", "", "");
+  const std::string oop = "out-of-place (+ per-iteration)", ip = "in-place (+ per-iteration)";
+  s += fmt::format("  {:<{}}", oop, place.size() - 2) + fmt::format("  {}", ip) + "\n";
+  s += fmt::format("# {:>10}  {:>12}  {:>8}  {:>6}  {:>6}", "size", "count", "type", "redop", "root");
+  for (int k = 0; k < 2; ++k)
+    s += fmt::format("  {:>7}  {:>6}  {:>6} {:>6}", "time", "algbw", "busbw", "#wrong") + names(false);
+  s += fmt::format("  {:>10}\n", "straggler");
+  s += fmt::format("# {:>10}  {:>12}  {:>8}  {:>6}  {:>6}", "(B)", "(elements)", "", "", "");
+  for (int k = 0; k < 2; ++k)
+    s += fmt::format("  {:>7}  {:>6}  {:>6}  {:>5}", "(us)", "(GB/s)", "(GB/s)", "") + names(true);
+  s += fmt::format("  {:>10}\n", "(rank+%)");
+  return s;
+}
+
+}  // namespace
+
 std::string formatTableHeader(const std::string& backend, const std::string& collective,
-                              const std::string& busFactor) {
+                              const std::string& busFactor, int perIterTiming) {
   std::string s =
       fmt::format("#\n# Collective {} on backend {} (busbw = algbw x {})\n", collective, backend, busFactor);
+  if (!iterColumns(perIterTiming).empty()) return s + perIterHeader(iterColumns(perIterTiming));
   s += fmt::format(
       "# {:>10}  {:>12}  {:>8}  {:>6}  {:>6}           out-of-place                       in-place          "
       "\n",
@@ -85,20 +159,26 @@ std::string formatTableHeader(const std::string& backend, const std::string& col
 
 namespace {
 
-std::string place(const PlaceResult& p) {
-  if (!p.measured) return fmt::format("  {:>7}  {:>6}  {:>6}  {:>5}", "-", "-", "-", "-");
+std::string place(const PlaceResult& p, int perIterTiming) {
+  std::string iter;
+  for (const auto& c : iterColumns(perIterTiming)) {
+    std::optional<double> v = p.measured && p.iter.n > 0 ? c.value(p.iter) : std::nullopt;
+    iter += "  " + (v ? formatIterValue(*v) : fmt::format("{:>7}", "-"));
+  }
+  if (!p.measured) return fmt::format("  {:>7}  {:>6}  {:>6}  {:>5}", "-", "-", "-", "-") + iter;
   std::string wrong = p.wrong < 0 ? "N/A" : fmt::format("{}", p.wrong);
-  return fmt::format("  {}  {:6.2f}  {:6.2f}  {:>5}", formatTimeUs(p.timeUs), p.algBw, p.busBw, wrong);
+  return fmt::format("  {}  {:6.2f}  {:6.2f}  {:>5}", formatTimeUs(p.timeUs), p.algBw, p.busBw, wrong) + iter;
 }
 
 }  // namespace
 
-std::string formatRow(const SweepMeasurement& m) {
+std::string formatRow(const SweepMeasurement& m, int perIterTiming) {
   const PlaceResult& s = m.outOfPlace.measured ? m.outOfPlace : m.inPlace;
   std::string straggler = s.measured ? fmt::format("r{}+{:.0f}%", s.slowestRank, s.spreadPct) : "-";
   return fmt::format("{:12d}  {:12d}  {:>8}  {:>6}  {:6d}", m.bytes, m.count, ncclTestsTypeName(m.dtype),
                      m.op, m.root) +
-         place(m.outOfPlace) + place(m.inPlace) + fmt::format("  {:>10}\n", straggler);
+         place(m.outOfPlace, perIterTiming) + place(m.inPlace, perIterTiming) +
+         fmt::format("  {:>10}\n", straggler);
 }
 
 std::string formatRoundingNote(const std::vector<SweepMeasurement>& rows) {

@@ -110,7 +110,7 @@ TEST(RunFile, LoadsEachKindAndAcceptsMinorVersionsAndTheOldInteger) {
   RunFile f = loadRunFile(dir.file("s.json"));
   EXPECT_EQ(f.kind, RunKind::kSweep);
   EXPECT_STREQ(runKindName(f.kind), "sweep");
-  EXPECT_EQ(f.schemaVersion, "1.1");
+  EXPECT_EQ(f.schemaVersion, "1.2");
   EXPECT_EQ(f.label, "cluster-a");
   ASSERT_TRUE(f.sweep.has_value());
   EXPECT_EQ(f.sweep->results.size(), 2u);
@@ -288,6 +288,10 @@ TEST(Golden, SweepWriterAndReader) {
   s.args.repeat = 2;
   s.results[0].outOfPlace.repeats = {{10.0, 0.1, 0.1, computeIterStats({10, 10})},
                                      {12.0, 0.0833, 0.0833, computeIterStats({12, 12})}};
+  // Schema 1.2: -I 2 -K 1 keeps the first row's per-iteration times; every iter block has p90 and p99.9.
+  s.args.perIterTiming = 2;
+  s.args.perIterSkip = 1;
+  s.results[0].outOfPlace.timesUs = {14.0, 10.0, 11.0, 12.0};
   s.summary = summarize(s.results);
   checkGolden(sweepToJson(s), "sweep_golden.json");
   auto back = sweepFromJson(readJson(goldenPath("sweep_golden.json")), "sweep_golden.json");
@@ -295,6 +299,11 @@ TEST(Golden, SweepWriterAndReader) {
   EXPECT_EQ(back.metadata.label, "pod-7");
   EXPECT_EQ(back.results[1].inPlace.wrong, -1);
   EXPECT_EQ(back.results[1].outOfPlace.ranks[1].iter.p50Us, 10.5);
+  EXPECT_EQ(back.args.perIterTiming, 2);
+  EXPECT_EQ(back.args.perIterSkip, 1);
+  EXPECT_EQ(back.results[0].outOfPlace.timesUs, (std::vector<double>{14.0, 10.0, 11.0, 12.0}));
+  EXPECT_TRUE(back.results[1].outOfPlace.timesUs.empty());
+  ASSERT_TRUE(back.results[1].outOfPlace.ranks[1].iter.p999Us.has_value());
 }
 
 TEST(Golden, TrainWriterAndReader) {

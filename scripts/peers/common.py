@@ -54,22 +54,28 @@ def rank_record(rank, local_rank):
 
 
 def iter_stats(us):
-    """nccl-tests' per-iteration statistics (reports/stats.h's computeIterStats)."""
+    """The per-iteration statistics of reports/sweep/sweep_schema.cpp's computeIterStats, key for key:
+    percentiles interpolated linearly between the closest ranks (reports/stats.h's quantileSorted,
+    numpy's default), the sample standard deviation (n - 1), cv = stdev / avg in percent; all zeros
+    for no values."""
+    keys = ("n", "min_us", "max_us", "avg_us", "p50_us", "p90_us", "p95_us", "p99_us", "p999_us", "stdev_us",
+            "cv_pct")
     v = sorted(us)
     n = len(v)
     if n == 0:
-        return {k: 0 for k in ("n", "min_us", "max_us", "avg_us", "p50_us", "p95_us", "p99_us", "stdev_us", "cv_pct")}
+        return {k: 0 for k in keys}
 
-    def pct(q):
-        pos = q / 100 * (n - 1)
+    def quantile(q):
+        pos = min(max(q, 0.0), 1.0) * (n - 1)
         lo = int(pos)
         hi = min(lo + 1, n - 1)
         return v[lo] + (v[hi] - v[lo]) * (pos - lo)
 
     avg = sum(v) / n
-    sd = (sum((x - avg) ** 2 for x in v) / n) ** 0.5
-    return {"n": n, "min_us": v[0], "max_us": v[-1], "avg_us": avg, "p50_us": pct(50), "p95_us": pct(95),
-            "p99_us": pct(99), "stdev_us": sd, "cv_pct": 100 * sd / avg if avg > 0 else 0}
+    sd = (sum((x - avg) ** 2 for x in v) / (n - 1)) ** 0.5 if n > 1 else 0.0
+    return {"n": n, "min_us": v[0], "max_us": v[-1], "avg_us": avg, "p50_us": quantile(0.50),
+            "p90_us": quantile(0.90), "p95_us": quantile(0.95), "p99_us": quantile(0.99),
+            "p999_us": quantile(0.999), "stdev_us": sd, "cv_pct": 100 * sd / avg if avg > 0 else 0}
 
 
 def write_json(path, doc):

@@ -112,7 +112,7 @@ def main():
     dist.barrier()
     if rank == 0:
         doc = {
-            "schema": "dsperf.sweep", "schema_version": "1.1",
+            "schema": "dsperf.sweep", "schema_version": "1.2",
             "args": {"minbytes": a.minbytes, "maxbytes": a.maxbytes, "stepbytes": 0, "stepfactor": a.stepfactor,
                      "iters": a.iters, "warmup_iters": a.warmup_iters, "check": 0, "op": ["sum"],
                      "datatype": ["f32"], "root": 0, "average": 1, "timeout_s": a.timeout,

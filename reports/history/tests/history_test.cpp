@@ -1,5 +1,6 @@
 // The history database in-process: what ingest stores, idempotency, rejected files, the layout's
 // version checks, and the dashboard's series with their rolling-baseline verdicts.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 
@@ -263,6 +264,65 @@ TEST(HistoryDatabase, NewerLayoutIsRefusedWithWhatToDo) {
   }
   EXPECT_THROW(queryDashboard(db), ds::ConfigError);
   EXPECT_EQ(count(db, "SELECT count(*) FROM runs"), 1);
+}
+
+// Schema 1.2's tails go into sweep_rows.p90_us / p999_us; a file of schema 1.1 (no tails) stores NULL
+// (unknown), never 0; a layout-2 database gains the columns on open, its rows NULL.
+TEST(HistoryIngest, TailsAreStoredAndUnknownTailsAreNull) {
+  TempDir dir;
+  const std::string db = dir.file("h.sqlite");
+  SweepSpec s;
+  auto run = makeSweep(s);
+  const double p999 = *run.results[0].outOfPlace.iter.p999Us;
+  ASSERT_EQ(ingestRuns(db, {writeSweep(dir.file("s.json"), s)}).added, 1);
+  EXPECT_EQ(count(db, "SELECT count(*) FROM sweep_rows WHERE p90_us IS NULL OR p999_us IS NULL"), 0);
+  {
+    Database d(db, Database::Mode::kExisting, 1000);
+    Statement st(d, "SELECT p999_us FROM sweep_rows WHERE seq = 0 AND place = 'out'");
+    ASSERT_TRUE(st.step());
+    EXPECT_DOUBLE_EQ(st.real(0), p999);
+  }
+  // The same run as dsperf 1.1 wrote it.
+  SweepSpec later;
+  later.startTime = isoTime(1);
+  auto old = ds::report::sweepToJson(makeSweep(later));
+  old["schema_version"] = "1.1";
+  for (auto& row : old["results"]) {
+    for (const char* place : {"out_of_place", "in_place"}) {
+      row[place]["iter"].erase("p90_us");
+      row[place]["iter"].erase("p999_us");
+    }
+  }
+  ds::report::writeJsonAtomic(dir.file("old.json"), old);
+  ASSERT_EQ(ingestRuns(db, {dir.file("old.json")}).added, 1);
+  EXPECT_EQ(
+      count(db, "SELECT count(*) FROM sweep_rows WHERE p90_us IS NULL AND p999_us IS NULL AND p99_us > 0"),
+      static_cast<std::int64_t>(sweepRows(s)));
+
+  // Layout 2 (before the tails) holding the first run, as the dsreport of that layout stored it: the
+  // next ingest migrates it, and the stored rows' tails read NULL (unknown).
+  const std::string v2 = dir.file("v2.sqlite");
+  {
+    Database d(v2, Database::Mode::kCreate, 1000);
+    createLayoutAt(d, 2);
+    EXPECT_EQ(d.queryInt("SELECT count(*) FROM pragma_table_info('sweep_rows') WHERE name = 'p90_us'"), 0);
+    std::string cols;
+    Statement st(d, "SELECT name FROM pragma_table_info('sweep_rows')");
+    while (st.step()) cols += (cols.empty() ? "" : ", ") + st.text(0);
+    d.exec(fmt::format("ATTACH DATABASE '{}' AS ref", db));
+    d.exec(fmt::format(
+        "INSERT INTO runs SELECT * FROM ref.runs WHERE source_file LIKE '%s.json'; INSERT INTO sweep_rows "
+        "SELECT {} FROM ref.sweep_rows WHERE run_id IN (SELECT run_id FROM runs)",
+        cols));
+    d.exec("DETACH DATABASE ref");
+  }
+  ASSERT_EQ(count(v2, "SELECT count(*) FROM sweep_rows"), static_cast<std::int64_t>(sweepRows(s)));
+  ASSERT_EQ(ingestRuns(v2, {dir.file("old.json")}).added, 1) << "into a layout-2 file";
+  EXPECT_EQ(count(v2, "PRAGMA user_version"), kHistorySchemaVersion);
+  EXPECT_EQ(count(v2, "SELECT count(*) FROM sweep_rows WHERE p90_us IS NULL AND p999_us IS NULL"),
+            2 * static_cast<std::int64_t>(sweepRows(s)))
+      << "the migrated rows and the 1.1 file's";
+  EXPECT_EQ(count(v2, "SELECT count(*) FROM runs"), 2);
 }
 
 TEST(HistoryDatabase, AnotherApplicationsDatabaseIsNotWrittenInto) {

@@ -73,6 +73,15 @@ SweepSpec oneHost(const std::string& host, int hours, double busBw = 10.0) {
   return s;
 }
 
+// The columns of `table` in d's layout, comma-separated: what an older layout's table takes from a
+// newer one's (which has more columns).
+std::string columnsOf(Database& d, const std::string& table) {
+  Statement st(d, fmt::format("SELECT name FROM pragma_table_info('{}')", table));
+  std::string cols;
+  while (st.step()) cols += (cols.empty() ? "" : ", ") + st.text(0);
+  return cols;
+}
+
 std::string messageOf(const std::function<void()>& f) {
   try {
     f();
@@ -227,10 +236,10 @@ TEST(HostHistory, MigrationFromLayout1DerivesTheSamplesOfStoredRuns) {
     Database d(old, Database::Mode::kCreate, 5000);
     createLayoutAt(d, 1);
     d.exec(fmt::format("ATTACH DATABASE '{}' AS ref", ref));
-    d.exec(
-        "INSERT INTO runs SELECT * FROM ref.runs; INSERT INTO sweep_rows SELECT * FROM ref.sweep_rows; "
-        "INSERT "
-        "INTO train_rows SELECT * FROM ref.train_rows");
+    d.exec(fmt::format(
+        "INSERT INTO runs SELECT * FROM ref.runs; INSERT INTO sweep_rows SELECT {} FROM ref.sweep_rows; "
+        "INSERT INTO train_rows SELECT * FROM ref.train_rows",
+        columnsOf(d, "sweep_rows")));
     d.exec("DETACH DATABASE ref");
   }
   EXPECT_EQ(count(old, "PRAGMA user_version"), 1);
@@ -266,7 +275,10 @@ TEST(HostHistory, MigrationSkipsUnreadableRunsAndRefusesDamagedFilesWhole) {
     Database d(path, Database::Mode::kCreate, 5000);
     createLayoutAt(d, 1);
     d.exec(fmt::format("ATTACH DATABASE '{}' AS ref", ref));
-    d.exec("INSERT INTO runs SELECT * FROM ref.runs; INSERT INTO sweep_rows SELECT * FROM ref.sweep_rows");
+    d.exec(
+        fmt::format("INSERT INTO runs SELECT * FROM ref.runs; INSERT INTO sweep_rows SELECT {} FROM "
+                    "ref.sweep_rows",
+                    columnsOf(d, "sweep_rows")));
     d.exec("DETACH DATABASE ref");
     d.exec(damage);
   };
@@ -433,14 +445,14 @@ TEST(HostHistory, ANewerLayoutIsRefusedByEveryReaderAndWriter) {
   ingestRuns(db, {writeSweep(dir.file("s.json"), oneHost("gpu001", 0))});
   {
     Database d(db, Database::Mode::kExisting, 1000);
-    d.exec("PRAGMA user_version = 3");
+    d.exec(fmt::format("PRAGMA user_version = {}", kHistorySchemaVersion + 1));
   }
   const std::string check =
       writeCheck(dir.file("c.json"), makeCheck(isoTime(1), {{"gpu001", CheckState::kHealthy}}));
   for (const auto& m : {messageOf([&] { loadSamples(db, {}); }), messageOf([&] { queryFleet(db); }),
                         messageOf([&] { ingestRuns(db, {check}); })}) {
     EXPECT_NE(m.find("newer dsreport"), std::string::npos) << m;
-    EXPECT_NE(m.find("layout 3"), std::string::npos) << m;
+    EXPECT_NE(m.find(fmt::format("layout {}", kHistorySchemaVersion + 1)), std::string::npos) << m;
   }
   EXPECT_EQ(count(db, "SELECT count(*) FROM checks"), 0);
 }

@@ -139,8 +139,9 @@ TEST_F(Browser, ReportOfSweepsTrainAndDiagRendersEveryChart) {
   ASSERT_EQ(r.exitCode, 0) << r.err;
   Opened o = open(page, "", "report.png");
   expectChartsRendered(o);
-  // 2 collectives x 4 charts + 3 train charts.
-  EXPECT_EQ(o.body.at("data-charts-expected"), "11");
+  // 2 collectives x 5 charts (busbw, latency, spread, tails, per-rank bars) + 3 train charts.
+  EXPECT_EQ(o.body.at("data-charts-expected"), "13");
+  EXPECT_NE(o.dom.find("iter p99.9 (µs)"), std::string::npos);
   EXPECT_NE(o.dom.find("&lt;img src=x onerror="), std::string::npos);  // shown as text
 }
 
@@ -162,6 +163,27 @@ TEST_F(Browser, ReportWithoutPerRankDataShowsNoDataAndSourcePrecision) {
   EXPECT_NE(o.dom.find("Per-iteration percentiles: not in this data"), std::string::npos);
   EXPECT_NE(o.dom.find(">103.36<"), std::string::npos);
   EXPECT_EQ(o.dom.find(">103.4<"), std::string::npos);
+}
+
+// A report of a file written before the tails (schema 1.1: no p90, no p99.9) next to a new one: the
+// tails chart draws what each has, without an error, and the unknown cells read —.
+TEST_F(Browser, TailsChartOfOldAndNewFilesRenders) {
+  TempDir dir("ds_html_browser");
+  testing::SweepFixture now, old;
+  old.tailsUnknown = true;
+  old.label = "before-1.2";
+  now.label = "after-1.2";
+  testing::writeSweepFile(dir.file("old.json"), old);
+  testing::writeSweepFile(dir.file("new.json"), now);
+  std::string page = dir.file("tails.html");
+  auto r = ds::testing::run({dsreport(), "html", dir.file("old.json"), dir.file("new.json"), "-o", page},
+                            ds::testing::cleanOptions());
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  Opened o = open(page, "", "report-tails.png");
+  expectChartsRendered(o);
+  EXPECT_NE(o.dom.find("Per-iteration times: mean and tails"), std::string::npos);
+  EXPECT_NE(o.dom.find("p90 and p99.9: not in some of this data"), std::string::npos);
+  EXPECT_NE(o.dom.find("<td class=\"num\">—</td>"), std::string::npos);
 }
 
 TEST_F(Browser, CompareViewRendersAndMarksTheRegression) {

@@ -54,7 +54,8 @@ SweepRun makeSweep(const SweepFixture& f) {
         p->timeUs = p->algBw > 0 ? static_cast<double>(bytes) / (p->algBw * 1e3) : 0;
         p->wrong = 0;
         if (!f.perRankData) continue;
-        p->iter = computeIterStats({p->timeUs, p->timeUs * 1.1, p->timeUs * 0.95});
+        p->iter = computeIterStats({p->timeUs, p->timeUs * 1.1, p->timeUs * 0.95, p->timeUs * 3.0});
+        if (f.tailsUnknown) p->iter.p90Us = p->iter.p999Us = std::nullopt;
         for (int r = 0; r < f.worldSize; ++r) {
           RankTiming t;
           t.rank = r;

@@ -21,6 +21,8 @@ struct SweepFixture {
   // false: one time per size and nothing else, as an nccl-tests text import has (no per-rank times, no
   // per-iteration statistics, no rank list).
   bool perRankData = true;
+  // true: per-iteration statistics as a file of schema 1.1 or older keeps them (no p90, no p99.9).
+  bool tailsUnknown = false;
 };
 
 SweepRun makeSweep(const SweepFixture& f);

@@ -99,9 +99,9 @@ TEST(HtmlReport, SweepHasSectionsChartsAndRawTables) {
   EXPECT_NE(page.find(">allgather on gloo</h2>"), std::string::npos);
   EXPECT_NE(page.find("href=\"#"), std::string::npos);  // the nav
   nlohmann::json data = pageData(page);
-  // Per collective: busbw, latency, straggler spread and per-rank bars.
-  ASSERT_EQ(data["charts"].size(), 8u);
-  EXPECT_EQ(page.find("data-charts-expected=\"8\"") != std::string::npos, true);
+  // Per collective: busbw, latency, straggler spread, the tails and per-rank bars.
+  ASSERT_EQ(data["charts"].size(), 10u);
+  EXPECT_EQ(page.find("data-charts-expected=\"10\"") != std::string::npos, true);
   const auto& bw = data["charts"][0];
   EXPECT_EQ(bw["kind"], "size");
   EXPECT_EQ(bw["yTitle"], "busbw (GB/s)");
@@ -417,6 +417,52 @@ TEST(HtmlReport, SweepWithoutPerRankDataSaysNotInThisData) {
   std::string full = renderRunReport({testing::sweepRunFile(SweepFixture{})});
   EXPECT_EQ(full.find("not in this data"), std::string::npos);
   EXPECT_NE(full.find("iter p50 (µs)"), std::string::npos);
+}
+
+// Issue 29: the per-iteration table shows mean, p50, p90, p99, p99.9, max and cv, and a chart draws
+// the mean and the tails by size on a log axis; a file without the 1.2 tails shows — for them and
+// leaves their series out, never a 0.
+TEST(HtmlReport, TailsTableAndChartAndUnknownTailsOfOlderFiles) {
+  std::string page = renderRunReport({testing::sweepRunFile(SweepFixture{})});
+  for (const char* h : {"iter mean (µs)", "iter p50 (µs)", "iter p90 (µs)", "iter p99 (µs)",
+                        "iter p99.9 (µs)", "iter max (µs)", "iter cv (%)"}) {
+    EXPECT_EQ(count(page, std::string(">") + h + "<"), 2) << h;  // one table per collective
+  }
+  nlohmann::json tails;
+  const nlohmann::json charts = pageData(page)["charts"];
+  for (const auto& c : charts) {
+    if (c["title"] == "allreduce on gloo: mean and tails of the per-iteration time") tails = c;
+  }
+  ASSERT_FALSE(tails.is_null());
+  EXPECT_EQ(tails["yLog"], true);
+  ASSERT_EQ(tails["series"].size(), 8u);  // mean, p50, p99, p99.9 x out-of-place, in-place
+  std::vector<std::string> labels;
+  for (const auto& sr : tails["series"]) labels.push_back(sr["label"]);
+  EXPECT_EQ(labels[0], "mean out-of-place");
+  EXPECT_EQ(labels[3], "p99.9 out-of-place");
+  EXPECT_EQ(labels[7], "p99.9 in-place");
+  EXPECT_EQ(tails["series"][7]["dashed"], true);
+  // The fixture's iterations are t, 1.1t, 0.95t and 3t: the p99.9 lies near 3t, far above the median.
+  const double p50 = tails["series"][1]["points"][7][1], p999 = tails["series"][3]["points"][7][1];
+  EXPECT_GT(p999, 2.5 * p50);
+  EXPECT_EQ(page.find("not in some of this data"), std::string::npos);
+
+  SweepFixture old;
+  old.tailsUnknown = true;
+  std::string o = renderRunReport({testing::sweepRunFile(old)});
+  nlohmann::json oldTails;
+  const nlohmann::json oldCharts = pageData(o)["charts"];
+  for (const auto& c : oldCharts) {
+    if (c["title"] == "allreduce on gloo: mean and tails of the per-iteration time") oldTails = c;
+  }
+  ASSERT_FALSE(oldTails.is_null());
+  ASSERT_EQ(oldTails["series"].size(), 6u) << "no p99.9 series";
+  for (const auto& sr : oldTails["series"])
+    EXPECT_EQ(sr["label"].get<std::string>().find("p99.9"), std::string::npos);
+  EXPECT_EQ(count(o, "p90 and p99.9: not in some of this data"), 2);
+  // 2 collectives x 4 sizes x 2 places, each with two unknown cells (p90, p99.9): — and no 0.00.
+  const auto table = o.substr(o.find("iter p99.9 (µs)"));
+  EXPECT_GE(count(table, "<td class=\"num\">—</td>"), 2 * 4 * 2);
 }
 
 // nccl-tests prints algbw and busbw with 2 decimals; the tables keep them (103.36, not 103.4).

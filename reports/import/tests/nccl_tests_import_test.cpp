@@ -124,6 +124,47 @@ TEST(NcclTestsImport, JsonFormat3WithPerIterationStatistics) {
   EXPECT_EQ(r.exitCode(), 0);
 }
 
+// nccl-tests 2.19 with -I 1 -K 2: its JSON's "<place>_per_iter" objects give the statistics as it
+// printed them (p99 by nearest rank), every iteration's time, and, from those times without the
+// skipped ones, the p90 and p99.9 it does not compute. Its text table's i_* columns are read past.
+TEST(NcclTestsImport, PerIterationReportOfNcclTests219) {
+  SweepRun run = importNcclTestsFile(data("all_reduce_2.19_per_iter.json"), {});
+  ASSERT_EQ(run.results.size(), 2u);
+  const PlaceResult& p = run.results[0].outOfPlace;
+  EXPECT_DOUBLE_EQ(p.iter.p99Us, 55.0) << "nccl-tests' own figure";
+  EXPECT_DOUBLE_EQ(p.iter.minUs, 10.2);
+  ASSERT_EQ(p.timesUs.size(), 10u) << "every iteration, the skipped ones too";
+  EXPECT_DOUBLE_EQ(p.timesUs[0], 30.1);
+  EXPECT_EQ(p.iter.n, 8) << "10 iterations, 2 skipped";
+  std::vector<double> kept(p.timesUs.begin() + 2, p.timesUs.end());
+  IterStats mine = computeIterStats(kept);
+  ASSERT_TRUE(p.iter.p90Us && p.iter.p999Us);
+  EXPECT_DOUBLE_EQ(*p.iter.p90Us, *mine.p90Us);
+  EXPECT_DOUBLE_EQ(*p.iter.p999Us, *mine.p999Us);
+  EXPECT_GT(*p.iter.p999Us, 50.0) << "the 55 us outlier is the tail";
+  // Written back as our JSON, the times stay.
+  auto j = sweepToJson(run);
+  EXPECT_EQ(j["results"][0]["out_of_place"]["times_us"].size(), 10u);
+  EXPECT_TRUE(j["results"][0]["out_of_place"]["iter"].contains("p999_us"));
+
+  // The older format-3 file has no times: p90 and p99.9 are unknown, not 0.
+  SweepRun j3 = importNcclTestsFile(data("all_reduce_j3.json"), {});
+  EXPECT_FALSE(j3.results[0].outOfPlace.iter.p90Us.has_value());
+  EXPECT_FALSE(j3.results[0].outOfPlace.iter.p999Us.has_value());
+  EXPECT_TRUE(j3.results[0].outOfPlace.timesUs.empty());
+  EXPECT_FALSE(sweepToJson(j3)["results"][0]["out_of_place"]["iter"].contains("p90_us"));
+
+  SweepRun t = importNcclTestsFile(data("all_reduce_2.19_per_iter.txt"), {});
+  ASSERT_EQ(t.results.size(), 2u);
+  EXPECT_DOUBLE_EQ(t.results[1].inPlace.timeUs, 27.27);
+  EXPECT_DOUBLE_EQ(t.results[1].inPlace.busBw, 38.45);
+  EXPECT_EQ(t.results[1].inPlace.wrong, 0);
+  EXPECT_EQ(t.results[1].outOfPlace.iter.n, 0) << "the i_* columns are not whole statistics";
+  bool noted = false;
+  for (const auto& n : t.notes) noted = noted || n.find("i_min i_max i_p99 i_cv%") != std::string::npos;
+  EXPECT_TRUE(noted);
+}
+
 TEST(NcclTestsImport, TruncatedAndForeignTextNameTheLine) {
   EXPECT_EQ(
       messageOf([] { importNcclTestsFile(data("truncated.txt"), {}); }),

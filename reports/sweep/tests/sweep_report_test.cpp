@@ -67,6 +67,41 @@ TEST(SweepStats, PercentilesAndSpread) {
   EXPECT_NEAR(s.cvPct, 52.704627, 1e-5);
   EXPECT_EQ(computeIterStats({}).n, 0);
   EXPECT_DOUBLE_EQ(computeIterStats({7}).stdevUs, 0);
+  // Schema 1.2's tails, by the same interpolation (scripts/tests/peers_common_test.py: the same figures).
+  ASSERT_TRUE(s.p90Us && s.p999Us);
+  EXPECT_DOUBLE_EQ(*s.p90Us, 4.6);
+  EXPECT_DOUBLE_EQ(*s.p999Us, 4.996);
+  std::vector<double> thousand;
+  for (int i = 1; i <= 1000; ++i) thousand.push_back(i);
+  EXPECT_NEAR(*computeIterStats(thousand).p999Us, 999.001, 1e-9) << "between the two largest";
+  EXPECT_DOUBLE_EQ(*computeIterStats({7}).p999Us, 7);
+}
+
+// A file of schema 1.1 has no p90_us / p999_us: they read as unknown (not 0), and a file written
+// from it leaves them out rather than inventing a 0.
+TEST(SweepStats, TailsOfAnOlderFileAreUnknownAndStaySo) {
+  auto j = readJson(std::string(DS_REPORTS_TEST_DATA) + "/sweep_schema_1.1.json");
+  ASSERT_EQ(j["schema_version"], "1.1");
+  SweepRun run = sweepFromJson(j, "old.json");
+  const IterStats& it = run.results[0].outOfPlace.iter;
+  EXPECT_GT(it.n, 0);
+  EXPECT_GT(it.p99Us, 0);
+  EXPECT_FALSE(it.p90Us.has_value());
+  EXPECT_FALSE(it.p999Us.has_value());
+  EXPECT_EQ(run.args.perIterTiming, 0);
+  EXPECT_EQ(run.args.perIterSkip, 0);
+  EXPECT_TRUE(run.results[0].outOfPlace.timesUs.empty());
+  auto back = sweepToJson(run);
+  EXPECT_EQ(back["schema_version"], "1.2");
+  EXPECT_FALSE(back["results"][0]["out_of_place"]["iter"].contains("p90_us"));
+  EXPECT_FALSE(back["results"][0]["out_of_place"]["iter"].contains("p999_us"));
+  EXPECT_FALSE(back["results"][0]["out_of_place"].contains("times_us"));
+  // A null is read as unknown too; a new record has them.
+  j["results"][0]["out_of_place"]["iter"]["p90_us"] = nullptr;
+  EXPECT_FALSE(sweepFromJson(j, "old.json").results[0].outOfPlace.iter.p90Us.has_value());
+  auto fresh = sweepToJson(run);
+  fresh["results"][0]["out_of_place"]["iter"] = computeIterStats({1, 2, 3});
+  EXPECT_EQ(fresh["results"][0]["out_of_place"]["iter"]["p999_us"], 2.998);
 }
 
 TEST(SweepText, RowMatchesNcclTestsLayout) {
@@ -88,6 +123,111 @@ TEST(SweepText, RowMatchesNcclTestsLayout) {
   SweepMeasurement noInPlace = sampleRow();
   noInPlace.inPlace = {};
   EXPECT_EQ(words(formatRow(noInPlace))[9], "-");
+}
+
+// Without -I the table is byte for byte what dsbench printed before -I existed (the file is the output
+// of that code for these records): nccl-tests parsers and our own tests read it.
+TEST(SweepText, WithoutPerIterTimingTheTableIsUnchanged) {
+  SweepArgs a;
+  a.minBytes = 8;
+  a.maxBytes = 1024;
+  a.stepFactor = 2;
+  a.iters = 20;
+  a.warmupIters = 1;
+  a.check = 1;
+  a.collectives = {"allreduce"};
+  a.backends = {"gloo"};
+  SweepMetadata m;
+  m.worldSize = 2;
+  m.hosts = {"h"};
+  std::string out = formatSweepPreamble(a, m);
+  a.blocking = true;
+  a.repeat = 3;
+  a.minTimeS = 0.5;
+  a.average = 3;
+  out += formatSweepPreamble(a, m);
+  out += formatTableHeader("gloo", "allreduce", "2(n-1)/n = 1");
+  SweepMeasurement r = sampleRow();
+  r.outOfPlace.algBw = r.inPlace.algBw = r.outOfPlace.busBw = r.inPlace.busBw = 0.00044;
+  out += formatRow(r);
+  r.outOfPlace.wrong = -1;
+  r.inPlace = {};
+  r.outOfPlace.timeUs = 123456.7;
+  r.outOfPlace.algBw = 1234.5;
+  out += formatRow(r);
+  EXPECT_EQ(out, ds::testing::readFile(std::string(DS_REPORTS_TEST_DATA) + "/sweep_text_without_I.txt"));
+  EXPECT_EQ(formatRow(r, 0), formatRow(r));
+}
+
+// -I 1: nccl-tests' i_min i_max i_p99 i_cv% after each #wrong, with its header lines and units; -I 2:
+// the tails. Each value in nccl-tests' 7-wide form; unknown or missing figures are "-".
+TEST(SweepText, PerIterationColumns) {
+  SweepMeasurement r = sampleRow();
+  r.outOfPlace.iter = computeIterStats({10, 11, 12, 13, 100});
+  std::string h1 = formatTableHeader("gloo", "allreduce", "1", 1);
+  EXPECT_NE(h1.find("out-of-place (+ per-iteration)"), std::string::npos) << h1;
+  EXPECT_NE(h1.find("in-place (+ per-iteration)"), std::string::npos) << h1;
+  EXPECT_NE(h1.find("#wrong    i_min    i_max    i_p99    i_cv%     time"), std::string::npos) << h1;
+  EXPECT_NE(h1.find("(us)     (us)     (us)      (%)     (us)"), std::string::npos) << h1;
+  auto w = words(formatRow(r, 1));
+  ASSERT_EQ(w.size(), 22u);  // 5 + 2 x (4 + 4) + straggler
+  EXPECT_EQ(w[8], "0");
+  EXPECT_EQ(w[9], "10.00");                                              // i_min
+  EXPECT_EQ(w[10], "100.00");                                            // i_max
+  EXPECT_EQ(w[11], words(formatIterValue(r.outOfPlace.iter.p99Us))[0]);  // i_p99
+  EXPECT_EQ(w[12], words(formatIterValue(r.outOfPlace.iter.cvPct))[0]);
+  EXPECT_EQ(w[21], "r1+12%");
+  // The header's columns line up with the row's: each name ends where its value ends.
+  const std::string row = formatRow(r, 1);
+  const std::string names = h1.substr(h1.find("#       size"));
+  EXPECT_EQ(names.find("i_cv%") + 5, row.find(w[12]) + w[12].size()) << names << row;
+
+  std::string h2 = formatTableHeader("gloo", "allreduce", "1", 2);
+  EXPECT_NE(h2.find("#wrong    i_p50    i_p90    i_p99  i_p99.9    i_max     time"), std::string::npos) << h2;
+  auto w2 = words(formatRow(r, 2));
+  ASSERT_EQ(w2.size(), 24u);    // 5 + 2 x (4 + 5) + straggler
+  EXPECT_EQ(w2[9], "12.00");    // p50
+  EXPECT_EQ(w2[13], "100.00");  // max
+  // Unknown tails (an older file) and an unmeasured place print "-".
+  r.outOfPlace.iter.p90Us = r.outOfPlace.iter.p999Us = std::nullopt;
+  r.inPlace = {};
+  w2 = words(formatRow(r, 2));
+  ASSERT_EQ(w2.size(), 24u);
+  EXPECT_EQ(w2[10], "-");
+  EXPECT_EQ(w2[12], "-");
+  for (int k = 14; k < 23; ++k) EXPECT_EQ(w2[k], "-") << k;
+  // nccl-tests' getFloatStr, width 7.
+  EXPECT_EQ(formatIterValue(1.234), "   1.23");
+  EXPECT_EQ(formatIterValue(12345.6), "12345.6");
+  EXPECT_EQ(formatIterValue(123456.7), " 123457");
+  EXPECT_EQ(formatIterValue(12345678.0), "1.2e+07");
+}
+
+TEST(SweepText, PerIterationPreambleLines) {
+  SweepArgs a;
+  a.iters = 20;
+  a.perIterTiming = 1;
+  a.perIterSkip = 3;
+  std::string p = formatSweepPreamble(a, {});
+  EXPECT_NE(
+      p.find("# Per-Iteration Report: execution time of each op (the backend's own timing of the work); i_* "
+             "uses max over ranks; summary skips first 3 iterations \n#\n# Using devices"),
+      std::string::npos)
+      << p;
+  a.blocking = true;
+  a.perIterSkip = 0;
+  p = formatSweepPreamble(a, {});
+  EXPECT_NE(
+      p.find("# Per-Iteration Report: wall time of each op, from issue to completion (-z); i_* uses max over "
+             "ranks \n"),
+      std::string::npos)
+      << p;
+  // -K without -I: no nccl-tests line, but the skip is said.
+  a.perIterTiming = 0;
+  a.perIterSkip = 2;
+  p = formatSweepPreamble(a, {});
+  EXPECT_EQ(p.find("Per-Iteration Report"), std::string::npos);
+  EXPECT_NE(p.find("leave out the first 2 timed iteration(s) of each size (-K)"), std::string::npos) << p;
 }
 
 TEST(SweepText, HeaderAndFooterLines) {
@@ -147,7 +287,7 @@ TEST(SweepJson, RoundTripsAndChecksSchema) {
   run.summary = summarize(run.results);
   auto j = sweepToJson(run);
   EXPECT_EQ(j["schema"], "dsperf.sweep");
-  EXPECT_EQ(j["schema_version"], "1.1");
+  EXPECT_EQ(j["schema_version"], "1.2");
   EXPECT_EQ(j["results"][0]["out_of_place"]["nwrong"], 0);
   EXPECT_EQ(j["results"][0]["in_place"]["iter"]["p50_us"], 18.0);
   auto back = sweepFromJson(j, "x.json");

@@ -47,7 +47,7 @@ TEST(TrainReport, PercentilesInterpolateLikeNumpy) {
 TEST(TrainReport, JsonRoundTripsAndCarriesPyTorchsFieldNames) {
   auto j = trainToJson({sample()});
   EXPECT_EQ(j["schema"], "dsperf.train");
-  EXPECT_EQ(j["schema_version"], "1.1");
+  EXPECT_EQ(j["schema_version"], "1.2");
   EXPECT_EQ(j["runs"][0]["ddp_logging"]["avg_backward_comm_time"], 123456789);
   EXPECT_TRUE(j["runs"][0]["ddp_logging"].contains("avg_backward_compute_comm_overlap_time"));
   EXPECT_EQ(j["runs"][0]["time_ms"]["forward"]["p50"], 11.0);
