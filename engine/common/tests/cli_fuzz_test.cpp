@@ -91,6 +91,8 @@ const std::vector<FlagCase> kFlags = {
     {"dsbench coll", "--min-time", "DSBENCH_MIN_TIME", Kind::kNumber},
     {"dsbench coll", "--repeat", "DSBENCH_REPEAT", Kind::kInt},
     {"dsbench coll", "--blocking", "DSBENCH_BLOCKING", Kind::kSwitch},
+    {"dsbench coll", "--per_iter_timing", "DSBENCH_PER_ITER_TIMING", Kind::kEnum},
+    {"dsbench coll", "--per_iter_skip", "DSBENCH_PER_ITER_SKIP", Kind::kInt},
     {"dsbench coll", "--init-method", "DSBENCH_INIT_METHOD", Kind::kText, false, {""}},
     {"dsbench coll", "--label", "DSBENCH_LABEL", Kind::kText, false, {"bogus"}},
     {"dsbench train", "--model", "DSBENCH_MODEL", Kind::kText},
