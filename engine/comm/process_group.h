@@ -20,7 +20,10 @@
 // seq numbers and heartbeats advance, and timeouts are diagnosed as before. Only ops of at most
 // DS_PG_INLINE_MAX_BYTES bytes (default kDefaultInlineMaxBytes; 0 turns the fast path off) take it,
 // so that a large op never holds up the caller (DDP overlaps those with its backward pass). Off
-// under DETAIL, whose store round trips dwarf the saving.
+// under DETAIL, whose store round trips dwarf the saving. A small op issued while only small ops are
+// queued or running (the rest of one whose peer was late) waits for them, at most smallOpDrain
+// (2 ms), and then takes the fast path, rather than queueing behind them: otherwise a back-to-back
+// loop of small ops stays on the worker, each op paying the handoff.
 //
 // One core: when this process may run on a single CPU (its affinity mask: mpirun's default binding,
 // srun --cpu-bind=cores, taskset), the worker thread could only run on the caller's own core, so a
