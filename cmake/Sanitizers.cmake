@@ -38,6 +38,13 @@ if(CMAKE_BUILD_TYPE STREQUAL "RelWithDebInfo")
   add_compile_options(-O1)
 endif()
 add_link_options(${DS_SANITIZE_FLAGS})
+# GCC 12's -Wmaybe-uninitialized sees through the sanitizers' instrumentation at -O1 and reports
+# reads that are not there: 42 of them in the ASan build, in libstdc++'s <regex> (std::function
+# inside _NFA) and in a ternary over two static arrays, none in the -O2 build that CI's warning gate
+# reads. The normal build keeps the warning; only sanitizer builds drop it.
+if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
+  add_compile_options($<$<COMPILE_LANGUAGE:CXX>:-Wno-maybe-uninitialized>)
+endif()
 
 # The run-time options (halt_on_error, the suppression files) are compiled into every executable
 # through the sanitizers' __<tool>_default_options hooks, so that `ctest` run by hand, gtest's test

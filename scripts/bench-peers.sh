@@ -174,7 +174,7 @@ peers=(shm gloo mpi mpi-raw ${nb[@]+"${nb[@]}"})
 [ -n "$torch_py" ] && peers+=(torch)
 shm_note=""
 if ! run_mpi 2 "$out/shm-probe.log" "$bin/dsbench" coll --backend shm -b 8 -e 8 -n 1 -w 0 -c 1 -T 60; then
-  why=$(grep -E 'error|Error|not' "$out/shm-probe.log" | head -3)
+  why=$(grep -E 'error|Error|not' "$out/shm-probe.log" | sed -n 1,3p)
   echo
   echo "!! shm is MISSING: 'dsbench coll --backend shm' failed, so its columns stay empty and the"
   echo "!! shm targets read n/a. Its output ($out/shm-probe.log):"

@@ -83,13 +83,13 @@ set -e
 warnings=$(grep -c 'warning:' "$log" || true)
 if ((rc != 0)); then
   echo "build: FAILED (exit $rc) after $((SECONDS - start)) s. The errors, from $log:" >&2
-  grep -E -B2 -A6 'error:|Error [0-9]+|undefined reference|CMake Error|^FAILED:' "$log" | head -80 >&2 || tail -40 "$log" >&2
+  grep -E -B2 -A6 'error:|Error [0-9]+|undefined reference|CMake Error|^FAILED:' "$log" | sed -n 1,80p >&2 || tail -40 "$log" >&2
   echo "build: the full log is $log" >&2
   exit "$rc"
 fi
 if ((warnings > 0)); then
   echo "build: $warnings compiler warning(s) (the first ones below; all of them in $log):" >&2
-  grep -E -A3 'warning:' "$log" | head -40 >&2
+  grep -E -A3 'warning:' "$log" | sed -n 1,40p >&2
   if [[ "${DS_WARNINGS_FAIL:-0}" == 1 ]]; then
     echo "build: FAILED: DS_WARNINGS_FAIL=1 and the compiler warned $warnings time(s); fix them (the log: $log)" >&2
     exit 1

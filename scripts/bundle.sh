@@ -85,7 +85,7 @@ else
   echo "bundle: building ${targets[*]} with ${DS_JOBS:-$(nproc)} jobs"
   tb=$SECONDS
   cmake --build "$build" -j "${DS_JOBS:-$(nproc)}" --target "${targets[@]}" >"$build.build.log" 2>&1 || {
-    grep -E 'error' "$build.build.log" | head -20; echo "bundle: build failed (log: $build.build.log)" >&2; exit 1; }
+    grep -E 'error' "$build.build.log" | sed -n 1,20p; echo "bundle: build failed (log: $build.build.log)" >&2; exit 1; }
   echo "bundle: built in $((SECONDS - tb)) s (load average before: $load)"
 fi
 

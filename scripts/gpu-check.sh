@@ -32,6 +32,6 @@ cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE="${DS_BUILD_TYPE:-RelWithDebInfo
   -DDS_WITH_NCCL=ON ${DS_GPU_CMAKE_ARGS:-} >"$build/configure.log" 2>&1 || {
   tail -n 40 "$build/configure.log"; fail configure "cmake with CUDA and NCCL failed (log: $build/configure.log)"; }
 cmake --build "$build" -j "$jobs" --target "${TARGETS[@]}" >"$build/build.log" 2>&1 || {
-  grep -E 'error' "$build/build.log" | head -20; fail build "${TARGETS[*]} did not build (log: $build/build.log)"; }
+  grep -E 'error' "$build/build.log" | sed -n 1,20p; fail build "${TARGETS[*]} did not build (log: $build/build.log)"; }
 echo "gpu-check: built ${TARGETS[*]} in $build"
 DS_GPU_BIN_DIR=$build/bin DS_GPU_TEST_DIR=$build/tests exec "$root/scripts/run-gpu-checks.sh" "$out"

@@ -166,7 +166,7 @@ elif not re.search(r"ranks 0-1 share GPU [0-9a-fA-F]+:[0-9a-fA-F]{2}:[0-9a-fA-F]
     --nproc-per-node 2 -- env LOCAL_RANK=0 "$bin/dsbench" coll --backend nccl -b 1M -e 1M -n 5 -T 30 \
     >"$tmp/dup.txt" 2>&1
   rc=$?
-  grep -iE 'duplicate|error' "$tmp/dup.txt" | head -n 8
+  grep -iE 'duplicate|error' "$tmp/dup.txt" | sed -n 1,8p
   if ((rc == 124)); then
     problems+=("dsbench on two ranks of one GPU hung until the step's timeout")
   elif ((rc == 0)); then
