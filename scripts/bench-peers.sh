@@ -32,11 +32,14 @@
 #   table-p50.txt  the same tables by p50 (the targets as in table.txt)
 #   table-p99.txt  the same tables by p99
 #   summary.txt    the targets x statistics x placements verdicts alone, a few lines (printed at the end)
+#   tables.md      the placement matrix and every peer's mean / p50 / p99 per size, as Markdown; with
+#                  --docs it also replaces the block between the bench-peers markers of
+#                  docs/performance.md, so the page's tables are this script's output
 #   peers.json     the rows, each the median round by the mean
 #
 #   scripts/bench-peers.sh [--quick | --full] [--rounds R] [--np 2,4] [-e 256M] [--min-time S]
 #                          [--placements unbound,mpirun-default,shared-core,hog] [--no-torch]
-#                          [--out DIR] [--no-build]
+#                          [--out DIR] [--no-build] [--docs]
 # With the defaults (3 rounds, 4 placements, 2 and 4 ranks) it runs for over 30 minutes on 2 cores and
 # prints its estimate first; --quick takes a few minutes.
 #
@@ -57,6 +60,7 @@ out=""
 do_build=1
 placements=unbound,mpirun-default,shared-core,hog
 use_torch=1
+docs=0
 prog=bench-peers
 source "$root/scripts/lib/args.sh"  # usage, bad, value_of
 source "$root/scripts/lib/placement.sh"  # set_placement, start_hog, stop_hog, free_port
@@ -72,6 +76,7 @@ while [ $# -gt 0 ]; do
     --no-build) do_build=0 ;;
     --placements) placements=$(value_of "$@") || exit 1; shift ;;
     --no-torch) use_torch=0 ;;
+    --docs) docs=1 ;;
     -h|--help) usage; exit 0 ;;
     *) echo "bench-peers: unknown argument '$1'; see --help." >&2; exit 1 ;;
   esac
@@ -241,10 +246,13 @@ for place in "${place_list[@]}"; do
   inputs+=(--placement "$place")
   for f in "$out"/r*-limit.json "$out"/r*-"$place"-np*.json; do [ -s "$f" ] && inputs+=("$f"); done
 done
+rev=$(git -C "$root" describe --always --dirty 2>/dev/null || echo "unknown revision")
 notes=(--note "bench-peers.sh --$mode: $rounds round(s), placements $placements, ranks $nps, -e $maxbytes -f $factor, min-time ${mintime}s, ${elapsed} s; load average before $load_before, after $load_after")
+notes+=(--note "source $rev, $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) CPUs ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'))")
 [ -n "$shm_note" ] && notes+=(--note "$shm_note")
 for f in "${failed[@]}"; do notes+=(--note "failed: $f"); done
-"$bin/ds_peers_report" -o "$out/peers.json" --summary "$out/summary.txt" "${notes[@]}" "${inputs[@]}" \
+"$bin/ds_peers_report" -o "$out/peers.json" --summary "$out/summary.txt" --markdown "$out/tables.md" \
+  "${notes[@]}" "${inputs[@]}" \
   | tee "$out/table.txt"
 report_rc=${PIPESTATUS[0]}
 # The same tables by the per-iteration median and p99 (the targets in them are those of table.txt: all
@@ -263,6 +271,21 @@ if [ ${#failed[@]} -gt 0 ]; then
   printf '  %s\n' "${failed[@]}"
 fi
 [ $report_rc -ne 0 ] && { echo "bench-peers: the report failed (exit $report_rc)." >&2; exit 1; }
-echo "bench-peers: tables in $out/table.txt (by the loop mean), $out/table-p50.txt and table-p99.txt (by the per-iteration p50 and p99), the verdicts in $out/summary.txt, JSON in $out/peers.json (dsreport html $out/peers.json)"
+if [ $docs = 1 ]; then
+  # The block between the markers is replaced by tables.md; everything else of the page stays.
+  page=$root/docs/performance.md
+  begin='<!-- bench-peers tables: begin -->'
+  end='<!-- bench-peers tables: end -->'
+  if grep -qxF "$begin" "$page" && grep -qxF "$end" "$page"; then
+    awk -v b="$begin" -v e="$end" -v f="$out/tables.md" '
+      $0 == b { print; while ((getline l < f) > 0) print l; skip = 1; next }
+      $0 == e { skip = 0 }
+      !skip' "$page" >"$page.tmp" && mv "$page.tmp" "$page"
+    echo "bench-peers: docs/performance.md's tables replaced by $out/tables.md"
+  else
+    echo "bench-peers: --docs: $page lacks the lines '$begin' and '$end'; the tables are in $out/tables.md." >&2
+  fi
+fi
+echo "bench-peers: tables in $out/table.txt (by the loop mean), $out/tables.md (Markdown), $out/table-p50.txt and table-p99.txt (by the per-iteration p50 and p99), the verdicts in $out/summary.txt, JSON in $out/peers.json (dsreport html $out/peers.json)"
 [ ${#failed[@]} -gt 0 ] && exit 3
 exit 0

@@ -23,6 +23,9 @@
 // --stat picks the statistic of the side-by-side tables and of the rows written to -o (default mean);
 // rows without per-iteration figures, such as the membw-limit bound, keep their time under p50 and
 // p99. --summary FILE writes the targets x statistics x placements verdicts alone, a few lines.
+// --markdown FILE writes the same matrix and, per placement and world size, every peer's time per op
+// under the three statistics, as Markdown: scripts/bench-peers.sh --docs splices it into
+// docs/performance.md, so the page's tables are the script's output, never copied by hand.
 // Output rows keep their backend field, so a reader overlays them by backend and world size.
 // Exit: 0 (a benchmark: targets missed are reported, not failed), 5 bad flags, 6 unreadable input.
 #include <fmt/format.h>
@@ -30,6 +33,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -52,14 +56,16 @@ namespace report = ds::report;
 
 const char* kUsage =
     "usage: ds_peers_report [-o OUT.json] [--place in|out] [--stat mean|p50|p99] [--summary FILE]\n"
-    "                       [--note TEXT]... [--placement NAME] FILE.json... [--placement NAME "
+    "                       [--markdown FILE] [--note TEXT]... [--placement NAME] FILE.json... [--placement NAME "
     "FILE.json...]...\n"
     "Combines the rounds of scripts/bench-peers.sh (dsperf.sweep files) into one JSON (the median round\n"
     "per backend, world size and size) and prints the ratio tables and the targets, per placement.\n"
     "Every target is judged under three statistics: mean (the loop time per op, nccl-tests' time), p50\n"
     "and p99 (of the per-iteration times, each iteration's slowest rank); * marks the statistics a\n"
     "target must pass. --stat picks the statistic of the tables and of OUT.json's rows (default mean).\n"
-    "--summary FILE also writes the verdicts alone: targets x statistics x placements.\n";
+    "--summary FILE also writes the verdicts alone: targets x statistics x placements.\n"
+    "--markdown FILE writes the matrix and every peer's time per op under mean, p50 and p99 as Markdown\n"
+    "(the tables of docs/performance.md; the --note texts head it).\n";
 
 // The statistics a row is judged by (issue 29).
 enum class Stat { kMean = 0, kP50 = 1, kP99 = 2 };
@@ -371,8 +377,77 @@ std::string shortVerdict(const TargetVerdict& v) {
   return fmt::format("{} {}", s, v.overall);
 }
 
+// --markdown: the figures of docs/performance.md. A time in us with about three significant digits.
+std::string usText(double v) {
+  return fmt::format(fmt::runtime(v < 10 ? "{:.2f}" : v < 100 ? "{:.1f}" : "{:.0f}"), v);
+}
+std::string sizeMd(std::size_t b) {
+  std::string s = sizeText(b);
+  return std::isdigit(static_cast<unsigned char>(s.back())) ? s + " B" : s.insert(s.size() - 1, " ") + "iB";
+}
+
+// One placement and world size: each peer's time per op at every size, "mean / p50 / p99".
+std::string markdownTimes(const Table& t, const std::set<std::string>& backends,
+                          const std::set<std::size_t>& sizes, int n, const std::string& placement) {
+  static const std::pair<const char*, const char*> kPeers[] = {
+      {"shm", "shm"},         {"gloo", "gloo"},        {"torch-gloo", "torch's gloo"},
+      {"mpi", "engine mpi"},  {"mpi-raw", "raw MPI"},  {"mpi-raw-nb", "raw MPI (nb)"}};
+  std::vector<std::pair<const char*, const char*>> cols;
+  for (const auto& c : kPeers)
+    if (backends.count(c.first)) cols.push_back(c);
+  std::string md = fmt::format("\n**{}, {} ranks**: time per op in µs, mean / p50 / p99\n\n| size |",
+                               placement.empty() ? "every run" : placement, n);
+  std::string rule = "|---|";
+  for (const auto& c : cols) {
+    md += fmt::format(" {} |", c.second);
+    rule += "---|";
+  }
+  md += "\n" + rule + "\n";
+  for (std::size_t s : sizes) {
+    md += fmt::format("| {} |", sizeMd(s));
+    for (const auto& c : cols) {
+      std::array<std::string, kNumStats> f;
+      for (Stat st : kStats) {
+        auto v = t.us(c.first, n, s, st);
+        f[idx(st)] = v ? usText(*v) : "-";
+      }
+      md += fmt::format(" {} / {} / {} |", f[0], f[1], f[2]);
+    }
+    md += "\n";
+  }
+  return md;
+}
+
+// The placement matrix as Markdown: per target, a row per statistic and its verdict.
+std::string markdownMatrix(const std::vector<TargetRow>& matrix, const std::vector<std::string>& columns) {
+  std::string md = "| target | statistic |";
+  std::string rule = "|---|---|";
+  for (const auto& c : columns) {
+    md += fmt::format(" {} |", c);
+    rule += "---|";
+  }
+  md += "\n" + rule + "\n";
+  for (const auto& row : matrix) {
+    for (std::size_t k = 0; k <= kNumStats; ++k) {
+      md += fmt::format("| {} | {} |", k == 0 ? row.what : "", k < kNumStats ? statName(kStats[k]) : "**verdict**");
+      for (const auto& c : columns) {
+        auto it = row.byPlacement.find(c);
+        std::string text = it == row.byPlacement.end()    ? "-"
+                           : k < kNumStats                ? cell(it->second.byStat[k])
+                           : it->second.overall == "info" ? std::string("info")
+                           : it->second.overall == "n/a"
+                               ? std::string("n/a (missing figures)")
+                               : fmt::format("**{}** ({})", it->second.overall, it->second.passes);
+        md += fmt::format(" {} |", text);
+      }
+      md += "\n";
+    }
+  }
+  return md;
+}
+
 int run(int argc, char** argv) {
-  std::string out, summaryPath;
+  std::string out, summaryPath, markdownPath;
   bool inPlace = true;
   Stat primary = Stat::kMean;
   std::vector<std::pair<std::string, std::string>> files;  // placement, path
@@ -411,6 +486,8 @@ int run(int argc, char** argv) {
       primary = v == "mean" ? Stat::kMean : v == "p50" ? Stat::kP50 : Stat::kP99;
     } else if (a == "--summary") {
       summaryPath = need();
+    } else if (a == "--markdown") {
+      markdownPath = need();
     } else if (a == "--placement") {
       currentPlacement = need();
       if (currentPlacement.empty() || currentPlacement.find_first_of(" /\t") != std::string::npos) {
@@ -512,6 +589,7 @@ int run(int argc, char** argv) {
           : "");
   std::vector<TargetRow> matrix;
   std::vector<std::string> columns;
+  std::string mdTimes;  // --markdown's time tables, per placement and world size
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   for (const auto& placement : placements) {
     const auto& pb = backendsOf[placement];
@@ -535,6 +613,7 @@ int run(int argc, char** argv) {
       std::string column = (placement.empty() ? std::string("all") : placement) +
                            (pworlds.size() > 1 ? fmt::format("/{}", n) : "");
       columns.push_back(column);
+      mdTimes += markdownTimes(t, pb, sizes, n, placement);
       for (auto& [what, v] : printWorld(t, pb, sizes, n, placement, primary)) {
         auto it =
             std::find_if(matrix.begin(), matrix.end(), [&](const TargetRow& r) { return r.what == what; });
@@ -600,6 +679,23 @@ int run(int argc, char** argv) {
       text += "\n";
     }
     ds::report::writeTextAtomic(summaryPath, text);
+  }
+
+  if (!markdownPath.empty()) {
+    std::string md =
+        "<!-- Written by ds_peers_report --markdown (scripts/bench-peers.sh --docs); run the script again "
+        "rather than editing these tables. -->\n";
+    for (const auto& n : extraNotes) md += fmt::format("- {}\n", n);
+    md += fmt::format(
+        "\nEvery target under every placement and statistic ({} round(s), each figure from the median round "
+        "by its statistic; the worst size of each range). mean = the loop time per op (nccl-tests' time); p50 "
+        "and p99 = of the per-iteration times, each iteration's slowest rank. `*` marks the statistics a "
+        "target must pass; info = not a target under that placement.\n\n",
+        rounds);
+    md += markdownMatrix(matrix, columns);
+    md += "\nThe times behind them (" + std::string(placeName) +
+          ", allreduce f32 sum; `-` where a peer did not run):\n" + mdTimes;
+    ds::report::writeTextAtomic(markdownPath, md);
   }
 
   if (!out.empty()) {

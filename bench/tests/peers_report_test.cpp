@@ -184,6 +184,35 @@ TEST(PeersReport, MeanPassesP99MissesAndTheTargetMisses) {
   EXPECT_NE(lineWith(summary, "gloo / torch gloo").find("| PPM PASS"), std::string::npos) << summary;
 }
 
+TEST(PeersReport, MarkdownHoldsTheMatrixAndEveryStatisticsTimes) {
+  Fixture f;
+  auto r = f.report({"--markdown", f.dir.file("tables.md"), "--note", "source abc123, the fixture"});
+  ASSERT_EQ(r.exitCode, 0) << r.out << r.err;
+  std::string md = readFile(f.dir.file("tables.md"));
+  EXPECT_NE(md.find("- source abc123, the fixture\n"), std::string::npos) << md;
+  // The matrix: a column per placement, a row per statistic, then the verdict with what passes.
+  EXPECT_NE(md.find("| target | statistic | unbound | hog |\n|---|---|---|---|\n"), std::string::npos) << md;
+  EXPECT_NE(md.find("| shm / raw MPI_Allreduce time at 8 B (<= 1.5; p99 <= 2.0) | mean | 1.00x PASS* | 30.00x |"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("|  | p99 | 4.17x MISS* | 60.00x |"), std::string::npos) << md;
+  EXPECT_NE(md.find("|  | **verdict** | **MISS** (mean, p50) | info |"), std::string::npos) << md;
+  // The times: mean / p50 / p99 of each peer, per placement; a peer that did not run is left out of
+  // that placement's table, a size it lacks reads "-".
+  auto unbound = md.find("**unbound, 2 ranks**");
+  ASSERT_NE(unbound, std::string::npos) << md;
+  EXPECT_NE(lineWith(md, "| size |", unbound).find("| size | shm | gloo | torch's gloo | engine mpi | raw MPI |"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(lineWith(md, "| 8 B |", unbound).find("| 8 B | 1.00 / 0.90 / 5.00 | 90.0 / 95.0 / 300 | 100 / 100 / 150 |"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(lineWith(md, "| 32 MiB |", unbound).find("| 10000 / 9000 / 12000 |"), std::string::npos) << md;
+  auto hog = md.find("**hog, 2 ranks**");
+  ASSERT_NE(hog, std::string::npos) << md;
+  EXPECT_EQ(lineWith(md, "| 8 B |", hog), "| 8 B | 30.0 / 20.0 / 90.0 | 1.00 / 1.00 / 1.50 |") << md;
+}
+
 TEST(PeersReport, StatPicksTheTablesAndTheRowsWritten) {
   Fixture f;
   auto mean = f.report({"-o", f.dir.file("mean.json")});
