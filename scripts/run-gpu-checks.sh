@@ -143,7 +143,7 @@ step_sweep() {
 step_two_ranks() {
   # Both ranks take GPU 0: LOCAL_RANK=0 for each, as a launcher that loses the local rank would do.
   local problems=()
-  CUDA_VISIBLE_DEVICES=0 bounded 60 "$bin/dsrun" --standalone --nproc-per-node 2 -- env LOCAL_RANK=0 \
+  CUDA_VISIBLE_DEVICES=0 DS_ACCELERATOR=cuda bounded 60 "$bin/dsrun" --standalone --nproc-per-node 2 -- env LOCAL_RANK=0 \
     "$bin/dsdiag" --world --timeout 30 --json "$out/two-ranks.json" >"$tmp/world.txt" 2>&1
   local rc=$?
   tail -n 20 "$tmp/world.txt"

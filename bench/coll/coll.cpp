@@ -158,7 +158,10 @@ int runColl(const CollFlags& flags) {
   std::vector<std::string> backends =
       o.backends.empty() ? std::vector<std::string>{world->backend()} : o.backends;
 
-  // Checks that need the world size; every rank reaches the same verdict.
+  // Checks that need the world size; every rank reaches the same verdict. A collective this world
+  // cannot run is an error when named, and left out (with a note) when only "all" asked for it.
+  std::vector<std::string> collectives;
+  std::vector<std::string> leftOut;
   for (const auto& name : o.collectives) {
     const CollSpec& spec = findCollective(name);
     if (spec.rooted && o.root >= n) {
@@ -166,8 +169,15 @@ int runColl(const CollFlags& flags) {
           fmt::format("-r/--root {} is not a rank of this job of {} rank(s); give 0..{}.", o.root, n, n - 1));
     }
     if (spec.type == comm::OpType::kSend && n < 2) {
-      throw ConfigError("--coll sendrecv needs at least 2 ranks (each sends to the next); start more ranks.");
+      if (std::find(o.collectivesNamed.begin(), o.collectivesNamed.end(), name) != o.collectivesNamed.end()) {
+        throw ConfigError("--coll sendrecv needs at least 2 ranks (each sends to the next); start more ranks.");
+      }
+      leftOut.push_back(fmt::format("--coll all: {} left out, it needs at least 2 ranks (each sends to the next) "
+                                    "and this job has {}",
+                                    name, n));
+      continue;
     }
+    collectives.push_back(name);
   }
 
   report::SweepRun run;
@@ -206,7 +216,7 @@ int runColl(const CollFlags& flags) {
   reporter->start(run);
 
   int totalRows = 0;
-  for (const auto& name : o.collectives) {
+  for (const auto& name : collectives) {
     const CollSpec& spec = findCollective(name);
     totalRows += static_cast<int>(backends.size() * o.dtypes.size() * (spec.reduces ? o.ops.size() : 1) *
                                   sizes.size() * static_cast<std::size_t>(o.repeat));
@@ -230,6 +240,7 @@ int runColl(const CollFlags& flags) {
     run.notes.push_back(text);
     reporter->note(text);
   };
+  for (const auto& text : leftOut) note(text);
   std::vector<std::unique_ptr<comm::ProcessGroup>> extraGroups;
   int errorCode = 0;
   try {
@@ -250,7 +261,7 @@ int runColl(const CollFlags& flags) {
         HarnessOptions hob = ho;
         hob.storePrefix = "ds/coll/h/" + backend;
         Harness harness(*pg, world->store(), *memory, hob);
-        for (const auto& name : o.collectives) {
+        for (const auto& name : collectives) {
           const CollSpec& spec = findCollective(name);
           report::SweepTable table{
               backend, spec.name,

@@ -187,6 +187,7 @@ CollOptions resolveOptions(const CollFlags& f) {
       for (const CollSpec* s : allCollectives()) o.collectives.emplace_back(s->name);
     } else {
       o.collectives.emplace_back(findCollective(name).name);
+      o.collectivesNamed.emplace_back(findCollective(name).name);
     }
   }
   // A name given twice (or inside "all") runs once, in first-seen order.

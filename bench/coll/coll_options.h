@@ -52,6 +52,9 @@ struct CollOptions {
   std::optional<double> timeoutS;
   std::string jsonPath, journalPath;
   std::vector<std::string> collectives;  // canonical names, run in this order
+  // Those named one by one (not only through "all"): a collective the world size cannot run is an
+  // error when named, and left out with a note when it came from "all".
+  std::vector<std::string> collectivesNamed;
   std::vector<std::string> backends;     // empty = the world's default
   double minTimeS = 0;
   bool blocking = false;

@@ -121,14 +121,17 @@ Finding localRankDevice(Context& c) {
                 "Start at most as many ranks per node as visible GPUs (--nproc-per-node), or fix CUDA_VISIBLE_DEVICES.",
                 data);
   }
-  if (lws > n) {
-    return warn(fmt::format("{} ranks on this node share {} GPU(s): ranks beyond {} will fail with invalid device ordinal "
-                            "or collide on one GPU",
-                            lws, n, n - 1),
-                "Match --nproc-per-node to the number of visible GPUs.", data);
-  }
+  // This rank's device, in the warning too: world.gpu_unique compares it across ranks, and a node with
+  // more ranks than GPUs is where two ranks land on one (seen on one H200 with two ranks at LOCAL_RANK=0:
+  // without it world.gpu_unique skipped with "No rank has a GPU").
   const auto& d = g.devices[static_cast<size_t>(lr)];
   data["device"] = {{"name", d.name}, {"bus_id", d.busId}, {"uuid", d.uuid}};
+  if (lws > n) {
+    return warn(fmt::format("{} ranks on this node share {} GPU(s): ranks beyond {} will fail with invalid device ordinal "
+                            "or collide on one GPU (this rank: LOCAL_RANK={} -> cuda:{} {})",
+                            lws, n, n - 1, lr, lr, d.busId),
+                "Match --nproc-per-node to the number of visible GPUs.", data);
+  }
   return pass(fmt::format("LOCAL_RANK={} -> cuda:{} {} ({})", lr, lr, d.name, d.busId), data);
 }
 

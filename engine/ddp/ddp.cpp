@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cstring>
 
 #include "engine/common/error.h"
 #include "engine/ddp/ops.h"
@@ -18,9 +19,6 @@ std::int64_t nsBetween(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(b - a).count();
 }
 
-comm::Buffer i64Buffer(std::vector<std::int64_t>& v) {
-  return comm::Buffer{v.data(), v.size(), comm::DType::kI64, comm::Device{}};
-}
 
 // Per parameter: dtype, device type, rank of the shape and up to 4 dims (-1 padded).
 constexpr std::size_t kMaxDims = 4;
@@ -46,6 +44,34 @@ const char* eventName(ReducerEventType t) {
     default:
       return "bucket_reduced";
   }
+}
+
+void exchangeHostI64(comm::ProcessGroup& pg, std::vector<std::int64_t>& in, std::vector<std::int64_t>& out,
+                     const std::function<std::shared_ptr<comm::Work>(const comm::Buffer&, const comm::Buffer&)>& op) {
+  const comm::Device device = pg.options().device;
+  auto host = [](std::vector<std::int64_t>& v) {
+    return comm::Buffer{v.data(), v.size(), comm::DType::kI64, comm::Device{}};
+  };
+  if (device.type == comm::DeviceType::kCpu) {
+    op(host(in), host(out))->wait();
+    return;
+  }
+  // Tensors hold f32/f16/bf16 only: the int64 values ride as raw bytes in an f32 tensor of twice the
+  // elements; broadcast and allgather copy bits and never reduce them.
+  auto staged = [&](std::vector<std::int64_t>& v, bool fill) {
+    Tensor h = Tensor::zeros({static_cast<std::int64_t>(2 * v.size())});
+    if (fill && !v.empty()) std::memcpy(h.raw(), v.data(), v.size() * sizeof(std::int64_t));
+    return h.to(device);
+  };
+  const bool inPlace = &in == &out;
+  Tensor din = staged(in, true);
+  Tensor dout = inPlace ? din : staged(out, false);
+  op(comm::Buffer{din.raw(), in.size(), comm::DType::kI64, device},
+     comm::Buffer{dout.raw(), out.size(), comm::DType::kI64, device})
+      ->wait();
+  ops::synchronize(device);
+  Tensor back = dout.to(comm::Device{});
+  if (!out.empty()) std::memcpy(out.data(), back.raw(), out.size() * sizeof(std::int64_t));
 }
 
 bool isSampledIteration(long n) { return n >= 1 && (n <= 10 || n % 100 == 0); }
@@ -287,7 +313,8 @@ void Reducer::rebuild() {
   DS_CHECK(readyOrder_.size() == params_.size(), "ready order of {} of {} parameters", readyOrder_.size(),
            params_.size());
   for (std::size_t k = 0; k < order.size(); ++k) order[k] = static_cast<std::int64_t>(readyOrder_[k]);
-  pg_.broadcast(i64Buffer(order), 0)->wait();
+  exchangeHostI64(pg_, order, order,
+                  [&](const comm::Buffer& in, const comm::Buffer&) { return pg_.broadcast(in, 0); });
   std::vector<std::size_t> rank0Order;
   for (auto v : order) rank0Order.push_back(static_cast<std::size_t>(v));
   std::vector<BucketParam> bp;
@@ -312,7 +339,8 @@ void DistributedDataParallel::verifyModelAcrossRanks() {
   const int rank = pg_.rank();
   std::vector<std::int64_t> mine{static_cast<std::int64_t>(params.size())};
   std::vector<std::int64_t> counts(static_cast<std::size_t>(size));
-  pg_.allgather(i64Buffer(mine), i64Buffer(counts))->wait();
+  auto allgather = [&](const comm::Buffer& in, const comm::Buffer& out) { return pg_.allgather(in, out); };
+  exchangeHostI64(pg_, mine, counts, allgather);
   for (int r = 0; r < size; ++r) {
     if (counts[r] != mine[0]) {
       throw ConfigError(
@@ -334,7 +362,7 @@ void DistributedDataParallel::verifyModelAcrossRanks() {
     for (std::size_t k = 0; k < v.shape().size(); ++k) d[3 + k] = v.shape()[k];
   }
   std::vector<std::int64_t> all(desc.size() * static_cast<std::size_t>(size));
-  if (!desc.empty()) pg_.allgather(i64Buffer(desc), i64Buffer(all))->wait();
+  if (!desc.empty()) exchangeHostI64(pg_, desc, all, allgather);
   for (int r = 0; r < size; ++r) {
     const std::int64_t* theirs = all.data() + static_cast<std::size_t>(r) * desc.size();
     for (std::size_t i = 0; i < params.size(); ++i) {

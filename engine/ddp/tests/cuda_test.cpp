@@ -4,6 +4,7 @@
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <string>
@@ -65,7 +66,13 @@ TEST(CudaTraining, OneGpuMatchesTheHost) {
   c.device = kGpu;
   TrainResult gpu = train(c, nullptr);
   EXPECT_LE(dt::compareParams(gpu.finalParams, host.finalParams).maxAbs, 1e-4);
-  EXPECT_LT(gpu.steps.back().loss, gpu.steps.front().loss);
+  // Step by step the loss is the host's: this short AdamW run need not lower it (on an H200 it went
+  // 0.595 -> 0.643 while the parameters matched the host's), so the host is the reference, not a trend.
+  ASSERT_EQ(gpu.steps.size(), host.steps.size());
+  for (std::size_t i = 0; i < gpu.steps.size(); ++i) {
+    EXPECT_NEAR(gpu.steps[i].loss, host.steps[i].loss, 1e-4 * std::max(1.0, std::abs(static_cast<double>(host.steps[i].loss))))
+        << "step " << i;
+  }
 }
 
 TEST(CudaOps, Bf16GemmAndKernelsMatchTheHostReference) {
