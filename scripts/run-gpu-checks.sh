@@ -184,6 +184,11 @@ step_train() {
     --warmup 5 --dtype f32,bf16 --json "$out/train-100m.json" || failed+=("100m exit $?")
   DS_ACCELERATOR=cuda bounded 150 "$bin/dsbench" train --backend nccl --model mlp:8192x8 --batch 256 --steps 20 \
     --warmup 5 --dtype f32,bf16 --json "$out/train-mlp8192.json" || failed+=("mlp:8192x8 exit $?")
+  # dsbench train keeps a journal beside each JSON so that a killed run keeps its steps; a JSON that
+  # was written holds them all, and the journals would pass the 8 files the output may hold.
+  for f in "$out"/train-*.json; do
+    [[ -f "$f" ]] && rm -f "${f%.json}.journal.jsonl"
+  done
   for f in "$out"/train-*.json; do
     [[ -f "$f" ]] || continue
     pyq 'import json, sys

@@ -54,9 +54,8 @@ std::vector<std::vector<StepSample>> gatherSteps(comm::ProcessGroup& pg,
   }
   std::vector<double> all(flat.size() * static_cast<std::size_t>(pg.size()));
   if (!flat.empty()) {
-    pg.allgather(comm::Buffer{flat.data(), flat.size(), comm::DType::kF64, comm::Device{}},
-                 comm::Buffer{all.data(), all.size(), comm::DType::kF64, comm::Device{}})
-        ->wait();
+    ddp::exchangeHost(pg, flat, all,
+                      [&](const comm::Buffer& in, const comm::Buffer& out) { return pg.allgather(in, out); });
   }
   std::vector<std::vector<StepSample>> out(static_cast<std::size_t>(pg.size()));
   for (int r = 0; r < pg.size(); ++r) {

@@ -46,32 +46,41 @@ const char* eventName(ReducerEventType t) {
   }
 }
 
-void exchangeHostI64(comm::ProcessGroup& pg, std::vector<std::int64_t>& in, std::vector<std::int64_t>& out,
-                     const std::function<std::shared_ptr<comm::Work>(const comm::Buffer&, const comm::Buffer&)>& op) {
+namespace {
+
+// exchangeHost for `n`/`nOut` elements of 8 bytes (int64, f64) at `in`/`out` (the same pointer: in place).
+void exchangeHost8(comm::ProcessGroup& pg, comm::DType dtype, void* in, std::size_t n, void* out,
+                   std::size_t nOut, const HostCollective& op) {
   const comm::Device device = pg.options().device;
-  auto host = [](std::vector<std::int64_t>& v) {
-    return comm::Buffer{v.data(), v.size(), comm::DType::kI64, comm::Device{}};
-  };
   if (device.type == comm::DeviceType::kCpu) {
-    op(host(in), host(out))->wait();
+    op(comm::Buffer{in, n, dtype, comm::Device{}}, comm::Buffer{out, nOut, dtype, comm::Device{}})->wait();
     return;
   }
-  // Tensors hold f32/f16/bf16 only: the int64 values ride as raw bytes in an f32 tensor of twice the
+  // Tensors hold f32/f16/bf16 only: the 8-byte values ride as raw bytes in an f32 tensor of twice the
   // elements; broadcast and allgather copy bits and never reduce them.
-  auto staged = [&](std::vector<std::int64_t>& v, bool fill) {
-    Tensor h = Tensor::zeros({static_cast<std::int64_t>(2 * v.size())});
-    if (fill && !v.empty()) std::memcpy(h.raw(), v.data(), v.size() * sizeof(std::int64_t));
+  auto staged = [&](const void* v, std::size_t count, bool fill) {
+    Tensor h = Tensor::zeros({static_cast<std::int64_t>(2 * count)});
+    if (fill && count > 0) std::memcpy(h.raw(), v, count * 8);
     return h.to(device);
   };
-  const bool inPlace = &in == &out;
-  Tensor din = staged(in, true);
-  Tensor dout = inPlace ? din : staged(out, false);
-  op(comm::Buffer{din.raw(), in.size(), comm::DType::kI64, device},
-     comm::Buffer{dout.raw(), out.size(), comm::DType::kI64, device})
-      ->wait();
+  Tensor din = staged(in, n, true);
+  Tensor dout = in == out ? din : staged(out, nOut, false);
+  op(comm::Buffer{din.raw(), n, dtype, device}, comm::Buffer{dout.raw(), nOut, dtype, device})->wait();
   ops::synchronize(device);
   Tensor back = dout.to(comm::Device{});
-  if (!out.empty()) std::memcpy(out.data(), back.raw(), out.size() * sizeof(std::int64_t));
+  if (nOut > 0) std::memcpy(out, back.raw(), nOut * 8);
+}
+
+}  // namespace
+
+void exchangeHost(comm::ProcessGroup& pg, std::vector<std::int64_t>& in, std::vector<std::int64_t>& out,
+                  const HostCollective& op) {
+  exchangeHost8(pg, comm::DType::kI64, in.data(), in.size(), out.data(), out.size(), op);
+}
+
+void exchangeHost(comm::ProcessGroup& pg, std::vector<double>& in, std::vector<double>& out,
+                  const HostCollective& op) {
+  exchangeHost8(pg, comm::DType::kF64, in.data(), in.size(), out.data(), out.size(), op);
 }
 
 bool isSampledIteration(long n) { return n >= 1 && (n <= 10 || n % 100 == 0); }
@@ -313,7 +322,7 @@ void Reducer::rebuild() {
   DS_CHECK(readyOrder_.size() == params_.size(), "ready order of {} of {} parameters", readyOrder_.size(),
            params_.size());
   for (std::size_t k = 0; k < order.size(); ++k) order[k] = static_cast<std::int64_t>(readyOrder_[k]);
-  exchangeHostI64(pg_, order, order,
+  exchangeHost(pg_, order, order,
                   [&](const comm::Buffer& in, const comm::Buffer&) { return pg_.broadcast(in, 0); });
   std::vector<std::size_t> rank0Order;
   for (auto v : order) rank0Order.push_back(static_cast<std::size_t>(v));
@@ -340,7 +349,7 @@ void DistributedDataParallel::verifyModelAcrossRanks() {
   std::vector<std::int64_t> mine{static_cast<std::int64_t>(params.size())};
   std::vector<std::int64_t> counts(static_cast<std::size_t>(size));
   auto allgather = [&](const comm::Buffer& in, const comm::Buffer& out) { return pg_.allgather(in, out); };
-  exchangeHostI64(pg_, mine, counts, allgather);
+  exchangeHost(pg_, mine, counts, allgather);
   for (int r = 0; r < size; ++r) {
     if (counts[r] != mine[0]) {
       throw ConfigError(
@@ -362,7 +371,7 @@ void DistributedDataParallel::verifyModelAcrossRanks() {
     for (std::size_t k = 0; k < v.shape().size(); ++k) d[3 + k] = v.shape()[k];
   }
   std::vector<std::int64_t> all(desc.size() * static_cast<std::size_t>(size));
-  if (!desc.empty()) exchangeHostI64(pg_, desc, all, allgather);
+  if (!desc.empty()) exchangeHost(pg_, desc, all, allgather);
   for (int r = 0; r < size; ++r) {
     const std::int64_t* theirs = all.data() + static_cast<std::size_t>(r) * desc.size();
     for (std::size_t i = 0; i < params.size(); ++i) {

@@ -258,12 +258,15 @@ class DistributedDataParallel {
 // Whether PyTorch's DDP logger samples synced iteration `n` (1-based): the first 10, then every 100th.
 bool isSampledIteration(long n);
 
-// Runs `op` (a broadcast or allgather of int64 values, waited for) on host vectors: DDP's model
-// checks and the replicas' checksums. An nccl group moves device memory only, so on a GPU group the
-// values travel through a staging copy on the group's device, as PyTorch's DDP puts its shape check
-// on the module's device. `in` and `out` may be the same vector (in place). Blocks; throws what the
-// collective throws.
-void exchangeHostI64(comm::ProcessGroup& pg, std::vector<std::int64_t>& in, std::vector<std::int64_t>& out,
-                     const std::function<std::shared_ptr<comm::Work>(const comm::Buffer&, const comm::Buffer&)>& op);
+// Runs `op` (a broadcast or allgather, waited for) on host vectors: DDP's model checks, the
+// replicas' checksums, dsbench train's per-step figures. An nccl group moves device memory only, so on
+// a GPU group the values travel through a staging copy on the group's device, as PyTorch's DDP puts
+// its shape check on the module's device. `in` and `out` may be the same vector (in place). The values
+// are moved, never reduced. Blocks; throws what the collective throws.
+using HostCollective = std::function<std::shared_ptr<comm::Work>(const comm::Buffer&, const comm::Buffer&)>;
+void exchangeHost(comm::ProcessGroup& pg, std::vector<std::int64_t>& in, std::vector<std::int64_t>& out,
+                  const HostCollective& op);
+void exchangeHost(comm::ProcessGroup& pg, std::vector<double>& in, std::vector<double>& out,
+                  const HostCollective& op);
 
 }  // namespace ds::ddp

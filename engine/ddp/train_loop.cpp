@@ -31,7 +31,7 @@ void addInto(IterationStats& sum, const IterationStats& it) {
 void checkReplicas(comm::ProcessGroup& pg, std::uint64_t checksum, int step) {
   std::vector<std::int64_t> mine{static_cast<std::int64_t>(checksum)};
   std::vector<std::int64_t> all(static_cast<std::size_t>(pg.size()));
-  exchangeHostI64(pg, mine, all,
+  exchangeHost(pg, mine, all,
                   [&](const comm::Buffer& in, const comm::Buffer& out) { return pg.allgather(in, out); });
   for (int r = 0; r < pg.size(); ++r) {
     if (all[r] != mine[0]) {

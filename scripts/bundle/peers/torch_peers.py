@@ -162,7 +162,7 @@ def main():
     ours = {}
     if a.sweep and os.path.exists(a.sweep):
         for r in load(a.sweep).get("results", []):
-            if r.get("collective") == "allreduce" and r.get("dtype") in ("float", "float32"):
+            if r.get("collective") == "allreduce" and r.get("dtype") in ("f32", "float", "float32"):
                 ours[r["size"]] = r["out_of_place"]["time"]
     sizes = sorted(ours) or [8 << k for k in range(0, 30, 2)]
     result["allreduce"] = allreduce_peer(torch, sizes, deadline)
