@@ -55,6 +55,7 @@ ProcessGroup::ProcessGroup(ProcessGroupOptions options) : options_(std::move(opt
   }
   DS_CHECK(options_.store != nullptr, "a process group needs a store");
   inlineMaxBytes_ = options_.detailDebug ? 0 : inlineMaxBytesFromEnv(std::getenv("DS_PG_INLINE_MAX_BYTES"));
+  if (const char* v = std::getenv("DS_PG_WAIT_SPIN_US")) options_.waitSpin = waitSpinFromEnv(v);
   const int cpus = options_.cpus > 0 ? options_.cpus : affinityCpuCount();
   callerRunsOps_ = cpus == 1 && inlineMaxBytes_ > 0 && options_.device.type == DeviceType::kCpu;
   std::weak_ptr<bool> alive = alive_;
@@ -351,12 +352,14 @@ std::shared_ptr<Work> ProcessGroup::issue(OpDesc desc, const Buffer& in, const B
 std::shared_ptr<Work> ProcessGroup::makeWork(const OpDesc& desc) {
   auto work = std::make_shared<Work>(desc);
   work->setTimeoutHandler(timeoutHandler_);
+  work->setWaitSpin(options_.waitSpin);
   return work;
 }
 
 std::shared_ptr<Work> ProcessGroup::makeWork(const OpDesc& desc, Work::Clock::time_point issued) {
   auto work = std::make_shared<Work>(desc, issued);
   work->setTimeoutHandler(timeoutHandler_);
+  work->setWaitSpin(options_.waitSpin);
   return work;
 }
 
@@ -821,6 +824,21 @@ std::size_t inlineMaxBytesFromEnv(const char* value) {
     throw ConfigError(
         fmt::format("{} 0 turns the fast path off (unset: {}).", e.what(), kDefaultInlineMaxBytes));
   }
+}
+
+std::chrono::microseconds waitSpinFromEnv(const char* value) {
+  std::string v = value == nullptr ? "" : value;
+  if (v.empty()) return ProcessGroupOptions::kDefaultWaitSpin;
+  char* end = nullptr;
+  errno = 0;
+  const long long us = std::strtoll(v.c_str(), &end, 10);
+  if (errno != 0 || end == v.c_str() || *end != '\0' || us < 0 || us > 1000000) {
+    throw ConfigError(fmt::format(
+        "DS_PG_WAIT_SPIN_US='{}' is not valid; give microseconds from 0 to 1000000: how long a wait on an op "
+        "yields the CPU before it sleeps (0: sleep at once; unset: {}).",
+        v, ProcessGroupOptions::kDefaultWaitSpin.count()));
+  }
+  return std::chrono::microseconds(us);
 }
 
 bool detailDebugFromEnv(const char* value) {

@@ -87,6 +87,10 @@ struct ProcessGroupOptions {
   // How long a small op issued behind small ops that run late waits for them to finish before it
   // queues behind them (the class comment's drain); tests lengthen it for a loaded machine.
   std::chrono::microseconds smallOpDrain = std::chrono::milliseconds(2);
+  // How long wait() on an op of this group yields the CPU before it blocks (Work::setWaitSpin);
+  // DS_PG_WAIT_SPIN_US overrides it. Ops finished on the caller's thread never wait.
+  std::chrono::microseconds waitSpin = kDefaultWaitSpin;
+  static constexpr std::chrono::microseconds kDefaultWaitSpin{1000};
 };
 
 class ProcessGroup {
@@ -374,5 +378,8 @@ inline constexpr std::size_t kDefaultInlineMaxBytes = std::size_t{1} << 20;
 // DS_PG_INLINE_MAX_BYTES: unset or empty = kDefaultInlineMaxBytes; a number of bytes, with an
 // optional K/M/G (binary) suffix; 0 = off. Throws ConfigError on anything else.
 std::size_t inlineMaxBytesFromEnv(const char* value);
+// DS_PG_WAIT_SPIN_US: unset or empty = ProcessGroupOptions::kDefaultWaitSpin; whole microseconds from
+// 0 to 1000000. Throws ConfigError on anything else.
+std::chrono::microseconds waitSpinFromEnv(const char* value);
 
 }  // namespace ds::comm

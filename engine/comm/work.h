@@ -1,6 +1,7 @@
 // Work: the handle of one asynchronous operation (c10d's Work). Thread-safe.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -66,6 +67,7 @@ class Work {
   Work(OpDesc desc, Clock::time_point issued, Clock::time_point finished, std::exception_ptr error)
       : desc_(std::move(desc)),
         done_(true),
+        doneSeen_(true),
         error_(std::move(error)),
         issued_(issued),
         started_(issued),
@@ -76,6 +78,10 @@ class Work {
 
   const OpDesc& desc() const { return desc_; }
   virtual bool isCompleted();
+  // How long wait() yields the CPU (sched_yield), watching for completion, before it blocks; set by
+  // the group (DS_PG_WAIT_SPIN_US). A blocked waiter is woken by the thread that completes the op,
+  // often from another CPU, and on a VM that wake-up can sit unhandled until the CPU's next tick.
+  void setWaitSpin(std::chrono::nanoseconds spin) { waitSpin_ = spin; }
   // Blocks until the op finished, at most `timeout` (default: the op's own timeout, counted from
   // when it was issued). Rethrows the op's error. When the op's own timeout runs out, the group's
   // timeout handler builds the TimeoutError (naming the ranks that never arrived) and the group is
@@ -113,6 +119,8 @@ class Work {
   std::mutex mu_;
   std::condition_variable cv_;
   bool done_ = false;
+  std::atomic<bool> doneSeen_{false};  // done_, readable without mu_ (wait()'s yield phase)
+  std::chrono::nanoseconds waitSpin_{0};
   bool expiring_ = false;  // a timeout handler runs (expireLocked)
   std::exception_ptr error_;
   Clock::time_point issued_ = Clock::now();

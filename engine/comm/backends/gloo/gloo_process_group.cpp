@@ -33,6 +33,7 @@
 #include <gloo/types.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -117,6 +118,11 @@ constexpr std::uint64_t kP2pSlotPrefix = 0x40;
 std::uint64_t p2pSlot(int tag) {
   return (kP2pSlotPrefix << 56) | (static_cast<std::uint64_t>(static_cast<std::uint32_t>(tag)) << 24);
 }
+// The exchange allreduce's slot: its own prefix, then the op's tag (its sequence number).
+constexpr std::uint64_t kExchangeSlotPrefix = 0x41;
+std::uint64_t exchangeSlot(std::uint32_t tag) {
+  return (kExchangeSlotPrefix << 56) | (static_cast<std::uint64_t>(tag) << 24);
+}
 
 // bf16 <-> f32 temporaries: Gloo has no bfloat16, so bf16 is reduced in f32 and rounded back once
 // (more accurate than rounding after every pairwise step; twice the wire bytes).
@@ -169,8 +175,18 @@ class GlooProcessGroup final : public ProcessGroup {
   void guarded(const char* what, F&& f);
   std::string ranksAt(const std::string& host) const;
   void keep(std::shared_ptr<void> op) { kept_ = std::move(op); }
-  // In-place allreduce of `data` (n elements of native type or f32) with Gloo.
+  // Allreduce of n elements of native type (or f32) with Gloo: small ones by exchange, the rest by
+  // Gloo's own allreduce.
   void allreduceNative(const OpDesc& desc, DType t, void* in, void* out, std::size_t n);
+  // Small allreduces as one exchange (issue 29): every rank sends its whole input to every other rank
+  // and reduces the n inputs itself, in rank order, so that every rank computes the same bits. Gloo's
+  // ring takes 2(n-1) steps, each a message and a wake-up of the thread waiting for it (tens to
+  // hundreds of us a step on a VM, where 8 bytes take well under 1 us to move); the exchange takes
+  // one. It moves (n-1) x the bytes per rank instead of 2(n-1)/n x, so it serves only while that is
+  // small: (n-1) x bytes <= kExchangeMaxBytes. Bounded by desc.timeout like every Gloo wait.
+  template <typename T>
+  void allreduceByExchange(const OpDesc& desc, const T* in, T* out, std::size_t n, const Func& fn);
+  static constexpr std::size_t kExchangeMaxBytes = std::size_t{256} << 10;
 
   detail::GlooInterfaceChoice iface_;
   std::unique_ptr<detail::GlooStoreAdapter> adapter_;
@@ -315,6 +331,10 @@ void GlooProcessGroup::guarded(const char* what, F&& f) {
 void GlooProcessGroup::allreduceNative(const OpDesc& desc, DType t, void* in, void* out, std::size_t n) {
   withType(t, [&](auto tv) {
     using T = decltype(tv);
+    if (static_cast<std::size_t>(size() - 1) * n * sizeof(T) <= kExchangeMaxBytes) {
+      allreduceByExchange(desc, static_cast<const T*>(in), static_cast<T*>(out), n, reduceFunc<T>(desc.op));
+      return;
+    }
     auto opts = std::make_shared<::gloo::AllreduceOptions>(context_);
     if (in != out) opts->setInput(static_cast<T*>(in), n);
     opts->setOutput(static_cast<T*>(out), n);
@@ -324,6 +344,39 @@ void GlooProcessGroup::allreduceNative(const OpDesc& desc, DType t, void* in, vo
     guarded("allreduce", [&] { ::gloo::allreduce(*opts); });
     keep(std::move(opts));
   });
+}
+
+template <typename T>
+void GlooProcessGroup::allreduceByExchange(const OpDesc& desc, const T* in, T* out, std::size_t n,
+                                           const Func& fn) {
+  const int p = size(), me = rank();
+  const std::size_t bytes = n * sizeof(T);
+  const std::uint64_t slot = exchangeSlot(tagOf(desc));
+  // Every rank's input in rank order (this rank's copied in: `in` may be `out`). The buffers live
+  // until the next op completes (kept_), as Gloo's own options do.
+  struct Exchange {
+    std::vector<T> all;
+    std::unique_ptr<::gloo::transport::UnboundBuffer> send, recv;
+  };
+  auto x = std::make_shared<Exchange>();
+  x->all.resize(n * static_cast<std::size_t>(p));
+  std::copy_n(in, n, x->all.data() + n * static_cast<std::size_t>(me));
+  guarded("allreduce", [&] {
+    x->send = context_->createUnboundBuffer(x->all.data() + n * static_cast<std::size_t>(me), bytes);
+    x->recv = context_->createUnboundBuffer(x->all.data(), bytes * static_cast<std::size_t>(p));
+    for (int r = 0; r < p; ++r) {
+      if (r == me) continue;
+      x->recv->recv(r, slot, bytes * static_cast<std::size_t>(r), bytes);
+      x->send->send(r, slot);
+    }
+    for (int k = 0; k < p - 1; ++k) x->send->waitSend(desc.timeout);
+    for (int k = 0; k < p - 1; ++k) x->recv->waitRecv(desc.timeout);
+  });
+  // The same order on every rank: ((x0 op x1) op x2) ... (p >= 2: one rank runs locally).
+  const T* all = x->all.data();
+  fn(out, all, all + n, n);
+  for (int r = 2; r < p; ++r) fn(out, out, all + n * static_cast<std::size_t>(r), n);
+  keep(std::move(x));
 }
 
 void GlooProcessGroup::doAllreduce(const OpDesc& desc, const Buffer& in, const Buffer& out) {
