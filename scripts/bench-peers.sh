@@ -248,7 +248,7 @@ for place in "${place_list[@]}"; do
 done
 rev=$(git -C "$root" describe --always --dirty 2>/dev/null || echo "unknown revision")
 notes=(--note "bench-peers.sh --$mode: $rounds round(s), placements $placements, ranks $nps, -e $maxbytes -f $factor, min-time ${mintime}s, ${elapsed} s; load average before $load_before, after $load_after")
-notes+=(--note "source $rev, $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) CPUs ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'))")
+notes+=(--note "source $rev, $(date -u +%Y-%m-%dT%H:%MZ), $(getconf _NPROCESSORS_ONLN) CPUs ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'))")
 [ -n "$shm_note" ] && notes+=(--note "$shm_note")
 for f in "${failed[@]}"; do notes+=(--note "failed: $f"); done
 "$bin/ds_peers_report" -o "$out/peers.json" --summary "$out/summary.txt" --markdown "$out/tables.md" \
