@@ -418,6 +418,18 @@ std::string markdownTimes(const Table& t, const std::set<std::string>& backends,
   return md;
 }
 
+// One cell of the placement matrix: the target's figure and verdict under statistic k, or for
+// k == kNumStats its own verdict (`verdictFmt` gets the verdict and the statistics that pass).
+std::string matrixCell(const TargetRow& row, const std::string& column, std::size_t k, const char* verdictFmt) {
+  auto it = row.byPlacement.find(column);
+  if (it == row.byPlacement.end()) return "-";
+  const TargetVerdict& v = it->second;
+  if (k < kNumStats) return cell(v.byStat[k]);
+  if (v.overall == "info") return "info";
+  if (v.overall == "n/a") return "n/a (missing figures)";
+  return fmt::format(fmt::runtime(verdictFmt), v.overall, v.passes);
+}
+
 // The placement matrix as Markdown: per target, a row per statistic and its verdict.
 std::string markdownMatrix(const std::vector<TargetRow>& matrix, const std::vector<std::string>& columns) {
   std::string md = "| target | statistic |";
@@ -431,14 +443,7 @@ std::string markdownMatrix(const std::vector<TargetRow>& matrix, const std::vect
     for (std::size_t k = 0; k <= kNumStats; ++k) {
       md += fmt::format("| {} | {} |", k == 0 ? row.what : "", k < kNumStats ? statName(kStats[k]) : "**verdict**");
       for (const auto& c : columns) {
-        auto it = row.byPlacement.find(c);
-        std::string text = it == row.byPlacement.end()    ? "-"
-                           : k < kNumStats                ? cell(it->second.byStat[k])
-                           : it->second.overall == "info" ? std::string("info")
-                           : it->second.overall == "n/a"
-                               ? std::string("n/a (missing figures)")
-                               : fmt::format("**{}** ({})", it->second.overall, it->second.passes);
-        md += fmt::format(" {} |", text);
+        md += fmt::format(" {} |", matrixCell(row, c, k, "**{}** ({})"));
       }
       md += "\n";
     }
@@ -635,14 +640,7 @@ int run(int argc, char** argv) {
         std::printf("  %-58s %-5s", k == 0 ? row.what.substr(0, 58).c_str() : "",
                     k < kNumStats ? statName(kStats[k]) : "=>");
         for (const auto& c : columns) {
-          auto it = row.byPlacement.find(c);
-          std::string text = it == row.byPlacement.end()    ? "-"
-                             : k < kNumStats                ? cell(it->second.byStat[k])
-                             : it->second.overall == "info" ? std::string("info")
-                             : it->second.overall == "n/a"
-                                 ? std::string("n/a (missing figures)")
-                                 : fmt::format("{} ({})", it->second.overall, it->second.passes);
-          std::printf(" | %-24s", text.c_str());
+          std::printf(" | %-24s", matrixCell(row, c, k, "{} ({})").c_str());
         }
         std::printf("\n");
       }
