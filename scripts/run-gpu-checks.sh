@@ -187,10 +187,8 @@ step_train() {
   # dsbench train keeps a journal beside each JSON so that a killed run keeps its steps; a JSON that
   # was written holds them all, and the journals would pass the 8 files the output may hold.
   for f in "$out"/train-*.json; do
-    [[ -f "$f" ]] && rm -f "${f%.json}.journal.jsonl"
-  done
-  for f in "$out"/train-*.json; do
     [[ -f "$f" ]] || continue
+    rm -f "${f%.json}.journal.jsonl"
     pyq 'import json, sys
 for r in json.load(open(sys.argv[1]))["runs"]:
     t = r["time_ms"]; step = t["step"]["p50"]

@@ -4,7 +4,6 @@
 #include <sched.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -827,18 +826,10 @@ std::size_t inlineMaxBytesFromEnv(const char* value) {
 }
 
 std::chrono::microseconds waitSpinFromEnv(const char* value) {
-  std::string v = value == nullptr ? "" : value;
-  if (v.empty()) return ProcessGroupOptions::kDefaultWaitSpin;
-  char* end = nullptr;
-  errno = 0;
-  const long long us = std::strtoll(v.c_str(), &end, 10);
-  if (errno != 0 || end == v.c_str() || *end != '\0' || us < 0 || us > 1000000) {
-    throw ConfigError(fmt::format(
-        "DS_PG_WAIT_SPIN_US='{}' is not valid; give microseconds from 0 to 1000000: how long a wait on an op "
-        "yields the CPU before it sleeps (0: sleep at once; unset: {}).",
-        v, ProcessGroupOptions::kDefaultWaitSpin.count()));
-  }
-  return std::chrono::microseconds(us);
+  if (value == nullptr || *value == '\0') return ProcessGroupOptions::kDefaultWaitSpin;
+  return std::chrono::microseconds(env::parseIntVar(
+      "DS_PG_WAIT_SPIN_US", value, 0, 1000000,
+      "0 to 1000000 microseconds: how long a wait on an op yields the CPU before it sleeps (0: sleep at once)"));
 }
 
 bool detailDebugFromEnv(const char* value) {

@@ -19,7 +19,6 @@ std::int64_t nsBetween(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(b - a).count();
 }
 
-
 // Per parameter: dtype, device type, rank of the shape and up to 4 dims (-1 padded).
 constexpr std::size_t kMaxDims = 4;
 constexpr std::size_t kDescWidth = 3 + kMaxDims;
@@ -58,13 +57,10 @@ void exchangeHost8(comm::ProcessGroup& pg, comm::DType dtype, void* in, std::siz
   }
   // Tensors hold f32/f16/bf16 only: the 8-byte values ride as raw bytes in an f32 tensor of twice the
   // elements; broadcast and allgather copy bits and never reduce them.
-  auto staged = [&](const void* v, std::size_t count, bool fill) {
-    Tensor h = Tensor::zeros({static_cast<std::int64_t>(2 * count)});
-    if (fill && count > 0) std::memcpy(h.raw(), v, count * 8);
-    return h.to(device);
-  };
-  Tensor din = staged(in, n, true);
-  Tensor dout = in == out ? din : staged(out, nOut, false);
+  Tensor h = Tensor::zeros({static_cast<std::int64_t>(2 * n)});
+  if (n > 0) std::memcpy(h.raw(), in, n * 8);
+  Tensor din = h.to(device);
+  Tensor dout = in == out ? din : Tensor::zeros({static_cast<std::int64_t>(2 * nOut)}, DType::kF32, device);
   op(comm::Buffer{din.raw(), n, dtype, device}, comm::Buffer{dout.raw(), nOut, dtype, device})->wait();
   ops::synchronize(device);
   Tensor back = dout.to(comm::Device{});

@@ -396,6 +396,19 @@ TEST(ProcessGroupInline, TheLimitVariableIsParsedStrictly) {
   }
 }
 
+TEST(ProcessGroupWait, TheYieldVariableIsParsedStrictly) {
+  EXPECT_EQ(waitSpinFromEnv(nullptr), ProcessGroupOptions::kDefaultWaitSpin);
+  EXPECT_EQ(waitSpinFromEnv(""), ProcessGroupOptions::kDefaultWaitSpin);
+  EXPECT_EQ(waitSpinFromEnv("0").count(), 0);
+  EXPECT_EQ(waitSpinFromEnv("250").count(), 250);
+  EXPECT_EQ(waitSpinFromEnv("1000000").count(), 1000000);
+  for (const char* bad : {"abc", "-1", "1.5", "1000001", "12us", "99999999999999999999"}) {
+    std::string e = errorOf([&] { waitSpinFromEnv(bad); });
+    EXPECT_NE(e.find("DS_PG_WAIT_SPIN_US"), std::string::npos) << bad << ": " << e;
+    EXPECT_NE(e.find("0 to 1000000 microseconds"), std::string::npos) << bad << ": " << e;
+  }
+}
+
 TEST(ProcessGroupWatchdog, AnOpWithoutItsOwnTimeoutFailsAtItsDeadlineWhenNobodyWaits) {
   InlineLimit limit("0");
   ProcessGroupOptions o = options();
