@@ -170,11 +170,13 @@ int runColl(const CollFlags& flags) {
     }
     if (spec.type == comm::OpType::kSend && n < 2) {
       if (std::find(o.collectivesNamed.begin(), o.collectivesNamed.end(), name) != o.collectivesNamed.end()) {
-        throw ConfigError("--coll sendrecv needs at least 2 ranks (each sends to the next); start more ranks.");
+        throw ConfigError(
+            "--coll sendrecv needs at least 2 ranks (each sends to the next); start more ranks.");
       }
-      leftOut.push_back(fmt::format("--coll all: {} left out, it needs at least 2 ranks (each sends to the next) "
-                                    "and this job has {}",
-                                    name, n));
+      leftOut.push_back(
+          fmt::format("--coll all: {} left out, it needs at least 2 ranks (each sends to the next) "
+                      "and this job has {}",
+                      name, n));
       continue;
     }
     collectives.push_back(name);

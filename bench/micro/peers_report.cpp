@@ -56,8 +56,8 @@ namespace report = ds::report;
 
 const char* kUsage =
     "usage: ds_peers_report [-o OUT.json] [--place in|out] [--stat mean|p50|p99] [--summary FILE]\n"
-    "                       [--markdown FILE] [--note TEXT]... [--placement NAME] FILE.json... [--placement NAME "
-    "FILE.json...]...\n"
+    "                       [--markdown FILE] [--note TEXT]... [--placement NAME] FILE.json...\n"
+    "                       [--placement NAME FILE.json...]...\n"
     "Combines the rounds of scripts/bench-peers.sh (dsperf.sweep files) into one JSON (the median round\n"
     "per backend, world size and size) and prints the ratio tables and the targets, per placement.\n"
     "Every target is judged under three statistics: mean (the loop time per op, nccl-tests' time), p50\n"
@@ -390,8 +390,8 @@ std::string sizeMd(std::size_t b) {
 std::string markdownTimes(const Table& t, const std::set<std::string>& backends,
                           const std::set<std::size_t>& sizes, int n, const std::string& placement) {
   static const std::pair<const char*, const char*> kPeers[] = {
-      {"shm", "shm"},         {"gloo", "gloo"},        {"torch-gloo", "torch's gloo"},
-      {"mpi", "engine mpi"},  {"mpi-raw", "raw MPI"},  {"mpi-raw-nb", "raw MPI (nb)"}};
+      {"shm", "shm"},        {"gloo", "gloo"},       {"torch-gloo", "torch's gloo"},
+      {"mpi", "engine mpi"}, {"mpi-raw", "raw MPI"}, {"mpi-raw-nb", "raw MPI (nb)"}};
   std::vector<std::pair<const char*, const char*>> cols;
   for (const auto& c : kPeers)
     if (backends.count(c.first)) cols.push_back(c);
@@ -420,7 +420,8 @@ std::string markdownTimes(const Table& t, const std::set<std::string>& backends,
 
 // One cell of the placement matrix: the target's figure and verdict under statistic k, or for
 // k == kNumStats its own verdict (`verdictFmt` gets the verdict and the statistics that pass).
-std::string matrixCell(const TargetRow& row, const std::string& column, std::size_t k, const char* verdictFmt) {
+std::string matrixCell(const TargetRow& row, const std::string& column, std::size_t k,
+                       const char* verdictFmt) {
   auto it = row.byPlacement.find(column);
   if (it == row.byPlacement.end()) return "-";
   const TargetVerdict& v = it->second;
@@ -441,7 +442,8 @@ std::string markdownMatrix(const std::vector<TargetRow>& matrix, const std::vect
   md += "\n" + rule + "\n";
   for (const auto& row : matrix) {
     for (std::size_t k = 0; k <= kNumStats; ++k) {
-      md += fmt::format("| {} | {} |", k == 0 ? row.what : "", k < kNumStats ? statName(kStats[k]) : "**verdict**");
+      md += fmt::format("| {} | {} |", k == 0 ? row.what : "",
+                        k < kNumStats ? statName(kStats[k]) : "**verdict**");
       for (const auto& c : columns) {
         md += fmt::format(" {} |", matrixCell(row, c, k, "**{}** ({})"));
       }
@@ -686,7 +688,8 @@ int run(int argc, char** argv) {
     for (const auto& n : extraNotes) md += fmt::format("- {}\n", n);
     md += fmt::format(
         "\nEvery target under every placement and statistic ({} round(s), each figure from the median round "
-        "by its statistic; the worst size of each range). mean = the loop time per op (nccl-tests' time); p50 "
+        "by its statistic; the worst size of each range). mean = the loop time per op (nccl-tests' time); "
+        "p50 "
         "and p99 = of the per-iteration times, each iteration's slowest rank. `*` marks the statistics a "
         "target must pass; info = not a target under that placement.\n\n",
         rounds);

@@ -418,11 +418,12 @@ TEST(CollUnderDsrun, RecordsTheHardwareAndEachRowsBound) {
 TEST(CollOneRank, AllLeavesOutSendrecvWithANoteAndNamingItFails) {
   TempDir dir;
   const std::string json = dir.file("all.json");
-  auto r = run({binDir() + "/dsbench", "coll", "--backend", "gloo", "--coll", "all", "-b", "8", "-e", "64", "-n", "2",
-                "-w", "1", "-J", json},
+  auto r = run({binDir() + "/dsbench", "coll", "--backend", "gloo", "--coll", "all", "-b", "8", "-e", "64",
+                "-n", "2", "-w", "1", "-J", json},
                cleanEnv());
   ASSERT_EQ(r.exitCode, 0) << r.out << r.err;
-  EXPECT_NE(r.out.find("# --coll all: sendrecv left out, it needs at least 2 ranks"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("# --coll all: sendrecv left out, it needs at least 2 ranks"), std::string::npos)
+      << r.out;
   auto doc = ds::report::sweepFromJson(ds::report::readJson(json), json);
   std::set<std::string> ran;
   for (const auto& m : doc.results) ran.insert(m.collective);
@@ -431,7 +432,8 @@ TEST(CollOneRank, AllLeavesOutSendrecvWithANoteAndNamingItFails) {
   bool noted = false;
   for (const auto& n : doc.notes) noted = noted || n.find("sendrecv left out") != std::string::npos;
   EXPECT_TRUE(noted) << "the JSON keeps the note too";
-  r = run({binDir() + "/dsbench", "coll", "--backend", "gloo", "--coll", "sendrecv", "-b", "8", "-e", "64"}, cleanEnv());
+  r = run({binDir() + "/dsbench", "coll", "--backend", "gloo", "--coll", "sendrecv", "-b", "8", "-e", "64"},
+          cleanEnv());
   EXPECT_EQ(r.exitCode, 5) << r.out << r.err;
   EXPECT_NE(r.err.find("--coll sendrecv needs at least 2 ranks"), std::string::npos) << r.err;
 }

@@ -192,8 +192,9 @@ TEST(PeersReport, MarkdownHoldsTheMatrixAndEveryStatisticsTimes) {
   EXPECT_NE(md.find("- source abc123, the fixture\n"), std::string::npos) << md;
   // The matrix: a column per placement, a row per statistic, then the verdict with what passes.
   EXPECT_NE(md.find("| target | statistic | unbound | hog |\n|---|---|---|---|\n"), std::string::npos) << md;
-  EXPECT_NE(md.find("| shm / raw MPI_Allreduce time at 8 B (<= 1.5; p99 <= 2.0) | mean | 1.00x PASS* | 30.00x |"),
-            std::string::npos)
+  EXPECT_NE(
+      md.find("| shm / raw MPI_Allreduce time at 8 B (<= 1.5; p99 <= 2.0) | mean | 1.00x PASS* | 30.00x |"),
+      std::string::npos)
       << md;
   EXPECT_NE(md.find("|  | p99 | 4.17x MISS* | 60.00x |"), std::string::npos) << md;
   EXPECT_NE(md.find("|  | **verdict** | **MISS** (mean, p50) | info |"), std::string::npos) << md;
@@ -201,10 +202,12 @@ TEST(PeersReport, MarkdownHoldsTheMatrixAndEveryStatisticsTimes) {
   // that placement's table, a size it lacks reads "-".
   auto unbound = md.find("**unbound, 2 ranks**");
   ASSERT_NE(unbound, std::string::npos) << md;
-  EXPECT_NE(lineWith(md, "| size |", unbound).find("| size | shm | gloo | torch's gloo | engine mpi | raw MPI |"),
-            std::string::npos)
+  EXPECT_NE(
+      lineWith(md, "| size |", unbound).find("| size | shm | gloo | torch's gloo | engine mpi | raw MPI |"),
+      std::string::npos)
       << md;
-  EXPECT_NE(lineWith(md, "| 8 B |", unbound).find("| 8 B | 1.00 / 0.90 / 5.00 | 90.0 / 95.0 / 300 | 100 / 100 / 150 |"),
+  EXPECT_NE(lineWith(md, "| 8 B |", unbound)
+                .find("| 8 B | 1.00 / 0.90 / 5.00 | 90.0 / 95.0 / 300 | 100 / 100 / 150 |"),
             std::string::npos)
       << md;
   EXPECT_NE(lineWith(md, "| 32 MiB |", unbound).find("| 10000 / 9000 / 12000 |"), std::string::npos) << md;

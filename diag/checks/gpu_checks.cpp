@@ -127,10 +127,12 @@ Finding localRankDevice(Context& c) {
   const auto& d = g.devices[static_cast<size_t>(lr)];
   data["device"] = {{"name", d.name}, {"bus_id", d.busId}, {"uuid", d.uuid}};
   if (lws > n) {
-    return warn(fmt::format("{} ranks on this node share {} GPU(s): ranks beyond {} will fail with invalid device ordinal "
-                            "or collide on one GPU (this rank: LOCAL_RANK={} -> cuda:{} {})",
-                            lws, n, n - 1, lr, lr, d.busId),
-                "Match --nproc-per-node to the number of visible GPUs.", data);
+    return warn(
+        fmt::format(
+            "{} ranks on this node share {} GPU(s): ranks beyond {} will fail with invalid device ordinal "
+            "or collide on one GPU (this rank: LOCAL_RANK={} -> cuda:{} {})",
+            lws, n, n - 1, lr, lr, d.busId),
+        "Match --nproc-per-node to the number of visible GPUs.", data);
   }
   return pass(fmt::format("LOCAL_RANK={} -> cuda:{} {} ({})", lr, lr, d.name, d.busId), data);
 }

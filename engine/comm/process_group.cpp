@@ -827,9 +827,9 @@ std::size_t inlineMaxBytesFromEnv(const char* value) {
 
 std::chrono::microseconds waitSpinFromEnv(const char* value) {
   if (value == nullptr || *value == '\0') return ProcessGroupOptions::kDefaultWaitSpin;
-  return std::chrono::microseconds(env::parseIntVar(
-      "DS_PG_WAIT_SPIN_US", value, 0, 1000000,
-      "0 to 1000000 microseconds: how long a wait on an op yields the CPU before it sleeps (0: sleep at once)"));
+  return std::chrono::microseconds(env::parseIntVar("DS_PG_WAIT_SPIN_US", value, 0, 1000000,
+                                                    "0 to 1000000 microseconds: how long a wait on an op "
+                                                    "yields the CPU before it sleeps (0: sleep at once)"));
 }
 
 bool detailDebugFromEnv(const char* value) {

@@ -319,7 +319,7 @@ void Reducer::rebuild() {
            params_.size());
   for (std::size_t k = 0; k < order.size(); ++k) order[k] = static_cast<std::int64_t>(readyOrder_[k]);
   exchangeHost(pg_, order, order,
-                  [&](const comm::Buffer& in, const comm::Buffer&) { return pg_.broadcast(in, 0); });
+               [&](const comm::Buffer& in, const comm::Buffer&) { return pg_.broadcast(in, 0); });
   std::vector<std::size_t> rank0Order;
   for (auto v : order) rank0Order.push_back(static_cast<std::size_t>(v));
   std::vector<BucketParam> bp;

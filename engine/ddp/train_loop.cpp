@@ -32,7 +32,7 @@ void checkReplicas(comm::ProcessGroup& pg, std::uint64_t checksum, int step) {
   std::vector<std::int64_t> mine{static_cast<std::int64_t>(checksum)};
   std::vector<std::int64_t> all(static_cast<std::size_t>(pg.size()));
   exchangeHost(pg, mine, all,
-                  [&](const comm::Buffer& in, const comm::Buffer& out) { return pg.allgather(in, out); });
+               [&](const comm::Buffer& in, const comm::Buffer& out) { return pg.allgather(in, out); });
   for (int r = 0; r < pg.size(); ++r) {
     if (all[r] != mine[0]) {
       throw InternalError(fmt::format(

@@ -70,7 +70,8 @@ TEST(CudaTraining, OneGpuMatchesTheHost) {
   // 0.595 -> 0.643 while the parameters matched the host's), so the host is the reference, not a trend.
   ASSERT_EQ(gpu.steps.size(), host.steps.size());
   for (std::size_t i = 0; i < gpu.steps.size(); ++i) {
-    EXPECT_NEAR(gpu.steps[i].loss, host.steps[i].loss, 1e-4 * std::max(1.0, std::abs(static_cast<double>(host.steps[i].loss))))
+    EXPECT_NEAR(gpu.steps[i].loss, host.steps[i].loss,
+                1e-4 * std::max(1.0, std::abs(static_cast<double>(host.steps[i].loss))))
         << "step " << i;
   }
 }
