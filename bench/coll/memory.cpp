@@ -16,13 +16,19 @@ namespace ds::bench::coll {
 
 namespace {
 
+constexpr std::size_t kHostAlignment = 64;
+
 class HostMemory : public Memory {
  public:
   comm::Device device() const override { return {}; }
   bool isHost() const override { return true; }
   void* alloc(std::size_t bytes) override {
-    // Page-aligned, and touched once, so that page faults stay out of the timed loop.
-    void* p = std::aligned_alloc(4096, (bytes + 4095) / 4096 * 4096);
+    // Placed as torch's CPU allocator places a tensor (c10's gAlignment: 64 bytes), since that is
+    // the memory users hand to a backend; and touched once, so that page faults stay out of the
+    // timed loop. Not page-aligned: glibc puts its own large buffers 16 bytes into a page, and Open
+    // MPI's 128 MiB allreduce here ran 30-40% slower from a page-aligned buffer than from one at
+    // any other offset tried (docs/dev/benchmarks.md, "Buffer placement").
+    void* p = std::aligned_alloc(kHostAlignment, (bytes + kHostAlignment - 1) / kHostAlignment * kHostAlignment);
     if (!p) throw std::bad_alloc();
     std::memset(p, 0, bytes);
     return p;

@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/coll/memory.h"
 #include "bench/coll/metadata.h"
 #include "bench/exit_codes.h"
 #include "bench/micro/bench_args.h"
@@ -284,14 +285,20 @@ int run(int argc, char** argv) {
   reporter->tableStart(table);
 
   const std::size_t maxCount = sizes.empty() ? 1 : sizes.back() / sizeof(float);
-  std::vector<float> send(maxCount, 0.0f);  // zero-filled: every page is touched before timing
-  std::vector<float> recv(maxCount, 0.0f);
+  // dsbench's own host allocator, zero-filled (every page touched before timing): the engine and
+  // this peer time buffers placed alike, as a torch tensor is (bench/coll/memory.cpp says why that
+  // matters to Open MPI).
+  std::unique_ptr<ds::bench::coll::Memory> host = ds::bench::coll::makeMemory(ds::comm::Device{});
+  ds::bench::coll::DeviceBuffer sendBuf(*host, maxCount * sizeof(float));
+  ds::bench::coll::DeviceBuffer recvBuf(*host, maxCount * sizeof(float));
+  auto* send = static_cast<float*>(sendBuf.data());
+  auto* recv = static_cast<float*>(recvBuf.data());
   std::vector<report::SweepMeasurement> rows;
   for (std::size_t bytes : sizes) {
     const int count = static_cast<int>(bytes / sizeof(float));
     report::SweepMeasurement m = allreduceRow(backend, n, bytes);
     for (bool inPlace : {false, true}) {
-      PlaceTiming t = timePlace(mpi, f, check != 0, inPlace, send.data(), recv.data(), count);
+      PlaceTiming t = timePlace(mpi, f, check != 0, inPlace, send, recv, count);
       (inPlace ? m.inPlace : m.outOfPlace) = combine(mpi, t, static_cast<double>(bytes), factor, check != 0);
     }
     if (mpi.rank == 0) {

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -11,6 +12,7 @@
 #include "bench/coll/collective.h"
 #include "bench/coll/data_check.h"
 #include "bench/coll/harness.h"
+#include "bench/coll/memory.h"
 #include "engine/common/error.h"
 
 using namespace ds::bench::coll;
@@ -325,5 +327,20 @@ TEST(CollDataCheck, PeriodicFillAndCheckMatchEveryElementsDefinition) {
         }
       }
     }
+  }
+}
+
+// Host buffers are placed as torch places a CPU tensor (64-byte aligned, as c10's gAlignment), and
+// zeroed: the same placement for dsbench and the raw-MPI peer, whatever the size.
+TEST(CollHostMemory, BuffersAreAlignedAsTorchTensorsAndZeroed) {
+  auto mem = makeMemory(ds::comm::Device{});
+  ASSERT_TRUE(mem->isHost());
+  for (std::size_t bytes : {std::size_t{1}, std::size_t{100}, std::size_t{4096}, std::size_t{3} << 20,
+                            std::size_t{64} << 20}) {
+    DeviceBuffer buf(*mem, bytes);
+    ASSERT_NE(buf.data(), nullptr);
+    EXPECT_EQ(reinterpret_cast<std::uintptr_t>(buf.data()) % 64, 0u) << bytes;
+    const auto* p = static_cast<const unsigned char*>(buf.data());
+    EXPECT_EQ(std::count(p, p + bytes, 0), static_cast<std::ptrdiff_t>(bytes)) << bytes;
   }
 }
