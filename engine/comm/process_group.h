@@ -30,8 +30,9 @@
 // handoff costs two context switches on it and the worker competes with the caller for it (measured
 // under mpirun -np 2: 34-44 us for an 8-byte shm allreduce instead of ~1 us). There, every op of a
 // host-memory group runs to its end on the caller's thread whenever nothing of the group is queued
-// or running, whatever its size: issuing blocks until the op is done, or fails by its own timeout
-// (diagnosed as always), and the Work comes back completed. Nothing overlaps with the caller then,
+// or running, whatever its size, unless its backend keeps it on the worker (callerMayRunToEnd; gloo
+// does, for every op): issuing blocks until the op is done, or fails by its own timeout (diagnosed
+// as always), and the Work comes back completed. Nothing overlaps with the caller then,
 // which a single core could not do anyway. DS_PG_INLINE_MAX_BYTES=0 turns this off too. An op whose
 // call cannot time out by itself (keepsOwnTimeout: mpi's blocking collectives) runs there too when
 // its backend allows (callerMayRunToEnd), watched by the group's watchdog as on the worker: past

@@ -165,6 +165,14 @@ class GlooProcessGroup final : public ProcessGroup {
   void doBarrier(const OpDesc& desc) override;
   void doSend(const OpDesc& desc, const Buffer& data) override;
   void doRecv(const OpDesc& desc, const Buffer& data) override;
+  // On one core (ProcessGroup's class comment) gloo's ops still run on the worker, as torch's
+  // ProcessGroupGloo runs every op on its worker threads. Run on the caller, an op waits inside
+  // Gloo on Gloo's condition variable, which leaves the core idle until Gloo's event-loop thread is
+  // woken by the peer's bytes; on this VM the wake-up of an idle vCPU waits at times for the next
+  // scheduler tick, so the p99 of an 8-byte allreduce under mpirun's binding was 3-4 ms. On the
+  // worker, the caller's Work::wait keeps the core busy yielding (DS_PG_WAIT_SPIN_US) and the
+  // loop thread runs at the caller's next yield (docs/dev/benchmarks.md, "Where the tails come from").
+  bool callerMayRunToEnd(const OpDesc&) const override { return false; }
 
  private:
   void connect();

@@ -406,5 +406,32 @@ TEST(GlooLarge, F32MebiElementsAtWorldSize3) {
   });
 }
 
+// On one core (a rank bound to one CPU) gloo's ops still go to the worker, so issuing returns at
+// once and the caller waits in Work::wait (which yields the core to Gloo's threads) rather than
+// inside Gloo. Rank 1 issues its allreduce only after rank 0's issue returned: an op run on rank
+// 0's own thread would block that issue until rank 1 came, and the store wait below would fail.
+TEST(GlooOneCore, OpsRunOnTheWorkerSoIssueReturnsBeforeThePeerArrives) {
+  runRanks(
+      2,
+      [](ProcessGroup& pg) {
+        EXPECT_TRUE(pg.callerRunsOps()) << "the group should believe it has one CPU";
+        auto& store = *pg.options().store;
+        float v = static_cast<float>(pg.rank() + 1);
+        if (pg.rank() == 0) {
+          auto w = pg.allreduce(Buffer{&v, 1, DType::kF32, {}});
+          store.set("gloo-one-core/issued", {1});
+          w->wait();
+        } else {
+          store.wait({"gloo-one-core/issued"}, std::chrono::seconds(5));
+          pg.allreduce(Buffer{&v, 1, DType::kF32, {}})->wait();
+        }
+        EXPECT_EQ(v, 3.0f) << "rank " << pg.rank();
+      },
+      [](ProcessGroupOptions& o) {
+        o.cpus = 1;
+        o.timeout = std::chrono::seconds(8);
+      });
+}
+
 }  // namespace
 }  // namespace ds::comm::testing
