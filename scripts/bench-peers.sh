@@ -45,7 +45,7 @@
 #
 # Exit: 0 the report was written (targets missed are reported, not failed; a missing shm is said
 # loudly); 3 a peer other than a missing shm failed in some round (the report still has the rest);
-# 1 nothing to report (build failed, no mpirun).
+# 1 nothing to report (build failed, no mpirun, another bench-peers running).
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${DS_BUILD_DIR:-$root/build}
@@ -120,6 +120,17 @@ if [ $missing_tool = 1 ] || [ $do_build = 1 ]; then
   done
 fi
 mpirun=$(command -v mpirun) || { echo "bench-peers: mpirun not found; install Open MPI (scripts/setup.sh)." >&2; exit 1; }
+
+# One bench-peers at a time on this machine: two at once measure each other (a run beside another
+# read raw MPI at 8 B as 4-8 ms). The lock lives as long as this shell; DS_BENCH_PEERS_LOCK moves it.
+lock=${DS_BENCH_PEERS_LOCK:-/tmp/dsperf-bench-peers.lock}
+exec 9>>"$lock" || { echo "bench-peers: cannot open the lock file $lock; set DS_BENCH_PEERS_LOCK to a writable path." >&2; exit 1; }
+if ! flock -n 9; then
+  holder=$(cat "$lock.pid" 2>/dev/null || true)
+  echo "bench-peers: another bench-peers is running on this machine${holder:+ ($holder)}, and two at once measure each other. Wait for it to finish or stop it, then run this again." >&2
+  exit 1
+fi
+echo "pid $$, started $(date -u +%H:%M:%SZ), results in $out" >"$lock.pid"
 
 # mpirun as root needs these (REFERENCE.md §8); more ranks than cores need --oversubscribe.
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
