@@ -124,6 +124,13 @@ std::uint64_t exchangeSlot(std::uint32_t tag) {
   return (kExchangeSlotPrefix << 56) | (static_cast<std::uint64_t>(tag) << 24);
 }
 
+// The ring reduce_scatter's slot: its own prefix, then the op's tag. Its p-1 messages from the left
+// neighbour share it and match in the order they were sent.
+constexpr std::uint64_t kReduceScatterSlotPrefix = 0x42;
+std::uint64_t reduceScatterSlot(std::uint32_t tag) {
+  return (kReduceScatterSlotPrefix << 56) | (static_cast<std::uint64_t>(tag) << 24);
+}
+
 // bf16 <-> f32 temporaries: Gloo has no bfloat16, so bf16 is reduced in f32 and rounded back once
 // (more accurate than rounding after every pairwise step; twice the wire bytes).
 std::vector<float> widenBf16(const Buffer& b) {
@@ -195,6 +202,15 @@ class GlooProcessGroup final : public ProcessGroup {
   template <typename T>
   void allreduceByExchange(const OpDesc& desc, const T* in, T* out, std::size_t n, const Func& fn);
   static constexpr std::size_t kExchangeMaxBytes = std::size_t{256} << 10;
+  // reduce_scatter of n elements per rank (input: p chunks of n) as a ring on unbound buffers: p-1
+  // steps, each passing a partial sum of one chunk to the right neighbour and adding this rank's own
+  // chunk to what came from the left; after the last step this rank holds the whole reduction of
+  // its chunk. It moves (p-1)/p of the input per rank, half of what an allreduce would (this Gloo
+  // has no reduce_scatter in its options API; its ReduceScatterHalvingDoubling is one of the old
+  // algorithm classes this file must not use). `out` may be this rank's chunk of `in`.
+  void reduceScatterNative(const OpDesc& desc, DType t, const void* in, void* out, std::size_t n);
+  template <typename T>
+  void reduceScatterRing(const OpDesc& desc, const T* in, T* out, std::size_t n, const Func& fn);
 
   detail::GlooInterfaceChoice iface_;
   std::unique_ptr<detail::GlooStoreAdapter> adapter_;
@@ -485,24 +501,64 @@ void GlooProcessGroup::doReduceScatter(const OpDesc& desc, const Buffer& in, con
     if (in.data != out.data) std::memcpy(out.data, in.data, out.bytes());
     return;
   }
-  // This Gloo has no options-API reduce_scatter: allreduce the whole input into a temporary, then
-  // keep this rank's chunk. It moves about 2x the bytes of a ring reduce_scatter (the allgather half
-  // of the ring allreduce is wasted), so its bus bandwidth reads about half of the ideal.
-  const std::size_t offset = static_cast<std::size_t>(rank()) * out.count;
-  OpDesc d = desc;
-  d.op = wireOp(desc.op);
   if (in.dtype == DType::kBF16) {
     std::vector<float> tmp = widenBf16(in);
-    allreduceNative(d, DType::kF32, tmp.data(), tmp.data(), tmp.size());
-    float* mine = tmp.data() + offset;
+    float* mine = tmp.data() + static_cast<std::size_t>(rank()) * out.count;
+    reduceScatterNative(desc, DType::kF32, tmp.data(), mine, out.count);
     if (desc.op == ReduceOp::kAvg) divideBy(mine, out.count, DType::kF32, size());
     narrowBf16(mine, out.count, out.data);
     return;
   }
-  std::vector<std::uint8_t> tmp(in.bytes());
-  allreduceNative(d, in.dtype, in.data, tmp.data(), in.count);
-  std::memcpy(out.data, tmp.data() + offset * dtypeSize(in.dtype), out.bytes());
+  reduceScatterNative(desc, in.dtype, in.data, out.data, out.count);
   if (desc.op == ReduceOp::kAvg) divideBy(out.data, out.count, out.dtype, size());
+}
+
+void GlooProcessGroup::reduceScatterNative(const OpDesc& desc, DType t, const void* in, void* out,
+                                           std::size_t n) {
+  withType(t, [&](auto tv) {
+    using T = decltype(tv);
+    reduceScatterRing(desc, static_cast<const T*>(in), static_cast<T*>(out), n, reduceFunc<T>(desc.op));
+  });
+}
+
+template <typename T>
+void GlooProcessGroup::reduceScatterRing(const OpDesc& desc, const T* in, T* out, std::size_t n,
+                                         const Func& fn) {
+  const int p = size(), me = rank();
+  const int right = (me + 1) % p, left = (me + p - 1) % p;
+  const std::size_t bytes = n * sizeof(T);
+  const std::uint64_t slot = reduceScatterSlot(tagOf(desc));
+  auto chunk = [&](int c) { return in + n * static_cast<std::size_t>(((c % p) + p) % p); };
+  // acc: the partial sum this rank passes on; got: what the left neighbour passed. They live until
+  // the next op completes (kept_), as Gloo's own options do.
+  struct Ring {
+    std::vector<T> acc, got;
+    std::unique_ptr<::gloo::transport::UnboundBuffer> input, accBuf, gotBuf;
+  };
+  auto x = std::make_shared<Ring>();
+  x->acc.resize(n);
+  x->got.resize(n);
+  guarded("reduce_scatter", [&] {
+    // Gloo only reads from a buffer it sends; the cast lets the caller's input be sent in place.
+    x->input = context_->createUnboundBuffer(const_cast<T*>(in), bytes * static_cast<std::size_t>(p));
+    x->accBuf = context_->createUnboundBuffer(x->acc.data(), bytes);
+    x->gotBuf = context_->createUnboundBuffer(x->got.data(), bytes);
+    for (int s = 0; s < p - 1; ++s) {
+      x->gotBuf->recv(left, slot);
+      if (s == 0) {
+        x->input->send(right, slot, static_cast<std::size_t>(chunk(me - 1) - in) * sizeof(T), bytes);
+        x->input->waitSend(desc.timeout);
+      } else {
+        x->accBuf->send(right, slot);
+        x->accBuf->waitSend(desc.timeout);
+      }
+      x->gotBuf->waitRecv(desc.timeout);
+      // got = the partial of chunk (me - s - 2) from ranks left of here; add this rank's own.
+      T* into = s == p - 2 ? out : x->acc.data();
+      fn(into, x->got.data(), chunk(me - s - 2), n);
+    }
+  });
+  keep(std::move(x));
 }
 
 void GlooProcessGroup::doAlltoall(const OpDesc& desc, const Buffer& in, const Buffer& out) {
