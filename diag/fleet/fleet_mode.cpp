@@ -156,8 +156,13 @@ void FleetRun::join() {
   server_ = std::make_unique<ProbeServer>(standalone_ ? "127.0.0.1" : "", jobId_,
                                           [this](int r) { return isMember(r); });
   hbStore_ = joined_.client();
-  hbStore_->set(key(fmt::format("hb/{}", rank_)), toBytes(fmt::format("{} join", ++beat_)));
+  // The host beside the first heartbeat, in the same round trip: a rank that stops before it
+  // publishes its record is still named by its host, not by its rank alone.
+  hbStore_->multiSet({key(fmt::format("hb/{}", rank_)), key(fmt::format("host/{}", rank_))},
+                     {toBytes(fmt::format("{} join", ++beat_)), toBytes(host_)});
   hb_ = std::thread([this] { heartbeatLoop(); });
+  // Joined the store but not the fleet yet: a rank that stops here is one rank 0 never counts in.
+  enterStage("join");
   publishSelf();
   store().add(key("joined"), 1);
   waitForMembers();
@@ -216,6 +221,12 @@ void FleetRun::waitForMembers() {
     auto values = store().multiGet(keys, milliseconds(30000));
     ranks_.assign(static_cast<std::size_t>(n_), report::FleetRank{});
     for (int r = 0; r < n_; ++r) ranks_[static_cast<std::size_t>(r)].rank = r;
+    // A rank that reached the store but not the fleet left at least its host.
+    for (int r = 0; r < n_; ++r) {
+      if (std::binary_search(members.begin(), members.end(), r)) continue;
+      const std::string hk = key(fmt::format("host/{}", r));
+      if (store().check({hk})) ranks_[static_cast<std::size_t>(r)].host = toString(store().get(hk));
+    }
     for (std::size_t i = 0; i < members.size(); ++i) {
       try {
         ranks_[static_cast<std::size_t>(members[i])] = Json::parse(toString(values[i])).get<report::FleetRank>();
