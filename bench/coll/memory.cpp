@@ -27,8 +27,9 @@ class HostMemory : public Memory {
     // the memory users hand to a backend; and touched once, so that page faults stay out of the
     // timed loop. Not page-aligned: glibc puts its own large buffers 16 bytes into a page, and Open
     // MPI's 128 MiB allreduce here ran 30-40% slower from a page-aligned buffer than from one at
-    // any other offset tried (docs/dev/benchmarks.md, "Buffer placement").
-    void* p = std::aligned_alloc(kHostAlignment, (bytes + kHostAlignment - 1) / kHostAlignment * kHostAlignment);
+    // any other offset tried (docs/dev/benchmarks.md, "Where the tails come from", engine mpi).
+    void* p =
+        std::aligned_alloc(kHostAlignment, (bytes + kHostAlignment - 1) / kHostAlignment * kHostAlignment);
     if (!p) throw std::bad_alloc();
     std::memset(p, 0, bytes);
     return p;

@@ -335,8 +335,8 @@ TEST(CollDataCheck, PeriodicFillAndCheckMatchEveryElementsDefinition) {
 TEST(CollHostMemory, BuffersAreAlignedAsTorchTensorsAndZeroed) {
   auto mem = makeMemory(ds::comm::Device{});
   ASSERT_TRUE(mem->isHost());
-  for (std::size_t bytes : {std::size_t{1}, std::size_t{100}, std::size_t{4096}, std::size_t{3} << 20,
-                            std::size_t{64} << 20}) {
+  for (std::size_t bytes :
+       {std::size_t{1}, std::size_t{100}, std::size_t{4096}, std::size_t{3} << 20, std::size_t{64} << 20}) {
     DeviceBuffer buf(*mem, bytes);
     ASSERT_NE(buf.data(), nullptr);
     EXPECT_EQ(reinterpret_cast<std::uintptr_t>(buf.data()) % 64, 0u) << bytes;
