@@ -166,6 +166,10 @@ while [ "$first_large" -le "$split" ]; do first_large=$((first_large * factor));
 IFS=, read -r -a np_list <<<"$nps"
 start=$(date +%s)
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
+# CPU time the hypervisor gave to others while this VM wanted it (/proc/stat's steal column, summed
+# over CPUs): a noisy neighbour slows every peer of a run, which nothing else in the run shows.
+cpu_ticks() { awk '/^cpu / { t = 0; for (i = 2; i <= 9; i++) t += $i; print t, $9 }' /proc/stat; }
+read -r ticks_before steal_before < <(cpu_ticks)
 echo "== bench-peers ($mode): $rounds round(s), ranks ${np_list[*]}, sizes 8 B to $maxbytes ×$factor, min-time ${mintime}s"
 echo "   results in $out; load average before: $load_before"
 
@@ -248,6 +252,9 @@ for ((r = 1; r <= rounds; r++)); do
   echo "   round $r took $(( $(date +%s) - t0 )) s"
 done
 load_after=$(cut -d' ' -f1-3 /proc/loadavg)
+read -r ticks_after steal_after < <(cpu_ticks)
+steal=$(awk -v t=$((ticks_after - ticks_before)) -v s=$((steal_after - steal_before)) \
+  'BEGIN { if (t > 0) printf "%.1f%%", 100 * s / t; else print "unknown" }')
 elapsed=$(( $(date +%s) - start ))
 
 echo
@@ -258,7 +265,7 @@ for place in "${place_list[@]}"; do
   for f in "$out"/r*-limit.json "$out"/r*-"$place"-np*.json; do [ -s "$f" ] && inputs+=("$f"); done
 done
 rev=$(git -C "$root" describe --always --dirty 2>/dev/null || echo "unknown revision")
-notes=(--note "bench-peers.sh --$mode: $rounds round(s), placements $placements, ranks $nps, -e $maxbytes -f $factor, min-time ${mintime}s, ${elapsed} s; load average before $load_before, after $load_after")
+notes=(--note "bench-peers.sh --$mode: $rounds round(s), placements $placements, ranks $nps, -e $maxbytes -f $factor, min-time ${mintime}s, ${elapsed} s; load average before $load_before, after $load_after; CPU steal $steal of the run")
 notes+=(--note "source $rev, $(date -u +%Y-%m-%dT%H:%MZ), $(getconf _NPROCESSORS_ONLN) CPUs ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'))")
 [ -n "$shm_note" ] && notes+=(--note "$shm_note")
 for f in "${failed[@]}"; do notes+=(--note "failed: $f"); done
@@ -275,7 +282,7 @@ done
 echo
 [ -s "$out/summary.txt" ] && cat "$out/summary.txt"
 echo
-echo "bench-peers: $elapsed s in all; load average before: $load_before, after: $load_after"
+echo "bench-peers: $elapsed s in all; load average before: $load_before, after: $load_after; CPU steal (time the hypervisor gave to other guests): $steal"
 [ -n "$shm_note" ] && echo "bench-peers: shm was MISSING from this run (see above)."
 if [ ${#failed[@]} -gt 0 ]; then
   echo "bench-peers: these runs failed (their rows are missing):"
