@@ -7,7 +7,7 @@
 // - Every op carries a tag derived from its sequence number and the op's own timeout, so a stale
 //   message can never match a later op and every wait is bounded by desc.timeout.
 // - Types Gloo lacks are widened: bf16 is reduced in an f32 temporary and rounded back once. f16 uses
-//   gloo::float16 (every op works; each pairwise step computes in f32 and rounds, as PyTorch's Gloo
+//   our own functions on raw bits (see F16Bits; each pairwise step computes in f32 and rounds, as PyTorch's Gloo
 //   backend does). avg is sum on the wire, then divideBy (integers truncate toward zero).
 // - Count 0 (the same on every rank by construction) returns without touching Gloo, whose
 //   allreduce enforces elements > 0.
@@ -37,6 +37,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <type_traits>
 #include <vector>
 
 #include "engine/comm/backends/gloo/gloo_interface.h"
@@ -67,21 +68,61 @@ void ignoreSigpipeOnce() {
   });
 }
 
-// Gloo's element-wise functions (gloo/math.h); the cast picks the 4-argument overload.
+// f16 as raw bits. Gloo's own float16 must never be stored through: its operator= skips the store
+// when the destination's old bits, read as an integer, convert to the new value (gloo/types.h:
+// operator!= compares `*this == rhs.x`, which picks the int overload). So gloo::sum<float16> into a
+// buffer holding 0x0002 leaves 0x0002 where 2.0 is due, and copies of float16 arrays go wrong the
+// same way. Ours reduce in f32 and round once per pairwise step, as Gloo's float16 functions did.
+struct F16Bits {
+  std::uint16_t bits;
+};
+template <typename Op>
+void f16Apply(void* c, const void* a, const void* b, size_t n, Op op) {
+  auto* out = static_cast<std::uint16_t*>(c);
+  const auto* x = static_cast<const std::uint16_t*>(a);
+  const auto* y = static_cast<const std::uint16_t*>(b);
+  for (size_t i = 0; i < n; ++i) out[i] = floatToF16(op(f16ToFloat(x[i]), f16ToFloat(y[i])));
+}
+
+// Gloo's element-wise functions (gloo/math.h); the cast picks the 4-argument overload. f16: ours.
 template <typename T>
 Func reduceFunc(ReduceOp op) {
   using Fn = void (*)(void*, const void*, const void*, size_t);
-  switch (wireOp(op)) {
-    case ReduceOp::kSum:
-      return static_cast<Fn>(&::gloo::sum<T>);
-    case ReduceOp::kProd:
-      return static_cast<Fn>(&::gloo::product<T>);
-    case ReduceOp::kMin:
-      return static_cast<Fn>(&::gloo::min<T>);
-    case ReduceOp::kMax:
-      return static_cast<Fn>(&::gloo::max<T>);
-    case ReduceOp::kAvg:
-      break;
+  if constexpr (std::is_same_v<T, F16Bits>) {
+    switch (wireOp(op)) {
+      case ReduceOp::kSum:
+        return static_cast<Fn>([](void* c, const void* a, const void* b, size_t n) {
+          f16Apply(c, a, b, n, [](float u, float v) { return u + v; });
+        });
+      case ReduceOp::kProd:
+        return static_cast<Fn>([](void* c, const void* a, const void* b, size_t n) {
+          f16Apply(c, a, b, n, [](float u, float v) { return u * v; });
+        });
+      case ReduceOp::kMin:
+        return static_cast<Fn>([](void* c, const void* a, const void* b, size_t n) {
+          f16Apply(c, a, b, n, [](float u, float v) { return v < u ? v : u; });
+        });
+      case ReduceOp::kMax:
+        return static_cast<Fn>([](void* c, const void* a, const void* b, size_t n) {
+          f16Apply(c, a, b, n, [](float u, float v) { return u < v ? v : u; });
+        });
+      case ReduceOp::kAvg:
+        break;
+    }
+    throw InternalError("gloo: unhandled reduce op");
+  } else {
+    switch (wireOp(op)) {
+      case ReduceOp::kSum:
+        return static_cast<Fn>(&::gloo::sum<T>);
+      case ReduceOp::kProd:
+        return static_cast<Fn>(&::gloo::product<T>);
+      case ReduceOp::kMin:
+        return static_cast<Fn>(&::gloo::min<T>);
+      case ReduceOp::kMax:
+        return static_cast<Fn>(&::gloo::max<T>);
+      case ReduceOp::kAvg:
+        break;
+    }
   }
   throw InternalError("gloo: unhandled reduce op");
 }
@@ -95,7 +136,7 @@ decltype(auto) withType(DType t, F&& f) {
     case DType::kF64:
       return f(double{});
     case DType::kF16:
-      return f(::gloo::float16{});
+      return f(F16Bits{});
     case DType::kI32:
       return f(std::int32_t{});
     case DType::kI64:

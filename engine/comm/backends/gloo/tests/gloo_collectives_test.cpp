@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -431,6 +432,38 @@ TEST(GlooOneCore, OpsRunOnTheWorkerSoIssueReturnsBeforeThePeerArrives) {
         o.cpus = 1;
         o.timeout = std::chrono::seconds(8);
       });
+}
+
+}  // namespace
+}  // namespace ds::comm::testing
+
+namespace ds::comm::testing {
+namespace {
+
+// Gloo's float16 skips a store when the destination's old bits, read as an integer, convert to the
+// new value (0x0002 holds where 2.0 = 0x4000 is due). Every f16 op here writes into outputs that
+// hold exactly such bits: 1.0 + 1.0 into 0x0002, on the exchange allreduce, Gloo's ring allreduce,
+// the ring reduce_scatter and reduce.
+TEST(GlooF16, AnOutputsOldBitsNeverSkipAStore) {
+  runRanks(2, [](ProcessGroup& pg) {
+    for (std::size_t n : {std::size_t{17}, std::size_t{1} << 18}) {  // exchange, then Gloo's ring
+      std::vector<std::uint16_t> in(n, 0x3C00), out(n, 0x0002);
+      pg.allreduce(Buffer{in.data(), n, DType::kF16, {}}, Buffer{out.data(), n, DType::kF16, {}})->wait();
+      EXPECT_EQ(std::count(out.begin(), out.end(), std::uint16_t{0x4000}), static_cast<std::ptrdiff_t>(n))
+          << "allreduce n=" << n << ", out[0]=" << out[0];
+    }
+    const std::size_t n = 17;
+    std::vector<std::uint16_t> in(2 * n, 0x3C00), out(n, 0x0002);
+    pg.reduceScatter(Buffer{in.data(), 2 * n, DType::kF16, {}}, Buffer{out.data(), n, DType::kF16, {}})->wait();
+    EXPECT_EQ(std::count(out.begin(), out.end(), std::uint16_t{0x4000}), static_cast<std::ptrdiff_t>(n))
+        << "reduce_scatter, out[0]=" << out[0];
+    std::vector<std::uint16_t> rin(n, 0x3C00), rout(n, 0x0002);
+    pg.reduce(Buffer{rin.data(), n, DType::kF16, {}}, Buffer{rout.data(), n, DType::kF16, {}}, 0)->wait();
+    if (pg.rank() == 0) {
+      EXPECT_EQ(std::count(rout.begin(), rout.end(), std::uint16_t{0x4000}), static_cast<std::ptrdiff_t>(n))
+          << "reduce, out[0]=" << rout[0];
+    }
+  });
 }
 
 }  // namespace
