@@ -7,8 +7,8 @@
 // - Every op carries a tag derived from its sequence number and the op's own timeout, so a stale
 //   message can never match a later op and every wait is bounded by desc.timeout.
 // - Types Gloo lacks are widened: bf16 is reduced in an f32 temporary and rounded back once. f16 uses
-//   our own functions on raw bits (see F16Bits; each pairwise step computes in f32 and rounds, as PyTorch's Gloo
-//   backend does). avg is sum on the wire, then divideBy (integers truncate toward zero).
+//   raw bits reduced by reduceInto (see F16Bits; each pairwise step computes in f32 and rounds, as
+//   PyTorch's Gloo backend does). avg is sum on the wire, then divideBy (integers truncate toward zero).
 // - Count 0 (the same on every rank by construction) returns without touching Gloo, whose
 //   allreduce enforces elements > 0.
 // - World size 1 runs locally (copies); Gloo's ring ops need a peer.
@@ -72,45 +72,29 @@ void ignoreSigpipeOnce() {
 // when the destination's old bits, read as an integer, convert to the new value (gloo/types.h:
 // operator!= compares `*this == rhs.x`, which picks the int overload). So gloo::sum<float16> into a
 // buffer holding 0x0002 leaves 0x0002 where 2.0 is due, and copies of float16 arrays go wrong the
-// same way. Ours reduce in f32 and round once per pairwise step, as Gloo's float16 functions did.
+// same way.
 struct F16Bits {
   std::uint16_t bits;
 };
-template <typename Op>
-void f16Apply(void* c, const void* a, const void* b, size_t n, Op op) {
-  auto* out = static_cast<std::uint16_t*>(c);
-  const auto* x = static_cast<const std::uint16_t*>(a);
-  const auto* y = static_cast<const std::uint16_t*>(b);
-  for (size_t i = 0; i < n; ++i) out[i] = floatToF16(op(f16ToFloat(x[i]), f16ToFloat(y[i])));
+
+// Gloo's c = a op b on f16 bits through reduceInto (dst op= src, in f32 with one rounding per
+// element, as Gloo's float16 functions did). c may be a (Gloo reduces in place) or b (the ring
+// reduce_scatter's last step writes into its own input chunk); every wire op is commutative.
+Func f16ReduceFunc(ReduceOp op) {
+  return [wire = wireOp(op)](void* c, const void* a, const void* b, size_t n) {
+    if (c == b) return reduceInto(c, a, n, DType::kF16, wire);
+    if (c != a) std::memcpy(c, a, n * sizeof(F16Bits));
+    reduceInto(c, b, n, DType::kF16, wire);
+  };
 }
 
 // Gloo's element-wise functions (gloo/math.h); the cast picks the 4-argument overload. f16: ours.
 template <typename T>
 Func reduceFunc(ReduceOp op) {
-  using Fn = void (*)(void*, const void*, const void*, size_t);
   if constexpr (std::is_same_v<T, F16Bits>) {
-    switch (wireOp(op)) {
-      case ReduceOp::kSum:
-        return static_cast<Fn>([](void* c, const void* a, const void* b, size_t n) {
-          f16Apply(c, a, b, n, [](float u, float v) { return u + v; });
-        });
-      case ReduceOp::kProd:
-        return static_cast<Fn>([](void* c, const void* a, const void* b, size_t n) {
-          f16Apply(c, a, b, n, [](float u, float v) { return u * v; });
-        });
-      case ReduceOp::kMin:
-        return static_cast<Fn>([](void* c, const void* a, const void* b, size_t n) {
-          f16Apply(c, a, b, n, [](float u, float v) { return v < u ? v : u; });
-        });
-      case ReduceOp::kMax:
-        return static_cast<Fn>([](void* c, const void* a, const void* b, size_t n) {
-          f16Apply(c, a, b, n, [](float u, float v) { return u < v ? v : u; });
-        });
-      case ReduceOp::kAvg:
-        break;
-    }
-    throw InternalError("gloo: unhandled reduce op");
+    return f16ReduceFunc(op);
   } else {
+    using Fn = void (*)(void*, const void*, const void*, size_t);
     switch (wireOp(op)) {
       case ReduceOp::kSum:
         return static_cast<Fn>(&::gloo::sum<T>);
@@ -123,8 +107,8 @@ Func reduceFunc(ReduceOp op) {
       case ReduceOp::kAvg:
         break;
     }
+    throw InternalError("gloo: unhandled reduce op");
   }
-  throw InternalError("gloo: unhandled reduce op");
 }
 
 // Calls f(T{}) with the C++ type Gloo reduces `t` as. bf16 never gets here (see widen()).
