@@ -1,5 +1,6 @@
 #include "bench/common_flags.h"
 
+#include "engine/common/backends.h"
 #include "engine/init.h"
 #include "reports/schema/label.h"
 
@@ -9,7 +10,7 @@ CLI::Option* json(CLI::App* app, std::string& path, const std::string& help) {
   return app->add_option("-J,--json", path, help)->check(cli::outputFile())->envname("DSBENCH_JSON");
 }
 
-CLI::Validator backendNames(bool commaList) { return cli::oneOf({"nccl", "gloo", "mpi", "shm"}, commaList); }
+CLI::Validator backendNames(bool commaList) { return cli::oneOf(ds::backendNames(), commaList); }
 
 CLI::Option* initMethod(CLI::App* app, std::string& url) {
   return app->add_option("--init-method", url, "env:// (default), tcp://HOST:PORT or file:///PATH")

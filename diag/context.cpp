@@ -3,6 +3,7 @@
 #include "diag/check.h"
 #include "diag/probes.h"
 #include "diag/util.h"
+#include "engine/common/backends.h"
 #include "engine/common/error.h"
 #include "engine/init.h"
 
@@ -79,9 +80,8 @@ bool Context::wantsGpu() const {
 std::string Context::jobBackend() {
   if (!options_.backend.empty()) return options_.backend;
   auto acc = env_.get("DS_ACCELERATOR");
-  if (acc && trim(*acc) == "cuda") return "nccl";
-  if (acc && trim(*acc) == "cpu") return "gloo";
-  return gpu().devices.empty() ? "gloo" : "nccl";
+  if (acc && (trim(*acc) == "cuda" || trim(*acc) == "cpu")) return defaultBackendFor(trim(*acc));
+  return defaultBackendFor(gpu().devices.empty() ? "cpu" : "cuda");
 }
 
 GpuProbe& Context::gpu() {

@@ -8,11 +8,11 @@
 
 #include "diag/explain.h"
 #include "diag/world/world_mode.h"
-#include "reports/diag/fleet_text.h"
 #include "engine/common/error.h"
-#include "engine/common/net.h"
 #include "engine/common/version.h"
+#include "engine/host/net.h"
 #include "reports/diag/diag_text.h"
+#include "reports/diag/fleet_text.h"
 #include "reports/export/junit.h"
 #include "reports/json_io.h"
 

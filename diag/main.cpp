@@ -1,12 +1,12 @@
 // dsdiag: pre-flight checks. Thin CLI: flags bind into DiagCommand; runDiag does the work.
 // Exit codes: 0 all pass, 1 warnings only (0 with --fail-on fail), 2 a failure, 3 dsdiag itself could not
 // run.
+#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <cstdlib>
 
-#include <CLI/CLI.hpp>
-
 #include "diag/diag.h"
+#include "engine/common/backends.h"
 #include "engine/common/cli.h"
 #include "engine/common/error.h"
 #include "engine/common/version.h"
@@ -80,7 +80,7 @@ int main(int argc, char** argv) {
       ->transform(ds::cli::number(0, 3600, true));
   flag(app, "--backend", cmd.options.backend,
        "The job's backend: nccl, gloo, mpi or shm (default: the accelerator's)", "DSDIAG_BACKEND")
-      ->check(ds::cli::oneOf({"nccl", "gloo", "mpi", "shm"}));
+      ->check(ds::cli::oneOf(ds::backendNames()));
   flag(app, "--link-large-mib", largeMiB, "Large message of the link matrix, MiB", "DSDIAG_LINK_LARGE_MIB")
       ->transform(ds::cli::number(0, 4096, true));
   flag(app, "--slow-link-ms", cmd.options.slowLinkMs, "One-way latency above which a link is slow",

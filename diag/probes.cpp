@@ -7,10 +7,10 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "diag/nvml_api.h"
 #include "diag/util.h"
 #include "engine/comm/backends/nccl/nccl_version.h"
 #include "engine/common/shared_library.h"
+#include "engine/host/nvml_api.h"
 
 namespace ds::diag {
 namespace {

@@ -3,7 +3,7 @@
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <fcntl.h>
-#include <ifaddrs.h>
+#include <fmt/format.h>
 #include <net/if.h>
 #include <netdb.h>
 #include <poll.h>
@@ -22,8 +22,6 @@
 #include <set>
 #include <sstream>
 #include <thread>
-
-#include <fmt/format.h>
 
 namespace ds::diag {
 
@@ -87,29 +85,8 @@ std::string quoteValue(std::string_view v, std::size_t n) {
 }
 
 std::vector<Interface> listInterfaces() {
-  std::map<std::string, Interface> byName;
-  ifaddrs* list = nullptr;
-  if (getifaddrs(&list) != 0) return {};
-  for (ifaddrs* a = list; a != nullptr; a = a->ifa_next) {
-    if (a->ifa_name == nullptr) continue;
-    auto& i = byName[a->ifa_name];
-    i.name = a->ifa_name;
-    i.up = (a->ifa_flags & IFF_UP) != 0;
-    i.running = (a->ifa_flags & IFF_RUNNING) != 0;
-    i.loopback = (a->ifa_flags & IFF_LOOPBACK) != 0;
-    if (a->ifa_addr == nullptr) continue;
-    char buf[INET6_ADDRSTRLEN] = {};
-    if (a->ifa_addr->sa_family == AF_INET) {
-      inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(a->ifa_addr)->sin_addr, buf, sizeof buf);
-      i.addresses.emplace_back(buf);
-    } else if (a->ifa_addr->sa_family == AF_INET6) {
-      inet_ntop(AF_INET6, &reinterpret_cast<sockaddr_in6*>(a->ifa_addr)->sin6_addr, buf, sizeof buf);
-      i.addresses.emplace_back(buf);
-    }
-  }
-  freeifaddrs(list);
-  std::vector<Interface> out;
-  for (auto& [_, i] : byName) out.push_back(std::move(i));
+  std::vector<Interface> out = host::listInterfaces();
+  std::sort(out.begin(), out.end(), [](const Interface& x, const Interface& y) { return x.name < y.name; });
   return out;
 }
 

@@ -5,12 +5,13 @@
 
 #include <chrono>
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
-#include <nlohmann/json.hpp>
+#include "engine/host/interfaces.h"
 
 namespace ds::diag {
 
@@ -24,13 +25,7 @@ std::string humanBytes(double bytes);
 // Shortens a value for messages (garbage can be long or binary): printable ASCII, at most n chars.
 std::string quoteValue(std::string_view v, std::size_t n = 60);
 
-struct Interface {
-  std::string name;
-  std::vector<std::string> addresses;  // numeric IPv4/IPv6
-  bool up = false;
-  bool running = false;
-  bool loopback = false;
-};
+using Interface = host::Interface;  // engine/host/interfaces.h
 // Every interface getifaddrs reports, sorted by name (also those without an address).
 std::vector<Interface> listInterfaces();
 

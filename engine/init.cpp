@@ -5,13 +5,14 @@
 #include <algorithm>
 #include <mutex>
 
+#include "engine/common/backends.h"
 #include "engine/common/error.h"
 #include "engine/common/log.h"
-#include "engine/common/net.h"
 #include "engine/common/progress.h"
 #include "engine/env/launchers.h"
 #include "engine/env/mpi_discovery.h"
 #include "engine/env/slurm.h"
+#include "engine/host/net.h"
 #include "engine/store/barrier.h"
 #include "engine/store/file_store.h"
 #include "engine/store/prefix_store.h"
@@ -246,17 +247,6 @@ env::WorldInfo discoverWorldFor(const InitOptions& o, const env::EnvSource& env)
   return w;
 }
 
-Discovery parseDiscovery(std::string_view text, std::string_view from) {
-  if (text == "dsperf") return Discovery::kDsperf;
-  if (text == "deepspeed") return Discovery::kDeepSpeed;
-  throw ConfigError(
-      fmt::format("{}='{}' is not a discovery rule set; use dsperf (field by field, checked against "
-                  "the launcher) or deepspeed (exactly what deepspeed.init_distributed() does).",
-                  from, text));
-}
-
-const char* discoveryName(Discovery d) { return d == Discovery::kDeepSpeed ? "deepspeed" : "dsperf"; }
-
 Discovery discoveryFor(const InitOptions& o, const env::EnvSource& env) {
   if (o.discovery) return *o.discovery;
   if (auto v = env.get("DS_DISCOVERY")) return parseDiscovery(*v, "DS_DISCOVERY");
@@ -285,7 +275,7 @@ std::string agentStorePrefix(const env::EnvSource& env) {
 }
 
 const std::vector<std::string>& knownBackends() {
-  static const std::vector<std::string> kNames{"nccl", "gloo", "mpi", "shm"};
+  static const std::vector<std::string> kNames = backendNames();
   return kNames;
 }
 

@@ -16,20 +16,13 @@
 #include "engine/comm/process_group.h"
 #include "engine/env/deepspeed_view.h"
 #include "engine/env/env_source.h"
+#include "engine/env/init_plan.h"
 #include "engine/env/world_info.h"
 #include "engine/store/store.h"
 
 namespace ds {
 
 struct StoreOnly;
-// Whose rules discovery follows. dsperf's: field by field (explicit arguments, env://, then the
-// launcher's variables), refusing env:// values that contradict the launcher. DeepSpeed's: exactly
-// what deepspeed.init_distributed() does (engine/env/deepspeed_view.h): if any of RANK, WORLD_SIZE,
-// MASTER_ADDR, MASTER_PORT, LOCAL_RANK is missing, all five come from MPI (or AzureML/SageMaker).
-enum class Discovery { kDsperf, kDeepSpeed };
-// "dsperf" or "deepspeed"; throws ConfigError naming `from` (the flag or variable) otherwise.
-Discovery parseDiscovery(std::string_view text, std::string_view from);
-const char* discoveryName(Discovery d);
 
 struct InitOptions {
   // nccl, gloo, mpi or shm; empty means the accelerator's own (nccl on cuda, gloo on cpu).
@@ -136,16 +129,6 @@ void destroyProcessGroup();
 // What initDistributed would conclude from this process's environment and these options, without
 // contacting anything: no store, no MPI_Init, no process group (`dsbench world --dry-run`). Throws
 // the ConfigErrors initDistributed would throw for the same configuration.
-struct InitPlan {
-  env::WorldInfo info;  // as discovered; needsMpi* say what only MPI itself would settle
-  std::string accelerator;
-  bool acceleratorOverridden = false;  // DS_ACCELERATOR chose it
-  std::string acceleratorReason;       // why cuda was not chosen on auto detect
-  std::string backend;
-  std::chrono::milliseconds timeout{0};
-  std::string initMethod;  // "env://" when none was given
-  Discovery discovery = Discovery::kDsperf;
-};
 InitPlan planInit(const InitOptions& options = {});
 
 // The discovery rules these options select (the option, else DS_DISCOVERY, else dsperf's).

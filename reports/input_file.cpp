@@ -10,7 +10,7 @@
 #include <cerrno>
 
 #include "engine/common/error.h"
-#include "engine/common/resources.h"
+#include "engine/host/resources.h"
 
 namespace ds::report {
 

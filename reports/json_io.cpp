@@ -325,13 +325,4 @@ std::string fnv1a64Hex(std::string_view text) {
   return buf;
 }
 
-std::string utcNowIso() {
-  std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
-
 }  // namespace ds::report

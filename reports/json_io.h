@@ -27,8 +27,6 @@ void writeJsonAtomic(const std::string& path, const nlohmann::json& j);
 nlohmann::json readJson(const std::string& path);
 // FNV-1a 64 of text, as 16 lower-case hex characters: the identity of run, check and baseline records.
 std::string fnv1a64Hex(std::string_view text);
-// Now as ISO 8601 UTC to the second ("2026-12-02T20:15:00Z"), the form records' times take.
-std::string utcNowIso();
 // readJson of a file's text already read (`origin` names it in errors).
 nlohmann::json parseJsonText(const std::string& text, const std::string& origin);
 

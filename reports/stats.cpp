@@ -4,6 +4,8 @@
 #include <cmath>
 #include <random>
 
+#include "engine/common/median.h"
+
 namespace ds::report {
 
 double quantileSorted(const std::vector<double>& sorted, double q) {
@@ -11,12 +13,6 @@ double quantileSorted(const std::vector<double>& sorted, double q) {
   auto lo = static_cast<std::size_t>(std::floor(pos));
   std::size_t hi = std::min(lo + 1, sorted.size() - 1);
   return sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - static_cast<double>(lo));
-}
-
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return quantileSorted(v, 0.5);
 }
 
 namespace {

@@ -7,13 +7,14 @@
 #include <cstdint>
 #include <vector>
 
+#include "engine/common/median.h"
+
 namespace ds::report {
 
 // The q-quantile (0 <= q <= 1) of an ascending, non-empty vector, interpolated linearly between
 // the two closest ranks (numpy's default, "type 7"): q = 0.5 of {1, 2, 3, 4} is 2.5.
 double quantileSorted(const std::vector<double>& sorted, double q);
-// quantileSorted(sort(v), 0.5); 0 for an empty v.
-double median(std::vector<double> v);
+// The median itself: engine/common/median.h.
 
 // Two-sided Mann-Whitney U test (Wilcoxon rank-sum) of samples x and y.
 struct UTest {

@@ -3,7 +3,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/init.h"
+#include "engine/env/init_plan.h"
 #include "reports/schema/world.h"
 
 namespace ds::report {

@@ -6,17 +6,13 @@
 namespace ds::bench::coll {
 
 const CollSpec kAllreduceSpec{
-    .name = "allreduce",
+    .facts = &kAllreduceFacts,
     .type = comm::OpType::kAllreduce,
-    .reduces = true,
-    .rooted = false,
     .inPlace = true,
     .counts =
         [](std::size_t count, int) {
           return CollCounts{count, count, count, 0, 0};
         },
-    .busFactor = [](int n) { return 2.0 * (n - 1) / n; },
-    .busFactorText = "2(n-1)/n",
     .algBytesTimesRanks = false,
     .run = [](comm::ProcessGroup& pg,
               const RunArgs& a) { return Launch{{pg.allreduce(a.send, a.recv, a.op, a.timeout)}}; },

@@ -6,18 +6,14 @@
 namespace ds::bench::coll {
 
 const CollSpec kAlltoallSpec{
-    .name = "alltoall",
+    .facts = &kAlltoallFacts,
     .type = comm::OpType::kAlltoall,
-    .reduces = false,
-    .rooted = false,
     .inPlace = true,
     .counts =
         [](std::size_t count, int n) {
           std::size_t per = count / static_cast<std::size_t>(n);
           return CollCounts{per * n, per * n, per, 0, 0};
         },
-    .busFactor = [](int n) { return static_cast<double>(n - 1) / n; },
-    .busFactorText = "(n-1)/n",
     .algBytesTimesRanks = true,
     .run = [](comm::ProcessGroup& pg,
               const RunArgs& a) { return Launch{{pg.alltoall(a.send, a.recv, a.timeout)}}; },

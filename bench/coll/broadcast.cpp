@@ -5,17 +5,13 @@
 namespace ds::bench::coll {
 
 const CollSpec kBroadcastSpec{
-    .name = "broadcast",
+    .facts = &kBroadcastFacts,
     .type = comm::OpType::kBroadcast,
-    .reduces = false,
-    .rooted = true,
     .inPlace = true,
     .counts =
         [](std::size_t count, int) {
           return CollCounts{count, count, count, 0, 0};
         },
-    .busFactor = [](int) { return 1.0; },
-    .busFactorText = "1",
     .algBytesTimesRanks = false,
     .run = [](comm::ProcessGroup& pg,
               const RunArgs& a) { return Launch{{pg.broadcast(a.send, a.recv, a.root, a.timeout)}}; },

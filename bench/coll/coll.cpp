@@ -1,10 +1,9 @@
 #include "bench/coll/coll.h"
 
-#include <algorithm>
-
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -14,12 +13,13 @@
 #include "bench/coll/harness.h"
 #include "bench/coll/host_hardware.h"
 #include "bench/coll/memory.h"
-#include "bench/coll/metadata.h"
 #include "bench/exit_codes.h"
+#include "bench/metadata.h"
 #include "bench/world/world.h"
 #include "engine/common/error.h"
-#include "engine/common/net.h"
-#include "engine/common/resources.h"
+#include "engine/common/iso_time.h"
+#include "engine/host/net.h"
+#include "engine/host/resources.h"
 #include "engine/init.h"
 #include "reports/sweep/sweep_reporter.h"
 
@@ -164,7 +164,7 @@ int runColl(const CollFlags& flags) {
   std::vector<std::string> leftOut;
   for (const auto& name : o.collectives) {
     const CollSpec& spec = findCollective(name);
-    if (spec.rooted && o.root >= n) {
+    if (spec.facts->rooted && o.root >= n) {
       throw ConfigError(
           fmt::format("-r/--root {} is not a rank of this job of {} rank(s); give 0..{}.", o.root, n, n - 1));
     }
@@ -184,7 +184,7 @@ int runColl(const CollFlags& flags) {
 
   report::SweepRun run;
   run.args = argsRecord(o, backends);
-  run.metadata.startTime = isoTimeNow();
+  run.metadata.startTime = isoUtcNowMs();
   run.metadata.worldSize = n;
   run.metadata.ranks = gatherRanks(*world);
   std::set<std::string> seenHosts;
@@ -220,8 +220,9 @@ int runColl(const CollFlags& flags) {
   int totalRows = 0;
   for (const auto& name : collectives) {
     const CollSpec& spec = findCollective(name);
-    totalRows += static_cast<int>(backends.size() * o.dtypes.size() * (spec.reduces ? o.ops.size() : 1) *
-                                  sizes.size() * static_cast<std::size_t>(o.repeat));
+    totalRows +=
+        static_cast<int>(backends.size() * o.dtypes.size() * (spec.facts->reduces ? o.ops.size() : 1) *
+                         sizes.size() * static_cast<std::size_t>(o.repeat));
   }
   HarnessOptions ho;
   ho.iters = o.iters;
@@ -266,19 +267,19 @@ int runColl(const CollFlags& flags) {
         for (const auto& name : collectives) {
           const CollSpec& spec = findCollective(name);
           report::SweepTable table{
-              backend, spec.name,
-              fmt::format("{} = {:g} for n = {}", spec.busFactorText, spec.busFactor(n), n)};
+              backend, spec.facts->name,
+              fmt::format("{} = {:g} for n = {}", spec.facts->busFactorText, spec.facts->busFactor(n), n)};
           reporter->tableStart(table);
           std::vector<report::SweepMeasurement> rows;
           for (auto dtype : o.dtypes) {
             std::vector<comm::ReduceOp> ops =
-                spec.reduces ? o.ops : std::vector<comm::ReduceOp>{comm::ReduceOp::kSum};
+                spec.facts->reduces ? o.ops : std::vector<comm::ReduceOp>{comm::ReduceOp::kSum};
             bool prepared = false;
             for (auto op : ops) {
               if (!pg->supports(spec.type, dtype, op)) {
-                note(fmt::format("skipped: backend {} does not support {} on {}{}", backend, spec.name,
+                note(fmt::format("skipped: backend {} does not support {} on {}{}", backend, spec.facts->name,
                                  comm::dtypeName(dtype),
-                                 spec.reduces ? fmt::format(" with {}", comm::reduceOpName(op)) : ""));
+                                 spec.facts->reduces ? fmt::format(" with {}", comm::reduceOpName(op)) : ""));
                 done += static_cast<int>(sizes.size()) * o.repeat;
                 continue;
               }
@@ -299,7 +300,7 @@ int runColl(const CollFlags& flags) {
                 for (std::size_t idx : repeatOrder(sizes.size(), rep, o.repeat)) {
                   report::SweepProgress p{table,
                                           comm::dtypeName(dtype),
-                                          spec.reduces ? comm::reduceOpName(op) : "none",
+                                          spec.facts->reduces ? comm::reduceOpName(op) : "none",
                                           sizes[idx],
                                           done,
                                           totalRows,
@@ -342,7 +343,7 @@ int runColl(const CollFlags& flags) {
     run.summary = report::summarize(run.results, minBw);
     run.summary.exitCode = run.summary.outOfBounds > 0 || run.summary.bwBelowMin ? kExitWrongData : kExitOk;
   }
-  run.metadata.endTime = isoTimeNow();
+  run.metadata.endTime = isoUtcNowMs();
   if (root0) reporter->finish(run);
 
   if (errorCode != 0) {

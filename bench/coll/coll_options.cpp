@@ -184,10 +184,10 @@ CollOptions resolveOptions(const CollFlags& f) {
   }
   for (const auto& name : listOf(f.collectives, "--coll")) {
     if (name == "all") {
-      for (const CollSpec* s : allCollectives()) o.collectives.emplace_back(s->name);
+      for (const CollSpec* s : allCollectives()) o.collectives.emplace_back(s->facts->name);
     } else {
-      o.collectives.emplace_back(findCollective(name).name);
-      o.collectivesNamed.emplace_back(findCollective(name).name);
+      o.collectives.emplace_back(findCollective(name).facts->name);
+      o.collectivesNamed.emplace_back(findCollective(name).facts->name);
     }
   }
   // A name given twice (or inside "all") runs once, in first-seen order.

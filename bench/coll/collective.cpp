@@ -48,13 +48,13 @@ const CollSpec& findCollective(const std::string& name) {
     key.resize(key.size() - 4);  // all_reduce_perf
   for (const CollSpec* s : allCollectives()) {
     std::string n;
-    for (const char* p = s->name; *p; ++p) {
+    for (const char* p = s->facts->name; *p; ++p) {
       if (*p != '_') n += *p;
     }
     if (n == key) return *s;
   }
   std::vector<std::string> names;
-  for (const CollSpec* s : allCollectives()) names.emplace_back(s->name);
+  for (const CollSpec* s : allCollectives()) names.emplace_back(s->facts->name);
   throw ConfigError(
       fmt::format("--coll: unknown collective '{}'. Valid: {} or all.", name, fmt::join(names, ", ")));
 }

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "engine/comm/process_group.h"
+#include "engine/common/collectives.h"
 
 namespace ds::bench::coll {
 
@@ -56,18 +57,13 @@ struct CheckArgs {
 };
 
 struct CollSpec {
-  const char* name;  // "allreduce": the --coll name and the JSON's
+  // Name, reduces, rooted, bus factor: the collective's facts (engine/common/collectives.h).
+  const CollectiveFacts* facts;
   comm::OpType type;
-  bool reduces;  // takes -o
-  bool rooted;   // takes -r
   // Has an in-place form. sendrecv has none here: a rank that receives first would overwrite what
   // it still has to send (its in-place columns print "-").
   bool inPlace;
   CollCounts (*counts)(std::size_t count, int nranks);
-  // busbw = algbw x busFactor(n) (REFERENCE.md §5).
-  double (*busFactor)(int nranks);
-  // "2(n-1)/n": the factor as REFERENCE.md writes it.
-  const char* busFactorText;
   // S, the bytes algbw divides by time: paramCount x element size, times n for the collectives
   // whose S is a whole buffer of n chunks.
   bool algBytesTimesRanks;

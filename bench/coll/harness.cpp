@@ -316,15 +316,15 @@ report::SweepMeasurement Harness::measure(std::size_t requestedBytes, comm::Redu
   CollCounts c = spec_->counts(requestedBytes / elt_, n);
   report::SweepMeasurement m;
   m.backend = pg_.backendName();
-  m.collective = spec_->name;
+  m.collective = spec_->facts->name;
   m.dtype = comm::dtypeName(dtype_);
-  m.op = spec_->reduces ? comm::reduceOpName(op) : "none";
-  m.root = spec_->rooted ? root : -1;
+  m.op = spec_->facts->reduces ? comm::reduceOpName(op) : "none";
+  m.root = spec_->facts->rooted ? root : -1;
   m.worldSize = n;
   m.requestedBytes = requestedBytes;
   m.bytes = std::max(c.sendCount, c.recvCount) * elt_;
   m.count = c.paramCount;
-  m.busFactor = spec_->busFactor(n);
+  m.busFactor = spec_->facts->busFactor(n);
   const double s = algBytes(*spec_, c, elt_, n);
   for (bool inPlace : {false, true}) {
     if (inPlace && !spec_->inPlace) continue;

@@ -7,13 +7,13 @@
 #include <cstring>
 #include <map>
 
-#include "diag/hardware/hardware_reader.h"
-#include "engine/common/net.h"
-#include "engine/common/resources.h"
+#include "engine/host/hardware_reader.h"
+#include "engine/host/net.h"
+#include "engine/host/resources.h"
 
 namespace ds::bench::coll {
 
-report::HostHardware readThisHost(const std::string& host) {
+hw::HostHardware readThisHost(const std::string& host) {
   std::vector<std::string> libs{"libnvidia-ml.so.1", "libnvidia-ml.so"};
   if (const char* v = std::getenv("DSBENCH_LIBNVML"); v != nullptr && *v) libs = {v};
   auto nvml = hw::nvmlGpuQuery(libs);
@@ -74,14 +74,14 @@ double measureCopyBandwidth(World& world, std::size_t bytes, int copies, int tri
   return best;
 }
 
-std::vector<report::HostHardware> gatherHardware(World& world, const std::vector<report::SweepRank>& ranks,
-                                                 const std::vector<std::string>& hosts) {
+std::vector<hw::HostHardware> gatherHardware(World& world, const std::vector<report::SweepRank>& ranks,
+                                             const std::vector<std::string>& hosts) {
   auto& store = world.store();
   if (world.localRank() == 0) {
     nlohmann::json mine = readThisHost(net::hostName());
     store.set(fmt::format("ds/coll/hw/{}", world.rank()), store::toBytes(mine.dump()));
   }
-  std::vector<report::HostHardware> out;
+  std::vector<hw::HostHardware> out;
   if (world.rank() != 0) return out;
   std::map<std::string, int> publisher;  // host -> its local rank 0
   for (const auto& r : ranks)
@@ -97,7 +97,7 @@ std::vector<report::HostHardware> gatherHardware(World& world, const std::vector
   auto values = store.multiGet(keys);
   for (std::size_t i = 0; i < values.size() && i < named.size(); ++i) {
     try {
-      auto h = nlohmann::json::parse(store::toString(values[i])).get<report::HostHardware>();
+      auto h = nlohmann::json::parse(store::toString(values[i])).get<hw::HostHardware>();
       h.host = named[i];  // the name the ranks table uses, whatever the publisher's resolver said
       out.push_back(std::move(h));
     } catch (const std::exception&) {

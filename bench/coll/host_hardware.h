@@ -11,13 +11,13 @@
 namespace ds::bench::coll {
 
 // Collective over the store. The first rank of each host (local rank 0) reads that host's hardware
-// (diag/hardware: sysfs and procfs, roots DSBENCH_SYSFS and DSBENCH_PROCFS; NVML by dlopen,
+// (engine/host: sysfs and procfs, roots DSBENCH_SYSFS and DSBENCH_PROCFS; NVML by dlopen,
 // DSBENCH_LIBNVML naming another library) and publishes it; rank 0 then reads one record per host,
 // O(hosts) store reads, each bounded by the world's timeout. `ranks`: the gathered ranks (rank 0's
 // list; empty elsewhere). Returns, on rank 0, one record per host in `hosts` order, named as `ranks`
 // names it; a host without a local rank 0 has none. Other ranks get an empty list.
-std::vector<report::HostHardware> gatherHardware(World& world, const std::vector<report::SweepRank>& ranks,
-                                                 const std::vector<std::string>& hosts);
+std::vector<hw::HostHardware> gatherHardware(World& world, const std::vector<report::SweepRank>& ranks,
+                                             const std::vector<std::string>& hosts);
 
 // Collective, for a job on one host (every rank must call it, or none): the host's memory copy
 // bandwidth as the ranks see it, the B of the zero-copy memory bound (reports/baseline/expected.h) and
@@ -30,6 +30,6 @@ double measureCopyBandwidth(World& world, std::size_t bytes = std::size_t{32} <<
                             int trials = 2);
 
 // This host's record as gatherHardware's publishers read it.
-report::HostHardware readThisHost(const std::string& host);
+hw::HostHardware readThisHost(const std::string& host);
 
 }  // namespace ds::bench::coll

@@ -6,18 +6,14 @@
 namespace ds::bench::coll {
 
 const CollSpec kReduceScatterSpec{
-    .name = "reduce_scatter",
+    .facts = &kReduceScatterFacts,
     .type = comm::OpType::kReduceScatter,
-    .reduces = true,
-    .rooted = false,
     .inPlace = true,
     .counts =
         [](std::size_t count, int n) {
           std::size_t per = count / static_cast<std::size_t>(n);
           return CollCounts{per * n, per, per, 0, per};
         },
-    .busFactor = [](int n) { return static_cast<double>(n - 1) / n; },
-    .busFactorText = "(n-1)/n",
     .algBytesTimesRanks = true,
     .run = [](comm::ProcessGroup& pg,
               const RunArgs& a) { return Launch{{pg.reduceScatter(a.send, a.recv, a.op, a.timeout)}}; },

@@ -7,17 +7,13 @@
 namespace ds::bench::coll {
 
 const CollSpec kSendrecvSpec{
-    .name = "sendrecv",
+    .facts = &kSendrecvFacts,
     .type = comm::OpType::kSend,
-    .reduces = false,
-    .rooted = false,
     .inPlace = false,
     .counts =
         [](std::size_t count, int) {
           return CollCounts{count, count, count, 0, 0};
         },
-    .busFactor = [](int) { return 1.0; },
-    .busFactorText = "1",
     .algBytesTimesRanks = false,
     .run =
         [](comm::ProcessGroup& pg, const RunArgs& a) {

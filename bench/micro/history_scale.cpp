@@ -34,6 +34,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/common/median.h"
 #include "reports/baseline/check_schema.h"
 #include "reports/history/fleet_data.h"
 #include "reports/history/history_schema.h"
@@ -50,12 +51,6 @@ namespace fs = std::filesystem;
 using namespace ds::report;
 
 double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
-
-double medianOf(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
-}
 
 std::string hostName(int h) { return fmt::format("gpu{:04d}", h + 1); }
 
@@ -142,7 +137,7 @@ SweepRun makeRun(const Fleet& f, int h, int night, std::mt19937& rng) {
   m.env = {{"NCCL_IB_HCA", "mlx5"}, {"NCCL_SOCKET_IFNAME", "ib0"}, {"OMP_NUM_THREADS", "8"}};
   m.startTime = timeOf(night, h % 120);
   m.endTime = timeOf(night, h % 120 + 2);
-  HostHardware hw;
+  ds::hw::HostHardware hw;
   hw.host = host;
   hw.cpuModel = "Intel(R) Xeon(R) Platinum 8480C";
   hw.gpuName = kSkuGpu[s];
@@ -444,6 +439,6 @@ int main(int argc, char** argv) {
   std::printf(
       "chromium (median of %d): page ready %.0f ms after navigation start (target < 3 s); whole headless "
       "run %.2f s, of which browser start and teardown about %.2f s (a blank page)\n",
-      opens, medianOf(readyMs), medianOf(pageWall), medianOf(blankWall));
+      opens, ds::median(readyMs), ds::median(pageWall), ds::median(blankWall));
   return 0;
 }

@@ -43,12 +43,14 @@
 #include <thread>
 #include <vector>
 
-#include "bench/coll/metadata.h"
 #include "bench/exit_codes.h"
+#include "bench/metadata.h"
 #include "bench/micro/bench_args.h"
 #include "engine/common/error.h"
+#include "engine/common/iso_time.h"
+#include "engine/host/net.h"
+#include "engine/host/resources.h"
 #include "reports/sweep/sweep_reporter.h"
-#include "engine/common/net.h"
 
 namespace {
 
@@ -63,22 +65,11 @@ const char* kUsage =
     "zero-copy in-place allreduce of n ranks: Bk(S)·2(n-1)/n² with k = min(n, cores). See the\n"
     "comment at the top of bench/micro/membw_probe.cpp for the derivation.\n";
 
-int cores() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof set, &set) == 0) return std::max(1, CPU_COUNT(&set));
-  return std::max(1u, std::thread::hardware_concurrency());
-}
+int cores() { return ds::sys::affinityCpuCount(); }
 
 // The n-th core this process may run on (wrapping), for pinning thread i.
 int coreNumber(int i) {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof set, &set) != 0) return -1;
-  std::vector<int> ids;
-  for (int c = 0; c < CPU_SETSIZE; ++c) {
-    if (CPU_ISSET(c, &set)) ids.push_back(c);
-  }
+  const std::vector<int> ids = ds::sys::affinityCpus();
   return ids.empty() ? -1 : ids[static_cast<std::size_t>(i) % ids.size()];
 }
 
@@ -221,7 +212,7 @@ int run(int argc, char** argv) {
   runRec.metadata.launcher = "none";
   runRec.metadata.versions = ds::bench::coll::libraryVersions();
   runRec.metadata.env = ds::bench::coll::relevantEnv();
-  runRec.metadata.startTime = ds::bench::coll::isoTimeNow();
+  runRec.metadata.startTime = ds::isoUtcNowMs();
   runRec.notes.push_back(
       "membw-limit: not a collective that ran, a bound: the busbw of an ideal zero-copy in-place allreduce "
       "of n ranks, Bk(S)·2(n-1)/n², where Bk(S) is the measured memcpy GB/s (bytes copied) of k = "
@@ -276,7 +267,7 @@ int run(int argc, char** argv) {
     }()));
   }
   runRec.summary = report::summarize(runRec.results);
-  runRec.metadata.endTime = ds::bench::coll::isoTimeNow();
+  runRec.metadata.endTime = ds::isoUtcNowMs();
   if (!f.jsonPath.empty()) report::JsonReporter(f.jsonPath).finish(runRec);
   return ds::bench::kExitOk;
 }

@@ -25,10 +25,11 @@
 #include <vector>
 
 #include "bench/coll/memory.h"
-#include "bench/coll/metadata.h"
 #include "bench/exit_codes.h"
+#include "bench/metadata.h"
 #include "bench/micro/bench_args.h"
 #include "engine/common/error.h"
+#include "engine/common/iso_time.h"
 #include "reports/sweep/sweep_reporter.h"
 
 namespace {
@@ -267,7 +268,7 @@ int run(int argc, char** argv) {
   runRec.metadata.launcher = ds::bench::coll::launcherName();
   runRec.metadata.versions = ds::bench::coll::libraryVersions();
   runRec.metadata.env = ds::bench::coll::relevantEnv();
-  runRec.metadata.startTime = ds::bench::coll::isoTimeNow();
+  runRec.metadata.startTime = ds::isoUtcNowMs();
   runRec.notes.push_back(fmt::format(
       "{}: {} called directly from the benchmark loop (no dsperf engine), f32 sum, one op after another; "
       "the time is the loop time per op averaged over ranks",
@@ -311,7 +312,7 @@ int run(int argc, char** argv) {
   runRec.summary = report::summarize(runRec.results);
   runRec.summary.exitCode = runRec.summary.outOfBounds > 0 ? ds::bench::kExitWrongData : ds::bench::kExitOk;
   if (runRec.summary.outOfBounds > 0) runRec.summary.status = "wrong_data";
-  runRec.metadata.endTime = ds::bench::coll::isoTimeNow();
+  runRec.metadata.endTime = ds::isoUtcNowMs();
   if (mpi.rank == 0) reporter->finish(runRec);
   int code = runRec.summary.exitCode;
   MPI_Bcast(&code, 1, MPI_INT, 0, mpi.comm);

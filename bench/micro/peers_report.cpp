@@ -44,8 +44,8 @@
 #include <tuple>
 #include <vector>
 
-#include "bench/coll/metadata.h"
 #include "bench/exit_codes.h"
+#include "bench/metadata.h"
 #include "engine/common/error.h"
 #include "reports/json_io.h"
 #include "reports/sweep/sweep_schema.h"

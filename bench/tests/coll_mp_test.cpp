@@ -352,7 +352,7 @@ TEST(CollUnderMpirun, MinTimeGrowsIterations) {
   EXPECT_TRUE(run.args.blocking);
 }
 
-// Every run records its host's hardware (diag/hardware, from the roots DSBENCH_SYSFS and DSBENCH_PROCFS
+// Every run records its host's hardware (engine/host, from the roots DSBENCH_SYSFS and DSBENCH_PROCFS
 // name: here a fake 2x100G Ethernet node) and, on one host with a CPU backend, its memory copy rate;
 // the table is followed by the bound lines and each JSON row carries its bound.
 TEST(CollUnderDsrun, RecordsTheHardwareAndEachRowsBound) {

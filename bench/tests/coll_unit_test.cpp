@@ -41,15 +41,22 @@ TEST(CollBusFactor, MatchesReferenceTable) {
   for (const auto& row : kTable) {
     const CollSpec& spec = findCollective(row.coll);
     for (int n : {1, 2, 3, 4, 8, 16, 1024}) {
-      EXPECT_DOUBLE_EQ(spec.busFactor(n), row.factor(n)) << row.coll << " n=" << n;
+      EXPECT_DOUBLE_EQ(spec.facts->busFactor(n), row.factor(n)) << row.coll << " n=" << n;
       CollCounts c = spec.counts(4096, n);
       double s = algBytes(spec, c, 4, n);
       EXPECT_DOUBLE_EQ(s, static_cast<double>(c.paramCount) * 4 * (row.sTimesN ? n : 1))
           << row.coll << " n=" << n;
     }
   }
-  EXPECT_DOUBLE_EQ(findCollective("allreduce").busFactor(8), 1.75);
+  EXPECT_DOUBLE_EQ(findCollective("allreduce").facts->busFactor(8), 1.75);
   EXPECT_EQ(allCollectives().size(), std::size(kTable));
+  // One table of facts: every spec is one of the ground floor's collectives, in its order.
+  ASSERT_EQ(allCollectives().size(), std::size(ds::kCollectives));
+  for (std::size_t i = 0; i < std::size(ds::kCollectives); ++i) {
+    EXPECT_EQ(allCollectives()[i]->facts, ds::kCollectives[i]) << i;
+    EXPECT_EQ(ds::collectiveFacts(ds::kCollectives[i]->name), ds::kCollectives[i]);
+  }
+  EXPECT_EQ(ds::collectiveFacts("allscatter"), nullptr);
 }
 
 TEST(CollBusFactor, AlgbwAndBusbwOfAKnownTime) {
@@ -59,7 +66,7 @@ TEST(CollBusFactor, AlgbwAndBusbwOfAKnownTime) {
   double s = algBytes(spec, c, 4, 2);
   double algbw = s / 1e9 / 1e-3;
   EXPECT_DOUBLE_EQ(algbw, 1.048576);
-  EXPECT_DOUBLE_EQ(algbw * spec.busFactor(2), 1.048576);
+  EXPECT_DOUBLE_EQ(algbw * spec.facts->busFactor(2), 1.048576);
   // allgather over 4 ranks: S is the whole output.
   const CollSpec& ag = findCollective("allgather");
   CollCounts g = ag.counts(1000, 4);
@@ -85,8 +92,8 @@ TEST(CollSizeRounding, AsNcclTests) {
   EXPECT_EQ(a2a.paramCount, 2u);
   auto bc = findCollective("broadcast").counts(7, 3);
   EXPECT_EQ(bc.sendCount, 7u);
-  EXPECT_EQ(findCollective("all_reduce_perf").name, std::string("allreduce"));
-  EXPECT_EQ(findCollective("AllGather").name, std::string("allgather"));
+  EXPECT_EQ(findCollective("all_reduce_perf").facts->name, std::string("allreduce"));
+  EXPECT_EQ(findCollective("AllGather").facts->name, std::string("allgather"));
   EXPECT_THROW(findCollective("allscatter"), ds::ConfigError);
 }
 
@@ -292,8 +299,8 @@ TEST(CollDataCheck, PeriodicFillAndCheckMatchEveryElementsDefinition) {
           for (int rank = 0; rank < n; ++rank) {
             const CollCounts c = spec->counts(count, n);
             CheckArgs a{rank, n, n - 1, ds::comm::ReduceOp::kSum, t, 5, c};
-            const std::string what = fmt::format("{} n={} count={} dtype={} rank={}", spec->name, n, count,
-                                                 ds::comm::dtypeName(t), rank);
+            const std::string what = fmt::format("{} n={} count={} dtype={} rank={}", spec->facts->name, n,
+                                                 count, ds::comm::dtypeName(t), rank);
             const std::size_t elt = ds::comm::dtypeSize(t);
             // The fill against input(., i) element by element.
             std::vector<char> fast(c.sendCount * elt), slow(c.sendCount * elt);

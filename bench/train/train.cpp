@@ -9,14 +9,15 @@
 #include <thread>
 
 #include "bench/coll/coll_options.h"
-#include "bench/coll/metadata.h"
 #include "bench/exit_codes.h"
+#include "bench/metadata.h"
 #include "bench/world/world.h"
 #include "engine/common/cli.h"
 #include "engine/common/error.h"
+#include "engine/common/iso_time.h"
 #include "engine/common/log.h"
-#include "engine/common/resources.h"
 #include "engine/ddp/ops.h"
+#include "engine/host/resources.h"
 #include "engine/init.h"
 #include "reports/json_io.h"
 #include "reports/schema/label.h"
@@ -71,7 +72,7 @@ std::vector<std::vector<StepSample>> gatherSteps(comm::ProcessGroup& pg,
 // rank to one core: more BLAS threads would only take turns on it).
 int defaultBlasThreads(const World& world) {
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  return ddp::cpusPerRank(comm::affinityCpuCount(), cores, world.info().localWorldSize.value);
+  return ddp::cpusPerRank(sys::affinityCpuCount(), cores, world.info().localWorldSize.value);
 }
 
 }  // namespace
@@ -238,7 +239,7 @@ int runTrain(const TrainOptions& o) {
   init.initMethod = o.initMethod;
   init.verbose = o.verbose;
   if (o.timeoutSeconds > 0) init.timeout = std::chrono::seconds(o.timeoutSeconds);
-  const std::string startTime = coll::isoTimeNow();
+  const std::string startTime = isoUtcNowMs();
   auto world = initDistributed(init);
   auto& pg = world->pg();
   // Who ran it, for the metadata (collective: every rank publishes its record).
@@ -291,7 +292,7 @@ int runTrain(const TrainOptions& o) {
   // so that a run of both settings also tells which one auto would have taken.
   ddp::OverlapPlacement place;
   place.cpu = base.device.type == comm::DeviceType::kCpu;
-  place.rankCpus = comm::affinityCpuCount();
+  place.rankCpus = sys::affinityCpuCount();
   place.hostCpus = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   place.localRanks = std::max(1, world->info().localWorldSize.value);
   place.computeThreads = blasThreads;
@@ -421,7 +422,7 @@ int runTrain(const TrainOptions& o) {
                           {"versions", coll::libraryVersions(world->backend() == "nccl")},
                           {"env", coll::relevantEnv()},
                           {"start_time", startTime},
-                          {"end_time", coll::isoTimeNow()}};
+                          {"end_time", isoUtcNowMs()}};
       meta["overlap_auto"] = {{"overlap", autoChoice.overlap}, {"reason", autoChoice.reason}};
       if (!label.empty()) meta["label"] = label;
       report::writeJsonAtomic(o.jsonPath, report::trainToJson(runs, meta));

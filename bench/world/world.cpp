@@ -5,10 +5,10 @@
 
 #include <cstdio>
 
-#include "bench/coll/metadata.h"
 #include "bench/exit_codes.h"
-#include "engine/common/net.h"
+#include "bench/metadata.h"
 #include "engine/env/launcher_args.h"
+#include "engine/host/net.h"
 #include "reports/json_io.h"
 #include "reports/schema/deepspeed_view.h"
 #include "reports/world_text.h"

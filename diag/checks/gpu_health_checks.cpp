@@ -7,9 +7,9 @@
 #include <set>
 
 #include "diag/check.h"
-#include "diag/nvml_api.h"
 #include "diag/probes.h"
 #include "diag/util.h"
+#include "engine/host/nvml_api.h"
 
 namespace ds::diag {
 namespace {

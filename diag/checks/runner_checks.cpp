@@ -17,7 +17,7 @@
 #include "diag/probes.h"
 #include "diag/util.h"
 #include "engine/common/error.h"
-#include "engine/common/net.h"
+#include "engine/host/net.h"
 
 namespace ds::diag {
 namespace {

@@ -14,8 +14,9 @@
 #include "diag/checks/affinity.h"
 #include "diag/util.h"
 #include "engine/common/error.h"
-#include "engine/common/net.h"
-#include "engine/common/resources.h"
+#include "engine/common/ranges.h"
+#include "engine/host/net.h"
+#include "engine/host/resources.h"
 #include "reports/schema/placement.h"
 
 namespace ds::diag {
@@ -204,7 +205,7 @@ Finding threadAffinity(Context& c) { return judgeThreadAffinity(liveAffinityFact
 Finding judgeThreadAffinity(const AffinityFacts& f) {
   const int mask = static_cast<int>(f.cpus.size());
   const int busy = std::max(1, f.blasThreads) + 1;
-  const std::string cpus = report::formatCpuList(f.cpus);
+  const std::string cpus = formatRanges(f.cpus);
   Json data{{"cpus", cpus},
             {"cpu_count", mask},
             {"online_cpus", f.onlineCpus},

@@ -1,9 +1,7 @@
 #include "diag/fleet/fleet_mode.h"
 
-#include <arpa/inet.h>
-#include <ifaddrs.h>
-#include <net/if.h>
-#include <netinet/in.h>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -11,18 +9,17 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <random>
 
-#include <fmt/format.h>
-#include <fmt/ranges.h>
-#include <nlohmann/json.hpp>
-
+#include "diag/fleet/fleet_iface.h"
 #include "diag/fleet/localise.h"
 #include "diag/fleet/plan.h"
 #include "engine/common/error.h"
 #include "engine/common/log.h"
-#include "engine/common/net.h"
-#include "engine/common/resources.h"
+#include "engine/common/ranges.h"
+#include "engine/host/net.h"
+#include "engine/host/resources.h"
 #include "reports/diag/diag_text.h"
 
 namespace ds::diag::fleet {
@@ -35,69 +32,15 @@ using std::chrono::milliseconds;
 
 double secondsSince(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
-// Candidate interfaces: up, not loopback, with an IPv4 address (loopback alone when every rank is
-// on this host). MTU from sysfs.
-std::vector<report::FleetIface> candidateInterfaces(bool loopbackOnly) {
-  std::vector<report::FleetIface> out;
-  ifaddrs* list = nullptr;
-  if (::getifaddrs(&list) != 0) return out;
-  for (ifaddrs* a = list; a != nullptr; a = a->ifa_next) {
-    if (a->ifa_addr == nullptr || a->ifa_addr->sa_family != AF_INET) continue;
-    const bool loop = (a->ifa_flags & IFF_LOOPBACK) != 0;
-    if (!(a->ifa_flags & IFF_UP) || loop != loopbackOnly) continue;
-    char text[INET_ADDRSTRLEN] = {};
-    ::inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(a->ifa_addr)->sin_addr, text, sizeof text);
-    report::FleetIface f;
-    f.name = a->ifa_name;
-    f.addr = text;
-    if (a->ifa_netmask != nullptr) {
-      f.prefixLen = __builtin_popcount(reinterpret_cast<sockaddr_in*>(a->ifa_netmask)->sin_addr.s_addr);
-    }
-    std::ifstream mtu("/sys/class/net/" + f.name + "/mtu");
-    mtu >> f.mtu;
-    if (loopbackOnly && f.addr != "127.0.0.1") continue;
-    out.push_back(f);
-  }
-  ::freeifaddrs(list);
-  std::sort(out.begin(), out.end(), [](const auto& x, const auto& y) { return x.name < y.name; });
-  return out;
-}
-
-std::uint32_t ipv4(const std::string& a) {
-  in_addr x{};
-  if (::inet_pton(AF_INET, a.c_str(), &x) != 1) return 0;
-  return ntohl(x.s_addr);
-}
-
-bool sameSubnet(const report::FleetIface& a, const report::FleetIface& b) {
-  int len = std::min(a.prefixLen, b.prefixLen);
-  if (len <= 0) return false;
-  std::uint32_t mask = len >= 32 ? 0xffffffffu : ~((1u << (32 - len)) - 1);
-  return (ipv4(a.addr) & mask) == (ipv4(b.addr) & mask);
-}
-
 std::string envOr(const char* name, const char* fallback = "") {
   const char* v = std::getenv(name);
   return v && *v ? v : fallback;
 }
 
-// "0-3,5,7-9" <-> ranks: compact member lists for every rank to read.
-std::string ranges(const std::vector<int>& sorted) { return report::rankRanges(sorted); }
-
-std::vector<int> parseRanges(const std::string& text) {
-  std::vector<int> out;
-  std::size_t pos = 0;
-  while (pos < text.size()) {
-    std::size_t comma = text.find(',', pos);
-    std::string part = text.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
-    pos = comma == std::string::npos ? text.size() : comma + 1;
-    if (part.empty()) continue;
-    auto dash = part.find('-');
-    int lo = std::stoi(part.substr(0, dash));
-    int hi = dash == std::string::npos ? lo : std::stoi(part.substr(dash + 1));
-    for (int r = lo; r <= hi; ++r) out.push_back(r);
-  }
-  return out;
+// Member lists travel through the store as range lists ("0-3,5,7-9", engine/common/ranges.h); an
+// empty list is "".
+std::vector<int> rankList(const std::string& text) {
+  return text.empty() ? std::vector<int>{} : parseRanges(text, "the fleet's rank list", "rank list", "rank");
 }
 
 std::string lastStageOf(const std::string& beat) {
@@ -246,8 +189,10 @@ void FleetRun::waitForMembers() {
     Json leadersJson = Json::array();
     for (int r : lead) leadersJson.push_back(ranks_[static_cast<std::size_t>(r)]);
     store().set(key("leaders"), toBytes(leadersJson.dump()));
-    store().set(key("roles"), toBytes(Json{{"members", ranges(members)}, {"leaders", ranges(lead)},
-                                           {"seed", std::to_string(seed_)}, {"standalone", standalone_}}
+    store().set(key("roles"), toBytes(Json{{"members", formatRanges(members)},
+                                           {"leaders", formatRanges(lead)},
+                                           {"seed", std::to_string(seed_)},
+                                           {"standalone", standalone_}}
                                           .dump()));
     return;
   }
@@ -260,7 +205,7 @@ void FleetRun::waitForMembers() {
                                    "within {} s: rank 0 is stuck or died (look at its output).",
                                    rank_, (o_.timeout.count() + 30000) / 1000));
   }
-  std::vector<int> members = parseRanges(roles.at("members").get<std::string>());
+  std::vector<int> members = rankList(roles.at("members").get<std::string>());
   seed_ = std::stoull(roles.at("seed").get<std::string>());
   standalone_ = roles.value("standalone", standalone_);
   {
@@ -273,7 +218,7 @@ void FleetRun::waitForMembers() {
                                    "give a larger --timeout.",
                                    rank_));
   }
-  auto lead = parseRanges(roles.at("leaders").get<std::string>());
+  auto lead = rankList(roles.at("leaders").get<std::string>());
   ranks_.assign(static_cast<std::size_t>(n_), report::FleetRank{});
   for (int r = 0; r < n_; ++r) ranks_[static_cast<std::size_t>(r)].rank = r;
   if (std::binary_search(lead.begin(), lead.end(), rank_)) {
@@ -374,7 +319,7 @@ void FleetRun::watchLoop() {
           std::vector<int> dead(frozen_.begin(), frozen_.end());
           dead.insert(dead.end(), exited_.begin(), exited_.end());
           std::sort(dead.begin(), dead.end());
-          std::string text = ranges(dead);
+          std::string text = formatRanges(dead);
           if (text != lastDeadPublished_) {
             watchStore_->set(key("dead"), toBytes(text));
             lastDeadPublished_ = text;
@@ -402,7 +347,7 @@ std::set<int> FleetRun::deadRanks() {
   if (rank_ == 0) return silentRanks();
   try {
     if (!store().check({key("dead")})) return {};
-    auto v = parseRanges(toString(store().get(key("dead"), milliseconds(5000))));
+    auto v = rankList(toString(store().get(key("dead"), milliseconds(5000))));
     return {v.begin(), v.end()};
   } catch (const std::exception&) {
     return {};
@@ -567,7 +512,7 @@ void FleetRun::runNetworkStages() {
     if (rank_ == 0) return leaders();
     // The others read the leaders from "roles".
     auto roles = Json::parse(toString(store().get(key("roles"), milliseconds(30000))));
-    return parseRanges(roles.at("leaders").get<std::string>());
+    return rankList(roles.at("leaders").get<std::string>());
   }();
   const bool amLeader = std::binary_search(lead.begin(), lead.end(), rank_);
   auto stageDeadline = [&] { return Clock::now() + o_.timeout; };

@@ -17,8 +17,8 @@
 #include "diag/util.h"
 #include "engine/comm/backends/nccl/nccl_version.h"
 #include "engine/common/error.h"
-#include "engine/common/resources.h"
 #include "engine/env/launcher_args.h"
+#include "engine/host/resources.h"
 #include "engine/testing/subprocess.h"
 
 using namespace ds::diag;

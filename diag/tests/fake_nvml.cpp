@@ -1,4 +1,4 @@
-// A fake libnvidia-ml.so.1 for dsdiag's NVML health checks (and diag/hardware's reader): two H200s
+// A fake libnvidia-ml.so.1 for dsdiag's NVML health checks (and engine/host's reader): two H200s
 // whose state comes from DS_FAKE_NVML_SCENARIO (healthy when unset). dsdiag loads it through
 // LD_LIBRARY_PATH exactly as it loads the driver's library. Scenarios: healthy, ecc, ecc_history, x8,
 // foreign_process, mig, exclusive, slowdown, nvlink_down, persistence_off, crash (nvmlInit_v2
@@ -10,7 +10,7 @@
 #include <cstring>
 #include <string>
 
-#include "diag/nvml_api.h"
+#include "engine/host/nvml_api.h"
 
 struct nvmlDevice_st {
   unsigned index;

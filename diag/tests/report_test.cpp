@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "engine/common/error.h"
+#include "engine/common/ranges.h"
 #include "reports/diag/diag_schema.h"
 #include "reports/diag/diag_text.h"
 
@@ -54,5 +55,5 @@ TEST(DiagText, GroupsByFamilyMergesPassingRanksAndShowsRemedies) {
   EXPECT_EQ(text.find("\033["), std::string::npos) << "no colour unless asked";
   EXPECT_NE(formatDiagText(rep, {true, false}).find("\033[1;31mFAIL"), std::string::npos);
   EXPECT_NE(text.find("(exit 2)"), std::string::npos);
-  EXPECT_EQ(rankRanges({5, 0, 1, 2, 7, 6}), "0-2,5-7");
+  EXPECT_EQ(ds::formatRanges({5, 0, 1, 2, 7, 6}), "0-2,5-7");
 }

@@ -5,6 +5,7 @@
 #include <map>
 #include <set>
 
+#include "engine/common/ranges.h"
 #include "reports/diag/diag_text.h"
 #include "reports/schema/placement.h"
 
@@ -28,7 +29,7 @@ std::map<std::string, std::vector<int>> groupBy(const std::vector<RankReport>& r
 
 std::string describeGroups(const std::map<std::string, std::vector<int>>& g) {
   std::vector<std::string> parts;
-  for (const auto& [k, ranks] : g) parts.push_back(fmt::format("{} on rank(s) {}", k, report::rankRanges(ranks)));
+  for (const auto& [k, ranks] : g) parts.push_back(fmt::format("{} on rank(s) {}", k, formatRanges(ranks)));
   return join(parts, "; ");
 }
 
@@ -68,14 +69,17 @@ std::vector<DiagRecord> crossRankChecks(const std::vector<RankReport>& reports, 
     }
     Json data{{"duplicates", dup}, {"missing", missing}, {"world_sizes", sizes}};
     if (!dup.empty() || !missing.empty() || sizes.size() > 1) {
-      out.push_back(record("world.ranks_unique",
-                           fail(fmt::format("Ranks are not unique and complete:{}{}{}",
-                                            dup.empty() ? "" : " rank(s) " + report::rankRanges(dup) + " claimed twice;",
-                                            missing.empty() ? "" : " rank(s) " + report::rankRanges(missing) + " missing;",
-                                            sizes.size() > 1 ? fmt::format(" ranks disagree on WORLD_SIZE ({})", join(sizes, ", ")) : ""),
-                                "Every process needs its own RANK in 0..WORLD_SIZE-1 and the same WORLD_SIZE; check the "
-                                "launcher command on every node.",
-                                data)));
+      out.push_back(record(
+          "world.ranks_unique",
+          fail(fmt::format("Ranks are not unique and complete:{}{}{}",
+                           dup.empty() ? "" : " rank(s) " + formatRanges(dup) + " claimed twice;",
+                           missing.empty() ? "" : " rank(s) " + formatRanges(missing) + " missing;",
+                           sizes.size() > 1
+                               ? fmt::format(" ranks disagree on WORLD_SIZE ({})", join(sizes, ", "))
+                               : ""),
+               "Every process needs its own RANK in 0..WORLD_SIZE-1 and the same WORLD_SIZE; check the "
+               "launcher command on every node.",
+               data)));
     } else {
       out.push_back(record("world.ranks_unique", pass(fmt::format("Ranks 0-{} each reported once, all with WORLD_SIZE={}",
                                                                   worldSize - 1, worldSize),
@@ -98,8 +102,8 @@ std::vector<DiagRecord> crossRankChecks(const std::vector<RankReport>& reports, 
     for (const auto& [host, byLocal] : perHost) {
       for (const auto& [lr, ranks] : byLocal) {
         if (ranks.size() > 1) {
-          clashes.push_back(fmt::format("LOCAL_RANK={} on {} for ranks {}", lr, host.substr(0, host.find('/')),
-                                        report::rankRanges(ranks)));
+          clashes.push_back(fmt::format("LOCAL_RANK={} on {} for ranks {}", lr,
+                                        host.substr(0, host.find('/')), formatRanges(ranks)));
         }
       }
     }
@@ -133,7 +137,8 @@ std::vector<DiagRecord> crossRankChecks(const std::vector<RankReport>& reports, 
     }
     std::vector<std::string> dups;
     for (const auto& [gpu, ranks] : byGpu) {
-      if (ranks.size() > 1) dups.push_back(fmt::format("ranks {} share GPU {}", report::rankRanges(ranks), gpuName[gpu]));
+      if (ranks.size() > 1)
+        dups.push_back(fmt::format("ranks {} share GPU {}", formatRanges(ranks), gpuName[gpu]));
     }
     if (known == 0) {
       out.push_back(record("world.gpu_unique", skip("No rank has a GPU (see the gpu family): nothing to compare")));
@@ -200,7 +205,8 @@ std::vector<DiagRecord> crossRankChecks(const std::vector<RankReport>& reports, 
       for (const auto& [_, ranks] : values) covered += static_cast<int>(ranks.size());
       if (values.size() > 1 || covered != known) {
         std::vector<std::string> parts;
-        for (const auto& [val, ranks] : values) parts.push_back(fmt::format("'{}' on {}", val, report::rankRanges(ranks)));
+        for (const auto& [val, ranks] : values)
+          parts.push_back(fmt::format("'{}' on {}", val, formatRanges(ranks)));
         if (covered != known) parts.push_back("unset elsewhere");
         diffs.push_back(fmt::format("{}: {}", var, join(parts, ", ")));
       }
@@ -230,7 +236,7 @@ std::vector<DiagRecord> crossRankChecks(const std::vector<RankReport>& reports, 
       for (const auto& c : (*d)["cpus"]) {
         if (c.is_number_integer()) cpus.push_back(c.get<int>());
       }
-      p.cpus = report::formatCpuList(cpus);
+      p.cpus = formatRanges(cpus);
       p.cpuCount = static_cast<int>(cpus.size());
       p.onlineCpus =
           d->contains("online") && (*d)["online"].is_number_integer() ? (*d)["online"].get<int>() : 0;

@@ -12,7 +12,8 @@
 #include "diag/world/cross_checks.h"
 #include "engine/common/error.h"
 #include "engine/common/log.h"
-#include "engine/common/net.h"
+#include "engine/common/ranges.h"
+#include "engine/host/net.h"
 #include "engine/init.h"
 #include "engine/store/store.h"
 #include "reports/diag/diag_text.h"
@@ -370,26 +371,32 @@ WorldOutcome runWorld(Context& ctx, const Selection& sel, const std::string& too
   if (neverJoined.empty()) {
     addWorld("world.rendezvous", pass(fmt::format("{} rank(s) joined the store in {:.2f} s", n, fleet->joinSeconds())));
   } else {
-    addWorld("world.rendezvous",
-             fail(fmt::format("Rank(s) {} never joined the store within {:.0f} s ({} of {} joined); the others went on "
-                              "without them",
-                              report::rankRanges(neverJoined), fleet->joinSeconds(), n - neverJoined.size(), n),
-                  "Those ranks were not started, died before joining, hang before reaching dsdiag, or cannot reach "
-                  "MASTER_ADDR:MASTER_PORT: look at their output, or run dsdiag on their hosts.",
-                  {{"missing", neverJoined}}));
+    addWorld(
+        "world.rendezvous",
+        fail(
+            fmt::format(
+                "Rank(s) {} never joined the store within {:.0f} s ({} of {} joined); the others went on "
+                "without them",
+                formatRanges(neverJoined), fleet->joinSeconds(), n - neverJoined.size(), n),
+            "Those ranks were not started, died before joining, hang before reaching dsdiag, or cannot reach "
+            "MASTER_ADDR:MASTER_PORT: look at their output, or run dsdiag on their hosts.",
+            {{"missing", neverJoined}}));
   }
   std::vector<int> silentLocal;
   for (int r : missing) {
     if (std::find(neverJoined.begin(), neverJoined.end(), r) == neverJoined.end()) silentLocal.push_back(r);
   }
   if (!silentLocal.empty()) {
-    addWorld("world.gather",
-             fail(fmt::format("Rank(s) {} joined but never reported their local checks within {} ms: they hang or died "
-                              "(world.hosts names the stage where they stopped)",
-                              report::rankRanges(silentLocal), timeout.count()),
-                  "Look at the output of those ranks; rerun with a larger --timeout if their checks are slow (DNS, "
-                  "connect timeouts).",
-                  {{"missing", silentLocal}}));
+    addWorld(
+        "world.gather",
+        fail(
+            fmt::format(
+                "Rank(s) {} joined but never reported their local checks within {} ms: they hang or died "
+                "(world.hosts names the stage where they stopped)",
+                formatRanges(silentLocal), timeout.count()),
+            "Look at the output of those ranks; rerun with a larger --timeout if their checks are slow (DNS, "
+            "connect timeouts).",
+            {{"missing", silentLocal}}));
   } else {
     addWorld("world.gather", pass(fmt::format("All {} joined rank(s) reported", n - neverJoined.size())));
   }
@@ -426,12 +433,15 @@ WorldOutcome runWorld(Context& ctx, const Selection& sel, const std::string& too
                                   coll.smokeExpected, coll.smokeUs),
                       {{"backend", transport}, {"expected", coll.smokeExpected}, {"time_us", coll.smokeUs}}));
       } else {
-        addWorld("world.smoke_allreduce",
-                 fail(fmt::format("Smoke allreduce {} failed: {}{}", on, join(smokeBad, "; "),
-                                  silent.empty() ? "" : fmt::format("; rank(s) {} sent no result", report::rankRanges(silent))),
-                      "A wrong sum means a broken transport or mixed versions; a timeout names the rank that did not "
-                      "arrive. See world.link_matrix and the net rows.",
-                      {{"errors", smokeBad}, {"expected", coll.smokeExpected}}));
+        addWorld(
+            "world.smoke_allreduce",
+            fail(fmt::format(
+                     "Smoke allreduce {} failed: {}{}", on, join(smokeBad, "; "),
+                     silent.empty() ? "" : fmt::format("; rank(s) {} sent no result", formatRanges(silent))),
+                 "A wrong sum means a broken transport or mixed versions; a timeout names the rank that did "
+                 "not "
+                 "arrive. See world.link_matrix and the net rows.",
+                 {{"errors", smokeBad}, {"expected", coll.smokeExpected}}));
       }
     }
     if (sel.selected("world.clock_skew")) {

@@ -4,6 +4,7 @@
 #include <fstream>
 
 #include "engine/accelerator/accelerator.h"
+#include "engine/common/backends.h"
 #include "engine/common/error.h"
 
 namespace ds::accel {
@@ -24,7 +25,7 @@ std::string cpuModelName() {
 class CpuAccelerator final : public Accelerator {
  public:
   std::string name() const override { return "cpu"; }
-  std::string communicationBackendName() const override { return "gloo"; }
+  std::string communicationBackendName() const override { return defaultBackendFor("cpu"); }
   int deviceCount() const override { return 1; }
   std::vector<DeviceInfo> devices() const override {
     struct sysinfo si {};

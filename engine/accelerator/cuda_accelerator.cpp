@@ -1,6 +1,7 @@
 // CUDA accelerator. Linked against the static CUDA runtime, which loads libcuda.so at run time, so
 // a binary built with CUDA still starts (and reports "no usable device") on a node without a driver.
 #include "engine/accelerator/accelerator.h"
+#include "engine/common/backends.h"
 #include "engine/common/error.h"
 
 #if DS_WITH_CUDA
@@ -16,7 +17,7 @@ class CudaAccelerator final : public Accelerator {
  public:
   explicit CudaAccelerator(int count) : count_(count) {}
   std::string name() const override { return "cuda"; }
-  std::string communicationBackendName() const override { return "nccl"; }
+  std::string communicationBackendName() const override { return defaultBackendFor("cuda"); }
   int deviceCount() const override { return count_; }
   std::vector<DeviceInfo> devices() const override {
     std::vector<DeviceInfo> out;

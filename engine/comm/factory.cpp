@@ -11,6 +11,7 @@
 #endif
 #if DS_WITH_MPI
 #include "engine/comm/backends/mpi/mpi_process_group.h"
+#include "engine/common/backends.h"
 #endif
 
 namespace ds::comm {
@@ -77,7 +78,7 @@ std::unique_ptr<ProcessGroup> createProcessGroup(const std::string& backend,
                     "(scripts/setup.sh) and rebuild, or choose another backend.",
                     backend));
   }
-  throw ConfigError(fmt::format("'{}' is not a backend; valid names are nccl, gloo, mpi and shm.", backend));
+  throw ConfigError(fmt::format("'{}' is not a backend; valid names are {}.", backend, backendNamesText()));
 }
 
 }  // namespace ds::comm

@@ -7,9 +7,9 @@
 #include <climits>
 
 #include "engine/common/error.h"
-#include "engine/common/net.h"
 #include "engine/env/launchers.h"
 #include "engine/env/slurm.h"
+#include "engine/host/net.h"
 
 namespace ds::env {
 namespace {

@@ -7,12 +7,12 @@
 
 #include "engine/common/error.h"
 #include "engine/common/log.h"
-#include "engine/common/net.h"
+#include "engine/host/net.h"
 
 #if DS_WITH_MPI
 #include <mpi.h>
 
-#include "engine/common/mpi_runtime.h"
+#include "engine/env/mpi_runtime.h"
 #endif
 
 namespace ds::env {

@@ -25,7 +25,7 @@
 
 #include "engine/common/error.h"
 #include "engine/common/log.h"
-#include "engine/common/net.h"
+#include "engine/host/net.h"
 
 extern char** environ;  // NOLINT(readability-identifier-naming): POSIX name
 

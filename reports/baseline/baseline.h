@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "reports/baseline/rules.h"
-#include "reports/baseline/sample.h"
+#include "reports/sample/sample.h"
 
 namespace ds::report {
 

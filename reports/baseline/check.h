@@ -12,8 +12,8 @@
 #include "reports/baseline/baseline.h"
 #include "reports/baseline/check_schema.h"
 #include "reports/baseline/rules.h"
-#include "reports/baseline/sample.h"
 #include "reports/run/run_file.h"
+#include "reports/sample/sample.h"
 
 namespace ds::report {
 

@@ -40,7 +40,7 @@
 #include <string>
 #include <vector>
 
-#include "reports/baseline/sample.h"
+#include "reports/sample/sample.h"
 
 namespace ds::report {
 

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/common/iso_time.h"
 #include "reports/baseline/baseline.h"
 #include "reports/baseline/rules.h"
 #include "reports/cli/command.h"
@@ -87,7 +88,7 @@ Command addBaselineCommand(CLI::App& parent) {
       auto s = samplesOf(loadRunFile(path));
       samples.insert(samples.end(), s.begin(), s.end());
     }
-    Baseline b = buildBaseline(samples, rules, utcNowIso());
+    Baseline b = buildBaseline(samples, rules, isoUtcNow());
     writeJsonAtomic(f->out, baselineToJson(b));
     std::string text = baselineText(b);
     if (f->quiet) text = text.substr(0, text.find('\n') + 1);

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/common/iso_time.h"
 #include "engine/env/slurm.h"
 #include "reports/baseline/check.h"
 #include "reports/cli/command.h"
@@ -94,7 +95,7 @@ Command addCheckCommand(CLI::App& parent) {
     if (!f->hosts.empty()) f->options.expectedHosts = ds::env::expandNodelist(f->hosts, "--hosts");
     std::vector<RunFile> runs;
     for (const auto& path : f->runs) runs.push_back(loadRunFile(path));
-    f->options.time = utcNowIso();
+    f->options.time = isoUtcNow();
     CheckReport r = checkRuns(runs, baseline ? &*baseline : nullptr, rules, f->options);
     if (!f->out.empty()) writeJsonAtomic(f->out, checkToJson(r));
     if (!f->junit.empty()) writeTextAtomic(f->junit, junitOfCheck(r));

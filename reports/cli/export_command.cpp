@@ -11,11 +11,11 @@
 
 #include "engine/common/error.h"
 #include "reports/baseline/check_schema.h"
-#include "reports/baseline/sample.h"
 #include "reports/cli/command.h"
 #include "reports/export/openmetrics.h"
 #include "reports/json_io.h"
 #include "reports/run/run_file.h"
+#include "reports/sample/sample.h"
 
 namespace ds::report::cli {
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <map>
 
+#include "engine/common/ranges.h"
 #include "reports/diag/fleet_text.h"
 
 namespace ds::report {
@@ -48,21 +49,6 @@ std::vector<Row> rowsFor(const std::vector<const DiagRecord*>& recs, bool world,
 
 }  // namespace
 
-std::string rankRanges(const std::vector<int>& input) {
-  std::vector<int> ranks = input;
-  std::sort(ranks.begin(), ranks.end());
-  ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
-  std::string out;
-  for (size_t i = 0; i < ranks.size();) {
-    size_t j = i;
-    while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
-    if (!out.empty()) out += ",";
-    out += j == i ? std::to_string(ranks[i]) : fmt::format("{}-{}", ranks[i], ranks[j]);
-    i = j + 1;
-  }
-  return out;
-}
-
 std::string formatDiagText(const DiagReport& report, const DiagTextOptions& options) {
   const bool world = report.mode == "world";
   auto paint = [&](DiagStatus s, const std::string& text) {
@@ -97,9 +83,9 @@ std::string formatDiagText(const DiagReport& report, const DiagTextOptions& opti
       for (const auto& row : rowsFor(recsOf[id], world, options.verbose)) {
         std::string where;
         if (world) {
-          where = row.ranks.empty() ? "[world] "
+          where = row.ranks.empty()       ? "[world] "
                   : row.ranks.size() == 1 ? fmt::format("[rank {}] ", row.ranks[0])
-                                          : fmt::format("[ranks {}] ", rankRanges(row.ranks));
+                                          : fmt::format("[ranks {}] ", formatRanges(row.ranks));
         }
         out += fmt::format("  {}  {:<{}}  {}{}\n", paint(row.rec->status, diagStatusName(row.rec->status)), id,
                            idWidth, where, row.rec->message);
@@ -120,7 +106,7 @@ std::string formatDiagText(const DiagReport& report, const DiagTextOptions& opti
                      tolerated ? "exit 0 under --fail-on fail: the warnings are advice, not failures"
                                : fmt::format("exit {}", code));
   if (!report.missingRanks.empty()) {
-    out += fmt::format("Ranks that never reported: {}\n", rankRanges(report.missingRanks));
+    out += fmt::format("Ranks that never reported: {}\n", formatRanges(report.missingRanks));
   }
   return out;
 }

@@ -20,9 +20,6 @@ struct DiagTextOptions {
 // one row naming the ranks ("ranks 0-3"); differing findings keep one row per rank.
 std::string formatDiagText(const DiagReport& report, const DiagTextOptions& options = {});
 
-// "0-3,5" for a sorted rank list.
-std::string rankRanges(const std::vector<int>& ranks);
-
 // The one line a non-zero rank prints in world mode.
 std::string formatDiagRankLine(int rank, const std::string& host, const std::vector<DiagRecord>& records,
                                int exitCode);

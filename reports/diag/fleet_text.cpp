@@ -6,6 +6,7 @@
 #include <cmath>
 #include <map>
 
+#include "engine/common/ranges.h"
 #include "reports/diag/diag_text.h"
 #include "reports/diag/fleet_json.h"
 #include "reports/diag/hostlist.h"
@@ -18,7 +19,7 @@ constexpr std::size_t kEvidenceShown = 4;  // per host or link without --verbose
 
 std::string ranksOf(const std::vector<int>& ranks) {
   if (ranks.empty()) return "no rank";
-  return fmt::format("{} {}", ranks.size() == 1 ? "rank" : "ranks", rankRanges(ranks));
+  return fmt::format("{} {}", ranks.size() == 1 ? "rank" : "ranks", formatRanges(ranks));
 }
 
 // "1.885", "0.031", "1234": enough digits to compare with the median.

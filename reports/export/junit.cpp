@@ -6,6 +6,7 @@
 #include <ctime>
 #include <map>
 
+#include "engine/common/iso_time.h"
 #include "reports/export/utf8.h"
 #include "reports/html/dashboard_html.h"
 #include "reports/json_io.h"
@@ -76,7 +77,7 @@ std::string seconds(double s) { return fmt::format("{:.3f}", std::isfinite(s) &&
 // "2026-12-02T10:38:06" (UTC, no zone, no fraction) or "" when `iso` is not a time.
 std::string normalizedTimestamp(const std::string& iso) {
   double ms = 0;
-  if (iso.empty() || !html::parseIsoTimeMs(iso, ms)) return "";
+  if (iso.empty() || !parseIsoTimeMs(iso, ms)) return "";
   std::time_t t = static_cast<std::time_t>(std::floor(ms / 1000));
   std::tm tm{};
   if (!gmtime_r(&t, &tm) || tm.tm_year + 1900 < 0 || tm.tm_year + 1900 > 9999) return "";
@@ -368,7 +369,7 @@ std::string junitOfToolError(const std::string& suite, const std::string& hostna
 }
 
 std::string junitTimestampNow() {
-  std::string t = utcNowIso();  // JUnit's timestamp has no zone: drop the 'Z'
+  std::string t = isoUtcNow();  // JUnit's timestamp has no zone: drop the 'Z'
   if (!t.empty() && t.back() == 'Z') t.pop_back();
   return t;
 }

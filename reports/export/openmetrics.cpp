@@ -8,6 +8,8 @@
 #include <stdexcept>
 #include <tuple>
 
+#include "engine/common/iso_time.h"
+#include "engine/common/median.h"
 #include "reports/export/utf8.h"
 #include "reports/html/dashboard_html.h"
 #include "reports/json_io.h"
@@ -98,12 +100,6 @@ struct LabelOrder {
   }
 };
 using FamilySeries = std::map<LabelValues, Series, LabelOrder>;
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
 
 void add(FamilySeries& f, LabelValues labels, const Recency& r, double value) {
   auto [it, fresh] = f.try_emplace(std::move(labels));
@@ -209,7 +205,7 @@ std::string openMetricsText(const std::vector<Sample>& samples, const CheckRepor
   for (const auto& s : samples) {
     Recency r;
     r.ordinal = ordinals.try_emplace(s.runId, ordinals.size()).first->second;
-    r.known = !s.time.empty() && html::parseIsoTimeMs(s.time, r.ms);
+    r.known = !s.time.empty() && parseIsoTimeMs(s.time, r.ms);
     if (!r.known) r.ms = 0;
     if (!std::isfinite(s.value)) continue;
     const std::string kind = s.metric == "busbw" ? "sweep" : "fleet";
@@ -267,7 +263,7 @@ std::string openMetricsText(const std::vector<Sample>& samples, const CheckRepor
       add(failed, {name}, Recency{}, static_cast<double>(broken));
     }
     double ms = 0;
-    if (!check->time.empty() && html::parseIsoTimeMs(check->time, ms)) add(when, {}, Recency{}, ms / 1000);
+    if (!check->time.empty() && parseIsoTimeMs(check->time, ms)) add(when, {}, Recency{}, ms / 1000);
     writeFamily(out, kCheckHealthy, healthy);
     writeFamily(out, kCheckState, state);
     writeFamily(out, kCheckFailed, failed);

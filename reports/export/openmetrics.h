@@ -26,8 +26,8 @@
 #include <vector>
 
 #include "reports/baseline/check_schema.h"
-#include "reports/baseline/sample.h"
 #include "reports/run/run_file.h"
+#include "reports/sample/sample.h"
 
 namespace ds::report {
 

@@ -10,6 +10,7 @@
 #include <unordered_map>
 
 #include "engine/common/error.h"
+#include "engine/common/median.h"
 #include "reports/diag/hostlist.h"
 #include "reports/history/dashboard_data.h"
 #include "reports/history/fleet_data.h"
@@ -25,15 +26,6 @@ constexpr double kMinute = 60e3, kHour = 60 * kMinute, kDay = 24 * kHour;
 const double kWidths[] = {kMinute,   5 * kMinute, 15 * kMinute, 30 * kMinute, kHour,     2 * kHour,
                           3 * kHour, 6 * kHour,   12 * kHour,   kDay,         2 * kDay,  7 * kDay,
                           14 * kDay, 28 * kDay,   91 * kDay,    182 * kDay,   364 * kDay};
-
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  auto mid = v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2);
-  std::nth_element(v.begin(), mid, v.end());
-  double hi = *mid;
-  if (v.size() % 2) return hi;
-  return (*std::max_element(v.begin(), mid) + hi) / 2;
-}
 
 struct PatternRow {
   std::int64_t id = 0;

@@ -162,7 +162,7 @@ CREATE TABLE patterns (
 );
 CREATE TABLE skus (
   sku_id INTEGER PRIMARY KEY,
-  sku    TEXT NOT NULL UNIQUE                -- skuKey() of the host's hardware; 'unknown', 'mixed' (a job)
+  sku    TEXT NOT NULL UNIQUE                -- hw::skuKey() of the host's hardware; 'unknown', 'mixed' (a job)
 );
 -- One row per judgeable figure of a run (samplesOf): a single-host sweep's rows are that host's, a
 -- multi-host sweep's the job's (host = its Slurm hostlist), a fleet run's pairs are links of both

@@ -21,8 +21,8 @@
 #include <string>
 #include <vector>
 
-#include "reports/baseline/sample.h"
 #include "reports/history/sqlite_db.h"
+#include "reports/sample/sample.h"
 
 namespace ds::report::history {
 
@@ -35,7 +35,7 @@ struct SampleFilter {
   std::vector<std::string> scopes;    // host, link, job
   std::vector<std::string> hosts;     // Sample::host (for scope job: the job's host list)
   std::vector<std::string> patterns;  // patternKey()s
-  std::vector<std::string> skus;      // skuKey()s, "unknown", "mixed"
+  std::vector<std::string> skus;      // hw::skuKey()s, "unknown", "mixed"
   // Each host's newest N runs only (runs that gave that host a sample passing the other filters),
   // so a baseline of "the last 10 nights" is the same per host whether hosts ran together or apart.
   // 0: all.

@@ -8,13 +8,14 @@
 #include <set>
 
 #include "engine/common/error.h"
-#include "reports/baseline/sample.h"
+#include "engine/common/iso_time.h"
 #include "reports/history/history_schema.h"
 #include "reports/history/sample_store.h"
 #include "reports/history/sqlite_db.h"
 #include "reports/input_file.h"
 #include "reports/json_io.h"
 #include "reports/run/run_file.h"
+#include "reports/sample/sample.h"
 #include "reports/schema/label.h"
 #include "reports/schema/schema_version.h"
 
@@ -390,7 +391,7 @@ IngestReport store(const std::string& dbPath, IngestReport report,
   if (any) {
     Database db(dbPath, Database::Mode::kCreate, options.busyTimeoutMs);
     prepareForWrite(db);
-    const std::string now = utcNowIso();
+    const std::string now = isoUtcNow();
     WriteTransaction tx(db);
     Writer w(db);
     for (std::size_t i = 0; i < accepted.size(); ++i) {

@@ -8,8 +8,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "reports/baseline/sample.h"
 #include "reports/history/sqlite_db.h"
+#include "reports/sample/sample.h"
 
 namespace ds::report::history {
 

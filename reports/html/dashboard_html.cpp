@@ -7,6 +7,7 @@
 #include <ctime>
 #include <map>
 
+#include "engine/common/iso_time.h"
 #include "reports/html/html_escape.h"
 #include "reports/html/html_page.h"
 #include "reports/json_io.h"
@@ -14,36 +15,6 @@
 namespace ds::report::html {
 
 using nlohmann::json;
-
-bool parseIsoTimeMs(const std::string& text, double& ms) {
-  int y, mo, d, h = 0, mi = 0, consumed = 0;
-  double s = 0;
-  if (std::sscanf(text.c_str(), "%4d-%2d-%2dT%2d:%2d:%lf%n", &y, &mo, &d, &h, &mi, &s, &consumed) < 6) {
-    consumed = 0;
-    if (std::sscanf(text.c_str(), "%4d-%2d-%2d%n", &y, &mo, &d, &consumed) < 3 || consumed != 10)
-      return false;
-  }
-  if (mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || s < 0 || s >= 61) return false;
-  std::string zone = text.substr(static_cast<std::size_t>(consumed));
-  int offsetMin = 0;
-  if (!zone.empty() && zone != "Z") {
-    int oh = 0, om = 0;
-    char sign = 0;
-    if (std::sscanf(zone.c_str(), "%c%2d:%2d", &sign, &oh, &om) != 3 || (sign != '+' && sign != '-'))
-      return false;
-    offsetMin = (sign == '+' ? 1 : -1) * (oh * 60 + om);
-  }
-  std::tm tm{};
-  tm.tm_year = y - 1900;
-  tm.tm_mon = mo - 1;
-  tm.tm_mday = d;
-  tm.tm_hour = h;
-  tm.tm_min = mi;
-  tm.tm_sec = 0;
-  time_t t = timegm(&tm);
-  ms = (static_cast<double>(t) + s - offsetMin * 60.0) * 1000.0;
-  return true;
-}
 
 namespace {
 

@@ -17,8 +17,4 @@ std::string renderDashboard(const history::DashboardData& data);
 // Renders and writes atomically to `path`. Throws IoError naming the path.
 void writeDashboard(const history::DashboardData& data, const std::string& path);
 
-// Milliseconds since the epoch of an ISO 8601 UTC time ("2026-11-29T16:38:35.603Z", also without
-// fraction or zone, or with a +hh:mm offset); false when the text is not such a time.
-bool parseIsoTimeMs(const std::string& text, double& ms);
-
 }  // namespace ds::report::html

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <map>
 
+#include "engine/common/ranges.h"
 #include "reports/diag/diag_text.h"
 #include "reports/diag/fleet_json.h"
 #include "reports/diag/fleet_text.h"
@@ -130,7 +131,7 @@ json fleetSection(PageBuilder& page, const FleetReport& r, const std::string& na
     for (const auto& h : j.hosts) {
       if (h.state != state) continue;
       Row row{Cell(stateText(h.state), stateClass(h.state)), Cell(h.host, "mono"),
-              Cell(rankRanges(h.ranks), "num"), Cell(evidenceText(h.evidence), "evidence"),
+              Cell(formatRanges(h.ranks), "num"), Cell(evidenceText(h.evidence), "evidence"),
               Cell(h.ncclSocketIfname, "mono")};
       (state == HostState::kHealthy ? healthy : problems).push_back(std::move(row));
     }

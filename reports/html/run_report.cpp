@@ -10,12 +10,13 @@
 #include <tuple>
 
 #include "engine/common/error.h"
-#include "reports/baseline/expected.h"
+#include "engine/common/ranges.h"
 #include "reports/diag/diag_text.h"
 #include "reports/html/fleet_html.h"
 #include "reports/html/html_page.h"
 #include "reports/json_io.h"
 #include "reports/schema/world.h"
+#include "reports/sweep/expected.h"
 
 namespace ds::report::html {
 
@@ -322,7 +323,7 @@ void diagSection(PageBuilder& page, const RunFile& run, const std::string& name,
     bool problem = r->status == DiagStatus::kFail || r->status == DiagStatus::kWarn;
     (problem ? problems : rest)
         .push_back({Cell(diagStatusName(r->status), statusClass(r->status)), Cell(r->id, "mono nowrap"),
-                    Cell(g.ranks.empty() ? std::string("all") : rankRanges(g.ranks), "num"),
+                    Cell(g.ranks.empty() ? std::string("all") : formatRanges(g.ranks), "num"),
                     joinStrings(g.hosts), r->message, r->remedy});
   }
   std::vector<std::string> header{"status", "check", "rank", "host", "finding", "what to do"};

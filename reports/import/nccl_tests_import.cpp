@@ -15,9 +15,10 @@
 #include <sstream>
 #include <vector>
 
-#include "engine/comm/backends/nccl/nccl_version.h"
-#include "engine/comm/types.h"
+#include "engine/common/collectives.h"
+#include "engine/common/dtype.h"
 #include "engine/common/error.h"
+#include "engine/common/nccl_version.h"
 #include "reports/input_file.h"
 #include "reports/json_io.h"
 
@@ -73,7 +74,7 @@ std::optional<long long> toInt(const std::string& s) {
 // nccl-tests' type name -> ours (f32, bf16, ...) where we know it; other names (uint32, fp8 ...) kept.
 std::string dtypeFrom(const std::string& name) {
   try {
-    return comm::dtypeName(comm::parseDType(name));
+    return dtypeName(parseDType(name));
   } catch (const std::exception&) {
     return lower(name);
   }
@@ -257,20 +258,19 @@ std::optional<long long> footerOutOfBounds(const std::string& body) {
 }
 
 bool isReducing(const std::string& collective) {
-  return collective == "allreduce" || collective == "reduce" || collective == "reduce_scatter";
+  const CollectiveFacts* c = collectiveFacts(collective);
+  return c != nullptr && c->reduces;
 }
 
-bool isRooted(const std::string& collective) { return collective == "broadcast" || collective == "reduce"; }
+bool isRooted(const std::string& collective) {
+  const CollectiveFacts* c = collectiveFacts(collective);
+  return c != nullptr && c->rooted;
+}
 
 // REFERENCE.md §5's bus factor when the collective and world size are known; else busbw / algbw.
 double busFactorOf(const std::string& collective, int n) {
-  if (n <= 0) return 0;
-  double dn = n;
-  if (collective == "allreduce") return 2 * (dn - 1) / dn;
-  if (collective == "allgather" || collective == "reduce_scatter" || collective == "alltoall")
-    return (dn - 1) / dn;
-  if (collective == "broadcast" || collective == "reduce" || collective == "sendrecv") return 1;
-  return 0;
+  const CollectiveFacts* c = collectiveFacts(collective);
+  return n > 0 && c != nullptr ? c->busFactor(n) : 0;
 }
 
 void finishRow(SweepMeasurement& m) {
@@ -285,9 +285,10 @@ std::string collectiveFromNcclTests(const std::string& name) {
   std::string n = lower(trim(name));
   n = baseName(n);
   if (n.size() > 5 && n.compare(n.size() - 5, 5, "_perf") == 0) n.resize(n.size() - 5);
-  if (n == "all_reduce") return "allreduce";
-  if (n == "all_gather") return "allgather";
-  if (n == "all_to_all") return "alltoall";
+  for (const CollectiveFacts* c : kCollectives) {
+    if (n == c->ncclTestsName) return c->name;
+  }
+  if (n == "all_to_all") return "alltoall";  // spellings of older nccl-tests logs
   if (n == "send_recv") return "sendrecv";
   return n;
 }
@@ -336,10 +337,10 @@ SweepRun importNcclTestsText(const std::string& text, const std::string& origin,
         for (const auto& x : w) {
           if (x.rfind("nccl-library=", 0) == 0) {
             if (auto c = toInt(x.substr(13)))
-              run.metadata.versions["nccl"] = comm::decodeNcclVersion(static_cast<int>(*c)).str();
+              run.metadata.versions["nccl"] = decodeNcclVersion(static_cast<int>(*c)).str();
           } else if (x.rfind("nccl-headers=", 0) == 0) {
             if (auto c = toInt(x.substr(13)))
-              run.metadata.versions["nccl_header"] = comm::decodeNcclVersion(static_cast<int>(*c)).str();
+              run.metadata.versions["nccl_header"] = decodeNcclVersion(static_cast<int>(*c)).str();
           }
         }
       } else if (body.rfind("Collective test starting:", 0) == 0) {
@@ -611,7 +612,7 @@ SweepRun importNcclTestsJson(const nlohmann::json& doc, const std::string& origi
     if (collective.empty() && doc.contains("args") && doc["args"].is_array() && !doc["args"].empty())
       collective = collectiveFromNcclTests(doc["args"][0].get<std::string>());
     if (doc.contains("nccl_version") && doc["nccl_version"].is_number_integer())
-      run.metadata.versions["nccl"] = comm::decodeNcclVersion(readInt<int>(doc["nccl_version"])).str();
+      run.metadata.versions["nccl"] = decodeNcclVersion(readInt<int>(doc["nccl_version"])).str();
     run.metadata.startTime = textOr(doc, "start_time", "");
     run.metadata.endTime = textOr(doc, "end_time", "");
     // References into doc, not copies: an error's JSON path (JSON_DIAGNOSTICS) then starts at the document.

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "engine/common/error.h"
+#include "engine/common/ranges.h"
 #include "reports/json_io.h"
 
 namespace ds::report {
@@ -24,45 +25,6 @@ void from_json(const nlohmann::json& j, Placement& p) {
   readTo(j.at("online_cpus"), p.onlineCpus);
   if (j.contains("load1")) readTo(j.at("load1"), p.load1);
   if (j.contains("runnable")) readTo(j.at("runnable"), p.runnable);
-}
-
-std::string formatCpuList(const std::vector<int>& cpus) {
-  std::vector<int> v = cpus;
-  std::sort(v.begin(), v.end());
-  v.erase(std::unique(v.begin(), v.end()), v.end());
-  std::string out;
-  for (std::size_t i = 0; i < v.size();) {
-    std::size_t k = i;
-    while (k + 1 < v.size() && v[k + 1] == v[k] + 1) ++k;
-    if (!out.empty()) out += ',';
-    out += k == i ? std::to_string(v[i]) : fmt::format("{}-{}", v[i], v[k]);
-    i = k + 1;
-  }
-  return out;
-}
-
-std::vector<int> parseCpuList(const std::string& text, const std::string& what) {
-  auto bad = [&] {
-    return ConfigError(
-        fmt::format("{} '{}' is not a cpu list; expected CPU numbers and ranges such as 0-3,8", what, text));
-  };
-  auto number = [&](const std::string& s) {
-    if (s.empty() || s.size() > 6 || s.find_first_not_of("0123456789") != std::string::npos) throw bad();
-    return std::stoi(s);
-  };
-  std::set<int> out;
-  std::stringstream in(text);
-  std::string part;
-  if (text.empty()) throw bad();
-  while (std::getline(in, part, ',')) {
-    auto dash = part.find('-');
-    int lo = number(part.substr(0, dash));
-    int hi = dash == std::string::npos ? lo : number(part.substr(dash + 1));
-    if (hi < lo) throw bad();
-    for (int c = lo; c <= hi; ++c) out.insert(c);
-  }
-  if (text.back() == ',') throw bad();
-  return {out.begin(), out.end()};
 }
 
 std::optional<LoadAvg> parseLoadavg(const std::string& text) {
@@ -94,7 +56,7 @@ std::vector<Sharing> findSharing(const std::vector<PlacedRank>& ranks) {
     if (r.placement->onlineCpus > 0 && r.placement->cpuCount >= r.placement->onlineCpus) continue;
     std::vector<int> cpus;
     try {
-      cpus = parseCpuList(r.placement->cpus);
+      cpus = parseRanges(r.placement->cpus, "cpu list");
     } catch (const Error&) {
       continue;
     }
@@ -117,8 +79,8 @@ std::vector<std::string> sharedCores(const std::vector<PlacedRank>& ranks) {
   std::vector<std::string> out;
   for (const auto& s : findSharing(ranks)) {
     // Rank lists take the cpu list's range form too: "ranks 0-1,4".
-    out.push_back(fmt::format("ranks {} share CPU{} {} on host {}", formatCpuList(s.ranks),
-                              s.cpus.size() > 1 ? "s" : "", formatCpuList(s.cpus), s.host));
+    out.push_back(fmt::format("ranks {} share CPU{} {} on host {}", formatRanges(s.ranks),
+                              s.cpus.size() > 1 ? "s" : "", formatRanges(s.cpus), s.host));
   }
   return out;
 }

@@ -24,10 +24,7 @@ struct Placement {
 void to_json(nlohmann::json& j, const Placement& p);
 void from_json(const nlohmann::json& j, Placement& p);
 
-// {0,1,2,5} -> "0-2,5"; {} -> "".
-std::string formatCpuList(const std::vector<int>& cpus);
-// "0-2,5" -> {0,1,2,5} (sorted, unique). Throws ConfigError naming `what` for anything else.
-std::vector<int> parseCpuList(const std::string& text, const std::string& what = "cpu list");
+// CPU lists ("0-2,5") are range lists: engine/common/ranges.h.
 // "0.52 0.58 0.59 3/412 12345" -> load1 0.52, runnable 3; nullopt when it does not read so.
 struct LoadAvg {
   double load1 = -1;

@@ -3,9 +3,10 @@
 #include <fmt/format.h>
 
 #include <cctype>
+#include <climits>
+#include <cstdint>
 
 #include "engine/common/error.h"
-#include "reports/json_io.h"
 
 namespace ds::report {
 
@@ -29,10 +30,12 @@ SchemaVersion parseSchemaVersion(const nlohmann::json& value, const std::string&
   SchemaVersion v;
   if (value.is_number_integer()) {  // the integer 1 of older files; one that does not fit an int is refused
                                     // below
-    try {
-      v.major = readInt<int>(value);
+    const bool fits = value.is_number_unsigned()
+                          ? value.get<std::uint64_t>() <= static_cast<std::uint64_t>(INT_MAX)
+                          : value.get<std::int64_t>() >= INT_MIN && value.get<std::int64_t>() <= INT_MAX;
+    if (fits) {
+      v.major = static_cast<int>(value.get<std::int64_t>());
       if (v.major >= 0) return v;
-    } catch (const nlohmann::json::exception&) {
     }
   }
   if (value.is_string()) {

@@ -4,8 +4,8 @@
 
 #include <cmath>
 
-#include "reports/baseline/expected.h"
 #include "reports/json_io.h"
+#include "reports/sweep/expected.h"
 #include "reports/sweep/sweep_text.h"
 
 namespace ds::report {

@@ -4,10 +4,10 @@
 #include <cmath>
 
 #include "engine/common/error.h"
-#include "reports/baseline/expected.h"
 #include "reports/input_file.h"
 #include "reports/json_io.h"
 #include "reports/stats.h"
+#include "reports/sweep/expected.h"
 
 namespace ds::report {
 

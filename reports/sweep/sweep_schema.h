@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "reports/baseline/hardware.h"
+#include "engine/host/hardware.h"
 #include "reports/schema/placement.h"
 #include "reports/schema/schema_version.h"
 
@@ -139,9 +139,9 @@ struct SweepMetadata {
   // Where the figures came from when dsbench did not measure them, e.g. "nccl-tests 2.13.9 (imported
   // from nightly.txt)"; empty for dsbench's own runs (then left out of the JSON).
   std::string source;
-  // What each host's hardware can move (reports/baseline/hardware.h), one entry per host in `hosts`
+  // What each host's hardware can move (engine/host/hardware.h), one entry per host in `hosts`
   // order; empty when not recorded (older files, imports; then left out of the JSON).
-  std::vector<HostHardware> hardware;
+  std::vector<hw::HostHardware> hardware;
 };
 
 // How a run ended. exitCode follows bench/exit_codes.h.

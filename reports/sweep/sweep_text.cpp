@@ -6,7 +6,7 @@
 #include <set>
 #include <vector>
 
-#include "reports/baseline/expected.h"
+#include "reports/sweep/expected.h"
 
 namespace ds::report {
 

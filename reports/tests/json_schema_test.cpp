@@ -62,7 +62,7 @@ TEST(JsonSchema, OurWritersOutputValidates) {
   s.metadata.label = "lab pod-1";
   s.metadata.ranks = {SweepRank{0, 0, 0, "node-a", 42, "cpu"}};
   // Hardware recorded: metadata "hardware" and a "bound" per row (reports/baseline/expected.h).
-  HostHardware hw;
+  ds::hw::HostHardware hw;
   hw.host = "node-a";
   hw.cpuModel = "AMD EPYC";
   hw.nics = {{"eth0", "ethernet", "1af4:0001", 0, true}};

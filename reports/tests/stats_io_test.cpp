@@ -23,9 +23,9 @@ TEST(Stats, QuantileInterpolatesBetweenRanksLikeNumpy) {
 }
 
 TEST(Stats, MedianSortsAndHandlesEvenOddAndEmpty) {
-  EXPECT_DOUBLE_EQ(median({5, 1, 3}), 3);
-  EXPECT_DOUBLE_EQ(median({4, 1, 3, 2}), 2.5);
-  EXPECT_DOUBLE_EQ(median({}), 0);
+  EXPECT_DOUBLE_EQ(ds::median({5, 1, 3}), 3);
+  EXPECT_DOUBLE_EQ(ds::median({4, 1, 3, 2}), 2.5);
+  EXPECT_DOUBLE_EQ(ds::median({}), 0);
 }
 
 TEST(Stats, SweepAndTrainPercentilesAgreeOnTheSameSamples) {

@@ -4,6 +4,7 @@
 #include <fstream>
 
 #include "engine/common/error.h"
+#include "engine/common/ranges.h"
 #include "reports/json_io.h"
 #include "reports/schema/world.h"
 #include "reports/world_text.h"
@@ -80,13 +81,13 @@ TEST(WorldReport, TableHasOneRowPerRank) {
 // ---------------- placement (reports/schema/placement.h) ----------------
 
 TEST(Placement, CpuListsFormatAndParse) {
-  EXPECT_EQ(formatCpuList({}), "");
-  EXPECT_EQ(formatCpuList({0}), "0");
-  EXPECT_EQ(formatCpuList({5, 0, 1, 2, 2}), "0-2,5");
-  EXPECT_EQ(parseCpuList("0-2,5"), (std::vector<int>{0, 1, 2, 5}));
-  EXPECT_EQ(parseCpuList("3"), (std::vector<int>{3}));
+  EXPECT_EQ(ds::formatRanges({}), "");
+  EXPECT_EQ(ds::formatRanges({0}), "0");
+  EXPECT_EQ(ds::formatRanges({5, 0, 1, 2, 2}), "0-2,5");
+  EXPECT_EQ(ds::parseRanges("0-2,5", "cpu list"), (std::vector<int>{0, 1, 2, 5}));
+  EXPECT_EQ(ds::parseRanges("3", "cpu list"), (std::vector<int>{3}));
   for (const char* bad : {"", "a", "1-", "-1", "3-1", "0,,1", "0,", "1 2", "9999999"}) {
-    EXPECT_THROW(parseCpuList(bad), ds::ConfigError) << bad;
+    EXPECT_THROW(ds::parseRanges(bad, "cpu list"), ds::ConfigError) << bad;
   }
 }
 

@@ -1,12 +1,12 @@
-// Localisation on synthetic fleets (bench/fleet's model) and on hand-made records: healthy spread
+// Localisation on synthetic fleets (diag/fleet/sim's model) and on hand-made records: healthy spread
 // names nobody, each fault alone and together is named with evidence, suspects from the link stage
 // wait for confirmation, and the small-fleet edge cases say what they cannot tell.
 #include "diag/fleet/localise.h"
 
 #include <gtest/gtest.h>
 
-#include "bench/fleet/fleet_model.h"
 #include "diag/fleet/plan.h"
+#include "diag/fleet/sim/fleet_model.h"
 
 using namespace ds::diag::fleet;
 using ds::bench::fleet::FleetModel;

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "engine/common/error.h"
-#include "engine/common/resources.h"
+#include "engine/host/resources.h"
 #include "engine/testing/subprocess.h"
 
 namespace ds {

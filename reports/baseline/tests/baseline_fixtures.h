@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "reports/baseline/sample.h"
 #include "reports/run/run_file.h"
+#include "reports/sample/sample.h"
 #include "reports/sweep/sweep_schema.h"
 
 namespace ds::report::testing {
@@ -16,7 +16,7 @@ namespace ds::report::testing {
 // A single-host sweep of allreduce (f32, sum) at 1 MiB and 64 MiB on host `hw.host` with `backend`
 // and `world` ranks, night `night` (its start time), the 64 MiB row at `busbw` GB/s and the 1 MiB
 // one at a tenth of it; `wrong` elements wrong in the 64 MiB row. The run records `hw`.
-inline RunFile nightlyRunOn(const HostHardware& hw, int night, double busbw, const std::string& backend,
+inline RunFile nightlyRunOn(const hw::HostHardware& hw, int night, double busbw, const std::string& backend,
                             int world, long long wrong = 0) {
   SweepRun s;
   s.metadata.hosts = {hw.host};
@@ -56,7 +56,7 @@ inline RunFile nightlyRunOn(const HostHardware& hw, int night, double busbw, con
 // The same with gloo on 2 ranks on a host that records only its CPU model.
 inline RunFile nightlyRun(const std::string& host, int night, double busbw,
                           const std::string& cpu = "Xeon 8480C", long long wrong = 0) {
-  HostHardware hw;
+  hw::HostHardware hw;
   hw.host = host;
   hw.cpuModel = cpu;
   return nightlyRunOn(hw, night, busbw, "gloo", 2, wrong);

@@ -7,10 +7,10 @@
 #include <cstdio>
 
 #include "engine/common/error.h"
+#include "engine/host/tests/hardware_fixtures.h"
 #include "engine/testing/subprocess.h"
 #include "reports/baseline/check.h"
 #include "reports/baseline/tests/baseline_fixtures.h"
-#include "reports/baseline/tests/hardware_fixtures.h"
 #include "reports/json_io.h"
 
 namespace ds::report {

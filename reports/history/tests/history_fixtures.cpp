@@ -30,7 +30,7 @@ SweepRun makeSweep(const SweepSpec& spec) {
   run.metadata.hosts = spec.hosts;
   if (!spec.gpuName.empty()) {
     for (const auto& h : spec.hosts) {
-      HostHardware hw;
+      hw::HostHardware hw;
       hw.host = h;
       hw.cpuModel = "Test CPU";
       hw.gpuName = spec.gpuName;

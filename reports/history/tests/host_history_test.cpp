@@ -14,7 +14,6 @@
 
 #include "engine/common/error.h"
 #include "engine/testing/subprocess.h"
-#include "reports/baseline/sample.h"
 #include "reports/history/fleet_data.h"
 #include "reports/history/history_schema.h"
 #include "reports/history/ingest.h"
@@ -22,6 +21,7 @@
 #include "reports/history/tests/history_fixtures.h"
 #include "reports/json_io.h"
 #include "reports/run/run_file.h"
+#include "reports/sample/sample.h"
 
 using namespace ds::report;
 using namespace ds::report::history;

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "engine/common/error.h"
+#include "engine/common/iso_time.h"
 #include "engine/testing/subprocess.h"
 #include "reports/html/compare_html.h"
 #include "reports/html/dashboard_html.h"

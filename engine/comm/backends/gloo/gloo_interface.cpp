@@ -2,7 +2,6 @@
 
 #include <arpa/inet.h>
 #include <fmt/format.h>
-#include <ifaddrs.h>
 #include <net/if.h>
 #include <netdb.h>
 #include <sys/socket.h>
@@ -14,6 +13,7 @@
 
 #include "engine/common/error.h"
 #include "engine/env/world_info.h"
+#include "engine/host/interfaces.h"
 
 namespace ds::comm::detail {
 namespace {
@@ -27,17 +27,12 @@ std::string numericHost(const sockaddr* sa, socklen_t len) {
 // name -> addresses, for interfaces that are up and have an IP address.
 std::map<std::string, std::vector<std::string>> upInterfaceMap() {
   std::map<std::string, std::vector<std::string>> out;
-  ifaddrs* list = nullptr;
-  if (::getifaddrs(&list) != 0) return out;
-  for (ifaddrs* a = list; a != nullptr; a = a->ifa_next) {
-    if (a->ifa_addr == nullptr || (a->ifa_flags & IFF_UP) == 0) continue;
-    int fam = a->ifa_addr->sa_family;
-    if (fam != AF_INET && fam != AF_INET6) continue;
-    socklen_t len = fam == AF_INET ? sizeof(sockaddr_in) : sizeof(sockaddr_in6);
-    std::string host = numericHost(a->ifa_addr, len);
-    if (!host.empty()) out[a->ifa_name].push_back(host);
+  for (const host::Interface& i : host::listInterfaces()) {
+    if (!i.up) continue;
+    for (const host::InterfaceAddress& a : i.addrs) {
+      if (!a.numeric.empty()) out[i.name].push_back(a.numeric);
+    }
   }
-  ::freeifaddrs(list);
   return out;
 }
 

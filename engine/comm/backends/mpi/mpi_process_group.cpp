@@ -48,7 +48,7 @@
 #include "engine/comm/reduce.h"
 #include "engine/common/error.h"
 #include "engine/common/log.h"
-#include "engine/common/mpi_runtime.h"
+#include "engine/env/mpi_runtime.h"
 #include "engine/env/world_info.h"
 
 namespace ds::comm {

@@ -11,7 +11,7 @@
 #include <mutex>
 
 #include "engine/common/error.h"
-#include "engine/common/mpi_runtime.h"
+#include "engine/env/mpi_runtime.h"
 
 namespace ds::comm::mpidetail {
 namespace {

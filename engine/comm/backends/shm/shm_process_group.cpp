@@ -39,9 +39,10 @@
 #include "engine/comm/reduce.h"
 #include "engine/common/error.h"
 #include "engine/common/log.h"
-#include "engine/common/net.h"
 #include "engine/env/env_source.h"
 #include "engine/env/world_info.h"
+#include "engine/host/net.h"
+#include "engine/host/resources.h"
 
 namespace ds::comm {
 namespace shm {
@@ -451,8 +452,8 @@ void ShmProcessGroup::choosePlacement() {
   // may share the CPU it blocks at once, so the peer gets the core. (Requiring two CPUs for every
   // rank made 1 MiB ops of unbound ranks on 2 cores 1.5-2x slower, measured under load.)
   yieldInSpin_ = sharesCpus(*seg_, ln_, li_);
-  const int known = ln_ == 1 ? affinityCpuCount() : cpusCovered(*seg_, ln_);
-  covered_ = known > 0 ? known : affinityCpuCount();
+  const int known = ln_ == 1 ? sys::affinityCpuCount() : cpusCovered(*seg_, ln_);
+  covered_ = known > 0 ? known : sys::affinityCpuCount();
   oversubscribed_ = ln_ > covered_;
   if (cfg_.spin.count() >= 0) {
     spin_ = spinWorker_ = cfg_.spin;
@@ -460,9 +461,9 @@ void ShmProcessGroup::choosePlacement() {
   }
   spin_ = oversubscribed_ ? std::chrono::nanoseconds(std::chrono::microseconds(2))
                           : std::chrono::nanoseconds(std::chrono::microseconds(20));
-  spinWorker_ = affinityCpuCount() >= 2 ? spin_
-                : yieldInSpin_          ? std::chrono::nanoseconds(0)
-                                        : std::chrono::nanoseconds(kOneCpuWorkerSpin);
+  spinWorker_ = sys::affinityCpuCount() >= 2 ? spin_
+                : yieldInSpin_               ? std::chrono::nanoseconds(0)
+                                             : std::chrono::nanoseconds(kOneCpuWorkerSpin);
 }
 
 void ShmProcessGroup::setupInter() {

@@ -21,6 +21,7 @@
 #include <new>
 
 #include "engine/common/error.h"
+#include "engine/host/resources.h"
 
 namespace ds::comm::shm {
 namespace {
@@ -102,12 +103,8 @@ void Segment::markAttached(int localIndex) {
   RankCtl& c = ctl(localIndex);
   c.pidNamespace = pidNamespaceInode();
   std::fill(std::begin(c.cpuMask), std::end(c.cpuMask), 0);
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (::sched_getaffinity(0, sizeof(set), &set) == 0) {
-    for (int cpu = 0; cpu < kMaskCpus && cpu < CPU_SETSIZE; ++cpu) {
-      if (CPU_ISSET(cpu, &set)) c.cpuMask[cpu / 64] |= std::uint64_t{1} << (cpu % 64);
-    }
+  for (int cpu : sys::affinityCpus()) {
+    if (cpu < kMaskCpus) c.cpuMask[cpu / 64] |= std::uint64_t{1} << (cpu % 64);
   }
   c.cpu.store(::sched_getcpu(), std::memory_order_relaxed);
   c.pid.store(static_cast<std::int32_t>(::getpid()));  // publishes the fields above (seq_cst)

@@ -5,16 +5,23 @@
 // Python 3.11 (the shim says why).
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <nlohmann/json.hpp>
 #include <set>
 
 #include "engine/store/tests/torch/torch_test_util.h"
-#include "reports/json_io.h"
 
 namespace {
 
 using namespace std::chrono_literals;
 using namespace ds::testing;
 namespace tt = ds::testing::torch;
+
+// The JSON a tool wrote (engine tests read it directly: reports' reader is a floor above).
+nlohmann::json readJson(const std::string& path) {
+  std::ifstream in(path);
+  return nlohmann::json::parse(in);
+}
 
 // `python3 shim run|launch ARGS` with a MASTER_PORT of its own (tests may run in parallel).
 RunResult launch(const std::string& mode, std::vector<std::string> args, bool standalone = false) {
@@ -54,7 +61,7 @@ void torchrunRunsWorldAndColl(bool standalone) {
   TempDir d;
   auto w = launch("run", {"--no_python", dsbench(), "world", "--json", d.file("w.json")}, standalone);
   ASSERT_EQ(w.exitCode, 0) << w.out << w.err;
-  auto j = ds::report::readJson(d.file("w.json"));
+  auto j = readJson(d.file("w.json"));
   expectTwoRanks(j, false);
   EXPECT_EQ(j["ranks"][0]["job_id"], j["ranks"][1]["job_id"]);
   EXPECT_TRUE(j["smoke"]["ok"].get<bool>());
@@ -64,7 +71,7 @@ void torchrunRunsWorldAndColl(bool standalone) {
                   standalone);
   ASSERT_EQ(c.exitCode, 0) << c.out << c.err;
   EXPECT_NE(c.out.find("Out of bounds values : 0 OK"), std::string::npos) << c.out;
-  EXPECT_EQ(ds::report::readJson(d.file("c.json"))["metadata"]["world_size"], 2) << c.out;
+  EXPECT_EQ(readJson(d.file("c.json"))["metadata"]["world_size"], 2) << c.out;
 }
 
 TEST(TorchLaunch, TorchrunStaticStartsDsbenchWorldAndColl) {
@@ -84,7 +91,7 @@ TEST(TorchLaunch, DistributedLaunchWithoutUseEnvPassesLocalRankThroughAWrapper) 
   // `dsbench --local_rank=N world ...`: the argument before the subcommand.
   auto r = launch("launch", {tt::script("exec_wrapper.py"), dsbench(), "world", "--json", d.file("w.json")});
   ASSERT_EQ(r.exitCode, 0) << r.out << r.err;
-  expectTwoRanks(ds::report::readJson(d.file("w.json")), true);
+  expectTwoRanks(readJson(d.file("w.json")), true);
 }
 
 TEST(TorchLaunch, DsdiagWorldUnderDistributedLaunchPassesMasterPortAndShowsEachRanksLocalRankArg) {
@@ -92,7 +99,7 @@ TEST(TorchLaunch, DsdiagWorldUnderDistributedLaunchPassesMasterPortAndShowsEachR
   TempDir d;
   auto r = launch("launch", {tt::script("exec_wrapper.py"), binDir() + "/dsdiag", "--world", "--timeout",
                              "60", "--only", "env,net.master_port_free", "--json", d.file("w.json")});
-  auto j = ds::report::readJson(d.file("w.json"));
+  auto j = readJson(d.file("w.json"));
   bool sawPort = false;
   std::set<int> argRanks;
   for (const auto& c : j["checks"]) {

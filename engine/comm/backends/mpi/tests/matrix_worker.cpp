@@ -25,7 +25,7 @@
 #include "engine/comm/process_group.h"
 #include "engine/comm/reduce.h"
 #include "engine/common/error.h"
-#include "engine/common/mpi_runtime.h"
+#include "engine/env/mpi_runtime.h"
 #include "engine/store/file_store.h"
 
 using namespace ds::comm;

@@ -8,7 +8,7 @@
 
 #include "engine/comm/tests/matrix.h"
 #include "engine/common/error.h"
-#include "engine/common/net.h"
+#include "engine/host/net.h"
 #include "engine/init.h"
 
 namespace {
