@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "diag/world/world_checks.h"
 #include "engine/common/error.h"
 
 namespace ds::diag {
@@ -18,22 +19,37 @@ const std::vector<CheckDef>& localChecks() {
   return all;
 }
 
-const std::vector<WorldCheckInfo>& worldChecks() {
-  static const std::vector<WorldCheckInfo> all = {
-      {"world.rendezvous", "Every rank joins the store within --timeout (names the ranks that never joined)"},
-      {"world.gather", "Every rank reports its local results to rank 0 within --timeout"},
-      {"world.ranks_unique", "Ranks unique and complete, one WORLD_SIZE"},
-      {"world.local_rank_unique", "LOCAL_RANK unique per host"},
-      {"world.gpu_unique", "No two ranks on the same GPU (PCI bus id / UUID)"},
-      {"world.versions_equal", "NCCL, CUDA driver, MPI and dsperf versions equal on every rank"},
-      {"world.nccl_settings_equal", "The same NCCL_* settings on every rank"},
-      {"world.cores_disjoint", "Ranks bound to cores on one host do not share them"},
-      {"world.hostnames", "No two hosts share a hostname (boot ids differ)"},
-      {"world.clock_skew", "Clock skew between rank 0 and every rank"},
-      {"world.smoke_allreduce", "A smoke allreduce with a correctness check on the job's backend"},
-      {"world.reachability", "TCP probes between host leaders on every interface; names missing routes"},
-      {"world.link_matrix", "Link latency/bandwidth in rounds of disjoint host pairs; names the slow link or node"},
-      {"world.hosts", "A verdict per host (healthy, suspect with evidence, no result) and the suspects"},
+// The world checks, each one function in diag/world/ and one row here. To add one:
+//   1. write `Finding world::yourCheck(const WorldFacts&)` in diag/world/world_checks.cpp (or in
+//      cross_checks.cpp when it reads only the ranks' records) and declare it in world_checks.h;
+//   2. add its row: id, the one line --list shows, the step whose result it judges, the function.
+// runWorld then runs it on rank 0 when it is selected and adds its finding; --list and --only/--skip
+// know it from this row. (A fact no step collects yet is a field of WorldFacts, filled by its step
+// in runWorld.) Rows are in --list order; findings come out step by step (WorldStep's order), in
+// row order within a step.
+const std::vector<WorldCheckDef>& worldChecks() {
+  using S = WorldStep;
+  static const std::vector<WorldCheckDef> all = {
+      {"world.rendezvous", "Every rank joins the store within --timeout (names the ranks that never joined)", S::kGather,
+       world::rendezvous},
+      {"world.gather", "Every rank reports its local results to rank 0 within --timeout", S::kGather, world::gather},
+      {"world.ranks_unique", "Ranks unique and complete, one WORLD_SIZE", S::kRecords, world::ranksUnique},
+      {"world.local_rank_unique", "LOCAL_RANK unique per host", S::kRecords, world::localRankUnique},
+      {"world.gpu_unique", "No two ranks on the same GPU (PCI bus id / UUID)", S::kRecords, world::gpuUnique},
+      {"world.versions_equal", "NCCL, CUDA driver, MPI and dsperf versions equal on every rank", S::kRecords,
+       world::versionsEqual},
+      {"world.nccl_settings_equal", "The same NCCL_* settings on every rank", S::kRecords, world::ncclSettingsEqual},
+      {"world.cores_disjoint", "Ranks bound to cores on one host do not share them", S::kRecords, world::coresDisjoint},
+      {"world.hostnames", "No two hosts share a hostname (boot ids differ)", S::kRecords, world::hostnames},
+      {"world.clock_skew", "Clock skew between rank 0 and every rank", S::kClock, world::clockSkew},
+      {"world.smoke_allreduce", "A smoke allreduce with a correctness check on the job's backend", S::kSmoke,
+       world::smokeAllreduce},
+      {"world.reachability", "TCP probes between host leaders on every interface; names missing routes", S::kFleet,
+       world::reachability},
+      {"world.link_matrix", "Link latency/bandwidth in rounds of disjoint host pairs; names the slow link or node",
+       S::kFleet, world::linkMatrix},
+      {"world.hosts", "A verdict per host (healthy, suspect with evidence, no result) and the suspects", S::kFleet,
+       world::hosts},
   };
   return all;
 }

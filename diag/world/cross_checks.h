@@ -1,5 +1,6 @@
-// The cross-rank checks of world mode that need only what every rank reported: pure functions,
-// unit-tested with crafted reports.
+// The cross-rank checks of world mode that need only what every rank reported (WorldStep::kRecords):
+// what a rank sends, and the clock samples' judgement. The checks themselves are declared in
+// world_checks.h and listed in worldChecks() (diag/registry.cpp). Unit-tested with crafted reports.
 #pragma once
 
 #include <vector>
@@ -19,8 +20,8 @@ struct RankReport {
 // The data of check `id` in this rank's records, or nullptr when it did not run.
 const Json* findData(const RankReport& r, const std::string& id);
 
-// world.ranks_unique, world.local_rank_unique, world.gpu_unique, world.versions_equal,
-// world.nccl_settings_equal, world.cores_disjoint, world.hostnames. `worldSize` is the size rank 0 expects.
+// Every kRecords check of worldChecks() (world.ranks_unique ... world.hostnames), unselected ones too,
+// in table order. `worldSize` is the size rank 0 expects.
 std::vector<DiagRecord> crossRankChecks(const std::vector<RankReport>& reports, int worldSize);
 
 // world.clock_skew: offsets of each rank's clock from rank 0's (ms), with their uncertainty.
