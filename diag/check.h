@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "diag/fleet/fleet_defaults.h"
 #include "engine/env/deepspeed_runner.h"
 #include "engine/env/env_source.h"
 #include "engine/env/world_info.h"
@@ -67,7 +68,7 @@ struct DiagOptions {
   // Fleet stages (diag/fleet): each link pair's deadline, every pair instead of the planned rounds,
   // the random matchings of the plan (-1: ceil(log2 hosts)), and an absolute bandwidth floor (GB/s;
   // 0: judged against the fleet's own median only).
-  std::chrono::milliseconds pairTimeout = std::chrono::seconds(5);
+  std::chrono::milliseconds pairTimeout = fleet::kDefaultPairTimeout;
   bool allPairs = false;
   int linkRounds = -1;
   double minLinkGBps = 0;

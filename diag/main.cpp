@@ -6,6 +6,7 @@
 #include <cstdlib>
 
 #include "diag/diag.h"
+#include "diag/fleet/fleet_defaults.h"
 #include "engine/common/backends.h"
 #include "engine/common/cli.h"
 #include "engine/common/error.h"
@@ -47,7 +48,8 @@ CLI::Option* flag(CLI::App& app, const std::string& name, T& target, const std::
 
 int main(int argc, char** argv) {
   ds::diag::DiagCommand cmd;
-  double timeoutS = 30, connectS = 3, largeMiB = 4, pairS = 5;
+  double timeoutS = 30, connectS = 3, largeMiB = 4;
+  double pairS = std::chrono::duration<double>(ds::diag::fleet::kDefaultPairTimeout).count();
   std::string only, skip, explainText, failOn = "warn";
   // DeepSpeed's runner inputs, with DeepSpeed's spellings; given at all, the runner.* checks run.
   ds::env::RunnerFlags runner;

@@ -19,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include "diag/fleet/fleet_defaults.h"
 #include "diag/fleet/probe.h"
 #include "engine/init.h"
 #include "reports/diag/fleet_schema.h"
@@ -32,7 +33,7 @@ inline constexpr int kFullMeshHosts = 1024;
 struct FleetOptions {
   std::chrono::milliseconds timeout{30000};         // the join, and each gather on rank 0
   std::chrono::milliseconds connectTimeout{2000};   // each reachability connect
-  std::chrono::milliseconds pairTimeout{5000};      // each link pair
+  std::chrono::milliseconds pairTimeout{kDefaultPairTimeout};  // each link pair
   std::size_t largeBytes = 4u << 20;
   bool allPairs = false;
   int randomMatchings = -1;  // -1: ceil(log2 hosts)

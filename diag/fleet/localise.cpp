@@ -4,8 +4,9 @@
 // prove nothing about their peers); then reachability (a pair that cannot connect is explained
 // before its link test is looked at); then the link pairs of the remaining units: slow hosts by the
 // median of their pairs, hosts with bad pairs to several peers that are healthy elsewhere, and
-// single bad links; then bisection, interface names and MTUs. Everything from the link stage is
-// re-tested (stage "confirm") before it is named.
+// single bad links; then bisection, and the advice (interface names, MTUs, CPU limits: advice.cpp).
+// Everything from the link stage is re-tested (stage "confirm") before it is named. judge(), at the
+// end of this file, runs the stages in that order; each is a function or a small class below.
 #include "diag/fleet/localise.h"
 
 #include <arpa/inet.h>
@@ -13,18 +14,26 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <map>
-#include <optional>
 #include <set>
+#include <string>
+#include <tuple>
 #include <unordered_map>
 #include <unordered_set>
+#include <vector>
 
+#include "diag/fleet/advice.h"
+#include "diag/fleet/localise_detail.h"
 #include "diag/fleet/plan.h"
-#include "diag/util.h"
 
 namespace ds::diag::fleet {
 
+using detail::Fleet;
+using detail::listOf;
+using detail::subnetOf;
+using detail::Unit;
 using report::Evidence;
 using report::FleetInput;
 using report::FleetJudgement;
@@ -42,6 +51,87 @@ std::string rankLabel(const FleetInput& in, int rank) {
     return fmt::format("{} (rank {})", in.ranks[rank].host, rank);
   return fmt::format("rank {}", rank);
 }
+
+// ---------------------------------------------------------------- the fleet's units
+namespace detail {
+
+Fleet::Fleet(const FleetInput& input) : in(input) {
+  world = std::max(in.worldSize, static_cast<int>(in.ranks.size()));
+  unitOf.assign(world, -1);
+  std::unordered_map<std::string, int> byName;
+  for (int r = 0; r < world; ++r) {
+    const FleetRank* fr = rank(r);
+    std::string key;
+    if (in.standalone || fr == nullptr || fr->host.empty())
+      key = label(r);
+    else
+      key = fr->host;
+    auto [it, fresh] = byName.emplace(key, static_cast<int>(units.size()));
+    if (fresh) {
+      units.emplace_back();
+      units.back().name = key;
+    }
+    Unit& u = units[it->second];
+    u.ranks.push_back(r);
+    unitOf[r] = it->second;
+    if (fr != nullptr && fr->joined && u.leader < 0) u.leader = r;
+  }
+  for (auto& u : units) {
+    const FleetRank* fr = u.leader >= 0 ? rank(u.leader) : nullptr;
+    u.leaderReported = fr != nullptr && fr->reported && !fr->frozen && !fr->exited;
+  }
+}
+
+void Fleet::countNet() {
+  for (std::size_t u = 0; u < units.size(); ++u) {
+    if (!netOk(static_cast<int>(u))) continue;
+    ++liveUnits_;
+    std::set<std::string> mine;
+    for (const auto& i : rank(units[u].leader)->ifaces) mine.insert(subnetOf(i));
+    for (const auto& sn : mine)
+      if (!sn.empty()) ++subnetCount_[sn];
+  }
+}
+
+std::string Fleet::label(int r) const { return rankLabel(in, r); }
+
+int Fleet::subnetUnits(const std::string& subnet) const {
+  auto it = subnetCount_.find(subnet);
+  return it == subnetCount_.end() ? 0 : it->second;
+}
+
+std::string Fleet::addrOf(int r, const std::string& iface) const {
+  if (const FleetRank* fr = rank(r))
+    for (const auto& f : fr->ifaces)
+      if (f.name == iface) return f.addr;
+  return "";
+}
+
+std::string subnetOf(const report::FleetIface& f) {
+  unsigned char buf[16] = {};
+  int family = f.addr.find(':') != std::string::npos ? AF_INET6 : AF_INET;
+  if (inet_pton(family, f.addr.c_str(), buf) != 1) return "";
+  int bytes = family == AF_INET ? 4 : 16;
+  int prefix = std::clamp(f.prefixLen, 0, bytes * 8);
+  for (int i = 0; i < bytes; ++i) {
+    int keep = std::clamp(prefix - i * 8, 0, 8);
+    buf[i] &= static_cast<unsigned char>(keep == 0 ? 0 : 0xff << (8 - keep));
+  }
+  char text[INET6_ADDRSTRLEN] = {};
+  inet_ntop(family, buf, text, sizeof text);
+  return fmt::format("{}/{}", text, prefix);
+}
+
+std::string listOf(const std::vector<std::string>& items, std::size_t show) {
+  if (items.empty()) return "";
+  std::size_t n = std::min(items.size(), show);
+  std::string s = items[0];
+  for (std::size_t i = 1; i < n; ++i) s += (i + 1 == n && n == items.size() ? " and " : ", ") + items[i];
+  if (items.size() > n) s += fmt::format(" and {} more", items.size() - n);
+  return s;
+}
+
+}  // namespace detail
 
 namespace {
 
@@ -86,16 +176,6 @@ std::string gbps(double x) {
 
 std::string seconds(double s) { return fmt::format("{:.1f} s", s); }
 
-// "a", "a and b", "a, b, c and 4 more".
-std::string listOf(const std::vector<std::string>& items, std::size_t show = 4) {
-  if (items.empty()) return "";
-  std::size_t n = std::min(items.size(), show);
-  std::string s = items[0];
-  for (std::size_t i = 1; i < n; ++i) s += (i + 1 == n && n == items.size() ? " and " : ", ") + items[i];
-  if (items.size() > n) s += fmt::format(" and {} more", items.size() - n);
-  return s;
-}
-
 // Natural order: "node2" before "node10".
 bool naturalLess(const std::string& a, const std::string& b) {
   std::size_t i = 0, j = 0;
@@ -121,423 +201,99 @@ bool naturalLess(const std::string& a, const std::string& b) {
   return a.size() - i < b.size() - j;
 }
 
-// "10.79.0.0/24" for an interface (IPv4 or IPv6, masked); "" when the address does not parse.
-std::string subnetOf(const report::FleetIface& f) {
-  unsigned char buf[16] = {};
-  int family = f.addr.find(':') != std::string::npos ? AF_INET6 : AF_INET;
-  if (inet_pton(family, f.addr.c_str(), buf) != 1) return "";
-  int bytes = family == AF_INET ? 4 : 16;
-  int prefix = std::clamp(f.prefixLen, 0, bytes * 8);
-  for (int i = 0; i < bytes; ++i) {
-    int keep = std::clamp(prefix - i * 8, 0, 8);
-    buf[i] &= static_cast<unsigned char>(keep == 0 ? 0 : 0xff << (8 - keep));
+// ---------------------------------------------------------------- ranks
+// Evidence for every rank that never joined, froze, exited or never reported; a unit with a frozen
+// or exited rank is dead (its pairs prove nothing about its peers).
+void settleRanks(Fleet& fleet) {
+  for (int r = 0; r < fleet.world; ++r) {
+    const FleetRank* fr = fleet.rank(r);
+    Unit& u = fleet.units[fleet.unitOf[r]];
+    std::string stage = fr != nullptr && !fr->lastStage.empty() ? fr->lastStage : "join";
+    auto add = [&](const char* kind, const std::string& at, std::string text, double measured) {
+      u.evidence.push_back({kind, at, std::move(text), {}, measured, 0});
+    };
+    if (fr == nullptr || !fr->joined) {
+      add("no_result", "join",
+          fmt::format(
+              "{} never joined the fleet rendezvous before the join deadline: it did not start, cannot "
+              "reach the store, or started too late; check that host and its launcher log",
+              fleet.label(r)),
+          0);
+    } else if (fr->frozen) {
+      u.dead = true;
+      add("frozen", stage,
+          fmt::format(
+              "{} stopped sending heartbeats during stage \"{}\" (silent for {}): the process is stopped "
+              "(SIGSTOP), hung, or its host is gone; look at it with py-spy/gdb or check the host",
+              fleet.label(r), stage, seconds(fr->silentForS)),
+          fr->silentForS);
+    } else if (fr->exited) {
+      u.dead = true;
+      add("exited", stage,
+          fmt::format("{} exited during stage \"{}\" (its last heartbeat said it failed, or its connections "
+                      "were reset); read its stderr",
+                      fleet.label(r), stage),
+          fr->silentForS);
+    } else if (!fr->reported) {
+      add("no_result", stage,
+          fmt::format("{} joined but its results never reached rank 0 (last stage \"{}\"); its heartbeat was "
+                      "still alive, so it was slow rather than stopped",
+                      fleet.label(r), stage),
+          0);
+    }
   }
-  char text[INET6_ADDRSTRLEN] = {};
-  inet_ntop(family, buf, text, sizeof text);
-  return fmt::format("{}/{}", text, prefix);
 }
 
-struct Unit {
-  std::string name;
-  std::vector<int> ranks;  // ascending
-  int leader = -1;         // lowest joined rank: the one that runs the network tests
-  bool dead = false;       // a rank froze or exited
-  bool leaderReported = false;
-  bool reachSuspect = false;  // named by reachability (its pairs are explained by that)
-  std::vector<Evidence> evidence;
-  std::string ncclSocketIfname;  // recommended value ("" = leave unset)
+// ---------------------------------------------------------------- reachability
+// The first failed probe of each direction between two units.
+struct ReachDir {
+  const ReachFailure* ab = nullptr;  // lower unit -> higher unit
+  const ReachFailure* ba = nullptr;
 };
+using ReachEdges = std::unordered_map<std::uint64_t, ReachDir>;  // pairKey(unit, unit) -> its failures
 
-// A link-stage suspect waiting for (or judged by) its confirmation pairs.
-struct HostSuspect {
-  int unit = 0;
-  Evidence evidence;  // what the link stage saw
-  bool slow = false;  // by the median of its pairs (else by bad pairs with several peers)
-};
-
-struct LinkSuspect {
-  int ua = 0, ub = 0;
-  int ra = 0, rb = 0;
-  Evidence evidence;
-};
-
-class Judge {
+// The evidence of reachability's findings, as an operator reads it.
+class ReachEvidence {
  public:
-  explicit Judge(const FleetInput& in) : in_(in) {}
+  explicit ReachEvidence(const Fleet& fleet) : fleet_(fleet) {}
 
-  FleetJudgement run() {
-    buildUnits();
-    settleRanks();
-    prepareNet();
-    reachability();
-    linkStage();
-    bisection();
-    interfaces();
-    mtus();
-    cpus();
-    confirmOrRetest();
-    assemble();
-    return std::move(out_);
-  }
-
- private:
-  const FleetInput& in_;
-  int world_ = 0;
-  std::vector<Unit> units_;
-  std::vector<int> unitOf_;  // rank -> unit
-  FleetJudgement out_;
-  // Unit pairs whose TCP probes failed: their link pairs are explained by reachability.
-  std::unordered_set<std::uint64_t> reachFailedPairs_;
-  // Interfaces (unit, iface name) with a failure attributed to them.
-  std::set<std::pair<int, std::string>> badIfaces_;
-  std::vector<HostSuspect> hostSuspects_;
-  std::vector<LinkSuspect> linkSuspects_;
-  std::unordered_set<int> linkCandidates_;  // units that are not healthy enough to confirm others
-  double lmed_ = std::nan(""), ls_ = T::kMinRelativeSpread;
-  double latMed_ = 0, latSigma_ = 0;
-  int liveUnits_ = 0;
-  std::unordered_map<std::string, int> subnetCount_;
-  std::vector<std::vector<std::string>> good_;  // per unit: interfaces that reached every peer
-
-  const FleetRank* rank(int r) const {
-    return r >= 0 && r < static_cast<int>(in_.ranks.size()) ? &in_.ranks[r] : nullptr;
-  }
-  std::string label(int r) const { return rankLabel(in_, r); }
-  bool validRank(int r) const { return r >= 0 && r < world_; }
-  // A unit whose leader's network results can be trusted and which can vouch for its peers.
-  bool netOk(int u) const { return !units_[u].dead && units_[u].leaderReported; }
-  bool linkEligible(int u) const { return netOk(u) && !units_[u].reachSuspect; }
-
-  std::string addrOf(int r, const std::string& iface) const {
-    if (const FleetRank* fr = rank(r))
-      for (const auto& f : fr->ifaces)
-        if (f.name == iface) return f.addr;
-    return "";
-  }
-
-  void buildUnits() {
-    world_ = std::max(in_.worldSize, static_cast<int>(in_.ranks.size()));
-    unitOf_.assign(world_, -1);
-    std::unordered_map<std::string, int> byName;
-    for (int r = 0; r < world_; ++r) {
-      const FleetRank* fr = rank(r);
-      std::string key;
-      if (in_.standalone || fr == nullptr || fr->host.empty())
-        key = label(r);
-      else
-        key = fr->host;
-      auto [it, fresh] = byName.emplace(key, static_cast<int>(units_.size()));
-      if (fresh) {
-        units_.emplace_back();
-        units_.back().name = key;
-      }
-      Unit& u = units_[it->second];
-      u.ranks.push_back(r);
-      unitOf_[r] = it->second;
-      if (fr != nullptr && fr->joined && u.leader < 0) u.leader = r;
-    }
-    for (auto& u : units_) {
-      const FleetRank* fr = u.leader >= 0 ? rank(u.leader) : nullptr;
-      u.leaderReported = fr != nullptr && fr->reported && !fr->frozen && !fr->exited;
-    }
-  }
-
-  void settleRanks() {
-    for (int r = 0; r < world_; ++r) {
-      const FleetRank* fr = rank(r);
-      Unit& u = units_[unitOf_[r]];
-      std::string stage = fr != nullptr && !fr->lastStage.empty() ? fr->lastStage : "join";
-      if (fr == nullptr || !fr->joined) {
-        u.evidence.push_back(
-            {"no_result",
-             "join",
-             fmt::format("{} never joined the fleet rendezvous before the join deadline: it did not "
-                         "start, cannot reach the store, or started too late; check that host and "
-                         "its launcher log",
-                         label(r)),
-             {},
-             0,
-             0});
-      } else if (fr->frozen) {
-        u.dead = true;
-        u.evidence.push_back(
-            {"frozen",
-             stage,
-             fmt::format("{} stopped sending heartbeats during stage \"{}\" (silent for {}): the "
-                         "process is stopped (SIGSTOP), hung, or its host is gone; look at it with "
-                         "py-spy/gdb or check the host",
-                         label(r), stage, seconds(fr->silentForS)),
-             {},
-             fr->silentForS,
-             0});
-      } else if (fr->exited) {
-        u.dead = true;
-        u.evidence.push_back(
-            {"exited",
-             stage,
-             fmt::format("{} exited during stage \"{}\" (its last heartbeat said it failed, or its "
-                         "connections were reset); read its stderr",
-                         label(r), stage),
-             {},
-             fr->silentForS,
-             0});
-      } else if (!fr->reported) {
-        u.evidence.push_back(
-            {"no_result",
-             stage,
-             fmt::format("{} joined but its results never reached rank 0 (last stage \"{}\"); its "
-                         "heartbeat was still alive, so it was slow rather than stopped",
-                         label(r), stage),
-             {},
-             0,
-             0});
-      }
-    }
-  }
-
-  // ---------------------------------------------------------------- reachability
-  struct Dir {
-    const ReachFailure* ab = nullptr;  // lower unit -> higher unit
-    const ReachFailure* ba = nullptr;
-  };
-
-  std::string subnetOfFailure(const ReachFailure& f) const {
-    if (const FleetRank* fr = rank(f.from))
-      for (const auto& i : fr->ifaces)
-        if (i.name == f.fromIface) {
-          std::string s = subnetOf(i);
-          if (!s.empty()) return s;
-        }
-    return "iface " + f.fromIface;
-  }
-
-  std::string errorText(const ReachFailure& f) const {
-    if (!f.error.empty()) return f.error;
-    if (f.timedOut) return fmt::format("timed out after {}", seconds(in_.connectTimeoutS));
-    return "failed";
-  }
-
-  // "fleet1 (rank 1, 10.79.0.2)"
-  std::string target(const ReachFailure& f) const {
-    std::string addr = f.toAddr.empty() ? addrOf(f.to, f.toIface) : f.toAddr;
-    std::string host = rank(f.to) != nullptr ? rank(f.to)->host : "";
-    if (host.empty() || in_.standalone)
-      return addr.empty() ? label(f.to) : fmt::format("{} ({})", label(f.to), addr);
-    return addr.empty() ? label(f.to) : fmt::format("{} (rank {}, {})", host, f.to, addr);
-  }
-
-  void reachability() {
-    // Units that reported their probes: the denominators of "most peers".
-    int probing = 0;
-    for (std::size_t u = 0; u < units_.size(); ++u)
-      if (netOk(static_cast<int>(u))) ++probing;
-    std::map<std::string, std::unordered_map<std::uint64_t, Dir>> bySubnet;
-    for (const auto& rs : in_.reach)
-      for (const auto& f : rs.failures) {
-        if (!validRank(f.from) || !validRank(f.to)) {
-          out_.notes.push_back(
-              fmt::format("A reachability failure from rank {} to rank {} was ignored: the world "
-                          "has {} ranks (a bug in the probe's report)",
-                          f.from, f.to, world_));
-          continue;
-        }
-        int a = unitOf_[f.from], b = unitOf_[f.to];
-        if (a == b || !netOk(a) || units_[b].dead) continue;  // a dead peer explains its own silence
-        Dir& d = bySubnet[subnetOfFailure(f)][pairKey(a, b)];
-        const ReachFailure*& slot = a < b ? d.ab : d.ba;
-        if (slot == nullptr) slot = &f;  // the first failure of that direction speaks for the rest
-        reachFailedPairs_.insert(pairKey(a, b));
-      }
-    // Per subnet: blame units, then links. A unit named on a subnet is a suspect only when it has no
-    // interface that reached everyone (else the advice leaves the bad interface out).
-    std::map<int, std::vector<Evidence>> blamedEvidence;
-    std::set<std::pair<int, std::string>> blamedOn;  // (unit, subnet)
-    std::vector<std::pair<std::string, const Dir*>> linkFailures;
-    std::vector<std::pair<int, int>> linkUnits;
-    for (auto& [subnet, edges] : bySubnet) {
-      std::unordered_map<int, std::vector<int>> peers;
-      for (auto& [key, d] : edges) {
-        int a = static_cast<int>(key >> 32), b = static_cast<int>(key & 0xffffffffu);
-        peers[a].push_back(b);
-        peers[b].push_back(a);
-      }
-      std::vector<int> order;
-      for (auto& [u, p] : peers)
-        if (p.size() >= 2) order.push_back(u);
-      std::sort(order.begin(), order.end(), [&](int x, int y) {
-        return peers[x].size() != peers[y].size() ? peers[x].size() > peers[y].size() : x < y;
-      });
-      std::unordered_set<int> blamed;
-      for (int u : order) {
-        std::vector<int> witnesses;
-        for (int v : peers[u]) {
-          if (blamed.count(v)) continue;
-          bool clean =
-              std::all_of(peers[v].begin(), peers[v].end(), [&](int w) { return w == u || blamed.count(w); });
-          if (clean) witnesses.push_back(v);
-        }
-        if (witnesses.size() < 2) continue;
-        blamed.insert(u);
-        blamedOn.insert({u, subnet});
-        blamedEvidence[u].push_back(reachEvidence(u, peers[u], edges, probing));
-      }
-      for (auto& [key, d] : edges) {
-        int a = static_cast<int>(key >> 32), b = static_cast<int>(key & 0xffffffffu);
-        // Attribute each failure to an interface: the blamed end's, else the end it left from.
-        for (const ReachFailure* f : {d.ab, d.ba}) {
-          if (f == nullptr) continue;
-          int from = unitOf_[f->from], to = unitOf_[f->to];
-          if (blamed.count(to) && !blamed.count(from))
-            badIfaces_.insert({to, f->toIface});
-          else
-            badIfaces_.insert({from, f->fromIface});
-        }
-        if (!blamed.count(a) && !blamed.count(b)) {
-          linkFailures.emplace_back(subnet, &d);
-          linkUnits.emplace_back(a, b);
-        }
-      }
-    }
-    for (auto& [u, ev] : blamedEvidence) {
-      if (hasCleanInterface(u, blamedOn)) {
-        for (auto& e : ev)
-          out_.notes.push_back(
-              fmt::format("{} Another interface of {} reaches every peer, so it is not named; keep "
-                          "the failing interface out of NCCL_SOCKET_IFNAME (see the advice).",
-                          e.text, units_[u].name));
-        continue;
-      }
-      units_[u].reachSuspect = true;
-      for (auto& e : ev) units_[u].evidence.push_back(std::move(e));
-    }
-    // Single failing pairs whose ends reach everyone else: suspect links (unless another subnet
-    // joins them, which the advice handles).
-    std::map<std::uint64_t, LinkVerdict> links;
-    for (std::size_t i = 0; i < linkFailures.size(); ++i) {
-      auto [a, b] = linkUnits[i];
-      const Dir& d = *linkFailures[i].second;
-      const ReachFailure* f = d.ab ? d.ab : d.ba;
-      std::string text;
-      if (d.ab && d.ba) {
-        text = fmt::format(
-            "{} cannot open a TCP connection to {} on {}: {}; {} cannot reach it either; both reach "
-            "every other peer (a missing route or a firewall rule between these two hosts)",
-            label(f->from), target(*f), f->fromIface, errorText(*f), label(f->to));
-      } else {
-        text = fmt::format(
-            "{} cannot open a TCP connection to {} on {}: {}; every other peer answers ({} reaches {} "
-            "the other way: a route or firewall rule in one direction)",
-            label(f->from), target(*f), f->fromIface, errorText(*f), label(f->to), label(f->from));
-      }
-      if (twoUnitFleet()) text += "; with only two hosts this cannot be pinned on either end";
-      auto key = pairKey(a, b);
-      auto [it, fresh] = links.emplace(key, LinkVerdict{});
-      LinkVerdict& lv = it->second;
-      if (fresh) {
-        lv.rankA = std::min(f->from, f->to);
-        lv.rankB = std::max(f->from, f->to);
-        lv.hostA = units_[unitOf_[lv.rankA]].name;
-        lv.hostB = units_[unitOf_[lv.rankB]].name;
-      }
-      lv.evidence.push_back({"unreachable", "reachability", text, {f->to}, f->ms / 1000.0, 0});
-    }
-    // Two units joined by another clean subnet: advice only.
-    for (auto& [key, lv] : links) {
-      int a = unitOf_[lv.rankA], b = unitOf_[lv.rankB];
-      if (shareCleanSubnet(a, b, bySubnet)) {
-        for (auto& e : lv.evidence)
-          out_.notes.push_back(e.text +
-                               fmt::format("; {} and {} still reach each other on another interface, so the "
-                                           "link is not named",
-                                           units_[a].name, units_[b].name));
-        continue;
-      }
-      out_.links.push_back(std::move(lv));
-    }
-  }
-
-  bool twoUnitFleet() const { return liveUnits_ == 2; }
-
-  // Counts computed once (they are asked per host and per evidence): live units, and units per subnet.
-  void prepareNet() {
-    for (std::size_t u = 0; u < units_.size(); ++u) {
-      if (!netOk(static_cast<int>(u))) continue;
-      ++liveUnits_;
-      std::set<std::string> mine;
-      for (const auto& i : rank(units_[u].leader)->ifaces) mine.insert(subnetOf(i));
-      for (const auto& sn : mine)
-        if (!sn.empty()) ++subnetCount_[sn];
-    }
-  }
-
-  // Whether the unit has an interface on a subnet shared with other units where it was not blamed.
-  bool hasCleanInterface(int u, const std::set<std::pair<int, std::string>>& blamedOn) const {
-    const FleetRank* fr = rank(units_[u].leader);
-    if (fr == nullptr) return false;
-    for (const auto& i : fr->ifaces) {
-      std::string s = subnetOf(i);
-      if (s.empty() || blamedOn.count({u, s}) || badIfaces_.count({u, i.name})) continue;
-      if (subnetUnits(s) >= 2) return true;
-    }
-    return false;
-  }
-
-  int subnetUnits(const std::string& subnet) const {
-    auto it = subnetCount_.find(subnet);
-    return it == subnetCount_.end() ? 0 : it->second;
-  }
-
-  bool shareCleanSubnet(int a, int b,
-                        const std::map<std::string, std::unordered_map<std::uint64_t, Dir>>& bySubnet) const {
-    const FleetRank* fa = rank(units_[a].leader);
-    const FleetRank* fb = rank(units_[b].leader);
-    if (fa == nullptr || fb == nullptr) return false;
-    std::set<std::string> sa;
-    for (const auto& i : fa->ifaces) sa.insert(subnetOf(i));
-    for (const auto& i : fb->ifaces) {
-      std::string s = subnetOf(i);
-      if (s.empty() || !sa.count(s)) continue;
-      auto it = bySubnet.find(s);
-      if (it == bySubnet.end() || !it->second.count(pairKey(a, b))) return true;
-    }
-    return false;
-  }
-
-  Evidence reachEvidence(int u, std::vector<int> peers, const std::unordered_map<std::uint64_t, Dir>& edges,
-                         int probing) const {
+  // Unit u, blamed on one subnet by its failures with `peers`; `probing`: the units that reported
+  // their probes (the denominator of "most peers").
+  Evidence unit(int u, std::vector<int> peers, const ReachEdges& edges, int probing) const {
     std::sort(peers.begin(), peers.end());
     // Who cannot reach u (inbound) and whom u cannot reach (outbound).
     std::vector<const ReachFailure*> in, outb;
     for (int v : peers) {
-      const Dir& d = edges.at(pairKey(u, v));
+      const ReachDir& d = edges.at(pairKey(u, v));
       const ReachFailure* toU = u < v ? d.ba : d.ab;
       const ReachFailure* fromU = u < v ? d.ab : d.ba;
       if (toU) in.push_back(toU);
       if (fromU) outb.push_back(fromU);
     }
     int others = std::max(1, probing - 1);
-    int leader = units_[u].leader;
+    int leader = fleet_.units[u].leader;
+    const std::string& name = fleet_.units[u].name;
     Evidence e;
     e.stage = "reachability";
     e.peers = peers;
     std::sort(e.peers.begin(), e.peers.end());
-    for (int& p : e.peers) p = units_[p].leader;
+    for (int& p : e.peers) p = fleet_.units[p].leader;
     const ReachFailure* sample = !in.empty() ? in.front() : outb.front();
     e.measured = sample->ms / 1000.0;
     std::string err = errorText(*sample);
     if (static_cast<int>(in.size()) * 2 > others) {
       e.kind = "unreachable";
-      std::string addr = sample == in.front()
-                             ? (sample->toAddr.empty() ? addrOf(leader, sample->toIface) : sample->toAddr)
-                             : addrOf(leader, sample->fromIface);
+      std::string addr =
+          sample == in.front()
+              ? (sample->toAddr.empty() ? fleet_.addrOf(leader, sample->toIface) : sample->toAddr)
+              : fleet_.addrOf(leader, sample->fromIface);
       std::string iface = sample == in.front() ? sample->toIface : sample->fromIface;
       std::string back =
-          outb.size() == in.size() ? fmt::format("; {} cannot reach them either", units_[u].name)
-          : outb.empty()           ? fmt::format(
-                                         "; {} itself reaches them (inbound traffic to it "
-                                                   "is blocked: a firewall rule?)",
-                                         units_[u].name)
-                         : fmt::format("; {} cannot reach {} of them", units_[u].name, outb.size());
+          outb.size() == in.size() ? fmt::format("; {} cannot reach them either", name)
+          : outb.empty()
+              ? fmt::format("; {} itself reaches them (inbound traffic to it is blocked: a firewall rule?)",
+                            name)
+              : fmt::format("; {} cannot reach {} of them", name, outb.size());
       e.text = fmt::format("{} of {} peers cannot open a TCP connection to {}{} on {}: {}{}", in.size(),
                            others, label(leader), addr.empty() ? "" : " (" + addr + ")", iface, err, back);
       return e;
@@ -558,236 +314,323 @@ class Judge {
       e.text = fmt::format(
           "{} cannot open a TCP connection to {} on {}: {}; they reach every other peer and {} "
           "reaches them",
-          listOf(names), target(*in.front()), in.front()->toIface, errorText(*in.front()), units_[u].name);
+          listOf(names), target(*in.front()), in.front()->toIface, errorText(*in.front()), name);
     }
     return e;
   }
 
-  // ---------------------------------------------------------------- link stage
-  struct Edge {
-    const PairResult* p;
-    int ua, ub;
-    double r = -kInf;  // log ratio to the fleet median (ok pairs)
-    bool failed = false, bwBad = false, latBad = false;
-    bool bad() const { return failed || bwBad || latBad; }
+  // A pair of units that cannot connect on one subnet while both reach everyone else.
+  std::string link(const ReachDir& d) const {
+    const ReachFailure* f = d.ab ? d.ab : d.ba;
+    std::string text;
+    if (d.ab && d.ba) {
+      text = fmt::format(
+          "{} cannot open a TCP connection to {} on {}: {}; {} cannot reach it either; both reach "
+          "every other peer (a missing route or a firewall rule between these two hosts)",
+          label(f->from), target(*f), f->fromIface, errorText(*f), label(f->to));
+    } else {
+      text = fmt::format(
+          "{} cannot open a TCP connection to {} on {}: {}; every other peer answers ({} reaches {} "
+          "the other way: a route or firewall rule in one direction)",
+          label(f->from), target(*f), f->fromIface, errorText(*f), label(f->to), label(f->from));
+    }
+    if (fleet_.twoUnitFleet()) text += "; with only two hosts this cannot be pinned on either end";
+    return text;
+  }
+
+ private:
+  const Fleet& fleet_;
+
+  std::string label(int r) const { return fleet_.label(r); }
+
+  std::string errorText(const ReachFailure& f) const {
+    if (!f.error.empty()) return f.error;
+    if (f.timedOut) return fmt::format("timed out after {}", seconds(fleet_.in.connectTimeoutS));
+    return "failed";
+  }
+
+  // "fleet1 (rank 1, 10.79.0.2)"
+  std::string target(const ReachFailure& f) const {
+    std::string addr = f.toAddr.empty() ? fleet_.addrOf(f.to, f.toIface) : f.toAddr;
+    std::string host = fleet_.rank(f.to) != nullptr ? fleet_.rank(f.to)->host : "";
+    if (host.empty() || fleet_.in.standalone)
+      return addr.empty() ? label(f.to) : fmt::format("{} ({})", label(f.to), addr);
+    return addr.empty() ? label(f.to) : fmt::format("{} (rank {}, {})", host, f.to, addr);
+  }
+};
+
+// The TCP probes that failed, per subnet. A unit that at least two peers clean elsewhere cannot reach
+// (or be reached by) is named, unless another of its interfaces reaches everyone (then the advice
+// leaves the failing one out); a failing pair whose ends reach everyone else is a suspect link,
+// unless another subnet joins them. Each failure is attributed to an interface (Fleet::badIfaces).
+class Reachability {
+ public:
+  Reachability(Fleet& fleet, FleetJudgement& out) : fleet_(fleet), out_(out) {}
+
+  // Returns the unit pairs whose probes failed: their link pairs are explained by reachability.
+  std::unordered_set<std::uint64_t> run() {
+    collect();
+    // Per subnet: blame units, then links.
+    for (auto& [subnet, edges] : bySubnet_) attribute(edges, blameUnits(subnet, edges));
+    nameUnits();
+    nameLinks();
+    return std::move(failedPairs_);
+  }
+
+ private:
+  // A failing pair of units that no blamed unit explains.
+  struct LinkFailure {
+    int a = 0, b = 0;
+    const ReachDir* d = nullptr;
   };
-  std::vector<Edge> edges_;            // link-stage pairs between eligible units
-  std::vector<Edge> confirm_;          // stage "confirm"
-  std::vector<std::vector<int>> adj_;  // unit -> indices into edges_
-  bool confirmRan_ = false;
 
-  bool usablePair(const PairResult& p, int& ua, int& ub) {
-    if (!validRank(p.a) || !validRank(p.b)) {
-      out_.notes.push_back(
-          fmt::format("A link pair ({}, {}) was ignored: the world has {} ranks (a bug in the "
-                      "pair's report)",
-                      p.a, p.b, world_));
-      return false;
-    }
-    ua = unitOf_[p.a];
-    ub = unitOf_[p.b];
-    if (ua == ub || p.outcome == PairOutcome::kSkipped) return false;
-    return linkEligible(ua) && linkEligible(ub) && !reachFailedPairs_.count(pairKey(ua, ub));
-  }
+  Fleet& fleet_;
+  FleetJudgement& out_;
+  int probing_ = 0;  // units that reported their probes: the denominator of "most peers"
+  std::map<std::string, ReachEdges> bySubnet_;
+  std::unordered_set<std::uint64_t> failedPairs_;
+  std::map<int, std::vector<Evidence>> blamedEvidence_;
+  std::set<std::pair<int, std::string>> blamedOn_;  // (unit, subnet)
+  std::vector<LinkFailure> linkFailures_;
 
-  void classify(Edge& e) const {
-    const PairResult& p = *e.p;
-    e.failed = p.outcome == PairOutcome::kFailed || p.outcome == PairOutcome::kTimeout;
-    if (e.failed) return;
-    e.r = p.bandwidthGBps > 0 && !std::isnan(lmed_) ? std::log(p.bandwidthGBps) - lmed_ : -kInf;
-    double pairCut = -std::max(std::log(1 / T::kPairRatio), T::kPairMads * ls_);
-    e.bwBad = (p.bandwidthGBps > 0 && !std::isnan(lmed_) && e.r < pairCut) || p.bandwidthGBps <= 0 ||
-              (in_.minLinkGBps > 0 && p.bandwidthGBps < in_.minLinkGBps);
-    if (p.latencyUs > 0) {
-      bool abs = in_.slowLinkMs > 0 && p.latencyUs > in_.slowLinkMs * 1000;
-      bool rel = latMed_ > 0 && p.latencyUs > T::kLatencyRatio * latMed_ &&
-                 p.latencyUs > latMed_ + T::kPairMads * latSigma_ && p.latencyUs > T::kLatencyFloorUs;
-      e.latBad = abs || rel;
-    }
-  }
-
-  void linkStage() {
-    adj_.assign(units_.size(), {});
-    for (const auto& p : in_.pairs) {
-      if (p.stage == "confirm") confirmRan_ = true;
-      int ua, ub;
-      if (!usablePair(p, ua, ub)) continue;
-      Edge e{&p, ua, ub};
-      if (p.stage == "confirm") {
-        confirm_.push_back(e);
-      } else {
-        adj_[ua].push_back(static_cast<int>(edges_.size()));
-        adj_[ub].push_back(static_cast<int>(edges_.size()));
-        edges_.push_back(e);
-      }
-    }
-    auto ok = [](const Edge& e) { return e.p->outcome == PairOutcome::kOk && e.p->bandwidthGBps > 0; };
-    // Pass 1: the reference is the median unit's median pair, which a few slow hosts (up to nearly
-    // half of them) cannot drag down, unlike the median of pairs (a slow host spoils all its pairs).
-    std::vector<double> unitMed;
-    std::vector<double> buf;
-    for (std::size_t u = 0; u < units_.size(); ++u) {
-      buf.clear();
-      for (int i : adj_[u])
-        if (ok(edges_[i])) buf.push_back(std::log(edges_[i].p->bandwidthGBps));
-      if (!buf.empty()) unitMed.push_back(median(buf));
-    }
-    std::vector<char> cand(units_.size(), 0);
-    double hostCut = -std::log(1 / T::kHostRatio);
-    if (!unitMed.empty()) {
-      double lref = median(unitMed);
-      std::vector<double> score(units_.size(), std::nan(""));
-      std::vector<double> scores;
-      for (std::size_t u = 0; u < units_.size(); ++u) {
-        buf.clear();
-        for (int i : adj_[u])
-          if (ok(edges_[i])) buf.push_back(std::log(edges_[i].p->bandwidthGBps) - lref);
-        if (!buf.empty()) scores.push_back(score[u] = median(buf));
-      }
-      double c = median(scores);
-      double sH = std::max(1.4826 * mad(scores, c), T::kMinRelativeSpread);
-      hostCut = -std::max(std::log(1 / T::kHostRatio), T::kHostMads * sH);
-      for (std::size_t u = 0; u < units_.size(); ++u)
-        if (!std::isnan(score[u]) && score[u] < hostCut) cand[u] = 1;
-      // The fleet's distribution: pairs between units that pass 1 did not flag.
-      std::vector<double> logs, lin;
-      for (const auto& e : edges_)
-        if (ok(e) && !cand[e.ua] && !cand[e.ub]) {
-          logs.push_back(std::log(e.p->bandwidthGBps));
-          lin.push_back(e.p->bandwidthGBps);
+  // The failures between units that can speak for them, by the subnet they left from; the first
+  // failure of each direction speaks for the rest.
+  void collect() {
+    for (std::size_t u = 0; u < fleet_.units.size(); ++u)
+      if (fleet_.netOk(static_cast<int>(u))) ++probing_;
+    for (const auto& rs : fleet_.in.reach)
+      for (const auto& f : rs.failures) {
+        if (!fleet_.validRank(f.from) || !fleet_.validRank(f.to)) {
+          out_.notes.push_back(
+              fmt::format("A reachability failure from rank {} to rank {} was ignored: the world "
+                          "has {} ranks (a bug in the probe's report)",
+                          f.from, f.to, fleet_.world));
+          continue;
         }
-      if (logs.empty())
-        for (const auto& e : edges_)
-          if (ok(e)) logs.push_back(std::log(e.p->bandwidthGBps)), lin.push_back(e.p->bandwidthGBps);
-      lmed_ = median(logs);
-      ls_ = std::max(1.4826 * mad(logs, lmed_), T::kMinRelativeSpread);
-      out_.medianBandwidthGBps = median(lin);
-      out_.madBandwidthGBps = mad(lin, out_.medianBandwidthGBps);
-    }
-    {
-      std::vector<double> lat;
-      for (const auto& e : edges_)
-        if (e.p->outcome == PairOutcome::kOk && e.p->latencyUs > 0) lat.push_back(e.p->latencyUs);
-      if (!lat.empty()) {
-        latMed_ = median(lat);
-        double m = mad(lat, latMed_);
-        latSigma_ = std::max(1.4826 * m, T::kMinRelativeSpread * latMed_);
-        out_.medianLatencyUs = latMed_;
-        out_.madLatencyUs = m;
+        int a = fleet_.unitOf[f.from], b = fleet_.unitOf[f.to];
+        if (a == b || !fleet_.netOk(a) || fleet_.units[b].dead)
+          continue;  // a dead peer explains its own silence
+        ReachDir& d = bySubnet_[subnetOfFailure(f)][pairKey(a, b)];
+        const ReachFailure*& slot = a < b ? d.ab : d.ba;
+        if (slot == nullptr) slot = &f;
+        failedPairs_.insert(pairKey(a, b));
       }
-    }
-    for (auto& e : edges_) classify(e);
-    for (auto& e : confirm_) classify(e);
+  }
 
-    // A fleet that is slow as a whole (most pairs below --min-link-gbps): every host below the floor
-    // is named; there is no healthy peer to compare with.
-    if (in_.minLinkGBps > 0 && floorMode()) return;
-
-    std::vector<char> suspect(units_.size(), 0);
-    // Slow hosts: the median of its pairs with unflagged peers below the host cut, and at least two
-    // such peers with a low pair.
-    for (std::size_t u = 0; u < units_.size(); ++u) {
-      if (!cand[u]) continue;
-      buf.clear();
-      std::vector<int> witnesses;
-      std::vector<double> all;
-      for (int i : adj_[u]) {
-        const Edge& e = edges_[i];
-        int v = e.ua == static_cast<int>(u) ? e.ub : e.ua;
-        if (!ok(e)) continue;
-        all.push_back(e.r);
-        if (cand[v]) continue;
-        buf.push_back(e.r);
-        if (e.r < hostCut) witnesses.push_back(v);
-      }
-      double s = buf.empty() ? median(all) : median(buf);
-      if (!(s < hostCut)) continue;
-      if (witnesses.size() < 2) {
-        noteSinglePeer(static_cast<int>(u), witnesses.size());
-        continue;
-      }
-      suspect[u] = 1;
-      hostSuspects_.push_back({static_cast<int>(u), slowEvidence(static_cast<int>(u), witnesses), true});
-    }
-    // Hosts with bad pairs (failed, very slow, slow to answer) to at least two peers that are healthy
-    // elsewhere; the units with most bad peers first, so that a faulty host explains its peers' pairs.
-    std::vector<std::vector<int>> badPeers(units_.size());
-    for (const auto& e : edges_) {
-      if (!e.bad() || suspect[e.ua] || suspect[e.ub]) continue;
-      badPeers[e.ua].push_back(e.ub);
-      badPeers[e.ub].push_back(e.ua);
-    }
-    for (auto& b : badPeers) {
-      std::sort(b.begin(), b.end());
-      b.erase(std::unique(b.begin(), b.end()), b.end());
+  // The units of one subnet with failures to at least two peers that fail with nobody else, the units
+  // with most failing peers first. A unit named on a subnet is a suspect only when it has no
+  // interface that reached everyone (nameUnits).
+  std::unordered_set<int> blameUnits(const std::string& subnet, const ReachEdges& edges) {
+    std::unordered_map<int, std::vector<int>> peers;
+    for (auto& [key, d] : edges) {
+      int a = static_cast<int>(key >> 32), b = static_cast<int>(key & 0xffffffffu);
+      peers[a].push_back(b);
+      peers[b].push_back(a);
     }
     std::vector<int> order;
-    for (std::size_t u = 0; u < units_.size(); ++u)
-      if (badPeers[u].size() >= 1) order.push_back(static_cast<int>(u));
+    for (auto& [u, p] : peers)
+      if (p.size() >= 2) order.push_back(u);
     std::sort(order.begin(), order.end(), [&](int x, int y) {
-      return badPeers[x].size() != badPeers[y].size() ? badPeers[x].size() > badPeers[y].size() : x < y;
+      return peers[x].size() != peers[y].size() ? peers[x].size() > peers[y].size() : x < y;
     });
+    std::unordered_set<int> blamed;
     for (int u : order) {
-      if (badPeers[u].size() < 2) {
-        continue;
-      }
       std::vector<int> witnesses;
-      for (int v : badPeers[u]) {
-        if (suspect[v]) continue;
+      for (int v : peers[u]) {
+        if (blamed.count(v)) continue;
         bool clean =
-            std::all_of(badPeers[v].begin(), badPeers[v].end(), [&](int w) { return w == u || suspect[w]; });
+            std::all_of(peers[v].begin(), peers[v].end(), [&](int w) { return w == u || blamed.count(w); });
         if (clean) witnesses.push_back(v);
       }
       if (witnesses.size() < 2) continue;
-      suspect[u] = 1;
-      hostSuspects_.push_back({u, badPairsEvidence(u, witnesses), false});
+      blamed.insert(u);
+      blamedOn_.insert({u, subnet});
+      blamedEvidence_[u].push_back(ReachEvidence(fleet_).unit(u, peers[u], edges, probing_));
     }
-    for (std::size_t u = 0; u < units_.size(); ++u)
-      if (cand[u] || suspect[u]) linkCandidates_.insert(static_cast<int>(u));
-    // The bad pairs no suspect host explains: suspect links.
-    std::unordered_set<std::uint64_t> seen;
-    for (const auto& e : edges_) {
-      if (!e.bad() || suspect[e.ua] || suspect[e.ub]) continue;
-      if (!seen.insert(pairKey(e.ua, e.ub)).second) continue;
-      LinkSuspect ls{e.ua, e.ub, e.p->a, e.p->b, linkEvidence(e, badPeers)};
-      linkCandidates_.insert(e.ua);
-      linkCandidates_.insert(e.ub);
-      linkSuspects_.push_back(std::move(ls));
+    return blamed;
+  }
+
+  // Each failure to an interface: the blamed end's, else the end it left from. The pairs with no
+  // blamed end are link failures.
+  void attribute(const ReachEdges& edges, const std::unordered_set<int>& blamed) {
+    for (auto& [key, d] : edges) {
+      int a = static_cast<int>(key >> 32), b = static_cast<int>(key & 0xffffffffu);
+      for (const ReachFailure* f : {d.ab, d.ba}) {
+        if (f == nullptr) continue;
+        int from = fleet_.unitOf[f->from], to = fleet_.unitOf[f->to];
+        if (blamed.count(to) && !blamed.count(from))
+          fleet_.badIfaces.insert({to, f->toIface});
+        else
+          fleet_.badIfaces.insert({from, f->fromIface});
+      }
+      if (!blamed.count(a) && !blamed.count(b)) linkFailures_.push_back({a, b, &d});
     }
   }
 
-  void noteSinglePeer(int u, std::size_t witnesses) {
-    int live = 0;
-    for (int i : adj_[u]) (void)i, ++live;
-    out_.notes.push_back(fmt::format(
-        "{} is slow with {} of its tested peers, but a host is named only when it is bad with two different "
-        "peers "
-        "that are healthy elsewhere{}; re-run with more hosts (or --all-pairs) to tell whether the host or "
-        "its "
-        "peer is at fault",
-        label(units_[u].leader), witnesses, live <= 1 ? " and it was tested with one peer only" : ""));
-  }
-
-  std::string peerValues(int u, const std::vector<const Edge*>& es, bool latency = false) const {
-    std::vector<std::string> parts;
-    for (const Edge* e : es) {
-      int peerRank = unitOf_[e->p->a] == u ? e->p->b : e->p->a;
-      if (e->failed)
-        parts.push_back(fmt::format("{}: {}", label(peerRank),
-                                    e->p->error.empty() ? outcomeName(e->p->outcome) : e->p->error));
-      else if (latency && e->latBad)
-        parts.push_back(fmt::format("{}: {:.0f} us", label(peerRank), e->p->latencyUs));
-      else
-        parts.push_back(fmt::format("{}: {}", label(peerRank), gbps(e->p->bandwidthGBps)));
+  void nameUnits() {
+    for (auto& [u, ev] : blamedEvidence_) {
+      if (hasCleanInterface(u)) {
+        for (auto& e : ev)
+          out_.notes.push_back(
+              fmt::format("{} Another interface of {} reaches every peer, so it is not named; keep "
+                          "the failing interface out of NCCL_SOCKET_IFNAME (see the advice).",
+                          e.text, fleet_.units[u].name));
+        continue;
+      }
+      fleet_.units[u].reachSuspect = true;
+      for (auto& e : ev) fleet_.units[u].evidence.push_back(std::move(e));
     }
-    return listOf(parts, 4);
   }
 
-  Evidence slowEvidence(int u, const std::vector<int>& witnesses) const {
+  // Single failing pairs whose ends reach everyone else: suspect links (unless another subnet joins
+  // them, which the advice handles).
+  void nameLinks() {
+    std::map<std::uint64_t, LinkVerdict> links;
+    for (const auto& lf : linkFailures_) {
+      const ReachDir& d = *lf.d;
+      const ReachFailure* f = d.ab ? d.ab : d.ba;
+      auto [it, fresh] = links.emplace(pairKey(lf.a, lf.b), LinkVerdict{});
+      LinkVerdict& lv = it->second;
+      if (fresh) {
+        lv.rankA = std::min(f->from, f->to);
+        lv.rankB = std::max(f->from, f->to);
+        lv.hostA = fleet_.units[fleet_.unitOf[lv.rankA]].name;
+        lv.hostB = fleet_.units[fleet_.unitOf[lv.rankB]].name;
+      }
+      lv.evidence.push_back(
+          {"unreachable", "reachability", ReachEvidence(fleet_).link(d), {f->to}, f->ms / 1000.0, 0});
+    }
+    // Two units joined by another clean subnet: advice only.
+    for (auto& [key, lv] : links) {
+      int a = fleet_.unitOf[lv.rankA], b = fleet_.unitOf[lv.rankB];
+      if (shareCleanSubnet(a, b)) {
+        for (auto& e : lv.evidence)
+          out_.notes.push_back(e.text +
+                               fmt::format("; {} and {} still reach each other on another interface, so the "
+                                           "link is not named",
+                                           fleet_.units[a].name, fleet_.units[b].name));
+        continue;
+      }
+      out_.links.push_back(std::move(lv));
+    }
+  }
+
+  std::string subnetOfFailure(const ReachFailure& f) const {
+    if (const FleetRank* fr = fleet_.rank(f.from))
+      for (const auto& i : fr->ifaces)
+        if (i.name == f.fromIface) {
+          std::string s = subnetOf(i);
+          if (!s.empty()) return s;
+        }
+    return "iface " + f.fromIface;
+  }
+
+  // Whether the unit has an interface on a subnet shared with other units where it was not blamed.
+  bool hasCleanInterface(int u) const {
+    const FleetRank* fr = fleet_.rank(fleet_.units[u].leader);
+    if (fr == nullptr) return false;
+    for (const auto& i : fr->ifaces) {
+      std::string s = subnetOf(i);
+      if (s.empty() || blamedOn_.count({u, s}) || fleet_.badIfaces.count({u, i.name})) continue;
+      if (fleet_.subnetUnits(s) >= 2) return true;
+    }
+    return false;
+  }
+
+  bool shareCleanSubnet(int a, int b) const {
+    const FleetRank* fa = fleet_.rank(fleet_.units[a].leader);
+    const FleetRank* fb = fleet_.rank(fleet_.units[b].leader);
+    if (fa == nullptr || fb == nullptr) return false;
+    std::set<std::string> sa;
+    for (const auto& i : fa->ifaces) sa.insert(subnetOf(i));
+    for (const auto& i : fb->ifaces) {
+      std::string s = subnetOf(i);
+      if (s.empty() || !sa.count(s)) continue;
+      auto it = bySubnet_.find(s);
+      if (it == bySubnet_.end() || !it->second.count(pairKey(a, b))) return true;
+    }
+    return false;
+  }
+};
+
+// ---------------------------------------------------------------- link stage
+// A link pair between two units whose link results count, with its verdict.
+struct Edge {
+  const PairResult* p;
+  int ua, ub;
+  double r = -kInf;  // log ratio to the fleet median (ok pairs)
+  bool failed = false, bwBad = false, latBad = false;
+  bool bad() const { return failed || bwBad || latBad; }
+};
+
+// The link stage's pairs and the fleet's reference distribution they are judged against.
+struct LinkPairs {
+  std::vector<Edge> edges;            // link-stage pairs between eligible units
+  std::vector<Edge> confirm;          // stage "confirm"
+  std::vector<std::vector<int>> adj;  // unit -> indices into edges
+  bool confirmRan = false;
+  double lmed = std::nan(""), ls = T::kMinRelativeSpread;  // log bandwidth: median, robust sigma
+  double latMed = 0, latSigma = 0;
+};
+
+// A link-stage suspect waiting for (or judged by) its confirmation pairs.
+struct HostSuspect {
+  int unit = 0;
+  Evidence evidence;  // what the link stage saw
+  bool slow = false;  // by the median of its pairs (else by bad pairs with several peers)
+};
+
+struct LinkSuspect {
+  int ua = 0, ub = 0;
+  int ra = 0, rb = 0;
+  Evidence evidence;
+};
+
+// What the link stage leaves for confirmation.
+struct LinkFindings {
+  LinkPairs pairs;
+  std::vector<HostSuspect> hostSuspects;
+  std::vector<LinkSuspect> linkSuspects;
+  std::unordered_set<int> candidates;  // units that are not healthy enough to confirm others
+};
+
+// "fleet2 (rank 2): 0.40 GB/s, fleet3 (rank 3): timed out": what u's pairs measured, by peer.
+std::string peerValues(const Fleet& fleet, int u, const std::vector<const Edge*>& es, bool latency = false) {
+  std::vector<std::string> parts;
+  for (const Edge* e : es) {
+    int peerRank = fleet.unitOf[e->p->a] == u ? e->p->b : e->p->a;
+    if (e->failed)
+      parts.push_back(fmt::format("{}: {}", fleet.label(peerRank),
+                                  e->p->error.empty() ? outcomeName(e->p->outcome) : e->p->error));
+    else if (latency && e->latBad)
+      parts.push_back(fmt::format("{}: {:.0f} us", fleet.label(peerRank), e->p->latencyUs));
+    else
+      parts.push_back(fmt::format("{}: {}", fleet.label(peerRank), gbps(e->p->bandwidthGBps)));
+  }
+  return listOf(parts, 4);
+}
+
+// The evidence of the link stage's findings, as an operator reads it.
+class LinkEvidence {
+ public:
+  LinkEvidence(const Fleet& fleet, const LinkPairs& pairs, const FleetJudgement& out)
+      : fleet_(fleet), pairs_(pairs), out_(out) {}
+
+  // A unit slow with fewer than two peers: the note that says why it is not named.
+  std::string singlePeerNote(int u, std::size_t witnesses) const {
+    bool onePeer = pairs_.adj[u].size() <= 1;
+    return fmt::format(
+        "{} is slow with {} of its tested peers, but a host is named only when it is bad with two "
+        "different peers that are healthy elsewhere{}; re-run with more hosts (or --all-pairs) to tell "
+        "whether the host or its peer is at fault",
+        label(fleet_.units[u].leader), witnesses, onePeer ? " and it was tested with one peer only" : "");
+  }
+
+  Evidence slow(int u, const std::vector<int>& witnesses) const {
     std::vector<double> bws;
     std::vector<const Edge*> low;
-    for (int i : adj_[u]) {
-      const Edge& e = edges_[i];
+    for (int i : pairs_.adj[u]) {
+      const Edge& e = pairs_.edges[i];
       if (e.p->outcome != PairOutcome::kOk) continue;
       bws.push_back(e.p->bandwidthGBps);
       int v = e.ua == u ? e.ub : e.ua;
@@ -800,20 +643,21 @@ class Judge {
     ev.stage = "links";
     ev.measured = med;
     ev.fleetMedian = out_.medianBandwidthGBps;
-    for (int v : witnesses) ev.peers.push_back(units_[v].leader);
+    for (int v : witnesses) ev.peers.push_back(fleet_.units[v].leader);
     ev.text = fmt::format(
         "{} is slow with {} of its {} peers: its pairs' median is {}, {:.2f}x the fleet median {} "
         "({}), and those peers are normal with their other peers",
-        label(units_[u].leader), witnesses.size(), n, gbps(med),
-        med / std::max(out_.medianBandwidthGBps, 1e-12), gbps(out_.medianBandwidthGBps), peerValues(u, low));
+        label(fleet_.units[u].leader), witnesses.size(), n, gbps(med),
+        med / std::max(out_.medianBandwidthGBps, 1e-12), gbps(out_.medianBandwidthGBps),
+        peerValues(fleet_, u, low));
     return ev;
   }
 
-  Evidence badPairsEvidence(int u, const std::vector<int>& witnesses) const {
+  Evidence badPairs(int u, const std::vector<int>& witnesses) const {
     std::vector<const Edge*> bad;
     int failed = 0, lat = 0;
-    for (int i : adj_[u]) {
-      const Edge& e = edges_[i];
+    for (int i : pairs_.adj[u]) {
+      const Edge& e = pairs_.edges[i];
       int v = e.ua == u ? e.ub : e.ua;
       if (!e.bad() || std::find(witnesses.begin(), witnesses.end(), v) == witnesses.end()) continue;
       bad.push_back(&e);
@@ -823,12 +667,12 @@ class Judge {
     Evidence ev;
     ev.stage = "links";
     ev.fleetMedian = out_.medianBandwidthGBps;
-    for (int v : witnesses) ev.peers.push_back(units_[v].leader);
-    std::string who = label(units_[u].leader);
+    for (int v : witnesses) ev.peers.push_back(fleet_.units[v].leader);
+    std::string who = label(fleet_.units[u].leader);
     if (failed * 2 >= static_cast<int>(bad.size())) {
       ev.kind = "link_failed";
       ev.text = fmt::format("link tests of {} failed with {} peers that pass their other pairs ({})", who,
-                            bad.size(), peerValues(u, bad));
+                            bad.size(), peerValues(fleet_, u, bad));
     } else if (lat * 2 > static_cast<int>(bad.size())) {
       ev.kind = "link_slow";
       ev.fleetMedian = out_.medianLatencyUs;
@@ -836,24 +680,25 @@ class Judge {
       ev.text = fmt::format(
           "{} answers slowly with {} peers that are normal with their other peers ({}; fleet median "
           "{:.0f} us)",
-          who, bad.size(), peerValues(u, bad, true), out_.medianLatencyUs);
+          who, bad.size(), peerValues(fleet_, u, bad, true), out_.medianLatencyUs);
     } else {
       ev.kind = "link_slow";
       ev.measured = bad.front()->p->bandwidthGBps;
       ev.text = fmt::format(
           "{} has bad pairs with {} peers that are normal with their other peers ({}; fleet median "
           "{})",
-          who, bad.size(), peerValues(u, bad), gbps(out_.medianBandwidthGBps));
+          who, bad.size(), peerValues(fleet_, u, bad), gbps(out_.medianBandwidthGBps));
     }
     return ev;
   }
 
-  Evidence linkEvidence(const Edge& e, const std::vector<std::vector<int>>& badPeers) const {
+  Evidence link(const Edge& e, const std::vector<std::vector<int>>& badPeers) const {
     Evidence ev;
     ev.stage = e.p->stage;
     ev.peers = {e.p->a, e.p->b};
     ev.fleetMedian = out_.medianBandwidthGBps;
     std::string pair = fmt::format("the pair {} - {}", label(e.p->a), label(e.p->b));
+    const double minLink = fleet_.in.minLinkGBps;
     if (e.failed) {
       ev.kind = "link_failed";
       ev.text =
@@ -861,12 +706,11 @@ class Judge {
     } else if (e.bwBad) {
       ev.kind = "link_slow";
       ev.measured = e.p->bandwidthGBps;
-      ev.text = fmt::format("{} ran at {}, {:.2f}x the fleet median {}{}", pair, gbps(e.p->bandwidthGBps),
-                            e.p->bandwidthGBps / std::max(out_.medianBandwidthGBps, 1e-12),
-                            gbps(out_.medianBandwidthGBps),
-                            in_.minLinkGBps > 0 && e.p->bandwidthGBps < in_.minLinkGBps
-                                ? fmt::format(" (below --min-link-gbps {})", in_.minLinkGBps)
-                                : "");
+      ev.text = fmt::format(
+          "{} ran at {}, {:.2f}x the fleet median {}{}", pair, gbps(e.p->bandwidthGBps),
+          e.p->bandwidthGBps / std::max(out_.medianBandwidthGBps, 1e-12), gbps(out_.medianBandwidthGBps),
+          minLink > 0 && e.p->bandwidthGBps < minLink ? fmt::format(" (below --min-link-gbps {})", minLink)
+                                                      : "");
     } else {
       ev.kind = "link_slow";
       ev.measured = e.p->latencyUs;
@@ -875,519 +719,517 @@ class Judge {
                             out_.medianLatencyUs);
     }
     bool aOther = badPeers[e.ua].size() > 1, bOther = badPeers[e.ub].size() > 1;
-    if (twoUnitFleet())
+    if (fleet_.twoUnitFleet())
       ev.text += "; with only two hosts a bad pair cannot be pinned on either end (add a third host)";
     else if (!aOther && !bOther)
       ev.text += "; both ends are normal with their other peers";
     else
       ev.text +=
           fmt::format("; {} also has other bad pairs, so this may be a host fault that could not be pinned",
-                      aOther ? units_[e.ua].name : units_[e.ub].name);
+                      aOther ? fleet_.units[e.ua].name : fleet_.units[e.ub].name);
     return ev;
   }
 
+ private:
+  const Fleet& fleet_;
+  const LinkPairs& pairs_;
+  const FleetJudgement& out_;
+
+  std::string label(int r) const { return fleet_.label(r); }
+};
+
+// The link stage: the fleet's reference bandwidth and latency from its pairs, each pair's verdict,
+// then slow hosts (by the median of their pairs), hosts with bad pairs to several peers that are
+// healthy elsewhere, and the bad pairs neither explains (suspect links). Nothing is named here:
+// confirmation re-tests every suspect first.
+class LinkStage {
+ public:
+  LinkStage(const Fleet& fleet, const std::unordered_set<std::uint64_t>& reachFailedPairs,
+            FleetJudgement& out)
+      : fleet_(fleet),
+        reachFailedPairs_(reachFailedPairs),
+        out_(out),
+        pairs_(found_.pairs),
+        units_(fleet.units.size()) {}
+
+  LinkFindings run() {
+    collectPairs();
+    referenceBandwidth();
+    referenceLatency();
+    for (auto& e : pairs_.edges) classify(e);
+    for (auto& e : pairs_.confirm) classify(e);
+    // A fleet that is slow as a whole (most pairs below --min-link-gbps): every host below the floor
+    // is named; there is no healthy peer to compare with.
+    if (fleet_.in.minLinkGBps > 0 && floorMode()) return std::move(found_);
+    suspect_.assign(units_, 0);
+    findSlowHosts();
+    findBadPairHosts();
+    for (std::size_t u = 0; u < units_; ++u)
+      if (cand_[u] || suspect_[u]) found_.candidates.insert(static_cast<int>(u));
+    findSuspectLinks();
+    return std::move(found_);
+  }
+
+ private:
+  const Fleet& fleet_;
+  const std::unordered_set<std::uint64_t>& reachFailedPairs_;
+  FleetJudgement& out_;
+  LinkFindings found_;
+  LinkPairs& pairs_;
+  const std::size_t units_;
+  std::vector<char> cand_;  // units that pass 1 flags as slow
+  double hostCut_ = -std::log(1 / T::kHostRatio);
+  std::vector<char> suspect_;               // units named by the link stage
+  std::vector<std::vector<int>> badPeers_;  // unit -> peers it has bad pairs with (no suspect among them)
+
+  static bool ok(const Edge& e) { return e.p->outcome == PairOutcome::kOk && e.p->bandwidthGBps > 0; }
+  LinkEvidence evidence() const { return LinkEvidence(fleet_, pairs_, out_); }
+
+  bool usablePair(const PairResult& p, int& ua, int& ub) {
+    if (!fleet_.validRank(p.a) || !fleet_.validRank(p.b)) {
+      out_.notes.push_back(
+          fmt::format("A link pair ({}, {}) was ignored: the world has {} ranks (a bug in the "
+                      "pair's report)",
+                      p.a, p.b, fleet_.world));
+      return false;
+    }
+    ua = fleet_.unitOf[p.a];
+    ub = fleet_.unitOf[p.b];
+    if (ua == ub || p.outcome == PairOutcome::kSkipped) return false;
+    return fleet_.linkEligible(ua) && fleet_.linkEligible(ub) && !reachFailedPairs_.count(pairKey(ua, ub));
+  }
+
+  void collectPairs() {
+    pairs_.adj.assign(units_, {});
+    for (const auto& p : fleet_.in.pairs) {
+      if (p.stage == "confirm") pairs_.confirmRan = true;
+      int ua, ub;
+      if (!usablePair(p, ua, ub)) continue;
+      Edge e{&p, ua, ub};
+      if (p.stage == "confirm") {
+        pairs_.confirm.push_back(e);
+      } else {
+        pairs_.adj[ua].push_back(static_cast<int>(pairs_.edges.size()));
+        pairs_.adj[ub].push_back(static_cast<int>(pairs_.edges.size()));
+        pairs_.edges.push_back(e);
+      }
+    }
+  }
+
+  // Pass 1: the reference is the median unit's median pair, which a few slow hosts (up to nearly
+  // half of them) cannot drag down, unlike the median of pairs (a slow host spoils all its pairs).
+  // Units whose score is below the host cut are candidates; the fleet's distribution comes from the
+  // pairs between the others.
+  void referenceBandwidth() {
+    cand_.assign(units_, 0);
+    std::vector<double> unitMed;
+    std::vector<double> buf;
+    for (std::size_t u = 0; u < units_; ++u) {
+      buf.clear();
+      for (int i : pairs_.adj[u])
+        if (ok(pairs_.edges[i])) buf.push_back(std::log(pairs_.edges[i].p->bandwidthGBps));
+      if (!buf.empty()) unitMed.push_back(median(buf));
+    }
+    if (unitMed.empty()) return;
+    double lref = median(unitMed);
+    std::vector<double> score(units_, std::nan(""));
+    std::vector<double> scores;
+    for (std::size_t u = 0; u < units_; ++u) {
+      buf.clear();
+      for (int i : pairs_.adj[u])
+        if (ok(pairs_.edges[i])) buf.push_back(std::log(pairs_.edges[i].p->bandwidthGBps) - lref);
+      if (!buf.empty()) scores.push_back(score[u] = median(buf));
+    }
+    double c = median(scores);
+    double sH = std::max(1.4826 * mad(scores, c), T::kMinRelativeSpread);
+    hostCut_ = -std::max(std::log(1 / T::kHostRatio), T::kHostMads * sH);
+    for (std::size_t u = 0; u < units_; ++u)
+      if (!std::isnan(score[u]) && score[u] < hostCut_) cand_[u] = 1;
+    // The fleet's distribution: pairs between units that pass 1 did not flag.
+    std::vector<double> logs, lin;
+    for (const auto& e : pairs_.edges)
+      if (ok(e) && !cand_[e.ua] && !cand_[e.ub]) {
+        logs.push_back(std::log(e.p->bandwidthGBps));
+        lin.push_back(e.p->bandwidthGBps);
+      }
+    if (logs.empty())
+      for (const auto& e : pairs_.edges)
+        if (ok(e)) logs.push_back(std::log(e.p->bandwidthGBps)), lin.push_back(e.p->bandwidthGBps);
+    pairs_.lmed = median(logs);
+    pairs_.ls = std::max(1.4826 * mad(logs, pairs_.lmed), T::kMinRelativeSpread);
+    out_.medianBandwidthGBps = median(lin);
+    out_.madBandwidthGBps = mad(lin, out_.medianBandwidthGBps);
+  }
+
+  void referenceLatency() {
+    std::vector<double> lat;
+    for (const auto& e : pairs_.edges)
+      if (e.p->outcome == PairOutcome::kOk && e.p->latencyUs > 0) lat.push_back(e.p->latencyUs);
+    if (lat.empty()) return;
+    pairs_.latMed = median(lat);
+    double m = mad(lat, pairs_.latMed);
+    pairs_.latSigma = std::max(1.4826 * m, T::kMinRelativeSpread * pairs_.latMed);
+    out_.medianLatencyUs = pairs_.latMed;
+    out_.madLatencyUs = m;
+  }
+
+  void classify(Edge& e) const {
+    const PairResult& p = *e.p;
+    const FleetInput& in = fleet_.in;
+    const double lmed = pairs_.lmed, latMed = pairs_.latMed;
+    e.failed = p.outcome == PairOutcome::kFailed || p.outcome == PairOutcome::kTimeout;
+    if (e.failed) return;
+    e.r = p.bandwidthGBps > 0 && !std::isnan(lmed) ? std::log(p.bandwidthGBps) - lmed : -kInf;
+    double pairCut = -std::max(std::log(1 / T::kPairRatio), T::kPairMads * pairs_.ls);
+    e.bwBad = (p.bandwidthGBps > 0 && !std::isnan(lmed) && e.r < pairCut) || p.bandwidthGBps <= 0 ||
+              (in.minLinkGBps > 0 && p.bandwidthGBps < in.minLinkGBps);
+    if (p.latencyUs > 0) {
+      bool abs = in.slowLinkMs > 0 && p.latencyUs > in.slowLinkMs * 1000;
+      bool rel = latMed > 0 && p.latencyUs > T::kLatencyRatio * latMed &&
+                 p.latencyUs > latMed + T::kPairMads * pairs_.latSigma && p.latencyUs > T::kLatencyFloorUs;
+      e.latBad = abs || rel;
+    }
+  }
+
+  // Most pairs below --min-link-gbps: a note, and every unit whose median pair is below the floor.
   bool floorMode() {
+    const double minLink = fleet_.in.minLinkGBps;
     int below = 0, okPairs = 0;
-    for (const auto& e : edges_)
+    for (const auto& e : pairs_.edges)
       if (e.p->outcome == PairOutcome::kOk) {
         ++okPairs;
-        below += e.p->bandwidthGBps < in_.minLinkGBps;
+        below += e.p->bandwidthGBps < minLink;
       }
     if (okPairs == 0 || below * 2 <= okPairs) return false;
     out_.notes.push_back(
         fmt::format("{} of {} pairs ran below --min-link-gbps {} (fleet median {}): the whole fleet "
                     "is slow (a switch, a shared uplink, the wrong network or the floor itself)",
-                    below, okPairs, in_.minLinkGBps, gbps(out_.medianBandwidthGBps)));
+                    below, okPairs, minLink, gbps(out_.medianBandwidthGBps)));
     std::vector<double> buf;
-    for (std::size_t u = 0; u < units_.size(); ++u) {
+    for (std::size_t u = 0; u < units_; ++u) {
       buf.clear();
-      for (int i : adj_[u])
-        if (edges_[i].p->outcome == PairOutcome::kOk) buf.push_back(edges_[i].p->bandwidthGBps);
+      for (int i : pairs_.adj[u])
+        if (pairs_.edges[i].p->outcome == PairOutcome::kOk) buf.push_back(pairs_.edges[i].p->bandwidthGBps);
       if (buf.empty()) continue;
       double m = median(buf);
-      if (m >= in_.minLinkGBps) continue;
+      if (m >= minLink) continue;
       Evidence ev{
           "link_slow",
           "links",
           fmt::format("{} runs its {} pairs at a median {}, below --min-link-gbps {}; most of the fleet is "
                       "below it too",
-                      label(units_[u].leader), buf.size(), gbps(m), in_.minLinkGBps),
+                      fleet_.label(fleet_.units[u].leader), buf.size(), gbps(m), minLink),
           {},
           m,
           out_.medianBandwidthGBps};
-      hostSuspects_.push_back({static_cast<int>(u), ev, true});
-      linkCandidates_.insert(static_cast<int>(u));
+      found_.hostSuspects.push_back({static_cast<int>(u), ev, true});
+      found_.candidates.insert(static_cast<int>(u));
     }
     return true;
   }
 
-  // ---------------------------------------------------------------- confirmation
-  void confirmOrRetest() {
-    std::vector<int> healthy;
-    for (std::size_t u = 0; u < units_.size(); ++u)
-      if (linkEligible(static_cast<int>(u)) && !linkCandidates_.count(static_cast<int>(u)) &&
-          units_[u].evidence.empty())
-        healthy.push_back(units_[u].leader);
-    std::vector<Pair> ran;
-    ran.reserve(in_.pairs.size());
-    for (const auto& p : in_.pairs) ran.emplace_back(p.a, p.b);
-    std::unordered_set<int> healthySet(healthy.begin(), healthy.end());
-    std::vector<int> toRetest;
-    std::unordered_map<int, std::vector<const Edge*>> confirmOf;  // unit -> its confirmation pairs
-    std::unordered_map<std::uint64_t, const Edge*> confirmPair;
-    for (const auto& e : confirm_) {
-      confirmOf[e.ua].push_back(&e);
-      confirmOf[e.ub].push_back(&e);
-      confirmPair[pairKey(e.ua, e.ub)] = &e;
-    }
-    for (auto& hs : hostSuspects_) {
-      Unit& u = units_[hs.unit];
-      if (healthy.empty()) {
-        hs.evidence.text += "; it could not be re-tested: no healthy peer is left to confirm it with";
-        u.evidence.push_back(hs.evidence);
+  // Slow hosts: the median of its pairs with unflagged peers below the host cut, and at least two
+  // such peers with a low pair.
+  void findSlowHosts() {
+    std::vector<double> buf;
+    for (std::size_t u = 0; u < units_; ++u) {
+      if (!cand_[u]) continue;
+      buf.clear();
+      std::vector<int> witnesses;
+      std::vector<double> all;
+      for (int i : pairs_.adj[u]) {
+        const Edge& e = pairs_.edges[i];
+        int v = e.ua == static_cast<int>(u) ? e.ub : e.ua;
+        if (!ok(e)) continue;
+        all.push_back(e.r);
+        if (cand_[v]) continue;
+        buf.push_back(e.r);
+        if (e.r < hostCut_) witnesses.push_back(v);
+      }
+      double s = buf.empty() ? median(all) : median(buf);
+      if (!(s < hostCut_)) continue;
+      if (witnesses.size() < 2) {
+        out_.notes.push_back(evidence().singlePeerNote(static_cast<int>(u), witnesses.size()));
         continue;
       }
-      std::vector<const Edge*> mine;
-      for (const Edge* e : confirmOf[hs.unit])
-        if (healthySet.count(e->ua == hs.unit ? units_[e->ub].leader : units_[e->ua].leader))
-          mine.push_back(e);
-      if (!confirmRan_) {
-        toRetest.push_back(u.leader);
-        out_.notes.push_back(
-            fmt::format("{} (not named yet: it is re-tested with healthy peers first)", hs.evidence.text));
-        continue;
-      }
-      if (mine.empty()) {
-        hs.evidence.text += "; it was not re-tested (no confirmation pair ran for it)";
-        u.evidence.push_back(hs.evidence);
-        continue;
-      }
-      bool anyFailed = false, anyLat = false;
-      double sum = 0;
-      int okCount = 0;
-      for (const Edge* e : mine) {
-        anyFailed |= e->failed;
-        anyLat |= e->latBad;
-        if (!e->failed) sum += e->r, ++okCount;
-      }
-      double cut =
-          -std::max(std::log(1 / T::kHostRatio), T::kConfirmMads * ls_ / std::sqrt(std::max(okCount, 1)));
-      bool slow = okCount > 0 && sum / okCount < cut;
-      if (in_.minLinkGBps > 0)
-        for (const Edge* e : mine) slow |= !e->failed && e->p->bandwidthGBps < in_.minLinkGBps;
-      std::string values = peerValues(hs.unit, mine, anyLat && !slow);
-      if (anyFailed || slow || anyLat) {
-        u.evidence.push_back(hs.evidence);
-        Evidence c{hs.evidence.kind,
-                   "confirm",
-                   fmt::format("re-tested with {}: bad again ({})",
-                               mine.size() == 1 ? "one healthy peer" : "healthy peers", values),
-                   {},
-                   okCount > 0 ? std::exp(sum / okCount + lmed_) : 0,
-                   out_.medianBandwidthGBps};
-        for (const Edge* e : mine) c.peers.push_back(unitOf_[e->p->a] == hs.unit ? e->p->b : e->p->a);
-        u.evidence.push_back(std::move(c));
-      } else {
-        out_.notes.push_back(
-            fmt::format("{}; but its re-tests were normal ({}), so it is not named (a transient "
-                        "slowdown, or load on the peers)",
-                        hs.evidence.text, values));
-      }
-    }
-    // One call for all suspects: it spreads them over different healthy peers (few rounds).
-    if (!toRetest.empty())
-      out_.retest = confirmationPairs(toRetest, healthy, ran, 0x5eedULL, T::kConfirmPeers);
-    for (auto& lsus : linkSuspects_) {
-      auto found = confirmPair.find(pairKey(lsus.ua, lsus.ub));
-      const Edge* again = found == confirmPair.end() ? nullptr : found->second;
-      LinkVerdict lv{units_[lsus.ua].name,
-                     units_[lsus.ub].name,
-                     std::min(lsus.ra, lsus.rb),
-                     std::max(lsus.ra, lsus.rb),
-                     {}};
-      if (!confirmRan_) {
-        out_.retest.emplace_back(lsus.ra, lsus.rb);
-        out_.notes.push_back(lsus.evidence.text + " (not named yet: the pair is re-tested first)");
-        continue;
-      }
-      if (again == nullptr) {
-        lsus.evidence.text += "; it was not re-tested (no confirmation pair ran for it)";
-        lv.evidence.push_back(lsus.evidence);
-        out_.links.push_back(std::move(lv));
-        continue;
-      }
-      if (again->bad()) {
-        lv.evidence.push_back(lsus.evidence);
-        std::string v = again->failed  ? (again->p->error.empty() ? "failed" : again->p->error)
-                        : again->bwBad ? gbps(again->p->bandwidthGBps)
-                                       : fmt::format("{:.0f} us", again->p->latencyUs);
-        lv.evidence.push_back({lsus.evidence.kind,
-                               "confirm",
-                               fmt::format("re-tested: bad again ({})", v),
-                               {lsus.ra, lsus.rb},
-                               again->failed ? 0 : again->p->bandwidthGBps,
-                               out_.medianBandwidthGBps});
-        out_.links.push_back(std::move(lv));
-      } else {
-        out_.notes.push_back(fmt::format("{}; but its re-test was normal ({}), so it is not named",
-                                         lsus.evidence.text, gbps(again->p->bandwidthGBps)));
-      }
+      suspect_[u] = 1;
+      found_.hostSuspects.push_back(
+          {static_cast<int>(u), evidence().slow(static_cast<int>(u), witnesses), true});
     }
   }
 
-  // ---------------------------------------------------------------- bisection
-  void bisection() {
-    const auto& steps = in_.bisect;
-    if (steps.empty()) return;
-    std::unordered_set<int> passed;
-    for (const auto& s : steps)
-      if (s.ok) passed.insert(s.ranks.begin(), s.ranks.end());
-    std::vector<std::set<int>> failing;
-    std::vector<const report::BisectStep*> failingSteps;
-    for (const auto& s : steps)
-      if (!s.ok) {
-        failing.emplace_back(s.ranks.begin(), s.ranks.end());
-        failingSteps.push_back(&s);
-      }
-    std::set<int> named;
-    for (std::size_t i = 0; i < failing.size(); ++i) {
-      bool minimal = true;
-      for (std::size_t j = 0; j < failing.size() && minimal; ++j)
-        if (j != i && failing[j].size() < failing[i].size() &&
-            std::includes(failing[i].begin(), failing[i].end(), failing[j].begin(), failing[j].end()))
-          minimal = false;
-      if (!minimal) continue;
-      std::vector<int> culprits;
-      for (int r : failing[i])
-        if (!passed.count(r) && validRank(r)) culprits.push_back(r);
-      std::vector<std::string> ranks;
-      for (int r : failing[i]) ranks.push_back(std::to_string(r));
-      std::string group = listOf(ranks, 8);
-      if (culprits.empty()) {
-        out_.notes.push_back(
-            fmt::format("The bisection's ring over ranks {} failed ({}), but each of them passed in "
-                        "another group: no single rank is to blame (a transient fault?)",
-                        group, failingSteps[i]->error));
-        continue;
-      }
-      for (int r : culprits) {
-        Unit& u = units_[unitOf_[r]];
-        if (u.dead || !named.insert(r).second) continue;
-        u.evidence.push_back(
-            {"bisect", "bisect",
-             fmt::format("the bisection's ring collective over ranks {} failed ({}); {} is the one "
-                         "rank of that group that passed in no other group",
-                         group, failingSteps[i]->error.empty() ? "no error text" : failingSteps[i]->error,
-                         label(r)),
-             std::vector<int>(failing[i].begin(), failing[i].end()), 0, 0});
-      }
+  // Hosts with bad pairs (failed, very slow, slow to answer) to at least two peers that are healthy
+  // elsewhere; the units with most bad peers first, so that a faulty host explains its peers' pairs.
+  void findBadPairHosts() {
+    badPeers_.assign(units_, {});
+    for (const auto& e : pairs_.edges) {
+      if (!e.bad() || suspect_[e.ua] || suspect_[e.ub]) continue;
+      badPeers_[e.ua].push_back(e.ub);
+      badPeers_[e.ub].push_back(e.ua);
     }
-  }
-
-  // ---------------------------------------------------------------- interfaces
-  static bool virtualName(const std::string& n) {
-    return n.rfind("docker", 0) == 0 || n.rfind("virbr", 0) == 0 || n.rfind("veth", 0) == 0 ||
-           n.rfind("br-", 0) == 0;
-  }
-
-  // The interfaces of a unit that reached every peer (on a subnet shared with another unit).
-  std::vector<std::string> computeGoodIfaces(int u) const {
-    std::vector<std::string> real, virt;
-    const FleetRank* fr = rank(units_[u].leader);
-    if (fr == nullptr) return real;
-    for (const auto& i : fr->ifaces) {
-      if (badIfaces_.count({u, i.name})) continue;
-      std::string s = subnetOf(i);
-      if (!s.empty() && subnetUnits(s) < 2) continue;
-      (virtualName(i.name) ? virt : real).push_back(i.name);
+    for (auto& b : badPeers_) {
+      std::sort(b.begin(), b.end());
+      b.erase(std::unique(b.begin(), b.end()), b.end());
     }
-    return real.empty() ? virt : real;
-  }
-  const std::vector<std::string>& goodIfaces(int u) const { return good_[u]; }
-
-  // Whether a NCCL_SOCKET_IFNAME value selects `name` (REFERENCE.md §6: prefix match, '^' excludes,
-  // '=' exact).
-  static bool selects(const IfnameSpec& spec, const std::string& name) {
-    bool any = std::any_of(spec.entries.begin(), spec.entries.end(),
-                           [&](const auto& e) { return ifnameEntryMatches(spec, e, name); });
-    return spec.exclude ? !any : any;
-  }
-
-  std::string ifaceList(const FleetRank& fr) const {
-    std::vector<std::string> names;
-    for (const auto& i : fr.ifaces)
-      names.push_back(i.addr.empty() ? i.name : fmt::format("{} {}", i.name, i.addr));
-    return names.empty() ? "none reported" : listOf(names, 6);
-  }
-
-  // An NCCL value that selects exactly `good` among `all` names.
-  static std::string ncclValue(const std::vector<std::string>& good, const std::vector<std::string>& all) {
-    std::string plain;
-    for (const auto& g : good) plain += (plain.empty() ? "" : ",") + g;
-    IfnameSpec spec = parseIfnameSpec(plain);
-    for (const auto& n : all)
-      if (selects(spec, n) != (std::find(good.begin(), good.end(), n) != good.end())) return "=" + plain;
-    return plain;
-  }
-
-  void interfaces() {
-    good_.resize(units_.size());
-    for (std::size_t u = 0; u < units_.size(); ++u) good_[u] = computeGoodIfaces(static_cast<int>(u));
-    bool needAdvice = !badIfaces_.empty();
-    std::map<int, std::string> hostValue;  // unit -> recommended value
-    // NCCL_SOCKET_IFNAME / GLOO_SOCKET_IFNAME that select nothing usable on the rank's host.
-    for (int r = 0; r < world_; ++r) {
-      const FleetRank* fr = rank(r);
-      if (fr == nullptr || !fr->joined || fr->ifaces.empty()) continue;
-      int u = unitOf_[r];
-      const auto& good = goodIfaces(u);
-      std::vector<std::string> all;
-      for (const auto& i : fr->ifaces) all.push_back(i.name);
-      std::string advice = good.empty() ? "unset it" : fmt::format("set it to {}", ncclValue(good, all));
-      if (!fr->ncclSocketIfname.empty()) {
-        IfnameSpec spec = parseIfnameSpec(fr->ncclSocketIfname);
-        std::string problem;
-        if (!spec.error.empty()) {
-          problem = fmt::format("is malformed ({})", spec.error);
-        } else if (!(in_.standalone && selects(spec, "lo"))) {
-          std::vector<std::string> picked;
-          for (const auto& n : all)
-            if (selects(spec, n)) picked.push_back(n);
-          if (picked.empty())
-            problem = fmt::format("matches none of its interfaces ({})", ifaceList(*fr));
-          else if (std::none_of(picked.begin(), picked.end(), [&](const auto& n) {
-                     return std::find(good.begin(), good.end(), n) != good.end();
-                   }))
-            problem = fmt::format("selects only {}, which cannot reach every peer", listOf(picked));
-        }
-        if (!problem.empty()) {
-          units_[u].evidence.push_back(
-              {"ifname",
-               "join",
-               fmt::format("NCCL_SOCKET_IFNAME={} on {} {}: NCCL finds no working socket "
-                           "interface there and the job fails at init; {}",
-                           quoteValue(fr->ncclSocketIfname), label(r), problem, advice),
-               {},
-               0,
-               0});
-          needAdvice = true;
-        }
-      }
-      if (!fr->glooSocketIfname.empty()) {
-        const std::string& g = fr->glooSocketIfname;
-        std::string problem;
-        if (g.find_first_of("^=,:") != std::string::npos)
-          problem = "uses NCCL's list syntax, but Gloo takes one plain interface name";
-        else if (!(in_.standalone && g == "lo") && std::find(all.begin(), all.end(), g) == all.end())
-          problem = fmt::format("names no interface of that host ({})", ifaceList(*fr));
-        else if (!(in_.standalone && g == "lo") && std::find(good.begin(), good.end(), g) == good.end())
-          problem = "names an interface that cannot reach every peer";
-        if (!problem.empty()) {
-          units_[u].evidence.push_back(
-              {"ifname",
-               "join",
-               fmt::format(
-                   "GLOO_SOCKET_IFNAME={} on {} {}: Gloo fails with \"Unable to find address for: {}\"; {}",
-                   quoteValue(g), label(r), problem, quoteValue(g),
-                   good.empty() ? std::string("unset it") : fmt::format("set it to {}", good.front())),
-               {},
-               0,
-               0});
-          needAdvice = true;
-        }
-      }
-    }
-    if (!needAdvice) return;
-    // Per host: the interfaces that reached every peer. Job-wide: the names good on some host and bad on
-    // none, when they cover every host.
-    std::set<std::string> goodNames, badNames;
-    for (auto& [u, name] : badIfaces_) badNames.insert(name);
-    std::vector<int> hosts;
-    for (std::size_t u = 0; u < units_.size(); ++u) {
-      if (!netOk(static_cast<int>(u))) continue;
-      const FleetRank* fr = rank(units_[u].leader);
-      if (fr == nullptr || fr->ifaces.empty()) continue;
-      hosts.push_back(static_cast<int>(u));
-      const auto& good = goodIfaces(static_cast<int>(u));
-      std::vector<std::string> all;
-      for (const auto& i : fr->ifaces) all.push_back(i.name);
-      if (good.size() != all.size()) {
-        units_[u].ncclSocketIfname = good.empty() ? "" : ncclValue(good, all);
-        (void)hostValue;
-      }
-      goodNames.insert(good.begin(), good.end());
-    }
-    std::vector<std::string> list;
-    for (const auto& n : goodNames)
-      if (!badNames.count(n)) list.push_back(n);
-    std::vector<std::string> everyName;
-    for (int u : hosts)
-      for (const auto& i : rank(units_[u].leader)->ifaces) everyName.push_back(i.name);
-    bool covers = !list.empty();
-    std::string value;
-    if (covers) {
-      std::sort(everyName.begin(), everyName.end());
-      everyName.erase(std::unique(everyName.begin(), everyName.end()), everyName.end());
-      value = ncclValue(list, everyName);
-      IfnameSpec spec = parseIfnameSpec(value);
-      for (int u : hosts) {
-        const auto& good = goodIfaces(u);
-        bool ok = false, picksBad = false;
-        for (const auto& i : rank(units_[u].leader)->ifaces) {
-          if (!selects(spec, i.name)) continue;
-          (std::find(good.begin(), good.end(), i.name) != good.end() ? ok : picksBad) = true;
-        }
-        if (!ok || picksBad) covers = false;
-      }
-    }
-    if (covers) {
-      out_.jobSocketIfname = value;
-      out_.notes.push_back(
-          fmt::format("NCCL_SOCKET_IFNAME={} selects an interface that reaches every peer on every "
-                      "host{}",
-                      value,
-                      list.size() == 1 ? fmt::format(" (GLOO_SOCKET_IFNAME={} too)", list.front())
-                                       : "; Gloo takes one name per host (see each host's value)"));
-    } else {
-      out_.notes.push_back(
-          "No single NCCL_SOCKET_IFNAME selects a working interface on every host: set it per host "
-          "as listed in the host verdicts");
-    }
-  }
-
-  void mtus() {
-    struct Member {
-      int unit;
-      std::string iface;
-      int mtu;
-    };
-    std::map<std::string, std::vector<Member>> bySubnet;
-    for (std::size_t u = 0; u < units_.size(); ++u) {
-      if (!netOk(static_cast<int>(u)) || in_.standalone) continue;
-      for (const auto& i : rank(units_[u].leader)->ifaces) {
-        std::string s = subnetOf(i);
-        if (!s.empty() && i.mtu > 0) bySubnet[s].push_back({static_cast<int>(u), i.name, i.mtu});
-      }
-    }
-    for (auto& [subnet, members] : bySubnet) {
-      std::map<int, int> count;
-      for (const auto& m : members) ++count[m.mtu];
-      if (count.size() < 2) continue;
-      int best = 0, bestCount = 0;
-      bool tie = false;
-      for (auto [mtu, c] : count) {
-        if (c > bestCount)
-          best = mtu, bestCount = c, tie = false;
-        else if (c == bestCount)
-          tie = true;
-      }
-      for (const auto& m : members) {
-        if (!tie && m.mtu == best) continue;
-        std::string text =
-            tie ? fmt::format(
-                      "{} {} has MTU {} on {}, where the hosts disagree ({}) and none is the majority: "
-                      "large packets between them are dropped or fragmented; set one MTU on every host of "
-                      "the subnet",
-                      label(units_[m.unit].leader), m.iface, m.mtu, subnet, mtuCounts(count))
-                : fmt::format(
-                      "{} {} has MTU {}, while {} other host(s) on {} use {}: large packets between them are "
-                      "dropped or fragmented; set MTU {} on {}'s {}",
-                      label(units_[m.unit].leader), m.iface, m.mtu, bestCount, subnet, best, best,
-                      units_[m.unit].name, m.iface);
-        units_[m.unit].evidence.push_back(
-            {"mtu", "join", text, {}, static_cast<double>(m.mtu), static_cast<double>(best)});
-      }
-    }
-  }
-
-  static std::string mtuCounts(const std::map<int, int>& count) {
-    std::vector<std::string> parts;
-    for (auto [mtu, c] : count) parts.push_back(fmt::format("{} on {}", mtu, c));
-    return listOf(parts, 6);
-  }
-
-  // A host's CPU share per rank: its ranks' cgroup limit divided among the ranks that share the limit's
-  // file; a rank without a limit has its affinity width. The host's share is its tightest rank's.
-  void cpus() {
-    if (in_.standalone) return;  // one host: its system.cpu_quota check speaks for it
-    struct Share {
-      int unit;
-      double perRank;
-      int rank;
-      int sharing;
-    };
-    std::vector<Share> shares;
-    for (std::size_t u = 0; u < units_.size(); ++u) {
-      std::map<std::string, int> sharing;
-      for (int r : units_[u].ranks) {
-        const FleetRank* fr = rank(r);
-        if (fr != nullptr && fr->joined && fr->cpuQuota > 0) ++sharing[fr->cpuQuotaFile];
-      }
-      std::optional<Share> tightest;
-      for (int r : units_[u].ranks) {
-        const FleetRank* fr = rank(r);
-        if (fr == nullptr || !fr->joined) continue;
-        double per = 0;
-        int n = 1;
-        if (fr->cpuQuota > 0) {
-          n = sharing[fr->cpuQuotaFile];
-          per = fr->cpuQuota / n;
-          if (fr->affinityCpus > 0) per = std::min(per, static_cast<double>(fr->affinityCpus));
-        } else if (fr->affinityCpus > 0) {
-          per = fr->affinityCpus;
-        } else {
-          continue;  // nothing known (a 1.0 rank)
-        }
-        if (!tightest || per < tightest->perRank) tightest = Share{static_cast<int>(u), per, r, n};
-      }
-      if (tightest) shares.push_back(*tightest);
-    }
-    if (shares.size() < 3) return;  // too few hosts to tell one from the fleet
-    std::vector<double> values;
-    for (const auto& s : shares) values.push_back(s.perRank);
-    std::nth_element(values.begin(), values.begin() + static_cast<long>(values.size() / 2), values.end());
-    const double median = values[values.size() / 2];
-    for (const auto& s : shares) {
-      const FleetRank* fr = rank(s.rank);
-      if (fr->cpuQuota <= 0 || s.perRank >= T::kCpuPerRankFloor || s.perRank >= T::kCpuRatio * median)
-        continue;
-      units_[s.unit].evidence.push_back(
-          {"cpu",
-           "join",
-           fmt::format(
-               "{} may use {:.3g} CPU ({}: cgroup CPU limit {:.3g} CPU shared by {} rank(s)), where the "
-               "fleet's median host gives each rank {:.3g} CPU: the kernel stops its ranks for most of "
-               "every period and every collective waits for them; raise or remove the limit",
-               label(s.rank), s.perRank, fr->cpuQuotaFile, fr->cpuQuota, s.sharing, median),
-           {},
-           s.perRank,
-           median});
-    }
-  }
-
-  // ---------------------------------------------------------------- verdicts
-  void assemble() {
-    for (auto& u : units_) {
-      HostVerdict hv;
-      hv.host = u.name;
-      hv.ranks = u.ranks;
-      bool suspect = false, noResult = false;
-      for (const auto& e : u.evidence) (e.kind == "no_result" ? noResult : suspect) = true;
-      hv.state = suspect ? HostState::kSuspect : noResult ? HostState::kNoResult : HostState::kHealthy;
-      hv.evidence = std::move(u.evidence);
-      hv.ncclSocketIfname = u.ncclSocketIfname;
-      out_.hosts.push_back(std::move(hv));
-    }
-    std::sort(out_.hosts.begin(), out_.hosts.end(),
-              [](const HostVerdict& a, const HostVerdict& b) { return naturalLess(a.host, b.host); });
-    std::sort(out_.links.begin(), out_.links.end(), [](const LinkVerdict& a, const LinkVerdict& b) {
-      return std::tie(a.rankA, a.rankB) < std::tie(b.rankA, b.rankB);
+    std::vector<int> order;
+    for (std::size_t u = 0; u < units_; ++u)
+      if (badPeers_[u].size() >= 2) order.push_back(static_cast<int>(u));
+    std::sort(order.begin(), order.end(), [&](int x, int y) {
+      return badPeers_[x].size() != badPeers_[y].size() ? badPeers_[x].size() > badPeers_[y].size() : x < y;
     });
+    for (int u : order) {
+      std::vector<int> witnesses;
+      for (int v : badPeers_[u]) {
+        if (suspect_[v]) continue;
+        bool clean = std::all_of(badPeers_[v].begin(), badPeers_[v].end(),
+                                 [&](int w) { return w == u || suspect_[w]; });
+        if (clean) witnesses.push_back(v);
+      }
+      if (witnesses.size() < 2) continue;
+      suspect_[u] = 1;
+      found_.hostSuspects.push_back({u, evidence().badPairs(u, witnesses), false});
+    }
+  }
+
+  // The bad pairs no suspect host explains: suspect links.
+  void findSuspectLinks() {
+    std::unordered_set<std::uint64_t> seen;
+    for (const auto& e : pairs_.edges) {
+      if (!e.bad() || suspect_[e.ua] || suspect_[e.ub]) continue;
+      if (!seen.insert(pairKey(e.ua, e.ub)).second) continue;
+      LinkSuspect ls{e.ua, e.ub, e.p->a, e.p->b, evidence().link(e, badPeers_)};
+      found_.candidates.insert(e.ua);
+      found_.candidates.insert(e.ub);
+      found_.linkSuspects.push_back(std::move(ls));
+    }
   }
 };
 
+// ---------------------------------------------------------------- bisection
+// A failing ring that contains no smaller failing ring names its ranks that passed in no other group.
+void bisection(Fleet& fleet, FleetJudgement& out) {
+  const auto& steps = fleet.in.bisect;
+  if (steps.empty()) return;
+  std::unordered_set<int> passed;
+  for (const auto& s : steps)
+    if (s.ok) passed.insert(s.ranks.begin(), s.ranks.end());
+  std::vector<std::set<int>> failing;
+  std::vector<const report::BisectStep*> failingSteps;
+  for (const auto& s : steps)
+    if (!s.ok) {
+      failing.emplace_back(s.ranks.begin(), s.ranks.end());
+      failingSteps.push_back(&s);
+    }
+  std::set<int> named;
+  for (std::size_t i = 0; i < failing.size(); ++i) {
+    bool minimal = true;
+    for (std::size_t j = 0; j < failing.size() && minimal; ++j)
+      if (j != i && failing[j].size() < failing[i].size() &&
+          std::includes(failing[i].begin(), failing[i].end(), failing[j].begin(), failing[j].end()))
+        minimal = false;
+    if (!minimal) continue;
+    std::vector<int> culprits;
+    for (int r : failing[i])
+      if (!passed.count(r) && fleet.validRank(r)) culprits.push_back(r);
+    std::vector<std::string> ranks;
+    for (int r : failing[i]) ranks.push_back(std::to_string(r));
+    std::string group = listOf(ranks, 8);
+    if (culprits.empty()) {
+      out.notes.push_back(
+          fmt::format("The bisection's ring over ranks {} failed ({}), but each of them passed in "
+                      "another group: no single rank is to blame (a transient fault?)",
+                      group, failingSteps[i]->error));
+      continue;
+    }
+    for (int r : culprits) {
+      Unit& u = fleet.units[fleet.unitOf[r]];
+      if (u.dead || !named.insert(r).second) continue;
+      u.evidence.push_back(
+          {"bisect", "bisect",
+           fmt::format("the bisection's ring collective over ranks {} failed ({}); {} is the one "
+                       "rank of that group that passed in no other group",
+                       group, failingSteps[i]->error.empty() ? "no error text" : failingSteps[i]->error,
+                       fleet.label(r)),
+           std::vector<int>(failing[i].begin(), failing[i].end()), 0, 0});
+    }
+  }
+}
+
+// ---------------------------------------------------------------- confirmation
+// Before the confirmation round (no pairs of stage "confirm" yet): every link-stage suspect is a note
+// and a re-test request (FleetJudgement::retest). After it: a suspect bad again with healthy peers is
+// named with both pieces of evidence; one whose re-tests were normal is a note.
+class Confirmation {
+ public:
+  Confirmation(Fleet& fleet, LinkFindings& found, FleetJudgement& out)
+      : fleet_(fleet), found_(found), out_(out) {}
+
+  void run() {
+    for (std::size_t u = 0; u < fleet_.units.size(); ++u)
+      if (fleet_.linkEligible(static_cast<int>(u)) && !found_.candidates.count(static_cast<int>(u)) &&
+          fleet_.units[u].evidence.empty())
+        healthy_.push_back(fleet_.units[u].leader);
+    healthySet_.insert(healthy_.begin(), healthy_.end());
+    for (const auto& e : found_.pairs.confirm) {
+      confirmOf_[e.ua].push_back(&e);
+      confirmOf_[e.ub].push_back(&e);
+      confirmPair_[pairKey(e.ua, e.ub)] = &e;
+    }
+    std::vector<int> toRetest;
+    for (auto& hs : found_.hostSuspects) confirmHost(hs, toRetest);
+    // One call for all suspects: it spreads them over different healthy peers (few rounds).
+    if (!toRetest.empty())
+      out_.retest = confirmationPairs(toRetest, healthy_, ranPairs(), 0x5eedULL, T::kConfirmPeers);
+    for (auto& ls : found_.linkSuspects) confirmLink(ls);
+  }
+
+ private:
+  Fleet& fleet_;
+  LinkFindings& found_;
+  FleetJudgement& out_;
+  std::vector<int> healthy_;  // leaders of units with no evidence and no part in a suspicion
+  std::unordered_set<int> healthySet_;
+  std::unordered_map<int, std::vector<const Edge*>> confirmOf_;  // unit -> its confirmation pairs
+  std::unordered_map<std::uint64_t, const Edge*> confirmPair_;
+
+  std::vector<Pair> ranPairs() const {
+    std::vector<Pair> ran;
+    ran.reserve(fleet_.in.pairs.size());
+    for (const auto& p : fleet_.in.pairs) ran.emplace_back(p.a, p.b);
+    return ran;
+  }
+
+  void confirmHost(HostSuspect& hs, std::vector<int>& toRetest) {
+    Unit& u = fleet_.units[hs.unit];
+    if (healthy_.empty()) {
+      hs.evidence.text += "; it could not be re-tested: no healthy peer is left to confirm it with";
+      u.evidence.push_back(hs.evidence);
+      return;
+    }
+    if (!found_.pairs.confirmRan) {
+      toRetest.push_back(u.leader);
+      out_.notes.push_back(
+          fmt::format("{} (not named yet: it is re-tested with healthy peers first)", hs.evidence.text));
+      return;
+    }
+    std::vector<const Edge*> mine;
+    for (const Edge* e : confirmOf_[hs.unit])
+      if (healthySet_.count(e->ua == hs.unit ? fleet_.units[e->ub].leader : fleet_.units[e->ua].leader))
+        mine.push_back(e);
+    if (mine.empty()) {
+      hs.evidence.text += "; it was not re-tested (no confirmation pair ran for it)";
+      u.evidence.push_back(hs.evidence);
+      return;
+    }
+    bool anyFailed = false, anyLat = false;
+    double sum = 0;
+    int okCount = 0;
+    for (const Edge* e : mine) {
+      anyFailed |= e->failed;
+      anyLat |= e->latBad;
+      if (!e->failed) sum += e->r, ++okCount;
+    }
+    double cut = -std::max(std::log(1 / T::kHostRatio),
+                           T::kConfirmMads * found_.pairs.ls / std::sqrt(std::max(okCount, 1)));
+    bool slow = okCount > 0 && sum / okCount < cut;
+    if (fleet_.in.minLinkGBps > 0)
+      for (const Edge* e : mine) slow |= !e->failed && e->p->bandwidthGBps < fleet_.in.minLinkGBps;
+    std::string values = peerValues(fleet_, hs.unit, mine, anyLat && !slow);
+    if (!(anyFailed || slow || anyLat)) {
+      out_.notes.push_back(
+          fmt::format("{}; but its re-tests were normal ({}), so it is not named (a transient "
+                      "slowdown, or load on the peers)",
+                      hs.evidence.text, values));
+      return;
+    }
+    u.evidence.push_back(hs.evidence);
+    Evidence c{hs.evidence.kind,
+               "confirm",
+               fmt::format("re-tested with {}: bad again ({})",
+                           mine.size() == 1 ? "one healthy peer" : "healthy peers", values),
+               {},
+               okCount > 0 ? std::exp(sum / okCount + found_.pairs.lmed) : 0,
+               out_.medianBandwidthGBps};
+    for (const Edge* e : mine) c.peers.push_back(fleet_.unitOf[e->p->a] == hs.unit ? e->p->b : e->p->a);
+    u.evidence.push_back(std::move(c));
+  }
+
+  void confirmLink(LinkSuspect& ls) {
+    LinkVerdict lv{fleet_.units[ls.ua].name,
+                   fleet_.units[ls.ub].name,
+                   std::min(ls.ra, ls.rb),
+                   std::max(ls.ra, ls.rb),
+                   {}};
+    if (!found_.pairs.confirmRan) {
+      out_.retest.emplace_back(ls.ra, ls.rb);
+      out_.notes.push_back(ls.evidence.text + " (not named yet: the pair is re-tested first)");
+      return;
+    }
+    auto found = confirmPair_.find(pairKey(ls.ua, ls.ub));
+    if (found == confirmPair_.end()) {
+      ls.evidence.text += "; it was not re-tested (no confirmation pair ran for it)";
+      lv.evidence.push_back(ls.evidence);
+      out_.links.push_back(std::move(lv));
+      return;
+    }
+    const Edge* again = found->second;
+    if (!again->bad()) {
+      out_.notes.push_back(fmt::format("{}; but its re-test was normal ({}), so it is not named",
+                                       ls.evidence.text, gbps(again->p->bandwidthGBps)));
+      return;
+    }
+    lv.evidence.push_back(ls.evidence);
+    std::string v = again->failed  ? (again->p->error.empty() ? "failed" : again->p->error)
+                    : again->bwBad ? gbps(again->p->bandwidthGBps)
+                                   : fmt::format("{:.0f} us", again->p->latencyUs);
+    lv.evidence.push_back({ls.evidence.kind,
+                           "confirm",
+                           fmt::format("re-tested: bad again ({})", v),
+                           {ls.ra, ls.rb},
+                           again->failed ? 0 : again->p->bandwidthGBps,
+                           out_.medianBandwidthGBps});
+    out_.links.push_back(std::move(lv));
+  }
+};
+
+// ---------------------------------------------------------------- verdicts
+// A verdict per unit (suspect on any evidence but no_result, no_result on that alone), hosts in
+// natural order, links by rank.
+void assemble(Fleet& fleet, FleetJudgement& out) {
+  for (auto& u : fleet.units) {
+    HostVerdict hv;
+    hv.host = u.name;
+    hv.ranks = u.ranks;
+    bool suspect = false, noResult = false;
+    for (const auto& e : u.evidence) (e.kind == "no_result" ? noResult : suspect) = true;
+    hv.state = suspect ? HostState::kSuspect : noResult ? HostState::kNoResult : HostState::kHealthy;
+    hv.evidence = std::move(u.evidence);
+    hv.ncclSocketIfname = u.ncclSocketIfname;
+    out.hosts.push_back(std::move(hv));
+  }
+  std::sort(out.hosts.begin(), out.hosts.end(),
+            [](const HostVerdict& a, const HostVerdict& b) { return naturalLess(a.host, b.host); });
+  std::sort(out.links.begin(), out.links.end(), [](const LinkVerdict& a, const LinkVerdict& b) {
+    return std::tie(a.rankA, a.rankB) < std::tie(b.rankA, b.rankB);
+  });
+}
+
 }  // namespace
 
-FleetJudgement judge(const FleetInput& in) { return Judge(in).run(); }
+FleetJudgement judge(const FleetInput& in) {
+  FleetJudgement out;
+  Fleet fleet(in);
+  settleRanks(fleet);
+  fleet.countNet();
+  const std::unordered_set<std::uint64_t> reachFailedPairs = Reachability(fleet, out).run();
+  LinkFindings found = LinkStage(fleet, reachFailedPairs, out).run();
+  bisection(fleet, out);
+  detail::adviseInterfaces(fleet, out);
+  detail::adviseMtus(fleet);
+  detail::adviseCpus(fleet);
+  Confirmation(fleet, found, out).run();
+  assemble(fleet, out);
+  return out;
+}
 
 }  // namespace ds::diag::fleet
