@@ -91,6 +91,7 @@ ds_add_fuzz_target(slurm_lists_fuzz DIR engine/env/fuzz SOURCE slurm_lists_fuzz.
 ds_add_fuzz_target(cuda_visible_fuzz DIR diag/fuzz SOURCE cuda_visible_fuzz.cpp LIBS dsdiaglib)
 ds_add_fuzz_target(nccl_ifname_fuzz DIR diag/fuzz SOURCE nccl_ifname_fuzz.cpp LIBS dsdiaglib)
 ds_add_fuzz_target(explain_fuzz DIR diag/fuzz SOURCE explain_fuzz.cpp LIBS dsdiaglib)
+ds_add_fuzz_target(fr_dump_fuzz DIR diag/fuzz SOURCE fr_dump_fuzz.cpp LIBS dshang)
 ds_add_fuzz_target(run_file_fuzz DIR reports/fuzz SOURCE run_file_fuzz.cpp LIBS dsreports)
 ds_add_fuzz_target(nccl_tests_import_fuzz DIR reports/fuzz SOURCE nccl_tests_import_fuzz.cpp LIBS dsreports)
 

@@ -83,7 +83,9 @@ const std::vector<Pattern>& patterns() {
          {"A rank died or was stopped (OOM killer, a crash) and the others wait for it",
           "Ranks issued different collectives or in a different order (run with DS_DISTRIBUTED_DEBUG=DETAIL)",
           "A very slow or broken link between two nodes",
-          "Debug-only NCCL settings (NCCL_P2P_DISABLE, NCCL_ALGO, ...) left in production"},
+          "Debug-only NCCL settings (NCCL_P2P_DISABLE, NCCL_ALGO, ...) left in production",
+          "To learn which rank stopped the others: run `dsdiag hang` on every rank's Flight Recorder dump "
+          "(set TORCH_FR_DUMP_ON_TIMEOUT=1 and TORCH_NCCL_ASYNC_ERROR_HANDLING=3 in the job; docs/hangs.md)"},
          {"world.smoke_allreduce", "world.link_matrix", "nccl.debug_vars", "world.versions_equal"}}),
       P(R"(environment variable (rank|world_size|master_addr|master_port|local_rank) expected)",
         {"missing_launcher_vars",

@@ -27,6 +27,7 @@
 #include "diag/fleet/advice.h"
 #include "diag/fleet/localise_detail.h"
 #include "diag/fleet/plan.h"
+#include "engine/common/median.h"
 
 namespace ds::diag::fleet {
 
@@ -137,30 +138,8 @@ namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-const char* outcomeName(PairOutcome o) {
-  switch (o) {
-    case PairOutcome::kOk:
-      return "ok";
-    case PairOutcome::kFailed:
-      return "failed";
-    case PairOutcome::kTimeout:
-      return "timed out";
-    case PairOutcome::kSkipped:
-      return "skipped";
-  }
-  return "?";
-}
-
-// Median of v (v is reordered). NaN when empty.
-double median(std::vector<double>& v) {
-  if (v.empty()) return std::nan("");
-  std::size_t mid = v.size() / 2;
-  std::nth_element(v.begin(), v.begin() + mid, v.end());
-  double hi = v[mid];
-  if (v.size() % 2 == 1) return hi;
-  double lo = *std::max_element(v.begin(), v.begin() + mid);
-  return (lo + hi) / 2;
-}
+// The median of v (engine/common/median.h); NaN when empty: no pair, no typical value.
+double median(const std::vector<double>& v) { return v.empty() ? std::nan("") : ds::median(v); }
 
 // Median absolute deviation from `center` (v is overwritten).
 double mad(std::vector<double>& v, double center) {
@@ -601,7 +580,7 @@ std::string peerValues(const Fleet& fleet, int u, const std::vector<const Edge*>
     int peerRank = fleet.unitOf[e->p->a] == u ? e->p->b : e->p->a;
     if (e->failed)
       parts.push_back(fmt::format("{}: {}", fleet.label(peerRank),
-                                  e->p->error.empty() ? outcomeName(e->p->outcome) : e->p->error));
+                                  e->p->error.empty() ? report::pairOutcomeText(e->p->outcome) : e->p->error));
     else if (latency && e->latBad)
       parts.push_back(fmt::format("{}: {:.0f} us", fleet.label(peerRank), e->p->latencyUs));
     else
@@ -702,7 +681,7 @@ class LinkEvidence {
     if (e.failed) {
       ev.kind = "link_failed";
       ev.text =
-          fmt::format("{} failed ({})", pair, e.p->error.empty() ? outcomeName(e.p->outcome) : e.p->error);
+          fmt::format("{} failed ({})", pair, e.p->error.empty() ? report::pairOutcomeText(e.p->outcome) : e.p->error);
     } else if (e.bwBad) {
       ev.kind = "link_slow";
       ev.measured = e.p->bandwidthGBps;

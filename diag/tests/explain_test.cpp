@@ -38,6 +38,12 @@ TEST(Explain, WatchdogTimeout) {
   expectKey("[Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=7, OpType=ALLREDUCE, Timeout(ms)=600000)",
             "collective_timeout");
   expectKey("Ranks 1, 2 failed to pass monitoredBarrier in 2000 ms", "collective_timeout");
+  // ... and points to the tool that names the rank from the Flight Recorder dumps.
+  auto found = explain("Watchdog caught collective operation timeout: WorkNCCL(SeqNum=7, OpType=ALLREDUCE)");
+  ASSERT_FALSE(found.empty());
+  bool pointsToHang = false;
+  for (const auto& c : found.front().causes) pointsToHang = pointsToHang || c.find("dsdiag hang") != std::string::npos;
+  EXPECT_TRUE(pointsToHang);
 }
 TEST(Explain, RankExpected) {
   expectKey("ValueError: Error initializing torch.distributed using env:// rendezvous: environment variable RANK "

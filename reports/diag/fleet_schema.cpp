@@ -49,6 +49,8 @@ const char* pairOutcomeName(PairOutcome o) {
   return "?";
 }
 
+const char* pairOutcomeText(PairOutcome o) { return o == PairOutcome::kTimeout ? "timed out" : pairOutcomeName(o); }
+
 PairOutcome parsePairOutcome(const std::string& s) {
   if (s == "ok") return PairOutcome::kOk;
   if (s == "failed") return PairOutcome::kFailed;

@@ -78,6 +78,8 @@ struct ReachSummary {
 
 enum class PairOutcome { kOk, kFailed, kTimeout, kSkipped };
 const char* pairOutcomeName(PairOutcome o);  // "ok", "failed", "timeout", "skipped"
+// The same in a sentence: "ok", "failed", "timed out", "skipped".
+const char* pairOutcomeText(PairOutcome o);
 PairOutcome parsePairOutcome(const std::string& s);
 
 // One link test between two ranks (run over their own TCP connection, with its own deadline).

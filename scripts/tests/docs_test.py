@@ -22,6 +22,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 TOOLS = {
     "dsrun": "docs/dsrun.md",
     "dsdiag": "docs/dsdiag.md",
+    "dsdiag hang": "docs/hangs.md",
     "dsbench world": "docs/dsbench.md",
     "dsbench coll": "docs/dsbench.md",
     "dsbench train": "docs/dsbench.md",
