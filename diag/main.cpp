@@ -7,6 +7,7 @@
 
 #include "diag/diag.h"
 #include "diag/fleet/fleet_defaults.h"
+#include "diag/hang/hang_command.h"
 #include "engine/common/backends.h"
 #include "engine/common/cli.h"
 #include "engine/common/error.h"
@@ -138,6 +139,23 @@ int main(int argc, char** argv) {
   auto* ex = app.add_subcommand("explain", "Map a pasted error message to its likely causes and the checks that confirm them");
   ex->add_option("text", explainText, "The error text (quote it)")->required();
   ex->allow_extras();
+  ds::diag::hang::HangCommand hang;
+  auto* hg = app.add_subcommand(
+      "hang",
+      "Name the rank that stopped a hung job, from every rank's Flight Recorder dump (torch's or dsperf's). "
+      "Exit codes: 0 no fault found, 1 cannot decide, 2 culprit found, 3 bad input");
+  hg->add_option("dumps", hang.dumps, "The dumps: files, directories or globs (e.g. 'dumps/rank_*')")->required();
+  hg->add_option("--logs", hang.logs, "The ranks' logs (files, directories or globs): watchdog and NCCL lines")
+      ->envname("DSDIAG_HANG_LOGS");
+  hg->add_option("--ras", hang.ras, "An NCCL RAS answer (STATUS / VERBOSE STATUS, text or JSON)")
+      ->envname("DSDIAG_HANG_RAS")
+      ->check(ds::cli::inputFile());
+  hg->add_option("--fleet", hang.fleet, "dsdiag --world --json output: host verdicts and each rank's host")
+      ->envname("DSDIAG_HANG_FLEET")
+      ->check(ds::cli::inputFile());
+  hg->add_option("--json", hang.jsonPath, "Write the verdict as JSON (schema dsperf.hang v1)")
+      ->envname("DSDIAG_HANG_JSON")
+      ->check(ds::cli::outputFile());
 
   std::vector<std::string> args;
   try {
@@ -153,6 +171,7 @@ int main(int argc, char** argv) {
     return rc == 0 ? 0 : ds::diag::kExitToolError;
   }
   try {
+    if (hg->parsed()) return ds::diag::hang::runHang(hang);
     if (ex->parsed()) {
       std::string text = explainText;
       for (const auto& extra : ex->remaining()) text += " " + extra;
@@ -163,7 +182,7 @@ int main(int argc, char** argv) {
     // mistyped subcommand, which must not pass as a warning.
     if (!cmd.options.extraArgs.empty() && cmd.options.extraArgs.front().rfind('-', 0) != 0) {
       throw ds::ConfigError(ds::cli::shown(cmd.options.extraArgs.front()) +
-                            " is not a dsdiag command: the only one is 'explain'; run the checks with plain "
+                            " is not a dsdiag command: the commands are 'explain' and 'hang'; run the checks with plain "
                             "'dsdiag [flags]' (dsdiag --help lists them).");
     }
     cmd.failOn = ds::diag::parseFailOn(failOn);
