@@ -19,7 +19,10 @@ std::vector<Interface> listInterfaces() {
   for (ifaddrs* a = list; a != nullptr; a = a->ifa_next) {
     if (a->ifa_name == nullptr) continue;
     auto [it, added] = index.emplace(a->ifa_name, out.size());
-    if (added) out.push_back(Interface{a->ifa_name});
+    if (added) {
+      out.emplace_back();
+      out.back().name = a->ifa_name;
+    }
     Interface& i = out[it->second];
     i.up = (a->ifa_flags & IFF_UP) != 0;
     i.running = (a->ifa_flags & IFF_RUNNING) != 0;
