@@ -158,7 +158,88 @@ KeyValues runMetadata(const RunFile& run) {
   return rows;
 }
 
-// Section: one column per run, one row per key (union, in first-seen order).
+// One rank of a run as the metadata section lists it: rank, host, local rank, node rank, pid, device,
+// and where it ran (-1 and empty where the file does not say).
+struct RankRow {
+  int rank, localRank, nodeRank;
+  std::string host;
+  long pid;
+  std::string device;
+  std::optional<Placement> placement;
+};
+
+// The ranks a run records: a sweep's and a world report's in full; dsbench train keeps rank, host and
+// placement only (absent in files written before it).
+std::vector<RankRow> rankRows(const RunFile& run) {
+  std::vector<RankRow> rr;
+  if (run.sweep) {
+    for (const auto& r : run.sweep->metadata.ranks)
+      rr.push_back({r.rank, r.localRank, r.nodeRank, r.host, r.pid, r.device, r.placement});
+  } else if (run.kind == RunKind::kWorld) {
+    for (const auto& r : worldFromJson(run.raw, run.path))
+      rr.push_back({r.rank, r.localRank, r.nodeRank, r.host, r.pid, r.device, r.placement});
+  } else if (run.train && run.trainMetadata.is_object() && run.trainMetadata.contains("ranks")) {
+    for (const auto& r : run.trainMetadata["ranks"]) {
+      // The train metadata is free-form in the schema: what does not read as a rank is left out.
+      if (!r.is_object() || !r.contains("rank") || !r["rank"].is_number_integer()) continue;
+      std::string host = r.contains("host") && r["host"].is_string() ? r["host"].get<std::string>() : "";
+      RankRow x{r["rank"].get<int>(), -1, -1, host, -1, "", std::nullopt};
+      try {
+        if (r.contains("placement")) x.placement = r["placement"].get<Placement>();
+      } catch (const nlohmann::json::exception&) {
+        // a malformed placement: the row shows none
+      }
+      rr.push_back(std::move(x));
+    }
+  }
+  return rr;
+}
+
+// The ranks of one run, with their CPU affinity and node load when any rank recorded a placement, and
+// ranks that share a core flagged; open for a world report, folded otherwise. Nothing for no ranks.
+void ranksTable(PageBuilder& page, const RunFile& run, const std::string& name) {
+  std::vector<RankRow> rr = rankRows(run);
+  if (rr.empty()) return;
+  std::vector<PlacedRank> placed;
+  bool anyPlacement = false;
+  for (const auto& r : rr) {
+    placed.push_back({r.rank, r.host, r.placement});
+    anyPlacement = anyPlacement || r.placement.has_value();
+  }
+  auto shared = ranksSharingCores(placed);
+  auto num = [](long v) { return v < 0 ? Cell("—", "num") : Cell(std::to_string(v), "num"); };
+  std::vector<Row> ranks;
+  for (const auto& r : rr) {
+    Row row{Cell(std::to_string(r.rank), "num"),
+            r.host,
+            num(r.localRank),
+            num(r.nodeRank),
+            num(r.pid),
+            r.device.empty() ? std::string("—") : r.device};
+    if (anyPlacement) {
+      bool sharing = std::find(shared.begin(), shared.end(), r.rank) != shared.end();
+      row.emplace_back(r.placement ? formatCpus(*r.placement) + (sharing ? " — shares a core" : "") : "—",
+                       sharing ? "warn" : "");
+      row.emplace_back(r.placement ? formatLoad(*r.placement) : "—");
+    }
+    ranks.push_back(std::move(row));
+  }
+  std::string summary = fmt::format("Ranks of {} ({})", name, ranks.size());
+  for (const auto& s : sharedCores(placed)) summary += "; " + s;
+  std::vector<std::string> header{"rank", "host", "local rank", "node rank", "pid", "device"};
+  if (anyPlacement) {
+    header.emplace_back("CPU affinity");
+    header.emplace_back("node load at start");
+  }
+  if (run.kind == RunKind::kWorld) {
+    page.heading(summary);
+    page.table(header, ranks);
+  } else {
+    page.foldedTable(summary, header, ranks);
+  }
+}
+
+// Section: one column per run, one row per key (union, in first-seen order); then each run's ranks.
 void metadataSection(PageBuilder& page, const std::vector<RunFile>& runs,
                      const std::vector<std::string>& names) {
   page.section("Metadata");
@@ -187,78 +268,7 @@ void metadataSection(PageBuilder& page, const std::vector<RunFile>& runs,
     rows.push_back(std::move(row));
   }
   page.table(header, rows, "meta");
-
-  for (std::size_t i = 0; i < runs.size(); ++i) {
-    // rank, host, local rank, node rank, pid, device, and where it ran.
-    struct RankRow {
-      int rank, localRank, nodeRank;
-      std::string host;
-      long pid;
-      std::string device;
-      std::optional<Placement> placement;
-    };
-    std::vector<RankRow> rr;
-    if (runs[i].sweep) {
-      for (const auto& r : runs[i].sweep->metadata.ranks)
-        rr.push_back({r.rank, r.localRank, r.nodeRank, r.host, r.pid, r.device, r.placement});
-    } else if (runs[i].kind == RunKind::kWorld) {
-      for (const auto& r : worldFromJson(runs[i].raw, runs[i].path))
-        rr.push_back({r.rank, r.localRank, r.nodeRank, r.host, r.pid, r.device, r.placement});
-    } else if (runs[i].train && runs[i].trainMetadata.is_object() &&
-               runs[i].trainMetadata.contains("ranks")) {
-      // dsbench train keeps rank, host and placement only (absent in files written before it).
-      for (const auto& r : runs[i].trainMetadata["ranks"]) {
-        // The train metadata is free-form in the schema: what does not read as a rank is left out.
-        if (!r.is_object() || !r.contains("rank") || !r["rank"].is_number_integer()) continue;
-        std::string host = r.contains("host") && r["host"].is_string() ? r["host"].get<std::string>() : "";
-        RankRow x{r["rank"].get<int>(), -1, -1, host, -1, "", std::nullopt};
-        try {
-          if (r.contains("placement")) x.placement = r["placement"].get<Placement>();
-        } catch (const nlohmann::json::exception&) {
-          // a malformed placement: the row shows none
-        }
-        rr.push_back(std::move(x));
-      }
-    }
-    if (rr.empty()) continue;
-    std::vector<PlacedRank> placed;
-    bool anyPlacement = false;
-    for (const auto& r : rr) {
-      placed.push_back({r.rank, r.host, r.placement});
-      anyPlacement = anyPlacement || r.placement.has_value();
-    }
-    auto shared = ranksSharingCores(placed);
-    auto num = [](long v) { return v < 0 ? Cell("—", "num") : Cell(std::to_string(v), "num"); };
-    std::vector<Row> ranks;
-    for (const auto& r : rr) {
-      Row row{Cell(std::to_string(r.rank), "num"),
-              r.host,
-              num(r.localRank),
-              num(r.nodeRank),
-              num(r.pid),
-              r.device.empty() ? std::string("—") : r.device};
-      if (anyPlacement) {
-        bool sharing = std::find(shared.begin(), shared.end(), r.rank) != shared.end();
-        row.emplace_back(r.placement ? formatCpus(*r.placement) + (sharing ? " — shares a core" : "") : "—",
-                         sharing ? "warn" : "");
-        row.emplace_back(r.placement ? formatLoad(*r.placement) : "—");
-      }
-      ranks.push_back(std::move(row));
-    }
-    std::string summary = fmt::format("Ranks of {} ({})", names[i], ranks.size());
-    for (const auto& s : sharedCores(placed)) summary += "; " + s;
-    std::vector<std::string> header2{"rank", "host", "local rank", "node rank", "pid", "device"};
-    if (anyPlacement) {
-      header2.emplace_back("CPU affinity");
-      header2.emplace_back("node load at start");
-    }
-    if (runs[i].kind == RunKind::kWorld) {
-      page.heading(summary);
-      page.table(header2, ranks);
-    } else {
-      page.foldedTable(summary, header2, ranks);
-    }
-  }
+  for (std::size_t i = 0; i < runs.size(); ++i) ranksTable(page, runs[i], names[i]);
 }
 
 std::string statusClass(DiagStatus s) {
@@ -328,25 +338,8 @@ void diagSection(PageBuilder& page, const RunFile& run, const std::string& name,
     page.foldedTable(fmt::format("{} check(s) passed or skipped", rest.size()), header, rest);
 }
 
-}  // namespace
-
-std::vector<std::string> runDisplayNames(const std::vector<RunFile>& runs) {
-  std::vector<std::string> names;
-  std::map<std::string, int> count;
-  for (const auto& r : runs) {
-    names.push_back(r.label.empty() ? baseName(r.path) : r.label);
-    if (names.back().empty()) names.back() = "run";
-    ++count[names.back()];
-  }
-  for (std::size_t i = 0; i < names.size(); ++i) {
-    if (count[names[i]] > 1) names[i] += fmt::format(" #{}", i + 1);
-  }
-  return names;
-}
-
-std::string renderRunReport(const std::vector<RunFile>& runs) {
-  if (runs.empty()) throw ConfigError("dsreport html needs at least one result file");
-  std::vector<std::string> names = runDisplayNames(runs);
+// "dsperf report: a", "a vs b" for up to four runs of one kind ("a, b" for mixed kinds), else "N runs".
+std::string pageTitle(const std::vector<RunFile>& runs, const std::vector<std::string>& names) {
   std::string title;
   if (runs.size() == 1) {
     title = fmt::format("dsperf report: {}", names[0]);
@@ -358,8 +351,11 @@ std::string renderRunReport(const std::vector<RunFile>& runs) {
   } else {
     title = fmt::format("dsperf report: {} runs", runs.size());
   }
-  PageBuilder page(title, "report");
+  return title;
+}
 
+// Section: one row per run: its kind, file, status, hosts, ranks and start.
+void runsSection(PageBuilder& page, const std::vector<RunFile>& runs, const std::vector<std::string>& names) {
   page.section("Runs");
   std::vector<Row> overview;
   for (std::size_t i = 0; i < runs.size(); ++i) {
@@ -394,7 +390,29 @@ std::string renderRunReport(const std::vector<RunFile>& runs) {
                         Cell(world ? std::to_string(world) : std::string("—"), "num"), start});
   }
   page.table({"run", "kind", "file", "status", "hosts", "ranks", "start (UTC)"}, overview);
+}
 
+}  // namespace
+
+std::vector<std::string> runDisplayNames(const std::vector<RunFile>& runs) {
+  std::vector<std::string> names;
+  std::map<std::string, int> count;
+  for (const auto& r : runs) {
+    names.push_back(r.label.empty() ? baseName(r.path) : r.label);
+    if (names.back().empty()) names.back() = "run";
+    ++count[names.back()];
+  }
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    if (count[names[i]] > 1) names[i] += fmt::format(" #{}", i + 1);
+  }
+  return names;
+}
+
+std::string renderRunReport(const std::vector<RunFile>& runs) {
+  if (runs.empty()) throw ConfigError("dsreport html needs at least one result file");
+  std::vector<std::string> names = runDisplayNames(runs);
+  PageBuilder page(pageTitle(runs, names), "report");
+  runsSection(page, runs, names);
   metadataSection(page, runs, names);
   int diags = 0;
   for (const auto& r : runs) diags += r.diag ? 1 : 0;
