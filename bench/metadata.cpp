@@ -11,7 +11,9 @@
 #include <sstream>
 #include <vector>
 
+#include "engine/common/ranges.h"
 #include "engine/common/version.h"
+#include "engine/host/resources.h"
 
 #if DS_WITH_MPI
 #include <mpi.h>
@@ -22,8 +24,6 @@
 #endif
 #if DS_WITH_NCCL
 #include "engine/comm/backends/nccl/nccl_version.h"
-#include "engine/common/ranges.h"
-#include "engine/host/resources.h"
 // Defined by the nccl backend's object library, which only some binaries link (dsbench does, the
 // tests of this module do not): a weak reference is null where it is absent.
 namespace ds::comm {
