@@ -76,6 +76,7 @@ class InterfaceAdvice {
       bool glooBad = checkGlooIfname(r, *fr);
       if (ncclBad || glooBad) needAdvice = true;
     }
+    out_.reachingIfaces = reachingEveryPeer();
     if (!needAdvice) return;
     std::set<std::string> goodNames;
     std::vector<int> hosts = adviseHosts(goodNames);
@@ -86,6 +87,28 @@ class InterfaceAdvice {
   Fleet& fleet_;
   FleetJudgement& out_;
   std::vector<std::vector<std::string>> good_;  // per unit: interfaces that reached every peer
+
+  // The names good on every host that listed interfaces (what NCCL and Gloo will find by themselves
+  // when nothing is set); empty for one host.
+  std::vector<std::string> reachingEveryPeer() const {
+    std::vector<std::string> common;
+    bool first = true;
+    for (std::size_t u = 0; u < fleet_.units.size(); ++u) {
+      const FleetRank* fr = fleet_.rank(fleet_.units[u].leader);
+      if (fr == nullptr || !fr->joined || fr->ifaces.empty()) continue;
+      std::vector<std::string> good = good_[u];
+      std::sort(good.begin(), good.end());
+      if (first) {
+        common = std::move(good);
+        first = false;
+        continue;
+      }
+      std::vector<std::string> both;
+      std::set_intersection(common.begin(), common.end(), good.begin(), good.end(), std::back_inserter(both));
+      common = std::move(both);
+    }
+    return common;
+  }
 
   // The interfaces of a unit that reached every peer (on a subnet shared with another unit).
   std::vector<std::string> computeGoodIfaces(int u) const {

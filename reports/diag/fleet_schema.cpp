@@ -347,6 +347,7 @@ struct Reader {
     r.judgement.medianLatencyUs = number(ju, "median_latency_us", juAt);
     r.judgement.madLatencyUs = number(ju, "mad_latency_us", juAt);
     readTo(ju.at("job_socket_ifname"), r.judgement.jobSocketIfname);
+    if (ju.contains("reaching_ifaces")) readTo(ju.at("reaching_ifaces"), r.judgement.reachingIfaces);  // 1.2
     readTo(ju.at("notes"), r.judgement.notes);
     const json& retest = array(ju, "retest");
     for (std::size_t i = 0; i < retest.size(); ++i) {
@@ -482,6 +483,7 @@ void to_json(json& j, const FleetReport& r) {
                  {"median_latency_us", num(ju.medianLatencyUs)},
                  {"mad_latency_us", num(ju.madLatencyUs)},
                  {"job_socket_ifname", ju.jobSocketIfname},
+                 {"reaching_ifaces", ju.reachingIfaces},
                  {"notes", ju.notes},
                  {"retest", std::move(retest)}};
   json seconds = json::object();

@@ -12,7 +12,7 @@
 namespace ds::report {
 
 inline constexpr const char* kFleetSchemaName = "dsperf.fleet";
-inline constexpr const char* kFleetSchemaVersion = "1.1";  // 1.1: a rank's CPU budget
+inline constexpr const char* kFleetSchemaVersion = "1.2";  // 1.1: a rank's CPU budget; 1.2: reaching_ifaces
 
 // The three states operators use (Azure HPC health checks, superbench): a host with no finding, a
 // host named with evidence, and a host that never delivered a result.
@@ -152,6 +152,9 @@ struct FleetJudgement {
   // A single NCCL_SOCKET_IFNAME / GLOO_SOCKET_IFNAME for the whole job (comma list NCCL accepts),
   // or "" when none works for every host; then HostVerdict::ncclSocketIfname per host.
   std::string jobSocketIfname;
+  // The interfaces that reached every peer from every host, judged whether or not advice was
+  // needed (empty: one host, no interfaces reported, or none common to all). Schema 1.2.
+  std::vector<std::string> reachingIfaces;
   std::vector<std::string> notes;   // anything else an operator should read
   // Ranks that localisation wants re-tested before it names them (stage "confirm"); pairs of
   // (suspect, healthy peer). Empty once confirmation ran.

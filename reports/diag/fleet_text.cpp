@@ -72,9 +72,7 @@ void addInterfaces(std::string& out, const FleetJudgement& j) {
   std::map<std::string, std::vector<std::string>> byValue;  // recommended value -> hosts
   for (const auto& h : j.hosts) byValue[h.ncclSocketIfname].push_back(h.host);
   if (byValue.empty() || (byValue.size() == 1 && byValue.begin()->first.empty())) {
-    out +=
-        "Interfaces: no advice (no interface was found to reach every peer from every host; leave "
-        "NCCL_SOCKET_IFNAME unset or see the evidence above).\n";
+    out += "Interfaces: " + interfacesFound(j) + "\n";
     return;
   }
   out += "Interfaces: no one NCCL_SOCKET_IFNAME reaches every peer from every host; set it per host:\n";
@@ -134,6 +132,18 @@ std::vector<std::string> excludedHosts(const FleetJudgement& judgement) {
   std::sort(hosts.begin(), hosts.end());
   hosts.erase(std::unique(hosts.begin(), hosts.end()), hosts.end());
   return hosts;
+}
+
+std::string interfacesFound(const FleetJudgement& j) {
+  if (j.hosts.size() <= 1) return "one host, no peer to reach; nothing to set.";
+  if (!j.reachingIfaces.empty()) {
+    return fmt::format(
+        "{} {} every peer from every host; nothing to set (NCCL and Gloo find {} by themselves).",
+        fmt::join(j.reachingIfaces, ", "), j.reachingIfaces.size() == 1 ? "reaches" : "reach",
+        j.reachingIfaces.size() == 1 ? "it" : "them");
+  }
+  return "no interface was judged to reach every peer from every host (see the evidence above); leave "
+         "NCCL_SOCKET_IFNAME unset.";
 }
 
 void writeExcludeFile(const std::string& path, const FleetJudgement& judgement) {

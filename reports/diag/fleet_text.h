@@ -19,6 +19,11 @@ struct FleetTextOptions {
 // The fleet section (several lines, each ending in '\n').
 std::string formatFleetText(const FleetReport& report, const FleetTextOptions& options = {});
 
+// What the judgement found about interfaces when it advises no setting (no job-wide value, no host's
+// own): which names reach every peer ("eth0 reaches every peer from every host; nothing to set."), or
+// that none was judged to. One sentence, for the text and the HTML page.
+std::string interfacesFound(const FleetJudgement& judgement);
+
 // The hosts to keep out of the next job: suspect hosts and hosts with no result, sorted. Suspect links
 // are not in it (either end may be fine); the text names them.
 std::vector<std::string> excludedHosts(const FleetJudgement& judgement);

@@ -166,6 +166,10 @@ json fleetSection(PageBuilder& page, const FleetReport& r, const std::string& na
   } else {
     std::map<std::string, std::vector<std::string>> byValue;
     for (const auto& h : j.hosts) byValue[h.ncclSocketIfname].push_back(h.host);
+    if (byValue.size() <= 1 && (byValue.empty() || byValue.begin()->first.empty())) {
+      page.paragraph("Interfaces: " + interfacesFound(j), "mono");
+      byValue.clear();
+    }
     for (const auto& [value, hosts] : byValue) {
       page.paragraph(value.empty()
                          ? "Interfaces: leave NCCL_SOCKET_IFNAME unset on " + slurmHostlist(hosts)

@@ -7,6 +7,7 @@
 
 #include "diag/fleet/plan.h"
 #include "diag/fleet/sim/fleet_model.h"
+#include "reports/diag/fleet_text.h"
 
 using namespace ds::diag::fleet;
 using ds::bench::fleet::FleetModel;
@@ -300,6 +301,22 @@ TEST(FleetLocalise, InterfaceAdviceLeavesOutTheInterfaceThatFails) {
   EXPECT_EQ(host(j, "fleet1").ncclSocketIfname, "");
   EXPECT_EQ(j.jobSocketIfname, "eth0") << allText(j);
   EXPECT_TRUE(contains(allText(j), "Another interface of fleet4 reaches every peer")) << allText(j);
+}
+
+TEST(FleetLocalise, AHealthyFleetSaysWhichInterfaceReachedEveryPeer) {
+  // Nothing wrong, so no advice is needed; what was found is still said (issue 42: the text used to
+  // claim that no interface reached every peer).
+  FleetModel m;
+  m.hosts = 8;
+  auto j = judge(ds::bench::fleet::makeInput(m));
+  EXPECT_EQ(j.jobSocketIfname, "") << allText(j);
+  EXPECT_EQ(j.reachingIfaces, std::vector<std::string>{"eth0"}) << allText(j);
+  EXPECT_EQ(ds::report::interfacesFound(j),
+            "eth0 reaches every peer from every host; nothing to set (NCCL and Gloo find it by themselves).");
+  m.hosts = 1;
+  auto one = judge(ds::bench::fleet::makeInput(m));
+  EXPECT_TRUE(one.reachingIfaces.empty());
+  EXPECT_EQ(ds::report::interfacesFound(one), "one host, no peer to reach; nothing to set.");
 }
 
 TEST(FleetLocalise, SocketIfnameThatMatchesNoInterfaceIsEvidence) {

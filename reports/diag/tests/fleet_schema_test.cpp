@@ -166,6 +166,11 @@ TEST(FleetSchema, FixtureReadsAndWritesBackTheSameDocument) {
                                   {"suspect_links", 1},
                                   {"exit_code", 2}}));
   out.erase("summary");
+  // The fixture is a 1.1 file: it is written back as 1.2, whose only addition is reaching_ifaces.
+  ASSERT_EQ(in["schema_version"], "1.1");
+  EXPECT_TRUE(out["judgement"]["reaching_ifaces"].empty());
+  in["schema_version"] = "1.2";
+  in["judgement"]["reaching_ifaces"] = json::array();
   EXPECT_EQ(out, in) << "keys or values changed on the way through";
   expectSame(fleetFromJson(throughText(r), "again.json"), r);
 }
@@ -174,7 +179,7 @@ TEST(FleetSchema, EveryFieldOfABuiltReportRoundTrips) {
   FleetReport r = builtReport();
   json j = throughText(r);
   EXPECT_EQ(j["schema"], "dsperf.fleet");
-  EXPECT_EQ(j["schema_version"], "1.1");
+  EXPECT_EQ(j["schema_version"], "1.2");
   EXPECT_TRUE(j["input"]["pairs"][1]["bandwidth_gbps"].is_null()) << "NaN is written as null";
   EXPECT_EQ(j["judgement"]["retest"], json::parse("[[1,0],[1,3]]"));
   EXPECT_EQ(j["input"]["ranks"][1]["nccl_socket_ifname"], "ib");
