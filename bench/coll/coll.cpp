@@ -350,6 +350,10 @@ int runColl(const CollFlags& flags) {
     // The group may be broken with an op still inside its backend: leave without destructors (as
     // runMain does), after saying why.
     std::fprintf(stderr, "dsbench: %s: %s\n", run.summary.status.c_str(), run.summary.error.c_str());
+    if (root0 && !o.jsonPath.empty()) {
+      std::fprintf(stderr, "dsbench: the %zu row(s) finished before it are in %s (dsreport html %s).\n",
+                   run.results.size(), o.jsonPath.c_str(), o.jsonPath.c_str());
+    }
     std::fflush(stdout);
     std::fflush(stderr);
     std::_Exit(errorCode);

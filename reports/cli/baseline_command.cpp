@@ -46,7 +46,7 @@ Command addBaselineCommand(CLI::App& parent) {
       "rules (repeated until stable, as superbench does), floored at a fraction of the hardware bound. "
       "Exit 0: written; 2: bad input.");
   c.app->add_option("runs", f->runs, "result files: single-host dsbench coll sweeps, fleet-mode dsdiag runs")
-      ->check(ds::cli::inputFile());
+      ->check(resultFile());
   c.app
       ->add_option("--db", f->db,
                    "build from the history (dsreport ingest) instead of, or besides, result files")

@@ -43,7 +43,7 @@ Command addCheckCommand(CLI::App& parent) {
       "3: the check could not run.");
   c.app->add_option("runs", f->runs, "result files: single-host dsbench coll sweeps, fleet-mode dsdiag runs")
       ->required()
-      ->check(ds::cli::inputFile());
+      ->check(resultFile());
   c.app
       ->add_option("--baseline", f->baseline,
                    "baseline file (dsreport baseline); without it only absolute rules apply")

@@ -40,6 +40,11 @@ inline void addMaxInputFlag(CLI::App* sub) {
       ->envname("DSREPORT_MAX_INPUT_MB");
 }
 
+// The check of a result-file argument: ds::cli::inputFile, and where a sweep JSON is missing but its
+// journal is there (a run cut off before it wrote the JSON), the message names the journal to pass.
+// (result_file.cpp)
+CLI::Validator resultFile();
+
 Command addHtmlCommand(CLI::App& parent);       // html_command.cpp
 Command addCompareCommand(CLI::App& parent);    // compare_command.cpp
 Command addIngestCommand(CLI::App& parent);     // ingest_command.cpp

@@ -60,7 +60,7 @@ Command addCompareCommand(CLI::App& parent) {
           ->add_option("runs", o->runs,
                        "the baseline run(s), then '--' and the current run(s); or just two runs")
           ->required()
-          ->check(ds::cli::inputFile());
+          ->check(resultFile());
   c.app
       ->add_flag_callback(
           kSeparatorFlag,

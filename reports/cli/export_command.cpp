@@ -39,7 +39,7 @@ Command addExportCommand(CLI::App& parent) {
   c.app
       ->add_option("runs", o->inputs,
                    "result files: dsbench sweep JSON or journals, dsdiag --world JSON of fleet mode")
-      ->check(ds::cli::inputFile());
+      ->check(resultFile());
   c.app
       ->add_option(
           "--openmetrics", o->openmetrics,

@@ -32,7 +32,7 @@ Command addHtmlCommand(CLI::App& parent) {
       ->add_option("runs", opts->inputs,
                    "result files (JSON written by dsbench or dsdiag, or a .jsonl journal)")
       ->required()
-      ->check(ds::cli::inputFile());
+      ->check(resultFile());
   c.app->add_option("-o,--output", opts->output, "the HTML file to write (replaced atomically)")
       ->capture_default_str()
       ->check(ds::cli::outputFile())

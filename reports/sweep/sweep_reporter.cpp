@@ -31,6 +31,28 @@ void TextReporter::tableEnd(const SweepTable&, const std::vector<SweepMeasuremen
 }
 void TextReporter::finish(const SweepRun& run) { put(formatFooter(run.summary)); }
 
+void JsonReporter::start(const SweepRun& run) {
+  sofar_ = SweepRun{};
+  sofar_.args = run.args;
+  sofar_.metadata = run.metadata;
+  sofar_.notes = run.notes;
+}
+void JsonReporter::tableStart(const SweepTable&) { tableFirst_ = sofar_.results.size(); }
+void JsonReporter::measurement(const SweepMeasurement& m) { sofar_.results.push_back(m); }
+void JsonReporter::note(const std::string& text) { sofar_.notes.push_back(text); }
+void JsonReporter::tableEnd(const SweepTable& t, const std::vector<SweepMeasurement>& rows) {
+  // The table's rows as the run keeps them (put back in size order after --repeat's rotated passes).
+  if (tableFirst_ <= sofar_.results.size()) sofar_.results.resize(tableFirst_);
+  sofar_.results.insert(sofar_.results.end(), rows.begin(), rows.end());
+  sofar_.summary = summarize(sofar_.results);
+  sofar_.summary.status = "incomplete";
+  sofar_.summary.error = fmt::format(
+      "the run stopped after the {} {} table: it was killed, lost a rank, or a later backend ended the "
+      "process (see the job's stderr); this file, rewritten after each table, holds every row finished "
+      "until then",
+      t.backend, t.collective);
+  writeJsonAtomic(path_, sweepToJson(sofar_));
+}
 void JsonReporter::finish(const SweepRun& run) { writeJsonAtomic(path_, sweepToJson(run)); }
 
 void JournalReporter::start(const SweepRun& run) {

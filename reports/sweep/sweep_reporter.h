@@ -65,14 +65,25 @@ class TextReporter : public SweepReporter {
   int perIterTiming_ = 0;  // from start(): -I, the per-iteration columns of the table
 };
 
-// The final JSON, written atomically at finish().
+// The JSON, written atomically at finish(), and before that after each table as a checkpoint that
+// holds every finished row, marked "incomplete" (status and error say where the run was): a run cut
+// off in a later table (a killed process, a lost rank, a backend whose start ends the process, as
+// Open MPI's singleton start without orted does) still leaves a JSON of what it measured. finish()
+// replaces it with the run's own summary.
 class JsonReporter : public SweepReporter {
  public:
   explicit JsonReporter(std::string path) : path_(std::move(path)) {}
+  void start(const SweepRun& run) override;
+  void tableStart(const SweepTable& t) override;
+  void measurement(const SweepMeasurement& m) override;
+  void note(const std::string& text) override;
+  void tableEnd(const SweepTable& t, const std::vector<SweepMeasurement>& rows) override;
   void finish(const SweepRun& run) override;
 
  private:
   std::string path_;
+  SweepRun sofar_;                // args, metadata, the rows and notes so far
+  std::size_t tableFirst_ = 0;    // where the current table's rows start in sofar_.results
 };
 
 // The JSON-lines journal: opened at start(), a line per measurement, an end line at finish().

@@ -329,6 +329,43 @@ TEST(SweepJournal, KilledRunLeavesAReadableJournal) {
   EXPECT_THROW(readSweepJournal(dir.file("empty.jsonl")), ds::ConfigError);
 }
 
+TEST(SweepJson, ARunCutOffInALaterTableLeavesAJsonOfTheFinishedTables) {
+  // issue 42: --backend gloo,shm,mpi -J sweep.json whose mpi start ended the process left no JSON.
+  ds::testing::TempDir dir;
+  const std::string path = dir.file("sweep.json");
+  SweepRun run;
+  run.args.backends = {"gloo", "mpi"};
+  run.metadata.hosts = {"h1"};
+  JsonReporter json(path);
+  json.start(run);
+  SweepTable gloo{"gloo", "allreduce", "2(n-1)/n = 1"};
+  json.tableStart(gloo);
+  SweepMeasurement big = sampleRow(), small = sampleRow();
+  big.bytes = 1024;
+  json.measurement(big);  // --repeat measures in a rotated order; the table ends in size order
+  json.measurement(small);
+  json.note("skipped: z");
+  json.tableEnd(gloo, {small, big});
+  json.tableStart(SweepTable{"mpi", "allreduce", ""});
+  json.measurement(sampleRow());  // a row of the table that never ended
+  // ... and here the process ends: what the file holds is the gloo table, marked incomplete.
+  auto cut = sweepFromJson(readJson(path), path);
+  ASSERT_EQ(cut.results.size(), 2u);
+  EXPECT_EQ(cut.results[0].bytes, 8u);
+  EXPECT_EQ(cut.results[1].bytes, 1024u);
+  EXPECT_EQ(cut.notes, std::vector<std::string>{"skipped: z"});
+  EXPECT_EQ(cut.summary.status, "incomplete");
+  EXPECT_NE(cut.summary.error.find("stopped after the gloo allreduce table"), std::string::npos)
+      << cut.summary.error;
+  // A run that ends replaces the checkpoint with its own summary.
+  run.results = {small, big, sampleRow()};
+  run.summary = summarize(run.results);
+  json.finish(run);
+  auto done = sweepFromJson(readJson(path), path);
+  EXPECT_EQ(done.results.size(), 3u);
+  EXPECT_EQ(done.summary.status, "ok");
+}
+
 TEST(SweepProgress, Line) {
   SweepProgress p{{"gloo", "allreduce", ""}, "f32", "sum", 1536, 3, 12, 6.0};
   EXPECT_EQ(formatProgress(p), "gloo allreduce f32 sum 1.5 KiB  [4/12]  ETA 18 s");
