@@ -12,7 +12,7 @@
 #include "bench/coll/collective.h"
 #include "bench/coll/harness.h"
 #include "bench/coll/host_hardware.h"
-#include "bench/coll/memory.h"
+#include "bench/memory.h"
 #include "bench/exit_codes.h"
 #include "bench/metadata.h"
 #include "bench/world/world.h"

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "bench/coll/collective.h"
-#include "bench/coll/memory.h"
+#include "bench/memory.h"
 #include "engine/store/store.h"
 #include "reports/sweep/sweep_schema.h"
 

@@ -24,7 +24,7 @@
 #include <string>
 #include <vector>
 
-#include "bench/coll/memory.h"
+#include "bench/memory.h"
 #include "bench/exit_codes.h"
 #include "bench/metadata.h"
 #include "bench/micro/bench_args.h"
@@ -289,9 +289,9 @@ int run(int argc, char** argv) {
   // dsbench's own host allocator, zero-filled (every page touched before timing): the engine and
   // this peer time buffers placed alike, as a torch tensor is (bench/coll/memory.cpp says why that
   // matters to Open MPI).
-  std::unique_ptr<ds::bench::coll::Memory> host = ds::bench::coll::makeMemory(ds::comm::Device{});
-  ds::bench::coll::DeviceBuffer sendBuf(*host, maxCount * sizeof(float));
-  ds::bench::coll::DeviceBuffer recvBuf(*host, maxCount * sizeof(float));
+  std::unique_ptr<ds::bench::Memory> host = ds::bench::makeMemory(ds::comm::Device{});
+  ds::bench::DeviceBuffer sendBuf(*host, maxCount * sizeof(float));
+  ds::bench::DeviceBuffer recvBuf(*host, maxCount * sizeof(float));
   auto* send = static_cast<float*>(sendBuf.data());
   auto* recv = static_cast<float*>(recvBuf.data());
   std::vector<report::SweepMeasurement> rows;

@@ -5,6 +5,7 @@
 
 #include <cstdio>
 
+#include "bench/memory.h"
 #include "bench/exit_codes.h"
 #include "bench/metadata.h"
 #include "engine/env/launcher_args.h"
@@ -59,16 +60,17 @@ report::SmokeResult smokeAllreduce(World& world) {
   const double n = world.worldSize();
   s.expected = n * (n + 1) / 2;
   float value = static_cast<float>(world.rank() + 1);
-  comm::Buffer b{&value, 1, comm::DType::kF32, comm::Device{}};
-  if (world.accelerator().name() == "cuda") {
-    // Device memory for nccl comes with the GPU benchmarks; until then the smoke test runs on cpu
-    // backends only.
-    s.ran = false;
-    s.ok = true;
-    return s;
-  }
+  // On the group's own device: device memory for nccl (the job's transport, not a host stand-in),
+  // host memory for the CPU backends. A failure to get or fill that memory is an error of the run,
+  // never a silent pass.
+  const comm::Device device = world.pg().options().device;
+  auto memory = makeMemory(device);
+  DeviceBuffer data(*memory, sizeof value);
+  memory->toDevice(data.data(), &value, sizeof value);
+  comm::Buffer b{data.data(), 1, comm::DType::kF32, device};
   auto work = world.pg().allreduce(b);
   work->wait();
+  memory->toHost(&value, data.data(), sizeof value);
   s.got = value;
   s.ok = value == static_cast<float>(s.expected);
   s.micros = std::chrono::duration<double, std::micro>(work->duration()).count();

@@ -1,4 +1,4 @@
-#include "bench/coll/memory.h"
+#include "bench/memory.h"
 
 #include <fmt/format.h>
 
@@ -12,7 +12,7 @@
 #include <cuda_runtime.h>
 #endif
 
-namespace ds::bench::coll {
+namespace ds::bench {
 
 namespace {
 
@@ -91,4 +91,4 @@ std::unique_ptr<Memory> makeMemory(const comm::Device& device) {
 #endif
 }
 
-}  // namespace ds::bench::coll
+}  // namespace ds::bench

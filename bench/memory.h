@@ -1,4 +1,4 @@
-// Where a sweep's buffers live: host memory for cpu backends, device memory (CUDA) for nccl. The
+// Where a benchmark's buffers live: host memory for cpu backends, device memory (CUDA) for nccl. The
 // harness fills and checks data on the host and copies it when the buffers are on a device.
 #pragma once
 
@@ -7,7 +7,7 @@
 
 #include "engine/comm/types.h"
 
-namespace ds::bench::coll {
+namespace ds::bench {
 
 class Memory {
  public:
@@ -54,4 +54,4 @@ class DeviceBuffer {
   void* p_ = nullptr;
 };
 
-}  // namespace ds::bench::coll
+}  // namespace ds::bench
