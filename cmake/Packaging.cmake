@@ -27,6 +27,15 @@ set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 set(CPACK_DEBIAN_PACKAGE_SECTION science)
 set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "python3")
+# What the linked libraries do not show. Open MPI's libmpi (a shlibdeps Depends) cannot start a rank by
+# itself: a rank started without mpirun (dsrun, torchrun, srun without PMIx, `dsbench coll --backend
+# mpi` alone) is an Open MPI "singleton", which execs `orted` and reads its help files; those come with
+# openmpi-bin and openmpi-common. Without them MPI_Init ends the process with "ORTE_ERROR_LOG: A
+# system-required executable either could not be found" (seen on a clean Debian 12 root). mpirun is in
+# openmpi-bin too.
+if(DS_WITH_MPI_ENABLED)
+  set(CPACK_DEBIAN_PACKAGE_DEPENDS "openmpi-bin, openmpi-common")
+endif()
 set(CPACK_DEBIAN_PACKAGE_SUGGESTS "libnccl2, libcublas12, python3-torch")
 
 include(CPack)
