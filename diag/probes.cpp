@@ -5,6 +5,9 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
 #include <cstring>
 
 #include "diag/util.h"
@@ -404,6 +407,50 @@ NcclProbe probeNccl(const LibraryNames& libs) {
   p.error = r.value.value("error", "");
   p.runtimeCode = r.value.value("code", 0);
   p.broken = r.value.value("broken", "");
+  return p;
+}
+
+MpiStartProbe probeMpiStart(const std::string& path, const std::string& pathEnv,
+                            std::chrono::milliseconds timeout) {
+  MpiStartProbe p;
+  // The child's stdout and stderr go to a file the parent reads afterwards: Open MPI writes its
+  // reasons there and then exits, so a pipe read only after the child ends could fill and block it.
+  char name[] = "/tmp/dsdiag-mpi-start-XXXXXX";
+  const int fd = ::mkstemp(name);
+  if (fd < 0) {
+    p.error = fmt::format("could not make a temporary file for its output: {}", std::strerror(errno));
+    return p;
+  }
+  ::unlink(name);
+  const auto t0 = std::chrono::steady_clock::now();
+  auto r = runIsolated(
+      [&]() -> Json {
+        std::fflush(stdout);
+        std::fflush(stderr);
+        ::dup2(fd, STDOUT_FILENO);
+        ::dup2(fd, STDERR_FILENO);
+        if (!pathEnv.empty()) ::setenv("PATH", pathEnv.c_str(), 1);
+        void* h = ::dlopen(path.c_str(), RTLD_NOW | RTLD_GLOBAL);
+        if (h == nullptr) return {{"__error", fmt::format("dlopen {}: {}", path, ::dlerror())}};
+        using InitFn = int (*)(int*, char***);
+        using FinFn = int (*)();
+        auto init = sym<InitFn>(h, "MPI_Init");
+        auto fin = sym<FinFn>(h, "MPI_Finalize");
+        if (init == nullptr || fin == nullptr) return {{"__error", path + " has no MPI_Init or MPI_Finalize"}};
+        const int rc = init(nullptr, nullptr);
+        if (rc != 0) return {{"__error", fmt::format("MPI_Init returned {}", rc)}};
+        fin();
+        return {{"ok", true}};
+      },
+      timeout);
+  p.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  p.ok = r.error.empty() && r.value.value("ok", false);
+  if (!p.ok) p.error = r.error.empty() ? r.value.value("__error", std::string("it reported nothing")) : r.error;
+  std::string out(64 << 10, '\0');
+  const ssize_t n = ::pread(fd, out.data(), out.size(), 0);
+  out.resize(n > 0 ? static_cast<std::size_t>(n) : 0);
+  ::close(fd);
+  p.output = std::move(out);
   return p;
 }
 

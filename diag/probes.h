@@ -3,6 +3,7 @@
 // a finding instead of a crash of dsdiag. Each probe is plain data, filled once per run.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -87,6 +88,19 @@ struct MpiProbe {
   std::string libraryVersion;  // MPI_Get_library_version's text, first line
   std::string broken;          // as NcclProbe::broken
 };
+
+// MPI started as a rank started without a launcher starts it (Open MPI: a "singleton", which execs
+// orted): MPI_Init and MPI_Finalize in a forked child whose stdout and stderr are kept, under a time
+// limit. The library is the one at `path` (MpiProbe::path); `pathEnv`, when not empty, is the child's
+// PATH (where Open MPI looks for orted): the checked environment's, which tests set.
+struct MpiStartProbe {
+  bool ok = false;
+  double seconds = 0;
+  std::string error;   // how the child ended when not ok ("exited with code 1", "did not finish ...")
+  std::string output;  // what MPI printed (Open MPI's help text on a failure), at most 64 KiB
+};
+MpiStartProbe probeMpiStart(const std::string& path, const std::string& pathEnv,
+                            std::chrono::milliseconds timeout);
 
 GpuProbe probeGpu(const LibraryNames& libs);
 NcclProbe probeNccl(const LibraryNames& libs);

@@ -126,6 +126,77 @@ Finding mpiVersion(Context& c) {
   return pass(fmt::format("{} ({})", p.libraryVersion, p.path), data);
 }
 
+// The lines of Open MPI's help text that say what went wrong (the boxes between dashed lines, the
+// ORTE_ERROR_LOG lines), joined into one sentence-sized excerpt.
+std::string mpiOutputExcerpt(const std::string& output) {
+  std::vector<std::string> keep;
+  for (std::string line : split(output, '\n')) {
+    line = trim(line);
+    if (line.empty() || line.find_first_not_of('-') == std::string::npos) continue;
+    if (line.rfind("***", 0) == 0) continue;
+    keep.push_back(line);
+    if (keep.size() == 6) break;
+  }
+  std::string s = join(keep, " ");
+  return s.size() > 600 ? s.substr(0, 600) + " ..." : s;
+}
+
+// Whether an executable `name` is on PATH.
+bool onPath(const Context& c, const std::string& name) {
+  for (const auto& dir : split(c.get("PATH").value_or(""), ':')) {
+    if (!dir.empty() && ::access((dir + "/" + name).c_str(), X_OK) == 0) return true;
+  }
+  return false;
+}
+
+// MPI started here as the job's ranks will start it: proof, not the library's presence. A rank that
+// no MPI launcher started (dsrun, torchrun, a lone dsbench --backend mpi) is an Open MPI singleton,
+// which needs orted (openmpi-bin) and Open MPI's help files (openmpi-common); the library alone
+// loads and answers its version without them.
+Finding mpiStart(Context& c) {
+  auto& p = c.mpi();
+  if (!p.loaded || !p.error.empty() || !p.broken.empty()) {
+    return skip("Not tried: no usable MPI library (mpi.version says why)");
+  }
+  const auto g = guessLauncher(c);
+  if (g.mpiFamily || g.family.rfind("srun-", 0) == 0) {
+    return skip(fmt::format("Not tried: {} started this process, so MPI starts through it; a second MPI_Init here "
+                            "would join the job's own world (mpi.world_match checks it)",
+                            g.name));
+  }
+  const bool needed = c.jobBackend() == "mpi";
+  const auto s = probeMpiStart(p.path, c.get("PATH").value_or(""), std::chrono::seconds(30));
+  Json data{{"path", p.path}, {"seconds", s.seconds}, {"started", s.ok}, {"output", s.output}};
+  if (s.ok) {
+    return pass(fmt::format("MPI_Init and MPI_Finalize worked in a child started as a rank without mpirun (an Open MPI "
+                            "singleton) in {:.1f} s",
+                            s.seconds),
+                data);
+  }
+  std::string missing;
+  std::string remedy;
+  const bool openMpi = p.libraryVersion.find("Open MPI") != std::string::npos;
+  if (openMpi && !onPath(c, "orted")) {
+    missing = "orted is not on PATH";
+    remedy = "Install openmpi-bin (orted and mpirun) and openmpi-common (Open MPI's help files): apt-get install "
+             "openmpi-bin openmpi-common; or start the job with mpirun.";
+  } else if (s.output.find("You were supposed to get help about") != std::string::npos) {
+    missing = "Open MPI's help files are missing";
+    remedy = "Install openmpi-common (apt-get install openmpi-common).";
+  } else {
+    remedy = "Read MPI's message above; start the job with mpirun, or use backend gloo, which needs no MPI.";
+  }
+  const std::string excerpt = mpiOutputExcerpt(s.output);
+  std::string msg = fmt::format("MPI could not start in a child started as a rank without mpirun ({}{}; it {}){}",
+                                p.path, missing.empty() ? "" : ": " + missing, s.error,
+                                excerpt.empty() ? "" : ". MPI said: " + excerpt);
+  if (needed) {
+    return fail(msg + ". The job uses backend mpi, so every rank would stop at start", remedy, data);
+  }
+  return warn(msg + ". `--backend mpi` (dsbench, dsrun) would stop at start here; the job's backend is not mpi",
+              remedy, data);
+}
+
 Finding worldMatch(Context& c) {
   struct Set {
     const char* name;
@@ -189,6 +260,7 @@ std::vector<CheckDef> mpiChecks() {
   return {
       {"mpi.launcher", "mpi", "Which launcher started this process", launcher},
       {"mpi.version", "mpi", "MPI library version (dlopen), matching the launcher", mpiVersion},
+      {"mpi.start", "mpi", "MPI starts here as a rank without mpirun starts it (Open MPI's singleton)", mpiStart},
       {"mpi.world_match", "mpi", "The MPI launcher's world against env:// and the backend", worldMatch},
   };
 }

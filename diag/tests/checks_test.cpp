@@ -447,6 +447,28 @@ TEST(MpiChecks, MissingMpiLibraryFailsUnderMpirun) {
   EXPECT_STATUS(runCheck("mpi.version", {{"DSDIAG_LIBMPI", "/nonexistent/libmpi.so.40"}, {"DS_ACCELERATOR", "cpu"}}), SKIP);
 }
 
+TEST(MpiChecks, StartIsProvedInAChildAndAMissingOrtedIsNamed) {
+  // A rank started without mpirun is an Open MPI singleton: it needs orted, which the library alone
+  // does not bring (issue 42: mpi.version PASSed on a node where --backend mpi could not start).
+  const char* path = std::getenv("PATH");
+  auto ok = runCheck("mpi.start", {{"PATH", path != nullptr ? path : "/usr/bin:/bin"}, {"DS_ACCELERATOR", "cpu"}});
+  if (ok.status == DiagStatus::kSkip) GTEST_SKIP() << ok.message;
+  EXPECT_STATUS(ok, PASS);
+  EXPECT_NE(ok.message.find("singleton"), std::string::npos) << ok.message;
+  DiagOptions o;
+  o.backend = "mpi";
+  auto bad = runCheck("mpi.start", {{"PATH", "/nonexistent"}, {"DS_ACCELERATOR", "cpu"}}, o);
+  EXPECT_STATUS(bad, FAIL);
+  EXPECT_NE(bad.message.find("orted is not on PATH"), std::string::npos) << bad.message;
+  EXPECT_NE(bad.remedy.find("openmpi-bin"), std::string::npos) << bad.remedy;
+  // Not the job's backend: a warning that --backend mpi would not start.
+  EXPECT_STATUS(runCheck("mpi.start", {{"PATH", "/nonexistent"}, {"DS_ACCELERATOR", "cpu"}}), WARN);
+  // Under mpirun it is not tried: a second MPI_Init would join the job's world.
+  auto under = runCheck("mpi.start", {{"OMPI_COMM_WORLD_RANK", "0"}, {"OMPI_COMM_WORLD_SIZE", "1"}});
+  EXPECT_STATUS(under, SKIP);
+  EXPECT_NE(under.message.find("Not tried"), std::string::npos);
+}
+
 TEST(MpiChecks, WorldMismatchAgainstEnvFails) {
   auto v = launched(0, 2);
   v["OMPI_COMM_WORLD_SIZE"] = "4";
