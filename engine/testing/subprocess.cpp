@@ -3,10 +3,13 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -56,16 +59,62 @@ std::string readFile(const std::string& path) {
   return ss.str();
 }
 
-int unusedPort() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+namespace {
+
+// Whether `port` can be bound on `addr` right now (closed again at once).
+bool canBind(int port, in_addr_t addr) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return false;
   sockaddr_in a{};
   a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a));
-  socklen_t len = sizeof(a);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  a.sin_addr.s_addr = htonl(addr);
+  a.sin_port = htons(static_cast<std::uint16_t>(port));
+  const bool ok = ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0;
   ::close(fd);
-  return ntohs(a.sin_port);
+  return ok;
+}
+
+// The ports to pick from: DS_TEST_PORTS=LO-HI, else below the kernel's ephemeral range.
+std::pair<int, int> testPortRange() {
+  if (const char* v = std::getenv("DS_TEST_PORTS"); v != nullptr && *v != '\0') {
+    int lo = 0, hi = 0;
+    if (std::sscanf(v, "%d-%d", &lo, &hi) == 2 && lo >= 1024 && hi <= 65535 && lo < hi) return {lo, hi};
+    throw std::runtime_error(std::string("DS_TEST_PORTS='") + v + "' is not a range LO-HI within 1024-65535");
+  }
+  int ephemeralLow = 32768;
+  std::ifstream f("/proc/sys/net/ipv4/ip_local_port_range");
+  int lo = 0, hi = 0;
+  if (f >> lo >> hi && lo > 1024) ephemeralLow = lo;
+  // 20000 ports below it (at least from 1024): far more than the tests of one machine hold at once.
+  return {std::max(1024, ephemeralLow - 20000), ephemeralLow - 1};
+}
+
+}  // namespace
+
+int unusedPort() {
+  const auto [lo, hi] = testPortRange();
+  const char* tmp = std::getenv("TMPDIR");
+  const std::string dir = std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") + "/dsperf-test-ports";
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  const int span = hi - lo + 1;
+  // Start at a place of this process's own, so that parallel tests rarely try the same ports.
+  const int start = static_cast<int>((static_cast<unsigned>(::getpid()) * 2654435761u) % static_cast<unsigned>(span));
+  for (int i = 0; i < span; ++i) {
+    const int port = lo + (start + i) % span;
+    if (port >= 29400 && port <= 29600) continue;  // torchrun's and MASTER_PORT's defaults: a test may use them
+    const std::string lock = dir + "/" + std::to_string(port);
+    const int fd = ::open(lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+    if (fd < 0) continue;
+    if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+      ::close(fd);
+      continue;
+    }
+    if (canBind(port, INADDR_LOOPBACK) && canBind(port, INADDR_ANY)) return port;  // fd stays open: the lock
+    ::close(fd);
+  }
+  throw std::runtime_error("no free TCP port in " + std::to_string(lo) + "-" + std::to_string(hi) +
+                           " for a test (every one is bound or locked under " + dir + ")");
 }
 
 TempDir::TempDir(const std::string& prefix) {

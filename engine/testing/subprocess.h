@@ -23,7 +23,14 @@ std::chrono::milliseconds scaled(std::chrono::milliseconds d);
 // build/bin (from DS_BIN_DIR, which ctest sets), for finding dsrun, dsbench and test workers.
 std::string binDir();
 std::string readFile(const std::string& path);
-// A loopback TCP port nobody listens on right now (bound to 0, read back, closed).
+// A TCP port for a test's rendezvous that nothing else will take before the child binds it. Picking
+// an ephemeral port (bind 0, read back, close) raced: another test's outgoing connection may be given
+// the same port by the kernel between the pick and the child's bind (errno 98 in a fresh-clone run).
+// So the port comes from below the kernel's ephemeral range (/proc/sys/net/ipv4/ip_local_port_range),
+// which the kernel never hands out by itself, it is free when picked (bound and closed on 127.0.0.1
+// and 0.0.0.0), and the tests of this machine share a lock file per port under
+// $TMPDIR/dsperf-test-ports: this process holds the lock until it exits, so no other test process
+// picks the same port meanwhile. DS_TEST_PORTS=LO-HI sets the range.
 int unusedPort();
 
 // A fresh directory under TMPDIR, removed with its contents by the destructor.
