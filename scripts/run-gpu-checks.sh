@@ -9,7 +9,8 @@
 #   gpu_visible  a. the GPUs (nvidia-smi), the driver, and the NCCL and cuBLAS libraries found
 #   dsdiag       b. dsdiag --json: every gpu.* and nccl.* check PASS or WARN, never SKIP or FAIL
 #   gpu_tests    c. the gpu test binaries: NCCL collective matrix at world size 1; tensor, cuBLAS MLP, DDP
-#   sweep        d. dsbench coll --backend nccl, world size 1, every collective, 8 B to 4 GiB, -J
+#   sweep        d. dsbench world --backend nccl (the NCCL smoke allreduce on device memory), then
+#                   dsbench coll --backend nccl, world size 1, every collective, 8 B to 4 GiB, -J
 #   two_ranks    e. two ranks on GPU 0: dsdiag --world fails world.gpu_unique naming both ranks and the
 #                   bus id; dsbench coll --backend nccl ends within its timeout naming NCCL's duplicate-GPU error
 #   train        f. dsbench train on CUDA: the 100m preset and an MLP of width 8192, each in f32 and bf16
@@ -134,6 +135,12 @@ step_gpu_tests() {
 }
 
 step_sweep() {
+  # The NCCL smoke test docs/dsdiag.md promises: a checked allreduce on device memory, world size 1.
+  DS_ACCELERATOR=cuda bounded 60 "$bin/dsbench" world --backend nccl >"$tmp/world-nccl.txt" 2>&1
+  local wrc=$?
+  cat "$tmp/world-nccl.txt"
+  grep -q "smoke allreduce on nccl: ok" "$tmp/world-nccl.txt" ||
+    { why="dsbench world --backend nccl (exit $wrc) printed no 'smoke allreduce on nccl: ok'"; return 1; }
   DS_ACCELERATOR=cuda bounded 150 "$bin/dsbench" coll --backend nccl --coll all -b 8 -e 4G -f 4 -n 10 -w 2 \
     -T 60 -J "$out/sweep-nccl.json" --journal "$tmp/sweep.journal.jsonl"
   local rc=$?
