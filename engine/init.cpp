@@ -465,7 +465,9 @@ std::shared_ptr<World> initDistributed(const InitOptions& o) {
                        : o.joined                ? o.joined->client()
                                                  : makeStore(method, world->info(), timeout, env, true);
   pgo.timeout = timeout;
-  pgo.device = world->accelerator().name() == "cuda"
+  // Device buffers only for a backend that reads them (nccl; mpi when CUDA-aware): gloo, shm and a
+  // plain MPI move host memory, and work on a GPU node without DS_ACCELERATOR=cpu.
+  pgo.device = world->accelerator().name() == "cuda" && comm::backendTakesDeviceBuffers(backend)
                    ? comm::Device{comm::DeviceType::kCuda, world->localRank()}
                    : comm::Device{};
   pgo.world = &world->info();

@@ -5,13 +5,13 @@
 
 #include "engine/comm/backends/shm/shm_process_group.h"
 #include "engine/comm/process_group.h"
+#include "engine/common/backends.h"
 #include "engine/common/error.h"
 #if DS_WITH_GLOO
 #include "engine/comm/backends/gloo/gloo_process_group.h"
 #endif
 #if DS_WITH_MPI
 #include "engine/comm/backends/mpi/mpi_process_group.h"
-#include "engine/common/backends.h"
 #endif
 
 namespace ds::comm {
@@ -45,6 +45,14 @@ std::vector<std::string> availableBackends() {
   if (DS_WITH_MPI) v.emplace_back("mpi");
   v.emplace_back("shm");
   return v;
+}
+
+bool backendTakesDeviceBuffers(const std::string& backend) {
+  if (backend == "nccl") return true;
+#if DS_WITH_MPI
+  if (backend == "mpi") return mpiCudaAware();
+#endif
+  return false;
 }
 
 std::unique_ptr<ProcessGroup> createProcessGroup(const std::string& backend,

@@ -364,6 +364,12 @@ struct BackendRegistrar {
 
 // The backends this build can create, and the factory. `backend` is nccl, gloo, mpi or shm.
 // Throws ConfigError for an unknown or unbuilt backend.
+// Whether `backend` works on device (CUDA) buffers when the accelerator is cuda: nccl always, mpi when
+// the MPI is CUDA-aware (mpiCudaAware), gloo and shm never (they move host memory). init_distributed
+// gives a group on a GPU node a cuda device only when this is true, so the CPU backends work there
+// without DS_ACCELERATOR=cpu.
+bool backendTakesDeviceBuffers(const std::string& backend);
+
 std::unique_ptr<ProcessGroup> createProcessGroup(const std::string& backend,
                                                  const ProcessGroupOptions& options);
 

@@ -333,6 +333,17 @@ void Reducer::rebuild() {
 
 DistributedDataParallel::DistributedDataParallel(Mlp& model, comm::ProcessGroup& pg, DdpOptions options)
     : model_(model), pg_(pg), options_(std::move(options)) {
+  // Every rank checks the same thing, so all refuse together (nothing collective runs before).
+  for (const auto& p : model_.parameters()) {
+    if (p.value.device().type != pg_.options().device.type) {
+      throw ConfigError(fmt::format(
+          "DDP: parameter {} is on {}, but the process group (backend {}) works on {}: its backend moves "
+          "{} memory only. Use backend nccl for a model on the GPU (or a CUDA-aware MPI), or train on the "
+          "host (DS_ACCELERATOR=cpu).",
+          p.name, comm::deviceName(p.value.device()), pg_.backendName(), comm::deviceName(pg_.options().device),
+          pg_.options().device.type == comm::DeviceType::kCpu ? "host" : "device"));
+    }
+  }
   verifyModelAcrossRanks();
   broadcastParameters();
   reducer_ = std::make_unique<Reducer>(model_.parameters(), pg_, options_);

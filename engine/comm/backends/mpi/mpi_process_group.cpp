@@ -34,6 +34,9 @@
 #include "engine/comm/backends/mpi/mpi_process_group.h"
 
 #include <mpi.h>
+#if __has_include(<mpi-ext.h>)
+#include <mpi-ext.h>
+#endif
 
 #include <algorithm>
 #include <climits>
@@ -737,7 +740,37 @@ class MpiProcessGroup final : public ProcessGroup {
 
 }  // namespace
 
+bool mpiCudaAware(std::string* why) {
+  auto say = [&](std::string text) {
+    if (why != nullptr) *why = std::move(text);
+  };
+#if defined(MPIX_CUDA_AWARE_SUPPORT) && MPIX_CUDA_AWARE_SUPPORT
+  if (MPIX_Query_cuda_support() == 1) {
+    say("this Open MPI reads CUDA buffers (MPIX_Query_cuda_support() = 1)");
+    return true;
+  }
+  say("this Open MPI was built with CUDA support but it is off at run time (MPIX_Query_cuda_support() = 0; "
+      "check OMPI_MCA_opal_cuda_support and its UCX)");
+  return false;
+#elif defined(MPIX_CUDA_AWARE_SUPPORT)
+  say("this Open MPI was built without CUDA support (mpi-ext.h: MPIX_CUDA_AWARE_SUPPORT 0)");
+  return false;
+#else
+  say("this MPI does not say that it reads CUDA buffers (no MPIX_CUDA_AWARE_SUPPORT in mpi-ext.h)");
+  return false;
+#endif
+}
+
 std::unique_ptr<ProcessGroup> makeMpiProcessGroup(const ProcessGroupOptions& options) {
+  std::string why;
+  if (options.device.type != DeviceType::kCpu && !mpiCudaAware(&why)) {
+    // It would take a device pointer for host memory: a crash or silently wrong sums.
+    throw BackendError(fmt::format(
+        "backend mpi was asked to work on {} buffers, but {}, so it cannot read device memory. Run backend mpi "
+        "on host memory (init_distributed does so on a GPU node unless the MPI is CUDA-aware), use backend "
+        "nccl for device buffers, or install a CUDA-aware MPI.",
+        deviceName(options.device), why));
+  }
   return std::make_unique<MpiProcessGroup>(options);
 }
 

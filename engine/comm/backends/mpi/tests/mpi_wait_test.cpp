@@ -1,6 +1,8 @@
 // The wait loop's tuning knob (DS_MPI_WAIT) is parsed strictly; YieldWhileIdle switches Open MPI's
-// yield-when-idle setting on for its lifetime and restores it.
+// yield-when-idle setting on for its lifetime and restores it. And a plain MPI is never handed device
+// buffers (MpiDevice).
 #include "engine/comm/backends/mpi/mpi_wait.h"
+#include "engine/comm/backends/mpi/mpi_process_group.h"
 
 #include <dlfcn.h>
 #include <gtest/gtest.h>
@@ -64,4 +66,24 @@ TEST(MpiYieldWhileIdle, OnWhileAGuardLivesAndRestoredAfterTheLast) {
     EXPECT_TRUE(*flag) << "the inner guard turned it off while the outer one lives";
   }
   EXPECT_FALSE(*flag);
+}
+
+// issue 38: on a GPU node a plain MPI must never be handed device pointers. Debian's Open MPI is built
+// without CUDA support, so the mpi backend works on host memory and refuses a cuda device by name.
+TEST(MpiDevice, APlainMpiWorksOnHostMemoryAndRefusesDeviceBuffers) {
+  std::string why;
+  EXPECT_FALSE(ds::comm::mpiCudaAware(&why));
+  EXPECT_NE(why.find("CUDA"), std::string::npos) << why;
+  EXPECT_TRUE(ds::comm::backendTakesDeviceBuffers("nccl"));
+  EXPECT_FALSE(ds::comm::backendTakesDeviceBuffers("mpi"));
+  EXPECT_FALSE(ds::comm::backendTakesDeviceBuffers("gloo"));
+  EXPECT_FALSE(ds::comm::backendTakesDeviceBuffers("shm"));
+  ds::comm::ProcessGroupOptions o;
+  o.device = ds::comm::Device{ds::comm::DeviceType::kCuda, 0};
+  try {
+    ds::comm::makeMpiProcessGroup(o);
+    ADD_FAILURE() << "a cuda device was accepted by a plain MPI";
+  } catch (const ds::BackendError& e) {
+    EXPECT_NE(std::string(e.what()).find("cannot read device memory"), std::string::npos) << e.what();
+  }
 }
