@@ -29,20 +29,36 @@ std::string num(double v) { return fmt::format("{:.4g}", v); }
 // One figure of one host in one run, and what each rule said of it.
 struct Judged {
   double value = 0;
-  std::map<std::string, bool> broke;  // rule name -> broke (only rules that could judge it)
+  std::map<std::string, Verdict> verdict;  // rule name -> its verdict (only rules that could judge it)
+};
+
+// A variance rule's judgement of the mean of a host's runs that did not break it, where single runs
+// could not be told from a halved one (checkHosts says when).
+struct Pool {
+  int runs = 0;
+  double mean = 0, noise = 0;
+  VarianceBounds bounds;
+  Verdict verdict = Verdict::kBlind;
 };
 
 struct Figure {
   Sample like;                          // the host's latest sample of the pattern
   std::map<std::string, Judged> byRun;  // runId -> judgement
   const BaselineEntry* entry = nullptr;
+  std::map<std::string, Pool> pools;  // variance rule name -> the mean it judged, where it tried
 };
 
 struct RuleLimit {
   bool applies = false;
   double expected = 0, threshold = 0;
+  VarianceBounds bounds;  // variance rules
   std::string how;  // "baseline 24.0 - 5%", "the rules file's min", "50% of 2x200 Gb/s NIC line rate"
 };
+
+// "half the baseline" / "twice the baseline", "a halving" / "a doubling": what a variance rule must
+// tell from noise (kSlowdownToTell), in the metric's direction.
+const char* slowdownPoint(bool higherIsBetter) { return higherIsBetter ? "half the baseline" : "twice the baseline"; }
+const char* slowdownName(bool higherIsBetter) { return higherIsBetter ? "a halving" : "a doubling"; }
 
 RuleLimit limitOf(const Rule& r, const Sample& s, const BaselineEntry* entry) {
   RuleLimit l;
@@ -51,11 +67,13 @@ RuleLimit limitOf(const Rule& r, const Sample& s, const BaselineEntry* entry) {
       if (!entry) return l;
       l.applies = true;
       l.expected = entry->value;
-      l.threshold = varianceLimit(r, entry->value, entry->spread, s.higherIsBetter);
+      l.bounds = varianceBounds(r, entry->value, entry->spread, s.higherIsBetter);
+      l.threshold = l.bounds.limit;
       if (r.sigmas > 0 && entry->spread > 0)
-        l.how = fmt::format("baseline {} {} the larger of {:g}% and {:g} x its run-to-run spread {}{}",
+        l.how = fmt::format("baseline {} {} the larger of {:g}% and {:g} x its run-to-run spread {}{}{}",
                             num(entry->value), s.higherIsBetter ? "-" : "+", r.threshold * 100, r.sigmas,
-                            num(entry->spread), entry->floored ? ", floored at the hardware bound" : "");
+                            num(entry->spread), l.bounds.capped ? fmt::format(", capped at {}", slowdownPoint(s.higherIsBetter)) : "",
+                            entry->floored ? ", floored at the hardware bound" : "");
       else
         l.how = fmt::format("baseline {} {} {:g}%{}", num(entry->value), s.higherIsBetter ? "-" : "+",
                             r.threshold * 100, entry->floored ? ", floored at the hardware bound" : "");
@@ -79,9 +97,57 @@ RuleLimit limitOf(const Rule& r, const Sample& s, const BaselineEntry* entry) {
   }
 }
 
-bool breaks(const Rule& r, const RuleLimit& l, double v, bool higherIsBetter) {
-  if (r.kind == RuleKind::kValue) return (r.min && v < *r.min) || (r.max && v > *r.max);
-  return worseThan(v, l.threshold, higherIsBetter);
+Verdict judge(const Rule& r, const RuleLimit& l, double v, bool higherIsBetter) {
+  if (r.kind == RuleKind::kValue)
+    return (r.min && v < *r.min) || (r.max && v > *r.max) ? Verdict::kBreaks : Verdict::kHolds;
+  if (r.kind == RuleKind::kVariance) return judgeVariance(l.bounds, v);
+  return worseThan(v, l.threshold, higherIsBetter) ? Verdict::kBreaks : Verdict::kHolds;
+}
+
+double meanOf(const std::vector<double>& v) {
+  double sum = 0;
+  for (double x : v) sum += x;
+  return v.empty() ? 0 : sum / static_cast<double>(v.size());
+}
+
+// A pool's limit, for people: "baseline 7.084 - the larger of 10% and 4 x 0.586, the noise of a mean
+// of 3 runs (spread 1.015 / sqrt 3)".
+std::string poolHow(const Rule& r, const BaselineEntry& e, const Pool& p) {
+  return fmt::format("baseline {} {} the larger of {:g}% and {:g} x {}, the noise of a mean of {} runs (spread {} / "
+                     "sqrt {}{})",
+                     num(e.value), e.higherIsBetter ? "-" : "+", r.threshold * 100, r.sigmas, num(p.noise), p.runs,
+                     num(e.spread), p.runs,
+                     e.stdev > 0 ? fmt::format(", with the baseline hosts' own stdev {}", num(e.stdev)) : "");
+}
+
+// Why a variance rule could not judge a figure, and what would let it: one clause each.
+std::string blindText(const Rule& r, const Sample& s, const BaselineEntry& e, const RuleLimit& l, const Pool* pool,
+                      int runsNeeded) {
+  const bool hib = s.higherIsBetter;
+  std::string why;
+  if (l.bounds.capped)
+    why = fmt::format(
+        "the baseline {} {} has a run-to-run spread of {} {}, and {:g} x that reaches past {}, so the rule cannot "
+        "tell {} from noise",
+        num(e.value), s.unit, num(e.spread), s.unit, r.sigmas, slowdownPoint(hib), slowdownName(hib));
+  else
+    why = fmt::format(
+        "within the limit {} {} ({}), but {} {} {}, which a host at {} still measures within {:g} x its noise ({} is "
+        "{} {})",
+        num(l.bounds.limit), s.unit, l.how, hib ? "below" : "above", num(l.bounds.halvingEdge), s.unit,
+        hib ? "half speed" : "twice the latency", r.sigmas, slowdownPoint(hib), num(l.bounds.halving), s.unit);
+  if (pool)
+    why += fmt::format("; the mean of its {} runs, {} {}, could not be told apart either", pool->runs,
+                       num(pool->mean), s.unit);
+  std::string todo =
+      runsNeeded > 0
+          ? fmt::format("the mean of {} runs of this host would tell: check its last {} runs (--n {})", runsNeeded,
+                        runsNeeded, runsNeeded)
+          : fmt::format(
+                "no number of its runs would, as the baseline's hosts differ by {} {} themselves: build the baseline "
+                "from several runs of each host, or judge this figure by a threshold without sigmas (a rules file)",
+                num(e.stdev), s.unit);
+  return why + "; " + todo;
 }
 
 struct HostData {
@@ -176,20 +242,64 @@ CheckReport checkHosts(const std::vector<Sample>& samples, const std::vector<Run
     for (const Rule& r : rules.rules) {
       if (!ruleApplies(r, s, true)) continue;
       RuleLimit l = limitOf(r, s, f.entry);
-      if (l.applies) j.broke[r.name] = breaks(r, l, s.value, s.higherIsBetter);
+      if (l.applies) j.verdict[r.name] = judge(r, l, s.value, s.higherIsBetter);
     }
-    for (const Rule& r : rules.rules) {
-      if (r.kind != RuleKind::kMultiRules) continue;
-      int broke = 0, judgedRules = 0;
-      for (const auto& name : r.rules) {
-        auto it = j.broke.find(name);
-        if (it == j.broke.end()) continue;
-        ++judgedRules;
-        broke += it->second ? 1 : 0;
+  }
+  // Runs that a variance rule could not tell from a halved one decide nothing alone. Where they
+  // could decide the host (fewer than k runs broke the rule, k or more with them), the rule judges
+  // the mean of every run of the window that did not break it, against the noise of such a mean
+  // (meanNoise): all of them break with it, or those runs hold. The runs that broke stay out of the
+  // mean: they are counted already, and one bad run must not carry the rest when k > 1.
+  for (auto& [name, h] : hosts) {
+    for (auto& [key, f] : h.figures) {
+      for (const Rule& r : rules.rules) {
+        if (r.kind != RuleKind::kVariance || !f.entry) continue;
+        int brokeRuns = 0, blindRuns = 0;
+        std::vector<double> rest;
+        for (auto& [runId, j] : f.byRun) {
+          auto it = j.verdict.find(r.name);
+          if (it == j.verdict.end()) continue;
+          if (it->second == Verdict::kBreaks) {
+            ++brokeRuns;
+          } else {
+            rest.push_back(j.value);
+            blindRuns += it->second == Verdict::kBlind ? 1 : 0;
+          }
+        }
+        if (blindRuns == 0 || brokeRuns >= report.k || brokeRuns + blindRuns < report.k || rest.size() < 2) continue;
+        Pool p;
+        p.runs = static_cast<int>(rest.size());
+        p.mean = meanOf(rest);
+        p.noise = meanNoise(f.entry->spread, f.entry->stdev, p.runs);
+        p.bounds = varianceBounds(r, f.entry->value, p.noise, f.like.higherIsBetter);
+        p.verdict = judgeVariance(p.bounds, p.mean);
+        if (p.verdict != Verdict::kBlind)
+          for (auto& [runId, j] : f.byRun) {
+            auto it = j.verdict.find(r.name);
+            if (it != j.verdict.end() && it->second != Verdict::kBreaks) it->second = p.verdict;
+          }
+        f.pools[r.name] = p;
       }
-      if (judgedRules == 0) continue;
-      int need = r.failWhen == 0 ? static_cast<int>(r.rules.size()) : r.failWhen;
-      j.broke[r.name] = broke >= need;
+      // Combinations, per run, from their rules' verdicts: broken when `need` of them broke; blind when
+      // the blind ones could make up the difference.
+      for (auto& [runId, j] : f.byRun) {
+        for (const Rule& r : rules.rules) {
+          if (r.kind != RuleKind::kMultiRules) continue;
+          int brokeRules = 0, blindRules = 0, judgedRules = 0;
+          for (const auto& ruleName : r.rules) {
+            auto it = j.verdict.find(ruleName);
+            if (it == j.verdict.end()) continue;
+            ++judgedRules;
+            brokeRules += it->second == Verdict::kBreaks ? 1 : 0;
+            blindRules += it->second == Verdict::kBlind ? 1 : 0;
+          }
+          if (judgedRules == 0) continue;
+          int need = r.failWhen == 0 ? static_cast<int>(r.rules.size()) : r.failWhen;
+          j.verdict[r.name] = brokeRules >= need                ? Verdict::kBreaks
+                              : brokeRules + blindRules >= need ? Verdict::kBlind
+                                                                : Verdict::kHolds;
+        }
+      }
     }
   }
   for (const auto& f : failures) {
@@ -216,7 +326,7 @@ CheckReport checkHosts(const std::vector<Sample>& samples, const std::vector<Run
         bool usesBaseline = r.kind == RuleKind::kVariance;
         if (r.kind == RuleKind::kMultiRules) {
           bool any = false;
-          for (auto& [runId, j] : f.byRun) any = any || j.broke.count(r.name);
+          for (auto& [runId, j] : f.byRun) any = any || j.verdict.count(r.name);
           if (!any) continue;
         } else if (!ruleApplies(r, s, true)) {
           continue;
@@ -234,40 +344,74 @@ CheckReport checkHosts(const std::vector<Sample>& samples, const std::vector<Run
         c.bytes = s.bytes;
         c.unit = s.unit;
         std::vector<double> values;
+        int blindRuns = 0;
         for (auto& [runId, j] : f.byRun) {
-          auto it = j.broke.find(r.name);
-          if (it == j.broke.end()) continue;
+          auto it = j.verdict.find(r.name);
+          if (it == j.verdict.end()) continue;
           values.push_back(j.value);
           ++c.runs;
-          c.failedRuns += it->second ? 1 : 0;
+          c.failedRuns += it->second == Verdict::kBreaks ? 1 : 0;
+          blindRuns += it->second == Verdict::kBlind ? 1 : 0;
         }
         if (c.runs == 0) continue;  // e.g. a floor rule where no bound is known
         c.measured = median(values);
+        RuleLimit l;
         if (r.kind == RuleKind::kMultiRules) {
           c.expected = 0;
           c.threshold = 0;
         } else {
-          RuleLimit l = limitOf(r, s, f.entry);
+          l = limitOf(r, s, f.entry);
           c.expected = l.expected;
           c.threshold = l.threshold;
         }
-        c.passed = c.failedRuns < report.k;
+        // Passed only when fewer than k runs would have broken it even if every run it could not judge had.
+        c.passed = c.failedRuns + blindRuns < report.k;
+        c.cannotJudge = !c.passed && c.failedRuns < report.k;
+        auto poolIt = f.pools.find(r.name);
+        const Pool* pool = poolIt == f.pools.end() ? nullptr : &poolIt->second;
+        if (r.kind == RuleKind::kVariance) {
+          c.spread = f.entry->spread;
+          if (pool && pool->verdict != Verdict::kBlind) {
+            c.pooledRuns = pool->runs;
+            c.measured = pool->mean;
+            c.threshold = pool->bounds.limit;
+          }
+          if (c.cannotJudge)
+            c.runsNeeded = runsToTell(r, f.entry->value, f.entry->spread, f.entry->stdev, s.higherIsBetter);
+        }
         const char* cmp = s.higherIsBetter ? ">=" : "<=";
         if (r.kind == RuleKind::kMultiRules) {
           c.text = fmt::format("{} {} {}: {} of [{}] broke in {} of {} run(s)", figureName(s),
                                num(c.measured), s.unit, r.failWhen == 0 ? "all" : std::to_string(r.failWhen),
                                fmt::join(r.rules, ", "), c.failedRuns, c.runs);
+          if (blindRuns > 0)
+            c.text += fmt::format(", and in {} more a rule of them could not tell the figure from noise{}", blindRuns,
+                                  c.cannotJudge ? ": cannot judge" : "");
+        } else if (r.kind == RuleKind::kVariance && c.cannotJudge) {
+          c.text = fmt::format("{} {} {}: cannot judge: {}; {} of {} run(s) could not be told apart, {} broke the limit",
+                               figureName(s), num(c.measured), s.unit,
+                               blindText(r, s, *f.entry, l, pool && pool->verdict == Verdict::kBlind ? pool : nullptr,
+                                         c.runsNeeded),
+                               blindRuns, c.runs, c.failedRuns);
+        } else if (r.kind == RuleKind::kVariance && c.pooledRuns > 0) {
+          c.text = fmt::format(
+              "{} {} {}, the mean of {} runs (one run alone could not be told from {}), expected {} {} {} ({}); "
+              "broke in {} of {} run(s)",
+              figureName(s), num(c.measured), s.unit, c.pooledRuns, slowdownName(s.higherIsBetter), cmp,
+              num(c.threshold), s.unit, poolHow(r, *f.entry, *pool), c.failedRuns, c.runs);
         } else if (r.kind == RuleKind::kValue) {
           std::string want = r.min && r.max ? fmt::format("{} to {}", num(*r.min), num(*r.max))
                              : r.min        ? fmt::format(">= {}", num(*r.min))
                                             : fmt::format("<= {}", num(*r.max));
           c.text = fmt::format("{} {} {}, expected {} {} ({}); broke in {} of {} run(s)", figureName(s),
-                               num(c.measured), s.unit, want, s.unit, limitOf(r, s, f.entry).how,
-                               c.failedRuns, c.runs);
+                               num(c.measured), s.unit, want, s.unit, l.how, c.failedRuns, c.runs);
         } else {
           c.text = fmt::format("{} {} {}, expected {} {} {} ({}); broke in {} of {} run(s)", figureName(s),
-                               num(c.measured), s.unit, cmp, num(c.threshold), s.unit,
-                               limitOf(r, s, f.entry).how, c.failedRuns, c.runs);
+                               num(c.measured), s.unit, cmp, num(c.threshold), s.unit, l.how, c.failedRuns,
+                               c.runs);
+          if (blindRuns > 0)
+            c.text += fmt::format(" and could not be told from {} in {} more", slowdownName(s.higherIsBetter),
+                                  blindRuns);
         }
         hc.findings.push_back(std::move(c));
       }
@@ -285,13 +429,19 @@ CheckReport checkHosts(const std::vector<Sample>& samples, const std::vector<Run
       c.text = fmt::format("{}; in {} of {} run(s)", last->text, c.failedRuns, c.runs);
       hc.findings.push_back(std::move(c));
     }
-    std::vector<const CheckFinding*> failed;
-    for (const auto& c : hc.findings)
-      if (!c.passed) failed.push_back(&c);
+    std::vector<const CheckFinding*> failed, blind;
+    for (const auto& c : hc.findings) {
+      if (broke(c)) failed.push_back(&c);
+      if (c.cannotJudge) blind.push_back(&c);
+    }
     if (!failed.empty()) {
       hc.state = CheckState::kUnhealthy;
       hc.summary = fmt::format("ERROR: {}: {}", failed.front()->rule, failed.front()->text);
       if (failed.size() > 1) hc.summary += fmt::format(" (and {} more)", failed.size() - 1);
+    } else if (!blind.empty()) {
+      hc.state = CheckState::kCannotJudge;
+      hc.summary = fmt::format("CANNOT JUDGE: {}: {}", blind.front()->rule, blind.front()->text);
+      if (blind.size() > 1) hc.summary += fmt::format(" (and {} more)", blind.size() - 1);
     } else if (h.figures.empty() && (h.failures.empty() || h.noResultOnly)) {
       hc.state = CheckState::kNoResult;
       hc.summary = h.failures.empty() ? "ERROR: No results reported"
@@ -336,12 +486,14 @@ std::string checkText(const CheckReport& r, bool healthyToo) {
         return 0;
       case CheckState::kNoResult:
         return 1;
-      case CheckState::kNoBaseline:
+      case CheckState::kCannotJudge:
         return 2;
-      case CheckState::kHealthy:
+      case CheckState::kNoBaseline:
         return 3;
+      case CheckState::kHealthy:
+        return 4;
     }
-    return 4;
+    return 5;
   };
   std::stable_sort(order.begin(), order.end(),
                    [&](const HostCheck* a, const HostCheck* b) { return rank(a->state) < rank(b->state); });
@@ -354,11 +506,11 @@ std::string checkText(const CheckReport& r, bool healthyToo) {
   for (const auto* h : order) {
     ++counts[h->state];
     if (h->state == CheckState::kHealthy && !healthyToo) continue;
-    out += fmt::format("{:<{}}  {:<11}  {}\n", h->host, width, checkStateName(h->state), h->summary);
+    out += fmt::format("{:<{}}  {:<12}  {}\n", h->host, width, checkStateName(h->state), h->summary);
   }
-  out += fmt::format("# {} healthy, {} unhealthy, {} no result, {} no baseline\n",
-                     counts[CheckState::kHealthy], counts[CheckState::kUnhealthy],
-                     counts[CheckState::kNoResult], counts[CheckState::kNoBaseline]);
+  out += fmt::format("# {} healthy, {} unhealthy, {} no result, {} no baseline, {} cannot judge\n",
+                     counts[CheckState::kHealthy], counts[CheckState::kUnhealthy], counts[CheckState::kNoResult],
+                     counts[CheckState::kNoBaseline], counts[CheckState::kCannotJudge]);
   return out;
 }
 

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <iterator>
+
 #include "engine/common/error.h"
 #include "reports/json_io.h"
 #include "reports/schema/schema_version.h"
@@ -20,16 +22,19 @@ const char* checkStateName(CheckState s) {
       return "no_baseline";
     case CheckState::kNoResult:
       return "no_result";
+    case CheckState::kCannotJudge:
+      return "cannot_judge";
   }
   return "?";
 }
 
 CheckState parseCheckState(const std::string& s) {
-  for (CheckState c :
-       {CheckState::kHealthy, CheckState::kUnhealthy, CheckState::kNoBaseline, CheckState::kNoResult})
+  for (CheckState c : kCheckStates)
     if (s == checkStateName(c)) return c;
-  throw ConfigError(
-      fmt::format("host state '{}' is not one of healthy, unhealthy, no_baseline, no_result", s));
+  throw ConfigError(fmt::format(
+      "host state '{}' is not one of healthy, unhealthy, no_baseline, no_result, cannot_judge; a newer "
+      "dsreport may have written it: read it with that one",
+      s));
 }
 
 void to_json(json& j, const CheckFinding& v) {
@@ -45,6 +50,10 @@ void to_json(json& j, const CheckFinding& v) {
        {"failed_runs", v.failedRuns},
        {"runs", v.runs},
        {"passed", v.passed},
+       {"cannot_judge", v.cannotJudge},
+       {"spread", v.spread},
+       {"runs_needed", v.runsNeeded},
+       {"pooled_runs", v.pooledRuns},
        {"text", v.text}};
 }
 void from_json(const json& j, CheckFinding& v) {
@@ -60,6 +69,11 @@ void from_json(const json& j, CheckFinding& v) {
   readTo(j.at("failed_runs"), v.failedRuns);
   readTo(j.at("runs"), v.runs);
   readTo(j.at("passed"), v.passed);
+  // Since 1.1; a 1.0 file has none (nothing was undecided then).
+  if (j.contains("cannot_judge")) readTo(j.at("cannot_judge"), v.cannotJudge);
+  if (j.contains("spread")) readTo(j.at("spread"), v.spread);
+  if (j.contains("runs_needed")) readTo(j.at("runs_needed"), v.runsNeeded);
+  if (j.contains("pooled_runs")) readTo(j.at("pooled_runs"), v.pooledRuns);
   readTo(j.at("text"), v.text);
 }
 void to_json(json& j, const HostCheck& v) {
@@ -81,13 +95,14 @@ int checkExitCode(const CheckReport& r) {
   int rc = 0;
   for (const auto& h : r.hosts) {
     if (h.state == CheckState::kUnhealthy || h.state == CheckState::kNoResult) return 2;
-    if (h.state == CheckState::kNoBaseline) rc = 1;
+    if (h.state == CheckState::kCannotJudge) rc = kCheckExitCannotJudge;
+    if (h.state == CheckState::kNoBaseline && rc == 0) rc = 1;
   }
   return rc;
 }
 
 json checkToJson(const CheckReport& r) {
-  int counts[4] = {0, 0, 0, 0};
+  int counts[std::size(kCheckStates)] = {};
   for (const auto& h : r.hosts) ++counts[static_cast<int>(h.state)];
   return {{"schema", kCheckSchemaName},
           {"schema_version", kCheckSchemaVersion},
@@ -103,6 +118,7 @@ json checkToJson(const CheckReport& r) {
             {"unhealthy", counts[1]},
             {"no_baseline", counts[2]},
             {"no_result", counts[3]},
+            {"cannot_judge", counts[4]},
             {"exit_code", checkExitCode(r)}}}};
 }
 

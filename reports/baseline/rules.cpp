@@ -351,14 +351,59 @@ double varianceLimit(const Rule& r, double expected, double spread, bool higherI
   const double byFraction = higherIsBetter ? expected * (1 - r.threshold) : expected * (1 + r.threshold);
   if (r.sigmas <= 0 || spread <= 0) return byFraction;
   // The widening stops at half the baseline (twice it for latency): a fleet so noisy that its spread
-  // would reach further would otherwise make the rule silently unbreakable; set a threshold instead.
-  const double bySpread = higherIsBetter ? std::max(expected - r.sigmas * spread, 0.5 * expected)
-                                         : std::min(expected + r.sigmas * spread, 2.0 * expected);
+  // would reach further would otherwise make the rule silently unbreakable. A figure within a capped
+  // limit is blind, not healthy (judgeVariance).
+  const double bySpread = higherIsBetter ? std::max(expected - r.sigmas * spread, expected / kSlowdownToTell)
+                                         : std::min(expected + r.sigmas * spread, expected * kSlowdownToTell);
   return higherIsBetter ? std::min(byFraction, bySpread) : std::max(byFraction, bySpread);
 }
 
 bool worseThan(double value, double limit, bool higherIsBetter) {
   return higherIsBetter ? value < limit : value > limit;
+}
+
+bool VarianceBounds::tellsHalving() const {
+  if (!catchesHalving || halvingEdge == 0) return true;
+  return !capped && !worseThan(limit, halvingEdge, higherIsBetter);
+}
+
+VarianceBounds varianceBounds(const Rule& r, double expected, double noise, bool higherIsBetter) {
+  VarianceBounds b;
+  b.higherIsBetter = higherIsBetter;
+  b.limit = varianceLimit(r, expected, noise, higherIsBetter);
+  b.halving = higherIsBetter ? expected / kSlowdownToTell : expected * kSlowdownToTell;
+  const double byFraction = higherIsBetter ? expected * (1 - r.threshold) : expected * (1 + r.threshold);
+  b.catchesHalving = worseThan(b.halving, byFraction, higherIsBetter);
+  if (r.sigmas <= 0 || noise <= 0 || !b.catchesHalving) {
+    b.halving = b.halvingEdge = 0;
+    return b;
+  }
+  const double widened = higherIsBetter ? expected - r.sigmas * noise : expected + r.sigmas * noise;
+  b.capped = !worseThan(b.halving, widened, higherIsBetter);  // the widening reaches the halving
+  // A halved run's noise is the noise scaled with it: its times double, its bandwidth halves.
+  const double halvedNoise = higherIsBetter ? noise / kSlowdownToTell : noise * kSlowdownToTell;
+  b.halvingEdge = higherIsBetter ? b.halving + r.sigmas * halvedNoise : b.halving - r.sigmas * halvedNoise;
+  return b;
+}
+
+Verdict judgeVariance(const VarianceBounds& b, double value) {
+  if (worseThan(value, b.limit, b.higherIsBetter)) return Verdict::kBreaks;
+  if (!b.catchesHalving || b.halvingEdge == 0) return Verdict::kHolds;
+  if (b.capped || worseThan(value, b.halvingEdge, b.higherIsBetter)) return Verdict::kBlind;
+  return Verdict::kHolds;
+}
+
+double meanNoise(double spread, double hostStdev, int runs) {
+  return std::sqrt(hostStdev * hostStdev + spread * spread / std::max(runs, 1));
+}
+
+int runsToTell(const Rule& r, double expected, double spread, double hostStdev, bool higherIsBetter) {
+  for (int m = 2; m <= 1000; ++m) {
+    VarianceBounds b = varianceBounds(r, expected, meanNoise(spread, hostStdev, m), higherIsBetter);
+    if (!b.catchesHalving) return 0;
+    if (b.tellsHalving()) return m;
+  }
+  return 0;
 }
 
 bool isVerdictSize(const RuleSet& rs, std::size_t bytes, std::size_t largest) {

@@ -24,7 +24,9 @@
 //   `sigmas` too, the limit is the looser of the two: `sigmas` times the baseline's run-to-run spread
 //   (the standard deviation of the kept hosts' single-run figures) keeps a noisy fabric from
 //   flagging its own noise, and `threshold` still holds where the fleet is steady. The widening
-//   stops at half the baseline for bandwidth and twice it for latency.
+//   stops at half the baseline for bandwidth and twice it for latency. Where that noise is too wide
+//   to tell a halving (a doubling of latency) from it, the rule cannot call the figure healthy
+//   (judgeVariance below): `dsreport check` says cannot_judge, or judges the mean of the host's runs.
 // - value: the figure against a fixed expectation, `min` and/or `max` (Azure's per-SKU conf values).
 // - floor: the figure against `fraction` of the hardware bound of the row (reports/baseline/
 //   expected.h); also the baseline's absolute floor, so that an all-slow fleet is not normal.
@@ -103,6 +105,46 @@ bool isVerdictSize(const RuleSet& rs, std::size_t bytes, std::size_t largest);
 // expected -/+ sigmas x spread. And whether a figure is worse than a limit.
 double varianceLimit(const Rule& r, double expected, double spread, bool higherIsBetter);
 bool worseThan(double value, double limit, bool higherIsBetter);
+
+// What a variance rule with `sigmas` must be able to tell from noise before it calls a figure
+// healthy: a slowdown of this factor (half the bandwidth, twice the latency). varianceLimit's cap
+// stands at the same factor.
+inline constexpr double kSlowdownToTell = 2;
+
+// What a rule says of one figure. kBlind: within the limit, but the rule cannot tell the figure from
+// a halved one (a doubled one, for latency), so it is neither healthy nor unhealthy.
+enum class Verdict { kHolds, kBreaks, kBlind };
+
+// A variance rule around an expectation whose noise (a standard deviation: the baseline's
+// run-to-run spread for one run, meanNoise for the mean of several) is `noise`.
+struct VarianceBounds {
+  bool higherIsBetter = true;
+  double limit = 0;  // varianceLimit: worse than this breaks
+  // The rule promises to catch a halving at all: its threshold alone would (threshold < 0.5 for
+  // bandwidth, < 1 for latency). A looser threshold is the rules file's own choice, and no figure
+  // is blind under it.
+  bool catchesHalving = false;
+  // The sigmas widening reached the cap: the limit is the cap, so a halving sits on it and the rule
+  // as written cannot be applied. Every figure within the limit is blind.
+  bool capped = false;
+  // The halving (the doubling) and the edge of its noise: `sigmas` x the halved figure's noise (noise
+  // / 2 for bandwidth, x 2 for latency: a slower run's noise scales with its times). A figure within
+  // the limit but on the halving's side of the edge could be a halved host's: blind. 0 without sigmas
+  // or noise.
+  double halving = 0, halvingEdge = 0;
+  bool tellsHalving() const;  // no figure within the limit can be blind: not capped, limit beyond the edge
+};
+VarianceBounds varianceBounds(const Rule& r, double expected, double noise, bool higherIsBetter);
+Verdict judgeVariance(const VarianceBounds& b, double value);
+
+// The noise of the mean of `runs` runs of one host: sqrt(hostStdev^2 + spread^2 / runs). The mean
+// averages the run-to-run noise away but not how far hosts differ: the baseline's stdev of its hosts'
+// figures stands in for that (an upper bound: it holds some run-to-run noise too).
+double meanNoise(double spread, double hostStdev, int runs);
+// The fewest runs (2 to 1000) of one host whose mean the rule can always judge (tellsHalving with
+// meanNoise), or 0 when no number would (the hosts' own stdev is too wide, or the threshold alone is
+// looser than the halving).
+int runsToTell(const Rule& r, double expected, double spread, double hostStdev, bool higherIsBetter);
 
 // Shell glob match (fnmatch(3): *, ?, [...]), case-sensitive: the sku filter.
 bool globMatch(const std::string& pattern, const std::string& text);

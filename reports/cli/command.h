@@ -19,7 +19,8 @@ enum ExitCode : int {
   kExitRegression = 1,    // compare: at least one regression; dashboard/ingest never return it
   kExitBadInput = 2,      // unreadable, corrupt or mismatched input, bad flags
   kExitInternal = 3,      // a dsperf bug or an unexpected exception
-  kExitInconclusive = 4,  // compare: no regression shown, but too few runs to tell (compare.h)
+  kExitInconclusive = 4,  // compare: no regression shown, but too few runs to tell (compare.h); check: a
+                          // host whose figure is too noisy to judge (cannot_judge, check_schema.h)
 };
 
 struct Command {

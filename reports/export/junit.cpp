@@ -169,22 +169,33 @@ JunitSuite junitSuiteOfCheck(const CheckReport& report) {
   suite.timestamp = report.time;
   for (const auto& h : report.hosts) {
     const std::string cls = "dsreport.check." + nonEmpty(h.host);
-    bool anyFailed = false;
+    bool anyFailed = false, anyBlind = false;
     for (const auto& f : h.findings) {
       JunitCase c;
       c.classname = cls;
       c.name = f.pattern.empty() ? nonEmpty(f.rule) : fmt::format("{} ({})", nonEmpty(f.rule), f.pattern);
-      c.status = f.passed ? "pass" : "fail";
-      c.type = f.kind;
+      // A rule that could not tell the figure from noise neither passed nor failed: skipped, as JUnit
+      // has no "inconclusive"; the check's exit code (4) still fails a gate.
+      c.status = f.passed ? "pass" : f.cannotJudge ? "skip" : "fail";
+      c.type = f.cannotJudge ? checkStateName(CheckState::kCannotJudge) : f.kind;
       c.message = f.text;
       c.detail =
           fmt::format("measured {} {}, expected {} {}, limit {} {} (rule {}, kind {})", num(f.measured),
                       f.unit, num(f.expected), f.unit, num(f.threshold), f.unit, f.rule, f.kind);
+      if (f.pooledRuns > 0) c.detail += fmt::format("\nmeasured is the mean of {} runs", f.pooledRuns);
       if (f.runs > 0)
         c.detail +=
             fmt::format("\nbroke the rule in {} of {} run(s); a host is unhealthy at {} of its last {}",
                         f.failedRuns, f.runs, report.k, report.n);
-      anyFailed = anyFailed || !f.passed;
+      if (f.cannotJudge)
+        c.detail += fmt::format(
+            "\ncannot judge: the baseline's run-to-run spread {} {} is too wide to tell the figure from a halved "
+            "one; {}",
+            num(f.spread), f.unit,
+            f.runsNeeded > 0 ? fmt::format("the mean of {} runs of the host would (--n {})", f.runsNeeded, f.runsNeeded)
+                             : std::string("no number of the host's runs would"));
+      anyFailed = anyFailed || broke(f);
+      anyBlind = anyBlind || f.cannotJudge;
       suite.cases.push_back(std::move(c));
     }
     JunitCase state;
@@ -208,6 +219,11 @@ JunitSuite junitSuiteOfCheck(const CheckReport& report) {
         state.name = "state";
         state.status = "fail";
         if (anyFailed) continue;  // the failed findings show it
+        break;
+      case CheckState::kCannotJudge:
+        state.name = "state";
+        state.status = "skip";
+        if (anyBlind) continue;  // the skipped findings show it
         break;
       case CheckState::kHealthy:
         state.name = "state";

@@ -46,9 +46,10 @@ std::string junitXml(const std::vector<JunitSuite>& suites);
 // dsreport check as JUnit (suite "dsreport check", timestamp the check's time): one test case per
 // finding of each host (classname "dsreport.check.<host>", name "<rule> (<pattern>)"): a rule the host
 // broke in k of n runs is a failure (type: the rule's kind), one it kept passes (a break in fewer than
-// k runs is noted in its system-out). A host's state is a case of its own ("results", "baseline" or
-// "state") where the findings do not show it: no_result is an error, no_baseline is skipped, a
-// healthy or unhealthy host without findings passes or fails.
+// k runs is noted in its system-out), one that could not tell the figure from noise is skipped (type
+// "cannot_judge"). A host's state is a case of its own ("results", "baseline" or "state") where the
+// findings do not show it: no_result is an error, no_baseline and cannot_judge are skipped, a healthy
+// or unhealthy host without findings passes or fails.
 JunitSuite junitSuiteOfCheck(const CheckReport& report);
 // junitXml of that one suite: what `dsreport check --junit FILE` writes.
 std::string junitOfCheck(const CheckReport& report);

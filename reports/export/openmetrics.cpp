@@ -54,12 +54,12 @@ const Family kRunTime{"dsperf_run_timestamp_seconds",
 const Family kCheckHealthy{
     "dsperf_check_healthy",
     "1 when dsreport check found the host healthy, 0 otherwise (unhealthy, no baseline, "
-    "no result).",
+    "no result, cannot judge).",
     {"host"}};
 const Family kCheckState{
     "dsperf_check_state",
     "dsreport check's verdict on the host: 1 for its state (healthy, unhealthy, no_baseline, "
-    "no_result), 0 for the others.",
+    "no_result, cannot_judge), 0 for the others.",
     {"host", "state"}};
 const Family kCheckFailed{"dsperf_check_failed_rules",
                           "Number of dsreport check rules the host broke (in at least k of its last n runs).",
@@ -255,11 +255,10 @@ std::string openMetricsText(const std::vector<Sample>& samples, const CheckRepor
     FamilySeries healthy, state, failed, when;
     for (const auto& [name, h] : hosts) {
       add(healthy, {name}, Recency{}, h->state == CheckState::kHealthy ? 1 : 0);
-      for (CheckState st :
-           {CheckState::kHealthy, CheckState::kUnhealthy, CheckState::kNoBaseline, CheckState::kNoResult})
-        add(state, {name, checkStateName(st)}, Recency{}, h->state == st ? 1 : 0);
+      for (CheckState st : kCheckStates) add(state, {name, checkStateName(st)}, Recency{}, h->state == st ? 1 : 0);
+      // Rules it broke; one that could not judge a figure did not break.
       const auto broken = std::count_if(h->findings.begin(), h->findings.end(),
-                                        [](const CheckFinding& f) { return !f.passed; });
+                                        [](const CheckFinding& f) { return broke(f); });
       add(failed, {name}, Recency{}, static_cast<double>(broken));
     }
     double ms = 0;

@@ -81,7 +81,7 @@ struct FleetPattern {
 
 // A host's latest check verdicts, for its row and panel.
 struct FleetHostChecks {
-  std::string states;  // its last n states, oldest first: h healthy, u unhealthy, b no baseline, r no result
+  std::string states;  // its last n states, oldest first, as checkStateLetter writes them
   int failed = 0;      // failed among them
   HostCheckRecord latest;
   HostCheckRecord lastFailure;  // checkId empty when none of them failed

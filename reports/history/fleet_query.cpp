@@ -465,7 +465,7 @@ FleetData queryFleet(const std::string& dbPath, const FleetOptions& options) {
                                       d.hosts.begin());
     FleetHostChecks& hc = d.hostChecks[h];
     const std::string& s = it->state;
-    hc.states += s == "healthy" ? 'h' : s == "unhealthy" ? 'u' : s == "no_baseline" ? 'b' : 'r';
+    hc.states += checkStateLetter(s);
     hc.latest = *it;
     if (checkFailed(s)) {
       ++hc.failed;

@@ -237,6 +237,31 @@ ALTER TABLE sweep_rows ADD COLUMN p90_us REAL;
 ALTER TABLE sweep_rows ADD COLUMN p999_us REAL;
 )sql",
        nullptr},
+      // 3 -> 4: host_checks.state may be 'cannot_judge' (check schema 1.1). SQLite cannot change a
+      // CHECK constraint in place: the table is rebuilt (its rows copied as they are) and its index made
+      // again. Nothing refers to host_checks.
+      {R"sql(
+CREATE TABLE host_checks_4 (
+  check_id  TEXT NOT NULL REFERENCES checks (check_id) ON DELETE CASCADE,
+  host      TEXT NOT NULL,
+  time      TEXT NOT NULL,                   -- the check's time (kept here: a host's checks are read by time)
+  sku       TEXT NOT NULL DEFAULT '',
+  state     TEXT NOT NULL CHECK (state IN ('healthy', 'unhealthy', 'no_baseline', 'no_result', 'cannot_judge')),
+  summary   TEXT NOT NULL DEFAULT '',        -- "Healthy", "ERROR: <rule>: expected X, measured Y"
+  rule      TEXT NOT NULL DEFAULT '',        -- the first rule that fired (else the first that could not judge)
+  pattern   TEXT NOT NULL DEFAULT '',        -- and its figure: pattern, measured, expected
+  measured  REAL NOT NULL DEFAULT 0,
+  expected  REAL NOT NULL DEFAULT 0,
+  fired     TEXT NOT NULL DEFAULT '[]',      -- JSON: every finding that did not pass (broke or could not judge)
+  PRIMARY KEY (check_id, host)
+) WITHOUT ROWID;
+INSERT INTO host_checks_4 (check_id, host, time, sku, state, summary, rule, pattern, measured, expected, fired)
+  SELECT check_id, host, time, sku, state, summary, rule, pattern, measured, expected, fired FROM host_checks;
+DROP TABLE host_checks;
+ALTER TABLE host_checks_4 RENAME TO host_checks;
+CREATE INDEX host_checks_by_host ON host_checks (host, time, check_id);  -- a host's newest n: one seek
+)sql",
+       nullptr},
   };
   return m;
 }

@@ -17,7 +17,8 @@ namespace ds::report::history {
 // host_checks; the samples of sweep runs stored under layout 1 are derived from their rows on migration.
 // 3: sweep_rows.p90_us and p999_us (sweep schema 1.2's tails); NULL where unknown (rows stored before,
 // files of schema 1.1 and older).
-inline constexpr int kHistorySchemaVersion = 3;
+// 4: host_checks.state may be 'cannot_judge' (check schema 1.1); the table is rebuilt, its rows kept.
+inline constexpr int kHistorySchemaVersion = 4;
 // "DSPH" as a 32-bit big-endian integer.
 inline constexpr int kHistoryApplicationId = 0x44535048;
 

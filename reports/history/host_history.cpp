@@ -248,6 +248,32 @@ std::vector<PatternInfo> listPatterns(Database& db) {
 
 bool checkFailed(const std::string& state) { return state == "unhealthy" || state == "no_result"; }
 
+char checkStateLetter(const std::string& state) {
+  if (state == "healthy") return 'h';
+  if (state == "unhealthy") return 'u';
+  if (state == "no_baseline") return 'b';
+  if (state == "no_result") return 'r';
+  if (state == "cannot_judge") return 'j';
+  return '?';
+}
+
+const char* checkStateWords(char letter) {
+  switch (letter) {
+    case 'h':
+      return "healthy";
+    case 'u':
+      return "unhealthy";
+    case 'b':
+      return "no baseline";
+    case 'r':
+      return "no result";
+    case 'j':
+      return "cannot judge";
+    default:
+      return "unknown";
+  }
+}
+
 std::vector<HostCheckRecord> loadHostChecks(Database& db, const std::vector<std::string>& hosts, int last) {
   if (last < 0) throw ConfigError(fmt::format("the last {} checks: give 0 (all) or more", last));
   const std::string columns = "check_id, time, host, sku, state, summary, rule, pattern, measured, expected";

@@ -65,15 +65,21 @@ std::vector<PatternInfo> listPatterns(Database& db);
 // One host's verdict in one ingested check.
 struct HostCheckRecord {
   std::string checkId, time, host, sku;
-  std::string state;    // healthy, unhealthy, no_baseline, no_result
+  std::string state;    // healthy, unhealthy, no_baseline, no_result, cannot_judge
   std::string summary;  // "Healthy", "ERROR: <rule>: expected X, measured Y"
   std::string rule;     // the first rule that fired; "" when none did
   std::string pattern;  // its figure
   double measured = 0, expected = 0;
 };
 // A host failed a check when its state was unhealthy or no_result (a host that reported nothing is
-// not fit to run jobs either); no_baseline is not a failure: nothing judged it.
+// not fit to run jobs either); no_baseline and cannot_judge are not failures: nothing judged it (nor
+// passed it).
 bool checkFailed(const std::string& state);
+// A state as one letter, for compact per-host strips: h healthy, u unhealthy, b no baseline, r no
+// result, j cannot judge; '?' for other text.
+char checkStateLetter(const std::string& state);
+// And back, in words for people: 'j' -> "cannot judge"; "unknown" for another letter.
+const char* checkStateWords(char letter);
 
 // Each listed host's checks (all hosts when `hosts` is empty), newest first, at most `last` per host
 // (0: all). Sorted by host, then newest first.

@@ -120,8 +120,22 @@ RunRow describeFleet(const RunFile& f, std::size_t samples) {
   return r;
 }
 
-// A check's identity: FNV-1a 64 of its canonical record, as run ids are made.
-std::string checkIdOf(const CheckReport& c) { return fnv1a64Hex("check\n" + dumpJson(checkToJson(c))); }
+// A check's identity: FNV-1a 64 of its canonical record, as run ids are made. The record is hashed as
+// the 1.0 writer wrote it where it fits 1.0: the version as "1.0", and the fields added since left out
+// while they hold their defaults. So a check file ingested again by a newer dsreport keeps its id and
+// is not stored twice.
+std::string checkIdOf(const CheckReport& c) {
+  nlohmann::json j = checkToJson(c);
+  j["schema_version"] = "1.0";
+  if (j["summary"].value("cannot_judge", 0) == 0) j["summary"].erase("cannot_judge");
+  for (auto& h : j["hosts"])
+    for (auto& f : h["findings"]) {
+      if (f.value("cannot_judge", false) == false) f.erase("cannot_judge");
+      for (const char* key : {"spread", "runs_needed", "pooled_runs"})
+        if (f.contains(key) && f[key] == 0) f.erase(key);
+    }
+  return fnv1a64Hex("check\n" + dumpJson(j));
+}
 
 // The prepared inserts of one transaction.
 class Writer {
@@ -217,11 +231,12 @@ class Writer {
       return false;
     }
     for (const auto& h : c.hosts) {
+      // The first rule that broke names the verdict; else (cannot_judge) the first that could not judge.
       nlohmann::json fired = nlohmann::json::array();
       const CheckFinding* first = nullptr;
       for (const auto& f : h.findings) {
         if (f.passed) continue;
-        if (!first) first = &f;
+        if (!first || (broke(f) && !broke(*first))) first = &f;
         fired.push_back(f);
       }
       insertHostCheck_.insert({{"check_id", id},

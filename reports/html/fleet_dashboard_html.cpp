@@ -61,7 +61,7 @@ std::string stateWords(const std::string& states) {
   std::string out;
   for (char c : states) {
     out += out.empty() ? "" : ", ";
-    out += c == 'h' ? "healthy" : c == 'u' ? "unhealthy" : c == 'b' ? "no baseline" : "no result";
+    out += history::checkStateWords(c);
   }
   return out;
 }
@@ -119,7 +119,8 @@ std::string renderFleetDashboard(const history::FleetData& d) {
   page.section("Quarantine");
   page.paragraph(
       fmt::format("Hosts that failed (unhealthy, or reported no result) at least {} of their last {} "
-                  "dsreport check verdicts; no baseline yet is not a failure. {} check(s) ingested.",
+                  "dsreport check verdicts; no baseline yet and cannot judge (too noisy to tell) are not failures. "
+                  "{} check(s) ingested.",
                   o.k, o.n, d.checks));
   if (d.quarantine.empty()) {
     page.paragraph(d.checks ? "No host is quarantined."

@@ -162,9 +162,20 @@ CheckReport checkReport() {
                 "ERROR: allreduce_1g_variance: expected 22.8, measured 12"};
   HostCheck fresh{"node03", "sku-new", CheckState::kNoBaseline, {}, "No baseline yet"};
   HostCheck silent{"node04", "sku-a", CheckState::kNoResult, {}, "ERROR: No results reported"};
+  // The figure: within the capped limit of a noisy baseline, so neither healthy nor unhealthy.
+  CheckFinding blindFinding = finding("allreduce_1g_variance", "variance", 3.822, 7.084, false, 0);
+  blindFinding.cannotJudge = true;
+  blindFinding.threshold = 3.542;
+  blindFinding.spread = 1.015;
+  blindFinding.runsNeeded = 3;
+  blindFinding.runs = 1;
+  blindFinding.text = "busbw 3.822 GB/s at 1 GiB: cannot judge: the baseline 7.084 GB/s has a run-to-run spread of "
+                      "1.015 GB/s, and 4 x that reaches past half the baseline";
+  HostCheck noisy{"node05", "sku-a", CheckState::kCannotJudge, {blindFinding},
+                  "CANNOT JUDGE: allreduce_1g_variance: " + blindFinding.text};
   HostCheck hostile{
       kHostileHost, "sku-a", CheckState::kUnhealthy, {}, "ERROR: \"<script>\" & more\nsecond line"};
-  r.hosts = {healthy, bad, fresh, silent, hostile};
+  r.hosts = {healthy, bad, fresh, silent, noisy, hostile};
   return r;
 }
 

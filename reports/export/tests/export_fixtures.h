@@ -35,8 +35,8 @@ SweepRun sweep(const std::vector<std::string>& hosts, const std::string& start,
 DiagReport fleetDiag(const std::vector<std::string>& hosts, double gbps, double slowGbps);
 // A local dsdiag report with one finding of each status, a check that threw, and hostile text.
 DiagReport localDiag();
-// A check report with a host in each state (healthy, unhealthy, no_baseline, no_result) and the
-// hostile host.
+// A check report with a host in each state (healthy, unhealthy, no_baseline, no_result, cannot_judge)
+// and the hostile host.
 CheckReport checkReport();
 
 // Writes `doc` to dir/name atomically and returns the path.

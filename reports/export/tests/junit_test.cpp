@@ -151,11 +151,18 @@ TEST(Junit, CheckReportOneCasePerFindingAndStatesOfTheirOwn) {
   EXPECT_EQ(status("dsreport.check.node02", "state"), "absent") << "counted once, by its failed finding";
   EXPECT_EQ(status("dsreport.check.node03", "baseline"), "skipped");
   EXPECT_EQ(status("dsreport.check.node04", "results"), "error");
-  EXPECT_EQ(fx::xpath(path, "string(//testsuite/@tests)"), "6");
+  // A rule that could not tell the figure from noise is skipped, not passed; its host has no state case.
+  EXPECT_EQ(status("dsreport.check.node05", "allreduce_1g_variance" + pattern), "skipped");
+  EXPECT_EQ(status("dsreport.check.node05", "state"), "absent");
+  EXPECT_EQ(fx::xpath(path, "string(//testcase[@classname='dsreport.check.node05']/skipped/@type)"), "cannot_judge");
+  EXPECT_NE(fx::xpath(path, "string(//testcase[@classname='dsreport.check.node05']/skipped)")
+                .find("the mean of 3 runs of the host would (--n 3)"),
+            std::string::npos);
+  EXPECT_EQ(fx::xpath(path, "string(//testsuite/@tests)"), "7");
   EXPECT_EQ(fx::xpath(path, "string(//testsuite/@failures)"), "2")
       << "node02's rule and the hostile host's state";
   EXPECT_EQ(fx::xpath(path, "string(//testsuite/@errors)"), "1");
-  EXPECT_EQ(fx::xpath(path, "string(//testsuite/@skipped)"), "1");
+  EXPECT_EQ(fx::xpath(path, "string(//testsuite/@skipped)"), "2");
   EXPECT_EQ(fx::xpath(path, "string(//testsuite/@timestamp)"), "2026-12-02T03:00:00");
   const std::string failure = "//testcase[@classname='dsreport.check.node02']/failure";
   EXPECT_EQ(fx::xpath(path, "string(" + failure + "/@type)"), "variance");
@@ -169,6 +176,11 @@ TEST(Junit, CheckReportOneCasePerFindingAndStatesOfTheirOwn) {
       std::string::npos);
   // Unhealthy without findings: a failed "state" case carries the summary.
   EXPECT_EQ(fx::xpath(path, "count(//testcase[@name='state']/failure)"), "1");
+  // cannot_judge without findings (a hand-made file): a skipped "state" case carries the summary.
+  CheckReport blind;
+  blind.hosts = {HostCheck{"n8", "", CheckState::kCannotJudge, {}, "CANNOT JUDGE: too noisy"}};
+  const std::string blindPath = validated(dir, "blind.xml", junitOfCheck(blind));
+  EXPECT_EQ(fx::xpath(blindPath, "string(//testcase[@name='state']/skipped/@message)"), "CANNOT JUDGE: too noisy");
   // A host with nothing: healthy and no findings is one passing "state" case.
   CheckReport bare;
   bare.hosts = {HostCheck{"n9", "", CheckState::kHealthy, {}, "Healthy"}};

@@ -275,22 +275,26 @@ TEST(OpenMetrics, CheckVerdictsAsStateSets) {
   c.hosts.back().state = CheckState::kNoResult;
   const std::string text = openMetricsText({}, &c);
   const auto healthy = seriesOf(text, "dsperf_check_healthy");
-  ASSERT_EQ(healthy.size(), 5u) << text;
+  ASSERT_EQ(healthy.size(), 6u) << text;
   const auto state = seriesOf(text, "dsperf_check_state");
-  ASSERT_EQ(state.size(), 20u) << "4 states for each of 5 hosts";
+  ASSERT_EQ(state.size(), 30u) << "5 states for each of 6 hosts";
   std::map<std::string, int> onesPerHost;
   for (const auto& l : state) {
     const double v = valueOf(l);
     EXPECT_TRUE(v == 0 || v == 1) << l;
     if (v == 1) ++onesPerHost[l.substr(0, l.find(",state="))];
   }
-  EXPECT_EQ(onesPerHost.size(), 5u);
+  EXPECT_EQ(onesPerHost.size(), 6u);
   for (const auto& [h, n] : onesPerHost) EXPECT_EQ(n, 1) << h;
   EXPECT_NE(text.find("dsperf_check_state{host=\"node01\",state=\"no_result\"} 1\n"), std::string::npos)
       << text;
   EXPECT_NE(text.find("dsperf_check_healthy{host=\"node01\"} 0\n"), std::string::npos);
   EXPECT_NE(text.find("dsperf_check_state{host=\"node03\",state=\"no_baseline\"} 1\n"), std::string::npos);
   EXPECT_NE(text.find("dsperf_check_failed_rules{host=\"node02\"} 1\n"), std::string::npos);
+  // A host that could not be judged: not healthy, and no rule counted as broken.
+  EXPECT_NE(text.find("dsperf_check_state{host=\"node05\",state=\"cannot_judge\"} 1\n"), std::string::npos);
+  EXPECT_NE(text.find("dsperf_check_healthy{host=\"node05\"} 0\n"), std::string::npos);
+  EXPECT_NE(text.find("dsperf_check_failed_rules{host=\"node05\"} 0\n"), std::string::npos);
   EXPECT_NE(text.find("dsperf_check_timestamp_seconds 1796180400.25\n"), std::string::npos) << text;
   // No check time: no timestamp gauge, the rest stays.
   c.time = "";

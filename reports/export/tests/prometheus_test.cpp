@@ -201,7 +201,7 @@ TEST(Prometheus, DsreportExportEndToEnd) {
   auto r = ds::testing::run(args, ds::testing::cleanOptions(std::chrono::seconds(60)));
   ASSERT_EQ(r.exitCode, 0) << r.out << r.err;
   EXPECT_NE(r.err.find("train_golden.json (train) holds no figure to export"), std::string::npos) << r.err;
-  EXPECT_NE(r.out.find("from 3 run(s) and the check of 5 host(s)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("from 3 run(s) and the check of 6 host(s)"), std::string::npos) << r.out;
   auto check = promtoolCheck(dir.file("out.prom"));
   EXPECT_EQ(check.exitCode, 0) << check.out << check.err;
   EXPECT_EQ(check.out + check.err, "");
@@ -217,4 +217,5 @@ TEST(Prometheus, DsreportExportEndToEnd) {
                                 {{"host", "gpu-node7"}, {"kind", "sweep"}, {"label", ""}}}),
                    1796090400);
   EXPECT_DOUBLE_EQ(p.values.at({"dsperf_check_state", {{"host", "node04"}, {"state", "no_result"}}}), 1);
+  EXPECT_DOUBLE_EQ(p.values.at({"dsperf_check_state", {{"host", "node05"}, {"state", "cannot_judge"}}}), 1);
 }

@@ -189,16 +189,24 @@ CheckReport makeCheck(const std::string& time, const std::vector<std::pair<std::
     f.expected = 24;
     f.threshold = 22.8;
     f.runs = 1;
-    f.passed = state != CheckState::kUnhealthy;
+    f.passed = state != CheckState::kUnhealthy && state != CheckState::kCannotJudge;
     f.measured = f.passed ? 24.1 : 12.0;
-    f.failedRuns = f.passed ? 0 : 1;
+    f.failedRuns = state == CheckState::kUnhealthy ? 1 : 0;
     f.text = f.passed ? "busbw 24.1 GB/s at 1 GiB, expected >= 22.8 GB/s"
                       : "busbw 12 GB/s at 1 GiB, expected >= 22.8 GB/s";
+    if (state == CheckState::kCannotJudge) {
+      f.cannotJudge = true;
+      f.threshold = 12;
+      f.spread = 4;
+      f.runsNeeded = 5;
+      f.text = "busbw 12 GB/s at 1 GiB: cannot judge: 4 x the spread reaches past half the baseline";
+    }
     if (state != CheckState::kNoBaseline && state != CheckState::kNoResult) h.findings.push_back(f);
-    h.summary = state == CheckState::kHealthy     ? "Healthy"
-                : state == CheckState::kUnhealthy ? "ERROR: allreduce_1g_variance: expected 22.8, measured 12"
-                : state == CheckState::kNoResult  ? "ERROR: No results reported"
-                                                  : "No baseline yet";
+    h.summary = state == CheckState::kHealthy       ? "Healthy"
+                : state == CheckState::kUnhealthy   ? "ERROR: allreduce_1g_variance: expected 22.8, measured 12"
+                : state == CheckState::kNoResult    ? "ERROR: No results reported"
+                : state == CheckState::kCannotJudge ? "CANNOT JUDGE: allreduce_1g_variance: " + f.text
+                                                    : "No baseline yet";
     c.hosts.push_back(h);
   }
   return c;

@@ -311,16 +311,22 @@ TEST(HostHistory, CheckResultsGoInWithEveryHostsVerdictOnce) {
   CheckReport c = makeCheck("2026-01-02T03:00:00Z", {{"gpu001", CheckState::kHealthy},
                                                      {"gpu002", CheckState::kUnhealthy},
                                                      {"gpu003", CheckState::kNoBaseline},
-                                                     {"gpu004", CheckState::kNoResult}});
+                                                     {"gpu004", CheckState::kNoResult},
+                                                     {"gpu005", CheckState::kCannotJudge}});
   const std::string file = writeCheck(dir.file("check.json"), c);
   auto rep = ingestRuns(db, {file, writeSweep(dir.file("s.json"), oneHost("gpu001", 0))});
   ASSERT_EQ(rep.added, 2) << formatIngestReport(rep, db);
   EXPECT_EQ(rep.files[0].kind, "check");
-  EXPECT_EQ(rep.files[0].rows, 4u);
-  EXPECT_NE(formatIngestReport(rep, db).find("check " + rep.files[0].runId + ", 4 host verdicts"),
+  EXPECT_EQ(rep.files[0].rows, 5u);
+  EXPECT_NE(formatIngestReport(rep, db).find("check " + rep.files[0].runId + ", 5 host verdicts"),
             std::string::npos)
       << formatIngestReport(rep, db);
-  EXPECT_EQ(count(db, "SELECT count(*) FROM checks WHERE k = 1 AND n = 1 AND unhealthy = 2 AND hosts = 4"),
+  // cannot_judge is not counted unhealthy: nothing showed it was.
+  EXPECT_EQ(count(db, "SELECT count(*) FROM checks WHERE k = 1 AND n = 1 AND unhealthy = 2 AND hosts = 5"),
+            1);
+  EXPECT_EQ(count(db,
+                  "SELECT count(*) FROM host_checks WHERE host = 'gpu005' AND state = 'cannot_judge' AND rule = "
+                  "'allreduce_1g_variance' AND summary LIKE 'CANNOT JUDGE: %' AND fired LIKE '%\"cannot_judge\":true%'"),
             1);
   EXPECT_EQ(count(db,
                   "SELECT count(*) FROM host_checks WHERE host = 'gpu002' AND state = 'unhealthy' AND rule = "
@@ -330,9 +336,10 @@ TEST(HostHistory, CheckResultsGoInWithEveryHostsVerdictOnce) {
       count(db, "SELECT count(*) FROM host_checks WHERE host = 'gpu001' AND rule = '' AND fired = '[]'"), 1);
   auto again = ingestRuns(db, {file});
   EXPECT_EQ(again.alreadyPresent, 1);
-  EXPECT_EQ(count(db, "SELECT count(*) FROM host_checks"), 4);
+  EXPECT_EQ(count(db, "SELECT count(*) FROM host_checks"), 5);
   Database d(db, Database::Mode::kExisting, 5000);
   prepareForRead(d);
+  EXPECT_EQ(loadHostChecks(d, {"gpu005"}).at(0).state, "cannot_judge");
   auto checks = loadHostChecks(d, {"gpu002", "gpu004"});
   ASSERT_EQ(checks.size(), 2u);
   EXPECT_EQ(checks[0].host, "gpu002");
@@ -381,23 +388,27 @@ TEST(HostHistory, QuarantineIsKOfTheLastNChecks) {
   const std::string db = dir.file("h.sqlite");
   using S = CheckState;
   // Oldest first: a failed long ago, now well; b failed 2 of its last 3; c failed once; d reported
-  // nothing twice; e has no baseline yet (not a failure); f has only 2 checks, both failed.
+  // nothing twice; e has no baseline yet (not a failure); f has only 2 checks, both failed; g could
+  // never be judged (not a failure either: nothing showed it was).
   const std::vector<std::vector<std::pair<std::string, S>>> nights{
       {{"a", S::kUnhealthy},
        {"b", S::kHealthy},
        {"c", S::kHealthy},
        {"d", S::kHealthy},
-       {"e", S::kNoBaseline}},
+       {"e", S::kNoBaseline},
+       {"g", S::kCannotJudge}},
       {{"a", S::kUnhealthy},
        {"b", S::kHealthy},
        {"c", S::kHealthy},
        {"d", S::kHealthy},
-       {"e", S::kNoBaseline}},
+       {"e", S::kNoBaseline},
+       {"g", S::kCannotJudge}},
       {{"a", S::kHealthy},
        {"b", S::kUnhealthy},
        {"c", S::kHealthy},
        {"d", S::kNoResult},
-       {"e", S::kNoBaseline}},
+       {"e", S::kNoBaseline},
+       {"g", S::kCannotJudge}},
       {{"a", S::kHealthy},
        {"b", S::kHealthy},
        {"c", S::kUnhealthy},
@@ -437,6 +448,79 @@ TEST(HostHistory, QuarantineIsKOfTheLastNChecks) {
   EXPECT_THROW(quarantine(d, 0, 2), ds::ConfigError);
   EXPECT_TRUE(checkFailed("no_result"));
   EXPECT_FALSE(checkFailed("no_baseline"));
+  EXPECT_FALSE(checkFailed("cannot_judge"));
+  // Every state has a letter of its own for the fleet view, and words for people.
+  std::set<char> letters;
+  for (CheckState st : kCheckStates) {
+    const char l = checkStateLetter(checkStateName(st));
+    EXPECT_NE(l, '?') << checkStateName(st);
+    letters.insert(l);
+    EXPECT_STRNE(checkStateWords(l), "unknown") << l;
+  }
+  EXPECT_EQ(letters.size(), std::size(kCheckStates));
+  EXPECT_STREQ(checkStateWords('j'), "cannot judge");
+  EXPECT_EQ(checkStateLetter("sick"), '?');
+}
+
+// Layout 3 refused 'cannot_judge' (a CHECK on host_checks.state); a layout-3 file is rebuilt to 4 on
+// open with its verdicts kept, and then takes the new state.
+TEST(HostHistory, ALayout3FileKeepsItsVerdictsAndTakesCannotJudge) {
+  TempDir dir;
+  using S = CheckState;
+  const std::string ref = dir.file("ref.sqlite");
+  ASSERT_EQ(ingestRuns(ref, {writeCheck(dir.file("c0.json"),
+                                        makeCheck(isoTime(0), {{"a", S::kHealthy}, {"b", S::kUnhealthy}}))})
+                .added,
+            1);
+  const std::string old = dir.file("v3.sqlite");
+  {
+    Database d(old, Database::Mode::kCreate, 5000);
+    createLayoutAt(d, 3);
+    d.exec(fmt::format("ATTACH DATABASE '{}' AS ref", ref));
+    d.exec("INSERT INTO checks SELECT * FROM ref.checks; INSERT INTO host_checks SELECT * FROM ref.host_checks");
+    d.exec("DETACH DATABASE ref");
+    EXPECT_THROW(d.exec("UPDATE host_checks SET state = 'cannot_judge' WHERE host = 'a'"), ds::IoError)
+        << "layout 3 refuses the state";
+  }
+  EXPECT_EQ(count(old, "PRAGMA user_version"), 3);
+  const std::string check =
+      writeCheck(dir.file("c1.json"), makeCheck(isoTime(24), {{"a", S::kCannotJudge}, {"b", S::kUnhealthy}}));
+  ASSERT_EQ(ingestRuns(old, {check}).added, 1);
+  EXPECT_EQ(count(old, "PRAGMA user_version"), kHistorySchemaVersion);
+  EXPECT_EQ(count(old, "SELECT count(*) FROM host_checks"), 4);
+  EXPECT_EQ(count(old, "SELECT count(*) FROM host_checks WHERE state = 'cannot_judge'"), 1);
+  EXPECT_EQ(count(old, "SELECT count(*) FROM host_checks WHERE state = 'unhealthy' AND rule = 'allreduce_1g_variance'"),
+            2);
+  EXPECT_EQ(count(old, "SELECT count(*) FROM sqlite_master WHERE name = 'host_checks_by_host'"), 1);
+  EXPECT_EQ(count(old, "SELECT count(*) FROM pragma_foreign_key_check"), 0);
+  {
+    Database d(old, Database::Mode::kExisting, 5000);
+    prepareForWrite(d);
+    d.exec("DELETE FROM checks");
+  }
+  EXPECT_EQ(count(old, "SELECT count(*) FROM host_checks"), 0) << "the rebuilt table still cascades";
+}
+
+// A check file of the 1.0 writer keeps the id it was stored under when a newer dsreport ingests it
+// again, and the same check written as 1.1 is the same check.
+TEST(HostHistory, ACheckKeepsItsIdAcrossTheSchemaBump) {
+  TempDir dir;
+  const std::string db = dir.file("h.sqlite");
+  const CheckReport c = makeCheck(isoTime(0), {{"a", CheckState::kHealthy}, {"b", CheckState::kUnhealthy}});
+  nlohmann::json v10 = checkToJson(c);  // as the 1.0 writer wrote it: none of 1.1's fields
+  v10["schema_version"] = "1.0";
+  v10["summary"].erase("cannot_judge");
+  for (auto& h : v10["hosts"])
+    for (auto& f : h["findings"])
+      for (const char* k : {"cannot_judge", "spread", "runs_needed", "pooled_runs"}) f.erase(k);
+  writeJsonAtomic(dir.file("v10.json"), v10);
+  auto first = ingestRuns(db, {dir.file("v10.json")});
+  ASSERT_EQ(first.added, 1);
+  // The id a 1.0 dsreport gave it: FNV-1a of its record, which that dsreport wrote as the file is.
+  EXPECT_EQ(first.files[0].runId, fnv1a64Hex("check\n" + dumpJson(v10)));
+  auto again = ingestRuns(db, {writeCheck(dir.file("v11.json"), c)});
+  EXPECT_EQ(again.alreadyPresent, 1) << formatIngestReport(again, db);
+  EXPECT_EQ(count(db, "SELECT count(*) FROM checks"), 1);
 }
 
 TEST(HostHistory, ANewerLayoutIsRefusedByEveryReaderAndWriter) {

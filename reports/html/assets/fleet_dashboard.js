@@ -4,7 +4,7 @@
 //   patterns [{key, title, unit, higherIsBetter, cells (base64: hosts x columns bytes, row-major, the cell
 //   relative to its SKU's median in whole percent, 255 none), medians [per SKU: [per column, null none]],
 //   fleetMedian [per column], drift [[host, points, first, last, pct, vsFleetPct], worst first], fleetDrift}],
-//   checks [per host: null or [states oldest first (h u b r), failed, last failure time, rule, summary, words]],
+//   checks [per host: null or [states oldest first (h u b r j, checkStateLetter), failed, last failure time, rule, summary, words]],
 //   k, n, quarantined [host indices], excludeFile (text).
 // The heatmap is one canvas drawn from an ImageData (one pixel per cell, scaled), so 1,000 hosts x 365
 // columns is one draw, not 365,000 elements. Text from the data is drawn on canvases or set with

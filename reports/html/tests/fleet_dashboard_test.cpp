@@ -61,6 +61,16 @@ TEST(FleetDashboardHtml, EveryStringFromTheHistoryIsEscaped) {
   EXPECT_NE(page.find("data-page=\"fleet-dashboard\""), std::string::npos);
 }
 
+// Each host's last verdicts are spelled out in the page's data, cannot_judge ('j') among them.
+TEST(FleetDashboardHtml, CheckStatesAreSpelledOutCannotJudgeToo) {
+  history::FleetData d = hostileFleet();
+  d.hostChecks[1] = {"hjb", 0, {}, {}};
+  const std::string page = renderFleetDashboard(d);
+  EXPECT_NE(page.find("\"healthy, cannot judge, no baseline\""), std::string::npos);
+  EXPECT_NE(page.find("\"unhealthy, unhealthy\""), std::string::npos);
+  EXPECT_NE(page.find("cannot judge (too noisy to tell) are not failures"), std::string::npos);
+}
+
 TEST(FleetDashboardHtml, AnEmptyHistorySaysWhatToIngest) {
   history::FleetData d;
   d.dbPath = "h.sqlite";
