@@ -52,13 +52,19 @@ struct RuleLimit {
   bool applies = false;
   double expected = 0, threshold = 0;
   VarianceBounds bounds;  // variance rules
-  std::string how;  // "baseline 24.0 - 5%", "the rules file's min", "50% of 2x200 Gb/s NIC line rate"
+  std::string how;        // "baseline 24.0 - 5%", "the rules file's min", "50% of 2x200 Gb/s NIC line rate"
 };
 
 // "half the baseline" / "twice the baseline", "a halving" / "a doubling": what a variance rule must
 // tell from noise (kSlowdownToTell), in the metric's direction.
-const char* slowdownPoint(bool higherIsBetter) { return higherIsBetter ? "half the baseline" : "twice the baseline"; }
+const char* slowdownPoint(bool higherIsBetter) {
+  return higherIsBetter ? "half the baseline" : "twice the baseline";
+}
 const char* slowdownName(bool higherIsBetter) { return higherIsBetter ? "a halving" : "a doubling"; }
+
+// The most the baseline's run-to-run spread may be, given how many figures it was measured from (its
+// rejected hosts' count too, a slight overcount where hosts were dropped).
+double spreadUpper(const BaselineEntry& e) { return e.spread * spreadUpperFactor(e.samples); }
 
 RuleLimit limitOf(const Rule& r, const Sample& s, const BaselineEntry* entry) {
   RuleLimit l;
@@ -67,13 +73,14 @@ RuleLimit limitOf(const Rule& r, const Sample& s, const BaselineEntry* entry) {
       if (!entry) return l;
       l.applies = true;
       l.expected = entry->value;
-      l.bounds = varianceBounds(r, entry->value, entry->spread, s.higherIsBetter);
+      l.bounds = varianceBounds(r, entry->value, entry->spread, spreadUpper(*entry), s.higherIsBetter);
       l.threshold = l.bounds.limit;
       if (r.sigmas > 0 && entry->spread > 0)
-        l.how = fmt::format("baseline {} {} the larger of {:g}% and {:g} x its run-to-run spread {}{}{}",
-                            num(entry->value), s.higherIsBetter ? "-" : "+", r.threshold * 100, r.sigmas,
-                            num(entry->spread), l.bounds.capped ? fmt::format(", capped at {}", slowdownPoint(s.higherIsBetter)) : "",
-                            entry->floored ? ", floored at the hardware bound" : "");
+        l.how = fmt::format(
+            "baseline {} {} the larger of {:g}% and {:g} x its run-to-run spread {}{}{}", num(entry->value),
+            s.higherIsBetter ? "-" : "+", r.threshold * 100, r.sigmas, num(entry->spread),
+            l.bounds.capped ? fmt::format(", capped at {}", slowdownPoint(s.higherIsBetter)) : "",
+            entry->floored ? ", floored at the hardware bound" : "");
       else
         l.how = fmt::format("baseline {} {} {:g}%{}", num(entry->value), s.higherIsBetter ? "-" : "+",
                             r.threshold * 100, entry->floored ? ", floored at the hardware bound" : "");
@@ -110,44 +117,67 @@ double meanOf(const std::vector<double>& v) {
   return v.empty() ? 0 : sum / static_cast<double>(v.size());
 }
 
-// A pool's limit, for people: "baseline 7.084 - the larger of 10% and 4 x 0.586, the noise of a mean
-// of 3 runs (spread 1.015 / sqrt 3)".
+// A pool's limit, for people: "baseline 7.084 - the larger of 10% and 4 x 0.6084, the noise of a mean
+// of 3 runs (the spread 1.015, at most 1.054 from its 1000 figures, / sqrt 3)".
 std::string poolHow(const Rule& r, const BaselineEntry& e, const Pool& p) {
-  return fmt::format("baseline {} {} the larger of {:g}% and {:g} x {}, the noise of a mean of {} runs (spread {} / "
-                     "sqrt {}{})",
-                     num(e.value), e.higherIsBetter ? "-" : "+", r.threshold * 100, r.sigmas, num(p.noise), p.runs,
-                     num(e.spread), p.runs,
-                     e.stdev > 0 ? fmt::format(", with the baseline hosts' own stdev {}", num(e.stdev)) : "");
+  return fmt::format(
+      "baseline {} {} the larger of {:g}% and {:g} x {}, the noise of a mean of {} runs (the spread {}, at "
+      "most "
+      "{} from its {} figures, / sqrt {}{})",
+      num(e.value), e.higherIsBetter ? "-" : "+", r.threshold * 100, r.sigmas, num(p.noise), p.runs,
+      num(e.spread), num(spreadUpper(e)), e.samples, p.runs,
+      e.stdev > 0 ? fmt::format(", with the baseline hosts' own stdev {}", num(e.stdev)) : "");
 }
 
 // Why a variance rule could not judge a figure, and what would let it: one clause each.
-std::string blindText(const Rule& r, const Sample& s, const BaselineEntry& e, const RuleLimit& l, const Pool* pool,
-                      int runsNeeded) {
+std::string blindText(const Rule& r, const Sample& s, const BaselineEntry& e, const RuleLimit& l,
+                      const Pool* pool, int runsNeeded) {
   const bool hib = s.higherIsBetter;
+  const double upper = spreadUpper(e);
+  const std::string bound = upper > e.spread
+                                ? fmt::format(", at most {} {} as far as its {} figures tell (95% bound)",
+                                              num(upper), s.unit, e.samples)
+                                : "";
   std::string why;
   if (l.bounds.capped)
     why = fmt::format(
-        "the baseline {} {} has a run-to-run spread of {} {}, and {:g} x that reaches past {}, so the rule cannot "
-        "tell {} from noise",
+        "the baseline {} {} has a run-to-run spread of {} {}, and {:g} x that reaches past {}, so the rule "
+        "cannot tell {} from noise",
         num(e.value), s.unit, num(e.spread), s.unit, r.sigmas, slowdownPoint(hib), slowdownName(hib));
+  else if (l.bounds.blindAll)
+    why = fmt::format(
+        "the baseline {} {} has a run-to-run spread of {} {}{}, and {:g} x that could reach past {}, so the "
+        "rule cannot tell {} from noise",
+        num(e.value), s.unit, num(e.spread), s.unit, bound, r.sigmas, slowdownPoint(hib), slowdownName(hib));
   else
     why = fmt::format(
-        "within the limit {} {} ({}), but {} {} {}, which a host at {} still measures within {:g} x its noise ({} is "
-        "{} {})",
+        "within the limit {} {} ({}), but {} {} {}, which a host at {} still measures within {:g} x its "
+        "noise "
+        "(the spread {} {}{}; {} is {} {})",
         num(l.bounds.limit), s.unit, l.how, hib ? "below" : "above", num(l.bounds.halvingEdge), s.unit,
-        hib ? "half speed" : "twice the latency", r.sigmas, slowdownPoint(hib), num(l.bounds.halving), s.unit);
+        hib ? "half speed" : "twice the latency", r.sigmas, num(e.spread), s.unit, bound, slowdownPoint(hib),
+        num(l.bounds.halving), s.unit);
   if (pool)
     why += fmt::format("; the mean of its {} runs, {} {}, could not be told apart either", pool->runs,
                        num(pool->mean), s.unit);
-  std::string todo =
-      runsNeeded > 0
-          ? fmt::format("the mean of {} runs of this host would tell: check its last {} runs (--n {})", runsNeeded,
-                        runsNeeded, runsNeeded)
-          : fmt::format(
-                "no number of its runs would, as the baseline's hosts differ by {} {} themselves: build the baseline "
-                "from several runs of each host, or judge this figure by a threshold without sigmas (a rules file)",
-                num(e.stdev), s.unit);
-  return why + "; " + todo;
+  std::vector<std::string> todo;
+  if (runsNeeded > 0)
+    todo.push_back(fmt::format("the mean of {} runs of this host would tell: check its last {} runs (--n {})",
+                               runsNeeded, runsNeeded, runsNeeded));
+  const int figures = baselineFiguresToTell(r, e.value, e.spread, hib);
+  if (figures > e.samples)
+    todo.push_back(
+        fmt::format("a baseline of {} runs or more (it has {}) would tell one run, if its spread holds",
+                    figures, e.samples));
+  if (todo.empty())
+    todo.push_back(fmt::format(
+        "no number of its runs would{}: build the baseline from several runs of each host, or judge this "
+        "figure "
+        "by a threshold without sigmas (a rules file)",
+        e.stdev > 0
+            ? fmt::format(", as the baseline's hosts differ by {} {} themselves", num(e.stdev), s.unit)
+            : std::string()));
+  return why + "; " + fmt::format("{}", fmt::join(todo, "; or "));
 }
 
 struct HostData {
@@ -266,12 +296,15 @@ CheckReport checkHosts(const std::vector<Sample>& samples, const std::vector<Run
             blindRuns += it->second == Verdict::kBlind ? 1 : 0;
           }
         }
-        if (blindRuns == 0 || brokeRuns >= report.k || brokeRuns + blindRuns < report.k || rest.size() < 2) continue;
+        if (blindRuns == 0 || brokeRuns >= report.k || brokeRuns + blindRuns < report.k || rest.size() < 2)
+          continue;
         Pool p;
         p.runs = static_cast<int>(rest.size());
         p.mean = meanOf(rest);
-        p.noise = meanNoise(f.entry->spread, f.entry->stdev, p.runs);
-        p.bounds = varianceBounds(r, f.entry->value, p.noise, f.like.higherIsBetter);
+        // A mean is a judgement that single runs did not make: its limit too is drawn with the most
+        // the spread may be, so that a baseline that underrates its noise raises no alarm through it.
+        p.noise = meanNoise(spreadUpper(*f.entry), f.entry->stdev, p.runs);
+        p.bounds = varianceBounds(r, f.entry->value, p.noise, p.noise, f.like.higherIsBetter);
         p.verdict = judgeVariance(p.bounds, p.mean);
         if (p.verdict != Verdict::kBlind)
           for (auto& [runId, j] : f.byRun) {
@@ -371,13 +404,14 @@ CheckReport checkHosts(const std::vector<Sample>& samples, const std::vector<Run
         const Pool* pool = poolIt == f.pools.end() ? nullptr : &poolIt->second;
         if (r.kind == RuleKind::kVariance) {
           c.spread = f.entry->spread;
+          c.spreadUpper = spreadUpper(*f.entry);
           if (pool && pool->verdict != Verdict::kBlind) {
             c.pooledRuns = pool->runs;
             c.measured = pool->mean;
             c.threshold = pool->bounds.limit;
           }
           if (c.cannotJudge)
-            c.runsNeeded = runsToTell(r, f.entry->value, f.entry->spread, f.entry->stdev, s.higherIsBetter);
+            c.runsNeeded = runsToTell(r, f.entry->value, c.spreadUpper, f.entry->stdev, s.higherIsBetter);
         }
         const char* cmp = s.higherIsBetter ? ">=" : "<=";
         if (r.kind == RuleKind::kMultiRules) {
@@ -385,17 +419,19 @@ CheckReport checkHosts(const std::vector<Sample>& samples, const std::vector<Run
                                num(c.measured), s.unit, r.failWhen == 0 ? "all" : std::to_string(r.failWhen),
                                fmt::join(r.rules, ", "), c.failedRuns, c.runs);
           if (blindRuns > 0)
-            c.text += fmt::format(", and in {} more a rule of them could not tell the figure from noise{}", blindRuns,
-                                  c.cannotJudge ? ": cannot judge" : "");
+            c.text += fmt::format(", and in {} more a rule of them could not tell the figure from noise{}",
+                                  blindRuns, c.cannotJudge ? ": cannot judge" : "");
         } else if (r.kind == RuleKind::kVariance && c.cannotJudge) {
-          c.text = fmt::format("{} {} {}: cannot judge: {}; {} of {} run(s) could not be told apart, {} broke the limit",
-                               figureName(s), num(c.measured), s.unit,
-                               blindText(r, s, *f.entry, l, pool && pool->verdict == Verdict::kBlind ? pool : nullptr,
-                                         c.runsNeeded),
-                               blindRuns, c.runs, c.failedRuns);
+          c.text = fmt::format(
+              "{} {} {}: cannot judge: {}; {} of {} run(s) could not be told apart, {} broke the limit",
+              figureName(s), num(c.measured), s.unit,
+              blindText(r, s, *f.entry, l, pool && pool->verdict == Verdict::kBlind ? pool : nullptr,
+                        c.runsNeeded),
+              blindRuns, c.runs, c.failedRuns);
         } else if (r.kind == RuleKind::kVariance && c.pooledRuns > 0) {
           c.text = fmt::format(
-              "{} {} {}, the mean of {} runs (one run alone could not be told from {}), expected {} {} {} ({}); "
+              "{} {} {}, the mean of {} runs (one run alone could not be told from {}), expected {} {} {} "
+              "({}); "
               "broke in {} of {} run(s)",
               figureName(s), num(c.measured), s.unit, c.pooledRuns, slowdownName(s.higherIsBetter), cmp,
               num(c.threshold), s.unit, poolHow(r, *f.entry, *pool), c.failedRuns, c.runs);
@@ -508,9 +544,10 @@ std::string checkText(const CheckReport& r, bool healthyToo) {
     if (h->state == CheckState::kHealthy && !healthyToo) continue;
     out += fmt::format("{:<{}}  {:<12}  {}\n", h->host, width, checkStateName(h->state), h->summary);
   }
-  out += fmt::format("# {} healthy, {} unhealthy, {} no result, {} no baseline, {} cannot judge\n",
-                     counts[CheckState::kHealthy], counts[CheckState::kUnhealthy], counts[CheckState::kNoResult],
-                     counts[CheckState::kNoBaseline], counts[CheckState::kCannotJudge]);
+  out +=
+      fmt::format("# {} healthy, {} unhealthy, {} no result, {} no baseline, {} cannot judge\n",
+                  counts[CheckState::kHealthy], counts[CheckState::kUnhealthy], counts[CheckState::kNoResult],
+                  counts[CheckState::kNoBaseline], counts[CheckState::kCannotJudge]);
   return out;
 }
 

@@ -52,6 +52,7 @@ void to_json(json& j, const CheckFinding& v) {
        {"passed", v.passed},
        {"cannot_judge", v.cannotJudge},
        {"spread", v.spread},
+       {"spread_upper", v.spreadUpper},
        {"runs_needed", v.runsNeeded},
        {"pooled_runs", v.pooledRuns},
        {"text", v.text}};
@@ -72,6 +73,7 @@ void from_json(const json& j, CheckFinding& v) {
   // Since 1.1; a 1.0 file has none (nothing was undecided then).
   if (j.contains("cannot_judge")) readTo(j.at("cannot_judge"), v.cannotJudge);
   if (j.contains("spread")) readTo(j.at("spread"), v.spread);
+  if (j.contains("spread_upper")) readTo(j.at("spread_upper"), v.spreadUpper);
   if (j.contains("runs_needed")) readTo(j.at("runs_needed"), v.runsNeeded);
   if (j.contains("pooled_runs")) readTo(j.at("pooled_runs"), v.pooledRuns);
   readTo(j.at("text"), v.text);

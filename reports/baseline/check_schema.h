@@ -11,8 +11,9 @@
 namespace ds::report {
 
 inline constexpr const char* kCheckSchemaName = "dsperf.check";
-// 1.1: the host state "cannot_judge"; each finding's "cannot_judge", "spread", "runs_needed" and
-//      "pooled_runs" (absent in 1.0 files: read as false and 0); the summary's "cannot_judge" count.
+// 1.1: the host state "cannot_judge"; each finding's "cannot_judge", "spread", "spread_upper",
+//      "runs_needed" and "pooled_runs" (absent in 1.0 files: read as false and 0); the summary's
+//      "cannot_judge" count.
 inline constexpr const char* kCheckSchemaVersion = "1.1";
 
 // The states a host can end in. "no_baseline" is its own state: nothing to judge against is neither
@@ -22,8 +23,9 @@ inline constexpr const char* kCheckSchemaVersion = "1.1";
 // rule could not tell it from a halved one (reports/baseline/rules.h, judgeVariance): not healthy,
 // not shown unhealthy. The numbers are those of the JSON's summary counts' order.
 enum class CheckState { kHealthy, kUnhealthy, kNoBaseline, kNoResult, kCannotJudge };
-inline constexpr CheckState kCheckStates[] = {CheckState::kHealthy, CheckState::kUnhealthy, CheckState::kNoBaseline,
-                                              CheckState::kNoResult, CheckState::kCannotJudge};
+inline constexpr CheckState kCheckStates[] = {CheckState::kHealthy, CheckState::kUnhealthy,
+                                              CheckState::kNoBaseline, CheckState::kNoResult,
+                                              CheckState::kCannotJudge};
 // "healthy", "unhealthy", "no_baseline", "no_result", "cannot_judge"
 const char* checkStateName(CheckState s);
 CheckState parseCheckState(const std::string& s);  // throws ConfigError on other text
@@ -45,10 +47,13 @@ struct CheckFinding {
   // The rule could not decide: fewer than k runs broke it, but with the runs it could not tell from a
   // halved one there would be k (passed is false too; the host is cannot_judge unless another rule broke).
   bool cannotJudge = false;
-  double spread = 0;    // variance rules: the baseline's run-to-run spread, in `unit`
-  int runsNeeded = 0;   // cannot_judge: the fewest runs of the host whose mean the rule could judge; 0 none would
-  int pooledRuns = 0;   // >= 2: judged on the mean of this many runs (`measured` is that mean)
-  std::string text;     // one sentence: "busbw 12.1 GB/s at 1 GiB, expected >= 22.8 GB/s (baseline 24.0 - 5%)"
+  // Variance rules: the baseline's run-to-run spread, in `unit`, and the most it may be given how many
+  // figures it came from (its 95% upper bound, spreadUpperFactor in rules.h).
+  double spread = 0, spreadUpper = 0;
+  // cannot_judge: the fewest runs of the host whose mean the rule could judge; 0 none would.
+  int runsNeeded = 0;
+  int pooledRuns = 0;  // >= 2: judged on the mean of this many runs (`measured` is that mean)
+  std::string text;    // one sentence: "busbw 12.1 GB/s at 1 GiB, expected >= 22.8 GB/s (baseline 24.0 - 5%)"
   bool operator==(const CheckFinding&) const = default;
 };
 

@@ -362,26 +362,51 @@ bool worseThan(double value, double limit, bool higherIsBetter) {
   return higherIsBetter ? value < limit : value > limit;
 }
 
-bool VarianceBounds::tellsHalving() const {
-  if (!catchesHalving || halvingEdge == 0) return true;
-  return !capped && !worseThan(limit, halvingEdge, higherIsBetter);
+double spreadUpperFactor(int figures) {
+  if (figures < 2) return 1;
+  // chi2 quantiles at 0.05 for 1..30 degrees of freedom; beyond, Wilson and Hilferty's cube-root
+  // approximation (within 0.1% from 30 on).
+  static constexpr double kChi2Low[] = {0.00393, 0.103,  0.352,  0.711,  1.145,  1.635,  2.167,  2.733,
+                                        3.325,   3.940,  4.575,  5.226,  5.892,  6.571,  7.261,  7.962,
+                                        8.672,   9.390,  10.117, 10.851, 11.591, 12.338, 13.091, 13.848,
+                                        14.611,  15.379, 16.151, 16.928, 17.708, 18.493};
+  const int df = figures - 1;
+  double chi2 = 0;
+  if (df <= 30) {
+    chi2 = kChi2Low[df - 1];
+  } else {
+    const double k = df, z = -1.6448536269514722;
+    chi2 = k * std::pow(1 - 2 / (9 * k) + z * std::sqrt(2 / (9 * k)), 3);
+  }
+  return std::sqrt(df / chi2);
 }
 
-VarianceBounds varianceBounds(const Rule& r, double expected, double noise, bool higherIsBetter) {
+bool VarianceBounds::tellsHalving() const {
+  if (!catchesHalving || halvingEdge == 0) return true;
+  return !blindAll && !worseThan(limit, halvingEdge, higherIsBetter);
+}
+
+VarianceBounds varianceBounds(const Rule& r, double expected, double noise, double noiseUpper,
+                              bool higherIsBetter) {
   VarianceBounds b;
   b.higherIsBetter = higherIsBetter;
   b.limit = varianceLimit(r, expected, noise, higherIsBetter);
   b.halving = higherIsBetter ? expected / kSlowdownToTell : expected * kSlowdownToTell;
   const double byFraction = higherIsBetter ? expected * (1 - r.threshold) : expected * (1 + r.threshold);
   b.catchesHalving = worseThan(b.halving, byFraction, higherIsBetter);
+  noiseUpper = std::max(noiseUpper, noise);
   if (r.sigmas <= 0 || noise <= 0 || !b.catchesHalving) {
     b.halving = b.halvingEdge = 0;
     return b;
   }
-  const double widened = higherIsBetter ? expected - r.sigmas * noise : expected + r.sigmas * noise;
-  b.capped = !worseThan(b.halving, widened, higherIsBetter);  // the widening reaches the halving
+  auto reaches = [&](double n) {  // the widening by n reaches the halving
+    const double widened = higherIsBetter ? expected - r.sigmas * n : expected + r.sigmas * n;
+    return !worseThan(b.halving, widened, higherIsBetter);
+  };
+  b.capped = reaches(noise);
+  b.blindAll = reaches(noiseUpper);
   // A halved run's noise is the noise scaled with it: its times double, its bandwidth halves.
-  const double halvedNoise = higherIsBetter ? noise / kSlowdownToTell : noise * kSlowdownToTell;
+  const double halvedNoise = higherIsBetter ? noiseUpper / kSlowdownToTell : noiseUpper * kSlowdownToTell;
   b.halvingEdge = higherIsBetter ? b.halving + r.sigmas * halvedNoise : b.halving - r.sigmas * halvedNoise;
   return b;
 }
@@ -389,7 +414,7 @@ VarianceBounds varianceBounds(const Rule& r, double expected, double noise, bool
 Verdict judgeVariance(const VarianceBounds& b, double value) {
   if (worseThan(value, b.limit, b.higherIsBetter)) return Verdict::kBreaks;
   if (!b.catchesHalving || b.halvingEdge == 0) return Verdict::kHolds;
-  if (b.capped || worseThan(value, b.halvingEdge, b.higherIsBetter)) return Verdict::kBlind;
+  if (b.blindAll || worseThan(value, b.halvingEdge, b.higherIsBetter)) return Verdict::kBlind;
   return Verdict::kHolds;
 }
 
@@ -397,11 +422,21 @@ double meanNoise(double spread, double hostStdev, int runs) {
   return std::sqrt(hostStdev * hostStdev + spread * spread / std::max(runs, 1));
 }
 
-int runsToTell(const Rule& r, double expected, double spread, double hostStdev, bool higherIsBetter) {
+int runsToTell(const Rule& r, double expected, double spreadUpper, double hostStdev, bool higherIsBetter) {
   for (int m = 2; m <= 1000; ++m) {
-    VarianceBounds b = varianceBounds(r, expected, meanNoise(spread, hostStdev, m), higherIsBetter);
+    const double noise = meanNoise(spreadUpper, hostStdev, m);
+    VarianceBounds b = varianceBounds(r, expected, noise, noise, higherIsBetter);
     if (!b.catchesHalving) return 0;
     if (b.tellsHalving()) return m;
+  }
+  return 0;
+}
+
+int baselineFiguresToTell(const Rule& r, double expected, double spread, bool higherIsBetter) {
+  for (int n = 2; n <= 1000; ++n) {
+    VarianceBounds b = varianceBounds(r, expected, spread, spread * spreadUpperFactor(n), higherIsBetter);
+    if (!b.catchesHalving) return 0;
+    if (b.tellsHalving()) return n;
   }
   return 0;
 }

@@ -115,26 +115,40 @@ inline constexpr double kSlowdownToTell = 2;
 // a halved one (a doubled one, for latency), so it is neither healthy nor unhealthy.
 enum class Verdict { kHolds, kBreaks, kBlind };
 
-// A variance rule around an expectation whose noise (a standard deviation: the baseline's
-// run-to-run spread for one run, meanNoise for the mean of several) is `noise`.
+// How far above a spread measured from `figures` values the true one may be: the factor of its
+// one-sided 95% upper confidence bound, sqrt((n - 1) / chi2_0.05(n - 1)) for n figures (15.9 from 2,
+// 4.4 from 3, 2.4 from 5, 1.6 from 10, 1.4 from 20, 1.2 from 50; 1 for fewer than 2, where there is
+// no spread). A baseline of few runs does not know its own noise: on the 2-core VM of issue 41, 3 runs
+// put it at 11% where runs moved by 60% (docs/dev/verdict-calibration.md).
+double spreadUpperFactor(int figures);
+
+// A variance rule around an expectation, for a figure whose noise (a standard deviation: the
+// baseline's run-to-run spread for one run, meanNoise for the mean of several) is `noise` as
+// measured, and at most `noiseUpper` (spreadUpperFactor). The limit is the rule's, from `noise`, as it
+// always was: what breaks did not change. What may hold is decided with `noiseUpper`: a figure is
+// healthy only where even that much noise could not have made a halved host look like it.
 struct VarianceBounds {
   bool higherIsBetter = true;
-  double limit = 0;  // varianceLimit: worse than this breaks
+  double limit = 0;  // varianceLimit with `noise`: worse than this breaks
   // The rule promises to catch a halving at all: its threshold alone would (threshold < 0.5 for
   // bandwidth, < 1 for latency). A looser threshold is the rules file's own choice, and no figure
   // is blind under it.
   bool catchesHalving = false;
-  // The sigmas widening reached the cap: the limit is the cap, so a halving sits on it and the rule
-  // as written cannot be applied. Every figure within the limit is blind.
+  // The sigmas widening with `noise` reached the cap: the limit is the cap, a halving sits on it, and
+  // the rule as written cannot be applied.
   bool capped = false;
-  // The halving (the doubling) and the edge of its noise: `sigmas` x the halved figure's noise (noise
-  // / 2 for bandwidth, x 2 for latency: a slower run's noise scales with its times). A figure within
-  // the limit but on the halving's side of the edge could be a halved host's: blind. 0 without sigmas
-  // or noise.
+  // The widening with `noiseUpper` reaches the halving (capped or not): every figure within the limit
+  // is blind.
+  bool blindAll = false;
+  // The halving (the doubling) and the edge of its noise: `sigmas` x the halved figure's noise at most
+  // (noiseUpper / 2 for bandwidth, x 2 for latency: a slower run's noise scales with its times). A
+  // figure within the limit but on the halving's side of the edge could be a halved host's: blind. 0
+  // without sigmas or noise.
   double halving = 0, halvingEdge = 0;
-  bool tellsHalving() const;  // no figure within the limit can be blind: not capped, limit beyond the edge
+  bool tellsHalving() const;  // no figure within the limit can be blind: not blindAll, limit beyond the edge
 };
-VarianceBounds varianceBounds(const Rule& r, double expected, double noise, bool higherIsBetter);
+VarianceBounds varianceBounds(const Rule& r, double expected, double noise, double noiseUpper,
+                              bool higherIsBetter);
 Verdict judgeVariance(const VarianceBounds& b, double value);
 
 // The noise of the mean of `runs` runs of one host: sqrt(hostStdev^2 + spread^2 / runs). The mean
@@ -142,9 +156,13 @@ Verdict judgeVariance(const VarianceBounds& b, double value);
 // figures stands in for that (an upper bound: it holds some run-to-run noise too).
 double meanNoise(double spread, double hostStdev, int runs);
 // The fewest runs (2 to 1000) of one host whose mean the rule can always judge (tellsHalving with
-// meanNoise), or 0 when no number would (the hosts' own stdev is too wide, or the threshold alone is
-// looser than the halving).
-int runsToTell(const Rule& r, double expected, double spread, double hostStdev, bool higherIsBetter);
+// meanNoise of `spreadUpper` for both limit and edge, as check judges a mean), or 0 when no number
+// would (the hosts' own stdev is too wide, or the threshold alone is looser than the halving).
+int runsToTell(const Rule& r, double expected, double spreadUpper, double hostStdev, bool higherIsBetter);
+// The fewest figures (up to 1000) a baseline needs before one run can always be judged against it
+// with this spread (tellsHalving with spread x spreadUpperFactor), or 0 when no number would (the
+// spread itself is too wide).
+int baselineFiguresToTell(const Rule& r, double expected, double spread, bool higherIsBetter);
 
 // Shell glob match (fnmatch(3): *, ?, [...]), case-sensitive: the sku filter.
 bool globMatch(const std::string& pattern, const std::string& text);

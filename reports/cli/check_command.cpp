@@ -1,8 +1,8 @@
 // dsreport check RUN... [--baseline B.json] [--rules R.yaml] [--k K --n N] [--hosts LIST] [-o CHECK.json]:
-// [--junit CHECK.xml]: one verdict per host (reports/baseline/check.h). Exit codes, for health-check gates, the
-// first that applies: 3 the check could not run (bad flags, an unreadable run, baseline or rules file); 2 a host
-// is unhealthy or reported no result; 4 a host cannot be judged (its baseline is too noisy to tell a halving
-// from noise); 1 some host has no baseline yet; 0 every host healthy.
+// [--junit CHECK.xml]: one verdict per host (reports/baseline/check.h). Exit codes, for health-check gates,
+// the first that applies: 3 the check could not run (bad flags, an unreadable run, baseline or rules file); 2
+// a host is unhealthy or reported no result; 4 a host cannot be judged (its baseline is too noisy to tell a
+// halving from noise); 1 some host has no baseline yet; 0 every host healthy.
 #include <fmt/format.h>
 
 #include <cstdio>
@@ -21,7 +21,8 @@
 
 namespace ds::report::cli {
 
-static_assert(kCheckExitCannotJudge == kExitInconclusive, "check's 'cannot judge' is compare's 'inconclusive'");
+static_assert(kCheckExitCannotJudge == kExitInconclusive,
+              "check's 'cannot judge' is compare's 'inconclusive'");
 
 namespace {
 
@@ -42,9 +43,9 @@ Command addCheckCommand(CLI::App& parent) {
       "check",
       "Give every host a verdict from runs against a baseline and rules: healthy, unhealthy (with the rule, "
       "measured and expected), no_result, no_baseline, or cannot_judge (the baseline is too noisy there to "
-      "tell a halving from noise; it says how many runs would). A rule must break in k of a host's last n runs. "
-      "Exit 0: all healthy; 1: some host has no baseline yet; 2: a host is unhealthy or reported nothing; "
-      "3: the check could not run; 4: a host cannot be judged (and none is unhealthy).");
+      "tell a halving from noise; it says how many runs would). A rule must break in k of a host's last n "
+      "runs. Exit 0: all healthy; 1: some host has no baseline yet; 2: a host is unhealthy or reported "
+      "nothing; 3: the check could not run; 4: a host cannot be judged (and none is unhealthy).");
   c.app->add_option("runs", f->runs, "result files: single-host dsbench coll sweeps, fleet-mode dsdiag runs")
       ->required()
       ->check(resultFile());

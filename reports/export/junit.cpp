@@ -189,11 +189,13 @@ JunitSuite junitSuiteOfCheck(const CheckReport& report) {
                         f.failedRuns, f.runs, report.k, report.n);
       if (f.cannotJudge)
         c.detail += fmt::format(
-            "\ncannot judge: the baseline's run-to-run spread {} {} is too wide to tell the figure from a halved "
+            "\ncannot judge: the baseline's run-to-run spread {} {} is too wide to tell the figure from a "
+            "halved "
             "one; {}",
             num(f.spread), f.unit,
-            f.runsNeeded > 0 ? fmt::format("the mean of {} runs of the host would (--n {})", f.runsNeeded, f.runsNeeded)
-                             : std::string("no number of the host's runs would"));
+            f.runsNeeded > 0
+                ? fmt::format("the mean of {} runs of the host would (--n {})", f.runsNeeded, f.runsNeeded)
+                : std::string("no number of the host's runs would"));
       anyFailed = anyFailed || broke(f);
       anyBlind = anyBlind || f.cannotJudge;
       suite.cases.push_back(std::move(c));

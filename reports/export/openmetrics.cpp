@@ -255,7 +255,8 @@ std::string openMetricsText(const std::vector<Sample>& samples, const CheckRepor
     FamilySeries healthy, state, failed, when;
     for (const auto& [name, h] : hosts) {
       add(healthy, {name}, Recency{}, h->state == CheckState::kHealthy ? 1 : 0);
-      for (CheckState st : kCheckStates) add(state, {name, checkStateName(st)}, Recency{}, h->state == st ? 1 : 0);
+      for (CheckState st : kCheckStates)
+        add(state, {name, checkStateName(st)}, Recency{}, h->state == st ? 1 : 0);
       // Rules it broke; one that could not judge a figure did not break.
       const auto broken = std::count_if(h->findings.begin(), h->findings.end(),
                                         [](const CheckFinding& f) { return broke(f); });

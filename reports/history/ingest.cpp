@@ -131,7 +131,7 @@ std::string checkIdOf(const CheckReport& c) {
   for (auto& h : j["hosts"])
     for (auto& f : h["findings"]) {
       if (f.value("cannot_judge", false) == false) f.erase("cannot_judge");
-      for (const char* key : {"spread", "runs_needed", "pooled_runs"})
+      for (const char* key : {"spread", "spread_upper", "runs_needed", "pooled_runs"})
         if (f.contains(key) && f[key] == 0) f.erase(key);
     }
   return fnv1a64Hex("check\n" + dumpJson(j));

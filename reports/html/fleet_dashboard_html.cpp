@@ -117,11 +117,11 @@ std::string renderFleetDashboard(const history::FleetData& d) {
         "muted");
 
   page.section("Quarantine");
-  page.paragraph(
-      fmt::format("Hosts that failed (unhealthy, or reported no result) at least {} of their last {} "
-                  "dsreport check verdicts; no baseline yet and cannot judge (too noisy to tell) are not failures. "
-                  "{} check(s) ingested.",
-                  o.k, o.n, d.checks));
+  page.paragraph(fmt::format(
+      "Hosts that failed (unhealthy, or reported no result) at least {} of their last {} "
+      "dsreport check verdicts; no baseline yet and cannot judge (too noisy to tell) are not failures. "
+      "{} check(s) ingested.",
+      o.k, o.n, d.checks));
   if (d.quarantine.empty()) {
     page.paragraph(d.checks ? "No host is quarantined."
                             : "No checks in the history: ingest dsreport check results "

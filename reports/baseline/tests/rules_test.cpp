@@ -153,7 +153,7 @@ TEST(Rules, AVarianceRuleCannotPassWhatItCannotTellFromAHalving) {
   Rule r = defaultRules().rules[0];  // busbw_variance: 10%, 4 sigmas
   ASSERT_EQ(r.name, "busbw_variance");
   // The baseline: 7.084 GB/s, run-to-run spread 1.015; 4 x 1.015 reaches past half of it.
-  VarianceBounds noisy = varianceBounds(r, 7.084, 1.015, true);
+  VarianceBounds noisy = varianceBounds(r, 7.084, 1.015, 1.015, true);
   EXPECT_TRUE(noisy.capped);
   EXPECT_DOUBLE_EQ(noisy.limit, 3.542);
   EXPECT_FALSE(noisy.tellsHalving());
@@ -162,7 +162,7 @@ TEST(Rules, AVarianceRuleCannotPassWhatItCannotTellFromAHalving) {
   EXPECT_EQ(judgeVariance(noisy, 3.5), Verdict::kBreaks) << "worse than the cap still breaks";
   // The mean of 2 runs is inside the cap (7.084 - 4 x 1.015 / sqrt 2 = 4.213) but a halved host's
   // mean reaches 3.542 + 4 x 0.5075 / sqrt 2 = 4.977 above it; 3 runs separate them (4.740 > 4.714).
-  VarianceBounds two = varianceBounds(r, 7.084, meanNoise(1.015, 0, 2), true);
+  VarianceBounds two = varianceBounds(r, 7.084, meanNoise(1.015, 0, 2), meanNoise(1.015, 0, 2), true);
   EXPECT_FALSE(two.capped);
   EXPECT_NEAR(two.limit, 4.213, 1e-3);
   EXPECT_NEAR(two.halvingEdge, 4.977, 1e-3);
@@ -170,21 +170,21 @@ TEST(Rules, AVarianceRuleCannotPassWhatItCannotTellFromAHalving) {
   EXPECT_EQ(judgeVariance(two, 7.0), Verdict::kHolds);
   EXPECT_EQ(judgeVariance(two, 4.0), Verdict::kBreaks);
   EXPECT_EQ(runsToTell(r, 7.084, 1.015, 0, true), 3);
-  EXPECT_TRUE(varianceBounds(r, 7.084, meanNoise(1.015, 0, 3), true).tellsHalving());
+  EXPECT_TRUE(varianceBounds(r, 7.084, meanNoise(1.015, 0, 3), meanNoise(1.015, 0, 3), true).tellsHalving());
   // Hosts that differ by this much themselves: no number of one host's runs averages that away.
   EXPECT_EQ(runsToTell(r, 7.084, 1.015, 1.0, true), 0);
   EXPECT_NEAR(meanNoise(3, 4, 1), 5, 1e-12);
   // A calm baseline tells a halving from noise: it holds a normal run and breaks the halved one.
-  VarianceBounds calm = varianceBounds(r, 7.084, 0.2, true);
+  VarianceBounds calm = varianceBounds(r, 7.084, 0.2, 0.2, true);
   EXPECT_TRUE(calm.tellsHalving());
   EXPECT_EQ(judgeVariance(calm, 7.0), Verdict::kHolds);
   EXPECT_EQ(judgeVariance(calm, 7.084 / 2), Verdict::kBreaks);
   // Noisier: limit 5.604; a halved host's runs reach up to 3.542 + 4 x 0.185 = 4.282, below it: told
   // apart. Noisier still (0.8): limit 3.884, a halved host reaches 5.142, and between them nothing passes.
-  VarianceBounds near = varianceBounds(r, 7.084, 0.37, true);
+  VarianceBounds near = varianceBounds(r, 7.084, 0.37, 0.37, true);
   EXPECT_FALSE(near.capped);
   EXPECT_TRUE(near.tellsHalving());
-  VarianceBounds nearer = varianceBounds(r, 7.084, 0.8, true);  // limit 3.884, edge 5.142
+  VarianceBounds nearer = varianceBounds(r, 7.084, 0.8, 0.8, true);  // limit 3.884, edge 5.142
   EXPECT_FALSE(nearer.capped);
   EXPECT_FALSE(nearer.tellsHalving());
   EXPECT_EQ(judgeVariance(nearer, 4.5), Verdict::kBlind) << "could be a halved host's run";
@@ -192,26 +192,50 @@ TEST(Rules, AVarianceRuleCannotPassWhatItCannotTellFromAHalving) {
   // Latency: a doubling against a calm and a noisy baseline (link_latency_variance: 50%, 4 sigmas).
   Rule lat = defaultRules().rules[2];
   ASSERT_EQ(lat.metric, "link_latency");
-  VarianceBounds calmLat = varianceBounds(lat, 20, 0.5, false);
+  VarianceBounds calmLat = varianceBounds(lat, 20, 0.5, 0.5, false);
   EXPECT_TRUE(calmLat.tellsHalving());
   EXPECT_EQ(judgeVariance(calmLat, 40), Verdict::kBreaks);
   EXPECT_EQ(judgeVariance(calmLat, 21), Verdict::kHolds);
-  VarianceBounds noisyLat = varianceBounds(lat, 20, 3, false);  // 20 + 4 x 3 = 32: not capped; edge 40 - 24
+  VarianceBounds noisyLat =
+      varianceBounds(lat, 20, 3, 3, false);  // 20 + 4 x 3 = 32: not capped; edge 40 - 24
   EXPECT_FALSE(noisyLat.tellsHalving());
   EXPECT_EQ(judgeVariance(noisyLat, 30), Verdict::kBlind);
   EXPECT_EQ(judgeVariance(noisyLat, 14), Verdict::kHolds);
-  EXPECT_EQ(judgeVariance(varianceBounds(lat, 20, 6, false), 21), Verdict::kBlind) << "capped at 40";
+  EXPECT_EQ(judgeVariance(varianceBounds(lat, 20, 6, 6, false), 21), Verdict::kBlind) << "capped at 40";
   // A threshold that tolerates a halving by itself is the rules file's choice: nothing is blind.
   r.threshold = 0.75;
-  VarianceBounds loose = varianceBounds(r, 7.084, 1.015, true);
+  VarianceBounds loose = varianceBounds(r, 7.084, 1.015, 1.015, true);
   EXPECT_FALSE(loose.catchesHalving);
   EXPECT_EQ(judgeVariance(loose, 3.822), Verdict::kHolds);
   EXPECT_EQ(runsToTell(r, 7.084, 1.015, 0, true), 0);
+  // A spread measured from few figures may be far larger than it looks: healthy is decided with its
+  // 95% upper bound, what breaks with the spread itself.
+  EXPECT_NEAR(spreadUpperFactor(3), 4.41, 0.01);
+  EXPECT_NEAR(spreadUpperFactor(5), 2.37, 0.01);
+  EXPECT_NEAR(spreadUpperFactor(20), 1.37, 0.01);
+  EXPECT_NEAR(spreadUpperFactor(31), 1.28, 0.01) << "the chi2 table's end";
+  EXPECT_NEAR(spreadUpperFactor(32), 1.27, 0.01) << "and its approximation beyond";
+  EXPECT_NEAR(spreadUpperFactor(1000), 1.04, 0.01);
+  EXPECT_EQ(spreadUpperFactor(1), 1);
+  EXPECT_GT(spreadUpperFactor(2), spreadUpperFactor(3));
+  r.threshold = 0.1;
+  // A calm-looking spread from 3 runs, 0.25 (3.5%), may be 1.1: 4 x that reaches past half the baseline.
+  VarianceBounds few = varianceBounds(r, 7.084, 0.25, 0.25 * spreadUpperFactor(3), true);
+  EXPECT_FALSE(few.capped);
+  EXPECT_TRUE(few.blindAll);
+  EXPECT_DOUBLE_EQ(few.limit, varianceLimit(r, 7.084, 0.25, true)) << "the limit is the spread's, as before";
+  EXPECT_EQ(judgeVariance(few, 7.0), Verdict::kBlind);
+  EXPECT_EQ(judgeVariance(few, 6.0), Verdict::kBreaks);
+  // From 4 figures it may be 0.73 at most: 4 x that stays clear of the halving.
+  EXPECT_EQ(baselineFiguresToTell(r, 7.084, 0.25, true), 4);
+  EXPECT_TRUE(varianceBounds(r, 7.084, 0.25, 0.25 * spreadUpperFactor(4), true).tellsHalving());
+  EXPECT_EQ(baselineFiguresToTell(r, 7.084, 1.015, true), 0) << "the spread itself reaches the cap";
+  EXPECT_GT(runsToTell(r, 7.084, 1.015 * spreadUpperFactor(3), 0, true), 3);
   // Without sigmas the rule never widens, and judges as before.
   r.threshold = 0.1;
   r.sigmas = 0;
-  EXPECT_EQ(judgeVariance(varianceBounds(r, 7.084, 1.015, true), 6.5), Verdict::kHolds);
-  EXPECT_EQ(judgeVariance(varianceBounds(r, 7.084, 1.015, true), 6.3), Verdict::kBreaks);
+  EXPECT_EQ(judgeVariance(varianceBounds(r, 7.084, 1.015, 1.015, true), 6.5), Verdict::kHolds);
+  EXPECT_EQ(judgeVariance(varianceBounds(r, 7.084, 1.015, 1.015, true), 6.3), Verdict::kBreaks);
 }
 
 }  // namespace

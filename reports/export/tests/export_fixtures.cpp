@@ -169,9 +169,13 @@ CheckReport checkReport() {
   blindFinding.spread = 1.015;
   blindFinding.runsNeeded = 3;
   blindFinding.runs = 1;
-  blindFinding.text = "busbw 3.822 GB/s at 1 GiB: cannot judge: the baseline 7.084 GB/s has a run-to-run spread of "
-                      "1.015 GB/s, and 4 x that reaches past half the baseline";
-  HostCheck noisy{"node05", "sku-a", CheckState::kCannotJudge, {blindFinding},
+  blindFinding.text =
+      "busbw 3.822 GB/s at 1 GiB: cannot judge: the baseline 7.084 GB/s has a run-to-run spread of "
+      "1.015 GB/s, and 4 x that reaches past half the baseline";
+  HostCheck noisy{"node05",
+                  "sku-a",
+                  CheckState::kCannotJudge,
+                  {blindFinding},
                   "CANNOT JUDGE: allreduce_1g_variance: " + blindFinding.text};
   HostCheck hostile{
       kHostileHost, "sku-a", CheckState::kUnhealthy, {}, "ERROR: \"<script>\" & more\nsecond line"};

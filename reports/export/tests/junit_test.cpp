@@ -154,7 +154,8 @@ TEST(Junit, CheckReportOneCasePerFindingAndStatesOfTheirOwn) {
   // A rule that could not tell the figure from noise is skipped, not passed; its host has no state case.
   EXPECT_EQ(status("dsreport.check.node05", "allreduce_1g_variance" + pattern), "skipped");
   EXPECT_EQ(status("dsreport.check.node05", "state"), "absent");
-  EXPECT_EQ(fx::xpath(path, "string(//testcase[@classname='dsreport.check.node05']/skipped/@type)"), "cannot_judge");
+  EXPECT_EQ(fx::xpath(path, "string(//testcase[@classname='dsreport.check.node05']/skipped/@type)"),
+            "cannot_judge");
   EXPECT_NE(fx::xpath(path, "string(//testcase[@classname='dsreport.check.node05']/skipped)")
                 .find("the mean of 3 runs of the host would (--n 3)"),
             std::string::npos);
@@ -180,7 +181,8 @@ TEST(Junit, CheckReportOneCasePerFindingAndStatesOfTheirOwn) {
   CheckReport blind;
   blind.hosts = {HostCheck{"n8", "", CheckState::kCannotJudge, {}, "CANNOT JUDGE: too noisy"}};
   const std::string blindPath = validated(dir, "blind.xml", junitOfCheck(blind));
-  EXPECT_EQ(fx::xpath(blindPath, "string(//testcase[@name='state']/skipped/@message)"), "CANNOT JUDGE: too noisy");
+  EXPECT_EQ(fx::xpath(blindPath, "string(//testcase[@name='state']/skipped/@message)"),
+            "CANNOT JUDGE: too noisy");
   // A host with nothing: healthy and no findings is one passing "state" case.
   CheckReport bare;
   bare.hosts = {HostCheck{"n9", "", CheckState::kHealthy, {}, "Healthy"}};

@@ -202,9 +202,9 @@ CheckReport makeCheck(const std::string& time, const std::vector<std::pair<std::
       f.text = "busbw 12 GB/s at 1 GiB: cannot judge: 4 x the spread reaches past half the baseline";
     }
     if (state != CheckState::kNoBaseline && state != CheckState::kNoResult) h.findings.push_back(f);
-    h.summary = state == CheckState::kHealthy       ? "Healthy"
-                : state == CheckState::kUnhealthy   ? "ERROR: allreduce_1g_variance: expected 22.8, measured 12"
-                : state == CheckState::kNoResult    ? "ERROR: No results reported"
+    h.summary = state == CheckState::kHealthy     ? "Healthy"
+                : state == CheckState::kUnhealthy ? "ERROR: allreduce_1g_variance: expected 22.8, measured 12"
+                : state == CheckState::kNoResult  ? "ERROR: No results reported"
                 : state == CheckState::kCannotJudge ? "CANNOT JUDGE: allreduce_1g_variance: " + f.text
                                                     : "No baseline yet";
     c.hosts.push_back(h);

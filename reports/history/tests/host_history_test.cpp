@@ -324,10 +324,12 @@ TEST(HostHistory, CheckResultsGoInWithEveryHostsVerdictOnce) {
   // cannot_judge is not counted unhealthy: nothing showed it was.
   EXPECT_EQ(count(db, "SELECT count(*) FROM checks WHERE k = 1 AND n = 1 AND unhealthy = 2 AND hosts = 5"),
             1);
-  EXPECT_EQ(count(db,
-                  "SELECT count(*) FROM host_checks WHERE host = 'gpu005' AND state = 'cannot_judge' AND rule = "
-                  "'allreduce_1g_variance' AND summary LIKE 'CANNOT JUDGE: %' AND fired LIKE '%\"cannot_judge\":true%'"),
-            1);
+  EXPECT_EQ(
+      count(db,
+            "SELECT count(*) FROM host_checks WHERE host = 'gpu005' AND state = 'cannot_judge' AND rule = "
+            "'allreduce_1g_variance' AND summary LIKE 'CANNOT JUDGE: %' AND fired LIKE "
+            "'%\"cannot_judge\":true%'"),
+      1);
   EXPECT_EQ(count(db,
                   "SELECT count(*) FROM host_checks WHERE host = 'gpu002' AND state = 'unhealthy' AND rule = "
                   "'allreduce_1g_variance' AND measured = 12 AND expected = 24"),
@@ -477,7 +479,8 @@ TEST(HostHistory, ALayout3FileKeepsItsVerdictsAndTakesCannotJudge) {
     Database d(old, Database::Mode::kCreate, 5000);
     createLayoutAt(d, 3);
     d.exec(fmt::format("ATTACH DATABASE '{}' AS ref", ref));
-    d.exec("INSERT INTO checks SELECT * FROM ref.checks; INSERT INTO host_checks SELECT * FROM ref.host_checks");
+    d.exec(
+        "INSERT INTO checks SELECT * FROM ref.checks; INSERT INTO host_checks SELECT * FROM ref.host_checks");
     d.exec("DETACH DATABASE ref");
     EXPECT_THROW(d.exec("UPDATE host_checks SET state = 'cannot_judge' WHERE host = 'a'"), ds::IoError)
         << "layout 3 refuses the state";
@@ -489,8 +492,10 @@ TEST(HostHistory, ALayout3FileKeepsItsVerdictsAndTakesCannotJudge) {
   EXPECT_EQ(count(old, "PRAGMA user_version"), kHistorySchemaVersion);
   EXPECT_EQ(count(old, "SELECT count(*) FROM host_checks"), 4);
   EXPECT_EQ(count(old, "SELECT count(*) FROM host_checks WHERE state = 'cannot_judge'"), 1);
-  EXPECT_EQ(count(old, "SELECT count(*) FROM host_checks WHERE state = 'unhealthy' AND rule = 'allreduce_1g_variance'"),
-            2);
+  EXPECT_EQ(
+      count(old,
+            "SELECT count(*) FROM host_checks WHERE state = 'unhealthy' AND rule = 'allreduce_1g_variance'"),
+      2);
   EXPECT_EQ(count(old, "SELECT count(*) FROM sqlite_master WHERE name = 'host_checks_by_host'"), 1);
   EXPECT_EQ(count(old, "SELECT count(*) FROM pragma_foreign_key_check"), 0);
   {
@@ -512,7 +517,8 @@ TEST(HostHistory, ACheckKeepsItsIdAcrossTheSchemaBump) {
   v10["summary"].erase("cannot_judge");
   for (auto& h : v10["hosts"])
     for (auto& f : h["findings"])
-      for (const char* k : {"cannot_judge", "spread", "runs_needed", "pooled_runs"}) f.erase(k);
+      for (const char* k : {"cannot_judge", "spread", "spread_upper", "runs_needed", "pooled_runs"})
+        f.erase(k);
   writeJsonAtomic(dir.file("v10.json"), v10);
   auto first = ingestRuns(db, {dir.file("v10.json")});
   ASSERT_EQ(first.added, 1);
