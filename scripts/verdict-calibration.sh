@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Calibrates the regression gate (a benchmark of dsreport compare, not a test): how often it cries
-# regression when nothing changed, and how often it catches a real slowdown.
+# regression when nothing changed, and how often it catches a real slowdown. With --gate check, the
+# same for the health gate, dsreport check against a baseline (below).
 #
 #   A/A pairs   K runs against K other runs of the same build: every exit 1 is a false alarm;
 #   A/B pairs   K runs against K runs made slower by DS_SHM_TEST_SLOWDOWN (a test-only knob of the
@@ -40,11 +41,36 @@
 # whole-run change the pairs measured, and the targets (at most 1 false alarm in 20 A/A pairs, 19 of
 # 20 detections at 25%, 15 of 20 at 10%, under 20 minutes). Exit: 0 the table was printed (a missed
 # target is reported, not failed); 1 the tools are missing or a run failed.
+#
+#   scripts/verdict-calibration.sh --gate check [--checks 20] [--baseline-runs 5] [--window 3]
+#                                  [--layout interleaved|blocks] [--rules FILE] [--coll-args "..."] [--out DIR]
+#                                  [--reuse]
+#
+# --gate check calibrates `dsreport check` (issue 41), with the built-in rules or --rules FILE: per
+# trial, B real runs (--baseline-runs, default 5) make a baseline (`dsreport baseline`; a second one
+# from the last 3 of them, as the issue's), then W real runs follow (--window, default 3). With
+# --layout interleaved (the default) the trials take turns run by run, so that a trial's runs lie
+# about 20 runs apart, as nights do; blocks runs each trial's runs back to back, and its baseline
+# then misses the drift of this VM from one minute to the next. Each baseline then judges
+#   A/A   the newest run alone, and the W runs together (--n W): every "unhealthy" is a false alarm;
+#   x2, x1.5   the same runs slowed by scaling their JSON (times x F, bandwidths / F, as the issue
+#         did, the recorded memory bandwidth too): "healthy" on x2 is the defect of issue 41;
+#         "unhealthy" is a detection.
+# A check exits 0 healthy, 2 unhealthy, 4 cannot judge (the baseline too noisy to tell a halving).
+# The table gives the three counts per row, each baseline's run-to-run spread at the verdict size,
+# the runs a "cannot judge" asked for, the rules that raised the false alarms, the load, and the
+# targets: no false alarm in 20 A/A checks, x2 never healthy, x2 caught in at least 19 of 20 with a
+# baseline of 5 runs or more. --reuse judges the runs already in --out DIR again (another dsreport,
+# other rules) instead of running new ones; the load is then not known.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${DS_BUILD_DIR:-$root/build}
 bin=$build/bin
 
+gate=compare
+checks=20
+baseline_runs=5
+window=3
 pairs=20
 runs=20
 layout=interleaved
@@ -53,11 +79,17 @@ threshold=5
 slow10=1.11
 slow25=1.4
 coll_args="-b 1K -e 16M -f 4 -n 20 -w 2"
+rules=""
+reuse=0
 out=""
 prog=verdict-calibration
 source "$root/scripts/lib/args.sh"  # usage, bad, value_of
 while [ $# -gt 0 ]; do
   case $1 in
+    --gate) gate=$(value_of "$@") || exit 1; shift ;;
+    --checks) checks=$(value_of "$@") || exit 1; shift ;;
+    --baseline-runs) baseline_runs=$(value_of "$@") || exit 1; shift ;;
+    --window) window=$(value_of "$@") || exit 1; shift ;;
     --pairs) pairs=$(value_of "$@") || exit 1; shift ;;
     --runs) runs=$(value_of "$@") || exit 1; shift ;;
     --layout) layout=$(value_of "$@") || exit 1; shift ;;
@@ -66,6 +98,8 @@ while [ $# -gt 0 ]; do
     --slow10) slow10=$(value_of "$@") || exit 1; shift ;;
     --slow25) slow25=$(value_of "$@") || exit 1; shift ;;
     --coll-args) coll_args=$(value_of "$@") || exit 1; shift ;;
+    --rules) rules=$(value_of "$@") || exit 1; shift ;;
+    --reuse) reuse=1 ;;
     --out) out=$(value_of "$@") || exit 1; shift ;;
     -h|--help) usage; exit 0 ;;
     *) bad "unknown argument '$1'" ;;
@@ -76,6 +110,15 @@ done
 [[ $repeat =~ ^[1-9][0-9]*$ ]] || bad "--repeat '$repeat' is not a positive whole number"
 [[ $runs =~ ^[1-9][0-9]*$ ]] || bad "--runs '$runs' is not a positive whole number"
 [[ $layout == blocks || $layout == interleaved ]] || bad "--layout '$layout' is not blocks or interleaved"
+[[ $gate == compare || $gate == check ]] || bad "--gate '$gate' is not compare or check"
+[[ -z $rules || $gate == check ]] || bad "--rules is for --gate check (compare has no rules file)"
+((reuse == 0)) || [[ $gate == check && -n $out ]] || bad "--reuse is for --gate check, with the --out DIR of an earlier run"
+[[ -z $rules || -r $rules ]] || bad "--rules '$rules' is not a readable file"
+rule_args=()
+[ -n "$rules" ] && rule_args=(--rules "$(cd "$(dirname "$rules")" && pwd)/$(basename "$rules")")
+[[ $checks =~ ^[1-9][0-9]*$ ]] || bad "--checks '$checks' is not a positive whole number"
+[[ $baseline_runs =~ ^[1-9][0-9]*$ ]] || bad "--baseline-runs '$baseline_runs' is not a positive whole number"
+[[ $window =~ ^[1-9][0-9]*$ && $window -ge 2 ]] || bad "--window '$window' is not a whole number of 2 or more"
 for t in dsrun dsbench dsreport; do
   [ -x "$bin/$t" ] || bad "$bin/$t is missing: build first (scripts/build.sh) or set DS_BUILD_DIR"
 done
@@ -100,6 +143,179 @@ run() {
     exit 1
   fi
 }
+
+# The health gate: real runs, baselines of them, and checks of real and of slowed (scaled) runs.
+if [ "$gate" = check ]; then
+  start=$(date +%s)
+  echo "# verdict-calibration --gate check: $checks trials of $baseline_runs baseline runs then $window checked runs, $layout; dsbench coll --backend shm $coll_args; 2 ranks on $(nproc) core(s); ${rules:-built-in rules}"
+  # trial_run I K: the K-th run of trial I (its baseline's first, then the checked ones).
+  trial_run() {
+    if (($2 < baseline_runs)); then run "t$1-base-$2" 1; else run "t$1-run-$(($2 - baseline_runs))" 1; fi
+  }
+  total=$(((baseline_runs + window) * checks))
+  done_runs=0
+  if ((reuse)); then
+    for ((i = 0; i < checks; i++)); do
+      for ((k = 0; k < baseline_runs; k++)); do
+        [ -s "$out/t$i-base-$k.json" ] || bad "--reuse: $out/t$i-base-$k.json is missing"
+      done
+      for ((k = 0; k < window; k++)); do
+        [ -s "$out/t$i-run-$k.json" ] || bad "--reuse: $out/t$i-run-$k.json is missing"
+      done
+    done
+  elif [ "$layout" = blocks ]; then
+    for ((i = 0; i < checks; i++)); do
+      for ((k = 0; k < baseline_runs + window; k++)); do trial_run "$i" "$k"; done
+      done_runs=$((done_runs + baseline_runs + window))
+      printf '\r# runs done: %d of %d' "$done_runs" "$total" >&2
+    done
+  else
+    for ((k = 0; k < baseline_runs + window; k++)); do
+      for ((i = 0; i < checks; i++)); do trial_run "$i" "$k"; done
+      done_runs=$((done_runs + checks))
+      printf '\r# runs done: %d of %d' "$done_runs" "$total" >&2
+    done
+  fi
+  echo >&2
+  # scale IN FACTOR OUT: the run slowed by FACTOR, as the issue made its halved run: every time x FACTOR,
+  # every bandwidth / FACTOR, the hardware's too (the memory-copy probe that bounds shm busbw), so that
+  # the floor rule (half that bound) sees nothing and the variance rule alone is measured.
+  scale() {
+    python3 - "$1" "$2" "$3" <<'PY'
+import json, sys
+src, f, dst = sys.argv[1], float(sys.argv[2]), sys.argv[3]
+def walk(x, key=""):
+    if isinstance(x, dict):
+        return {k: walk(v, k) for k, v in x.items()}
+    if isinstance(x, list):
+        return [walk(v, key) for v in x]
+    if isinstance(x, (int, float)) and not isinstance(x, bool):
+        if key in ("bus_bw", "alg_bw", "avg_bus_bw", "gbps", "mem_bw_gbytes_per_s", "gbytes_per_s_per_link") and x > 0:
+            return x / f
+        if key == "time" or key.endswith("_us"):
+            return x * f
+    return x
+json.dump(walk(json.load(open(src))), open(dst, "w"))  # the host and its start time stay
+PY
+  }
+  sizes=(3 "$baseline_runs")
+  [ "$baseline_runs" -le 3 ] && sizes=("$baseline_runs")
+  results=()
+  for ((i = 0; i < checks; i++)); do
+    runs_now=()
+    for ((k = 0; k < window; k++)); do runs_now+=("$out/t$i-run-$k.json"); done
+    for f in 2 1.5; do
+      for ((k = 0; k < window; k++)); do scale "$out/t$i-run-$k.json" "$f" "$out/t$i-run-$k-x$f.json"; done
+    done
+    for b in "${sizes[@]}"; do
+      base=()
+      for ((k = baseline_runs - b; k < baseline_runs; k++)); do base+=("$out/t$i-base-$k.json"); done
+      "$bin/dsreport" baseline ${rule_args[@]+"${rule_args[@]}"} -q -o "$out/t$i-b$b.json" "${base[@]}" >"$out/t$i-b$b.txt" 2>&1 ||
+        { echo "verdict-calibration: dsreport baseline failed:" >&2; cat "$out/t$i-b$b.txt" >&2; exit 1; }
+      for kind in aa x2 x1.5; do
+        suffix=""
+        [ "$kind" = aa ] || suffix="-${kind}"
+        last="$out/t$i-run-$((window - 1))$suffix.json"
+        all=()
+        for ((k = 0; k < window; k++)); do all+=("$out/t$i-run-$k$suffix.json"); done
+        name="t$i-b$b-$kind"
+        "$bin/dsreport" check ${rule_args[@]+"${rule_args[@]}"} --baseline "$out/t$i-b$b.json" -o "$out/$name-n1.json" \
+          "$last" >"$out/$name-n1.txt" 2>&1
+        results+=("$b 1 $kind $? $out/$name-n1.json")
+        "$bin/dsreport" check ${rule_args[@]+"${rule_args[@]}"} --baseline "$out/t$i-b$b.json" --n "$window" \
+          -o "$out/$name-n$window.json" "${all[@]}" \
+          >"$out/$name-n$window.txt" 2>&1
+        results+=("$b $window $kind $? $out/$name-n$window.json")
+      done
+    done
+  done
+  elapsed=$(($(date +%s) - start))
+  printf '%s\n' "${results[@]}" >"$out/results.txt"
+  python3 - "$out" "${loads[*]}" "$checks" "$elapsed" "$baseline_runs" "$window" "${sizes[*]}" \
+    "${rules:+$(basename "$rules")}" <<'PY'
+import glob, json, os, statistics, sys
+out, loads = sys.argv[1], [float(x) for x in sys.argv[2].split()]
+rules = sys.argv[8] or "built-in rules"
+checks, elapsed, brun, window = int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]), int(sys.argv[6])
+sizes = [int(x) for x in sys.argv[7].split()]
+rows, alarms = {}, {}
+for line in open(os.path.join(out, "results.txt")):
+    b, n, kind, code, path = line.split()
+    need, fired, was = [], set(), False
+    try:
+        for h in json.load(open(path))["hosts"]:
+            need += [f["runs_needed"] for f in h["findings"] if f.get("cannot_judge")]
+            fired |= {f["rule"] + (" (on a mean)" if f.get("pooled_runs") else "") for f in h["findings"]
+                      if not f["passed"] and not f.get("cannot_judge")}
+            # The verdict before issue 41: healthy unless a single run broke a rule (k = 1 here, so
+            # a mean is only judged where no single run broke).
+            was = was or (h["state"] in ("healthy", "unhealthy", "cannot_judge") and not any(
+                not f["passed"] and not f.get("cannot_judge") and not f.get("pooled_runs") for f in h["findings"]))
+    except (OSError, ValueError, KeyError):
+        pass
+    rows.setdefault((int(b), int(n), kind), []).append((int(code), need, was))
+    if kind == "aa" and int(code) == 2:
+        for r in fired:
+            alarms[r] = alarms.get(r, 0) + 1
+spread = {}
+for b in sizes:
+    for path in glob.glob(os.path.join(out, "t*-b%d.json" % b)):
+        for e in json.load(open(path))["entries"]:
+            if e["metric"] == "busbw" and e["value"] > 0:
+                spread.setdefault(b, []).append(100 * e["spread"] / e["value"])
+names = {"aa": "A/A (nothing changed)", "x2": "x2 (times x2, busbw / 2)", "x1.5": "x1.5 (times x1.5)"}
+print()
+print("%-38s %3s %8s %10s %13s  %-24s %-11s %s" % ("checks (%s, k = 1)" % rules, "n", "healthy", "unhealthy",
+                                                 "cannot judge", "rate", "was healthy", "runs asked for"))
+verdicts = []
+for b in sizes:
+    for n in (1, window):
+        print("baseline of %d run(s), %s:" % (b, "the newest run alone" if n == 1 else "the last %d runs (--n %d)" % (n, n)))
+        for kind in ("aa", "x2", "x1.5"):
+            r = rows.get((b, n, kind), [])
+            c = {k: sum(1 for code, _, _ in r if code == k) for k in (0, 1, 2, 3, 4)}
+            was = sum(1 for _, _, w in r if w)
+            need = sorted(x for _, v, _ in r for x in v if x > 0)
+            never = sum(1 for _, v, _ in r for x in v if x == 0)
+            asked = ", ".join(p for p in ("median %g, %d to %d" % (statistics.median(need), need[0], need[-1])
+                                          if need else "", "%d: no number would" % never if never else "") if p) or "-"
+            if kind == "aa":
+                rate = "false alarms %d/%d" % (c[2], len(r))
+                verdicts.append(("no false alarm in %d A/A checks, baseline of %d, n = %d" % (len(r), b, n), c[2] == 0))
+            else:
+                rate = "caught %d/%d" % (c[2], len(r))
+            if kind == "x2":
+                verdicts.append(("x2 never healthy, baseline of %d, n = %d (%d healthy)" % (b, n, c[0]), c[0] == 0))
+                if b >= 5:
+                    verdicts.append(("x2 caught in at least 19 of 20, baseline of %d, n = %d" % (b, n),
+                                     len(r) > 0 and c[2] >= 0.95 * len(r)))
+            other = len(r) - c[0] - c[2] - c[4]
+            print("  %-36s %3d %8d %10d %13d  %-24s %11d %s%s" % (names[kind], len(r), c[0], c[2], c[4], rate, was,
+                                                              asked, " (%d other exit codes)" % other if other else ""))
+print("(was healthy: what the check said before issue 41, healthy unless a single run broke a rule)")
+print()
+for b in sizes:
+    v = spread.get(b, [])
+    if v:
+        print("run-to-run spread of the baselines of %d run(s) at the verdict size: median %.1f%%, %.1f%% to %.1f%% "
+              "(4 x it reaches half the baseline from 12.5%%)" % (b, statistics.median(v), min(v), max(v)))
+if alarms:
+    print("rules that broke in the A/A false alarms (all rows): " +
+          ", ".join("%s %d" % (r, n) for r, n in sorted(alarms.items())))
+if loads:
+    print("load average (1 min) before the runs: min %.2f, median %.2f, max %.2f on %d core(s)"
+          % (min(loads), statistics.median(loads), max(loads), os.cpu_count()))
+else:
+    print("runs reused from %s (--reuse): their load is in that run's output" % out)
+print("wall time: %d min %d s for %d runs and %d checks" % (elapsed // 60, elapsed % 60, len(loads),
+                                                          sum(len(v) for v in rows.values())))
+for text, ok in verdicts:
+    print("  %s %s" % ("met   " if ok else "MISSED", text))
+if checks < 20:
+    print("note: %d trials, not 20: the rates are indicative only" % checks)
+PY
+  exit 0
+fi
 
 start=$(date +%s)
 echo "# verdict-calibration: $pairs pairs each of A/A, A/B(x$slow10), A/B(x$slow25), $runs runs a side in $layout; dsbench coll --backend shm $coll_args --repeat $repeat; 2 ranks on $(nproc) core(s)"
