@@ -45,7 +45,9 @@ packages=(
   chromium                       # browser tests: headless rendering of reports
   slurm-wlm munge                # slurm tests: a real one-node Slurm (scripts/slurm-fixture.sh)
   libxml2-utils                  # tests: xmllint validates JUnit files against reports/export/junit.xsd
-  prometheus                     # prometheus tests: promtool check metrics reads dsreport export's text
+  prometheus                     # prometheus tests: promtool check metrics reads dsreport export's text;
+                                 # promtool check/test rules runs the shipped alerting rules and dashboard queries
+  python3-yaml                   # prometheus tests: the alerting rules' expressions, read by check_dashboard.py
   python3-prometheus-client      # prometheus tests: prometheus_client's text and OpenMetrics parsers
 )
 # The benchmark peers: torch.distributed (gloo) and PyTorch DDP, on the same system libgloo as ours.
