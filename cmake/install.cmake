@@ -5,6 +5,8 @@
 #   libexec/dsperf/           the GPU test binaries dsperf-gpu-checks runs (CUDA builds only)
 #   share/dsperf/peers/       the torch peer scripts (run-gpu-checks' step g)
 #   share/dsperf/schema/      the JSON Schemas of every file the tools write
+#   share/dsperf/grafana/     dsperf-dashboard.json, a Grafana dashboard of dsreport export's gauges
+#   share/dsperf/prometheus/  dsperf-alerts.yml, Prometheus alerting rules for the same gauges
 #   share/man/man1/           one page per tool and subcommand (cmake/Manpages.cmake)
 #   share/doc/dsperf/         README.md, CHANGELOG.md and docs/
 #   lib/, include/dsperf/     libdsengine.a and its headers, with lib/cmake/dsperf/: find_package(dsperf)
@@ -31,6 +33,11 @@ install(DIRECTORY ${PROJECT_SOURCE_DIR}/scripts/bundle/peers/ DESTINATION ${DS_I
         COMPONENT tools FILES_MATCHING PATTERN "*.py")
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/reports/schema/ DESTINATION ${DS_INSTALL_DATADIR}/schema COMPONENT tools
         FILES_MATCHING PATTERN "*.schema.json")
+# The dashboard and the alerting rules for `dsreport export --openmetrics` (docs/fleet-health.md, 5).
+install(FILES ${PROJECT_SOURCE_DIR}/reports/export/monitoring/dsperf-dashboard.json
+        DESTINATION ${DS_INSTALL_DATADIR}/grafana COMPONENT tools)
+install(FILES ${PROJECT_SOURCE_DIR}/reports/export/monitoring/dsperf-alerts.yml
+        DESTINATION ${DS_INSTALL_DATADIR}/prometheus COMPONENT tools)
 if(DS_MAN_PAGES)
   install(FILES ${DS_MAN_PAGES} DESTINATION ${CMAKE_INSTALL_MANDIR}/man1 COMPONENT tools)
 endif()

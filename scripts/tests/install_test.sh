@@ -68,6 +68,12 @@ else
   check "the man page of dsdiag renders from the prefix" 'pre-flight' env MANWIDTH=80 man -l "$p/share/man/man1/dsdiag.1"
 fi
 check "the JSON schema is installed" '"\$schema"' cat "$p/share/dsperf/schema/dsperf.schema.json"
+check "the Grafana dashboard is installed" '"uid": "dsperf-fleet"' cat "$p/share/dsperf/grafana/dsperf-dashboard.json"
+if command -v promtool >/dev/null; then
+  check "the installed alerting rules load in promtool" 'SUCCESS' promtool check rules "$p/share/dsperf/prometheus/dsperf-alerts.yml"
+else
+  check "the alerting rules are installed" 'alert: DsperfHostNotHealthy' cat "$p/share/dsperf/prometheus/dsperf-alerts.yml"
+fi
 check "find_package(dsperf) configures a consumer" '' cmake -S "$tmp/consumer" -B "$tmp/consumer/build" -DCMAKE_PREFIX_PATH="$p"
 check "the consumer builds against dsperf::dsengine" '' cmake --build "$tmp/consumer/build"
 check "the consumer runs" "^consumer $version " "$tmp/consumer/build/consumer"

@@ -102,6 +102,8 @@ if [[ -n "$(sed -n 's/^DS_SANITIZE:[A-Z]*=//p' "$build/CMakeCache.txt")" ]]; the
 else
   check "man -l of the .deb's dsdiag page" 'pre-flight' env MANWIDTH=80 man -l "${page:-$root/usr/share/man/man1/dsdiag.1}"
 fi
+check "the .deb's Grafana dashboard" '"uid": "dsperf-fleet"' cat "$root/usr/share/dsperf/grafana/dsperf-dashboard.json"
+check "the .deb's Prometheus alerting rules" 'alert: DsperfHostNotHealthy' cat "$root/usr/share/dsperf/prometheus/dsperf-alerts.yml"
 exit $((fails > 0))
 IN
 hide=("$src")
@@ -114,6 +116,9 @@ unshare -m bash -c "mount --make-rprivate / && ${mounts}bash '$tmp/inside.sh' '$
 listing=$(tar -tzf "$tgz")
 for b in dsrun dsdiag dsbench dsreport; do
   grep -q "/bin/$b\$" <<<"$listing" || fail "$(basename "$tgz") has no bin/$b"
+done
+for f in share/dsperf/grafana/dsperf-dashboard.json share/dsperf/prometheus/dsperf-alerts.yml; do
+  grep -q "/$f\$" <<<"$listing" || fail "$(basename "$tgz") has no $f"
 done
 ((fails == 0)) && echo "package: PASS" || echo "package: FAIL ($fails problems)"
 exit $((fails > 0))
