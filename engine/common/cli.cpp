@@ -147,6 +147,12 @@ CLI::Validator outputFile() {
   return CLI::Validator(
       [](std::string& path) -> std::string {
         if (path.empty()) return "the file name is empty; give the path of the file to write.";
+        struct stat any {};
+        if (path.rfind("--", 0) == 0 && path.size() > 2 && ::stat(path.c_str(), &any) != 0)
+          return fmt::format(
+              "{} is the next flag, not a file name: this option needs a value before it (a file of that "
+              "name: give ./{}).",
+              shown(path), path);
         if (path.back() == '/')
           return fmt::format("{} names a directory; give a file name, e.g. {}result.json.", shown(path),
                              path);

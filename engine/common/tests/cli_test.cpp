@@ -75,6 +75,9 @@ TEST(CliChecks, OutputFileIsCheckedBeforeAnyWork) {
   EXPECT_NE(check(v, dir.file("fifo")).find("FIFO"), std::string::npos);
   EXPECT_NE(check(v, dir.file("missing/x.json")).find("does not exist"), std::string::npos);
   EXPECT_NE(check(v, "").find("empty"), std::string::npos);
+  // CLI11 gives an option that wants one value the next argument, even a flag: "-o --summary x".
+  EXPECT_NE(check(v, "--summary").find("'--summary' is the next flag, not a file name"), std::string::npos);
+  EXPECT_EQ(check(v, "./--summary"), "");
   auto in = cli::inputFile();
   EXPECT_NE(check(in, dir.path()).find("is a directory"), std::string::npos);
   EXPECT_NE(check(in, "/dev/zero").find("a device"), std::string::npos);
