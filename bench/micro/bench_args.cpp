@@ -3,71 +3,48 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cmath>
-#include <cstdio>
-#include <cstdlib>
 
 #include "bench/coll/coll_options.h"
+#include "bench/exit_codes.h"
+#include "engine/common/cli.h"
 #include "engine/common/error.h"
 
 namespace ds::bench::micro {
 
-namespace {
-
-int parseInt(const std::string& flag, const char* value, int lo) {
-  char* end = nullptr;
-  long v = std::strtol(value, &end, 10);
-  if (end == value || *end != '\0' || v < lo || v > 1000000000) {
-    throw ConfigError(
-        fmt::format("{} '{}' is not valid; give a whole number of at least {}.", flag, value, lo));
-  }
-  return static_cast<int>(v);
+void addSweepFlags(CLI::App& app, SweepFlags& flags) {
+  auto size = [&app](const char* names, std::size_t& target, const char* flag, const char* help) {
+    app.add_option_function<std::string>(
+           names, [&target, flag](const std::string& v) { target = coll::parseSize(v, flag); }, help)
+        ->check(cli::checkedBy([flag](const std::string& v) { coll::parseSize(v, flag); }));
+  };
+  size("-b,--minbytes", flags.minBytes, "-b/--minbytes",
+       "smallest size in bytes; K, M, G suffixes are binary (default 8)");
+  size("-e,--maxbytes", flags.maxBytes, "-e/--maxbytes", "largest size in bytes (default 256M)");
+  app.add_option("-f,--stepfactor", flags.stepFactor, "multiplicative step between sizes (default 2)")
+      ->transform(cli::integer(2, 1024));
+  app.add_option("-n,--iters", flags.iters, "timed iterations per size, at least")
+      ->transform(cli::integer(1, 1000000000));
+  app.add_option("-w,--warmup_iters", flags.warmupIters, "warm-up iterations per size")
+      ->transform(cli::integer(0, 1000000000));
+  app.add_option("--min-time", flags.minTimeS,
+                 "seconds: per size, more iterations until the timed loop lasts this long")
+      ->transform(cli::number(0, 3600));
+  app.add_option("-J,--json", flags.jsonPath, "write the results as a dsperf.sweep JSON file")
+      ->check(cli::outputFile());
 }
 
-}  // namespace
-
-bool parseSweepFlags(int argc, char** argv, SweepFlags& flags, const std::string& usage,
-                     const ExtraFlag& extra) {
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    const char* value = i + 1 < argc ? argv[i + 1] : nullptr;
-    if (a == "-h" || a == "--help") {
-      std::fputs(usage.c_str(), stdout);
-      return false;
-    }
-    auto need = [&]() -> const char* {
-      if (value == nullptr) throw ConfigError(fmt::format("{} needs a value; see --help.", a));
-      ++i;
-      return value;
-    };
-    if (a == "-b" || a == "--minbytes") {
-      flags.minBytes = coll::parseSize(need(), a);
-    } else if (a == "-e" || a == "--maxbytes") {
-      flags.maxBytes = coll::parseSize(need(), a);
-    } else if (a == "-f" || a == "--stepfactor") {
-      flags.stepFactor = parseInt(a, need(), 2);
-    } else if (a == "-n" || a == "--iters") {
-      flags.iters = parseInt(a, need(), 1);
-    } else if (a == "-w" || a == "--warmup_iters") {
-      flags.warmupIters = parseInt(a, need(), 0);
-    } else if (a == "--min-time") {
-      const char* v = need();
-      char* end = nullptr;
-      flags.minTimeS = std::strtod(v, &end);
-      if (end == v || *end != '\0' || flags.minTimeS < 0 || flags.minTimeS > 3600) {
-        throw ConfigError(fmt::format("--min-time '{}' is not valid; give seconds from 0 to 3600.", v));
-      }
-    } else if (a == "-J" || a == "--json") {
-      flags.jsonPath = need();
-    } else {
-      if (!extra || !extra(a, need)) throw ConfigError(fmt::format("unknown flag '{}'; see --help.", a));
-    }
+std::optional<int> parseFlags(CLI::App& app, const SweepFlags& flags, int argc, char** argv) {
+  try {
+    cli::parse(app, argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int rc = app.exit(e);
+    return rc == 0 ? kExitOk : kExitConfig;
   }
   if (flags.minBytes > flags.maxBytes) {
     throw ConfigError(fmt::format("-b {} is larger than -e {}; the smallest size must come first.",
                                   flags.minBytes, flags.maxBytes));
   }
-  return true;
+  return std::nullopt;
 }
 
 std::vector<std::size_t> sweepSizes(const SweepFlags& flags, std::size_t elem) {

@@ -2,8 +2,9 @@
 // nccl-tests' terms (-b -e -f -n -w) and how long to time each size (--min-time), plus the JSON file.
 #pragma once
 
+#include <CLI/CLI.hpp>
 #include <cstddef>
-#include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,15 +22,14 @@ struct SweepFlags {
   std::string jsonPath;  // -J
 };
 
-// What a program adds to the shared flags: called with a flag the shared parser does not know;
-// returns whether it knows it. A flag that takes a value calls `value()`, which consumes the next
-// argument or throws ConfigError "<flag> needs a value" when there is none.
-using ExtraFlag = std::function<bool(const std::string& flag, const std::function<const char*()>& value)>;
+// Adds the shared flags to `app`, each checked as typed (a bad value is refused naming its flag).
+// A program adds its own flags to the same app.
+void addSweepFlags(CLI::App& app, SweepFlags& flags);
 
-// Parses argv into `flags`. Returns false when -h/--help was given (after printing `usage`).
-// Throws ConfigError for unknown flags, missing values and values out of range.
-bool parseSweepFlags(int argc, char** argv, SweepFlags& flags, const std::string& usage,
-                     const ExtraFlag& extra = {});
+// Parses argv (ds::cli::parse) and checks how the values relate (-b not above -e). Returns the exit
+// code when the program should stop at once: 0 after --help, kExitConfig after a bad flag or value
+// (CLI11 printed the message); std::nullopt to go on. Throws ConfigError for -b above -e.
+std::optional<int> parseFlags(CLI::App& app, const SweepFlags& flags, int argc, char** argv);
 
 // The sweep's sizes as dsbench coll steps them (coll::sweepSizes), each rounded down to a
 // multiple of `elem` (at least one element). Sizes that round to one already listed are dropped.

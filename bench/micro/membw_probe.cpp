@@ -46,6 +46,7 @@
 #include "bench/exit_codes.h"
 #include "bench/metadata.h"
 #include "bench/micro/bench_args.h"
+#include "engine/common/cli.h"
 #include "engine/common/error.h"
 #include "engine/common/iso_time.h"
 #include "engine/host/net.h"
@@ -59,11 +60,10 @@ using ds::bench::micro::allreduceRow;
 using ds::bench::micro::SweepFlags;
 namespace report = ds::report;
 
-const char* kUsage =
-    "usage: ds_membw_probe [-b 8] [-e 256M] [-f 2] [--ranks 2,4] [--min-time 0.02] [-J FILE]\n"
+const char* kAbout =
     "Copy GB/s of one core and of k cores at once per size, and the implied busbw limit of an ideal\n"
     "zero-copy in-place allreduce of n ranks: Bk(S)·2(n-1)/n² with k = min(n, cores). See the\n"
-    "comment at the top of bench/micro/membw_probe.cpp for the derivation.\n";
+    "comment at the top of bench/micro/membw_probe.cpp for the derivation.";
 
 int cores() { return ds::sys::affinityCpuCount(); }
 
@@ -177,13 +177,13 @@ int run(int argc, char** argv) {
   f.iters = 1;
   f.minTimeS = 0.02;
   std::vector<int> ranks{2};
-  bool go =
-      ds::bench::micro::parseSweepFlags(argc, argv, f, kUsage, [&](const std::string& a, const auto& value) {
-        if (a != "--ranks") return false;
-        ranks = parseRanks(value());
-        return true;
-      });
-  if (!go) return ds::bench::kExitOk;
+  CLI::App app{kAbout, "ds_membw_probe"};
+  ds::bench::micro::addSweepFlags(app, f);
+  app.add_option_function<std::string>(
+         "--ranks", [&ranks](const std::string& v) { ranks = parseRanks(v); },
+         "world sizes whose busbw limit to print, a comma list (default 2)")
+      ->check(ds::cli::checkedBy([](const std::string& v) { parseRanks(v); }));
+  if (auto rc = ds::bench::micro::parseFlags(app, f, argc, argv)) return *rc;
   if (f.minTimeS <= 0) f.minTimeS = 0.02;
   const int ncores = cores();
   std::set<int> ks;

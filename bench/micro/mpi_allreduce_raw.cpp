@@ -28,6 +28,7 @@
 #include "bench/exit_codes.h"
 #include "bench/metadata.h"
 #include "bench/micro/bench_args.h"
+#include "engine/common/cli.h"
 #include "engine/common/error.h"
 #include "engine/common/iso_time.h"
 #include "reports/sweep/sweep_reporter.h"
@@ -41,11 +42,9 @@ namespace report = ds::report;
 
 constexpr int kMaxIters = 1 << 20;
 
-const char* kUsage =
-    "usage: mpirun -np N ds_mpi_allreduce_raw [-b 8] [-e 256M] [-f 2] [-n 20] [-w 5] [--min-time S]\n"
-    "                                        [-c 1] [--nonblocking] [-J FILE]\n"
+const char* kAbout =
     "MPI_Allreduce (f32, sum) timed as nccl-tests does, without dsperf's engine: the raw-MPI peer of\n"
-    "scripts/bench-peers.sh. --nonblocking: MPI_Iallreduce + MPI_Wait (rows named mpi-raw-nb).\n";
+    "scripts/bench-peers.sh. Run it as mpirun -np N ds_mpi_allreduce_raw [flags].";
 
 void mpiCheck(int rc, const char* what) {
   if (rc == MPI_SUCCESS) return;
@@ -210,23 +209,12 @@ int run(int argc, char** argv) {
   SweepFlags f;
   bool nonblocking = false;
   int check = 1;
-  bool go =
-      ds::bench::micro::parseSweepFlags(argc, argv, f, kUsage, [&](const std::string& a, const auto& value) {
-        if (a == "--nonblocking") {
-          nonblocking = true;
-          return true;
-        }
-        if (a == "-c" || a == "--check") {
-          const std::string v = value();
-          if (v != "0" && v != "1") {
-            throw ds::ConfigError(fmt::format("-c '{}' is not valid; give 0 (no check) or 1.", v));
-          }
-          check = std::stoi(v);
-          return true;
-        }
-        return false;
-      });
-  if (!go) return ds::bench::kExitOk;
+  CLI::App app{kAbout, "ds_mpi_allreduce_raw"};
+  ds::bench::micro::addSweepFlags(app, f);
+  app.add_flag("--nonblocking", nonblocking, "MPI_Iallreduce + MPI_Wait (rows named mpi-raw-nb)");
+  app.add_option("-c,--check", check, "1: one op per size and place checked against the exact sum before the timed ones (default); 0: none")
+      ->transform(ds::cli::integer(0, 1));
+  if (auto rc = ds::bench::micro::parseFlags(app, f, argc, argv)) return *rc;
   if (f.maxBytes / sizeof(float) > static_cast<std::size_t>(INT32_MAX)) {
     throw ds::ConfigError(fmt::format("-e {} is more than MPI's count limit of {} floats; use 8G at most.",
                                       f.maxBytes, INT32_MAX));

@@ -46,6 +46,7 @@
 
 #include "bench/exit_codes.h"
 #include "bench/metadata.h"
+#include "engine/common/cli.h"
 #include "engine/common/error.h"
 #include "reports/json_io.h"
 #include "reports/sweep/sweep_schema.h"
@@ -54,18 +55,13 @@ namespace {
 
 namespace report = ds::report;
 
-const char* kUsage =
-    "usage: ds_peers_report [-o OUT.json] [--place in|out] [--stat mean|p50|p99] [--summary FILE]\n"
-    "                       [--markdown FILE] [--note TEXT]... [--placement NAME] FILE.json...\n"
-    "                       [--placement NAME FILE.json...]...\n"
+const char* kAbout =
     "Combines the rounds of scripts/bench-peers.sh (dsperf.sweep files) into one JSON (the median round\n"
-    "per backend, world size and size) and prints the ratio tables and the targets, per placement.\n"
+    "per backend, world size and size) and prints the ratio tables and the targets, per placement:\n"
+    "  ds_peers_report [flags] [--placement NAME] FILE.json... [--placement NAME FILE.json...]...\n"
     "Every target is judged under three statistics: mean (the loop time per op, nccl-tests' time), p50\n"
     "and p99 (of the per-iteration times, each iteration's slowest rank); * marks the statistics a\n"
-    "target must pass. --stat picks the statistic of the tables and of OUT.json's rows (default mean).\n"
-    "--summary FILE also writes the verdicts alone: targets x statistics x placements.\n"
-    "--markdown FILE writes the matrix and every peer's time per op under mean, p50 and p99 as Markdown\n"
-    "(the tables of docs/performance.md; the --note texts head it).\n";
+    "target must pass.";
 
 // The statistics a row is judged by (issue 29).
 enum class Stat { kMean = 0, kP50 = 1, kP99 = 2 };
@@ -459,55 +455,50 @@ int run(int argc, char** argv) {
   Stat primary = Stat::kMean;
   std::vector<std::pair<std::string, std::string>> files;  // placement, path
   std::vector<std::string> extraNotes;
-  std::string currentPlacement;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    auto need = [&]() -> std::string {
-      if (i + 1 >= argc) throw ds::ConfigError(fmt::format("{} needs a value; see --help.", a));
-      std::string v = argv[++i];
-      if (v.rfind("--", 0) == 0 && v.size() > 2)
-        throw ds::ConfigError(
-            fmt::format("{} needs a value, but the next argument is the flag {}; see --help.", a, v));
-      return v;
-    };
-    if (a == "-h" || a == "--help") {
-      std::fputs(kUsage, stdout);
-      return ds::bench::kExitOk;
-    } else if (a == "-o") {
-      out = need();
-    } else if (a == "--place") {
-      std::string v = need();
-      if (v != "in" && v != "out") {
-        throw ds::ConfigError(fmt::format("--place '{}' is not valid; give in (in-place) or out.", v));
-      }
-      inPlace = v == "in";
-    } else if (a == "--stat") {
-      std::string v = need();
-      if (v != "mean" && v != "p50" && v != "p99") {
-        throw ds::ConfigError(
-            fmt::format("--stat '{}' is not valid; give mean (the loop time per op, nccl-tests' time), p50 "
-                        "or p99 (of the "
-                        "per-iteration times, each iteration's slowest rank).",
-                        v));
-      }
-      primary = v == "mean" ? Stat::kMean : v == "p50" ? Stat::kP50 : Stat::kP99;
-    } else if (a == "--summary") {
-      summaryPath = need();
-    } else if (a == "--markdown") {
-      markdownPath = need();
-    } else if (a == "--placement") {
-      currentPlacement = need();
-      if (currentPlacement.empty() || currentPlacement.find_first_of(" /\t") != std::string::npos) {
-        throw ds::ConfigError(
-            fmt::format("--placement '{}' is not a name; give one word such as unbound.", currentPlacement));
-      }
-    } else if (a == "--note") {
-      extraNotes.push_back(need());
-    } else if (!a.empty() && a[0] == '-') {
-      throw ds::ConfigError(fmt::format("unknown flag '{}'; see --help.", a));
-    } else {
-      files.emplace_back(currentPlacement, a);
-    }
+  std::vector<std::string> paths;
+  std::vector<std::pair<std::size_t, std::string>> placementFrom;  // (first file, name), in order
+  CLI::App app{kAbout, "ds_peers_report"};
+  app.add_option("-o", out, "write the combined dsperf.sweep JSON here")->check(ds::cli::outputFile());
+  app.add_option_function<std::string>(
+         "--place", [&inPlace](const std::string& v) { inPlace = v == "in"; },
+         "the place of the rows compared: in (in-place, default) or out")
+      ->check(ds::cli::oneOf({"in", "out"}));
+  app.add_option_function<std::string>(
+         "--stat", [&primary](const std::string& v) { primary = v == "mean" ? Stat::kMean : v == "p50" ? Stat::kP50 : Stat::kP99; },
+         "mean|p50|p99: the statistic of the tables and of -o's rows (default mean): mean is the loop time per "
+         "op (nccl-tests' time), p50 and p99 of the per-iteration times, each iteration's slowest rank")
+      ->check(ds::cli::oneOf({"mean", "p50", "p99"}));
+  app.add_option("--summary", summaryPath, "also write the verdicts alone: targets x statistics x placements")
+      ->check(ds::cli::outputFile());
+  app.add_option("--markdown", markdownPath,
+                 "write the matrix and every peer's time per op under mean, p50 and p99 as Markdown (the tables "
+                 "of docs/performance.md; the --note texts head it)")
+      ->check(ds::cli::outputFile());
+  app.add_option("--note", extraNotes, "a note for the JSON and the Markdown (may be repeated)")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  auto* filesOpt = app.add_option("files", paths, "the dsperf.sweep JSON files of the rounds");
+  // --placement tags the files after it: its callback runs as it is parsed, when the files before it
+  // are already in filesOpt's results.
+  app.add_option_function<std::string>(
+         "--placement",
+         [&placementFrom, filesOpt](const std::string& v) { placementFrom.emplace_back(filesOpt->count(), v); },
+         "tag the files after it with this placement (one word, such as unbound)")
+      ->check(ds::cli::checkedBy([](const std::string& v) {
+        if (v.empty() || v[0] == '-' || v.find_first_of(" /\t") != std::string::npos) {
+          throw ds::ConfigError("not a name; give one word such as unbound.");
+        }
+      }))
+      ->trigger_on_parse();
+  try {
+    ds::cli::parse(app, argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int rc = app.exit(e);
+    return rc == 0 ? ds::bench::kExitOk : ds::bench::kExitConfig;
+  }
+  for (std::size_t i = 0, p = 0; i < paths.size(); ++i) {
+    while (p < placementFrom.size() && placementFrom[p].first <= i) ++p;
+    files.emplace_back(p == 0 ? std::string() : placementFrom[p - 1].second, paths[i]);
   }
   if (files.empty()) throw ds::ConfigError("no input files; give the dsperf.sweep JSON files of the rounds.");
 

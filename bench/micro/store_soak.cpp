@@ -15,7 +15,8 @@
 //   garbage     --garbage threads in one process sending random bytes, bad handshakes, lying
 //               lengths and half messages, each time on a new connection
 //   this one    a ticker (sets tick/N every 10 ms, the keys the clients wait for), the sampler
-// Exit status: 0 when the soak held, 1 when a well-behaved client saw an error or the server grew.
+// Exit status: 0 when the soak held, 1 when a well-behaved client saw an error or the server grew, 2
+// for bad flags.
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -41,6 +42,7 @@
 
 #include <fmt/format.h>
 
+#include "engine/common/cli.h"
 #include "engine/common/log.h"
 #include "engine/store/protocol.h"
 #include "engine/store/tcp_store.h"
@@ -421,31 +423,25 @@ std::uint8_t query(protocol::Query q) { return static_cast<std::uint8_t>(q); }
 
 Options parseArgs(int argc, char** argv) {
   Options o;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    auto next = [&]() -> long {
-      if (i + 1 >= argc) die(fmt::format("{} needs a number", a));
-      char* endp = nullptr;
-      long v = std::strtol(argv[++i], &endp, 10);
-      if (*endp != '\0' || v < 0) die(fmt::format("{} {}: not a non-negative number", a, argv[i]));
-      return v;
-    };
-    if (a == "--seconds") o.seconds = static_cast<int>(next());
-    else if (a == "--clients") o.clients = static_cast<int>(next());
-    else if (a == "--processes") o.processes = static_cast<int>(next());
-    else if (a == "--victims") o.victims = static_cast<int>(next());
-    else if (a == "--garbage") o.garbage = static_cast<int>(next());
-    else if (a == "--rss-tolerance-mib") o.rssToleranceMiB = next();
-    else if (a == "-h" || a == "--help") {
-      std::printf("usage: ds_store_soak [--seconds 60] [--clients 1024] [--processes 4] [--victims 16] "
-                  "[--garbage 8] [--rss-tolerance-mib 16]\n");
-      std::exit(0);
-    } else {
-      die(fmt::format("unknown argument '{}' (see --help)", a));
-    }
+  CLI::App app{"Soak and churn of the TcpStore server (scripts/soak-store.sh runs it); exits 1 when a "
+               "well-behaved client saw an error or the server grew.",
+               "ds_store_soak"};
+  app.add_option("--seconds", o.seconds, "how long to soak (default 60)")->transform(ds::cli::integer(1, 86400 * 7));
+  app.add_option("--clients", o.clients, "client threads, all processes together (default 1024)")
+      ->transform(ds::cli::integer(1, 1000000));
+  app.add_option("--processes", o.processes, "client processes (default 4)")->transform(ds::cli::integer(1, 4096));
+  app.add_option("--victims", o.victims, "short-lived clients kept busy and SIGKILLed mid-request (default 16)")
+      ->transform(ds::cli::integer(0, 100000));
+  app.add_option("--garbage", o.garbage, "threads sending garbage to the store (default 8)")
+      ->transform(ds::cli::integer(0, 100000));
+  app.add_option("--rss-tolerance-mib", o.rssToleranceMiB, "how much the server's RSS may grow (default 16)")
+      ->transform(ds::cli::integer(0, 1 << 20));
+  try {
+    ds::cli::parse(app, argc, argv);
+  } catch (const CLI::ParseError& e) {
+    std::exit(app.exit(e) == 0 ? 0 : 2);
   }
-  if (o.processes < 1 || o.clients < o.processes) die("--clients must be at least --processes (>= 1)");
-  if (o.seconds < 1) die("--seconds must be at least 1");
+  if (o.clients < o.processes) die("--clients must be at least --processes: each process runs at least one client.");
   return o;
 }
 
