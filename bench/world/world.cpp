@@ -9,6 +9,7 @@
 #include "bench/exit_codes.h"
 #include "bench/metadata.h"
 #include "engine/env/launcher_args.h"
+#include "engine/env/world_json.h"
 #include "engine/host/net.h"
 #include "reports/json_io.h"
 #include "reports/schema/deepspeed_view.h"
@@ -102,24 +103,15 @@ nlohmann::json dryRunJson(const InitOptions& init) {
     InitPlan p = planInit(init);
     const auto& w = p.info;
     doc["discovery"] = discoveryName(p.discovery);
-    doc["dsperf"] = {
-        {"launcher", env::launcherName(w.launcher)},
-        {"rank", w.rank.value},
-        {"world_size", w.worldSize.value},
-        {"local_rank", w.localRank.value},
-        {"local_world_size", w.localWorldSize.value},
-        {"node_rank", w.nodeRank.value},
-        {"master_addr", w.needsMpiMasterAddr ? nlohmann::json(nullptr) : nlohmann::json(w.masterAddr.value)},
-        {"master_port", w.masterPort.value},
-        {"needs_mpi_master_addr", w.needsMpiMasterAddr},
-        {"needs_mpi_local_ranks", w.needsMpiLocalRanks},
-        {"job_id", w.jobId.value},
-        {"provenance", w.describe()},
-        {"notes", w.notes},
-        {"accelerator", p.accelerator},
-        {"backend", p.backend},
-        {"timeout_s", p.timeout.count() / 1000},
-        {"init_method", p.initMethod}};
+    auto& d = doc["dsperf"] = env::worldInfoJson(w);
+    if (w.needsMpiMasterAddr) d["master_addr"] = nullptr;
+    d["needs_mpi_master_addr"] = w.needsMpiMasterAddr;
+    d["needs_mpi_local_ranks"] = w.needsMpiLocalRanks;
+    d["notes"] = w.notes;
+    d["accelerator"] = p.accelerator;
+    d["backend"] = p.backend;
+    d["timeout_s"] = p.timeout.count() / 1000;
+    d["init_method"] = p.initMethod;
     doc["dsperf_error"] = nullptr;
   } catch (const ConfigError& e) {
     doc["dsperf"] = nullptr;

@@ -9,6 +9,7 @@
 #include "engine/env/launcher_args.h"
 #include "engine/env/launchers.h"
 #include "engine/env/slurm.h"
+#include "engine/env/world_json.h"
 #include "engine/init.h"
 #include "reports/schema/deepspeed_view.h"
 
@@ -33,16 +34,7 @@ Finding worldInfo(Context& c) {
                 "the same error.");
   }
   const auto& w = *c.world();
-  Json data{{"provenance", w.describe()},
-            {"launcher", env::launcherName(w.launcher)},
-            {"rank", w.rank.value},
-            {"world_size", w.worldSize.value},
-            {"local_rank", w.localRank.value},
-            {"local_world_size", w.localWorldSize.value},
-            {"node_rank", w.nodeRank.value},
-            {"master_addr", w.masterAddr.value},
-            {"master_port", w.masterPort.value},
-            {"job_id", w.jobId.value}};
+  Json data = env::worldInfoJson(w);
   // This rank's own --local_rank argument (each rank's row in the world report shows its own).
   if (const auto& arg = env::launcherLocalRankArg()) data["local_rank_arg"] = arg->value;
   std::string msg = fmt::format("RANK={} WORLD_SIZE={} LOCAL_RANK={} LOCAL_WORLD_SIZE={} NODE_RANK={} MASTER={}:{} "
