@@ -1,6 +1,7 @@
 #include "reports/history/ingest.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <chrono>
 #include <ctime>
@@ -33,12 +34,6 @@ std::string normalizeTime(std::string t) {
   return t;
 }
 
-std::string join(const std::set<std::string>& s) {
-  std::string out;
-  for (const auto& x : s) out += (out.empty() ? "" : ",") + x;
-  return out;
-}
-
 // What goes into the runs row, gathered from either kind.
 struct RunRow {
   std::string startTime, endTime, hosts = "[]", backends, dsperfVersion, gitSha, status, metadata = "{}";
@@ -59,7 +54,7 @@ RunRow describeSweep(const SweepRun& s) {
     if (m.inPlace.measured) ++r.rows;
     if (r.worldSize == 0) r.worldSize = m.worldSize;
   }
-  r.backends = join(backends);
+  r.backends = fmt::format("{}", fmt::join(backends, ","));
   auto v = s.metadata.versions;
   r.dsperfVersion = v.count("dsperf") ? v["dsperf"] : "";
   r.gitSha = v.count("git_sha") ? v["git_sha"] : "";
@@ -81,7 +76,7 @@ RunRow describeTrain(const std::vector<TrainRunRecord>& runs, const nlohmann::js
     backends.insert(t.backend);
     r.worldSize = std::max(r.worldSize, t.worldSize);
   }
-  r.backends = join(backends);
+  r.backends = fmt::format("{}", fmt::join(backends, ","));
   r.rows = runs.size();
   if (meta.is_object() && meta.contains("versions") && meta["versions"].is_object()) {
     r.dsperfVersion = textOr(meta["versions"], "dsperf", "");

@@ -1,6 +1,7 @@
 #include "reports/html/compare_html.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
@@ -17,12 +18,6 @@ using html::Row;
 using nlohmann::json;
 
 namespace {
-
-std::string join(const std::vector<std::string>& v) {
-  std::string s;
-  for (const auto& e : v) s += (s.empty() ? "" : ", ") + e;
-  return s;
-}
 
 std::string verdictClass(Verdict v) {
   switch (v) {
@@ -92,14 +87,14 @@ std::string renderCompareHtml(const CompareResult& r) {
 
   page.section("Runs");
   auto brief = [](const RunBrief& b) {
-    return std::vector<std::string>{join(b.paths),
+    return std::vector<std::string>{fmt::format("{}", fmt::join(b.paths, ", ")),
                                     b.label.empty() ? "—" : b.label,
                                     b.kind,
                                     b.runId,
                                     b.startTime,
                                     b.worldSize ? std::to_string(b.worldSize) : "—",
-                                    join(b.hosts),
-                                    join(b.backends),
+                                    fmt::format("{}", fmt::join(b.hosts, ", ")),
+                                    fmt::format("{}", fmt::join(b.backends, ", ")),
                                     b.source.empty() ? "—" : b.source};
   };
   static const char* kKeys[] = {"file",  "label", "kind",     "run id", "start (UTC)",
