@@ -351,7 +351,7 @@ TEST(Check, TheIssuesHalvedRunOnANoisyBaselineIsNotHealthy) {
   EXPECT_EQ(checkExitCode(worse), 2);
   // Hosts that differ by that much themselves: no number of runs of one host would tell.
   const Baseline wide = issueBaseline(1.0);
-  const HostCheck& w = checkRuns(vmRuns({3.822}), &wide, defaultRules(), {}).hosts[0];
+  const HostCheck w = checkRuns(vmRuns({3.822}), &wide, defaultRules(), {}).hosts[0];
   EXPECT_EQ(w.state, CheckState::kCannotJudge);
   EXPECT_NE(
       w.summary.find("no number of its runs would, as the baseline's hosts differ by 1 GB/s themselves"),
@@ -486,14 +486,14 @@ TEST(Check, ANoisyHostWithEnoughRunsIsJudgedOnItsMean) {
   EXPECT_EQ(checkRuns(vmRuns({3.6, 3.55, 3.7}), &b, defaultRules(), window(1, 1)).hosts.at(0).state,
             CheckState::kCannotJudge);
   // Two runs between a halving and the limit: their mean cannot be told apart either, and it says so.
-  const HostCheck& two = checkRuns(vmRuns({4.5, 4.6}), &b, defaultRules(), window(1, 2)).hosts.at(0);
+  const HostCheck two = checkRuns(vmRuns({4.5, 4.6}), &b, defaultRules(), window(1, 2)).hosts.at(0);
   EXPECT_EQ(two.state, CheckState::kCannotJudge) << two.summary;
   EXPECT_NE(two.summary.find("the mean of its 2 runs, 4.55 GB/s, could not be told apart either"),
             std::string::npos)
       << two.summary;
   // k-of-n keeps its word: one awful run in three does not condemn a host at k = 2; the other two,
   // judged on their mean, hold.
-  const HostCheck& oneBad = checkRuns(vmRuns({7.0, 7.1, 0.5}), &b, defaultRules(), window(2, 3)).hosts.at(0);
+  const HostCheck oneBad = checkRuns(vmRuns({7.0, 7.1, 0.5}), &b, defaultRules(), window(2, 3)).hosts.at(0);
   EXPECT_EQ(oneBad.state, CheckState::kHealthy) << oneBad.summary;
   EXPECT_EQ(oneBad.findings.at(0).failedRuns, 1);
   EXPECT_EQ(oneBad.findings.at(0).pooledRuns, 2);
