@@ -12,10 +12,10 @@
 #include "bench/coll/collective.h"
 #include "bench/coll/harness.h"
 #include "bench/coll/host_hardware.h"
-#include "bench/memory.h"
 #include "bench/exit_codes.h"
 #include "bench/metadata.h"
 #include "bench/world/world.h"
+#include "engine/comm/memory.h"
 #include "engine/common/error.h"
 #include "engine/common/iso_time.h"
 #include "engine/host/net.h"
@@ -260,7 +260,7 @@ int runColl(const CollFlags& flags) {
       }
       {
         // The harness (and its buffers) goes before the group it runs on.
-        auto memory = makeMemory(pg->options().device);
+        auto memory = comm::makeMemory(pg->options().device);
         HarnessOptions hob = ho;
         hob.storePrefix = "ds/coll/h/" + backend;
         Harness harness(*pg, world->store(), *memory, hob);

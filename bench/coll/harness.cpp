@@ -56,7 +56,7 @@ double combineTimes(const std::vector<double>& perRank, int average) {
   }
 }
 
-Harness::Harness(comm::ProcessGroup& pg, store::Store& store, Memory& memory, HarnessOptions options)
+Harness::Harness(comm::ProcessGroup& pg, store::Store& store, comm::Memory& memory, HarnessOptions options)
     : pg_(pg), store_(store), mem_(memory), o_(std::move(options)) {}
 
 Harness::~Harness() {
@@ -74,10 +74,10 @@ void Harness::prepare(const CollSpec& spec, comm::DType dtype, std::size_t maxBy
   elt_ = comm::dtypeSize(dtype);
   CollCounts c = spec.counts(maxBytes / elt_, pg_.size());
   std::size_t bytes = std::max(c.sendCount, c.recvCount) * elt_;
-  send_ = DeviceBuffer();
-  recv_ = DeviceBuffer();
-  send_ = DeviceBuffer(mem_, bytes);
-  recv_ = DeviceBuffer(mem_, bytes);
+  send_ = comm::DeviceBuffer();
+  recv_ = comm::DeviceBuffer();
+  send_ = comm::DeviceBuffer(mem_, bytes);
+  recv_ = comm::DeviceBuffer(mem_, bytes);
   staging_.assign(mem_.isHost() ? 0 : bytes, 0);
 }
 

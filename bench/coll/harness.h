@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "bench/coll/collective.h"
-#include "bench/memory.h"
+#include "engine/comm/memory.h"
 #include "engine/store/store.h"
 #include "reports/sweep/sweep_schema.h"
 
@@ -45,7 +45,7 @@ double combineTimes(const std::vector<double>& perRank, int average);
 
 class Harness {
  public:
-  Harness(comm::ProcessGroup& pg, store::Store& store, Memory& memory, HarnessOptions options);
+  Harness(comm::ProcessGroup& pg, store::Store& store, comm::Memory& memory, HarnessOptions options);
   // Frees the buffers once the group is idle. While an exception unwinds (a failed or timed-out
   // wait), an abandoned op or queued iterations may still use them: they are then kept (leaked)
   // rather than freed under the backend.
@@ -81,12 +81,12 @@ class Harness {
 
   comm::ProcessGroup& pg_;
   store::Store& store_;
-  Memory& mem_;
+  comm::Memory& mem_;
   HarnessOptions o_;
   const CollSpec* spec_ = nullptr;
   comm::DType dtype_ = comm::DType::kF32;
   std::size_t elt_ = 4;
-  DeviceBuffer send_, recv_;
+  comm::DeviceBuffer send_, recv_;
   std::vector<unsigned char> staging_;  // host copy for fills and checks when buffers are on a device
   std::uint64_t seq_ = 0;
   int rep_ = 0;

@@ -24,10 +24,10 @@
 #include <string>
 #include <vector>
 
-#include "bench/memory.h"
 #include "bench/exit_codes.h"
 #include "bench/metadata.h"
 #include "bench/micro/bench_args.h"
+#include "engine/comm/memory.h"
 #include "engine/common/cli.h"
 #include "engine/common/error.h"
 #include "engine/common/iso_time.h"
@@ -275,11 +275,11 @@ int run(int argc, char** argv) {
 
   const std::size_t maxCount = sizes.empty() ? 1 : sizes.back() / sizeof(float);
   // dsbench's own host allocator, zero-filled (every page touched before timing): the engine and
-  // this peer time buffers placed alike, as a torch tensor is (bench/coll/memory.cpp says why that
+  // this peer time buffers placed alike, as a torch tensor is (engine/comm/memory.cpp says why that
   // matters to Open MPI).
-  std::unique_ptr<ds::bench::Memory> host = ds::bench::makeMemory(ds::comm::Device{});
-  ds::bench::DeviceBuffer sendBuf(*host, maxCount * sizeof(float));
-  ds::bench::DeviceBuffer recvBuf(*host, maxCount * sizeof(float));
+  std::unique_ptr<ds::comm::Memory> host = ds::comm::makeMemory(ds::comm::Device{});
+  ds::comm::DeviceBuffer sendBuf(*host, maxCount * sizeof(float));
+  ds::comm::DeviceBuffer recvBuf(*host, maxCount * sizeof(float));
   auto* send = static_cast<float*>(sendBuf.data());
   auto* recv = static_cast<float*>(recvBuf.data());
   std::vector<report::SweepMeasurement> rows;

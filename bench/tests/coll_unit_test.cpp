@@ -12,12 +12,12 @@
 #include "bench/coll/collective.h"
 #include "bench/coll/data_check.h"
 #include "bench/coll/harness.h"
-#include "bench/memory.h"
+#include "engine/comm/memory.h"
 #include "engine/common/error.h"
 
 using namespace ds::bench::coll;
-using ds::bench::DeviceBuffer;
-using ds::bench::makeMemory;
+using ds::comm::DeviceBuffer;
+using ds::comm::makeMemory;
 
 namespace {
 

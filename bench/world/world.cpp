@@ -5,9 +5,9 @@
 
 #include <cstdio>
 
-#include "bench/memory.h"
 #include "bench/exit_codes.h"
 #include "bench/metadata.h"
+#include "engine/comm/memory.h"
 #include "engine/env/launcher_args.h"
 #include "engine/env/world_json.h"
 #include "engine/host/net.h"
@@ -65,8 +65,8 @@ report::SmokeResult smokeAllreduce(World& world) {
   // host memory for the CPU backends. A failure to get or fill that memory is an error of the run,
   // never a silent pass.
   const comm::Device device = world.pg().options().device;
-  auto memory = makeMemory(device);
-  DeviceBuffer data(*memory, sizeof value);
+  auto memory = comm::makeMemory(device);
+  comm::DeviceBuffer data(*memory, sizeof value);
   memory->toDevice(data.data(), &value, sizeof value);
   comm::Buffer b{data.data(), 1, comm::DType::kF32, device};
   auto work = world.pg().allreduce(b);

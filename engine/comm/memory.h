@@ -1,5 +1,6 @@
-// Where a benchmark's buffers live: host memory for cpu backends, device memory (CUDA) for nccl. The
-// harness fills and checks data on the host and copies it when the buffers are on a device.
+// Where a process group's buffers live: host memory for the cpu backends, device memory (CUDA) for
+// nccl. dsbench's harness and dsdiag's smoke allreduce fill and check data on the host and copy it
+// when the buffers are on a device.
 #pragma once
 
 #include <cstddef>
@@ -7,12 +8,12 @@
 
 #include "engine/comm/types.h"
 
-namespace ds::bench {
+namespace ds::comm {
 
 class Memory {
  public:
   virtual ~Memory() = default;
-  virtual comm::Device device() const = 0;
+  virtual Device device() const = 0;
   // True when pointers from alloc() are host memory the caller may read and write directly.
   virtual bool isHost() const = 0;
   // Throws BackendError (CUDA) or std::bad_alloc.
@@ -25,7 +26,7 @@ class Memory {
 };
 
 // Host memory for cpu devices; CUDA memory for cuda:<i> (ConfigError when built without CUDA).
-std::unique_ptr<Memory> makeMemory(const comm::Device& device);
+std::unique_ptr<Memory> makeMemory(const Device& device);
 
 // An allocation that frees itself.
 class DeviceBuffer {
@@ -54,4 +55,4 @@ class DeviceBuffer {
   void* p_ = nullptr;
 };
 
-}  // namespace ds::bench
+}  // namespace ds::comm

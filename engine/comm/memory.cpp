@@ -1,4 +1,4 @@
-#include "bench/memory.h"
+#include "engine/comm/memory.h"
 
 #include <fmt/format.h>
 
@@ -12,7 +12,7 @@
 #include <cuda_runtime.h>
 #endif
 
-namespace ds::bench {
+namespace ds::comm {
 
 namespace {
 
@@ -20,7 +20,7 @@ constexpr std::size_t kHostAlignment = 64;
 
 class HostMemory : public Memory {
  public:
-  comm::Device device() const override { return {}; }
+  Device device() const override { return {}; }
   bool isHost() const override { return true; }
   void* alloc(std::size_t bytes) override {
     // Placed as torch's CPU allocator places a tensor (c10's gAlignment: 64 bytes), since that is
@@ -51,8 +51,8 @@ void cudaCheck(cudaError_t e, const char* what) {
 
 class CudaMemory : public Memory {
  public:
-  explicit CudaMemory(comm::Device d) : device_(d) { cudaCheck(cudaSetDevice(d.index), "cudaSetDevice"); }
-  comm::Device device() const override { return device_; }
+  explicit CudaMemory(Device d) : device_(d) { cudaCheck(cudaSetDevice(d.index), "cudaSetDevice"); }
+  Device device() const override { return device_; }
   bool isHost() const override { return false; }
   void* alloc(std::size_t bytes) override {
     void* p = nullptr;
@@ -75,20 +75,20 @@ class CudaMemory : public Memory {
   }
 
  private:
-  comm::Device device_;
+  Device device_;
 };
 #endif
 
 }  // namespace
 
-std::unique_ptr<Memory> makeMemory(const comm::Device& device) {
-  if (device.type == comm::DeviceType::kCpu) return std::make_unique<HostMemory>();
+std::unique_ptr<Memory> makeMemory(const Device& device) {
+  if (device.type == DeviceType::kCpu) return std::make_unique<HostMemory>();
 #if DS_WITH_CUDA
   return std::make_unique<CudaMemory>(device);
 #else
   throw ConfigError(fmt::format("buffers on {} need a CUDA build of dsperf; this one was built without CUDA.",
-                                comm::deviceName(device)));
+                                deviceName(device)));
 #endif
 }
 
-}  // namespace ds::bench
+}  // namespace ds::comm
