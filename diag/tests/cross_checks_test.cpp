@@ -19,7 +19,7 @@ DiagRecord rec(const std::string& id, Json data) {
 
 RankReport rank(int r, const std::string& host, int localRank, const std::string& gpu = "", const std::string& nccl = "2.28.9",
                 Json settings = Json::object()) {
-  RankReport rep{r, host, "0.1.0", {}};
+  RankReport rep{r, host, "0.1.0", {}, "gloo", ""};
   rep.records.push_back(rec("env.world_info", {{"rank", r}, {"world_size", 2}, {"local_rank", localRank}}));
   rep.records.push_back(rec("system.host_identity", {{"hostname", host}, {"boot_id", "boot-" + host}}));
   rep.records.push_back(rec("nccl.version", {{"runtime", nccl}}));

@@ -1,5 +1,6 @@
 // The world-check table and the checks that judge the steps of world mode (join, gather, fleet,
 // smoke allreduce, clock exchange), on crafted facts.
+#include "diag/world/transport.h"
 #include "diag/world/world_checks.h"
 
 #include <gtest/gtest.h>
@@ -126,11 +127,14 @@ TEST(WorldChecks, SmokeAllreduceNamesTheBackendAndTheBadRanks) {
   EXPECT_EQ(ok.status, DiagStatus::kPass);
   EXPECT_EQ(ok.message, "allreduce(sum) of 1024 floats on gloo: 3 on every rank as expected, 42 us");
   f.jobBackend = "nccl";
+  f.transportWhy = "rank 2: LOCAL_RANK 2 has no GPU of its own (2 visible; CUDA_VISIBLE_DEVICES decides)";
   f.smoke.errors = {"rank 1: got 2"};
   f.smoke.silent = {2, 3};
   auto bad = world::smokeAllreduce(f);
   EXPECT_EQ(bad.status, DiagStatus::kFail);
-  EXPECT_NE(bad.message.find("the job's backend nccl is not loaded by dsdiag"), std::string::npos)
+  EXPECT_NE(bad.message.find("on gloo (not on the job's nccl: rank 2: LOCAL_RANK 2 has no GPU of its own (2 "
+                             "visible; CUDA_VISIBLE_DEVICES decides); run `dsbench world --backend nccl`"),
+            std::string::npos)
       << bad.message;
   EXPECT_NE(bad.message.find("rank 1: got 2; rank(s) 2-3 sent no result"), std::string::npos) << bad.message;
 }
@@ -162,4 +166,50 @@ TEST(WorldChecks, FleetChecksReadTheJudgement) {
   auto r = world::reachability(f);
   EXPECT_EQ(r.status, DiagStatus::kFail);
   EXPECT_EQ(r.message, "h0 cannot reach h1 on eth0");
+}
+
+// Which backend the smoke allreduce runs on: the job's where every rank can run it.
+TEST(WorldTransport, EachRankSaysWhetherItCanRunTheJobsBackend) {
+  const std::vector<std::string> withNccl{"nccl", "gloo", "mpi", "shm"}, cpuOnly{"gloo", "mpi", "shm"};
+  EXPECT_EQ(localTransport("nccl", withNccl, "").backend, "nccl");
+  EXPECT_EQ(localTransport("nccl", withNccl, "").why, "");
+  auto noGpu = localTransport("nccl", withNccl, "no usable CUDA device on this rank");
+  EXPECT_EQ(noGpu.backend, "gloo");
+  EXPECT_EQ(noGpu.why, "no usable CUDA device on this rank");
+  auto unbuilt = localTransport("nccl", cpuOnly, "");
+  EXPECT_EQ(unbuilt.backend, "gloo");
+  EXPECT_EQ(unbuilt.why, "this dsdiag was built without the nccl backend");
+  EXPECT_EQ(localTransport("shm", cpuOnly, "").backend, "shm");
+  EXPECT_EQ(localTransport("mpi", {"gloo", "shm"}, "").backend, "gloo");
+  EXPECT_EQ(localTransport("gloo", {"mpi", "shm"}, "").backend, "mpi");  // a build without gloo
+}
+
+TEST(WorldTransport, RankZeroPicksTheJobsBackendOnlyWhenEveryRankCan) {
+  const std::vector<std::string> avail{"nccl", "gloo", "shm"};
+  auto gpu = [](int r, const std::string& bus, const std::string& transport, const std::string& why = "") {
+    RankReport rep{r, "node1", "0.1.0", {}, transport, why};
+    DiagRecord d;
+    d.id = "gpu.local_rank_device";
+    d.rank = r;
+    d.host = "node1";
+    d.data = {{"device", {{"bus_id", bus}}}};
+    rep.records.push_back(d);
+    return rep;
+  };
+  auto all = agreedTransport("nccl", avail, {gpu(0, "0000:01:00.0", "nccl"), gpu(1, "0000:02:00.0", "nccl")});
+  EXPECT_EQ(all.backend, "nccl");
+  EXPECT_EQ(all.why, "");
+  auto one = agreedTransport("nccl", avail,
+                             {gpu(0, "0000:01:00.0", "nccl"), gpu(1, "", "gloo", "no usable CUDA device on this rank")});
+  EXPECT_EQ(one.backend, "gloo");
+  EXPECT_EQ(one.why, "rank 1: no usable CUDA device on this rank");
+  // Two ranks on one GPU: NCCL would refuse them, so the smoke does not try.
+  auto dup = agreedTransport("nccl", avail, {gpu(0, "0000:01:00.0", "nccl"), gpu(1, "0000:01:00.0", "nccl")});
+  EXPECT_EQ(dup.backend, "gloo");
+  EXPECT_NE(dup.why.find("Duplicate GPU detected: ranks 0-1 share GPU 0000:01:00.0"), std::string::npos) << dup.why;
+  // A rank of an older dsdiag names no transport.
+  auto old = agreedTransport("gloo", avail, {gpu(0, "", "gloo"), gpu(1, "", "")});
+  EXPECT_EQ(old.backend, "gloo");
+  EXPECT_EQ(old.why, "rank 1: its dsdiag named no backend (an older version?)");
+  EXPECT_EQ(agreedTransport("shm", avail, {gpu(0, "", "shm"), gpu(1, "", "shm")}).backend, "shm");
 }

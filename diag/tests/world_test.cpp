@@ -67,6 +67,23 @@ TEST(DsdiagWorld, WarningsUnderDsrunWithFailOnFailEndClean) {
   EXPECT_GE(j["summary"]["exit_code"].get<int>(), 1);  // the report still says what it found
 }
 
+// A job on nccl gets its smoke allreduce on nccl where every rank can drive a GPU of its own; here
+// (no GPU) it runs on gloo and says why, naming the rank, instead of passing silently.
+TEST(DsdiagWorld, ASmokeNotOnTheJobsNcclSaysWhy) {
+  TempDir d;
+  auto r = run({binDir() + "/dsrun", "--nproc-per-node", "2", "--standalone", binDir() + "/dsdiag", "--world",
+                "--backend", "nccl", "--timeout", "20", "--json", d.file("w.json")},
+               clean());
+  auto j = ds::report::readJson(d.file("w.json"));
+  const auto& smoke = check(j, "world.smoke_allreduce");
+  EXPECT_EQ(smoke["status"], "PASS") << r.out;
+  const std::string msg = smoke["message"];
+  const bool onNccl = msg.rfind("allreduce(sum) of 1024 floats on nccl:", 0) == 0;
+  EXPECT_TRUE(onNccl || msg.find(" (not on the job's nccl: rank ") != std::string::npos) << msg;
+  EXPECT_EQ(smoke["data"]["backend"], onNccl ? "nccl" : "gloo") << msg;
+  EXPECT_EQ(check(j, "world.clock_skew")["status"], "PASS") << r.out;
+}
+
 TEST(DsdiagWorld, TwoRanksUnderMpirun) {
   std::string mpirun = DS_MPIRUN_PATH;
   if (mpirun.empty()) GTEST_SKIP() << "built without MPI";

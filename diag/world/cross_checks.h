@@ -15,6 +15,10 @@ struct RankReport {
   std::string host;
   std::string toolVersion;
   std::vector<DiagRecord> records;
+  // The backend this rank could run dsdiag's process group on (diag/world/transport.h), and why it
+  // is not the job's own ("" when it is).
+  std::string transport;
+  std::string transportWhy;
 };
 
 // The data of check `id` in this rank's records, or nullptr when it did not run.

@@ -122,12 +122,13 @@ Finding clockSkew(const WorldFacts& f) {
 
 Finding smokeAllreduce(const WorldFacts& f) {
   const auto& s = f.smoke;
-  const std::string on = f.jobBackend == f.transport
-                             ? "on " + f.transport
-                             : fmt::format(
-                                   "on {} (the job's backend {} is not loaded by dsdiag: run `dsbench world "
-                                   "--backend {}` under the same launcher for its smoke test)",
-                                   f.transport, f.jobBackend, f.jobBackend);
+  const std::string on =
+      f.jobBackend == f.transport
+          ? "on " + f.transport
+          : fmt::format("on {} (not on the job's {}: {}; run `dsbench world --backend {}` under the same "
+                        "launcher for its smoke test)",
+                        f.transport, f.jobBackend,
+                        f.transportWhy.empty() ? "dsdiag could not run it here" : f.transportWhy, f.jobBackend);
   if (s.errors.empty() && s.silent.empty()) {
     return pass(fmt::format("allreduce(sum) of 1024 floats {}: {} on every rank as expected, {:.0f} us", on,
                             s.expected, s.timeUs),

@@ -43,6 +43,7 @@ struct WorldFacts {
   std::string processGroupSkipped;  // why it did not run
   std::string jobBackend;           // the job's backend
   std::string transport;            // the one dsdiag's process group used
+  std::string transportWhy;         // why it is not the job's (diag/world/transport.h)
   SmokeOutcome smoke;
   ClockOutcome clock;
 };

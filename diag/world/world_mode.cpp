@@ -9,7 +9,10 @@
 
 #include "diag/fleet/fleet_mode.h"
 #include "diag/util.h"
+#include "diag/world/transport.h"
 #include "diag/world/world_checks.h"
+#include "engine/accelerator/accelerator.h"
+#include "engine/comm/memory.h"
 #include "engine/common/error.h"
 #include "engine/common/log.h"
 #include "engine/host/net.h"
@@ -31,14 +34,25 @@ double nowWallMs() {
 
 Json recordsJson(const std::vector<DiagRecord>& r) { return Json(r); }
 
-// The backend dsdiag's own process group uses: the job's, except nccl (dsdiag never loads NCCL)
-// which is replaced by gloo (or mpi when gloo is not built).
-std::string transportBackend(const std::string& job) {
-  auto avail = comm::availableBackends();
-  auto has = [&](const std::string& b) { return std::find(avail.begin(), avail.end(), b) != avail.end(); };
-  if (job != "nccl" && has(job)) return job;
-  if (has("gloo")) return "gloo";
-  return avail.empty() ? "gloo" : avail.front();
+// Why this rank cannot drive a GPU for a job on nccl ("" when it can): its accelerator and the
+// device its LOCAL_RANK picks, as init_distributed will choose them.
+std::string gpuProblem(int localRank) {
+  env::ProcessEnv env;
+  accel::Selection sel;
+  try {
+    sel = accel::selectAccelerator(env);
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  if (sel.accelerator->name() != "cuda") {
+    return sel.overridden ? "DS_ACCELERATOR=" + sel.accelerator->name() + " on this rank"
+                          : "no usable CUDA device on this rank" + (sel.reason.empty() ? "" : " (" + sel.reason + ")");
+  }
+  const int n = sel.accelerator->deviceCount();
+  if (localRank >= n) {
+    return fmt::format("LOCAL_RANK {} has no GPU of its own ({} visible; CUDA_VISIBLE_DEVICES decides)", localRank, n);
+  }
+  return "";
 }
 
 // What the process-group steps produced on this rank; the others post the smoke part to rank 0.
@@ -50,17 +64,25 @@ struct Collectives {
   ClockOutcome clock;  // rank 0 only
 };
 
-comm::Buffer buf(std::vector<float>& v) { return comm::Buffer{v.data(), v.size(), comm::DType::kF32, {}}; }
-
-// Step: allreduce(sum) of 1024 floats, each rank contributing rank + 1.
+// Step: allreduce(sum) of 1024 floats, each rank contributing rank + 1, in the memory the group's
+// backend reads (the GPU's for nccl).
 void runSmoke(comm::ProcessGroup& pg, int me, int n, std::chrono::milliseconds timeout, Collectives& out) {
   out.smokeRan = true;
   std::vector<float> v(1024, static_cast<float>(me + 1));
   out.smokeExpected = n * (n + 1) / 2.0;
+  const std::size_t bytes = v.size() * sizeof(float);
+  std::unique_ptr<comm::Memory> mem;
+  comm::DeviceBuffer data;
   try {
+    mem = comm::makeMemory(pg.options().device);
+    data = comm::DeviceBuffer(*mem, bytes);
+    mem->toDevice(data.data(), v.data(), bytes);
     auto t0 = Clock::now();
-    pg.allreduce(buf(v), comm::ReduceOp::kSum, timeout)->wait(timeout);
+    pg.allreduce(comm::Buffer{data.data(), v.size(), comm::DType::kF32, mem->device()}, comm::ReduceOp::kSum,
+                 timeout)
+        ->wait(timeout);
     out.smokeUs = std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
+    mem->toHost(v.data(), data.data(), bytes);
     out.smokeGot = v[0];
     out.smokeOk =
         std::all_of(v.begin(), v.end(), [&](float x) { return x == static_cast<float>(out.smokeExpected); });
@@ -70,37 +92,49 @@ void runSmoke(comm::ProcessGroup& pg, int me, int n, std::chrono::milliseconds t
       out.smokeGot = *bad;
     }
   } catch (const std::exception& e) {
+    data.leak();  // the op may still write into it
     out.smokeError = e.what();
   }
 }
 
 // Step: NTP-style, rank 0 sends, the peer answers with its wall clock; the round with the smallest
-// round trip bounds the error by rtt/2. Fills out.clock on rank 0.
+// round trip bounds the error by rtt/2. Fills out.clock on rank 0. The ping and the stamp live in the
+// memory the group's backend reads (a GPU's for nccl: the peer's copy of its stamp to the device is
+// inside rank 0's round trip, and so inside the error bound).
 void runClockExchange(comm::ProcessGroup& pg, int me, int n, std::chrono::milliseconds timeout,
                       Collectives& out) {
+  std::unique_ptr<comm::Memory> mem;
+  comm::DeviceBuffer ping, stamp;
   try {
+    mem = comm::makeMemory(pg.options().device);
+    ping = comm::DeviceBuffer(*mem, sizeof(float));
+    stamp = comm::DeviceBuffer(*mem, sizeof(double));
+    const comm::Buffer pb{ping.data(), 1, comm::DType::kF32, mem->device()};
+    const comm::Buffer sb{stamp.data(), 1, comm::DType::kF64, mem->device()};
     for (int r = 1; r < n; ++r) {
       if (me != 0 && me != r) continue;
       ClockSample best{r, 0, 1e300};
       for (int round = 0; round < 5; ++round) {
-        std::vector<float> ping(1, 0.f);
-        std::vector<double> stamp(1, 0.0);
-        comm::Buffer sb{stamp.data(), 1, comm::DType::kF64, {}};
+        double value = 0;
         if (me == 0) {
           double t0 = nowWallMs();
-          pg.send(buf(ping), r, 11, timeout)->wait(timeout);
+          pg.send(pb, r, 11, timeout)->wait(timeout);
           pg.recv(sb, r, 12, timeout)->wait(timeout);
           double t1 = nowWallMs();
-          if (t1 - t0 < best.rttMs) best = {r, stamp[0] - (t0 + t1) / 2, t1 - t0};
+          mem->toHost(&value, stamp.data(), sizeof value);
+          if (t1 - t0 < best.rttMs) best = {r, value - (t0 + t1) / 2, t1 - t0};
         } else {
-          pg.recv(buf(ping), 0, 11, timeout)->wait(timeout);
-          stamp[0] = nowWallMs();
+          pg.recv(pb, 0, 11, timeout)->wait(timeout);
+          value = nowWallMs();
+          mem->toDevice(stamp.data(), &value, sizeof value);
           pg.send(sb, 0, 12, timeout)->wait(timeout);
         }
       }
       if (me == 0) out.clock.samples.push_back(best);
     }
   } catch (const std::exception& e) {
+    ping.leak();
+    stamp.leak();
     out.clock.error = e.what();
   }
 }
@@ -218,7 +252,8 @@ std::vector<RankReport> gatherReports(fleet::FleetRun& fleet, RankReport own,
     try {
       auto j = Json::parse(it->second);
       reports.push_back({r, j.value("host", ""), j.value("tool_version", ""),
-                         j.at("records").get<std::vector<DiagRecord>>()});
+                         j.at("records").get<std::vector<DiagRecord>>(), j.value("transport", ""),
+                         j.value("transport_why", "")});
     } catch (const std::exception&) {
       missing.push_back(r);
     }
@@ -282,9 +317,11 @@ WorldOutcome runWorld(Context& ctx, const Selection& sel, const std::string& too
   // Library probes fork; do them before the fleet starts threads.
   ctx.probeAll();
   const std::string jobBackend = ctx.jobBackend();
-  const std::string transport = transportBackend(jobBackend);
-  // dsdiag itself never computes on a GPU: its process group is a CPU one.
-  setenv("DS_ACCELERATOR", "cpu", 1);
+  const auto available = comm::availableBackends();
+  const Transport mine = localTransport(jobBackend, available,
+                                        jobBackend == "nccl" ? gpuProblem(ctx.world() ? ctx.world()->localRank.value : 0) : std::string());
+  // Only a process group on nccl touches a GPU; on any other backend dsdiag computes on the CPU.
+  if (mine.backend != "nccl") setenv("DS_ACCELERATOR", "cpu", 1);
   log::setThreshold(log::Level::kWarn);
   const auto& opt = ctx.options();
   const auto timeout = opt.timeout;
@@ -307,8 +344,12 @@ WorldOutcome runWorld(Context& ctx, const Selection& sel, const std::string& too
   // Steps: local checks, posted to rank 0; the fleet's network stages.
   fleet->enterStage("local_checks");
   auto local = runLocalChecks(ctx, sel, me, host);
-  fleet->post("local",
-              Json{{"host", host}, {"tool_version", toolVersion}, {"records", recordsJson(local)}}.dump());
+  fleet->post("local", Json{{"host", host},
+                            {"tool_version", toolVersion},
+                            {"records", recordsJson(local)},
+                            {"transport", mine.backend},
+                            {"transport_why", mine.why}}
+                           .dump());
   fleet->runNetworkStages();
 
   // Step: rank 0 gathers the local reports, judges the fleet and decides whether the process group
@@ -316,14 +357,19 @@ WorldOutcome runWorld(Context& ctx, const Selection& sel, const std::string& too
   std::vector<RankReport> reports;
   std::vector<int> missing;
   std::string pgPlan;
+  Transport transport;
   if (me == 0) {
-    reports = gatherReports(*fleet, RankReport{me, host, toolVersion, local}, timeout, missing);
+    reports = gatherReports(*fleet, RankReport{me, host, toolVersion, local, mine.backend, mine.why}, timeout,
+                            missing);
     fleet->judgeFinal(missing);
     pgPlan = planProcessGroup(*fleet, sel, missing);
+    transport = agreedTransport(jobBackend, available, reports);
+    st.set(kPrefix + "transport", toBytes(transport.backend));  // before the plan the others wait for
     st.set(kPrefix + "plan", toBytes(pgPlan));
   } else {
     try {
       pgPlan = toString(st.get(kPrefix + "plan", timeout * 3 + std::chrono::seconds(120)));
+      if (pgPlan == "go") transport.backend = toString(st.get(kPrefix + "transport", timeout));
     } catch (const std::exception&) {
       pgPlan = "skip:rank 0 never decided";
     }
@@ -332,7 +378,7 @@ WorldOutcome runWorld(Context& ctx, const Selection& sel, const std::string& too
   // Steps: the smoke allreduce and the clock exchange, on the process group.
   bool pgUp = false;
   Collectives coll;
-  if (pgPlan == "go") coll = runProcessGroup(*fleet, transport, sel, opt, pgUp);
+  if (pgPlan == "go") coll = runProcessGroup(*fleet, transport.backend, sel, opt, pgUp);
 
   if (me != 0) {
     if (pgPlan == "go") st.set(kPrefix + "post/" + std::to_string(me), toBytes(collectivesJson(coll).dump()));
@@ -352,7 +398,8 @@ WorldOutcome runWorld(Context& ctx, const Selection& sel, const std::string& too
   facts.timeout = timeout;
   facts.reports = reports;
   facts.jobBackend = jobBackend;
-  facts.transport = transport;
+  facts.transport = transport.backend;
+  facts.transportWhy = transport.why;
   if (pgPlan == "go") {
     facts.smoke = gatherSmoke(st, n, timeout, coll);
     facts.clock = coll.clock;

@@ -71,8 +71,7 @@ std::unique_ptr<ProcessGroup> createProcessGroup(const std::string& backend,
   }
   if (backend == "nccl" && DS_WITH_NCCL) {
     throw ConfigError(
-        "the nccl backend is not linked into this tool (dsdiag and dsrun do not load libnccl, so that "
-        "they run on nodes where it is missing); use dsbench, or choose gloo or mpi.");
+        "the nccl backend is not linked into this tool; use dsbench or dsdiag, or choose gloo or mpi.");
   }
   if (backend == "mpi") {
     throw ConfigError(

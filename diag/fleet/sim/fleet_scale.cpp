@@ -348,7 +348,8 @@ Row runOnce(int n, int threads, int connsPerThread, const std::string& localRepo
   for (const auto& [r, v] : got) {
     auto j = Json::parse(v);
     reports.push_back({r, j.value("host", ""), j.value("tool_version", ""),
-                       j.at("records").get<std::vector<ds::report::DiagRecord>>()});
+                       j.at("records").get<std::vector<ds::report::DiagRecord>>(), j.value("transport", ""),
+                       j.value("transport_why", "")});
   }
   lap("gather local");
   auto cross = ds::diag::crossRankChecks(reports, n);
