@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "diag/fleet/fleet_mode.h"
+#include "diag/probes.h"
 #include "diag/util.h"
 #include "diag/world/transport.h"
 #include "diag/world/world_checks.h"
@@ -35,8 +36,17 @@ double nowWallMs() {
 Json recordsJson(const std::vector<DiagRecord>& r) { return Json(r); }
 
 // Why this rank cannot drive a GPU for a job on nccl ("" when it can): its accelerator and the
-// device its LOCAL_RANK picks, as init_distributed will choose them.
-std::string gpuProblem(int localRank) {
+// device its LOCAL_RANK picks, as init_distributed will choose them. The CUDA runtime is asked only
+// after the probe child (probes.cpp) found libcuda working and a device, so a driver that crashes or
+// hangs is met there, not in this process; likewise libnccl must have loaded in its probe.
+std::string gpuProblem(Context& ctx, int localRank) {
+  const GpuProbe& gpu = ctx.gpu();
+  if (!gpu.cudaLoaded || gpu.devices.empty()) {
+    return "no GPU is visible on this rank" + (gpu.cudaError.empty() ? "" : " (" + gpu.cudaError + ")");
+  }
+  if (!ctx.nccl().loaded) {
+    return "libnccl does not load on this rank" + (ctx.nccl().error.empty() ? "" : " (" + ctx.nccl().error + ")");
+  }
   env::ProcessEnv env;
   accel::Selection sel;
   try {
@@ -319,7 +329,7 @@ WorldOutcome runWorld(Context& ctx, const Selection& sel, const std::string& too
   const std::string jobBackend = ctx.jobBackend();
   const auto available = comm::availableBackends();
   const Transport mine = localTransport(jobBackend, available,
-                                        jobBackend == "nccl" ? gpuProblem(ctx.world() ? ctx.world()->localRank.value : 0) : std::string());
+                                        jobBackend == "nccl" ? gpuProblem(ctx, ctx.world() ? ctx.world()->localRank.value : 0) : std::string());
   // Only a process group on nccl touches a GPU; on any other backend dsdiag computes on the CPU.
   if (mine.backend != "nccl") setenv("DS_ACCELERATOR", "cpu", 1);
   log::setThreshold(log::Level::kWarn);
