@@ -95,6 +95,8 @@ class FleetRun {
   const report::FleetReport& report() const { return report_; }
   // Ranks rank 0 currently counts as frozen or exited.
   std::set<int> silentRanks() const;
+  // The same on any rank: rank 0's set, or what rank 0 last published (fleet/dead).
+  std::set<int> deadRanks();
 
   // Rank 0 publishes the job's exit code; the others wait for it (bounded) and return it.
   void publishExit(int code);
@@ -112,7 +114,6 @@ class FleetRun {
   std::vector<report::PairResult> runRounds(const std::vector<std::vector<std::pair<int, int>>>& rounds,
                                             int firstTag, const std::string& stage);
   void runBisect(const std::vector<int>& units);
-  std::set<int> deadRanks();  // from fleet/dead (any rank), for skipping pairs
   std::string key(const std::string& k) const { return "fleet/" + k; }
 
   FleetOptions o_;

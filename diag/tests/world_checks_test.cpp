@@ -145,8 +145,14 @@ TEST(WorldChecks, ClockExchangeErrorFails) {
   auto c = world::clockSkew(f);
   EXPECT_EQ(c.status, DiagStatus::kFail);
   EXPECT_EQ(c.message, "Clock exchange failed: recv from rank 1 timed out");
-  f.clock = {{{1, 0.2, 0.1}}, ""};
+  f.clock = {{{1, 0.2, 0.1}}, "", ""};
   EXPECT_EQ(world::clockSkew(f).status, DiagStatus::kPass);
+  // After a smoke that broke the group the exchange does not run: a skip that says so, not "one rank".
+  f.clock = {{}, "", "the smoke allreduce left the process group unusable (world.smoke_allreduce says why)"};
+  auto notRun = world::clockSkew(f);
+  EXPECT_EQ(notRun.status, DiagStatus::kSkip);
+  EXPECT_EQ(notRun.message,
+            "Not run: the smoke allreduce left the process group unusable (world.smoke_allreduce says why)");
 }
 
 TEST(WorldChecks, FleetChecksReadTheJudgement) {

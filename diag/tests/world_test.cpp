@@ -1,6 +1,7 @@
 // dsdiag --world under dsrun and mpirun, and with a rank that never starts.
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <set>
 
 #include "engine/testing/subprocess.h"
@@ -82,6 +83,33 @@ TEST(DsdiagWorld, ASmokeNotOnTheJobsNcclSaysWhy) {
   EXPECT_TRUE(onNccl || msg.find(" (not on the job's nccl: rank ") != std::string::npos) << msg;
   EXPECT_EQ(smoke["data"]["backend"], onNccl ? "nccl" : "gloo") << msg;
   EXPECT_EQ(check(j, "world.clock_skew")["status"], "PASS") << r.out;
+}
+
+// A rank that stops after the fleet's stages (here: as the smoke allreduce begins, dsdiag's test
+// hook) is named in the hosts' verdict and the exclude file, and the smoke gives up once the
+// heartbeats name it instead of waiting out --timeout (issue 41).
+TEST(DsdiagWorld, ARankFrozenAtTheSmokeIsNamedAndNotWaitedFor) {
+  TempDir d;
+  auto r = run({binDir() + "/dsrun", "--nproc-per-node", "4", "--standalone", "/bin/bash", "-c",
+                "if [ \"$RANK\" = 2 ]; then export DSDIAG_TEST_FAULT=freeze@smoke; fi; exec \"$0\" \"$@\"",
+                binDir() + "/dsdiag", "--world", "--backend", "gloo", "--timeout", "90", "--json", d.file("w.json"),
+                "--exclude-file", d.file("exclude.txt")},
+               cleanOptions(std::chrono::seconds(110)));
+  auto j = ds::report::readJson(d.file("w.json"));
+  const auto& hosts = check(j, "world.hosts");
+  EXPECT_EQ(hosts["status"], "FAIL") << r.out;
+  EXPECT_NE(hosts["message"].get<std::string>().find("(rank 2) stopped sending heartbeats during stage \"smoke\""),
+            std::string::npos)
+      << hosts["message"];
+  const std::string smoke = check(j, "world.smoke_allreduce")["message"];
+  EXPECT_NE(smoke.find("stopped waiting after"), std::string::npos) << smoke;
+  EXPECT_NE(smoke.find("the fleet's heartbeats name rank(s) 2 frozen or gone"), std::string::npos) << smoke;
+  EXPECT_EQ(check(j, "world.clock_skew")["status"], "SKIP");
+  std::ifstream ex(d.file("exclude.txt"));
+  std::string line;
+  std::getline(ex, line);
+  EXPECT_NE(line.find("(rank 2)"), std::string::npos) << line;
+  EXPECT_EQ(j["summary"]["exit_code"].get<int>(), 2) << r.out;
 }
 
 TEST(DsdiagWorld, TwoRanksUnderMpirun) {

@@ -26,6 +26,7 @@ struct SmokeOutcome {
 struct ClockOutcome {
   std::vector<ClockSample> samples;
   std::string error;
+  std::string notRun;  // why the exchange did not run (the smoke left the group unusable)
 };
 
 // What the world checks read, filled by runWorld on rank 0 step by step (WorldStep): a check reads

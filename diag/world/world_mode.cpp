@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 #include <thread>
 
 #include "diag/fleet/fleet_mode.h"
@@ -15,6 +16,7 @@
 #include "engine/accelerator/accelerator.h"
 #include "engine/comm/memory.h"
 #include "engine/common/error.h"
+#include "engine/common/ranges.h"
 #include "engine/common/log.h"
 #include "engine/host/net.h"
 #include "engine/init.h"
@@ -74,9 +76,45 @@ struct Collectives {
   ClockOutcome clock;  // rank 0 only
 };
 
+// Waits for `w` at most `timeout`, in slices of a second, and gives up early once the fleet's
+// heartbeats name a member frozen or gone (fleet/dead, a few seconds after it stopped): the op is then
+// expired as by its own timeout, and the group's diagnosis ("Ranks that never arrived ...") is the
+// error. A stopped rank costs the smoke seconds, not the whole --timeout.
+void waitWatching(comm::Work& w, fleet::FleetRun& fleet, std::chrono::milliseconds timeout) {
+  const auto deadline = Clock::now() + timeout;
+  for (;;) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    if (left.count() <= 0) return w.wait();  // the op's own timeout: the group's diagnosis
+    try {
+      return w.wait(std::min<std::chrono::milliseconds>(std::chrono::seconds(1), left));
+    } catch (const TimeoutError&) {
+      if (w.isCompleted()) return w.wait();  // the op's own error, or done
+    }
+    if (auto dead = fleet.deadRanks(); !dead.empty()) {
+      // Expired as by its own timeout (the group is then broken, so nothing waits on it later); the
+      // diagnosis' "did not finish within <timeout>" is not what happened, its list of ranks is.
+      const double waited = std::chrono::duration<double>(Clock::now() - (deadline - timeout)).count();
+      w.expire();
+      std::string diagnosis;
+      try {
+        w.wait();
+        return;
+      } catch (const std::exception& e) {
+        diagnosis = e.what();
+      }
+      const auto at = diagnosis.find("Ranks that never arrived");
+      throw TimeoutError(fmt::format(
+          "{} stopped waiting after {:.1f} s: the fleet's heartbeats name rank(s) {} frozen or gone. {}",
+          w.desc().describe(), waited, formatRanges(std::vector<int>(dead.begin(), dead.end())),
+          at == std::string::npos ? diagnosis : diagnosis.substr(at)));
+    }
+  }
+}
+
 // Step: allreduce(sum) of 1024 floats, each rank contributing rank + 1, in the memory the group's
 // backend reads (the GPU's for nccl).
-void runSmoke(comm::ProcessGroup& pg, int me, int n, std::chrono::milliseconds timeout, Collectives& out) {
+void runSmoke(comm::ProcessGroup& pg, fleet::FleetRun& fleet, int me, int n, std::chrono::milliseconds timeout,
+              Collectives& out) {
   out.smokeRan = true;
   std::vector<float> v(1024, static_cast<float>(me + 1));
   out.smokeExpected = n * (n + 1) / 2.0;
@@ -88,9 +126,9 @@ void runSmoke(comm::ProcessGroup& pg, int me, int n, std::chrono::milliseconds t
     data = comm::DeviceBuffer(*mem, bytes);
     mem->toDevice(data.data(), v.data(), bytes);
     auto t0 = Clock::now();
-    pg.allreduce(comm::Buffer{data.data(), v.size(), comm::DType::kF32, mem->device()}, comm::ReduceOp::kSum,
-                 timeout)
-        ->wait(timeout);
+    auto work = pg.allreduce(comm::Buffer{data.data(), v.size(), comm::DType::kF32, mem->device()},
+                             comm::ReduceOp::kSum, timeout);
+    waitWatching(*work, fleet, timeout);
     out.smokeUs = std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
     mem->toHost(v.data(), data.data(), bytes);
     out.smokeGot = v[0];
@@ -111,8 +149,8 @@ void runSmoke(comm::ProcessGroup& pg, int me, int n, std::chrono::milliseconds t
 // round trip bounds the error by rtt/2. Fills out.clock on rank 0. The ping and the stamp live in the
 // memory the group's backend reads (a GPU's for nccl: the peer's copy of its stamp to the device is
 // inside rank 0's round trip, and so inside the error bound).
-void runClockExchange(comm::ProcessGroup& pg, int me, int n, std::chrono::milliseconds timeout,
-                      Collectives& out) {
+void runClockExchange(comm::ProcessGroup& pg, fleet::FleetRun& fleet, int me, int n,
+                      std::chrono::milliseconds timeout, Collectives& out) {
   std::unique_ptr<comm::Memory> mem;
   comm::DeviceBuffer ping, stamp;
   try {
@@ -128,16 +166,16 @@ void runClockExchange(comm::ProcessGroup& pg, int me, int n, std::chrono::millis
         double value = 0;
         if (me == 0) {
           double t0 = nowWallMs();
-          pg.send(pb, r, 11, timeout)->wait(timeout);
-          pg.recv(sb, r, 12, timeout)->wait(timeout);
+          waitWatching(*pg.send(pb, r, 11, timeout), fleet, timeout);
+          waitWatching(*pg.recv(sb, r, 12, timeout), fleet, timeout);
           double t1 = nowWallMs();
           mem->toHost(&value, stamp.data(), sizeof value);
           if (t1 - t0 < best.rttMs) best = {r, value - (t0 + t1) / 2, t1 - t0};
         } else {
-          pg.recv(pb, 0, 11, timeout)->wait(timeout);
+          waitWatching(*pg.recv(pb, 0, 11, timeout), fleet, timeout);
           value = nowWallMs();
           mem->toDevice(stamp.data(), &value, sizeof value);
-          pg.send(sb, 0, 12, timeout)->wait(timeout);
+          waitWatching(*pg.send(sb, 0, 12, timeout), fleet, timeout);
         }
       }
       if (me == 0) out.clock.samples.push_back(best);
@@ -154,7 +192,7 @@ void runClockExchange(comm::ProcessGroup& pg, int me, int n, std::chrono::millis
 Collectives runProcessGroup(fleet::FleetRun& fleet, const std::string& transport, const Selection& sel,
                             const DiagOptions& opt, bool& pgUp) {
   Collectives out;
-  fleet.enterStage("smoke");
+  fleet.enterStage("process_group");
   InitOptions init;
   init.distBackend = transport;
   init.timeout = opt.timeout;
@@ -165,8 +203,15 @@ Collectives runProcessGroup(fleet::FleetRun& fleet, const std::string& transport
     pgUp = true;
     auto& pg = world->pg();
     const int me = world->rank(), n = world->worldSize();
-    if (sel.selected("world.smoke_allreduce")) runSmoke(pg, me, n, opt.timeout, out);
-    if (!pg.broken() && sel.selected("world.clock_skew")) runClockExchange(pg, me, n, opt.timeout, out);
+    fleet.enterStage("smoke");
+    if (sel.selected("world.smoke_allreduce")) runSmoke(pg, fleet, me, n, opt.timeout, out);
+    if (sel.selected("world.clock_skew")) {
+      if (!pg.broken()) {
+        runClockExchange(pg, fleet, me, n, opt.timeout, out);
+      } else {
+        out.clock.notRun = "the smoke allreduce left the process group unusable (world.smoke_allreduce says why)";
+      }
+    }
   } catch (const std::exception& e) {
     out.smokeRan = sel.selected("world.smoke_allreduce");
     out.smokeError = e.what();
@@ -184,7 +229,9 @@ Json collectivesJson(const Collectives& c) {
 const std::string kPrefix = "diag/";
 
 // Rank 0: its own smoke result and every other rank's posted one (each read bounded by timeout).
-SmokeOutcome gatherSmoke(store::Store& st, int n, std::chrono::milliseconds timeout, const Collectives& own) {
+// Rank 0: its own smoke result and every other rank's posted one, all within one `timeout`; a rank
+// the fleet's heartbeats name frozen or gone is silent at once, not waited for.
+SmokeOutcome gatherSmoke(fleet::FleetRun& fleet, int n, std::chrono::milliseconds timeout, const Collectives& own) {
   SmokeOutcome out;
   out.expected = own.smokeExpected;
   out.timeUs = own.smokeUs;
@@ -192,16 +239,31 @@ SmokeOutcome gatherSmoke(store::Store& st, int n, std::chrono::milliseconds time
     out.errors.push_back(fmt::format(
         "rank 0: {}", own.smokeError.empty() ? fmt::format("got {}", own.smokeGot) : own.smokeError));
   }
+  auto& st = fleet.store();
+  const auto deadline = Clock::now() + timeout;
   for (int r = 1; r < n; ++r) {
-    try {
-      auto j = Json::parse(toString(st.get(kPrefix + "post/" + std::to_string(r), timeout)));
-      if (j.value("smoke_ran", false) && !j.value("smoke_ok", false)) {
-        std::string e = j.value("smoke_error", "");
-        out.errors.push_back(
-            fmt::format("rank {}: {}", r, e.empty() ? fmt::format("got {}", j.value("smoke_got", 0.0)) : e));
+    const std::string key = kPrefix + "post/" + std::to_string(r);
+    std::optional<Json> j;
+    while (!j) {
+      try {
+        if (st.check({key})) {
+          j = Json::parse(toString(st.get(key, timeout)));
+          break;
+        }
+      } catch (const std::exception&) {
+        break;
       }
-    } catch (const std::exception&) {
+      if (Clock::now() >= deadline || fleet.silentRanks().count(r)) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    if (!j) {
       out.silent.push_back(r);
+      continue;
+    }
+    if (j->value("smoke_ran", false) && !j->value("smoke_ok", false)) {
+      std::string e = j->value("smoke_error", "");
+      out.errors.push_back(
+          fmt::format("rank {}: {}", r, e.empty() ? fmt::format("got {}", j->value("smoke_got", 0.0)) : e));
     }
   }
   return out;
@@ -411,8 +473,14 @@ WorldOutcome runWorld(Context& ctx, const Selection& sel, const std::string& too
   facts.transport = transport.backend;
   facts.transportWhy = transport.why;
   if (pgPlan == "go") {
-    facts.smoke = gatherSmoke(st, n, timeout, coll);
+    facts.smoke = gatherSmoke(*fleet, n, timeout, coll);
     facts.clock = coll.clock;
+    // A rank that stopped after the fleet's stages (in the process group's start, the smoke or the
+    // clock exchange) is judged again with what the heartbeats now say, so that its host is named in
+    // the verdict and the exclude file, not only in the smoke's row.
+    if (!facts.smoke.errors.empty() || !facts.smoke.silent.empty() || !coll.clock.error.empty()) {
+      fleet->judgeFinal(missing);
+    }
   } else {
     facts.processGroupSkipped = pgPlan.rfind("skip:", 0) == 0 ? pgPlan.substr(5) : pgPlan;
   }
