@@ -441,7 +441,8 @@ TEST_P(FleetStage, RankIsNamed) {
 INSTANTIATE_TEST_SUITE_P(Stages, FleetStage,
                          ::testing::Combine(::testing::Values("freeze", "exit"),
                                             ::testing::Values("join", "local_checks", "reachability", "links",
-                                                              "confirm", "bisect", "report")),
+                                                              "confirm", "bisect", "report", "process_group",
+                                                              "smoke")),
                          [](const auto& info) {
                            return std::get<0>(info.param) + "_" + std::get<1>(info.param);
                          });
