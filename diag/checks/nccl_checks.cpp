@@ -99,7 +99,11 @@ Finding version(Context& c) {
                 "system one), or rebuild against the installed NCCL.",
                 data);
   }
-  return pass(both, data);
+  // Loading the library and asking its version is all this check does: it says so, and where a
+  // communicator is started (issue 42: a PASS must not read as "NCCL starts here").
+  return pass(both + "; no communicator made here: dsdiag --world (a job on nccl) and `dsbench world --backend "
+                     "nccl` start one",
+              data);
 }
 
 Finding envEcho(Context& c) {
