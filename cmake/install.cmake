@@ -4,6 +4,7 @@
 #   bin/                      dsrun dsdiag dsbench dsreport, and dsperf-gpu-checks (run-gpu-checks.sh)
 #   libexec/dsperf/           the GPU test binaries dsperf-gpu-checks runs (CUDA builds only)
 #   share/dsperf/peers/       the torch peer scripts (run-gpu-checks' step g)
+#   share/dsperf/             gpu_figures.py (run-gpu-checks' step h: figures.md from its JSON)
 #   share/dsperf/schema/      the JSON Schemas of every file the tools write
 #   share/dsperf/grafana/     dsperf-dashboard.json, a Grafana dashboard of dsreport export's gauges
 #   share/dsperf/prometheus/  dsperf-alerts.yml, Prometheus alerting rules for the same gauges
@@ -31,6 +32,8 @@ foreach(t ds_nccl_gpu_tests ds_ddp_gpu_tests)
 endforeach()
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/scripts/bundle/peers/ DESTINATION ${DS_INSTALL_DATADIR}/peers
         COMPONENT tools FILES_MATCHING PATTERN "*.py")
+install(PROGRAMS ${PROJECT_SOURCE_DIR}/scripts/bundle/gpu_figures.py DESTINATION ${DS_INSTALL_DATADIR}
+        COMPONENT tools)
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/reports/schema/ DESTINATION ${DS_INSTALL_DATADIR}/schema COMPONENT tools
         FILES_MATCHING PATTERN "*.schema.json")
 # The dashboard and the alerting rules for `dsreport export --openmetrics` (docs/fleet-health.md, 5).

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds a relocatable, self-contained dsperf for GPU nodes that lack our Debian packages (and often
-# any network): dsrun, dsdiag, dsbench with CUDA and NCCL, the gpu test binaries, run-gpu-checks.sh
-# and the torch peer scripts, in one folder to copy (docs/gpu-nodes.md).
+# any network): dsrun, dsdiag, dsbench with CUDA and NCCL, the gpu test binaries, run-gpu-checks.sh,
+# the torch peer scripts and the figures' Markdown writer, in one folder to copy (docs/gpu-nodes.md).
 #
 # Usage: scripts/bundle.sh [--out DIR] [--cuda-arch LIST] [--cpu-only] [--from-build DIR]
 #                          [--build-dir DIR] [--max-mib N]
@@ -15,7 +15,7 @@
 #
 # Layout: bin/<tool> (launchers: they find libnccl/libcublas, then run libexec/<tool>), libexec/ (the
 # binaries, RPATH $ORIGIN/../lib), lib/ (every library they need that is not on the allowlist),
-# share/dsperf/ (find-libs.sh, runtime-libs, peers/*.py), run-gpu-checks.sh, MANIFEST. The allowlist
+# share/dsperf/ (find-libs.sh, runtime-libs, peers/*.py, gpu_figures.py), run-gpu-checks.sh, MANIFEST. The allowlist
 # (what the node provides) is in scripts/bundle/allowlist.sh.
 # The mpi backend is left out (-DDS_WITH_MPI=OFF): Open MPI finds its plugins, help files and
 # configuration through paths fixed at its install, so a copied libmpi does not start. CPU GEMMs use
@@ -146,6 +146,7 @@ done
 
 cp "$root/scripts/bundle/find-libs.sh" "$out/share/dsperf/"
 cp "$root/scripts/bundle/peers/"*.py "$out/share/dsperf/peers/"
+cp "$root/scripts/bundle/gpu_figures.py" "$out/share/dsperf/"
 cp "$root/scripts/run-gpu-checks.sh" "$out/"
 chmod +x "$out/run-gpu-checks.sh"
 

@@ -15,9 +15,13 @@
 #                   bus id; dsbench coll --backend nccl ends within its timeout naming NCCL's duplicate-GPU error
 #   train        f. dsbench train on CUDA: the 100m preset and an MLP of width 8192, each in f32 and bf16
 #   peers        g. the node's torch on the same work (allreduce, MLP step, device copy): ratio tables
-#   summary      h. summary.json (a dsperf.diag document: `dsreport html summary.json` makes a report)
-# Files written to OUTDIR (at most 8): gpu-checks.log, summary.json, dsdiag.json, two-ranks.json,
-# sweep-nccl.json, train-100m.json, train-mlp8192.json, peers.json.
+#   summary      h. summary.json (a dsperf.diag document: `dsreport html summary.json` makes a report), then
+#                   figures.md: the figures of the JSON as Markdown for docs/performance.md's GPU section
+#                   (gpu_figures.py, beside the peers: share/dsperf/ in the bundle and the install)
+# Files written to OUTDIR (at most 8, the most a GPU machine we run this on hands back from one run):
+# gpu-checks.log, summary.json, figures.md, dsdiag.json, sweep-nccl.json, train-100m.json,
+# train-mlp8192.json, peers.json. Step e's dsdiag --world JSON stays in a temporary folder: its verdict,
+# world.gpu_unique's message, is the step's message in summary.json and figures.md.
 # The last line is `gpu-checks: PASS` (exit 0) or `gpu-checks: FAIL (<steps>)` (exit 1); 2: bad usage.
 # DS_GPU_CHECKS_STEPS="a list" runs only those steps (never PASS).
 set -uo pipefail
@@ -35,6 +39,8 @@ if [[ -f "$here/share/dsperf/find-libs.sh" ]]; then
   bin=$here/bin
   tests=$here/libexec
   peers=$here/share/dsperf/peers
+  figures=$here/share/dsperf/gpu_figures.py
+  bundle_source=$(sed -n 's/^source: //p' "$here/MANIFEST" 2>/dev/null)
   # shellcheck source=bundle/find-libs.sh
   source "$here/share/dsperf/find-libs.sh"
   DS_BUNDLE_QUIET=1 ds_bundle_find_libs "$here"
@@ -44,11 +50,13 @@ elif [[ -x "$here/dsdiag" && -d "$here/../share/dsperf/peers" ]]; then
   bin=$here
   tests=$here/../libexec/dsperf
   peers=$here/../share/dsperf/peers
+  figures=$here/../share/dsperf/gpu_figures.py
 else
   mode=source
   bin=${DS_GPU_BIN_DIR:-$here/../build-gpu/bin}
   tests=${DS_GPU_TEST_DIR:-$here/../build-gpu/tests}
   peers=$here/bundle/peers
+  figures=$here/bundle/gpu_figures.py
 fi
 python=${DS_PYTHON:-python3}
 budget_s=${DS_GPU_CHECKS_BUDGET_S:-480}
@@ -62,6 +70,7 @@ if [[ -n "${DS_GPU_CHECKS_STEPS:-}" ]]; then
   echo "gpu-checks: running only ${STEPS[*]} (DS_GPU_CHECKS_STEPS)"
 fi
 t0=$SECONDS
+started=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 remaining() { echo $((budget_s - (SECONDS - t0))); }
 # Runs a command under min($1, what is left of the budget) seconds; 124 when cut off.
 bounded() {
@@ -74,11 +83,12 @@ bounded() {
 }
 why=""     # a step's one-line reason when it fails
 remedy=""  # and what to do, when the step knows better than "read the log"
+note=""    # what a step that passed proved, when "ok" says too little
 # JSON queries go through the node's python (present on every node the bundle targets).
 pyq() { "$python" -c "$1" "${@:2}"; }
 
 step_gpu_visible() {
-  echo "dsperf run-gpu-checks ($mode), host $(uname -n), $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+  echo "dsperf run-gpu-checks ($mode), host $(uname -n), $started"
   [[ -n "${DS_BUNDLE_LIBS:-}" ]] && echo "libraries: $DS_BUNDLE_LIBS"
   if ! command -v nvidia-smi >/dev/null; then
     why="no GPU: nvidia-smi is not installed, so this machine has no NVIDIA driver"
@@ -96,8 +106,10 @@ step_gpu_visible() {
     echo "$why"
     return 1
   fi
+  # Kept for summary.json (gpu_checks.nvidia_smi), where figures.md reads the GPUs and driver when
+  # dsdiag.json has none.
   bounded 10 nvidia-smi --query-gpu=index,name,pci.bus_id,driver_version,memory.total,persistence_mode \
-    --format=csv 2>&1
+    --format=csv 2>&1 | tee "$tmp/nvidia-smi.csv"
   if [[ "${DS_BUNDLE_LIBS:-}" == *"NOT FOUND"* ]]; then
     why="libraries missing: ${DS_BUNDLE_LIBS#*NOT FOUND: }"
     remedy="Set DS_NCCL_LIB / DS_CUBLAS_LIB to the folder holding them, or DS_PYTHON to a python with nvidia-nccl-cu13 and nvidia-cublas."
@@ -150,24 +162,32 @@ step_sweep() {
 step_two_ranks() {
   # Both ranks take GPU 0: LOCAL_RANK=0 for each, as a launcher that loses the local rank would do.
   local problems=()
+  # Its JSON stays in $tmp (OUTDIR holds at most 8 files); the verdict goes to the step's message.
   CUDA_VISIBLE_DEVICES=0 DS_ACCELERATOR=cuda bounded 60 "$bin/dsrun" --standalone --nproc-per-node 2 -- env LOCAL_RANK=0 \
-    "$bin/dsdiag" --world --timeout 30 --json "$out/two-ranks.json" >"$tmp/world.txt" 2>&1
+    "$bin/dsdiag" --world --timeout 30 --json "$tmp/two-ranks.json" >"$tmp/world.txt" 2>&1
   local rc=$?
   tail -n 20 "$tmp/world.txt"
-  if [[ ! -f "$out/two-ranks.json" ]]; then
+  local seen=""
+  if [[ ! -f "$tmp/two-ranks.json" ]]; then
     problems+=("dsdiag --world wrote no JSON (exit $rc)")
   else
     local verdict
     verdict=$(pyq 'import json, re, sys
 j = json.load(open(sys.argv[1]))
 c = [c for c in j["checks"] if c["id"] == "world.gpu_unique"]
-if not c: print("world.gpu_unique missing"); sys.exit()
-m = c[0]["message"]
-if c[0]["status"] != "FAIL": print("world.gpu_unique is " + c[0]["status"] + ", not FAIL: " + m)
+if not c: print("BAD world.gpu_unique missing"); sys.exit()
+m = " ".join(c[0]["message"].split())
+if c[0]["status"] != "FAIL": print("BAD world.gpu_unique is " + c[0]["status"] + ", not FAIL: " + m)
 elif not re.search(r"ranks 0-1 share GPU [0-9a-fA-F]+:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-9]", m):
-    print("world.gpu_unique does not name both ranks and the bus id: " + m)' \
-      "$out/two-ranks.json")
-    [[ -n "$verdict" ]] && problems+=("$verdict")
+    print("BAD world.gpu_unique does not name both ranks and the bus id: " + m)
+else: print("OK world.gpu_unique FAIL, as it must: " + m)' \
+      "$tmp/two-ranks.json")
+    echo "${verdict#* }"
+    case $verdict in
+      "OK "*) seen=${verdict#OK } ;;
+      "BAD "*) problems+=("${verdict#BAD }") ;;
+      *) problems+=("two-ranks.json is unreadable") ;;
+    esac
   fi
   CUDA_VISIBLE_DEVICES=0 NCCL_DEBUG=WARN DS_ACCELERATOR=cuda bounded 90 "$bin/dsrun" --standalone \
     --nproc-per-node 2 -- env LOCAL_RANK=0 "$bin/dsbench" coll --backend nccl -b 1M -e 1M -n 5 -T 30 \
@@ -181,11 +201,12 @@ elif not re.search(r"ranks 0-1 share GPU [0-9a-fA-F]+:[0-9a-fA-F]{2}:[0-9a-fA-F]
   elif ! grep -qi 'duplicate GPU' "$tmp/dup.txt"; then
     problems+=("dsbench failed (exit $rc) without naming NCCL's duplicate-GPU error")
   fi
+  note="$seen; dsbench coll --backend nccl ended (exit $rc) naming NCCL's duplicate-GPU error"
   ((${#problems[@]} == 0)) || { why=$(printf '%s; ' "${problems[@]}"); why=${why%; }; return 1; }
 }
 
 step_train() {
-  # Both dtypes in one file per model (one run per --dtype value): the 8-file limit holds.
+  # Both dtypes in one file per model (one run per --dtype value): OUTDIR's 8-file limit holds.
   local failed=()
   DS_ACCELERATOR=cuda bounded 150 "$bin/dsbench" train --backend nccl --model 100m --batch 64 --steps 20 \
     --warmup 5 --dtype f32,bf16 --json "$out/train-100m.json" || failed+=("100m exit $?")
@@ -253,9 +274,10 @@ run_all() {
     start=$SECONDS
     why=""
     remedy=""
+    note=""
     if "step_$step"; then
-      echo "gpu-checks: $step: ok ($((SECONDS - start)) s)"
-      record "$step" PASS "ok" "" $((SECONDS - start))
+      echo "gpu-checks: $step: ok ($((SECONDS - start)) s)${note:+: $note}"
+      record "$step" PASS "${note:-ok}" "" $((SECONDS - start))
     else
       echo "gpu-checks: $step: FAILED ($((SECONDS - start)) s): ${why:-see the output above}"
       failed_steps+=("$step")
@@ -272,17 +294,43 @@ run_all() {
   else
     result="FAIL ($(IFS=,; echo "${failed_steps[*]}"))"
   fi
-  files=$(cd "$out" && ls -1 | grep -v '^summary.json$' | sed 's/.*/"&"/' | paste -sd, -)
-  {
-    echo "{\"schema\": \"dsperf.diag\", \"schema_version\": \"1.0\", \"mode\": \"local\", \"world_size\": 1,"
-    echo " \"host\": $(json_str "$(uname -n)"), \"tool_version\": \"run-gpu-checks ($mode)\","
-    echo " \"summary\": {\"pass\": $npass, \"warn\": 0, \"fail\": $nfail, \"skip\": $nskip, \"exit_code\": $((nfail > 0 ? 2 : 0))},"
-    echo " \"gpu_checks\": {\"result\": $(json_str "gpu-checks: $result"), \"seconds\": $((SECONDS - t0)), \"budget_s\": $budget_s, \"files\": [${files}]},"
-    echo " \"checks\": ["
-    (IFS=$'\n'; echo "${records[*]}" | sed '$!s/$/,/')
-    echo " ]}"
-  } >"$out/summary.json"
+  # What figures.md heads its table with, beside dsdiag.json's versions (absent when step b did not run).
+  local version smi=()
+  version=$(timeout -k 5 10 "$bin/dsdiag" --version 2>/dev/null | head -n 1)
+  if [[ -f "$tmp/nvidia-smi.csv" ]]; then
+    local line
+    while IFS= read -r line; do smi+=("$(json_str "$line")"); done <"$tmp/nvidia-smi.csv"
+  fi
+  write_summary() {  # again once figures.md is written, so that its list of files names it
+    local files
+    files=$(cd "$out" && ls -1 | grep -v '^summary.json$' | sed 's/.*/"&"/' | paste -sd, -)
+    {
+      echo "{\"schema\": \"dsperf.diag\", \"schema_version\": \"1.0\", \"mode\": \"local\", \"world_size\": 1,"
+      echo " \"host\": $(json_str "$(uname -n)"), \"tool_version\": \"run-gpu-checks ($mode)\","
+      echo " \"summary\": {\"pass\": $npass, \"warn\": 0, \"fail\": $nfail, \"skip\": $nskip, \"exit_code\": $((nfail > 0 ? 2 : 0))},"
+      echo " \"gpu_checks\": {\"result\": $(json_str "gpu-checks: $result"), \"started\": \"$started\", \"seconds\": $((SECONDS - t0)),"
+      echo "  \"budget_s\": $budget_s, \"dsperf\": $(json_str "$version"), \"bundle_source\": $(json_str "${bundle_source:-}"),"
+      echo "  \"nvidia_smi\": [$(IFS=,; echo "${smi[*]-}")], \"files\": [${files}]},"
+      echo " \"checks\": ["
+      (IFS=$'\n'; echo "${records[*]}" | sed '$!s/$/,/')
+      echo " ]}"
+    } >"$out/summary.json"
+  }
+  write_summary
   echo "gpu-checks: wrote $out/summary.json (dsreport html $out/summary.json makes a report; the sweep and train JSON are standard dsperf files)"
+  local frc
+  if [[ ! -f "$figures" ]]; then
+    echo "gpu-checks: figures.md not written: $figures is missing"
+  else
+    timeout -k 5 60 "$python" "$figures" "$out" 2>&1
+    frc=$?
+    if ((frc == 0)) && [[ -f "$out/figures.md" ]]; then
+      write_summary
+      echo "gpu-checks: wrote $out/figures.md (the run's figures as Markdown tables, ready for docs/performance.md's GPU section)"
+    else
+      echo "gpu-checks: figures.md not written: $python $figures $out exit $frc"
+    fi
+  fi
   echo "gpu-checks: total $((SECONDS - t0)) s of ${budget_s} s"
   echo "gpu-checks: $result"
   [[ "$result" == PASS ]]
