@@ -8,7 +8,7 @@
 #      file bind-mounted over it), this build's own dsdiag no longer starts, while the bundle's dsdiag
 #      (local), and dsbench coll --backend gloo and shm at 2 ranks under the bundle's dsrun, run;
 #   3. the bundle's run-gpu-checks.sh ends with `gpu-checks: FAIL (gpu_visible)` here (no GPU), says
-#      so, and writes a summary.json that dsreport html reads.
+#      so, and writes a summary.json that dsreport html reads and a figures.md that says what is missing.
 # Usage: bundle_test.sh BUILD_DIR. Exit 77 (ctest SKIP) when unshare -m or patchelf is unavailable.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -136,6 +136,13 @@ check "it says there is no GPU" grep -q 'no GPU' "$tmp/gpu.out"
 check "no step after gpu_visible ran" bash -c "! grep -q '===== gpu-checks: dsdiag' '$tmp/gpu.out'"
 check "it wrote summary.json" test -s "$tmp/gpu-out/summary.json"
 check "it wrote at most 8 files" test "$(ls -1 "$tmp/gpu-out" | wc -l)" -le 8
+check "it wrote figures.md with the bundle's gpu_figures.py, and says where" \
+  grep -q "gpu-checks: wrote $tmp/gpu-out/figures.md" "$tmp/gpu.out"
+check "figures.md has gpu_visible's FAIL and says the sweep is missing" bash -c "
+  grep -q '^| gpu_visible | FAIL |.*no GPU' '$tmp/gpu-out/figures.md' &&
+  grep -q 'Missing:\*\* the NCCL sweep: sweep-nccl.json is missing' '$tmp/gpu-out/figures.md'"
+check "figures.md names the bundle's source revision from its MANIFEST" \
+  grep -q "bundle of $(sed -n 's/^source: //p' "$b/MANIFEST") (MANIFEST)" "$tmp/gpu-out/figures.md"
 if python3 -c 'import jsonschema' 2>/dev/null; then
   check "summary.json validates against reports/schema/dsperf.schema.json" python3 -c '
 import json, sys, jsonschema

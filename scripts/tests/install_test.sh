@@ -3,7 +3,8 @@
 #   1. cmake --install BUILD --prefix <tmp>/a, then the tree is moved to <tmp>/b (relocatable);
 #   2. in a private mount namespace with the source tree and the build folder hidden (an empty tmpfs
 #      over each), the installed tools run: dsdiag --list, dsbench world --dry-run, dsreport --help,
-#      every tool's --version (the project() version and a commit), `man -l` of the installed dsdiag.1;
+#      every tool's --version (the project() version and a commit), `man -l` of the installed dsdiag.1,
+#      dsperf-gpu-checks' figures.md (step a only);
 #   3. a small CMake project finds the engine with find_package(dsperf) in the moved prefix, links
 #      dsperf::dsengine, and prints ds::versionLine().
 # Usage: install_test.sh BUILD_DIR. Exit 77 (ctest SKIP) when unshare -m is unavailable.
@@ -68,6 +69,10 @@ else
   check "the man page of dsdiag renders from the prefix" 'pre-flight' env MANWIDTH=80 man -l "$p/share/man/man1/dsdiag.1"
 fi
 check "the JSON schema is installed" '"\$schema"' cat "$p/share/dsperf/schema/dsperf.schema.json"
+# Only step a (quick with or without a GPU): the installed dsperf-gpu-checks finds the installed
+# gpu_figures.py and writes figures.md.
+check "dsperf-gpu-checks writes figures.md from the prefix" "wrote $tmp/gpu-out/figures.md" \
+  bash -c "DS_GPU_CHECKS_STEPS=gpu_visible dsperf-gpu-checks '$tmp/gpu-out'; test -s '$tmp/gpu-out/figures.md'"
 check "the Grafana dashboard is installed" '"uid": "dsperf-fleet"' cat "$p/share/dsperf/grafana/dsperf-dashboard.json"
 if command -v promtool >/dev/null; then
   check "the installed alerting rules load in promtool" 'SUCCESS' promtool check rules "$p/share/dsperf/prometheus/dsperf-alerts.yml"
