@@ -38,4 +38,11 @@ if(DS_WITH_MPI_ENABLED)
 endif()
 set(CPACK_DEBIAN_PACKAGE_SUGGESTS "libnccl2, libcublas12, python3-torch")
 
+# The tarball has no package manager to pull its libraries: packaging/tarball/README, at the top of
+# the .tar.gz only, says which Debian 12 packages a node needs (the .deb's Depends, by name). The
+# `package` test checks that it names every package of the .deb's Depends; the `cleannode` test runs
+# its apt-get line on a fresh minbase root and the tools after it.
+set(CPACK_DS_TARBALL_README_DIR ${PROJECT_SOURCE_DIR}/packaging/tarball)
+set(CPACK_PROJECT_CONFIG_FILE ${PROJECT_SOURCE_DIR}/cmake/CPackProjectConfig.cmake)
+
 include(CPack)

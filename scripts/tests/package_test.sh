@@ -7,7 +7,8 @@
 #   3. `dpkg -x` into an empty root; in a private mount namespace with the source tree and the build
 #      folder hidden, the unpacked /usr/bin tools run: dsdiag --list, dsbench world --dry-run,
 #      dsreport --help, and man -l of the unpacked dsdiag page;
-#   4. the .tar.gz holds the same bin/ tools.
+#   4. the .tar.gz holds the same bin/ tools, and its README's apt-get line names every package the
+#      .deb depends on (the tarball has no Depends; the cleannode test runs that line).
 # Usage: package_test.sh BUILD_DIR. Exit 77 (ctest SKIP) when dpkg-deb, dpkg-shlibdeps or unshare -m
 # are unavailable.
 set -uo pipefail
@@ -120,5 +121,17 @@ done
 for f in share/dsperf/grafana/dsperf-dashboard.json share/dsperf/prometheus/dsperf-alerts.yml; do
   grep -q "/$f\$" <<<"$listing" || fail "$(basename "$tgz") has no $f"
 done
+# The tarball's README (packaging/tarball/README) names every package of the .deb's Depends in its
+# apt-get line, except the C and C++ runtimes every Debian node has; the cleannode test runs that line.
+readme=$(tar -xzOf "$tgz" --wildcards '*/README' 2>/dev/null)
+line=" $(grep -m 1 -E '^[[:space:]]*apt-get install ' <<<"$readme") "
+if [[ "$line" == "  " ]]; then
+  fail "$(basename "$tgz") has no README with an 'apt-get install' line at its top (packaging/tarball/README)"
+else
+  for d in "${!declared[@]}"; do
+    case $d in libc6|libgcc-s1|libstdc++6) continue ;; esac
+    [[ "$line" == *" $d "* ]] || fail "the tarball's README does not name $d, which the .deb depends on (packaging/tarball/README)"
+  done
+fi
 ((fails == 0)) && echo "package: PASS" || echo "package: FAIL ($fails problems)"
 exit $((fails > 0))
