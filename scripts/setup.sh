@@ -38,6 +38,7 @@ packages=(
   iproute2 procps
   nftables                       # fleet tests (diag/tests/fleet.sh): unreachable peers and packet loss
   iptables libnetfilter-queue-dev  # fleet tests: delay through NFQUEUE (ds_fleet_delay; no sch_netem here)
+  debootstrap                    # cleannode test: a Debian minbase root for the .deb, tarball and bundle
   patchelf                       # scripts/bundle.sh: RPATH $ORIGIN/../lib in the relocatable bundle
   libblas3                       # scripts/bundle.sh: the netlib BLAS of the bundle (-DDS_BLAS=reference)
   python3-jsonschema             # tests: our JSON outputs validate against reports/schema/dsperf.schema.json

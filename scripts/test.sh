@@ -21,8 +21,11 @@ fi
 cd "$build"
 # The long fleet suite (label fleet: 64 namespace hosts, every fault; many minutes on 2 cores) runs
 # only when asked for: `scripts/test.sh -L fleet` (or `ctest -L fleet` in the build). Its smoke part
-# (16 hosts, label netns) stays in the default run.
-if [[ " ${args[*]-} " != *fleet* && " ${args[*]-} " != *" -LE "* && " ${args[*]-} " != *--label-exclude* ]]; then
-  args+=(-LE fleet)
+# (16 hosts, label netns) stays in the default run. So does the clean-node test (label cleannode:
+# three debootstrap roots, apt from the registry, a bundle compile on its first run):
+# `scripts/test.sh -L cleannode`.
+if [[ " ${args[*]-} " != *fleet* && " ${args[*]-} " != *cleannode* && " ${args[*]-} " != *" -LE "* &&
+      " ${args[*]-} " != *--label-exclude* ]]; then
+  args+=(-LE 'fleet|cleannode')
 fi
 ctest --output-on-failure --timeout 300 -j "${DS_TEST_JOBS:-2}" ${args[@]+"${args[@]}"}
