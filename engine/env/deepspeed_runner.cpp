@@ -353,6 +353,242 @@ void readEnvFile(const EnvFileCandidate& f, RunnerPlan& plan) {
   }
 }
 
+
+// json.dumps(str) with ensure_ascii: \uXXXX for everything outside ' '..'~'.
+std::string pyJsonString(std::string_view s) {
+  std::string out = "\"";
+  for (std::size_t i = 0; i < s.size();) {
+    char32_t c;
+    i += codePoint(s, i, c);
+    if (c == '"') {
+      out += "\\\"";
+    } else if (c == '\\') {
+      out += "\\\\";
+    } else if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\r') {
+      out += "\\r";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (c == '\b') {
+      out += "\\b";
+    } else if (c == '\f') {
+      out += "\\f";
+    } else if (c >= 0x20 && c <= 0x7E) {
+      out += static_cast<char>(c);
+    } else if (c > 0xFFFF) {
+      char32_t v = c - 0x10000;
+      out += fmt::format("\\u{:04x}\\u{:04x}", 0xD800 + (v >> 10), 0xDC00 + (v & 0x3FF));
+    } else {
+      out += fmt::format("\\u{:04x}", static_cast<unsigned>(c));
+    }
+  }
+  return out + "\"";
+}
+
+std::string base64Url(std::string_view in) {
+  static constexpr char kAlpha[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+  std::string out;
+  std::size_t i = 0;
+  for (; i + 2 < in.size(); i += 3) {
+    unsigned v = (static_cast<unsigned char>(in[i]) << 16) | (static_cast<unsigned char>(in[i + 1]) << 8) |
+                 static_cast<unsigned char>(in[i + 2]);
+    for (int k = 18; k >= 0; k -= 6) out += kAlpha[(v >> k) & 0x3F];
+  }
+  if (std::size_t rest = in.size() - i; rest > 0) {
+    unsigned v = static_cast<unsigned char>(in[i]) << 16;
+    if (rest == 2) v |= static_cast<unsigned char>(in[i + 1]) << 8;
+    out += kAlpha[(v >> 18) & 0x3F];
+    out += kAlpha[(v >> 12) & 0x3F];
+    out += rest == 2 ? kAlpha[(v >> 6) & 0x3F] : '=';
+    out += '=';
+  }
+  return out;
+}
+
+std::string lowerAscii(std::string_view s) {
+  std::string out(s);
+  for (char& ch : out) {
+    if (ch >= 'A' && ch <= 'Z') ch = static_cast<char>(ch - 'A' + 'a');
+  }
+  return out;
+}
+
+// Python's repr() of a list of ints: [0, 2].
+std::string pyIntList(const std::vector<long long>& v) { return fmt::format("[{}]", fmt::join(v, ", ")); }
+
+// SlurmRunner.validate_active_resources: srun places tasks by count, so only slots 0..N-1 and the same N
+// on every host.
+void validateSlurmResources(const ActiveResources& active) {
+  std::vector<std::size_t> counts;
+  for (const auto& [host, slots] : active) {
+    for (std::size_t i = 0; i < slots.size(); ++i) {
+      if (slots[i] != static_cast<long long>(i)) {
+        raise("ValueError",
+              fmt::format("slurm backend cannot select specific device ids, got {} on {}. Filter whole "
+                          "hosts, or keep the first N slots on every host.",
+                          pyIntList(slots), host),
+              "--launcher slurm",
+              fmt::format("srun starts a count of tasks per host and cannot pin them to slots {} on {}: "
+                          "filter whole hosts (--include {}), or use --launcher pdsh.",
+                          fmt::join(slots, ","), host, host));
+      }
+    }
+    counts.push_back(slots.size());
+  }
+  if (std::any_of(counts.begin(), counts.end(), [&](std::size_t n) { return n != counts.front(); })) {
+    std::vector<std::string> parts;
+    for (const auto& [host, slots] : active) parts.push_back(fmt::format("{}: {}", pythonRepr(host), slots.size()));
+    raise("ValueError",
+          fmt::format("slurm backend needs the same slot count on every host, got {{{}}}.", fmt::join(parts, ", ")),
+          "--launcher slurm",
+          "srun gives every host the same number of tasks: give the hosts equal slots (a host with slots=0 "
+          "counts too), or use --launcher pdsh.");
+  }
+}
+
+// The per-node process count of the MPI launchers (mpich, impi, mvapich): the first host's slots,
+// and every host must have as many.
+long long perNode(const std::vector<std::pair<std::string, long long>>& pool, const std::string& text) {
+  long long ppn = pool.front().second;
+  for (const auto& [host, n] : pool) {
+    if (n != ppn) {
+      raise("ValueError", text, "--launcher",
+            fmt::format("This launcher starts the same number of ranks on every host (-ppn {}), but {} has "
+                        "slots={}: give every hostfile line the same slots, or use --launcher pdsh or openmpi.",
+                        ppn, host, n));
+    }
+  }
+  return ppn;
+}
+
+// get_cmd of the launcher `name` (lowercase, one DeepSpeed knows).
+void buildLauncherCommand(const std::string& name, const RunnerFlags& flags, const RunnerContext& ctx,
+                          const std::vector<std::pair<std::string, long long>>& pool, RunnerPlan& plan) {
+  const std::string master = plan.masterFromHost.empty() ? plan.masterAddr : runnerMasterPlaceholder(plan.masterFromHost);
+  std::vector<std::string> largs = pythonShlexSplit(flags.launcherArgs, "--launcher_args");
+  auto& cmd = plan.command;
+  auto append = [&](std::initializer_list<std::string> a) { cmd.insert(cmd.end(), a); };
+  auto appendAll = [&](const std::vector<std::string>& a) { cmd.insert(cmd.end(), a.begin(), a.end()); };
+  auto pythonExec = [&] {
+    if (flags.noPython) return;
+    append({ctx.python, "-u"});
+    if (flags.module) cmd.push_back("-m");
+  };
+  long long total = 0;
+  for (const auto& [_, n] : pool) total += n;
+  std::vector<std::string> hostNames;
+  for (const auto& [h, _] : pool) hostNames.push_back(h);
+  const std::string hosts = fmt::format("{}", fmt::join(hostNames, ","));
+  if (name == "pdsh") {
+    plan.commandEnv.emplace_back("PDSH_RCMD_TYPE", "ssh");
+    if (flags.sshPort) {
+      std::string before = ctx.env != nullptr ? ctx.env->get("PDSH_SSH_ARGS_APPEND").value_or("") : "";
+      // DeepSpeed's f-string continues over a backslash-newline and keeps the next line's indent.
+      plan.commandEnv.emplace_back("PDSH_SSH_ARGS_APPEND",
+                                   fmt::format("{} {}-p {}", before, std::string(12, ' '), *flags.sshPort));
+    }
+    std::vector<std::string> active;
+    for (const auto& [h, _] : plan.active) active.push_back(h);
+    append({"pdsh", "-S", "-f", "1024", "-w", fmt::format("{}", fmt::join(active, ","))});
+    appendAll(largs);
+    std::string exports;
+    for (const auto& e : plan.exports) exports += fmt::format("export {}={}; ", e.key, e.value);
+    append({exports, fmt::format("cd {};", ctx.cwd), ctx.python, "-u", "-m", "deepspeed.launcher.launch",
+            "--world_info=" + encodeWorldInfo(plan.active), "--node_rank=%n", "--master_addr=" + master,
+            fmt::format("--master_port={}", flags.masterPort)});
+    if (flags.noPython) cmd.push_back("--no_python");
+    if (flags.module) cmd.push_back("--module");
+    cmd.push_back("--enable_each_rank_log=None");  // the flag's default is the string "None"
+    cmd.push_back(flags.userScript);
+    for (const auto& a : flags.userArgs) {
+      if (a.find(' ') == std::string::npos) {
+        cmd.push_back(a);
+        continue;
+      }
+      std::string q;
+      for (char ch : a) q += ch == '"' ? std::string("\\\"") : std::string(1, ch);
+      cmd.push_back("\"" + q + "\"");
+    }
+    return;
+  }
+  if (name == "openmpi") {
+    append({"mpirun", "-n", std::to_string(total), "-hostfile", flags.hostfile, "--mca", "btl", "^openib"});
+    bool ownIf = false;
+    for (std::size_t i = 0; i + 1 < largs.size(); ++i)
+      ownIf = ownIf || ((largs[i] == "-mca" || largs[i] == "--mca") && largs[i + 1] == "btl_tcp_if_include");
+    if (!ownIf) append({"--mca", "btl_tcp_if_include", "eth0"});
+    appendAll(largs);
+    for (const auto& e : plan.exports) append({"-x", e.key + "=" + e.value});
+    pythonExec();
+  } else if (name == "mpich" || name == "impi") {
+    long long ppn = perNode(pool, name == "mpich" ? "MPICH requires same number of devices per node"
+                                                  : "Intel MPI requires same number of devices per node");
+    if (name == "mpich") {
+      append({"mpirun", "-n", std::to_string(total), "-ppn", std::to_string(ppn)});
+    } else {
+      append({"mpirun", "-ppn", std::to_string(ppn)});
+    }
+    appendAll(largs);
+    for (const auto& e : plan.exports) {
+      if (name == "mpich") {
+        append({"-genv", e.key + "=" + e.value});
+      } else {
+        append({"-genv", e.key, e.value});
+      }
+    }
+    append({"-genv", "MASTER_ADDR", master, "-genv", "MASTER_PORT", std::to_string(flags.masterPort), "-genv",
+            "WORLD_SIZE", std::to_string(total), "-genv", "LOCAL_SIZE", std::to_string(ppn)});
+    if (name == "impi") append({"-genv", "I_MPI_PIN", "0"});
+    append({"-hosts", hosts});
+    if (name == "mpich") {
+      pythonExec();
+      append({ctx.deepspeedDir + "/launcher_helper.py", "--launcher", name});
+      if (flags.noPython) {
+        cmd.push_back("--no_python");
+      } else if (flags.module) {
+        cmd.push_back("--module");
+      }
+    } else {
+      for (long long i = 0; i < total; ++i) {
+        if (i > 0) cmd.push_back(":");
+        append({"-n", "1", "-env", "RANK", std::to_string(i), "-env", "LOCAL_RANK", std::to_string(i % ppn)});
+        pythonExec();
+        cmd.push_back(flags.userScript);
+        appendAll(flags.userArgs);
+      }
+      return;
+    }
+  } else if (name == "mvapich") {
+    long long ppn = perNode(pool, "mvapich requires same number of devices per node");
+    plan.launcherFile = "/tmp/deepspeed_mvapich_hostfile";
+    for (const auto& h : hostNames) plan.launcherFileText += h + "\n";
+    append({"mpirun", "-np", std::to_string(total), "-ppn", std::to_string(ppn), "--hostfile", plan.launcherFile});
+    appendAll(largs);
+    for (const auto& e : plan.exports) append({"-env", e.key + "=" + e.value});
+    pythonExec();
+  } else {  // slurm
+    validateSlurmResources(plan.active);
+    long long tasks = 0;
+    std::vector<std::string> active;
+    for (const auto& [h, slots] : plan.active) {
+      tasks += static_cast<long long>(slots.size());
+      active.push_back(h);
+    }
+    append({"srun", "-n", std::to_string(tasks)});
+    appendAll(largs);
+    if (!plan.include.empty() || !plan.exclude.empty())
+      append({"--nodelist", fmt::format("{}", fmt::join(active, ",")), "--nodes", std::to_string(active.size())});
+    if (flags.numNodes > 0) append({"--nodes", std::to_string(flags.numNodes)});
+    if (flags.numGpus > 0) append({"--gpus-per-node", std::to_string(flags.numGpus)});
+    std::string exports = "--export=ALL";
+    for (const auto& e : plan.exports) exports += fmt::format(",{}={}", e.key, e.value);
+    append({exports, ctx.python, "-u"});  // SlurmRunner ignores --no_python and --module
+  }
+  cmd.push_back(flags.userScript);
+  appendAll(flags.userArgs);
+}
+
 }  // namespace
 
 DeepSpeedRunnerError::DeepSpeedRunnerError(std::string type, std::string deepspeedText, std::string where,
@@ -457,6 +693,73 @@ ActiveResources applyNumNodesAndGpus(ActiveResources active, long long numNodes,
   return active;
 }
 
+std::string_view runnerBackendProgram(std::string_view launcher) {
+  if (launcher == "pdsh") return "pdsh";
+  if (launcher == "openmpi") return "ompi_info";
+  if (launcher == "mpich" || launcher == "impi") return "mpirun";
+  if (launcher == "slurm") return "sinfo";
+  if (launcher == "mvapich") return "mpiname";
+  return "";
+}
+
+std::string runnerMasterPlaceholder(const std::string& host) {
+  return fmt::format("<{}'s first `hostname -I` address>", host);
+}
+
+std::vector<std::string> pythonShlexSplit(std::string_view text, const std::string& where) {
+  std::vector<std::string> out;
+  std::string token;
+  bool have = false;  // a token is open (quotes make an empty one)
+  auto isSpace = [](char ch) { return ch == ' ' || ch == '\t' || ch == '\r' || ch == '\n'; };
+  auto fail = [&](const char* what) {
+    raise("ValueError", what, where,
+          fmt::format("DeepSpeed splits {} as a shell would (shlex.split) and stops at {}: close the quote or "
+                      "escape, e.g. --launcher_args \"--mca btl_tcp_if_include eth1\".",
+                      where, pythonRepr(text)));
+  };
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    char ch = text[i];
+    if (isSpace(ch)) {
+      if (have) out.push_back(std::move(token));
+      token.clear();
+      have = false;
+    } else if (ch == '\\') {
+      if (++i >= text.size()) fail("No escaped character");
+      token += text[i];
+      have = true;
+    } else if (ch == '\'') {
+      std::size_t end = text.find('\'', i + 1);
+      if (end == std::string_view::npos) fail("No closing quotation");
+      token += text.substr(i + 1, end - i - 1);
+      i = end;
+      have = true;
+    } else if (ch == '"') {
+      have = true;
+      for (++i;; ++i) {
+        if (i >= text.size()) fail("No closing quotation");
+        if (text[i] == '"') break;
+        if (text[i] == '\\') {
+          if (i + 1 >= text.size()) fail("No escaped character");
+          if (text[i + 1] == '"' || text[i + 1] == '\\') ++i;
+        }
+        token += text[i];
+      }
+    } else {
+      token += ch;
+      have = true;
+    }
+  }
+  if (have) out.push_back(std::move(token));
+  return out;
+}
+
+std::string encodeWorldInfo(const ActiveResources& active) {
+  std::vector<std::string> parts;
+  for (const auto& [host, slots] : active)
+    parts.push_back(fmt::format("{}: [{}]", pyJsonString(host), fmt::join(slots, ", ")));
+  return base64Url(fmt::format("{{{}}}", fmt::join(parts, ", ")));
+}
+
 std::vector<std::string> runnerExportPrefixes(std::string_view accelerator) {
   std::vector<std::string> out{"MLFLOW", "PYTHON", "MV2", "UCX"};
   static const std::map<std::string_view, std::vector<std::string>> kAccel = {
@@ -552,14 +855,31 @@ RunnerPlan planRunner(const RunnerFlags& flags, const RunnerContext& ctx) {
                       flags.numNodes, flags.hostfile));
   }
   plan.active = parseInclusionExclusion(pool, plan.include, plan.exclude);
-  if (multi && plan.active.empty()) {
+  // The ssh check (skipped with --no_ssh) and `ssh HOST hostname -I` (without --master_addr) take the
+  // first host.
+  if (multi && plan.active.empty() && (!flags.noSsh || plan.masterAddr.empty())) {
     raise("IndexError", "list index out of range", plan.include.empty() ? "--exclude" : "--include",
           "The filter leaves no slot on any host, so there is no first host to ssh to: keep at least one.");
   }
   if (multi && plan.masterAddr.empty()) plan.masterFromHost = plan.active.front().first;
   plan.active = applyNumNodesAndGpus(std::move(plan.active), flags.numNodes, flags.numGpus);
-  plan.multiNode = multi && plan.active.size() > 1;
-  if (multi && !plan.multiNode) {
+  const std::string launcher = lowerAscii(flags.launcher);
+  if (launcher == "slurm") validateSlurmResources(plan.active);
+  if (flags.noSsh && (flags.nodeRank < 0 || flags.nodeRank >= static_cast<int>(plan.active.size()))) {
+    raise("AssertionError", "Launching training without ssh, but --node_rank is not set correctly.",
+          "--node_rank",
+          fmt::format("With --no_ssh every host runs `deepspeed` itself with its own --node_rank, 0 to {} "
+                      "(the hosts in the hostfile's order{}).",
+                      static_cast<long long>(plan.active.size()) - 1,
+                      plan.active.empty() ? "; none is left" : ""));
+  }
+  plan.multiNode = (flags.forceMulti || plan.active.size() > 1) && !flags.noSsh;
+  if (flags.noSsh) {
+    plan.notes.push_back(fmt::format(
+        "--no_ssh: DeepSpeed starts node {}'s ranks ({}) here with launch.py; every other host must run the "
+        "same command with its own --node_rank",
+        flags.nodeRank, plan.active[static_cast<std::size_t>(flags.nodeRank)].first));
+  } else if (multi && !plan.multiNode) {
     plan.notes.push_back(
         fmt::format("Only {} is left, so DeepSpeed starts its ranks here, with launch.py, not "
                     "over ssh on that host",
@@ -581,9 +901,75 @@ RunnerPlan planRunner(const RunnerFlags& flags, const RunnerContext& ctx) {
     }
   }
   plan.worldSize = rank;
-  if (!plan.multiNode) return plan;
-  // PDSHRunner: exported prefixes from the environment (PYTHONPATH with the cwd prepended), then
-  // every `.deepspeed_env` found, later lines and files overriding earlier ones.
+  // main() deletes the visible-devices variable wherever it looked at it.
+  if (!plan.hostfile && !visible.empty()) plan.commandEnvUnset.push_back("CUDA_VISIBLE_DEVICES");
+  const std::string master =
+      plan.masterFromHost.empty() ? plan.masterAddr : runnerMasterPlaceholder(plan.masterFromHost);
+  if (!plan.multiNode) {
+    plan.command = {ctx.python,
+                    "-u",
+                    "-m",
+                    "deepspeed.launcher.launch",
+                    "--world_info=" + encodeWorldInfo(plan.active),
+                    "--master_addr=" + master,
+                    fmt::format("--master_port={}", flags.masterPort)};
+    if (flags.noSsh) plan.command.push_back(fmt::format("--node_rank={}", flags.nodeRank));
+    if (flags.noPython) plan.command.push_back("--no_python");
+    if (flags.module) plan.command.push_back("--module");
+    plan.command.push_back("--enable_each_rank_log=None");  // the flag's default is the string "None"
+    plan.command.push_back("--log_level=info");
+    plan.command.push_back(flags.userScript);
+    plan.command.insert(plan.command.end(), flags.userArgs.begin(), flags.userArgs.end());
+    return plan;
+  }
+  // The multi-node launcher: its constructor (validate_args, its own exports), backend_exists(), then
+  // the exported prefixes from the environment (PYTHONPATH with the cwd prepended) and every
+  // `.deepspeed_env` found, later lines and files overriding earlier ones; then get_cmd.
+  plan.launcher = launcher;
+  plan.backendProgram = std::string(runnerBackendProgram(launcher));
+  if (plan.backendProgram.empty()) {
+    raise("NotImplementedError", "Unknown launcher " + launcher, "--launcher",
+          fmt::format("--launcher takes {}; DeepSpeed only looks at it once it launches on several hosts.",
+                      fmt::join(kRunnerLaunchers, ", ")));
+  }
+  if (launcher != "pdsh" && launcher != "slurm") {
+    if (!plan.include.empty() || !plan.exclude.empty()) {
+      bool fromVisible = flags.include.empty() && flags.exclude.empty();
+      raise("ValueError", launcher + " backend does not support worker include/exclusion", "--launcher",
+            fromVisible ? fmt::format("DeepSpeed turned CUDA_VISIBLE_DEVICES={} into --include={}: unset "
+                                      "CUDA_VISIBLE_DEVICES, or use --launcher pdsh.",
+                                      visible, plan.include)
+                        : fmt::format("--launcher {} runs the hostfile's every host and slot: edit the hostfile "
+                                      "instead of --include/--exclude, or use --launcher pdsh or slurm.",
+                                      launcher));
+    }
+    if (flags.numNodes != -1 || flags.numGpus != -1) {
+      raise("ValueError", launcher + " backend does not support limiting num nodes/gpus", "--launcher",
+            fmt::format("--launcher {} runs the hostfile's every host and slot: drop --num_nodes/--num_gpus "
+                        "(0 counts as given) and edit the hostfile, or use --launcher pdsh or slurm.",
+                        launcher));
+    }
+  }
+  const std::string own = fmt::format("DeepSpeed's {} launcher", launcher);
+  if (launcher == "openmpi") addExport(plan.exports, "UCX_TLS", "tcp", own);
+  if (launcher == "mvapich") {
+    addExport(plan.exports, "MV2_SMP_USE_CMA", "0", own);
+    addExport(plan.exports, "MV2_DEBUG_SHOW_BACKTRACE", "1", own);
+    if (ctx.accelerator == "cuda") addExport(plan.exports, "MV2_USE_CUDA", "1", own);
+    addExport(plan.exports, "MV2_SUPPORT_DL", "1", own);
+    addExport(plan.exports, "MV2_ENABLE_AFFINITY", "0", own);
+    addExport(plan.exports, "MV2_INTER_ALLGATHER_TUNING", "5", own);
+    addExport(plan.exports, "MV2_CUDA_USE_NAIVE", "0", own);
+  }
+  if (ctx.backendExists && !ctx.backendExists(launcher)) {
+    raise("RuntimeError", fmt::format("launcher '{}' not installed.", launcher), "--launcher",
+          launcher == "mvapich"
+              ? std::string("DeepSpeed's mvapich launcher needs `mpiname` on PATH printing MVAPICH2-GDR: install "
+                            "MVAPICH2-GDR, or pick another --launcher.")
+              : fmt::format("DeepSpeed looks for `{}` on PATH: install the {} launcher on this machine, or pick "
+                            "another --launcher.",
+                            plan.backendProgram, launcher));
+  }
   plan.prefixes = runnerExportPrefixes(ctx.accelerator);
   const bool aisc = ctx.env != nullptr && ctx.env->get("AISC_JOB_NAME").has_value();
   std::vector<std::string> names = ctx.names;
@@ -592,11 +978,13 @@ RunnerPlan planRunner(const RunnerFlags& flags, const RunnerContext& ctx) {
   for (const auto& name : names) {
     if (std::find(seen.begin(), seen.end(), name) != seen.end()) continue;
     seen.push_back(name);
+    if (name == "CUDA_VISIBLE_DEVICES" && !plan.hostfile && !visible.empty()) continue;  // deleted above
     std::optional<std::string> value = ctx.env != nullptr ? ctx.env->get(name) : std::nullopt;
     std::string source;
     if (name == "PYTHONPATH") {
       value = value ? ctx.cwd + ":" + *value : ctx.cwd;
       source = "PYTHONPATH: the runner prepends its working directory";
+      plan.commandEnv.emplace_back("PYTHONPATH", *value);
     }
     if (!value) continue;
     auto prefix = std::find_if(plan.prefixes.begin(), plan.prefixes.end(),
@@ -611,6 +999,7 @@ RunnerPlan planRunner(const RunnerFlags& flags, const RunnerContext& ctx) {
     plan.envFiles.push_back(f.path);
     readEnvFile(f, plan);
   }
+  buildLauncherCommand(launcher, flags, ctx, pool, plan);
   return plan;
 }
 

@@ -3,7 +3,9 @@
 // local devices, `.deepspeed_env` and the exported variable prefixes. It follows
 // deepspeed/launcher/runner.py (fetch_hostfile, _parse_hostfile, parse_node_config_list,
 // parse_resource_filter, parse_inclusion_exclusion, apply_num_nodes_and_gpus, main()),
-// multinode_runner.py (PDSHRunner, add_export) and launch.py (ranks, LOCAL_RANK, visible devices).
+// multinode_runner.py (the six launchers: PDSHRunner, OpenMPIRunner, MPICHRunner, IMPIRunner,
+// SlurmRunner, MVAPICHRunner: validate_args, validate_active_resources, their exports and get_cmd)
+// and launch.py (ranks, LOCAL_RANK, visible devices).
 //
 // Pure functions of their inputs, apart from reading the hostfile and `.deepspeed_env`: nothing
 // connects and nothing runs over ssh. Where DeepSpeed raises, they throw DeepSpeedRunnerError with
@@ -16,6 +18,7 @@
 // non-ASCII character that is not whitespace as a word character.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -87,7 +90,25 @@ struct RunnerFlags {
   std::optional<int> sshPort;              // --ssh_port (ssh's own default, 22, when unset)
   std::string masterAddr;                  // --master_addr ("": rank 0's `hostname -I` over ssh)
   int masterPort = 29500;                  // --master_port
+  // The multi-node launcher: pdsh, openmpi, mpich, impi, slurm, mvapich (any case, as DeepSpeed
+  // lowers it); another name is DeepSpeed's NotImplementedError, but only once it launches multi-node.
+  std::string launcher = "pdsh";
+  std::string launcherArgs;  // --launcher_args, split as shlex.split splits it
+  bool noSsh = false;        // --no_ssh: launch.py here as node --node_rank, whatever the hostfile
+  bool forceMulti = false;   // --force_multi: the multi-node launcher even for one host
+  int nodeRank = -1;         // --node_rank (with --no_ssh)
+  bool module = false;       // --module
+  bool noPython = false;     // --no_python
+  std::string userScript = "train.py";
+  std::vector<std::string> userArgs;
 };
+
+// The launchers DeepSpeed's runner knows, in its LAUNCHER_CLASSES order.
+inline constexpr std::string_view kRunnerLaunchers[] = {"pdsh", "openmpi", "mpich", "impi", "mvapich", "slurm"};
+
+// The program a launcher's backend_exists() looks for on PATH (mvapich also needs `mpiname` to
+// print MVAPICH2-GDR); "" for a name DeepSpeed does not know.
+std::string_view runnerBackendProgram(std::string_view launcher);
 
 // What the runner's environment holds beside the flags.
 struct RunnerContext {
@@ -98,6 +119,11 @@ struct RunnerContext {
   std::string accelerator = "cpu";  // get_accelerator()'s name (its export prefixes)
   long long localDeviceCount = 0;   // get_accelerator().device_count(), used without a hostfile
   bool readEnvFiles = true;         // false: leave `.deepspeed_env` out (a caller that checks it apart)
+  std::string python = "python3";   // sys.executable of the `deepspeed` command (in the commands)
+  std::string deepspeedDir = "<deepspeed>/launcher";  // where multinode_runner.py lies (mpich's helper)
+  // backend_exists() for a launcher (lowercase); unset: taken as installed, and the plan says what
+  // DeepSpeed looks for (RunnerPlan::backendProgram).
+  std::function<bool(std::string_view launcher)> backendExists{};
 };
 
 // One variable PDSHRunner exports to every rank of a multi-node launch (`export KEY=VALUE;`).
@@ -131,8 +157,28 @@ struct RunnerPlan {
   // Multi-node only (a local launch passes the whole environment and reads no `.deepspeed_env`).
   std::vector<std::string> prefixes;  // EXPORT_ENVS + the accelerator's export_envs()
   std::vector<std::string> envFiles;  // the `.deepspeed_env` paths read, in order
-  std::vector<RunnerExport> exports;
+  std::vector<RunnerExport> exports;  // the launcher's own first (openmpi: UCX_TLS; mvapich: MV2_*)
+  // What starts the job: "local" (launch.py here) or the multi-node launcher's name.
+  std::string launcher = "local";
+  std::string backendProgram;         // what the launcher's backend_exists() looks for
+  std::vector<std::string> command;   // the argv DeepSpeed's Popen runs (master from a host: see below)
+  // Variables the runner sets or removes in that command's environment (PYTHONPATH, PDSH_RCMD_TYPE,
+  // PDSH_SSH_ARGS_APPEND; CUDA_VISIBLE_DEVICES is removed where DeepSpeed turned it into --include).
+  std::vector<std::pair<std::string, std::string>> commandEnv;
+  std::vector<std::string> commandEnvUnset;
+  // A file the launcher writes before it starts (mvapich: /tmp/deepspeed_mvapich_hostfile).
+  std::string launcherFile, launcherFileText;
 };
+
+// Where the master address is asked of a host over ssh, the command holds this text in its place.
+std::string runnerMasterPlaceholder(const std::string& host);
+
+// shlex.split(text) (POSIX mode, no comments), as DeepSpeed splits --launcher_args. Throws
+// DeepSpeedRunnerError (ValueError "No closing quotation" / "No escaped character").
+std::vector<std::string> pythonShlexSplit(std::string_view text, const std::string& where);
+
+// encode_world_info: json.dumps(world_info) in urlsafe base64, as launch.py's --world_info gets it.
+std::string encodeWorldInfo(const ActiveResources& active);
 
 // DeepSpeed's EXPORT_ENVS followed by `accelerator`'s export_envs() (["NCCL"] for cuda).
 std::vector<std::string> runnerExportPrefixes(std::string_view accelerator);
