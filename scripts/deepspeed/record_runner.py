@@ -9,13 +9,20 @@ exactly the case's environment (plus PATH). The child imports DeepSpeed's own ru
 
   fetch    deepspeed.launcher.runner.fetch_hostfile(hostfile): the pool, None, or the exception;
   filter   parse_inclusion_exclusion(pool, include, exclude) on that pool (when it parsed);
-  main     runner.main(args) itself: the world_info it hands launch.py, whether it launches over
-           pdsh, the master address, and PDSHRunner's exports; or the exception.
+  main     runner.main(args) itself: the world_info it hands launch.py, whether it launches on
+           several hosts and with which launcher (pdsh, openmpi, mpich, impi, slurm, mvapich; "local"
+           for launch.py here), the master address, the launcher's exports, the command line it
+           starts, what it sets in and removes from that command's environment, and the file it
+           writes first (mvapich's hostfile); or the exception.
 
 Nothing connects: `ssh HOST hostname` succeeds, `ssh HOST hostname -I` answers STUB_HOSTNAME_I,
-pdsh "exists", and the Popen that would start the job records its command line instead. The
-accelerator's device_count() answers the case's "device_count". The working directory is written
-as $CWD in the recorded exports, so that fixtures do not depend on the temporary path.
+every launcher's backend_exists() answers the case's "backend_exists" (default true), and the
+Popen that would start the job records its command line and environment instead. The
+accelerator's device_count() answers the case's "device_count". The case's "args" go before the
+script, its "user_args" after it. Paths that differ per run are written as $CWD (the working
+directory), $PYTHON (sys.executable) and $DEEPSPEED_LAUNCHER (deepspeed/launcher), so that fixtures
+do not depend on them; mvapich's /tmp/deepspeed_mvapich_hostfile is written into the case's
+temporary folder instead and recorded under its own name.
 """
 import json
 import os
@@ -72,36 +79,71 @@ def run_case(case, cwd):
 
     def popen(cmd, *a, **k):
         captured["cmd"] = list(cmd)
+        captured["env"] = dict(k.get("env") or os.environ)
         raise Launched()
 
-    real_get_cmd = multinode_runner.PDSHRunner.get_cmd
+    real_encode = runner.encode_world_info
 
-    def get_cmd(self, environment, active_resources):
-        captured["exports"] = dict(self.exports)
-        return real_get_cmd(self, environment, active_resources)
+    def encode_world_info(world_info):
+        captured["world"] = [[h, list(s)] for h, s in world_info.items()]
+        return real_encode(world_info)
 
+    real_parse_args = runner.parse_args
+
+    def parse_args(a=None):
+        captured["args"] = real_parse_args(a)
+        return captured["args"]
+
+    mvapich_file = os.path.join(os.path.dirname(cwd), "deepspeed_mvapich_hostfile")
+    multinode_runner.MVAPICH_TMP_HOSTFILE = mvapich_file
+    exists = case.get("backend_exists", True)
+    for cls in (multinode_runner.PDSHRunner, multinode_runner.OpenMPIRunner, multinode_runner.MPICHRunner,
+                multinode_runner.IMPIRunner, multinode_runner.SlurmRunner, multinode_runner.MVAPICHRunner):
+        real_get_cmd = cls.get_cmd
+
+        def get_cmd(self, environment, active_resources, real_get_cmd=real_get_cmd):
+            captured["exports"] = dict(self.exports)
+            captured["launcher"] = self.name
+            return real_get_cmd(self, environment, active_resources)
+
+        cls.backend_exists = lambda self: exists
+        cls.get_cmd = get_cmd
     runner.subprocess.check_call = check_call
     runner.subprocess.check_output = check_output
     runner.subprocess.Popen = popen
-    multinode_runner.PDSHRunner.backend_exists = lambda self: True
-    multinode_runner.PDSHRunner.get_cmd = get_cmd
-    args = ["--hostfile", hostfile] + case.get("args", []) + ["train.py"]
+    runner.encode_world_info = encode_world_info
+    runner.parse_args = parse_args
+    launcher_dir = os.path.dirname(os.path.realpath(multinode_runner.__file__))
+
+    def portable(text):
+        return (text.replace(mvapich_file, "/tmp/deepspeed_mvapich_hostfile").replace(launcher_dir, "$DEEPSPEED_LAUNCHER")
+                .replace(cwd, "$CWD"))
+
+    args = ["--hostfile", os.path.join(cwd, hostfile)] + case.get("args", []) + ["train.py"] + case.get("user_args", [])
     if case.get("include"):
         args = ["--include", case["include"]] + args
     if case.get("exclude"):
         args = ["--exclude", case["exclude"]] + args
+    before = dict(os.environ)
     try:
         runner.main(args)
         out["main"] = {"ok": False, "error_type": "NoLaunch", "error": "main() returned without launching"}
     except Launched:
         cmd = captured["cmd"]
-        info = [a for a in cmd if isinstance(a, str) and a.startswith("--world_info=")]
-        world = json.loads(base64.urlsafe_b64decode(info[0].split("=", 1)[1])) if info else None
-        master = [a.split("=", 1)[1] for a in cmd if isinstance(a, str) and a.startswith("--master_addr=")]
-        exports = {k: v.replace(cwd, "$CWD") for k, v in captured.get("exports", {}).items()}
-        out["main"] = {"ok": True, "world_info": [[h, s] for h, s in world.items()],
-                       "multi_node": cmd[0] == "pdsh", "master_addr": master[0] if master else None,
-                       "exports": exports if cmd[0] == "pdsh" else None}
+        launcher = captured.get("launcher", "local")
+        multi = launcher != "local"
+        env = captured["env"]
+        launcher_file = None
+        if launcher == "mvapich" and os.path.exists(mvapich_file):
+            with open(mvapich_file) as f:
+                launcher_file = {"path": "/tmp/deepspeed_mvapich_hostfile", "text": f.read()}
+        exports = {k: portable(v) for k, v in captured.get("exports", {}).items()}
+        out["main"] = {"ok": True, "world_info": captured.get("world"), "multi_node": multi, "launcher": launcher,
+                       "master_addr": captured["args"].master_addr, "exports": exports if multi else None,
+                       "command": ["$PYTHON" if a == sys.executable else portable(a) for a in cmd],
+                       "env_set": {k: portable(v) for k, v in env.items() if before.get(k) != v},
+                       "env_unset": sorted(k for k in before if k not in env),
+                       "launcher_file": launcher_file}
     except BaseException as e:  # noqa: B902
         out["main"] = error(e)
     return out

@@ -14,6 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -74,7 +75,10 @@ json errorJson(const DeepSpeedRunnerError& e) {
 }
 
 // One case against DeepSpeed's recorded answer; the mismatches as text.
-std::vector<std::string> compareCase(const json& c, const json& r, const std::string& stubAddr) {
+// `caseEnv` is the case's environment in the order written (nlohmann::ordered_json): DeepSpeed's
+// os.environ, and so its exports and the command line, follow that order.
+std::vector<std::string> compareCase(const json& c, const nlohmann::ordered_json& caseEnv, const json& r,
+                                     const std::string& stubAddr) {
   TempDir tmp("ds_runner_fixture");
   const std::string cwd = tmp.sub("cwd"), home = tmp.sub("home");
   if (c.contains("files")) {
@@ -87,7 +91,7 @@ std::vector<std::string> compareCase(const json& c, const json& r, const std::st
   std::vector<std::string> names{"PATH", "HOME"};
   env.set("PATH", "/usr/bin:/bin");
   env.set("HOME", home);
-  for (const auto& [k, v] : c.at("env").items()) {
+  for (const auto& [k, v] : caseEnv.items()) {
     env.set(k, v.get<std::string>());
     names.push_back(k);
   }
@@ -96,15 +100,33 @@ std::vector<std::string> compareCase(const json& c, const json& r, const std::st
   flags.include = c.value("include", "");
   flags.exclude = c.value("exclude", "");
   const json args = c.value("args", json::array());
-  for (std::size_t i = 0; i + 1 < args.size(); i += 2) {
-    std::string f = args[i], v = args[i + 1];
-    if (f == "--num_nodes") flags.numNodes = std::stoll(v);
-    if (f == "--num_gpus" || f == "--num_accelerators") flags.numGpus = std::stoll(v);
-    if (f == "--master_addr") flags.masterAddr = v;
-    if (f == "--ssh_port") flags.sshPort = std::stoi(v);
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    std::string f = args[i];
+    if (f == "--no_ssh") flags.noSsh = true;
+    else if (f == "--force_multi") flags.forceMulti = true;
+    else if (f == "--module") flags.module = true;
+    else if (f == "--no_python") flags.noPython = true;
+    else if (i + 1 >= args.size()) ADD_FAILURE() << "flag without a value: " << f;
+    else {
+      std::string v = args[++i];
+      if (f == "--num_nodes") flags.numNodes = std::stoll(v);
+      else if (f == "--num_gpus" || f == "--num_accelerators") flags.numGpus = std::stoll(v);
+      else if (f == "--master_addr") flags.masterAddr = v;
+      else if (f == "--master_port") flags.masterPort = std::stoi(v);
+      else if (f == "--ssh_port") flags.sshPort = std::stoi(v);
+      else if (f == "--launcher") flags.launcher = v;
+      else if (f == "--launcher_args") flags.launcherArgs = v;
+      else if (f == "--node_rank") flags.nodeRank = std::stoi(v);
+      else ADD_FAILURE() << "the test does not know runner flag " << f;
+    }
   }
+  for (const auto& a : c.value("user_args", json::array())) flags.userArgs.push_back(a.get<std::string>());
   RunnerContext ctx{
       &env, names, home, cwd, r.at("accelerator").get<std::string>(), c.value("device_count", 0)};
+  ctx.python = "$PYTHON";
+  ctx.deepspeedDir = "$DEEPSPEED_LAUNCHER";
+  const bool installed = c.value("backend_exists", true);
+  ctx.backendExists = [installed](std::string_view) { return installed; };
   std::vector<std::string> bad;
   auto expect = [&](const char* what, const json& ours, const json& theirs) {
     if (ours != theirs)
@@ -149,20 +171,39 @@ std::vector<std::string> compareCase(const json& c, const json& r, const std::st
   json main;
   try {
     RunnerPlan p = planRunner(flags, ctx);
+    auto portable = [&](std::string v) {
+      for (std::size_t at; (at = v.find(cwd)) != std::string::npos;) v.replace(at, cwd.size(), "$CWD");
+      if (!p.masterFromHost.empty()) {
+        const std::string ph = runnerMasterPlaceholder(p.masterFromHost);
+        for (std::size_t at; (at = v.find(ph)) != std::string::npos;) v.replace(at, ph.size(), stubAddr);
+      }
+      return v;
+    };
     json exports = nullptr;
     if (p.multiNode) {
       exports = json::object();
-      for (const auto& e : p.exports) {
-        std::string v = e.value;
-        for (std::size_t at; (at = v.find(cwd)) != std::string::npos;) v.replace(at, cwd.size(), "$CWD");
-        exports[e.key] = v;
-      }
+      for (const auto& e : p.exports) exports[e.key] = portable(e.value);
     }
+    json command = json::array();
+    for (const auto& a : p.command) command.push_back(portable(a));
+    json envSet = json::object();
+    for (const auto& [k, v] : p.commandEnv) {
+      if (env.get(k) != v) envSet[k] = portable(v);
+    }
+    std::vector<std::string> unset = p.commandEnvUnset;
+    std::sort(unset.begin(), unset.end());
+    json file = nullptr;
+    if (!p.launcherFile.empty()) file = {{"path", p.launcherFile}, {"text", p.launcherFileText}};
     main = {{"ok", true},
             {"world_info", activeJson(p.active)},
             {"multi_node", p.multiNode},
+            {"launcher", p.launcher},
             {"master_addr", p.masterFromHost.empty() ? p.masterAddr : stubAddr},
-            {"exports", exports}};
+            {"exports", exports},
+            {"command", command},
+            {"env_set", envSet},
+            {"env_unset", unset},
+            {"launcher_file", file}};
   } catch (const DeepSpeedRunnerError& e) {
     main = errorJson(e);
   }
@@ -173,6 +214,8 @@ std::vector<std::string> compareCase(const json& c, const json& r, const std::st
 TEST(DeepSpeedRunnerFixtures, EveryCaseGivesDeepSpeedsAnswer) {
   const json fx = load(fixturesPath());
   const json cases = load(DS_DEEPSPEED_RUNNER_CASES).at("cases");
+  std::ifstream in(DS_DEEPSPEED_RUNNER_CASES);
+  const auto ordered = nlohmann::ordered_json::parse(in).at("cases");
   ASSERT_EQ(fx.at("cases").size(), cases.size()) << "runner_fixtures.json is stale: re-record with "
                                                     "scripts/deepspeed/record_runner.py";
   std::string stub = fx.at("stub_hostname_i");
@@ -181,13 +224,31 @@ TEST(DeepSpeedRunnerFixtures, EveryCaseGivesDeepSpeedsAnswer) {
   for (std::size_t i = 0; i < cases.size(); ++i) {
     const auto& c = cases[i];
     ASSERT_EQ(fx["cases"][i]["name"], c["name"]);
-    auto bad = compareCase(c, fx["cases"][i]["result"], stub);
+    auto bad = compareCase(c, ordered[i].at("env"), fx["cases"][i]["result"], stub);
     for (const auto& b : bad) ADD_FAILURE() << c["name"].get<std::string>() << ": " << b;
     if (bad.empty()) ++agree;
   }
   std::printf("%d of %zu runner cases agree with DeepSpeed %s\n", agree, cases.size(),
               fx["versions"]["deepspeed"].get<std::string>().c_str());
   EXPECT_GE(cases.size(), 30u);
+  // Every launcher DeepSpeed knows starts at least one recorded job and refuses at least one.
+  for (std::string_view l : kRunnerLaunchers) {
+    int started = 0, refused = 0;
+    for (std::size_t i = 0; i < cases.size(); ++i) {
+      const json& m = fx["cases"][i]["result"]["main"];
+      const json args = cases[i].value("args", json::array());
+      bool named = false;
+      for (std::size_t k = 0; k + 1 < args.size(); ++k) {
+        std::string f = args[k], v = args[k + 1];
+        std::transform(v.begin(), v.end(), v.begin(), [](unsigned char ch) { return std::tolower(ch); });
+        named = named || (f == "--launcher" && v == l);
+      }
+      if (m.value("launcher", "") == l) ++started;
+      if ((named || l == "pdsh") && !m.value("ok", true)) ++refused;
+    }
+    EXPECT_GE(started, 1) << l << ": no case launches with it";
+    EXPECT_GE(refused, 1) << l << ": no case where DeepSpeed refuses it";
+  }
 }
 
 // --- what DeepSpeed's record cannot cover ---
