@@ -128,6 +128,27 @@ int main(int argc, char** argv) {
   flag(app, "--ssh_port", sshPort, "As deepspeed's --ssh_port: the port runner.ssh connects to (default 22)",
        "DSDIAG_SSH_PORT")
       ->transform(ds::cli::integer(1, 65535));
+  flag(app, "--launcher", runner.launcher,
+       "As deepspeed's --launcher: pdsh (default), openmpi, mpich, impi, slurm or mvapich; runner.* check the "
+       "command that launcher builds, its exports and the rules it adds",
+       "DSDIAG_LAUNCHER");
+  flag(app, "--launcher_args", runner.launcherArgs,
+       "As deepspeed's --launcher_args: the launcher's own arguments, one string (write --launcher_args=-x..., "
+       "as deepspeed's argparse needs for a value starting with -)",
+       "DSDIAG_LAUNCHER_ARGS");
+  flag(app, "--master_addr", runner.masterAddr,
+       "As deepspeed's --master_addr (default: the first host's first `hostname -I` address, over ssh)",
+       "DSDIAG_MASTER_ADDR");
+  flag(app, "--master_port", runner.masterPort, "As deepspeed's --master_port (default 29500)", "DSDIAG_MASTER_PORT")
+      ->transform(ds::cli::integer(0, 65535));
+  app.add_flag("--no_ssh", runner.noSsh,
+               "As deepspeed's --no_ssh: every host runs deepspeed itself with its --node_rank")
+      ->envname("DSDIAG_NO_SSH");
+  flag(app, "--node_rank", runner.nodeRank, "As deepspeed's --node_rank (with --no_ssh)", "DSDIAG_NODE_RANK")
+      ->transform(ds::cli::integer(-1, 1 << 20));
+  app.add_flag("--force_multi", runner.forceMulti,
+               "As deepspeed's --force_multi: the multi-node launcher even for one host")
+      ->envname("DSDIAG_FORCE_MULTI");
   app.add_flag("--verbose,-v", cmd.verbose, "Print each finding's data and every rank's rows")->envname("DSDIAG_VERBOSE");
   flag(app, "--color", cmd.color, "auto (on a TTY), always or never", "DSDIAG_COLOR")
       ->check(ds::cli::oneOf({"auto", "always", "never"}));
@@ -196,7 +217,9 @@ int main(int argc, char** argv) {
     cmd.options.connectTimeout = std::chrono::milliseconds(static_cast<long long>(connectS * 1000));
     cmd.options.linkLargeBytes = static_cast<std::size_t>(largeMiB * 1024 * 1024);
     if (!hostfile.empty() || !runner.include.empty() || !runner.exclude.empty() || runner.numNodes != -1 ||
-        runner.numGpus != -1 || sshPort != 0) {
+        runner.numGpus != -1 || sshPort != 0 || runner.launcher != "pdsh" || !runner.launcherArgs.empty() ||
+        !runner.masterAddr.empty() || runner.masterPort != 29500 || runner.noSsh || runner.nodeRank != -1 ||
+        runner.forceMulti) {
       if (!hostfile.empty()) runner.hostfile = hostfile;
       if (sshPort != 0) runner.sshPort = sshPort;
       cmd.options.runner = runner;

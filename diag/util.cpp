@@ -368,4 +368,11 @@ bool isLoopbackAddress(const std::string& a) {
   return a.rfind("127.", 0) == 0 || a == "::1" || a == "::ffff:127.0.0.1";
 }
 
+bool onPath(std::string_view pathEnv, const std::string& name) {
+  for (const auto& dir : split(pathEnv, ':')) {
+    if (!dir.empty() && ::access((dir + "/" + name).c_str(), X_OK) == 0) return true;
+  }
+  return false;
+}
+
 }  // namespace ds::diag

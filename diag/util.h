@@ -20,6 +20,8 @@ std::string trim(std::string_view s);
 std::vector<std::string> split(std::string_view s, char sep);
 // A whole-string decimal integer, or nullopt (garbage, empty, overflow).
 std::optional<long long> parseInteger(std::string_view s);
+// Whether an executable `name` is in one of PATH's directories (`pathEnv`, colon-separated).
+bool onPath(std::string_view pathEnv, const std::string& name);
 // Bytes as "512 MiB", "1.5 GiB".
 std::string humanBytes(double bytes);
 // Shortens a value for messages (garbage can be long or binary): printable ASCII, at most n chars.

@@ -141,12 +141,9 @@ std::string mpiOutputExcerpt(const std::string& output) {
   return s.size() > 600 ? s.substr(0, 600) + " ..." : s;
 }
 
-// Whether an executable `name` is on PATH.
+// Whether an executable `name` is on the job's PATH.
 bool onPath(const Context& c, const std::string& name) {
-  for (const auto& dir : split(c.get("PATH").value_or(""), ':')) {
-    if (!dir.empty() && ::access((dir + "/" + name).c_str(), X_OK) == 0) return true;
-  }
-  return false;
+  return ds::diag::onPath(c.get("PATH").value_or(""), name);
 }
 
 // MPI started here as the job's ranks will start it: proof, not the library's presence. A rank that

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <future>
+#include <map>
 
 #include "diag/check.h"
 #include "diag/probes.h"
@@ -64,7 +65,32 @@ env::RunnerContext runnerContext(Context& c, bool readEnvFiles) {
   rc.readEnvFiles = readEnvFiles;
   const auto& flags = *c.options().runner;
   if (access(flags.hostfile.c_str(), F_OK) != 0) rc.localDeviceCount = localDeviceCount(c, rc.accelerator);
+  // backend_exists(): the launcher's program on this shell's PATH (mvapich's `mpiname` must also print
+  // MVAPICH2-GDR, which runner.resources says rather than runs).
+  rc.backendExists = [path = c.get("PATH").value_or("")](std::string_view launcher) {
+    return onPath(path, std::string(env::runnerBackendProgram(launcher)));
+  };
   return rc;
+}
+
+// How the plan's launcher starts the ranks, for sentences.
+std::string startedBy(const env::RunnerPlan& p) {
+  long long total = 0;
+  for (const auto& [_, slots] : p.active) total += static_cast<long long>(slots.size());
+  if (p.launcher == "pdsh") return "pdsh over ssh from this machine";
+  if (p.launcher == "openmpi") return "Open MPI's mpirun (-hostfile: every host and slot of the hostfile)";
+  if (p.launcher == "mpich") return "MPICH's mpirun (-ppn, -hosts) through DeepSpeed's launcher_helper.py";
+  if (p.launcher == "impi") return "Intel MPI's mpirun (-ppn, -hosts, one `-n 1` block per rank)";
+  if (p.launcher == "mvapich")
+    return "MVAPICH's mpirun (-ppn, --hostfile /tmp/deepspeed_mvapich_hostfile, which DeepSpeed writes first)";
+  if (p.launcher == "slurm") return fmt::format("srun -n {} (Slurm places the tasks)", total);
+  return "launch.py on this machine";
+}
+
+// The launchers whose ranks get none of env://'s variables: deepspeed.init_distributed() then runs MPI
+// discovery (mpi4py), and --master_addr/--master_port never reach the ranks.
+bool ranksWithoutEnvVars(const env::RunnerPlan& p) {
+  return p.launcher == "openmpi" || p.launcher == "mvapich" || p.launcher == "slurm";
 }
 
 Json errorData(const env::DeepSpeedRunnerError& e) {
@@ -207,14 +233,15 @@ Finding resourcesCheck(Context& c) {
                                          p.masterFromHost, p.masterPort);
   Json data{{"world_info", world},       {"ranks", ranks},      {"world_size", p.worldSize},
             {"multi_node", p.multiNode}, {"master", master},    {"notes", p.notes},
-            {"include", p.include},      {"exclude", p.exclude}};
+            {"include", p.include},      {"exclude", p.exclude},
+            {"launcher", p.launcher},    {"backend_program", p.backendProgram}};
   if (p.active.empty() || p.worldSize == 0) {
     return fail(
         "The runner's inputs resolve to no slot at all: DeepSpeed's launch.py would start no rank (it fails "
         "on an empty world)",
         "Keep at least one host and slot: loosen --exclude, or check the hostfile's slots.", data);
   }
-  std::string how = p.multiNode ? "pdsh over ssh from this machine" : "launch.py on this machine";
+  std::string how = startedBy(p);
   std::string summary = fmt::format("{} rank(s) on {} host(s), started by {}: {}; MASTER_ADDR {}",
                                     p.worldSize, p.active.size(), how, join(parts, "; "), master);
   if (!p.notes.empty()) summary += ". " + join(p.notes, ". ");
@@ -230,7 +257,24 @@ Finding resourcesCheck(Context& c) {
         "index ({}); still unique per host",
         join(rotated, ", "));
   }
-  if (p.hostfile && !p.multiNode && !isThisHost(c, p.active.front().first)) {
+  if (ranksWithoutEnvVars(p)) {
+    std::string mpi = fmt::format(
+        "{} gives the ranks no RANK, LOCAL_RANK, MASTER_ADDR or MASTER_PORT, so deepspeed.init_distributed() runs "
+        "MPI discovery: it imports mpi4py in the job's Python (ModuleNotFoundError without it) and takes rank 0's "
+        "first `hostname -I` address and port 29500 (init_distributed's distributed_port)",
+        p.launcher);
+    if (!flags.masterAddr.empty() || flags.masterPort != 29500) {
+      return warn(fmt::format("--launcher {} does not pass --master_addr/--master_port (given: {}:{}) to the "
+                              "ranks: {}. {}",
+                              p.launcher, flags.masterAddr.empty() ? "<hostname -I>" : flags.masterAddr,
+                              flags.masterPort, mpi, summary),
+                  "Set the port in the script (deepspeed.init_distributed(distributed_port=...)), or use "
+                  "--launcher pdsh, mpich or impi, which export MASTER_ADDR and MASTER_PORT.",
+                  data);
+    }
+    summary += ". " + mpi + " (install mpi4py where the job's Python runs)";
+  }
+  if (p.hostfile && !p.multiNode && !flags.noSsh && !isThisHost(c, p.active.front().first)) {
     return warn(
         fmt::format("Only {} is left, so DeepSpeed starts its {} rank(s) here, on {}, with launch.py - not "
                     "over ssh on {} - and MASTER_ADDR is {}'s address. {}",
@@ -307,11 +351,17 @@ Finding sshCheck(Context& c) {
   if (planned.failure) return skip("The runner's inputs do not resolve (see runner.resources)");
   const auto& p = *planned.plan;
   if (!p.hostfile) return skip("No hostfile: DeepSpeed launches on this machine, without ssh");
+  const auto& flags = *c.options().runner;
+  if (flags.noSsh && p.masterFromHost.empty())
+    return skip("--no_ssh with --master_addr: DeepSpeed connects to no host (each host runs deepspeed itself)");
   if (c.options().world && c.rank() > 0) return skip("Rank 0 checks the hosts' ssh ports for the job");
-  // pdsh logs into every host; a single host left is still asked for `hostname -I` over ssh.
+  // pdsh and the mpirun launchers log into every host; srun does not (DeepSpeed's own ssh check and
+  // `hostname -I` still reach the first); a single host left, or --no_ssh without --master_addr, is
+  // still asked for `hostname -I` over ssh.
   std::vector<std::string> hosts;
   for (const auto& [h, _] : p.active) hosts.push_back(h);
-  if (!p.multiNode) hosts.resize(1);
+  if (!p.multiNode || p.launcher == "slurm") hosts.resize(std::min<std::size_t>(hosts.size(), 1));
+  if (hosts.empty()) return skip("No host is left to reach (see runner.resources)");
   const int port = c.options().runner->sshPort.value_or(22);
   const auto timeout = c.options().connectTimeout;
   // In waves of 64 at once: a fleet's worth of hosts costs a few timeouts, not one per host.
@@ -337,9 +387,11 @@ Finding sshCheck(Context& c) {
   Json data{{"port", port}, {"hosts", arr}, {"timeout_ms", timeout.count()}};
   if (!bad.empty()) {
     return fail(
-        fmt::format("ssh port {} does not answer on {} of {} host(s): {}. DeepSpeed reaches every host with "
-                    "pdsh over ssh (and asks {} for MASTER_ADDR), so the launch fails there",
-                    port, bad.size(), probes.size(), join(bad, "; "), hosts.front()),
+        fmt::format("ssh port {} does not answer on {} of {} host(s): {}. DeepSpeed reaches {} with {} (and "
+                    "checks ssh to {}{}), so the launch fails there",
+                    port, bad.size(), probes.size(), join(bad, "; "),
+                    hosts.size() > 1 ? "every host" : "this host", p.multiNode ? startedBy(p) : "ssh",
+                    hosts.front(), p.masterFromHost.empty() ? "" : ", which it asks for MASTER_ADDR"),
         fmt::format("Check that each name resolves from this machine (DNS, /etc/hosts), that sshd listens "
                     "on port {} there (--ssh_port if it is another) and that no firewall drops it; then "
                     "`ssh -o PasswordAuthentication=no HOST hostname` is DeepSpeed's own login test.",
@@ -406,12 +458,43 @@ Finding exportsCheck(Context& c) {
   std::string files = p.envFiles.empty()
                           ? fmt::format("no `.deepspeed_env` (looked for {})", join(looked, ", "))
                           : fmt::format("read {}", join(p.envFiles, ", "));
+  static const std::map<std::string, std::string> kHow = {
+      {"pdsh", "`export KEY=VALUE;` in pdsh's remote shell"},
+      {"openmpi", "mpirun -x KEY=VALUE"},
+      {"mpich", "mpirun -genv KEY=VALUE"},
+      {"impi", "mpirun -genv KEY VALUE"},
+      {"mvapich", "mpirun -env KEY=VALUE"},
+      {"slurm", "srun --export=ALL,KEY=VALUE,..."}};
+  const std::string how = kHow.count(p.launcher) != 0 ? kHow.at(p.launcher) : p.launcher;
+  std::string vars = launchVars;
+  if (p.launcher == "mpich") vars = "MASTER_ADDR, MASTER_PORT, WORLD_SIZE and LOCAL_SIZE (-genv), RANK and LOCAL_RANK from launcher_helper.py (PMI_RANK)";
+  if (p.launcher == "impi") vars = "MASTER_ADDR, MASTER_PORT, WORLD_SIZE, LOCAL_SIZE and I_MPI_PIN=0 (-genv), RANK and LOCAL_RANK (-env per rank)";
+  if (ranksWithoutEnvVars(p)) vars = "only what the launcher itself sets (no RANK or MASTER_ADDR: see runner.resources)";
+  data["command"] = p.command;
+  data["command_env"] = Json::object();
+  for (const auto& [k, v] : p.commandEnv) data["command_env"][k] = v;
+  data["command_env_unset"] = p.commandEnvUnset;
+  if (!p.launcherFile.empty()) data["launcher_file"] = {{"path", p.launcherFile}, {"text", p.launcherFileText}};
   std::string summary = fmt::format(
-      "pdsh exports {} variable(s) to every rank (prefixes {}; {}): {}; and each rank "
+      "{} exports {} variable(s) to every rank as {} (prefixes {}; {}): {}; and each rank "
       "gets {}",
-      p.exports.size(), join(p.prefixes, ", "), files, parts.empty() ? "none" : join(parts, ", "),
-      launchVars);
-  if (!shellTraps.empty()) {
+      p.launcher, p.exports.size(), how, join(p.prefixes, ", "), files, parts.empty() ? "none" : join(parts, ", "),
+      vars);
+  std::vector<std::string> quoted;
+  for (const auto& e : p.exports) {
+    if (p.launcher != "pdsh" && !e.value.empty() && e.value.front() == '"') quoted.push_back(e.key);
+  }
+  if (!quoted.empty()) {
+    return warn(
+        fmt::format("{}: DeepSpeed put double quotes around the value(s) (add_export quotes anything with a "
+                    "space or shell character) and starts {} without a shell, so nothing removes them: the "
+                    "ranks get the quotes as part of the value. {}",
+                    join(quoted, ", "), p.backendProgram == "sinfo" ? "srun" : "mpirun", summary),
+        "Give those variables values without spaces or shell characters, or use --launcher pdsh (its remote "
+        "shell removes the quotes).",
+        data);
+  }
+  if (p.launcher == "pdsh" && !shellTraps.empty()) {
     return warn(
         fmt::format("{} carry $, ` or \\: pdsh's remote shell expands them inside `export KEY=\"VALUE\";`, "
                     "so the ranks get another value. {}",

@@ -2,6 +2,8 @@
 // low ulimits in a child.
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+
 #include <fstream>
 #include <thread>
 
@@ -356,10 +358,33 @@ TEST(DsdiagCli, RunnerFlagsCheckTheHostfileAsDeepSpeedDoes) {
             std::string::npos)
       << r.out;
   std::ofstream(d.file("hosts")) << "node-a slots=2\nnode-b slots=2\n";
+  // DeepSpeed's backend_exists(): without pdsh on PATH, the default launcher is not installed.
+  r = run({dsdiag(), "--only", "runner.resources", "--hostfile", d.file("hosts")}, clean({{"PATH", d.sub("empty")}}));
+  EXPECT_EQ(r.exitCode, 2) << r.out;
+  EXPECT_NE(r.out.find("launcher 'pdsh' not installed."), std::string::npos) << r.out;
+  const std::string bin = d.sub("bin");
+  for (const char* tool : {"pdsh", "ompi_info"}) {
+    std::ofstream(bin + "/" + tool) << "#!/bin/sh\nexit 0\n";
+    ::chmod((bin + "/" + tool).c_str(), 0755);
+  }
+  const auto withTools = clean({{"PATH", bin + ":/usr/bin:/bin"}});
   r = run({dsdiag(), "--only", "runner.resources", "--hostfile", d.file("hosts"), "--include",
            "node-a:1@node-b", "--json", d.file("r.json")},
-          clean());
+          withTools);
   EXPECT_EQ(r.exitCode, 0) << r.out << r.err;
+  // --launcher openmpi refuses the filter, and drops --master_port (its ranks go through MPI discovery).
+  r = run({dsdiag(), "--only", "runner.resources", "--hostfile", d.file("hosts"), "--launcher", "openmpi",
+           "--include", "node-a@node-b"},
+          withTools);
+  EXPECT_EQ(r.exitCode, 2) << r.out;
+  EXPECT_NE(r.out.find("openmpi backend does not support worker include/exclusion"), std::string::npos) << r.out;
+  r = run({dsdiag(), "--only", "runner.resources", "--hostfile", d.file("hosts"), "--launcher", "openmpi",
+           "--master_port", "1234", "--json", d.file("o.json")},
+          withTools);
+  EXPECT_EQ(r.exitCode, 1) << r.out;
+  EXPECT_NE(r.out.find("does not pass --master_addr/--master_port"), std::string::npos) << r.out;
+  EXPECT_EQ((*check(ds::report::readJson(d.file("o.json")), "runner.resources"))["data"]["launcher"], "openmpi")
+      << r.out;
   j = ds::report::readJson(d.file("r.json"));
   EXPECT_EQ((*check(j, "runner.resources"))["data"]["world_size"], 3) << r.out;
   r = run(

@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <fstream>
@@ -59,7 +60,17 @@ class RunnerChecks : public ::testing::Test {
       std::map<std::string, std::string, std::less<>> v = {}) {
     v.emplace("HOME", tmp_.sub("home"));
     v.emplace("DS_ACCELERATOR", "cpu");
+    v.emplace("PATH", tools());
     return v;
+  }
+  // A PATH folder with every launcher's program, as backend_exists() looks for them.
+  std::string tools() {
+    const std::string bin = tmp_.sub("bin");
+    for (const char* tool : {"pdsh", "ompi_info", "mpirun", "sinfo", "mpiname"}) {
+      std::ofstream(bin + "/" + tool) << "#!/bin/sh\nexit 0\n";
+      ::chmod((bin + "/" + tool).c_str(), 0755);
+    }
+    return bin;
   }
   ds::testing::TempDir tmp_{"ds_runner_checks"};
 };
@@ -179,6 +190,61 @@ TEST_F(RunnerChecks, SlotsBeyondTheVisibleGpusFail) {
   EXPECT_STATUS(f, FAIL);
   EXPECT_NE(f.message.find("localhost gets slots 0-63"), std::string::npos) << f.message;
   EXPECT_STATUS(runCheck("runner.gpus_fit", vars(), o), SKIP);  // DS_ACCELERATOR=cpu: not GPUs
+}
+
+TEST_F(RunnerChecks, LauncherWithoutItsProgramFails) {
+  auto o = options(write("hosts", "w0 slots=2\nw1 slots=2\n"));
+  o.runner->launcher = "slurm";
+  auto f = runCheck("runner.resources", vars({{"PATH", tmp_.sub("empty")}}), o);
+  EXPECT_STATUS(f, FAIL);
+  EXPECT_NE(f.message.find("launcher 'slurm' not installed."), std::string::npos) << f.message;
+  EXPECT_NE(f.remedy.find("sinfo"), std::string::npos) << f.remedy;
+  f = runCheck("runner.resources", vars(), o);
+  EXPECT_EQ(f.data["launcher"], "slurm");
+  EXPECT_NE(f.message.find("srun -n 4"), std::string::npos) << f.message;
+  EXPECT_NE(f.message.find("mpi4py"), std::string::npos) << f.message;
+}
+
+TEST_F(RunnerChecks, MpiLaunchersRefuseUnevenHostsAndDropTheMasterPort) {
+  auto o = options(write("hosts", "w0 slots=2\nw1 slots=3\n"));
+  o.runner->launcher = "mpich";
+  auto f = runCheck("runner.resources", vars(), o);
+  EXPECT_STATUS(f, FAIL);
+  EXPECT_NE(f.message.find("MPICH requires same number of devices per node"), std::string::npos) << f.message;
+  o.runner->launcher = "openmpi";
+  o.runner->masterPort = 1234;
+  f = runCheck("runner.resources", vars(), o);
+  EXPECT_STATUS(f, WARN);
+  EXPECT_NE(f.message.find("does not pass --master_addr/--master_port"), std::string::npos) << f.message;
+}
+
+TEST_F(RunnerChecks, ExportsShowTheCommandAndQuotesAnMpirunKeeps) {
+  auto o = options(write("hosts", "w0 slots=2\nw1 slots=2\n"));
+  o.runner->launcher = "mvapich";
+  o.runner->masterAddr = "10.0.0.1";
+  auto f = runCheck("runner.exports", vars({{"MV2_IBA_HCA", "mlx5_0 mlx5_1"}}), o);
+  EXPECT_STATUS(f, WARN);
+  EXPECT_NE(f.message.find("MV2_IBA_HCA"), std::string::npos) << f.message;
+  EXPECT_EQ(f.data["command"][0], "mpirun");
+  EXPECT_EQ(f.data["launcher_file"]["text"], "w0\nw1\n");
+  o.runner->launcher = "pdsh";
+  f = runCheck("runner.exports", vars({{"MV2_IBA_HCA", "mlx5_0 mlx5_1"}}), o);
+  EXPECT_STATUS(f, PASS);  // pdsh's remote shell removes the quotes
+  EXPECT_EQ(f.data["command"][0], "pdsh");
+}
+
+TEST_F(RunnerChecks, NoSshWithMasterAddrReachesNoHost) {
+  auto o = options(write("hosts", "w0.invalid slots=2\nw1.invalid slots=2\n"));
+  o.runner->noSsh = true;
+  o.runner->nodeRank = 1;
+  o.runner->masterAddr = "10.0.0.1";
+  EXPECT_STATUS(runCheck("runner.ssh", vars(), o), SKIP);
+  auto f = runCheck("runner.resources", vars(), o);
+  EXPECT_NE(f.message.find("--no_ssh"), std::string::npos) << f.message;
+  o.runner->nodeRank = 2;
+  f = runCheck("runner.resources", vars(), o);
+  EXPECT_STATUS(f, FAIL);
+  EXPECT_NE(f.message.find("AssertionError"), std::string::npos) << f.message;
 }
 
 }  // namespace
