@@ -144,6 +144,15 @@ const std::vector<FlagCase> kFlags = {
     {"dsdiag", "--num_nodes", "DSDIAG_NUM_NODES", Kind::kInt, false, {"-1"}},  // DeepSpeed's default
     {"dsdiag", "--num_gpus", "DSDIAG_NUM_GPUS", Kind::kInt, false, {"-1"}},
     {"dsdiag", "--ssh_port", "DSDIAG_SSH_PORT", Kind::kInt},
+    // As deepspeed takes them: any launcher name (DeepSpeed refuses an unknown one only on a multi-node
+    // launch, and runner.resources says so), any launcher arguments and master address.
+    {"dsdiag", "--launcher", "DSDIAG_LAUNCHER", Kind::kText, false, {"", "bogus", "\xff\xfe"}},
+    {"dsdiag", "--launcher_args", "DSDIAG_LAUNCHER_ARGS", Kind::kText, false, {"", "bogus", "\xff\xfe"}},
+    {"dsdiag", "--master_addr", "DSDIAG_MASTER_ADDR", Kind::kText, false, {"", "bogus", "\xff\xfe"}},
+    {"dsdiag", "--master_port", "DSDIAG_MASTER_PORT", Kind::kInt},
+    {"dsdiag", "--no_ssh", "DSDIAG_NO_SSH", Kind::kSwitch},
+    {"dsdiag", "--node_rank", "DSDIAG_NODE_RANK", Kind::kInt, false, {"-1"}},  // DeepSpeed's default
+    {"dsdiag", "--force_multi", "DSDIAG_FORCE_MULTI", Kind::kSwitch},
 
     {"dsreport html", "runs", "", Kind::kInput, true},
     {"dsreport html", "--output", "DSREPORT_HTML_OUTPUT", Kind::kOutput},
