@@ -232,7 +232,8 @@ struct HangAnalysis::State {
   std::unordered_map<std::string, int> groupIndex;
   std::vector<Sig> sigs;
   std::unordered_map<uint64_t, uint32_t> sigIndex;
-  std::vector<std::string> problems;
+  std::vector<std::string> inputProblems;  // about the input (addProblem): first in the report
+  std::vector<std::string> problems;       // found while digesting and judging
   int maxRankNamed = -1;     // the highest rank any dump names (pg_config, file, p2p peer)
   int namelessConfigs = 0;   // dumps whose pg_config holds a group without a name (torch's gloo)
   bool glooP2pSeen = false;  // a gloo dump recorded a send/recv (torch 2.15's gloo records none)
@@ -1599,7 +1600,8 @@ HangReport Judge::run() {
   timelines();
   verdict();
   rep_.dumpsRead = static_cast<int>(st_.ranks.size());
-  rep_.problems = st_.problems;
+  rep_.problems = st_.inputProblems;
+  rep_.problems.insert(rep_.problems.end(), st_.problems.begin(), st_.problems.end());
   rep_.problems.insert(rep_.problems.end(), ev_.problems.begin(), ev_.problems.end());
   std::vector<const RankData*> byRank;
   for (const auto& r : st_.ranks) byRank.push_back(&r);
@@ -1624,7 +1626,7 @@ HangAnalysis::~HangAnalysis() = default;
 
 void HangAnalysis::add(const RankDump& dump) { s_->addDump(dump); }
 
-void HangAnalysis::addProblem(std::string sentence) { s_->problems.push_back(std::move(sentence)); }
+void HangAnalysis::addProblem(std::string sentence) { s_->inputProblems.push_back(std::move(sentence)); }
 
 HangReport HangAnalysis::finish(const ExternalEvidence& evidence) {
   DS_CHECK(!s_->finished, "HangAnalysis::finish called twice");

@@ -39,7 +39,8 @@ class HangAnalysis {
   // Digests one rank's dump; the dump may be dropped afterwards. A second dump of a rank already
   // added is refused with a problem sentence (the reader decides which one to keep).
   void add(const RankDump& dump);
-  // A sentence about the input (a file that could not be read), kept in the report's problems.
+  // A sentence about the input (a file that could not be read), kept in the report's problems ahead
+  // of those the analysis finds, whenever it is added.
   void addProblem(std::string sentence);
   // The verdict. Call once, after the last add().
   report::HangReport finish(const ExternalEvidence& evidence);

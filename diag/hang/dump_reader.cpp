@@ -4,11 +4,17 @@
 #include <glob.h>
 
 #include <algorithm>
+#include <array>
+#include <condition_variable>
+#include <exception>
+#include <mutex>
+#include <thread>
 #include <cctype>
 #include <cerrno>
 #include <charconv>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <tuple>
 
 #include "diag/hang/pickle.h"
@@ -88,117 +94,283 @@ std::optional<std::vector<int>> parseRanks(std::string_view s) {
   return ranks;
 }
 
+// The two forms a dump's values come in, read alike by the converter: nlohmann's JSON (the JSON
+// dump, and the top level of a pickle) and the pickle reader's own nodes (the entries of a pickle,
+// read in place without building JSON; pickle.h).
+struct JsonNode {
+  const json* j;
+  bool absent() const { return j->is_null(); }
+  bool isString() const { return j->is_string(); }
+  std::string_view str() const { return j->get_ref<const std::string&>(); }
+  std::optional<std::int64_t> asInt() const { return hang::asInt(*j); }
+  bool isNumber() const { return j->is_number(); }
+  double number() const { return j->get<double>(); }
+  bool isBool() const { return j->is_boolean(); }
+  bool boolean() const { return j->get<bool>(); }
+  bool isArray() const { return j->is_array(); }
+  bool isObject() const { return j->is_object(); }
+  std::size_t size() const { return j->size(); }
+  JsonNode item(std::size_t i) const { return {&(*j)[i]}; }
+  std::optional<JsonNode> find(std::string_view key) const {
+    auto it = j->find(key);
+    return it == j->end() ? std::nullopt : std::optional<JsonNode>(JsonNode{&*it});
+  }
+  // f(key, handle) for each field; at(handle) is the field's value.
+  using Handle = const json*;
+  template <class F>
+  void forEachField(F&& f) const {
+    for (const auto& [k, v] : j->items()) f(std::string_view(k), &v);
+  }
+  JsonNode at(Handle h) const { return {h}; }
+  const json& toJson() const { return *j; }
+};
+
+struct PickleRef {
+  PickleNode n;
+  bool absent() const { return n.isNone(); }
+  bool isString() const { return n.isString(); }
+  std::string_view str() const { return n.str(); }
+  // As asInt() above: torch's JSON writes some integers as text, and a pickle may too.
+  std::optional<std::int64_t> asInt() const {
+    if (n.isInteger()) return n.int64();
+    if (!n.isString()) return std::nullopt;
+    const std::string_view s = n.str();
+    std::int64_t i = 0;
+    auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), i);
+    return ec == std::errc() && end == s.data() + s.size() && !s.empty() ? std::optional(i) : std::nullopt;
+  }
+  bool isNumber() const { return n.isNumber(); }
+  double number() const { return n.number(); }
+  bool isBool() const { return n.isBool(); }
+  bool boolean() const { return n.boolean(); }
+  bool isArray() const { return n.isArray(); }
+  bool isObject() const { return n.isDict(); }
+  std::size_t size() const { return n.size(); }
+  PickleRef item(std::size_t i) const { return {n.item(i)}; }
+  std::optional<PickleRef> find(std::string_view key) const {
+    auto v = n.find(key);
+    return v ? std::optional<PickleRef>(PickleRef{*v}) : std::nullopt;
+  }
+  using Handle = std::uint32_t;  // the pair's index
+  template <class F>
+  void forEachField(F&& f) const {
+    const std::size_t pairs = n.size();
+    for (std::size_t i = 0; i < pairs; ++i) f(n.key(i).str(), static_cast<Handle>(i));
+  }
+  PickleRef at(Handle h) const { return {n.value(h)}; }
+  json toJson() const { return n.toJson(); }
+};
+
+// The fields of an entry that FrEntry has a slot for; the others (thread_id, thread_name, ...) are
+// dropped.
+enum Field : std::uint8_t {
+  kRecordId, kPgId, kProcessGroup, kCollectiveSeqId, kP2pSeqId, kOpId, kProfilingName, kInputSizes,
+  kOutputSizes, kInputDtypes, kOutputDtypes, kState, kTimeCreatedNs, kTimeStartedNs, kTimeCompletedNs,
+  kDurationMs, kTimeoutMs, kIsP2p, kRetired, kFrames, kFieldCount
+};
+constexpr std::string_view kFieldNames[kFieldCount] = {
+    "record_id",      "pg_id",         "process_group", "collective_seq_id", "p2p_seq_id",
+    "op_id",          "profiling_name", "input_sizes",  "output_sizes",      "input_dtypes",
+    "output_dtypes",  "state",         "time_created_ns", "time_discovered_started_ns",
+    "time_discovered_completed_ns", "duration_ms", "timeout_ms", "is_p2p", "retired", "frames"};
+
+// By name length, the fields of that length (at most 4 share one): a key is compared with those only.
+constexpr std::size_t kLongestField = 32;
+constexpr auto kFieldsBySize = [] {
+  std::array<std::array<std::int8_t, 4>, kLongestField + 1> t{};
+  for (auto& row : t) row.fill(-1);
+  for (int f = 0; f < kFieldCount; ++f) {
+    auto& row = t[kFieldNames[f].size()];
+    *std::find(row.begin(), row.end(), std::int8_t{-1}) = static_cast<std::int8_t>(f);
+  }
+  return t;
+}();
+
+int fieldOf(std::string_view key) {
+  if (key.size() > kLongestField) return -1;
+  for (std::int8_t f : kFieldsBySize[key.size()]) {
+    if (f < 0) return -1;
+    if (key == kFieldNames[f]) return f;
+  }
+  return -1;
+}
+
 // Turns the generic form of a dump (from the pickle or the JSON) into a RankDump, one entry at a
-// time. Entry fields without a slot in FrEntry (thread_id, thread_name, stack_id, ...) are dropped.
+// time.
 class Converter {
  public:
   explicit Converter(RankDump& dump) : d_(dump) {}
 
   // Reads typed fields of one dict. Missing and None fields stay unknown quietly; a field of the
-  // wrong type stays unknown with a warning.
+  // wrong type stays unknown with a warning. `where` names the dict in warnings; it is made only
+  // when one is written.
+  template <class Node>
   class Fields {
    public:
-    Fields(Converter& c, const json& obj, std::string where) : c_(c), obj_(obj), where_(std::move(where)) {}
+    Fields(Converter& c, const Node& obj, std::function<std::string()> where)
+        : c_(c), obj_(obj), where_(std::move(where)) {}
 
-    const json* find(const char* key) const {
-      auto it = obj_.find(key);
-      return it == obj_.end() || it->is_null() ? nullptr : &*it;
+    std::optional<Node> find(const char* key) const {
+      auto v = obj_.find(key);
+      return v && !v->absent() ? v : std::nullopt;
     }
-    void wrong(const std::string& key, const json& v, std::string_view expected) {
-      c_.wrong(where_, key, v, expected);
+    void wrong(const std::string& key, const Node& v, std::string_view expected) {
+      c_.wrong(where_(), key, v.toJson(), expected);
     }
-    std::optional<std::int64_t> integer(const char* key) {
-      const json* v = find(key);
-      if (v == nullptr) return std::nullopt;
-      if (auto i = asInt(*v)) return i;
+    std::optional<std::int64_t> integer(const char* key) { return integerOf(key, find(key)); }
+    std::optional<std::int64_t> integerOf(const char* key, const std::optional<Node>& v) {
+      if (!v) return std::nullopt;
+      if (auto i = v->asInt()) return i;
       wrong(key, *v, "an integer");
       return std::nullopt;
     }
-    std::optional<double> number(const char* key) {
-      const json* v = find(key);
-      if (v == nullptr) return std::nullopt;
-      if (v->is_number()) return v->get<double>();
+    std::optional<double> numberOf(const char* key, const std::optional<Node>& v) {
+      if (!v) return std::nullopt;
+      if (v->isNumber()) return v->number();
       wrong(key, *v, "a number");
       return std::nullopt;
     }
-    std::optional<bool> flag(const char* key) {
-      const json* v = find(key);
-      if (v == nullptr) return std::nullopt;
-      if (v->is_boolean()) return v->get<bool>();
+    std::optional<bool> flagOf(const char* key, const std::optional<Node>& v) {
+      if (!v) return std::nullopt;
+      if (v->isBool()) return v->boolean();
       wrong(key, *v, "True or False");
       return std::nullopt;
     }
-    std::string text(const char* key) {
-      const json* v = find(key);
-      if (v == nullptr) return {};
-      if (v->is_string()) return v->get<std::string>();
+    std::string text(const char* key) { return textOf(key, find(key)); }
+    std::string textOf(const char* key, const std::optional<Node>& v) {
+      if (!v) return {};
+      if (v->isString()) return std::string(v->str());
       wrong(key, *v, "a string");
       return {};
     }
     // An id written as an int (torch) or a string: its text.
-    std::string id(const char* key) {
-      const json* v = find(key);
-      if (v == nullptr) return {};
-      if (v->is_string()) return v->get<std::string>();
-      if (auto i = asInt(*v)) return std::to_string(*i);
+    std::string idOf(const char* key, const std::optional<Node>& v) {
+      if (!v) return {};
+      if (v->isString()) return std::string(v->str());
+      if (auto i = v->asInt()) return std::to_string(*i);
       wrong(key, *v, "an id");
       return {};
     }
 
    private:
     Converter& c_;
-    const json& obj_;
-    std::string where_;
+    Node obj_;
+    std::function<std::string()> where_;
   };
 
-  void entry(const json& e) {
+  // An entry's fields, found in one pass over its keys (a later duplicate key wins, as in Python).
+  template <class Node>
+  class EntryFields {
+   public:
+    EntryFields(Converter& c, const Node& e, std::size_t index) : c_(c), e_(e), index_(index) {
+      e.forEachField([this](std::string_view key, typename Node::Handle h) {
+        const int f = fieldOf(key);
+        if (f >= 0) h_[f] = h, has_ |= 1u << f;
+      });
+      for (int f = 0; f < kFieldCount; ++f)  // None is as good as missing
+        if ((has_ >> f) & 1u && e_.at(h_[f]).absent()) has_ &= ~(1u << f);
+      if (auto r = (*this)[kRecordId]) recordId_ = r->asInt();
+    }
+    std::optional<Node> operator[](Field f) const {
+      return (has_ >> f) & 1u ? std::optional<Node>(e_.at(h_[f])) : std::nullopt;
+    }
+    std::string where() const {
+      return recordId_ ? fmt::format("entry {} (record_id {})", index_, *recordId_) : fmt::format("entry {}", index_);
+    }
+    void wrong(Field f, const Node& v, std::string_view expected) {
+      c_.wrong(where(), std::string(kFieldNames[f]), v.toJson(), expected);
+    }
+    std::optional<std::int64_t> integer(Field f) {
+      const auto v = (*this)[f];
+      if (!v) return std::nullopt;
+      if (auto i = v->asInt()) return i;
+      wrong(f, *v, "an integer");
+      return std::nullopt;
+    }
+    std::optional<double> number(Field f) {
+      const auto v = (*this)[f];
+      if (!v) return std::nullopt;
+      if (v->isNumber()) return v->number();
+      wrong(f, *v, "a number");
+      return std::nullopt;
+    }
+    std::optional<bool> flag(Field f) {
+      const auto v = (*this)[f];
+      if (!v) return std::nullopt;
+      if (v->isBool()) return v->boolean();
+      wrong(f, *v, "True or False");
+      return std::nullopt;
+    }
+    std::string text(Field f) {
+      const auto v = (*this)[f];
+      if (!v) return {};
+      if (v->isString()) return std::string(v->str());
+      wrong(f, *v, "a string");
+      return {};
+    }
+    std::string id(Field f) {
+      const auto v = (*this)[f];
+      if (!v) return {};
+      if (v->isString()) return std::string(v->str());
+      if (auto i = v->asInt()) return std::to_string(*i);
+      wrong(f, *v, "an id");
+      return {};
+    }
+
+   private:
+    Converter& c_;
+    const Node& e_;
+    std::size_t index_;
+    std::optional<std::int64_t> recordId_;
+    typename Node::Handle h_[kFieldCount];
+    std::uint32_t has_ = 0;  // bit f: field f is present and not None
+  };
+
+  template <class Node>
+  void entry(const Node& e) {
     const std::size_t index = seen_++;
-    if (!e.is_object()) {
-      warn("entries",
-           fmt::format("{}: entry {} is {}, not a dict; it is skipped.", d_.file, index, describe(e)));
+    if (!e.isObject()) {
+      warn("entries", fmt::format("{}: entry {} is {}, not a dict; it is skipped.", d_.file, index,
+                                  describe(e.toJson())));
       return;
     }
     FrEntry out;
-    const auto rid = e.find("record_id");
-    const auto ridInt = rid != e.end() ? asInt(*rid) : std::nullopt;
-    Fields f(
-        *this, e,
-        ridInt ? fmt::format("entry {} (record_id {})", index, *ridInt) : fmt::format("entry {}", index));
-    out.recordId = f.integer("record_id");
-    out.pgId = f.id("pg_id");
-    if (const json* pg = f.find("process_group")) {
-      if (pg->is_array() && pg->size() == 2 && (*pg)[0].is_string() && (*pg)[1].is_string()) {
-        out.pgName = (*pg)[0].get<std::string>();
-        out.pgDesc = (*pg)[1].get<std::string>();
+    EntryFields<Node> f(*this, e, index);
+    out.recordId = f.integer(kRecordId);
+    out.pgId = f.id(kPgId);
+    if (const auto pg = f[kProcessGroup]) {
+      if (pg->isArray() && pg->size() == 2 && pg->item(0).isString() && pg->item(1).isString()) {
+        out.pgName = pg->item(0).str();
+        out.pgDesc = pg->item(1).str();
       } else {
-        f.wrong("process_group", *pg, "a (name, desc) pair of strings");
+        f.wrong(kProcessGroup, *pg, "a (name, desc) pair of strings");
       }
     }
-    out.collectiveSeqId = f.integer("collective_seq_id");
-    out.p2pSeqId = f.integer("p2p_seq_id");
-    out.opId = f.integer("op_id");
-    out.profilingName = f.text("profiling_name");
+    out.collectiveSeqId = f.integer(kCollectiveSeqId);
+    out.p2pSeqId = f.integer(kP2pSeqId);
+    out.opId = f.integer(kOpId);
+    out.profilingName = f.text(kProfilingName);
     splitProfilingName(out, f);
     const bool keepTensors = tensorValues_ < kMaxTensorValues;
     if (keepTensors) {
-      out.inputSizes = shapes(f, "input_sizes");
-      out.outputSizes = shapes(f, "output_sizes");
-      out.inputDtypes = strings(f, "input_dtypes");
-      out.outputDtypes = strings(f, "output_dtypes");
+      out.inputSizes = shapes(f, kInputSizes);
+      out.outputSizes = shapes(f, kOutputSizes);
+      out.inputDtypes = strings(f, kInputDtypes);
+      out.outputDtypes = strings(f, kOutputDtypes);
     } else {
       ++tensorsDropped_;
     }
-    out.state = f.text("state");
-    out.timeCreatedNs = f.integer("time_created_ns");
+    out.state = f.text(kState);
+    out.timeCreatedNs = f.integer(kTimeCreatedNs);
     // The pickle has None where torch's JSON writes 0: neither is a time.
-    out.timeDiscoveredStartedNs = f.integer("time_discovered_started_ns");
-    out.timeDiscoveredCompletedNs = f.integer("time_discovered_completed_ns");
+    out.timeDiscoveredStartedNs = f.integer(kTimeStartedNs);
+    out.timeDiscoveredCompletedNs = f.integer(kTimeCompletedNs);
     if (out.timeDiscoveredStartedNs == 0) out.timeDiscoveredStartedNs.reset();
     if (out.timeDiscoveredCompletedNs == 0) out.timeDiscoveredCompletedNs.reset();
-    out.durationMs = f.number("duration_ms");
-    out.timeoutMs = f.integer("timeout_ms");
-    out.isP2p = f.flag("is_p2p");
-    out.retired = f.flag("retired");
+    out.durationMs = f.number(kDurationMs);
+    out.timeoutMs = f.integer(kTimeoutMs);
+    out.isP2p = f.flag(kIsP2p);
+    out.retired = f.flag(kRetired);
     out.topFrame = topFrame(f);
     add(std::move(out));
   }
@@ -206,19 +378,19 @@ class Converter {
   // The top-level dict, its "entries" already given to entry() (or still in it, if the reader
   // could not stream them).
   void top(const json& t) {
-    Fields f(*this, t, "top level");
+    Fields<JsonNode> f(*this, JsonNode{&t}, [] { return std::string("top level"); });
     d_.version = f.text("version");
     d_.commLibVersion = f.text("comm_lib_version");
     if (d_.commLibVersion.empty()) d_.commLibVersion = f.text("nccl_version");
-    if (const json* e = f.find("entries")) {
-      if (e->is_array()) {
-        for (const json& x : *e) entry(x);
+    if (const auto e = f.find("entries")) {
+      if (e->isArray()) {
+        for (const json& x : t.at("entries")) entry(JsonNode{&x});
       } else {
         f.wrong("entries", *e, "a list");
       }
     }
-    if (const json* cfg = f.find("pg_config")) groups(f, *cfg);
-    if (const json* st = f.find("pg_status")) pgStatus(f, *st);
+    if (const auto cfg = f.find("pg_config")) groups(f, *cfg->j);
+    if (const auto st = f.find("pg_status")) pgStatus(f, *st->j);
     for (const auto& [key, value] : t.items()) {
       static constexpr std::string_view kKnown[] = {"version", "comm_lib_version", "nccl_version",
                                                     "entries", "pg_config",        "pg_status"};
@@ -275,11 +447,12 @@ class Converter {
 
   // "nccl:all_reduce", "gloo:broadcast", "nccl:send 1->2", "nccl:recv 3<-0". The peer is b in "a->b"
   // and "a<-b"; torch writes both numbers as ranks within the group, not global ranks.
-  void splitProfilingName(FrEntry& e, Fields& f) {
-    const std::string& name = e.profilingName;
+  template <class Node>
+  void splitProfilingName(FrEntry& e, EntryFields<Node>& f) {
+    const std::string_view name = e.profilingName;
     const std::size_t colon = name.find(':');
     e.backend = colon == std::string::npos ? "" : name.substr(0, colon);
-    const std::string rest = colon == std::string::npos ? name : name.substr(colon + 1);
+    const std::string_view rest = colon == std::string::npos ? name : name.substr(colon + 1);
     const std::size_t space = rest.find(' ');
     e.op = rest.substr(0, space);
     if (space == std::string::npos) return;
@@ -291,83 +464,108 @@ class Converter {
     if (auto [p, ec] = std::from_chars(b, end, peer); ec == std::errc() && p == end && peer >= 0) {
       e.p2pPeer = peer;
     } else {
-      f.wrong("profiling_name", json(name), "a name such as 'nccl:send 1->2' with a peer rank");
+      wrong(f.where(), "profiling_name", json(e.profilingName), "a name such as 'nccl:send 1->2' with a peer rank");
     }
   }
 
-  std::vector<std::vector<std::int64_t>> shapes(Fields& f, const char* key) {
+  template <class Node>
+  std::vector<std::vector<std::int64_t>> shapes(EntryFields<Node>& f, Field key) {
     std::vector<std::vector<std::int64_t>> out;
-    const json* v = f.find(key);
-    if (v == nullptr) return out;
-    const bool ok = v->is_array() && std::all_of(v->begin(), v->end(), [](const json& s) {
-                      return s.is_array() && std::all_of(s.begin(), s.end(),
-                                                         [](const json& n) { return asInt(n).has_value(); });
-                    });
+    const auto v = f[key];
+    if (!v) return out;
+    bool ok = v->isArray();
+    for (std::size_t i = 0; ok && i < v->size(); ++i) {
+      const Node s = v->item(i);
+      ok = s.isArray();
+      for (std::size_t k = 0; ok && k < s.size(); ++k) ok = s.item(k).asInt().has_value();
+    }
     if (!ok) {
       f.wrong(key, *v, "a list of lists of integers");
       return out;
     }
-    for (const json& s : *v) {
+    out.reserve(v->size());
+    for (std::size_t i = 0; i < v->size(); ++i) {
+      const Node s = v->item(i);
       auto& shape = out.emplace_back();
-      for (const json& n : s) shape.push_back(*asInt(n));
+      shape.reserve(s.size());
+      for (std::size_t k = 0; k < s.size(); ++k) shape.push_back(*s.item(k).asInt());
       tensorValues_ += s.size() + 1;
     }
     return out;
   }
 
-  std::vector<std::string> strings(Fields& f, const char* key) {
-    const json* v = f.find(key);
-    if (v == nullptr) return {};
-    if (!v->is_array() || !std::all_of(v->begin(), v->end(), [](const json& s) { return s.is_string(); })) {
+  template <class Node>
+  std::vector<std::string> strings(EntryFields<Node>& f, Field key) {
+    const auto v = f[key];
+    if (!v) return {};
+    bool ok = v->isArray();
+    for (std::size_t i = 0; ok && i < v->size(); ++i) ok = v->item(i).isString();
+    if (!ok) {
       f.wrong(key, *v, "a list of strings");
       return {};
     }
+    std::vector<std::string> out;
+    out.reserve(v->size());
+    for (std::size_t i = 0; i < v->size(); ++i) out.emplace_back(v->item(i).str());
     tensorValues_ += v->size();
-    return v->get<std::vector<std::string>>();
+    return out;
   }
 
-  // "name (filename:line)" of frames[0].
-  std::string topFrame(Fields& f) {
-    const json* v = f.find("frames");
-    if (v == nullptr || (v->is_array() && v->empty())) return {};
-    if (!v->is_array() || !(*v)[0].is_object()) {
-      f.wrong("frames", *v, "a list of {name, filename, line} dicts");
+  // "name (filename:line)" of frames[0]. Entries of one call site share their frames: the text of the
+  // last one is kept and reused when the same frame comes again.
+  template <class Node>
+  std::string topFrame(EntryFields<Node>& f) {
+    const auto v = f[kFrames];
+    if (!v || (v->isArray() && v->size() == 0)) return {};
+    if (!v->isArray() || !v->item(0).isObject()) {
+      f.wrong(kFrames, *v, "a list of {name, filename, line} dicts");
       return {};
     }
-    const json& top = (*v)[0];
-    auto str = [&top](const char* k) {
-      auto it = top.find(k);
-      return it == top.end() ? std::string("?") : it->is_string() ? it->get<std::string>() : it->dump();
+    const Node top = v->item(0);
+    auto part = [&top](const char* k, std::string& text) -> std::string_view {
+      const auto x = top.find(k);
+      if (!x) return "?";
+      if (x->isString()) return x->str();
+      if (const auto i = x->asInt()) return text = std::to_string(*i);
+      return text = x->toJson().dump();
     };
-    return fmt::format("{} ({}:{})", str("name"), str("filename"), str("line"));
+    std::string t1, t2, t3;
+    const std::string_view name = part("name", t1), file = part("filename", t2), line = part("line", t3);
+    if (name != frameName_ || file != frameFile_ || line != frameLine_) {
+      frameText_ = fmt::format("{} ({}:{})", name, file, line);
+      frameName_ = name, frameFile_ = file, frameLine_ = line;
+    }
+    return frameText_;
   }
 
   // pg_config: {name: {name, desc, ranks}}, ranks a string "[0, 1]" or a list.
-  void groups(Fields& f, const json& cfg) {
-    if (!cfg.is_object()) return f.wrong("pg_config", cfg, "a dict");
+  void groups(Fields<JsonNode>& f, const json& cfg) {
+    if (!cfg.is_object()) return f.wrong("pg_config", JsonNode{&cfg}, "a dict");
     for (const auto& [key, value] : cfg.items()) {
       FrGroup g;
       if (!value.is_object()) {
         wrong("pg_config", key, value, "a dict");
         continue;
       }
-      Fields gf(*this, value, fmt::format("pg_config['{}']", key));
+      const std::string where = fmt::format("pg_config['{}']", key);
+      Fields<JsonNode> gf(*this, JsonNode{&value}, [&where] { return where; });
       g.name = gf.text("name");
       if (g.name.empty()) g.name = key;
       g.desc = gf.text("desc");
-      if (const json* r = gf.find("ranks")) {
+      if (const auto rn = gf.find("ranks")) {
+        const json& r = *rn->j;
         std::optional<std::vector<int>> ranks;
-        if (r->is_string()) ranks = parseRanks(r->get_ref<const std::string&>());
-        if (r->is_array() && std::all_of(r->begin(), r->end(), [](const json& n) {
+        if (r.is_string()) ranks = parseRanks(r.get_ref<const std::string&>());
+        if (r.is_array() && std::all_of(r.begin(), r.end(), [](const json& n) {
               auto i = asInt(n);
               return i && *i >= 0 && *i <= INT32_MAX;
             })) {
-          ranks = r->get<std::vector<int>>();
+          ranks = r.get<std::vector<int>>();
         }
         if (ranks)
           g.ranks = std::move(*ranks), g.ranksKnown = true;
         else
-          gf.wrong("ranks", *r, "a list of ranks such as \"[0, 1]\"");
+          gf.wrong("ranks", *rn, "a list of ranks such as \"[0, 1]\"");
       }
       d_.groups[key] = std::move(g);
     }
@@ -375,14 +573,15 @@ class Converter {
 
   // pg_status: {pg_id: {last_enqueued_collective, last_started_collective, last_completed_collective}}.
   // -1 (nothing yet) is kept as torch wrote it.
-  void pgStatus(Fields& f, const json& st) {
-    if (!st.is_object()) return f.wrong("pg_status", st, "a dict");
+  void pgStatus(Fields<JsonNode>& f, const json& st) {
+    if (!st.is_object()) return f.wrong("pg_status", JsonNode{&st}, "a dict");
     for (const auto& [key, value] : st.items()) {
       if (!value.is_object()) {
         wrong("pg_status", key, value, "a dict");
         continue;
       }
-      Fields sf(*this, value, fmt::format("pg_status['{}']", key));
+      const std::string where = fmt::format("pg_status['{}']", key);
+      Fields<JsonNode> sf(*this, JsonNode{&value}, [&where] { return where; });
       d_.pgStatus[key] =
           FrPgStatus{sf.integer("last_enqueued_collective"), sf.integer("last_started_collective"),
                      sf.integer("last_completed_collective")};
@@ -395,12 +594,13 @@ class Converter {
   std::size_t tensorValues_ = 0;    // sizes and dtypes kept
   std::size_t tensorsDropped_ = 0;  // entries whose sizes and dtypes were not kept
   std::map<std::string, int> warned_;
+  std::string frameName_, frameFile_, frameLine_, frameText_;  // the last top frame read
 };
 
 void parsePickle(std::string_view bytes, const std::string& name, Converter& conv) {
   PickleOptions options;
   options.streamKey = "entries";
-  options.onElement = [&conv](json&& e) { conv.entry(e); };
+  options.onNode = [&conv](const PickleNode& e) { conv.entry(PickleRef{e}); };
   options.maxDepth = kMaxDepth;
   const json top = readPickle(bytes, name, options);
   if (!top.is_object()) {
@@ -429,7 +629,7 @@ void parseJson(std::string_view bytes, const std::string& name, Converter& conv)
       inEntries = topKey == "entries" && event == E::array_start;
     }
     if (inEntries && depth == 2 && (event == E::object_end || event == E::array_end || event == E::value)) {
-      conv.entry(parsed);
+      conv.entry(JsonNode{&parsed});
       held = 0;
       return false;
     }
@@ -546,6 +746,9 @@ RankDump parseDump(std::string_view bytes, const std::string& name, int rank) {
                     name));
   }
   const auto first = static_cast<std::uint8_t>(bytes[start]);
+  // A torch pickle takes 150-250 bytes an entry; growing the vector from empty would move every
+  // entry a dozen times. Bounded, so that a huge file does not reserve what it may not hold.
+  dump.entries.reserve(std::min<std::size_t>(bytes.size() / 160, 1 << 16));
   Converter conv(dump);
   if (start == 0 && (first == 0x80 || first == '(' || first == '}')) {  // PROTO, or protocol 0/1's dict
     dump.format = "pickle";
@@ -565,8 +768,8 @@ RankDump parseDump(std::string_view bytes, const std::string& name, int rank) {
 
 RankDump readDump(const std::string& path, int rank) { return parseDump(readFile(path), path, rank); }
 
-DumpSet loadDumps(const std::vector<std::string>& args) {
-  DumpSet set;
+DumpFiles findDumpFiles(const std::vector<std::string>& args) {
+  DumpFiles out;
   std::vector<std::string> files;
   for (const std::string& arg : args) {
     std::error_code ec;
@@ -577,12 +780,12 @@ DumpSet loadDumps(const std::vector<std::string>& args) {
       continue;
     }
     if (!isDirectory && arg.find_first_of("*?[") == std::string::npos) {
-      set.problems.push_back(fmt::format("{} does not exist; check the path.", arg));
+      out.problems.push_back(fmt::format("{} does not exist; check the path.", arg));
       continue;
     }
     std::vector<std::string> found = dumpFilesIn(arg, isDirectory);
     if (found.empty()) {
-      set.problems.push_back(
+      out.problems.push_back(
           fmt::format("{} {} no file whose name ends in a rank number, as torch names its dumps.", arg,
                       isDirectory ? "holds" : "matches"));
     }
@@ -605,37 +808,181 @@ DumpSet loadDumps(const std::vector<std::string>& args) {
   for (const std::string& file : files) {
     const auto rank = rankFromFileName(fs::path(file).filename().string());
     if (!rank) {
-      set.problems.push_back(
+      out.problems.push_back(
           fmt::format("{}: its name does not end in a rank number (torch names dumps "
                       "<prefix><rank>), so dsdiag cannot tell whose dump it is; rename it, e.g. "
                       "to rank_3.",
                       file));
       continue;
     }
+    std::error_code ec;
+    const auto size = fs::file_size(file, ec);
+    out.byRank[*rank].push_back({file, ec ? 0 : static_cast<std::uint64_t>(size)});
+  }
+  return out;
+}
+
+namespace {
+
+struct RankRead {
+  std::optional<RankDump> dump;
+  std::vector<std::string> problems;
+};
+
+// One rank's files, in name order: the first readable one is kept; a second is a problem naming
+// both, except that a pickle and a JSON with the same records are only a note and the pickle is kept.
+// At most two dumps of the rank are held at once.
+RankRead readRank(int rank, const std::vector<DumpFiles::File>& files) {
+  RankRead out;
+  for (const auto& f : files) {
     RankDump dump;
     try {
-      dump = readDump(file, *rank);
+      dump = readDump(f.path, rank);
     } catch (const ds::Error& e) {
-      set.problems.push_back(e.what());
+      out.problems.push_back(e.what());
       continue;
     }
-    auto [it, fresh] = set.ranks.try_emplace(*rank, std::move(dump));
-    if (fresh) continue;
-    RankDump& kept = it->second;
+    if (!out.dump) {
+      out.dump = std::move(dump);
+      continue;
+    }
+    RankDump& kept = *out.dump;
     if (kept.format != dump.format && sameRecords(kept, dump)) {
-      set.problems.push_back(
+      out.problems.push_back(
           fmt::format("note: {} and {} are the same dump of rank {} in two formats; dsdiag uses "
                       "the pickle.",
-                      kept.file, dump.file, *rank));
+                      kept.file, dump.file, rank));
       if (dump.format == "pickle") kept = std::move(dump);
     } else {
-      set.problems.push_back(
+      out.problems.push_back(
           fmt::format("{} and {} are both dumps of rank {}; dsdiag uses {} (the first by name) "
                       "and ignores {}.",
-                      kept.file, dump.file, *rank, kept.file, dump.file));
+                      kept.file, dump.file, rank, kept.file, dump.file));
     }
   }
-  return set;
+  return out;
+}
+
+// The reading threads of forEachDump: rank i+1, i+2, ... are read while the caller digests rank i,
+// never more than `window` ranks or `budget` bytes of files ahead of it (at least one rank).
+class ReadAhead {
+ public:
+  ReadAhead(const DumpFiles& files, const ReadOptions& options) : options_(options) {
+    for (const auto& [rank, list] : files.byRank) {
+      std::uint64_t bytes = 0;
+      for (const auto& f : list) bytes += f.bytes;
+      tasks_.push_back({rank, &list, bytes});
+    }
+    slots_.resize(tasks_.size());
+    const int threads = std::max(1, std::min<int>(options.threads, static_cast<int>(tasks_.size())));
+    window_ = static_cast<std::size_t>(2 * threads);
+    for (int t = 0; t < threads; ++t) workers_.emplace_back([this] { work(); });
+  }
+
+  ~ReadAhead() {
+    {
+      std::lock_guard<std::mutex> lock(m_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    for (auto& w : workers_) w.join();
+  }
+
+  std::size_t size() const { return tasks_.size(); }
+  int rank(std::size_t i) const { return tasks_[i].rank; }
+
+  // Blocks until rank i (in order) is read and takes it; rethrows what its reading threw beyond a
+  // ds::Error (which is a problem sentence already).
+  RankRead take(std::size_t i) {
+    std::unique_lock<std::mutex> lock(m_);
+    cv_.wait(lock, [&] { return slots_[i].done; });
+    Slot& s = slots_[i];
+    if (s.error) std::rethrow_exception(s.error);
+    RankRead out = std::move(s.read);
+    s.read = {};
+    inFlight_ -= tasks_[i].bytes;
+    consumed_ = i + 1;
+    lock.unlock();
+    cv_.notify_all();
+    return out;
+  }
+
+ private:
+  struct Task {
+    int rank;
+    const std::vector<DumpFiles::File>* files;
+    std::uint64_t bytes;
+  };
+  struct Slot {
+    bool done = false;
+    RankRead read;
+    std::exception_ptr error;
+  };
+
+  void work() {
+    for (;;) {
+      std::size_t i = 0;
+      {
+        std::unique_lock<std::mutex> lock(m_);
+        cv_.wait(lock, [&] {
+          if (stop_ || next_ >= tasks_.size()) return true;
+          const bool nothingAhead = next_ == consumed_;
+          return nothingAhead ||
+                 (next_ - consumed_ < window_ && inFlight_ + tasks_[next_].bytes <= options_.maxBytesInFlight);
+        });
+        if (stop_ || next_ >= tasks_.size()) return;
+        i = next_++;
+        inFlight_ += tasks_[i].bytes;
+      }
+      Slot result;
+      try {
+        result.read = readRank(tasks_[i].rank, *tasks_[i].files);
+      } catch (...) {
+        result.error = std::current_exception();
+      }
+      {
+        std::lock_guard<std::mutex> lock(m_);
+        slots_[i].read = std::move(result.read);
+        slots_[i].error = result.error;
+        slots_[i].done = true;
+      }
+      cv_.notify_all();
+    }
+  }
+
+  const ReadOptions& options_;
+  std::vector<Task> tasks_;
+  std::vector<Slot> slots_;
+  std::mutex m_;
+  std::condition_variable cv_;
+  std::size_t next_ = 0, consumed_ = 0, window_ = 2;
+  std::uint64_t inFlight_ = 0;
+  bool stop_ = false;
+  std::vector<std::thread> workers_;
+};
+
+}  // namespace
+
+int defaultReadThreads() { return std::clamp(sys::affinityCpuCount(), 1, 8); }
+
+std::size_t forEachDump(const DumpFiles& files, const std::function<void(RankDump&&)>& sink,
+                        std::vector<std::string>& problems, const ReadOptions& options) {
+  std::size_t handed = 0;
+  auto deliver = [&](RankRead&& r) {
+    problems.insert(problems.end(), std::make_move_iterator(r.problems.begin()),
+                    std::make_move_iterator(r.problems.end()));
+    if (r.dump) {
+      sink(std::move(*r.dump));
+      ++handed;
+    }
+  };
+  if (options.threads <= 1 || files.byRank.size() <= 1) {
+    for (const auto& [rank, list] : files.byRank) deliver(readRank(rank, list));
+    return handed;
+  }
+  ReadAhead ahead(files, options);
+  for (std::size_t i = 0; i < ahead.size(); ++i) deliver(ahead.take(i));
+  return handed;
 }
 
 }  // namespace ds::diag::hang

@@ -1,10 +1,13 @@
 // Reading the Flight Recorder dumps of a hung job into RankDump (dump.h): one file per rank, the
 // pickle the watchdog writes or the JSON of _dump_fr_trace_json(), every format version from 2.2.
 // Entries are converted one at a time as the file is parsed, so a dump of a million entries needs
-// a few hundred MB, not its generic tree (pickle.h). Nothing here knows the world size: which
-// ranks are missing is the analysis' call, from pg_config.
+// a few hundred MB, not its generic tree (pickle.h). Dumps are read one rank at a time and handed on
+// (forEachDump), so a job of 16,384 ranks is never in memory at once. Nothing here knows the world
+// size: which ranks are missing is the analysis' call, from pg_config.
 #pragma once
 
+#include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -31,16 +34,40 @@ RankDump parseDump(std::string_view bytes, const std::string& name, int rank);
 // 12 (a ".json", ".pickle" or ".pkl" suffix is skipped); nullopt when it ends in no number.
 std::optional<int> rankFromFileName(std::string_view fileName);
 
-struct DumpSet {
-  std::map<int, RankDump> ranks;      // by the rank in the file name
-  std::vector<std::string> problems;  // each a sentence naming the file; the analysis goes on without it
+// The dump files named on the command line, by the rank their names end in.
+struct DumpFiles {
+  struct File {
+    std::string path;
+    std::uint64_t bytes = 0;
+  };
+  std::map<int, std::vector<File>> byRank;  // each rank's files in name order
+  std::vector<std::string> problems;        // each a sentence naming the path; the rest is read
 };
 
-// Reads every dump that `args` name: files, directories (each regular file in it whose name ends
-// in a rank; other files are skipped quietly) and glob(3) patterns (matched the same way). Files
-// are read in name order; a second file for a rank is a problem naming both and the first is kept,
-// except that a pickle and a JSON with the same records are only a note and the pickle is kept.
-// Throws ConfigError when nothing named is a dump file at all.
-DumpSet loadDumps(const std::vector<std::string>& args);
+// The files `args` name: files, directories (each regular file in it whose name ends in a rank;
+// other files are skipped quietly) and glob(3) patterns (matched the same way). A path that does not
+// exist, a folder or glob without dumps, and a named file whose name ends in no rank are problems.
+// Throws ConfigError when nothing named is a dump file at all. Reads no dump.
+DumpFiles findDumpFiles(const std::vector<std::string>& args);
+
+struct ReadOptions {
+  // Threads that read and parse dumps ahead of the caller (1: the caller's thread reads them).
+  int threads = 1;
+  // The most bytes of files read ahead of the caller at once (at least one rank's are).
+  std::uint64_t maxBytesInFlight = 256ull << 20;
+};
+
+// This process's CPUs (its affinity mask), at most 8: ReadOptions::threads for dsdiag hang.
+int defaultReadThreads();
+
+// Reads every rank's dump and hands it to `sink`, one rank at a time in rank order; the sink owns it
+// and drops it when done, so memory holds the dumps read ahead (a few) rather than all of them. A
+// rank's files are read in name order: the first readable one is kept; a second is a problem naming
+// both, except that a pickle and a JSON with the same records are only a note and the pickle is
+// kept. A file that cannot be read is a problem sentence naming it (appended to `problems` in rank
+// order) and the others are read. Returns the number of dumps handed over. What the sink throws ends
+// the reading and is rethrown. Blocking; the reading threads wait on a condition variable, never spin.
+std::size_t forEachDump(const DumpFiles& files, const std::function<void(RankDump&&)>& sink,
+                        std::vector<std::string>& problems, const ReadOptions& options = {});
 
 }  // namespace ds::diag::hang

@@ -37,15 +37,22 @@ ExternalEvidence readEvidence(const HangCommand& c) {
 int runHang(const HangCommand& c) {
   try {
     const ExternalEvidence evidence = readEvidence(c);
-    DumpSet set = loadDumps(c.dumps);
-    std::vector<std::string> problems = std::move(set.problems);
-    problems.insert(problems.end(), evidence.problems.begin(), evidence.problems.end());
-    if (set.ranks.empty()) {
+    const DumpFiles files = findDumpFiles(c.dumps);
+    // Each dump is digested and dropped before the next is read (a few are read ahead on other
+    // threads): memory holds the digests of all ranks and a handful of dumps, not 16,384 dumps.
+    HangAnalysis analysis;
+    std::vector<std::string> problems = files.problems;
+    ReadOptions read;
+    read.threads = defaultReadThreads();
+    const std::size_t dumps = forEachDump(files, [&](RankDump&& d) { analysis.add(d); }, problems, read);
+    if (dumps == 0) {
+      problems.insert(problems.end(), evidence.problems.begin(), evidence.problems.end());
       std::fprintf(stderr, "dsdiag hang: no dump could be read:\n");
       for (const auto& p : problems) std::fprintf(stderr, "  %s\n", p.c_str());
       return report::kHangBadInputExit;
     }
-    const report::HangReport r = analyse(set.ranks, evidence, AnalyseOptions{}, problems);
+    for (auto& p : problems) analysis.addProblem(std::move(p));
+    const report::HangReport r = analysis.finish(evidence);
     std::fputs(report::formatHangText(r).c_str(), stdout);
     if (!c.jsonPath.empty()) {
       report::writeJsonAtomic(c.jsonPath, report::toJson(r));

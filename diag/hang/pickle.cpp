@@ -6,8 +6,10 @@
 #include <array>
 #include <bit>
 #include <charconv>
+#include <cstring>
 #include <limits>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "engine/common/error.h"
@@ -105,45 +107,40 @@ class Decoder {
   Decoder(std::string_view bytes, const std::string& name) : b_(bytes), name_(name) {}
 
   bool atEnd() const { return pos_ >= b_.size(); }
+  std::string_view bytes() const { return b_; }
+  std::size_t pos() const { return pos_; }
+  void seek(std::size_t pos) { pos_ = pos; }
 
-  [[noreturn]] void fail(std::size_t at, std::string_view what) const {
+  [[noreturn, gnu::cold, gnu::noinline]] void fail(std::size_t at, std::string_view what) const {
     throw ConfigError(fmt::format("{}: byte {}: {}", name_, at, what));
   }
 
-  Instr next() {
-    Instr in;
+  // Decodes the next instruction into `in` (filled in place: this is the reader's hottest loop).
+  void next(Instr& in) {
     in.at = pos_;
     in.code = static_cast<std::uint8_t>(b_[pos_++]);
     const OpInfo& op = kOps[in.code];
-    if (op.name == nullptr) {
-      fail(in.at,
-           fmt::format("0x{:02x} is not a pickle opcode; the file is corrupt or is not a pickle.", in.code));
-    }
-    if (op.refusal != nullptr) {
-      fail(in.at, fmt::format("pickle opcode {} (0x{:02x}) {}; dsdiag reads data only and refuses this file. "
-                              "Was it written by torch's Flight Recorder?",
-                              op.name, in.code, op.refusal));
-    }
+    if (op.name == nullptr || op.refusal != nullptr) [[unlikely]] refuse(in);
     switch (op.arg) {
       case Arg::kNone:
         break;
       case Arg::kU1:
-        in.n = little(1, in);
+        in.n = little<1>(in);
         break;
       case Arg::kU2:
-        in.n = little(2, in);
+        in.n = little<2>(in);
         break;
       case Arg::kU4:
-        in.n = little(4, in);
+        in.n = little<4>(in);
         break;
       case Arg::kU8:
-        in.n = little(8, in);
+        in.n = little<8>(in);
         break;
       case Arg::kI4:
-        in.n = static_cast<std::uint64_t>(std::int64_t{static_cast<std::int32_t>(little(4, in))});
+        in.n = static_cast<std::uint64_t>(std::int64_t{static_cast<std::int32_t>(little<4>(in))});
         break;
       case Arg::kF8:
-        in.f = std::bit_cast<double>(__builtin_bswap64(little(8, in)));
+        in.f = std::bit_cast<double>(__builtin_bswap64(little<8>(in)));
         break;  // big-endian
       case Arg::kLine: {
         const std::size_t nl = b_.find('\n', pos_);
@@ -153,10 +150,10 @@ class Decoder {
         break;
       }
       case Arg::kLen1:
-        in.text = take(little(1, in), in);
+        in.text = take(little<1>(in), in);
         break;
       case Arg::kLen4: {
-        const std::uint64_t len = little(4, in);
+        const std::uint64_t len = little<4>(in);
         if ((in.code == kBinString || in.code == kLong4) && len > 0x7fffffffu) {
           fail(in.at, fmt::format("pickle opcode {} has a negative length; the file is corrupt.", op.name));
         }
@@ -164,37 +161,102 @@ class Decoder {
         break;
       }
       case Arg::kLen8:
-        in.text = take(little(8, in), in);
+        in.text = take(little<8>(in), in);
         break;
     }
-    if (in.code == kProto && in.n > 5) {
+    if (in.code == kProto && in.n > 5) [[unlikely]] {
       fail(in.at, fmt::format("pickle protocol {} is newer than 5, the highest dsdiag reads; the file is "
                               "corrupt or was not written by torch.",
                               in.n));
     }
-    return in;
+  }
+
+  // The same for bytes that next() already decoded without error (the first pass): no checks.
+  void nextTrusted(Instr& in) {
+    in.at = pos_;
+    in.code = static_cast<std::uint8_t>(b_[pos_++]);
+    auto fixed = [this](std::size_t n) {
+      std::uint64_t v = 0;
+      std::memcpy(&v, b_.data() + pos_, n);
+      pos_ += n;
+      return v;
+    };
+    auto take = [this](std::uint64_t len) {
+      const std::string_view s = b_.substr(pos_, static_cast<std::size_t>(len));
+      pos_ += static_cast<std::size_t>(len);
+      return s;
+    };
+    switch (kOps[in.code].arg) {
+      case Arg::kNone:
+        break;
+      case Arg::kU1:
+        in.n = fixed(1);
+        break;
+      case Arg::kU2:
+        in.n = fixed(2);
+        break;
+      case Arg::kU4:
+        in.n = fixed(4);
+        break;
+      case Arg::kU8:
+        in.n = fixed(8);
+        break;
+      case Arg::kI4:
+        in.n = static_cast<std::uint64_t>(std::int64_t{static_cast<std::int32_t>(fixed(4))});
+        break;
+      case Arg::kF8:
+        in.f = std::bit_cast<double>(__builtin_bswap64(fixed(8)));
+        break;
+      case Arg::kLine: {
+        const std::size_t nl = b_.find('\n', pos_);
+        in.text = b_.substr(pos_, nl - pos_);
+        pos_ = nl + 1;
+        break;
+      }
+      case Arg::kLen1:
+        in.text = take(fixed(1));
+        break;
+      case Arg::kLen4:
+        in.text = take(fixed(4));
+        break;
+      case Arg::kLen8:
+        in.text = take(fixed(8));
+        break;
+    }
   }
 
  private:
-  [[noreturn]] void truncated(const Instr& in) const {
+  [[noreturn, gnu::cold, gnu::noinline]] void refuse(const Instr& in) const {
+    const OpInfo& op = kOps[in.code];
+    if (op.name == nullptr) {
+      fail(in.at,
+           fmt::format("0x{:02x} is not a pickle opcode; the file is corrupt or is not a pickle.", in.code));
+    }
+    fail(in.at, fmt::format("pickle opcode {} (0x{:02x}) {}; dsdiag reads data only and refuses this file. "
+                            "Was it written by torch's Flight Recorder?",
+                            op.name, in.code, op.refusal));
+  }
+
+  [[noreturn, gnu::cold, gnu::noinline]] void truncated(const Instr& in) const {
     fail(in.at,
          fmt::format("the file ends inside pickle opcode {}; it is truncated. Was the rank killed while "
                      "writing its dump?",
                      kOps[in.code].name));
   }
 
-  std::uint64_t little(std::size_t n, const Instr& in) {
-    if (b_.size() - pos_ < n) truncated(in);
+  template <std::size_t N>
+  std::uint64_t little(const Instr& in) {
+    static_assert(std::endian::native == std::endian::little, "the pickle reader assumes a little-endian host");
+    if (b_.size() - pos_ < N) [[unlikely]] truncated(in);
     std::uint64_t v = 0;
-    for (std::size_t k = 0; k < n; ++k)
-      v |= std::uint64_t{static_cast<std::uint8_t>(b_[pos_ + k])} << (8 * k);
-    pos_ += n;
+    std::memcpy(&v, b_.data() + pos_, N);
+    pos_ += N;
     return v;
   }
 
   std::string_view take(std::uint64_t len, const Instr& in) {
     const std::size_t left = b_.size() - pos_;
-    if (len > left) {
+    if (len > left) [[unlikely]] {
       fail(in.at,
            fmt::format("pickle opcode {} declares {} bytes but only {} remain; the file is truncated or "
                        "corrupt. Was the rank killed while writing its dump?",
@@ -228,12 +290,14 @@ std::uint64_t memoKey(const Instr& in, const Decoder& d) {
   return key;
 }
 
-// The first pass: which memo keys a GET reads, so that PUT keeps only the values read back.
-std::vector<bool> scanGets(std::string_view bytes, const std::string& name) {
+// The first pass, checked: which memo keys a GET reads, so that PUT keeps only the values read back.
+// Throws the precise ConfigError of the first bad instruction.
+std::vector<bool> scanGetsChecked(std::string_view bytes, const std::string& name) {
   Decoder d(bytes, name);
   std::vector<bool> used;
+  Instr in;
   while (!d.atEnd()) {
-    const Instr in = d.next();
+    d.next(in);
     if (in.code == kStop) return used;
     if (isGet(in.code)) {
       const std::uint64_t key = memoKey(in, d);
@@ -244,6 +308,144 @@ std::vector<bool> scanGets(std::string_view bytes, const std::string& name) {
   d.fail(bytes.size(),
          "the pickle ends without its STOP opcode; the file is truncated. Was the rank killed while "
          "writing its dump?");
+}
+
+// How the fast scan steps over an opcode's argument.
+enum class Step : std::uint8_t { kBad, kFixed, kLen1, kLen4, kLen8, kLine, kGet1, kGet4, kGetLine, kProto, kStop };
+struct ScanOp {
+  Step step = Step::kBad;
+  std::uint8_t width = 0;  // kFixed: the argument's bytes
+};
+constexpr std::array<ScanOp, 256> kScan = [] {
+  std::array<ScanOp, 256> t{};
+  for (int c = 0; c < 256; ++c) {
+    const OpInfo& op = kOps[c];
+    if (op.name == nullptr || op.refusal != nullptr) continue;  // kBad: the checked pass says why
+    ScanOp& s = t[c];
+    switch (op.arg) {
+      case Arg::kNone:
+        s = {Step::kFixed, 0};
+        break;
+      case Arg::kU1:
+        s = {Step::kFixed, 1};
+        break;
+      case Arg::kU2:
+        s = {Step::kFixed, 2};
+        break;
+      case Arg::kU4:
+      case Arg::kI4:
+        s = {Step::kFixed, 4};
+        break;
+      case Arg::kU8:
+      case Arg::kF8:
+        s = {Step::kFixed, 8};
+        break;
+      case Arg::kLine:
+        s = {Step::kLine, 0};
+        break;
+      case Arg::kLen1:
+        s = {Step::kLen1, 0};
+        break;
+      case Arg::kLen4:
+        s = {Step::kLen4, 0};
+        break;
+      case Arg::kLen8:
+        s = {Step::kLen8, 0};
+        break;
+    }
+  }
+  t[kBinGet] = {Step::kGet1, 1};
+  t[kLongBinGet] = {Step::kGet4, 4};
+  t[kGet] = {Step::kGetLine, 0};
+  t[kProto] = {Step::kProto, 1};
+  t[kStop] = {Step::kStop, 0};
+  t[kBinString] = t[kLong4] = {Step::kBad, 0};  // a negative length is possible: the checked pass
+  return t;
+}();
+
+// The first pass, fast: the same walk without building instructions. Anything unusual (a refused
+// or unknown opcode, truncation, a bad memo key, a negative length) is left to the checked pass,
+// which starts over and names the problem exactly.
+std::vector<bool> scanGets(std::string_view bytes, const std::string& name) {
+  const auto* const b = reinterpret_cast<const std::uint8_t*>(bytes.data());
+  const std::size_t n = bytes.size();
+  std::vector<bool> used;
+  std::size_t p = 0;
+  auto le = [b](std::size_t at, std::size_t width) {
+    std::uint64_t v = 0;
+    std::memcpy(&v, b + at, width);
+    return v;
+  };
+  while (p < n) {
+    const ScanOp op = kScan[b[p]];
+    const std::size_t left = n - p - 1;  // bytes after the opcode
+    // The common steps first, as plain branches: they predict better than one jump table.
+    if (op.step == Step::kFixed) {
+      if (left < op.width) return scanGetsChecked(bytes, name);
+      p += 1 + op.width;
+      continue;
+    }
+    if (op.step == Step::kGet1) {
+      if (left < 1) return scanGetsChecked(bytes, name);
+      const std::uint8_t key = b[p + 1];
+      if (key >= used.size()) used.resize(key + 1u);
+      used[key] = true;
+      p += 2;
+      continue;
+    }
+    switch (op.step) {
+      case Step::kBad:
+        return scanGetsChecked(bytes, name);
+      case Step::kFixed:
+        if (left < op.width) return scanGetsChecked(bytes, name);
+        p += 1 + op.width;
+        break;
+      case Step::kLen1: {
+        if (left < 1 || left - 1 < b[p + 1]) return scanGetsChecked(bytes, name);
+        p += 2 + b[p + 1];
+        break;
+      }
+      case Step::kLen4: {
+        if (left < 4) return scanGetsChecked(bytes, name);
+        const std::uint64_t len = le(p + 1, 4);
+        if (left - 4 < len) return scanGetsChecked(bytes, name);
+        p += 5 + len;
+        break;
+      }
+      case Step::kLen8: {
+        if (left < 8) return scanGetsChecked(bytes, name);
+        const std::uint64_t len = le(p + 1, 8);
+        if (left - 8 < len) return scanGetsChecked(bytes, name);
+        p += 9 + len;
+        break;
+      }
+      case Step::kLine: {
+        const void* nl = std::memchr(b + p + 1, '\n', left);
+        if (nl == nullptr) return scanGetsChecked(bytes, name);
+        p = static_cast<std::size_t>(static_cast<const std::uint8_t*>(nl) - b) + 1;
+        break;
+      }
+      case Step::kGet1:
+      case Step::kGet4: {
+        if (left < op.width) return scanGetsChecked(bytes, name);
+        const std::uint64_t key = le(p + 1, op.width);
+        if (key > kMaxMemoKey) return scanGetsChecked(bytes, name);
+        if (key >= used.size()) used.resize(key + 1);
+        used[key] = true;
+        p += 1 + op.width;
+        break;
+      }
+      case Step::kProto:
+        if (left < 1 || b[p + 1] > 5) return scanGetsChecked(bytes, name);
+        p += 2;
+        break;
+      case Step::kGetLine:
+        return scanGetsChecked(bytes, name);  // protocol 0's text keys: rare, checked
+      case Step::kStop:
+        return used;
+    }
+  }
+  return scanGetsChecked(bytes, name);  // no STOP: the checked pass says so
 }
 
 // Strings become valid UTF-8 so that any consumer can dump them: invalid bytes (a Python str with
@@ -272,20 +474,33 @@ std::size_t utf8Length(std::string_view s, std::size_t i) {
   return n;
 }
 
+// Whether s is valid UTF-8 as it stands (the common case: no copy is made then).
+bool isValidUtf8(std::string_view s) {
+  std::size_t i = 0;
+  while (i < s.size()) {
+    if (static_cast<unsigned char>(s[i]) < 0x80) {
+      ++i;
+      continue;
+    }
+    const std::size_t n = utf8Length(s, i);
+    if (n == 0) return false;
+    i += n;
+  }
+  return true;
+}
+
+// s with every invalid byte replaced by U+FFFD.
 std::string validUtf8(std::string_view s) {
   std::string out;
-  bool replaced = false;
+  out.reserve(s.size() + 8);
   for (std::size_t i = 0; i < s.size();) {
     const std::size_t n = utf8Length(s, i);
-    if (n == 0 && !replaced) out.assign(s.substr(0, i)), replaced = true;
     if (n == 0)
       out += "\xEF\xBF\xBD", ++i;
-    else if (replaced)
-      out.append(s.substr(i, n)), i += n;
     else
-      i += n;
+      out.append(s.substr(i, n)), i += n;
   }
-  return replaced ? out : std::string(s);
+  return out;
 }
 
 void appendUtf8(std::string& out, std::uint32_t cp) {
@@ -303,61 +518,182 @@ void appendUtf8(std::string& out, std::uint32_t cp) {
   }
 }
 
-enum class Kind : std::uint8_t { kScalar, kList, kTuple, kDict, kSet };
+using detail::PickleContainer;
+using V = detail::PickleValue;
+using T = V::Type;
 
-const char* kindName(Kind k) {
+const char* kindName(T k) {
   switch (k) {
-    case Kind::kList:
+    case T::kList:
       return "list";
-    case Kind::kTuple:
+    case T::kTuple:
       return "tuple";
-    case Kind::kDict:
+    case T::kDict:
       return "dict";
-    case Kind::kSet:
+    case T::kSet:
       return "set";
     default:
       return "plain value";
   }
 }
 
-// A value on the VM's stack.
-struct Slot {
-  Slot() = default;
-  explicit Slot(json value, Kind k = Kind::kScalar, std::uint32_t d = 0, std::uint64_t b = kValueBytes)
-      : v(std::move(value)), kind(k), depth(d), bytes(b) {}
+// What the reader's own memory counts: a container, a stack slot, a memo entry, a MARK.
+constexpr std::uint64_t kContainerBytes = 64, kItemBytes = sizeof(V), kSlotBytes = 32, kMemoBytes = 32,
+                        kMarkBytes = sizeof(std::size_t);
+constexpr std::uint64_t kSaturated = std::numeric_limits<std::uint64_t>::max() / 4;
 
-  json v;
-  Kind kind = Kind::kScalar;
-  bool handedOver = false;              // a streamed element already given to onElement
-  std::uint32_t depth = 0;              // containers nested here, itself included
-  std::uint64_t bytes = kValueBytes;    // estimated memory, for maxLiveBytes
-  std::vector<std::uint64_t> memoKeys;  // memo entries that name this value while it is built
-};
+std::uint64_t addBytes(std::uint64_t a, std::uint64_t b) { return a > kSaturated - b ? kSaturated : a + b; }
 
-// A memo entry names a value on the stack while it is built (Python memoizes an empty dict, then
-// fills it) and keeps a copy once it leaves the stack.
+json toJsonOf(const std::vector<PickleContainer>& table, const V& v) {
+  switch (v.type) {
+    case T::kNone:
+    case T::kHandedOver:
+      return nullptr;
+    case T::kBool:
+      return v.b;
+    case T::kInt:
+      return v.i;
+    case T::kUInt:
+      return v.u;
+    case T::kFloat:
+      return v.f;
+    case T::kString:
+      return std::string(v.s, v.len);
+    case T::kOwnedString:
+      return table[v.ref].text;
+    case T::kDict: {
+      json out = json::object();
+      const auto& items = table[v.ref].items;
+      for (std::size_t k = 0; k + 1 < items.size(); k += 2) {
+        const V& key = items[k];
+        std::string text = key.type == T::kString ? std::string(key.s, key.len) : table[key.ref].text;
+        out[std::move(text)] = toJsonOf(table, items[k + 1]);
+      }
+      return out;
+    }
+    default: {
+      json out = json::array();
+      for (const V& x : table[v.ref].items) out.push_back(toJsonOf(table, x));
+      return out;
+    }
+  }
+}
+
+// A memo entry: a value the file reads back later. It keeps a container alive (memoRefs) without
+// holding it: a container only the memo and one stack slot hold is still built in place, so a GET
+// after Python's "memoize the empty dict, then fill it" sees it filled.
 struct MemoCell {
-  Slot value;
-  std::size_t live = kNoSlot;  // the stack index while the value is on the stack
-  bool streamedList = false;   // it is the streamed list, whose elements are gone
+  V value;
+  bool present = false;
 };
 
 class Vm {
  public:
   Vm(std::string_view bytes, const std::string& name, const PickleOptions& options)
-      : gets_(scanGets(bytes, name)), d_(bytes, name), opt_(options) {}
+      : gets_(scanGets(bytes, name)), d_(bytes, name), opt_(options) {
+    if (gets_.size() <= kDenseMemo) dense_.resize(gets_.size());
+  }
 
+  // The first pass checked every instruction up to STOP (codes, lengths, truncation), so this one
+  // decodes without checks.
+  // The opcodes torch's pickler writes are decoded and run here directly; the others go through
+  // nextTrusted() and exec().
   json run() {
-    while (!d_.atEnd()) {
-      in_ = d_.next();
-      if (in_.code == kStop) return pop().v;
-      exec();
-      if (streamList_ != kNoSlot) handOverEarly();
+    const std::string_view bytes = d_.bytes();
+    const auto* const b = reinterpret_cast<const std::uint8_t*>(bytes.data());
+    auto le = [b](std::size_t at, std::size_t width) {
+      std::uint64_t v = 0;
+      std::memcpy(&v, b + at, width);
+      return v;
+    };
+    std::size_t p = 0;
+    while (p < bytes.size()) {
+      in_.at = p;
+      in_.code = b[p];
+      switch (in_.code) {
+        case kBinGet:
+          in_.n = b[p + 1], p += 2;
+          get(in_.n);
+          break;
+        case kBinPut:
+          in_.n = b[p + 1], p += 2;
+          put(in_.n);
+          break;
+        case kLongBinGet:
+          in_.n = le(p + 1, 4), p += 5;
+          get(memoKey(in_, d_));
+          break;
+        case kLongBinPut:
+          in_.n = le(p + 1, 4), p += 5;
+          put(memoKey(in_, d_));
+          break;
+        case kMark:
+          ++p;
+          account(kMarkBytes), marks_.push_back(stack_.size());
+          break;
+        case kBinUnicode: {
+          const std::size_t len = le(p + 1, 4);
+          pushString(bytes.substr(p + 5, len));
+          p += 5 + len;
+          break;
+        }
+        case kShortBinUnicode: {
+          const std::size_t len = b[p + 1];
+          pushString(bytes.substr(p + 2, len));
+          p += 2 + len;
+          break;
+        }
+        case kBinInt1:
+          pushInt(b[p + 1]), p += 2;
+          break;
+        case kBinInt2:
+          pushInt(static_cast<std::int64_t>(le(p + 1, 2))), p += 3;
+          break;
+        case kBinInt:
+          pushInt(static_cast<std::int32_t>(le(p + 1, 4))), p += 5;
+          break;
+        case kNone:
+          ++p, push(V{});
+          break;
+        case kNewTrue:
+        case kNewFalse:
+          ++p, pushBool(in_.code == kNewTrue);
+          break;
+        case kEmptyDict:
+          ++p, pushContainer(T::kDict);
+          break;
+        case kEmptyList:
+          ++p, emptyList();
+          break;
+        case kSetItems:
+          ++p, setItemsOp();
+          break;
+        case kAppends:
+          ++p, appendsOp();
+          break;
+        case kStop: {
+          const V top = pop();
+          json out = toJson(top);
+          unref(top);
+          return out;
+        }
+        default:
+          d_.seek(p);
+          d_.nextTrusted(in_);
+          p = d_.pos();
+          exec();
+      }
+      // Elements complete between one another, when the innermost open MARK is the streamed list's.
+      if (streamList_ != kNoSlot && !marks_.empty() && marks_.back() == streamList_ + 1 &&
+          stack_.size() > streamList_ + 4)
+        handOverEarly();
     }
     d_.fail(in_.at, "the pickle ends without its STOP opcode; the file is truncated.");
   }
 
  private:
+  static constexpr std::size_t kDenseMemo = 1 << 20;  // memo keys up to this are a vector, beyond a map
+
   [[noreturn]] void fail(std::string_view what) const { d_.fail(in_.at, what); }
   const char* opName() const { return kOps[in_.code].name; }
 
@@ -365,79 +701,91 @@ class Vm {
     const Arg arg = kOps[in_.code].arg;
     const bool isLong = in_.code == kLong1 || in_.code == kLong4;
     if ((arg == Arg::kLen1 || arg == Arg::kLen4 || arg == Arg::kLen8) && !isLong) {
-      return pushString(validUtf8(in_.text));  // str, Python 2 str, bytes
+      return pushString(in_.text);  // str, Python 2 str, bytes
     }
     switch (in_.code) {
       case kProto:
       case kFrame:
         break;
       case kMark:
-        account(sizeof(std::size_t)), marks_.push_back(stack_.size());
+        account(kMarkBytes), marks_.push_back(stack_.size());
         break;
       case kPop:
-        avail() > 0 ? (void)pop() : (void)popToMark(false);
+        if (avail() > 0)
+          unref(pop());
+        else
+          unrefAll(popToMark(false));
         break;
       case kPopMark:
-        popToMark(false);
+        unrefAll(popToMark(false));
         break;
-      case kDup:
-        need(1), push(copyOf(stack_.back(), stack_.size() - 1));
+      case kDup: {
+        need(1);
+        const V v = stack_.back();
+        checkReadable(v);
+        ref(v);
+        push(v);
         break;
+      }
       case kNone:
+        push(V{});
+        break;
       case kNewTrue:
       case kNewFalse:
-        pushScalar(in_.code == kNone ? json(nullptr) : json(in_.code == kNewTrue));
+        pushBool(in_.code == kNewTrue);
         break;
       case kInt:
-        pushScalar(in_.text == "01" ? json(true) : in_.text == "00" ? json(false) : decimal(in_.text));
+        if (in_.text == "01" || in_.text == "00")
+          pushBool(in_.text == "01");
+        else
+          pushJsonInt(decimal(in_.text));
         break;
       case kLong:
-        pushScalar(decimal(in_.text.ends_with('L') ? in_.text.substr(0, in_.text.size() - 1) : in_.text));
+        pushJsonInt(decimal(in_.text.ends_with('L') ? in_.text.substr(0, in_.text.size() - 1) : in_.text));
         break;
       case kBinInt:
       case kBinInt1:
-      case kBinInt2:
-        pushScalar(static_cast<std::int64_t>(in_.n));
+      case kBinInt2: {
+        V v;
+        v.type = T::kInt;
+        v.i = static_cast<std::int64_t>(in_.n);
+        push(v);
         break;
+      }
       case kLong1:
       case kLong4:
-        pushScalar(twosComplement(in_.text));
+        pushJsonInt(twosComplement(in_.text));
         break;
       case kBinFloat:
-        pushScalar(in_.f);
+        pushFloat(in_.f);
         break;
       case kFloat:
-        pushScalar(decimalFloat(in_.text));
+        pushFloat(decimalFloat(in_.text));
         break;
       case kUnicode:
-        pushString(rawUnicodeEscape(in_.text));
+        pushOwned(rawUnicodeEscape(in_.text));
         break;
       case kEmptyDict:
       case kEmptyTuple:
       case kEmptySet:
-        pushContainer(in_.code == kEmptyDict  ? Kind::kDict
-                      : in_.code == kEmptySet ? Kind::kSet
-                                              : Kind::kTuple);
+        pushContainer(in_.code == kEmptyDict ? T::kDict : in_.code == kEmptySet ? T::kSet : T::kTuple);
         break;
-      case kEmptyList: {
-        const bool stream = isStreamPosition();
-        pushContainer(Kind::kList);
-        if (stream) streamList_ = stack_.size() - 1;
+      case kEmptyList:
+        emptyList();
         break;
-      }
-      case kList: {
-        std::vector<Slot> items = popToMark(false);
+      case kList: {  // protocols 0 and 1 only: the items are moved off the stack first
+        std::vector<V> items = popToMark(false);
         const bool stream = isStreamPosition();
-        pushContainer(Kind::kList);
-        if (stream) streamList_ = stack_.size() - 1;
-        addAll(stack_.size() - 1, std::move(items));
+        pushContainer(T::kList);
+        if (stream) startStream();
+        addAll(stack_.size() - 1, items.data(), items.data() + items.size());
         break;
       }
       case kTuple:
       case kFrozenSet: {
-        std::vector<Slot> items = popToMark(false);
-        pushContainer(in_.code == kTuple ? Kind::kTuple : Kind::kSet);
-        addAll(stack_.size() - 1, std::move(items));
+        std::vector<V> items = popToMark(false);
+        pushContainer(in_.code == kTuple ? T::kTuple : T::kSet);
+        addAll(stack_.size() - 1, items.data(), items.data() + items.size());
         break;
       }
       case kTuple1:
@@ -445,46 +793,38 @@ class Vm {
       case kTuple3: {
         const std::size_t n = in_.code - kTuple1 + 1;
         need(n);
-        std::vector<Slot> items(n);
+        V items[3];
         for (std::size_t k = n; k-- > 0;) items[k] = pop();
-        pushContainer(Kind::kTuple);
-        addAll(stack_.size() - 1, std::move(items));
+        pushContainer(T::kTuple);
+        addAll(stack_.size() - 1, items, items + n);
         break;
       }
       case kDict: {
-        std::vector<Slot> items = popToMark(false);
-        pushContainer(Kind::kDict);
-        setItems(std::move(items));
+        std::vector<V> items = popToMark(false);
+        pushContainer(T::kDict);
+        setItems(stack_.size() - 1, items.data(), items.data() + items.size());
         break;
       }
       case kAppend: {
         need(2);
-        std::vector<Slot> item;
-        item.push_back(pop());
-        addAll(stack_.size() - 1, std::move(item));
+        V item = pop();
+        addAll(stack_.size() - 1, &item, &item + 1);
         break;
       }
       case kAppends:
-      case kAddItems: {
-        const bool toStream = !marks_.empty() && marks_.back() > 0 && marks_.back() - 1 == streamList_;
-        std::vector<Slot> items = popToMark(toStream);
-        need(1);
-        addAll(stack_.size() - 1, std::move(items));
+      case kAddItems:
+        appendsOp();
         break;
-      }
       case kSetItem: {
         need(3);
-        std::vector<Slot> kv(2);
+        V kv[2];
         kv[1] = pop(), kv[0] = pop();
-        setItems(std::move(kv));
+        setItems(stack_.size() - 1, kv, kv + 2);
         break;
       }
-      case kSetItems: {
-        std::vector<Slot> items = popToMark(false);
-        need(1);
-        setItems(std::move(items));
+      case kSetItems:
+        setItemsOp();
         break;
-      }
       case kPut:
       case kBinPut:
       case kLongBinPut:
@@ -503,6 +843,117 @@ class Vm {
     }
   }
 
+  void emptyList() {
+    const bool stream = isStreamPosition();
+    pushContainer(T::kList);
+    if (stream) startStream();
+  }
+
+  // APPENDS and ADDITEMS (torch's every list): the items are added where they lie on the stack.
+  void appendsOp() {
+    const bool toStream = !marks_.empty() && marks_.back() > 0 && marks_.back() - 1 == streamList_;
+    const std::size_t m = popMark(toStream);
+    needBelow(m, 1);
+    addAll(m - 1, stack_.data() + m, stack_.data() + stack_.size());
+    dropTo(m);
+  }
+
+  // SETITEMS (torch's every dict), the same way.
+  void setItemsOp() {
+    const std::size_t m = popMark(false);
+    needBelow(m, 1);
+    setItems(m - 1, stack_.data() + m, stack_.data() + stack_.size());
+    dropTo(m);
+  }
+
+  // --- memory ---
+
+  void account(std::uint64_t add) {
+    liveBytes_ += add;
+    if (liveBytes_ > opt_.maxLiveBytes) tooMuch();
+  }
+  void unaccount(std::uint64_t sub) { liveBytes_ -= std::min(sub, liveBytes_); }
+
+  [[noreturn]] void tooMuch() const {
+    fail(fmt::format(
+        "the pickle holds more than {} of values at once; dsdiag refuses it rather than exhaust "
+        "this node's memory. A Flight Recorder dump needs a few MB besides its entries, which are "
+        "read one at a time.",
+        sys::bytesText(static_cast<double>(opt_.maxLiveBytes))));
+  }
+
+  // --- containers: shared by handle, copied only when changed while another holder has them ---
+
+  PickleContainer& c(const V& v) { return table_[v.ref]; }
+
+  std::uint32_t newContainer(T kind) {
+    std::uint32_t i;
+    if (!free_.empty()) {
+      i = free_.back();
+      free_.pop_back();
+    } else {
+      if (table_.size() >= std::numeric_limits<std::uint32_t>::max()) tooMuch();
+      i = static_cast<std::uint32_t>(table_.size());
+      table_.emplace_back();
+    }
+    PickleContainer& x = table_[i];
+    x.kind = kind;
+    x.streamed = false;
+    x.refs = 1;
+    x.memoRefs = 0;
+    x.depth = kind == T::kOwnedString ? 0 : 1;
+    x.bytes = kValueBytes;
+    account(kContainerBytes);
+    return i;
+  }
+
+  void ref(const V& v) {
+    if (v.isRef()) ++c(v).refs;
+  }
+
+  void unref(const V& v) {
+    if (!v.isRef()) return;
+    PickleContainer& x = c(v);
+    if (--x.refs == 0 && x.memoRefs == 0) destroy(v.ref);
+  }
+  void unrefAll(const std::vector<V>& vs) {
+    for (const V& v : vs) unref(v);
+  }
+
+  void destroy(std::uint32_t i) {
+    PickleContainer& x = table_[i];
+    unaccount(kContainerBytes + x.items.size() * kItemBytes + x.text.size());
+    // Children first; the vector is moved out so that a child's destroy may reuse this slot's table.
+    std::vector<V> items = std::move(x.items);
+    for (const V& item : items) unref(item);
+    items.clear();
+    PickleContainer& y = table_[i];
+    if (items.capacity() <= 4096) y.items = std::move(items);  // kept for reuse, no allocation next time
+    if (y.text.capacity() > 4096) std::string().swap(y.text);
+    y.text.clear();
+    free_.push_back(i);
+  }
+
+  // The container at stack_[index], made the caller's own before it changes: a copy when a parent,
+  // another stack slot or an item being added also holds it (so no value changes under a holder, and
+  // no container can come to hold itself).
+  PickleContainer& own(std::size_t index) {
+    V& v = stack_[index];
+    if (c(v).refs > 1) {
+      const std::uint32_t copy = newContainer(c(v).kind);
+      PickleContainer& from = table_[v.ref];
+      PickleContainer& to = table_[copy];
+      to.items = from.items;
+      to.depth = from.depth;
+      to.bytes = from.bytes;
+      account(to.items.size() * kItemBytes);
+      for (const V& item : to.items) ref(item);
+      --from.refs;  // still held by someone else: not destroyed
+      v.ref = copy;
+    }
+    return c(v);
+  }
+
   // --- the stack ---
 
   std::size_t avail() const { return stack_.size() - (marks_.empty() ? 0 : marks_.back()); }
@@ -516,39 +967,64 @@ class Vm {
     }
   }
 
-  void account(std::uint64_t add) {
-    liveBytes_ += add;
-    if (liveBytes_ > opt_.maxLiveBytes) {
-      fail(fmt::format(
-          "the pickle holds more than {} of values at once; dsdiag refuses it rather than exhaust "
-          "this node's memory. A Flight Recorder dump needs a few MB besides its entries, which are "
-          "read one at a time.",
-          sys::bytesText(static_cast<double>(opt_.maxLiveBytes))));
+  // Takes over one reference of v.
+  void push(const V& v) {
+    account(kSlotBytes);
+    stack_.push_back(v);
+  }
+  void pushInt(std::int64_t i) {
+    V v;
+    v.type = T::kInt;
+    v.i = i;
+    push(v);
+  }
+  void pushBool(bool b) {
+    V v;
+    v.type = T::kBool;
+    v.b = b;
+    push(v);
+  }
+  void pushFloat(double f) {
+    V v;
+    v.type = T::kFloat;
+    v.f = f;
+    push(v);
+  }
+  void pushJsonInt(const json& j) {
+    V v;
+    if (j.is_boolean()) {
+      v.type = T::kBool, v.b = j.get<bool>();
+    } else if (j.is_number_unsigned()) {
+      v.type = T::kUInt, v.u = j.get<std::uint64_t>();
+    } else {
+      v.type = T::kInt, v.i = j.get<std::int64_t>();
     }
+    push(v);
   }
-
-  void push(Slot s) {
-    account(s.bytes);
-    stack_.push_back(std::move(s));
+  // A string from the file: a view when it is valid UTF-8, else a repaired copy.
+  void pushString(std::string_view s) {
+    if (!isValidUtf8(s)) return pushOwned(validUtf8(s));
+    V v;
+    v.type = T::kString;
+    v.s = s.data();
+    v.len = static_cast<std::uint32_t>(s.size());
+    if (s.size() > std::numeric_limits<std::uint32_t>::max()) return pushOwned(std::string(s));
+    push(v);
   }
-  void pushScalar(json v) { push(Slot(std::move(v))); }
-  void pushString(std::string s) {
-    const std::uint64_t bytes = kValueBytes + s.size();
-    push(Slot(std::move(s), Kind::kScalar, 0, bytes));
+  void pushOwned(std::string text) {
+    V v;
+    v.type = T::kOwnedString;
+    v.ref = newContainer(T::kOwnedString);
+    account(text.size());
+    c(v).bytes = kValueBytes + text.size();
+    c(v).text = std::move(text);
+    push(v);
   }
-  void pushContainer(Kind k) { push(Slot(k == Kind::kDict ? json::object() : json::array(), k, 1)); }
-
-  // The value at stack_[index] leaves the stack: its memo entries keep a copy.
-  void release(Slot& s, std::size_t index) {
-    for (std::uint64_t key : s.memoKeys) {
-      MemoCell& cell = memo_.at(key);
-      cell.live = kNoSlot;
-      cell.streamedList = index == streamList_;
-      if (!cell.streamedList) cell.value = clone(s), account(cell.value.bytes);
-    }
-    s.memoKeys.clear();
-    liveBytes_ -= s.bytes;
-    if (index == streamList_) streamList_ = kNoSlot;
+  void pushContainer(T kind) {
+    V v;
+    v.type = kind;
+    v.ref = newContainer(kind);
+    push(v);
   }
 
   [[noreturn]] void failHandedOver() const {
@@ -558,129 +1034,193 @@ class Vm {
                     "writes this).",
                     opName(), opt_.streamKey));
   }
-
-  Slot pop() {
-    need(1);
-    Slot s = std::move(stack_.back());
-    stack_.pop_back();
-    if (s.handedOver) failHandedOver();
-    release(s, stack_.size());
-    return s;
-  }
-
-  // Pops the values above the last MARK and the MARK. Only APPENDS onto the streamed list may take
-  // elements already handed over.
-  std::vector<Slot> popToMark(bool toStream) {
-    if (marks_.empty())
-      fail(fmt::format("pickle opcode {} finds no MARK before it; the file is corrupt.", opName()));
-    const std::size_t m = marks_.back();
-    marks_.pop_back();
-    liveBytes_ -= sizeof(std::size_t);
-    std::vector<Slot> items;
-    items.reserve(stack_.size() - m);
-    for (std::size_t i = m; i < stack_.size(); ++i) {
-      if (stack_[i].handedOver && !toStream) failHandedOver();
-      release(stack_[i], i);
-      items.push_back(std::move(stack_[i]));
-    }
-    stack_.resize(m);
-    return items;
-  }
-
-  // --- building containers ---
-
-  void grow(Slot& parent, const Slot& child, std::uint64_t extraBytes = 0) {
-    parent.depth = std::max(parent.depth, child.depth + 1);
-    if (parent.depth > opt_.maxDepth) {
-      fail(
-          fmt::format("values nest deeper than {} levels; the file is corrupt or not a Flight Recorder dump.",
-                      opt_.maxDepth));
-    }
-    parent.bytes += child.bytes + extraBytes;
-    account(child.bytes + extraBytes);
-  }
-
-  // APPEND(S), ADDITEMS and the containers built from a MARK: adds items to stack_[index], or hands
-  // them to onElement when that is the streamed list.
-  void addAll(std::size_t index, std::vector<Slot> items) {
-    Slot& target = stack_[index];
-    const bool wantList = in_.code == kAppend || in_.code == kAppends;
-    if ((wantList && target.kind != Kind::kList) || (in_.code == kAddItems && target.kind != Kind::kSet)) {
-      fail(fmt::format("pickle opcode {} adds to a {}; the file is corrupt.", opName(),
-                       kindName(target.kind)));
-    }
-    for (Slot& x : items) {
-      if (index == streamList_) {
-        if (!x.handedOver) opt_.onElement(std::move(x.v));
-        continue;
-      }
-      grow(target, x);
-      target.v.push_back(std::move(x.v));
-    }
-  }
-
-  // Dict keys that are not strings become their text: 5 -> "5", (1, 2) -> "[1,2]".
-  void setItems(std::vector<Slot> kv) {
-    Slot& dict = stack_.back();
-    if (dict.kind != Kind::kDict) {
-      fail(fmt::format("pickle opcode {} sets items of a {}; the file is corrupt.", opName(),
-                       kindName(dict.kind)));
-    }
-    if (kv.size() % 2 != 0) {
-      fail(fmt::format("pickle opcode {} finds a key without a value; the file is corrupt.", opName()));
-    }
-    for (std::size_t k = 0; k < kv.size(); k += 2) {
-      const json& key = kv[k].v;
-      std::string text =
-          key.is_string() ? key.get<std::string>() : key.dump(-1, ' ', false, json::error_handler_t::replace);
-      grow(dict, kv[k + 1], text.size());
-      dict.v[std::move(text)] = std::move(kv[k + 1].v);
-    }
-  }
-
-  // --- the memo ---
-
-  Slot clone(const Slot& s) const { return Slot(s.v, s.kind, s.depth, s.bytes); }
-
   [[noreturn]] void failStreamedList() const {
     fail(fmt::format(
         "pickle opcode {} refers back to the '{}' list, whose elements dsdiag reads one at a time "
         "and does not keep; it refuses this file (neither torch nor Python writes this).",
         opName(), opt_.streamKey));
   }
+  // A value that may be read again (DUP, GET): not an element given away, not the streamed list.
+  void checkReadable(const V& v) const {
+    if (v.type == T::kHandedOver) failHandedOver();
+    if (v.isRef() && table_[v.ref].streamed) failStreamedList();
+  }
 
-  Slot copyOf(const Slot& s, std::size_t index) const {
-    if (index == streamList_) failStreamedList();
-    if (s.handedOver) failHandedOver();
-    return clone(s);
+  // The caller takes over the popped value's reference.
+  V pop() {
+    need(1);
+    const V v = stack_.back();
+    stack_.pop_back();
+    unaccount(kSlotBytes);
+    if (v.type == T::kHandedOver) failHandedOver();
+    if (stack_.size() == streamList_) streamList_ = kNoSlot;
+    return v;
+  }
+
+  // Pops the values above the last MARK and the MARK. Only APPENDS onto the streamed list may take
+  // elements already handed over.
+  std::vector<V> popToMark(bool toStream) {
+    const std::size_t m = popMark(toStream);
+    std::vector<V> items(stack_.begin() + static_cast<std::ptrdiff_t>(m), stack_.end());
+    dropTo(m);
+    return items;
+  }
+
+  // Pops the last MARK and returns where it stood; the values above it stay on the stack for the
+  // caller to take (then dropTo(m)).
+  std::size_t popMark(bool toStream) {
+    if (marks_.empty())
+      fail(fmt::format("pickle opcode {} finds no MARK before it; the file is corrupt.", opName()));
+    const std::size_t m = marks_.back();
+    marks_.pop_back();
+    unaccount(kMarkBytes);
+    for (std::size_t i = m; i < stack_.size(); ++i)
+      if (stack_[i].type == T::kHandedOver && !toStream) failHandedOver();
+    if (streamList_ != kNoSlot && streamList_ >= m) streamList_ = kNoSlot;
+    return m;
+  }
+
+  // Forgets the stack slots from m up; their references were taken over.
+  void dropTo(std::size_t m) {
+    unaccount((stack_.size() - m) * kSlotBytes);
+    stack_.resize(m);
+  }
+
+  // need(n) as it would read once the values from m up are popped.
+  void needBelow(std::size_t m, std::size_t n) const {
+    const std::size_t have = m - (marks_.empty() ? 0 : marks_.back());
+    if (have < n) {
+      fail(
+          fmt::format("pickle opcode {} needs {} value(s) on the stack after the last MARK but finds {}; the "
+                      "file is corrupt.",
+                      opName(), n, have));
+    }
+  }
+
+  // --- building containers ---
+
+  std::uint64_t bytesOf(const V& v) const {
+    if (v.type == T::kString) return kValueBytes + v.len;
+    return v.isRef() ? table_[v.ref].bytes : kValueBytes;
+  }
+  std::uint32_t depthOf(const V& v) const {
+    return v.isRef() && v.type != T::kOwnedString ? table_[v.ref].depth : 0;
+  }
+
+  void grow(PickleContainer& parent, const V& child, std::uint64_t extraBytes = 0) {
+    parent.depth = std::max(parent.depth, depthOf(child) + 1);
+    if (parent.depth > opt_.maxDepth) {
+      fail(
+          fmt::format("values nest deeper than {} levels; the file is corrupt or not a Flight Recorder dump.",
+                      opt_.maxDepth));
+    }
+    parent.bytes = addBytes(parent.bytes, addBytes(bytesOf(child), extraBytes));
+    account(kItemBytes);
+  }
+
+  // APPEND(S), ADDITEMS and the containers built from a MARK: adds items to stack_[index] (taking
+  // over their references), or hands them on when that is the streamed list.
+  void addAll(std::size_t index, const V* first, const V* last) {
+    const T kind = stack_[index].type;
+    const bool wantList = in_.code == kAppend || in_.code == kAppends;
+    if ((wantList && kind != T::kList) || (in_.code == kAddItems && kind != T::kSet) ||
+        !stack_[index].isRef() || kind == T::kOwnedString) {
+      fail(fmt::format("pickle opcode {} adds to a {}; the file is corrupt.", opName(), kindName(kind)));
+    }
+    if (index == streamList_) {
+      for (const V* x = first; x != last; ++x) {
+        if (x->type == T::kHandedOver) continue;
+        emit(*x);
+      }
+      return;
+    }
+    PickleContainer& target = own(index);
+    target.items.reserve(target.items.size() + static_cast<std::size_t>(last - first));
+    for (const V* x = first; x != last; ++x) {
+      grow(target, *x);
+      target.items.push_back(*x);
+    }
+  }
+
+  // Dict keys that are not strings become their text: 5 -> "5", (1, 2) -> "[1,2]".
+  // Adds the pairs [first, last) to the dict at stack_[at], taking over their references.
+  void setItems(std::size_t at, V* first, V* last) {
+    const std::size_t n = static_cast<std::size_t>(last - first);
+    const T kind = stack_[at].type;
+    if (kind != T::kDict) {
+      fail(fmt::format("pickle opcode {} sets items of a {}; the file is corrupt.", opName(), kindName(kind)));
+    }
+    if (n % 2 != 0) {
+      fail(fmt::format("pickle opcode {} finds a key without a value; the file is corrupt.", opName()));
+    }
+    V* kv = first;
+    for (std::size_t k = 0; k < n; k += 2) {
+      V& key = kv[k];
+      if (key.type != T::kString && key.type != T::kOwnedString) {
+        std::string text = toJson(key).dump(-1, ' ', false, json::error_handler_t::replace);
+        unref(key);
+        key.type = T::kOwnedString;
+        key.ref = newContainer(T::kOwnedString);
+        account(text.size());
+        c(key).bytes = kValueBytes + text.size();
+        c(key).text = std::move(text);
+      }
+    }
+    // Keys are made text first: own() must come after the last new container (the table may move).
+    PickleContainer& dict = own(at);
+    dict.items.reserve(dict.items.size() + n);
+    for (std::size_t k = 0; k < n; k += 2) {
+      grow(dict, kv[k + 1], bytesOf(kv[k]) - kValueBytes);
+      account(kItemBytes);
+      dict.items.push_back(kv[k]);
+      dict.items.push_back(kv[k + 1]);
+    }
+  }
+
+  // --- the memo ---
+
+  MemoCell* cell(std::uint64_t key, bool create) {
+    if (key < dense_.size()) return &dense_[key];
+    if (!create) {
+      auto it = sparse_.find(key);
+      return it == sparse_.end() ? nullptr : &it->second;
+    }
+    return &sparse_[key];
+  }
+
+  void forget(MemoCell& m) {
+    if (!m.present) return;
+    m.present = false;
+    unaccount(kMemoBytes);
+    if (m.value.isRef()) {
+      PickleContainer& x = c(m.value);
+      if (--x.memoRefs == 0 && x.refs == 0) destroy(m.value.ref);
+    }
   }
 
   void put(std::uint64_t key) {
     need(1);
     ++stores_;
     if (key >= gets_.size() || !gets_[key]) return;  // nothing reads it back
-    if (auto old = memo_.find(key); old != memo_.end()) {
-      MemoCell& cell = old->second;
-      if (cell.live != kNoSlot) std::erase(stack_[cell.live].memoKeys, key);
-      liveBytes_ -= cell.value.bytes + kValueBytes;
-      memo_.erase(old);
-    }
-    account(kValueBytes);
-    MemoCell& cell = memo_[key];
-    cell.value.bytes = 0;
-    cell.live = stack_.size() - 1;
-    stack_.back().memoKeys.push_back(key);
+    MemoCell& m = *cell(key, true);
+    forget(m);
+    const V& v = stack_.back();
+    m.value = v;
+    m.present = true;
+    account(kMemoBytes);
+    if (v.isRef()) ++c(v).memoRefs;
   }
 
   void get(std::uint64_t key) {
-    auto it = memo_.find(key);
-    if (it == memo_.end()) {
+    const MemoCell* m = cell(key, false);
+    if (m == nullptr || !m->present) {
       fail(fmt::format("pickle opcode {} reads memo key {}, which nothing stored; the file is corrupt.",
                        opName(), key));
     }
-    const MemoCell& cell = it->second;
-    if (cell.streamedList) failStreamedList();
-    push(cell.live != kNoSlot ? copyOf(stack_[cell.live], cell.live) : clone(cell.value));
+    const V v = m->value;
+    checkReadable(v);
+    ref(v);
+    push(v);
   }
 
   // --- streaming ---
@@ -690,11 +1230,28 @@ class Vm {
   // dict's own MARK (SETITEMS) or without one (SETITEM, protocols 0 and 1).
   bool isStreamPosition() const {
     const std::size_t p = stack_.size();
-    if (opt_.streamKey.empty() || !opt_.onElement || streamList_ != kNoSlot) return false;
-    if (p < 2 || p % 2 != 0 || stack_[0].kind != Kind::kDict) return false;
+    if (opt_.streamKey.empty() || (!opt_.onElement && !opt_.onNode) || streamList_ != kNoSlot) return false;
+    if (p < 2 || p % 2 != 0 || stack_[0].type != T::kDict) return false;
     if (marks_.empty() ? p != 2 : (marks_.size() != 1 || marks_[0] != 1)) return false;
-    const json& key = stack_[p - 1].v;
-    return key.is_string() && key.get_ref<const std::string&>() == opt_.streamKey;
+    const V& key = stack_[p - 1];
+    if (key.type != T::kString && key.type != T::kOwnedString) return false;
+    const std::string_view k = key.type == T::kString ? std::string_view(key.s, key.len) : table_[key.ref].text;
+    return k == opt_.streamKey;
+  }
+
+  void startStream() {
+    streamList_ = stack_.size() - 1;
+    c(stack_.back()).streamed = true;
+  }
+
+  // Gives one element away and drops this reader's hold on it (the memo may keep it).
+  void emit(const V& element) {
+    if (opt_.onNode) {
+      opt_.onNode(PickleNode(&table_, element));
+    } else {
+      opt_.onElement(toJson(element));
+    }
+    unref(element);
   }
 
   // torch's pickler writes a list as MARK, every element, APPENDS: a million entries would all sit
@@ -707,20 +1264,24 @@ class Vm {
     if (hi - lo != 1) return;
     // An open MARK above makes the value just below it the target of SETITEMS, APPENDS or ADDITEMS.
     const std::size_t belowInnerMark = hi == marks_.end() ? kNoSlot : *hi - 1;
-    const std::size_t limit =
-        std::min(belowInnerMark, stack_.size() - std::min<std::size_t>(stack_.size(), 3));
+    const std::size_t limit = std::min(belowInnerMark, stack_.size() - std::min<std::size_t>(stack_.size(), 3));
     if (nextEarly_ < first || nextEarly_ > stack_.size()) nextEarly_ = first;
     for (; nextEarly_ < limit; ++nextEarly_) {
-      Slot& s = stack_[nextEarly_];
-      if (s.handedOver) continue;
-      if (s.kind != Kind::kDict) return;
-      release(s, nextEarly_);
-      json element = std::move(s.v);
-      s = Slot{};
-      s.handedOver = true;
-      s.bytes = 0;
-      opt_.onElement(std::move(element));
+      V& s = stack_[nextEarly_];
+      if (s.type == T::kHandedOver) continue;
+      if (s.type != T::kDict) return;
+      const V element = s;
+      s = V{};
+      s.type = T::kHandedOver;
+      emit(element);
     }
+  }
+
+  // --- output ---
+
+  json toJson(const V& v) const {
+    if (bytesOf(v) > opt_.maxLiveBytes) tooMuch();
+    return toJsonOf(table_, v);
   }
 
   // --- scalars ---
@@ -736,12 +1297,11 @@ class Vm {
                      text.substr(0, 40)));
   }
 
-  json decimalFloat(std::string_view text) const {
+  double decimalFloat(std::string_view text) const {
     double f = 0;
     auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), f);
     if (ec != std::errc() || end != text.data() + text.size()) {
-      fail(fmt::format("pickle opcode FLOAT holds '{}', not a number; the file is corrupt.",
-                       text.substr(0, 40)));
+      fail(fmt::format("pickle opcode FLOAT holds '{}', not a number; the file is corrupt.", text.substr(0, 40)));
     }
     return f;
   }
@@ -793,9 +1353,12 @@ class Vm {
   Decoder d_;
   const PickleOptions& opt_;
   Instr in_;  // the instruction being executed, for messages
-  std::vector<Slot> stack_;
+  std::vector<PickleContainer> table_;
+  std::vector<std::uint32_t> free_;  // table slots to reuse
+  std::vector<V> stack_;
   std::vector<std::size_t> marks_;  // the stack size at each open MARK, ascending
-  std::unordered_map<std::uint64_t, MemoCell> memo_;
+  std::vector<MemoCell> dense_;     // memo keys below kDenseMemo that some GET reads
+  std::unordered_map<std::uint64_t, MemoCell> sparse_;
   std::uint64_t stores_ = 0;  // memo stores so far: MEMOIZE's key
   std::uint64_t liveBytes_ = 0;
   std::size_t streamList_ = kNoSlot;  // stack index of the streamed list
@@ -803,6 +1366,18 @@ class Vm {
 };
 
 }  // namespace
+
+std::optional<PickleNode> PickleNode::find(std::string_view key) const {
+  if (!isDict()) return std::nullopt;
+  const auto& items = c().items;
+  for (std::size_t k = items.size(); k >= 2; k -= 2) {
+    const PickleNode kn(table_, items[k - 2]);
+    if (kn.str() == key) return PickleNode(table_, items[k - 1]);
+  }
+  return std::nullopt;
+}
+
+json PickleNode::toJson() const { return toJsonOf(*table_, v_); }
 
 json readPickle(std::string_view bytes, const std::string& name, const PickleOptions& options) {
   if (bytes.empty()) throw ConfigError(fmt::format("{}: the file is empty, not a pickle.", name));

@@ -223,7 +223,31 @@ TEST(DumpReader, RankFromFileName) {
   EXPECT_FALSE(rankFromFileName("rank_99999999999999999999"));
 }
 
-// --- loadDumps ---
+// --- findDumpFiles and forEachDump ---
+
+struct DumpSet {
+  std::map<int, RankDump> ranks;
+  std::vector<std::string> problems;
+  std::vector<int> order;  // ranks in the order the sink received them
+};
+
+// Every dump the paths name, as dsdiag hang reads them (threads > 1: read ahead on other threads).
+DumpSet loadDumps(const std::vector<std::string>& args, int threads = 1) {
+  const DumpFiles files = findDumpFiles(args);
+  DumpSet set;
+  set.problems = files.problems;
+  ReadOptions o;
+  o.threads = threads;
+  const std::size_t n = forEachDump(
+      files,
+      [&](RankDump&& d) {
+        set.order.push_back(d.rank);
+        set.ranks.emplace(d.rank, std::move(d));
+      },
+      set.problems, o);
+  EXPECT_EQ(n, set.ranks.size());
+  return set;
+}
 
 void copy(const std::string& from, const std::string& to) {
   std::filesystem::copy_file(dataPath(from), to, std::filesystem::copy_options::overwrite_existing);
@@ -298,6 +322,55 @@ TEST(LoadDumps, ANameWithoutARankIsAProblemAndNothingFoundIsAnError) {
     EXPECT_NE(std::string(e.what()).find("TORCH_FR_DUMP_TEMP_FILE"), std::string::npos);
   }
   EXPECT_THROW(loadDumps({empty.path() + "/*.pkl"}), ConfigError);
+}
+
+}  // namespace
+
+namespace {
+
+// Read ahead on several threads, the dumps still arrive one by one in rank order, the problems in
+// rank order, and what the sink throws stops the reading and reaches the caller.
+TEST(LoadDumps, ReadAheadKeepsRankOrderAndStopsOnTheSinksError) {
+  ds::testing::TempDir dir("ds_hang_dumps");
+  for (int r : {0, 1, 2, 3, 5, 8, 9, 10, 11, 12}) copy(r % 2 ? "fr_2.9.pkl" : "fr_2.10.json", dir.file("rank_" + std::to_string(r)));
+  write(dir.file("rank_4"), "");
+  write(dir.file("rank_7"), "\x80\x02}");
+  for (int threads : {1, 2, 4}) {
+    const DumpSet set = loadDumps({dir.path()}, threads);
+    EXPECT_EQ(set.order, (std::vector<int>{0, 1, 2, 3, 5, 8, 9, 10, 11, 12})) << threads << " threads";
+    ASSERT_EQ(set.problems.size(), 2u) << threads << " threads";
+    EXPECT_NE(set.problems[0].find("rank_4 is empty"), std::string::npos) << set.problems[0];
+    EXPECT_NE(set.problems[1].find("rank_7"), std::string::npos) << set.problems[1];
+  }
+  const DumpFiles files = findDumpFiles({dir.path()});
+  std::vector<std::string> problems;
+  ReadOptions o;
+  o.threads = 3;
+  int seen = 0;
+  EXPECT_THROW(forEachDump(
+                   files,
+                   [&](RankDump&&) {
+                     if (++seen == 4) throw std::runtime_error("the sink gave up");
+                   },
+                   problems, o),
+               std::runtime_error);
+  EXPECT_EQ(seen, 4);
+}
+
+// Read-ahead is bounded by bytes too: with a budget smaller than one file, the readers still make
+// progress one rank at a time.
+TEST(LoadDumps, ReadAheadWithATinyByteBudgetStillReadsEveryRank) {
+  ds::testing::TempDir dir("ds_hang_dumps");
+  for (int r = 0; r < 6; ++r) copy("fr_2.10.pkl", dir.file("rank_" + std::to_string(r)));
+  const DumpFiles files = findDumpFiles({dir.path()});
+  std::vector<std::string> problems;
+  ReadOptions o;
+  o.threads = 2;
+  o.maxBytesInFlight = 1;
+  std::vector<int> order;
+  EXPECT_EQ(forEachDump(files, [&](RankDump&& d) { order.push_back(d.rank); }, problems, o), 6u);
+  EXPECT_EQ(order, (std::vector<int>{0, 1, 2, 3, 4, 5}));
+  EXPECT_TRUE(problems.empty());
 }
 
 }  // namespace
