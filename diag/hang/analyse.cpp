@@ -550,6 +550,7 @@ class Judge {
   std::vector<Record> records_;
   std::vector<int> groupRecord_;      // per group: its record, -1 none
   std::vector<int> groupSummary_;     // per group: its index in rep_.groups
+  std::vector<int> order_;            // groups in the report's order
   std::vector<int> p2pRecord_;        // per rank data index: the record of its oldest pending p2p op
   std::vector<int> blockingPoint_;    // per rank data index: the record of its oldest pending op
   std::vector<const Detail*> oldest_; // per rank data index: its oldest pending op
@@ -620,6 +621,7 @@ class Judge {
   std::vector<int> roots(int R, std::vector<std::optional<std::vector<int>>>& memo) const;
   void waiting();
   void timelines();
+  void groupTimelines();
   void verdict();
 };
 
@@ -1517,15 +1519,30 @@ void Judge::waiting() {
                  fmt::format("{}", fmt::join(parts, "")) + (chained || root != w.waitsFor ? tail : "");
     }
     std::sort(w.waitsFor.begin(), w.waitsFor.end());
+    w.chainEndsAt = root;
     w.ranks = std::move(ranks);
     rep_.waiting.push_back(std::move(w));
   }
 }
 
+// Each rank's last entries as it recorded them: every rank of a job of at most rankTimelines dumps,
+// else the ranks the verdict names (culprits, then those of open questions), at most rankTimelines.
+// Everyone's state is in the group timelines.
 void Judge::timelines() {
-  if (st_.opt.timelineEntries <= 0) return;
+  if (st_.opt.timelineEntries <= 0 || st_.opt.rankTimelines <= 0) return;
   std::vector<const RankData*> byRank;
-  for (const auto& r : st_.ranks) byRank.push_back(&r);
+  const auto limit = static_cast<std::size_t>(st_.opt.rankTimelines);
+  if (st_.ranks.size() <= limit) {
+    for (const auto& r : st_.ranks) byRank.push_back(&r);
+  } else {
+    std::set<int> named;
+    for (const auto& c : rep_.culprits) named.insert(c.rank);
+    for (const auto& u : rep_.undecided)
+      for (int r : u.ranks)
+        if (named.size() < limit) named.insert(r);
+    for (int r : named)
+      if (const RankData* d = dumpOf(r); d && byRank.size() < limit) byRank.push_back(d);
+  }
   std::sort(byRank.begin(), byRank.end(), [](auto* a, auto* b) { return a->rank < b->rank; });
   for (const RankData* r : byRank) {
     for (const auto& t : r->tracks) {
@@ -1536,6 +1553,96 @@ void Judge::timelines() {
                               d.out, d.timeNs});
       rep_.timelines.push_back(std::move(tl));
     }
+  }
+}
+
+// Each group's last collectives, one column per seq and one row per kind of member: the columns
+// end at the last op any member enqueued and show a few completed ops before the first divergent
+// (or first not completed by all) seq; at most kColumns. A cell is what the member's watermarks say
+// of that seq; a member whose op there differs from the others' has the column in mismatchedSeqs.
+// Members alike in every column share a row, so 16,384 ranks that all wait in one op are one row.
+void Judge::groupTimelines() {
+  constexpr int64_t kColumns = 16, kBefore = 4;
+  using report::HangCell;
+  for (int g : order_) {
+    const GroupData& G = st_.groups[g];
+    const report::HangGroup& sum = rep_.groups[groupSummary_[g]];
+    int64_t hi = -1, lo = INT64_MAX;
+    for (auto [ri, ti] : G.tracks) {
+      const Track& t = st_.ranks[ri].tracks[ti];
+      if (t.statusKnown) hi = std::max(hi, t.enq);
+      if (!t.sigs.empty()) {
+        hi = std::max(hi, t.firstSeq + static_cast<int64_t>(t.sigs.size()) - 1);
+        lo = std::min(lo, t.firstSeq);
+      }
+    }
+    if (hi < 1) continue;  // nothing recorded in this group
+    if (lo == INT64_MAX) lo = 1;
+    const int64_t open = sum.firstDivergentSeq.value_or(sum.lastCompletedByAll.value_or(hi - 1) + 1);
+    int64_t first = std::max({lo, int64_t{1}, std::min(open, hi) - kBefore});
+    int64_t last = std::min(hi, first + kColumns - 1);
+    if (open > last) first = std::max(int64_t{1}, open - kColumns / 2), last = std::min(hi, first + kColumns - 1);
+    const auto columns = static_cast<std::size_t>(last - first + 1);
+    report::HangGroupTimeline tl;
+    tl.group = ref(g);
+    tl.firstSeq = first;
+    if (sum.firstDivergentSeq && *sum.firstDivergentSeq >= first && *sum.firstDivergentSeq <= last)
+      tl.divergentSeq = sum.firstDivergentSeq;
+    // The op of each column: the signature most members recorded there.
+    std::vector<uint32_t> major(columns, kNoSig);
+    {
+      std::vector<std::unordered_map<uint32_t, int>> votes(columns);
+      for (auto [ri, ti] : G.tracks) {
+        const Track& t = st_.ranks[ri].tracks[ti];
+        for (std::size_t c = 0; c < columns; ++c) {
+          const int64_t i = first + static_cast<int64_t>(c) - t.firstSeq;
+          if (i >= 0 && i < static_cast<int64_t>(t.sigs.size()) && t.sigs[i] != kNoSig) ++votes[c][t.sigs[i]];
+        }
+      }
+      for (std::size_t c = 0; c < columns; ++c) {
+        int best = 0;
+        for (auto [sig, n] : votes[c])
+          if (n > best || (n == best && sig < major[c])) best = n, major[c] = sig;
+        tl.ops.push_back(major[c] == kNoSig ? "" : st_.sigs[major[c]].op);
+      }
+    }
+    // One row per kind of member, keyed by its cells and mismatched columns.
+    std::vector<int> members = G.members;
+    for (auto [ri, ti] : G.tracks)
+      if (!G.membersKnown) members.push_back(st_.ranks[ri].rank);
+    std::sort(members.begin(), members.end());
+    members.erase(std::unique(members.begin(), members.end()), members.end());
+    std::map<std::pair<std::vector<HangCell>, std::vector<int64_t>>, std::vector<int>> rows;
+    for (int m : members) {
+      std::vector<HangCell> cells(columns, HangCell::kUnknown);
+      std::vector<int64_t> mismatched;
+      const RankData* r = dumpOf(m);
+      const Track* t = r ? trackOf(m, g) : nullptr;
+      for (std::size_t c = 0; c < columns; ++c) {
+        const int64_t seq = first + static_cast<int64_t>(c);
+        if (!r) {
+          cells[c] = HangCell::kNoDump;
+          continue;
+        }
+        if (!t) continue;
+        if (t->statusKnown) {
+          cells[c] = seq <= t->done      ? HangCell::kCompleted
+                     : seq <= t->started ? HangCell::kStarted
+                     : seq <= t->enq     ? HangCell::kScheduled
+                                         : HangCell::kNotEntered;
+        }
+        const int64_t i = seq - t->firstSeq;
+        if (i >= 0 && i < static_cast<int64_t>(t->sigs.size()) && t->sigs[i] != kNoSig && major[c] != kNoSig &&
+            t->sigs[i] != major[c])
+          mismatched.push_back(seq);
+      }
+      rows[{std::move(cells), std::move(mismatched)}].push_back(m);
+    }
+    for (auto& [key, ranks] : rows) tl.rows.push_back({std::move(ranks), key.first, key.second});
+    std::stable_sort(tl.rows.begin(), tl.rows.end(), [](const auto& a, const auto& b) {
+      return a.ranks.size() != b.ranks.size() ? a.ranks.size() > b.ranks.size() : a.ranks < b.ranks;
+    });
+    rep_.groupTimelines.push_back(std::move(tl));
   }
 }
 
@@ -1582,6 +1689,7 @@ HangReport Judge::run() {
   std::sort(order.begin(), order.end(), [&](int a, int b) { return key(a) < key(b); });
   groupRecord_.assign(st_.groups.size(), -1);
   groupSummary_.assign(st_.groups.size(), -1);
+  order_ = order;
   for (int g : order) {
     groupSummary_[g] = static_cast<int>(rep_.groups.size());
     analyseGroup(g);
@@ -1598,6 +1706,7 @@ HangReport Judge::run() {
   noDumps();
   waiting();
   timelines();
+  groupTimelines();
   verdict();
   rep_.dumpsRead = static_cast<int>(st_.ranks.size());
   rep_.problems = st_.inputProblems;

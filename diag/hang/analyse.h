@@ -20,8 +20,11 @@
 namespace ds::diag::hang {
 
 struct AnalyseOptions {
-  // Entries per rank and group kept for the report's timeline (0: no timeline).
+  // Entries per rank and group kept for the report's per-rank timelines (0: none).
   int timelineEntries = 16;
+  // Ranks whose per-rank timelines the report carries: all of a job of at most this many dumps, else
+  // the ranks the verdict names, at most this many. Every rank's state is in the group timelines.
+  int rankTimelines = 64;
   // Pending (not completed) entries kept per rank and group; older ones are counted, not kept.
   int pendingEntries = 64;
   // Log lines of waiting ranks cited per culprit (their watchdog naming the stuck op).

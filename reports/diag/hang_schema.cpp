@@ -18,6 +18,7 @@ constexpr const char* kVerdictNames[] = {"culprit_found", "no_fault_found", "can
 constexpr const char* kKindNames[] = {"never_entered",  "mismatched_op",  "mismatched_size",
                                       "mismatched_dtype", "p2p_unmatched", "stalled_host",
                                       "stalled_device", "blocked_by_other_group", "no_dump"};
+constexpr const char* kCellNames[] = {"completed", "started", "scheduled", "not_entered", "no_dump", "unknown"};
 
 std::string joined(const auto& names) {
   std::string out;
@@ -53,6 +54,14 @@ FaultKind parseFaultKind(const std::string& s) {
   for (int i = 0; i < static_cast<int>(std::size(kKindNames)); ++i)
     if (s == kKindNames[i]) return static_cast<FaultKind>(i);
   throw ConfigError(fmt::format("'{}' is not a fault kind; expected {}.", s, joined(kKindNames)));
+}
+
+const char* hangCellName(HangCell c) { return kCellNames[static_cast<int>(c)]; }
+
+HangCell parseHangCell(const std::string& s) {
+  for (int i = 0; i < static_cast<int>(std::size(kCellNames)); ++i)
+    if (s == kCellNames[i]) return static_cast<HangCell>(i);
+  throw ConfigError(fmt::format("'{}' is not a timeline cell; expected {}.", s, joined(kCellNames)));
 }
 
 std::string hangIsoTime(int64_t ns) {
@@ -103,7 +112,22 @@ json waitingJson(const HangWaiting& w) {
               {"since", since.empty() ? json(nullptr) : json(since)},
               {"waits_for", w.waitsFor},
               {"blocked_by_other_group", w.blockedByOtherGroup},
-              {"reason", w.reason}};
+              {"reason", w.reason},
+              {"chain_ends_at", w.chainEndsAt}};
+}
+
+json groupTimelineJson(const HangGroupTimeline& t) {
+  json rows = json::array();
+  for (const auto& r : t.rows) {
+    json cells = json::array();
+    for (HangCell c : r.cells) cells.push_back(hangCellName(c));
+    rows.push_back(json{{"ranks", r.ranks}, {"cells", std::move(cells)}, {"mismatched_seqs", r.mismatchedSeqs}});
+  }
+  return json{{"group", groupJson(t.group)},
+              {"first_seq", t.firstSeq},
+              {"ops", t.ops},
+              {"divergent_seq", opt(t.divergentSeq)},
+              {"rows", std::move(rows)}};
 }
 
 json timelineJson(const HangTimeline& t) {
@@ -124,7 +148,7 @@ json timelineJson(const HangTimeline& t) {
 
 json toJson(const HangReport& r) {
   json culprits = json::array(), noDump = json::array(), waiting = json::array(), groups = json::array(),
-       undecided = json::array(), timelines = json::array();
+       undecided = json::array(), timelines = json::array(), groupTimelines = json::array();
   for (const auto& c : r.culprits) culprits.push_back(culpritJson(c));
   for (const auto& n : r.noDump) {
     noDump.push_back(json{{"rank", n.rank},
@@ -148,6 +172,7 @@ json toJson(const HangReport& r) {
         json{{"group", groupJson(u.group)}, {"seq", opt(u.seq)}, {"ranks", u.ranks}, {"reason", u.reason}});
   }
   for (const auto& t : r.timelines) timelines.push_back(timelineJson(t));
+  for (const auto& t : r.groupTimelines) groupTimelines.push_back(groupTimelineJson(t));
   return json{{"schema", kHangSchemaName},
               {"schema_version", kHangSchemaVersion},
               {"verdict", hangVerdictName(r.verdict)},
@@ -162,7 +187,8 @@ json toJson(const HangReport& r) {
               {"undecided", std::move(undecided)},
               {"problems", r.problems},
               {"inputs", r.inputs},
-              {"timelines", std::move(timelines)}};
+              {"timelines", std::move(timelines)},
+              {"group_timelines", std::move(groupTimelines)}};
 }
 
 // ---- reading ----
@@ -174,6 +200,7 @@ namespace {
 // a ConfigError; `bad` reports values of the right type that make no sense.
 struct Reader {
   const std::string& origin;
+  int minor = 0;  // of the file's schema_version: 1.1's fields are required from 1.1 on
 
   [[noreturn]] void bad(const std::string& at, const std::string& problem) const {
     throw ConfigError(fmt::format("{}: at {}: {}. It is not a valid dsdiag hang report: it was changed or "
@@ -268,6 +295,7 @@ struct Reader {
     w.waitsFor = ranks(j, "waits_for", at);
     readTo(j.at("blocked_by_other_group"), w.blockedByOtherGroup);
     readTo(j.at("reason"), w.reason);
+    if (minor >= 1) w.chainEndsAt = ranks(j, "chain_ends_at", at);
     return w;
   }
 
@@ -311,6 +339,33 @@ struct Reader {
     return t;
   }
 
+  HangGroupTimeline groupTimeline(const json& j, const std::string& at) const {
+    HangGroupTimeline t;
+    t.group = group(j);
+    t.firstSeq = readInt<int64_t>(j.at("first_seq"));
+    readTo(j.at("ops"), t.ops);
+    t.divergentSeq = optInt<int64_t>(j, "divergent_seq");
+    const json& rows = array(j, "rows");
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      const std::string where = fmt::format("{}/rows/{}", at, i);
+      HangTimelineRow r;
+      r.ranks = ranks(rows[i], "ranks", where);
+      const json& cells = array(rows[i], "cells");
+      for (std::size_t c = 0; c < cells.size(); ++c) {
+        try {
+          r.cells.push_back(parseHangCell(cells[c].get<std::string>()));
+        } catch (const ConfigError& e) {
+          bad(fmt::format("{}/cells/{}", where, c), e.what());
+        }
+      }
+      if (r.cells.size() != t.ops.size())
+        bad(where + "/cells", fmt::format("{} cells for {} columns", r.cells.size(), t.ops.size()));
+      readTo(rows[i].at("mismatched_seqs"), r.mismatchedSeqs);
+      t.rows.push_back(std::move(r));
+    }
+    return t;
+  }
+
   template <class T, class F>
   std::vector<T> list(const json& j, const char* key, F read) const {
     std::vector<T> out;
@@ -319,12 +374,12 @@ struct Reader {
     return out;
   }
 
-  HangReport report(const json& j) const {
+  HangReport report(const json& j) {
     if (!j.is_object()) bad("the top level", fmt::format("expected a hang report object, found {}", j.type_name()));
     const std::string schema = textOr(j, "schema", "");
     if (schema != kHangSchemaName)
       bad("/schema", fmt::format("the schema is '{}', expected '{}'", schema, kHangSchemaName));
-    checkSchemaVersion(j, kHangSchemaName, origin);
+    minor = checkSchemaVersion(j, kHangSchemaName, origin).minor;
     HangReport r;
     r.verdict = parse(j, "verdict", "", &parseHangVerdict);
     readTo(j.at("headline"), r.headline);
@@ -340,6 +395,7 @@ struct Reader {
     readTo(j.at("problems"), r.problems);
     readTo(j.at("inputs"), r.inputs);
     r.timelines = list<HangTimeline>(j, "timelines", &Reader::timeline);
+    if (minor >= 1) r.groupTimelines = list<HangGroupTimeline>(j, "group_timelines", &Reader::groupTimeline);
     if ((r.verdict == HangVerdict::kCulpritFound) != !r.culprits.empty())
       bad("/verdict", fmt::format("verdict {} with {} culprits", hangVerdictName(r.verdict), r.culprits.size()));
     return r;

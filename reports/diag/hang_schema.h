@@ -1,7 +1,12 @@
 // `dsdiag hang`'s records: the verdict on a hung job, read from every rank's Flight Recorder dump
 // (diag/hang/analyse.h fills them). reports/ turns them into JSON (schema "dsperf.hang"), text
-// (hang_text.h) and, later, an HTML page with the per-rank timelines. Plain data: no diag/ or engine
-// types, so every reader of a report can include this.
+// (hang_text.h) and an HTML page (reports/html/hang_html.h). Plain data: no diag/ or engine types,
+// so every reader of a report can include this.
+//
+// Versions: 1.0 (the first); 1.1 adds group_timelines (each group's last collectives, ranks that
+// look alike collapsed into one row) and each waiting record's chain_ends_at, and keeps the per-rank
+// timelines of at most 64 ranks (every rank of a job that small, else the ranks the verdict names),
+// so that a report of 16,384 ranks stays a few MB. A 1.0 file reads with both new fields empty.
 #pragma once
 
 #include <cstdint>
@@ -13,7 +18,7 @@
 namespace ds::report {
 
 inline constexpr const char* kHangSchemaName = "dsperf.hang";
-inline constexpr const char* kHangSchemaVersion = "1.0";
+inline constexpr const char* kHangSchemaVersion = "1.1";
 
 // The verdict and dsdiag's exit codes (docs/dsdiag.md: 0 all pass, 1 warnings only, 2 a failure, 3 the
 // tool could not run), which a job script reads the same way for `dsdiag hang`:
@@ -94,6 +99,7 @@ struct HangWaiting {
   std::vector<int> waitsFor;       // the ranks they wait for directly
   bool blockedByOtherGroup = false;  // they are waited for in another group, but are stuck here
   std::string reason;              // "wait for rank 12", "blocked in group 1 broadcast #7, itself ..."
+  std::vector<int> chainEndsAt;    // the culprits the chain of waits ends at (1.1; empty: undecided)
   bool operator==(const HangWaiting&) const = default;
 };
 
@@ -134,6 +140,31 @@ struct HangTimeline {
   bool operator==(const HangTimeline&) const = default;
 };
 
+// Where one rank stands at one collective of a group, from its pg_status watermarks (or, without
+// them, its entries' states): completed, started, enqueued and not started ("scheduled"), never
+// enqueued, the rank left no dump, or its dump says nothing of the group.
+enum class HangCell { kCompleted, kStarted, kScheduled, kNotEntered, kNoDump, kUnknown };
+const char* hangCellName(HangCell c);  // "completed", "started", "scheduled", "not_entered", "no_dump", "unknown"
+HangCell parseHangCell(const std::string& s);  // throws ConfigError on other text
+
+// Ranks whose rows are alike: the same cell at every column and the same columns mismatched.
+struct HangTimelineRow {
+  std::vector<int> ranks;
+  std::vector<HangCell> cells;            // one per column
+  std::vector<int64_t> mismatchedSeqs;    // columns where their op, sizes or dtypes differ from the others'
+  bool operator==(const HangTimelineRow&) const = default;
+};
+// One group's last collectives: columns firstSeq, firstSeq + 1, ..., one per op; a row per kind of
+// rank. Rows with most ranks first.
+struct HangGroupTimeline {
+  HangGroupRef group;
+  int64_t firstSeq = 0;
+  std::vector<std::string> ops;  // per column: the op most members recorded there ("" when none did)
+  std::optional<int64_t> divergentSeq;  // the group's first divergent seq, when it is a column
+  std::vector<HangTimelineRow> rows;
+  bool operator==(const HangGroupTimeline&) const = default;
+};
+
 struct HangReport {
   HangVerdict verdict = HangVerdict::kCannotDecide;
   std::string headline;  // one line: the verdict sentence
@@ -146,7 +177,8 @@ struct HangReport {
   std::vector<HangUndecided> undecided;
   std::vector<std::string> problems;  // sentences about the input (unreadable files, disagreements)
   std::vector<std::string> inputs;    // every file read
-  std::vector<HangTimeline> timelines;
+  std::vector<HangTimeline> timelines;            // per rank: at most 64 ranks (see the top)
+  std::vector<HangGroupTimeline> groupTimelines;  // per group (1.1)
   bool operator==(const HangReport&) const = default;
 };
 
