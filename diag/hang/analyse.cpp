@@ -210,7 +210,8 @@ struct RankData {
 // A membership list as one or more dumps' pg_config gave it.
 struct Vote {
   std::vector<int> members;
-  std::vector<int> ranks;  // whose dumps said so
+  std::vector<int> ranks;      // whose dumps said so
+  std::vector<int> asWritten;  // members in the order the first such dump wrote them
 };
 
 struct GroupData {
@@ -220,6 +221,7 @@ struct GroupData {
   std::vector<std::pair<int, int>> tracks;  // (rank data index, track index)
   std::vector<int> members;                 // settled in finish()
   bool membersKnown = false;
+  std::size_t lastVote = SIZE_MAX;          // the vote the last dump matched
 };
 
 }  // namespace
@@ -286,14 +288,21 @@ void HangAnalysis::State::addConfig(const RankDump& d, RankData& r) {
     if (G.desc.empty() || G.desc == "undefined") G.desc = fg.desc;
     trackFor(r, g);
     if (!fg.ranksKnown) continue;
+    // Every dump of a job lists the world's members (16,384 of them): the list the last dump gave is
+    // recognised by a comparison, not sorted and hashed again.
+    if (G.lastVote < G.votes.size() && G.votes[G.lastVote].asWritten == fg.ranks) {
+      G.votes[G.lastVote].ranks.push_back(r.rank);
+      continue;
+    }
     std::vector<int> members = fg.ranks;
-    std::sort(members.begin(), members.end());
+    if (!std::is_sorted(members.begin(), members.end())) std::sort(members.begin(), members.end());
     members.erase(std::unique(members.begin(), members.end()), members.end());
     Hasher h;
     for (int m : members) h.add(static_cast<uint64_t>(m));
     auto [it, added] = G.voteIndex.try_emplace(h.h, G.votes.size());
-    if (added) G.votes.push_back({std::move(members), {}});
+    if (added) G.votes.push_back({std::move(members), {}, fg.ranks});
     G.votes[it->second].ranks.push_back(r.rank);
+    G.lastVote = it->second;
   }
 }
 
@@ -459,7 +468,7 @@ void HangAnalysis::State::addDump(const RankDump& d) {
       if (groups[g].desc.empty()) groups[g].desc = e.pgDesc;
       lastTrack = trackFor(r, g);
       lastName = &name;
-      if (!e.pgId.empty()) byPgId.emplace(e.pgId, g);
+      if (!e.pgId.empty()) byPgId.try_emplace(e.pgId, g);
     }
     trackOfEntry[i] = lastTrack;
   }

@@ -94,6 +94,24 @@ std::optional<std::vector<int>> parseRanks(std::string_view s) {
   return ranks;
 }
 
+// parseRanks, remembering the last few long texts this thread parsed: every dump of a job writes the
+// same "[0, 1, ..., 16383]" for the world group, 110 KB that need not be parsed 16,384 times.
+std::optional<std::vector<int>> parseRanksCached(const std::string& text) {
+  constexpr std::size_t kWorth = 4096, kKept = 4;
+  if (text.size() < kWorth) return parseRanks(text);
+  thread_local std::vector<std::pair<std::string, std::optional<std::vector<int>>>> cache;
+  for (std::size_t i = 0; i < cache.size(); ++i) {
+    if (cache[i].first == text) {
+      std::rotate(cache.begin(), cache.begin() + static_cast<std::ptrdiff_t>(i), cache.begin() + static_cast<std::ptrdiff_t>(i) + 1);
+      return cache.front().second;
+    }
+  }
+  auto parsed = parseRanks(text);
+  if (cache.size() == kKept) cache.pop_back();
+  cache.insert(cache.begin(), {text, parsed});
+  return parsed;
+}
+
 // The two forms a dump's values come in, read alike by the converter: nlohmann's JSON (the JSON
 // dump, and the top level of a pickle) and the pickle reader's own nodes (the entries of a pickle,
 // read in place without building JSON; pickle.h).
@@ -115,11 +133,12 @@ struct JsonNode {
     auto it = j->find(key);
     return it == j->end() ? std::nullopt : std::optional<JsonNode>(JsonNode{&*it});
   }
-  // f(key, handle) for each field; at(handle) is the field's value.
+  // f(key, handle, absent, stable) for each field; at(handle) is the field's value; `stable`: the
+  // key's characters stay where they are for the whole file (never, for JSON: each entry is freed).
   using Handle = const json*;
   template <class F>
   void forEachField(F&& f) const {
-    for (const auto& [k, v] : j->items()) f(std::string_view(k), &v);
+    for (const auto& [k, v] : j->items()) f(std::string_view(k), &v, v.is_null(), false);
   }
   JsonNode at(Handle h) const { return {h}; }
   const json& toJson() const { return *j; }
@@ -155,7 +174,10 @@ struct PickleRef {
   template <class F>
   void forEachField(F&& f) const {
     const std::size_t pairs = n.size();
-    for (std::size_t i = 0; i < pairs; ++i) f(n.key(i).str(), static_cast<Handle>(i));
+    for (std::size_t i = 0; i < pairs; ++i) {
+      const PickleNode k = n.key(i);
+      f(k.str(), static_cast<Handle>(i), n.value(i).isNone(), k.inFile());
+    }
   }
   PickleRef at(Handle h) const { return {n.value(h)}; }
   json toJson() const { return n.toJson(); }
@@ -263,12 +285,15 @@ class Converter {
   class EntryFields {
    public:
     EntryFields(Converter& c, const Node& e, std::size_t index) : c_(c), e_(e), index_(index) {
-      e.forEachField([this](std::string_view key, typename Node::Handle h) {
-        const int f = fieldOf(key);
-        if (f >= 0) h_[f] = h, has_ |= 1u << f;
+      e.forEachField([this](std::string_view key, typename Node::Handle h, bool absent, bool stable) {
+        const int f = stable ? c_.cachedFieldOf(key) : fieldOf(key);
+        if (f < 0) return;
+        h_[f] = h;
+        if (absent)  // None is as good as missing; a later key of the same name wins
+          has_ &= ~(1u << f);
+        else
+          has_ |= 1u << f;
       });
-      for (int f = 0; f < kFieldCount; ++f)  // None is as good as missing
-        if ((has_ >> f) & 1u && e_.at(h_[f]).absent()) has_ &= ~(1u << f);
       if (auto r = (*this)[kRecordId]) recordId_ = r->asInt();
     }
     std::optional<Node> operator[](Field f) const {
@@ -281,10 +306,10 @@ class Converter {
       c_.wrong(where(), std::string(kFieldNames[f]), v.toJson(), expected);
     }
     std::optional<std::int64_t> integer(Field f) {
-      const auto v = (*this)[f];
-      if (!v) return std::nullopt;
-      if (auto i = v->asInt()) return i;
-      wrong(f, *v, "an integer");
+      if (!((has_ >> f) & 1u)) return std::nullopt;
+      const Node v = e_.at(h_[f]);
+      if (auto i = v.asInt()) return i;
+      wrong(f, v, "an integer");
       return std::nullopt;
     }
     std::optional<double> number(Field f) {
@@ -334,10 +359,14 @@ class Converter {
                                   describe(e.toJson())));
       return;
     }
-    FrEntry out;
     EntryFields<Node> f(*this, e, index);
+    // A slot of a dump read before may be reused (parseDumpInto): every field is set below, and
+    // strings and vectors keep their buffers, so that a dump of 2,000 entries allocates nothing.
+    FrEntry& out = next();
     out.recordId = f.integer(kRecordId);
     out.pgId = f.id(kPgId);
+    out.pgName.clear();
+    out.pgDesc.clear();
     if (const auto pg = f[kProcessGroup]) {
       if (pg->isArray() && pg->size() == 2 && pg->item(0).isString() && pg->item(1).isString()) {
         out.pgName = pg->item(0).str();
@@ -353,11 +382,12 @@ class Converter {
     splitProfilingName(out, f);
     const bool keepTensors = tensorValues_ < kMaxTensorValues;
     if (keepTensors) {
-      out.inputSizes = shapes(f, kInputSizes);
-      out.outputSizes = shapes(f, kOutputSizes);
-      out.inputDtypes = strings(f, kInputDtypes);
-      out.outputDtypes = strings(f, kOutputDtypes);
+      shapes(f, kInputSizes, out.inputSizes);
+      shapes(f, kOutputSizes, out.outputSizes);
+      strings(f, kInputDtypes, out.inputDtypes);
+      strings(f, kOutputDtypes, out.outputDtypes);
     } else {
+      out.inputSizes.clear(), out.outputSizes.clear(), out.inputDtypes.clear(), out.outputDtypes.clear();
       ++tensorsDropped_;
     }
     out.state = f.text(kState);
@@ -371,8 +401,7 @@ class Converter {
     out.timeoutMs = f.integer(kTimeoutMs);
     out.isP2p = f.flag(kIsP2p);
     out.retired = f.flag(kRetired);
-    out.topFrame = topFrame(f);
-    add(std::move(out));
+    topFrame(f, out.topFrame);
   }
 
   // The top-level dict, its "entries" already given to entry() (or still in it, if the reader
@@ -399,6 +428,7 @@ class Converter {
   }
 
   void finish() {
+    d_.entries.resize(count_);  // slots of an earlier dump beyond this one's entries
     if (d_.entries.size() > kMaxEntries) {
       dropped_ += d_.entries.size() - kMaxEntries;
       d_.entries.erase(d_.entries.begin(), d_.entries.end() - kMaxEntries);
@@ -435,14 +465,17 @@ class Converter {
     if (++warned_[field] <= kWarningsPerField) d_.warnings.push_back(std::move(sentence));
   }
 
-  // The newest kMaxEntries are kept; the oldest are dropped in batches, so adding stays O(1).
-  void add(FrEntry&& e) {
-    d_.entries.push_back(std::move(e));
-    if (d_.entries.size() >= kMaxEntries + kMaxEntries / 4) {
-      const std::size_t n = d_.entries.size() - kMaxEntries;
+  // The slot of the next entry. The newest kMaxEntries are kept; the oldest are dropped in batches,
+  // so adding stays O(1).
+  FrEntry& next() {
+    if (count_ >= kMaxEntries + kMaxEntries / 4) {
+      const std::size_t n = count_ - kMaxEntries;
       d_.entries.erase(d_.entries.begin(), d_.entries.begin() + static_cast<std::ptrdiff_t>(n));
+      count_ -= n;
       dropped_ += n;
     }
+    if (count_ == d_.entries.size()) d_.entries.emplace_back();
+    return d_.entries[count_++];
   }
 
   // "nccl:all_reduce", "gloo:broadcast", "nccl:send 1->2", "nccl:recv 3<-0". The peer is b in "a->b"
@@ -450,6 +483,7 @@ class Converter {
   template <class Node>
   void splitProfilingName(FrEntry& e, EntryFields<Node>& f) {
     const std::string_view name = e.profilingName;
+    e.p2pPeer.reset();
     const std::size_t colon = name.find(':');
     e.backend = colon == std::string::npos ? "" : name.substr(0, colon);
     const std::string_view rest = colon == std::string::npos ? name : name.substr(colon + 1);
@@ -469,57 +503,65 @@ class Converter {
   }
 
   template <class Node>
-  std::vector<std::vector<std::int64_t>> shapes(EntryFields<Node>& f, Field key) {
-    std::vector<std::vector<std::int64_t>> out;
+  void shapes(EntryFields<Node>& f, Field key, std::vector<std::vector<std::int64_t>>& out) {
     const auto v = f[key];
-    if (!v) return out;
+    if (!v) return out.clear();
+    // One pass: read as it comes; a value of the wrong type drops what was read.
     bool ok = v->isArray();
-    for (std::size_t i = 0; ok && i < v->size(); ++i) {
+    const std::size_t n = ok ? v->size() : 0;
+    out.resize(n);  // shrinking keeps the outer buffer; each shape keeps its own
+    std::size_t values = 0;
+    for (std::size_t i = 0; ok && i < n; ++i) {
       const Node s = v->item(i);
+      auto& shape = out[i];
+      shape.clear();
       ok = s.isArray();
-      for (std::size_t k = 0; ok && k < s.size(); ++k) ok = s.item(k).asInt().has_value();
+      const std::size_t dims = ok ? s.size() : 0;
+      for (std::size_t k = 0; ok && k < dims; ++k) {
+        const auto d = s.item(k).asInt();
+        ok = d.has_value();
+        if (ok) shape.push_back(*d);
+      }
+      values += dims + 1;
     }
     if (!ok) {
+      out.clear();
       f.wrong(key, *v, "a list of lists of integers");
-      return out;
+      return;
     }
-    out.reserve(v->size());
-    for (std::size_t i = 0; i < v->size(); ++i) {
-      const Node s = v->item(i);
-      auto& shape = out.emplace_back();
-      shape.reserve(s.size());
-      for (std::size_t k = 0; k < s.size(); ++k) shape.push_back(*s.item(k).asInt());
-      tensorValues_ += s.size() + 1;
-    }
-    return out;
+    tensorValues_ += values;
   }
 
   template <class Node>
-  std::vector<std::string> strings(EntryFields<Node>& f, Field key) {
+  void strings(EntryFields<Node>& f, Field key, std::vector<std::string>& out) {
     const auto v = f[key];
-    if (!v) return {};
+    if (!v) return out.clear();
     bool ok = v->isArray();
-    for (std::size_t i = 0; ok && i < v->size(); ++i) ok = v->item(i).isString();
-    if (!ok) {
-      f.wrong(key, *v, "a list of strings");
-      return {};
+    const std::size_t n = ok ? v->size() : 0;
+    out.resize(n);
+    for (std::size_t i = 0; ok && i < n; ++i) {
+      const Node x = v->item(i);
+      ok = x.isString();
+      if (ok) out[i] = x.str();
     }
-    std::vector<std::string> out;
-    out.reserve(v->size());
-    for (std::size_t i = 0; i < v->size(); ++i) out.emplace_back(v->item(i).str());
-    tensorValues_ += v->size();
-    return out;
+    if (!ok) {
+      out.clear();
+      f.wrong(key, *v, "a list of strings");
+      return;
+    }
+    tensorValues_ += n;
   }
 
   // "name (filename:line)" of frames[0]. Entries of one call site share their frames: the text of the
   // last one is kept and reused when the same frame comes again.
   template <class Node>
-  std::string topFrame(EntryFields<Node>& f) {
+  void topFrame(EntryFields<Node>& f, std::string& out) {
+    out.clear();
     const auto v = f[kFrames];
-    if (!v || (v->isArray() && v->size() == 0)) return {};
+    if (!v || (v->isArray() && v->size() == 0)) return;
     if (!v->isArray() || !v->item(0).isObject()) {
       f.wrong(kFrames, *v, "a list of {name, filename, line} dicts");
-      return {};
+      return;
     }
     const Node top = v->item(0);
     auto part = [&top](const char* k, std::string& text) -> std::string_view {
@@ -535,7 +577,7 @@ class Converter {
       frameText_ = fmt::format("{} ({}:{})", name, file, line);
       frameName_ = name, frameFile_ = file, frameLine_ = line;
     }
-    return frameText_;
+    out = frameText_;
   }
 
   // pg_config: {name: {name, desc, ranks}}, ranks a string "[0, 1]" or a list.
@@ -555,7 +597,7 @@ class Converter {
       if (const auto rn = gf.find("ranks")) {
         const json& r = *rn->j;
         std::optional<std::vector<int>> ranks;
-        if (r.is_string()) ranks = parseRanks(r.get_ref<const std::string&>());
+        if (r.is_string()) ranks = parseRanksCached(r.get_ref<const std::string&>());
         if (r.is_array() && std::all_of(r.begin(), r.end(), [](const json& n) {
               auto i = asInt(n);
               return i && *i >= 0 && *i <= INT32_MAX;
@@ -588,8 +630,25 @@ class Converter {
     }
   }
 
+  // fieldOf for a key whose characters stay put in the file: torch writes every key once and refers
+  // back to it, so the same 20-odd pointers come in every entry and are compared once each.
+  int cachedFieldOf(std::string_view key) {
+    const std::size_t slot = (reinterpret_cast<std::uintptr_t>(key.data()) >> 2) % keyCache_.size();
+    KeyCache& k = keyCache_[slot];
+    if (k.ptr == key.data() && k.len == key.size()) return k.field;
+    k = {key.data(), key.size(), fieldOf(key)};
+    return k.field;
+  }
+
   RankDump& d_;
+  struct KeyCache {
+    const char* ptr = nullptr;
+    std::size_t len = 0;
+    int field = -1;
+  };
+  std::array<KeyCache, 61> keyCache_{};
   std::size_t seen_ = 0;            // entries met, skipped ones included
+  std::size_t count_ = 0;           // entries written to d_.entries
   std::size_t dropped_ = 0;         // the oldest entries beyond kMaxEntries
   std::size_t tensorValues_ = 0;    // sizes and dtypes kept
   std::size_t tensorsDropped_ = 0;  // entries whose sizes and dtypes were not kept
@@ -659,7 +718,8 @@ void parseJson(std::string_view bytes, const std::string& name, Converter& conv)
   conv.top(top);
 }
 
-std::string readFile(const std::string& path) {
+// The file's bytes into `bytes` (its buffer reused from one file to the next).
+void readFileInto(const std::string& path, std::string& bytes) {
   std::error_code ec;
   const auto st = fs::status(path, ec);
   if (ec)
@@ -674,10 +734,9 @@ std::string readFile(const std::string& path) {
                    "Read it on a node with more free memory.");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw IoError(fmt::format("cannot open {}: {}. Check its permissions.", path, errnoText(errno)));
-  std::string bytes(size, '\0');
+  bytes.resize(size);
   in.read(bytes.data(), static_cast<std::streamsize>(size));
   bytes.resize(static_cast<std::size_t>(in.gcount()));  // a file that shrank meanwhile reads as truncated
-  return bytes;
 }
 
 // Two dumps of one rank hold the same records when the ops and watermarks agree (JSON has no
@@ -736,8 +795,20 @@ std::optional<int> rankFromFileName(std::string_view name) {
 
 RankDump parseDump(std::string_view bytes, const std::string& name, int rank) {
   RankDump dump;
+  parseDumpInto(bytes, name, rank, dump);
+  return dump;
+}
+
+void parseDumpInto(std::string_view bytes, const std::string& name, int rank, RankDump& dump) {
   dump.rank = rank;
   dump.file = name;
+  dump.format.clear();
+  dump.version.clear();
+  dump.commLibVersion.clear();
+  dump.groups.clear();
+  dump.pgStatus.clear();
+  dump.extra = json::object();
+  dump.warnings.clear();
   const std::size_t start = bytes.find_first_not_of(" \t\r\n");
   if (start == std::string_view::npos) {
     throw ConfigError(
@@ -763,10 +834,13 @@ RankDump parseDump(std::string_view bytes, const std::string& name, int rank) {
                     name, first));
   }
   conv.finish();
-  return dump;
 }
 
-RankDump readDump(const std::string& path, int rank) { return parseDump(readFile(path), path, rank); }
+RankDump readDump(const std::string& path, int rank) {
+  std::string bytes;
+  readFileInto(path, bytes);
+  return parseDump(bytes, path, rank);
+}
 
 DumpFiles findDumpFiles(const std::vector<std::string>& args) {
   DumpFiles out;
@@ -825,28 +899,32 @@ DumpFiles findDumpFiles(const std::vector<std::string>& args) {
 namespace {
 
 struct RankRead {
-  std::optional<RankDump> dump;
+  RankDump dump;     // a dump object reused from rank to rank (its buffers are kept)
+  bool read = false; // whether `dump` holds this rank's dump
   std::vector<std::string> problems;
 };
 
-// One rank's files, in name order: the first readable one is kept; a second is a problem naming
-// both, except that a pickle and a JSON with the same records are only a note and the pickle is kept.
-// At most two dumps of the rank are held at once.
-RankRead readRank(int rank, const std::vector<DumpFiles::File>& files) {
-  RankRead out;
+// One rank's files, in name order, into out.dump: the first readable one is kept; a second is a
+// problem naming both, except that a pickle and a JSON with the same records are only a note and the
+// pickle is kept. At most two dumps of the rank are held at once. `bytes` is the file buffer.
+void readRank(int rank, const std::vector<DumpFiles::File>& files, RankRead& out, std::string& bytes) {
+  out.read = false;
+  out.problems.clear();
   for (const auto& f : files) {
-    RankDump dump;
+    RankDump other;
+    RankDump& dump = out.read ? other : out.dump;
     try {
-      dump = readDump(f.path, rank);
+      readFileInto(f.path, bytes);
+      parseDumpInto(bytes, f.path, rank, dump);
     } catch (const ds::Error& e) {
       out.problems.push_back(e.what());
       continue;
     }
-    if (!out.dump) {
-      out.dump = std::move(dump);
+    if (!out.read) {
+      out.read = true;
       continue;
     }
-    RankDump& kept = *out.dump;
+    RankDump& kept = out.dump;
     if (kept.format != dump.format && sameRecords(kept, dump)) {
       out.problems.push_back(
           fmt::format("note: {} and {} are the same dump of rank {} in two formats; dsdiag uses "
@@ -860,7 +938,6 @@ RankRead readRank(int rank, const std::vector<DumpFiles::File>& files) {
                       kept.file, dump.file, rank, kept.file, dump.file));
     }
   }
-  return out;
 }
 
 // The reading threads of forEachDump: rank i+1, i+2, ... are read while the caller digests rank i,
@@ -892,7 +969,7 @@ class ReadAhead {
   int rank(std::size_t i) const { return tasks_[i].rank; }
 
   // Blocks until rank i (in order) is read and takes it; rethrows what its reading threw beyond a
-  // ds::Error (which is a problem sentence already).
+  // ds::Error (which is a problem sentence already). Give it back with recycle() when done.
   RankRead take(std::size_t i) {
     std::unique_lock<std::mutex> lock(m_);
     cv_.wait(lock, [&] { return slots_[i].done; });
@@ -905,6 +982,12 @@ class ReadAhead {
     lock.unlock();
     cv_.notify_all();
     return out;
+  }
+
+  // A read the caller is done with: its dump's buffers serve a later rank.
+  void recycle(RankRead&& r) {
+    std::lock_guard<std::mutex> lock(m_);
+    if (spare_.size() < window_ + workers_.size()) spare_.push_back(std::move(r));
   }
 
  private:
@@ -920,8 +1003,10 @@ class ReadAhead {
   };
 
   void work() {
+    std::string bytes;  // this thread's file buffer
     for (;;) {
       std::size_t i = 0;
+      Slot result;
       {
         std::unique_lock<std::mutex> lock(m_);
         cv_.wait(lock, [&] {
@@ -933,10 +1018,13 @@ class ReadAhead {
         if (stop_ || next_ >= tasks_.size()) return;
         i = next_++;
         inFlight_ += tasks_[i].bytes;
+        if (!spare_.empty()) {
+          result.read = std::move(spare_.back());
+          spare_.pop_back();
+        }
       }
-      Slot result;
       try {
-        result.read = readRank(tasks_[i].rank, *tasks_[i].files);
+        readRank(tasks_[i].rank, *tasks_[i].files, result.read, bytes);
       } catch (...) {
         result.error = std::current_exception();
       }
@@ -953,6 +1041,7 @@ class ReadAhead {
   const ReadOptions& options_;
   std::vector<Task> tasks_;
   std::vector<Slot> slots_;
+  std::vector<RankRead> spare_;  // reads given back, their buffers reused
   std::mutex m_;
   std::condition_variable cv_;
   std::size_t next_ = 0, consumed_ = 0, window_ = 2;
@@ -968,20 +1057,28 @@ int defaultReadThreads() { return std::clamp(sys::affinityCpuCount(), 1, 8); }
 std::size_t forEachDump(const DumpFiles& files, const std::function<void(RankDump&&)>& sink,
                         std::vector<std::string>& problems, const ReadOptions& options) {
   std::size_t handed = 0;
-  auto deliver = [&](RankRead&& r) {
-    problems.insert(problems.end(), std::make_move_iterator(r.problems.begin()),
-                    std::make_move_iterator(r.problems.end()));
-    if (r.dump) {
-      sink(std::move(*r.dump));
+  auto deliver = [&](RankRead& r) {
+    problems.insert(problems.end(), r.problems.begin(), r.problems.end());
+    if (r.read) {
+      sink(std::move(r.dump));
       ++handed;
     }
   };
   if (options.threads <= 1 || files.byRank.size() <= 1) {
-    for (const auto& [rank, list] : files.byRank) deliver(readRank(rank, list));
+    RankRead r;
+    std::string bytes;
+    for (const auto& [rank, list] : files.byRank) {
+      readRank(rank, list, r, bytes);
+      deliver(r);
+    }
     return handed;
   }
   ReadAhead ahead(files, options);
-  for (std::size_t i = 0; i < ahead.size(); ++i) deliver(ahead.take(i));
+  for (std::size_t i = 0; i < ahead.size(); ++i) {
+    RankRead r = ahead.take(i);
+    deliver(r);
+    ahead.recycle(std::move(r));
+  }
   return handed;
 }
 

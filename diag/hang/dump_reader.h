@@ -29,6 +29,8 @@ RankDump readDump(const std::string& path, int rank);
 // level that is not a dict. A field of the wrong type is not an error: it becomes a sentence in
 // RankDump::warnings and the field stays unknown.
 RankDump parseDump(std::string_view bytes, const std::string& name, int rank);
+// The same into `dump`, whose entries' buffers are reused (what it held before is replaced).
+void parseDumpInto(std::string_view bytes, const std::string& name, int rank, RankDump& dump);
 
 // The rank a dump's file name ends in: "comm_lib_trace_rank_7.json" -> 7, "nccl_trace_rank_12" ->
 // 12 (a ".json", ".pickle" or ".pkl" suffix is skipped); nullopt when it ends in no number.
@@ -65,7 +67,8 @@ int defaultReadThreads();
 // rank's files are read in name order: the first readable one is kept; a second is a problem naming
 // both, except that a pickle and a JSON with the same records are only a note and the pickle is
 // kept. A file that cannot be read is a problem sentence naming it (appended to `problems` in rank
-// order) and the others are read. Returns the number of dumps handed over. What the sink throws ends
+// order) and the others are read. Returns the number of dumps handed over. What the sink leaves in
+// the dump it was handed (moved from or not) is reused for a later rank. What the sink throws ends
 // the reading and is rethrown. Blocking; the reading threads wait on a condition variable, never spin.
 std::size_t forEachDump(const DumpFiles& files, const std::function<void(RankDump&&)>& sink,
                         std::vector<std::string>& problems, const ReadOptions& options = {});

@@ -667,9 +667,11 @@ class Vm {
           break;
         case kSetItems:
           ++p, setItemsOp();
+          handOverIfDue();
           break;
         case kAppends:
           ++p, appendsOp();
+          handOverIfDue();
           break;
         case kStop: {
           const V top = pop();
@@ -682,11 +684,8 @@ class Vm {
           d_.nextTrusted(in_);
           p = d_.pos();
           exec();
+          handOverIfDue();
       }
-      // Elements complete between one another, when the innermost open MARK is the streamed list's.
-      if (streamList_ != kNoSlot && !marks_.empty() && marks_.back() == streamList_ + 1 &&
-          stack_.size() > streamList_ + 4)
-        handOverEarly();
     }
     d_.fail(in_.at, "the pickle ends without its STOP opcode; the file is truncated.");
   }
@@ -843,6 +842,15 @@ class Vm {
     }
   }
 
+  // Elements are complete between one another, when the innermost open MARK is the streamed list's;
+  // torch's entries end with SETITEMS, so checking after it (and after the rarer opcodes) keeps the
+  // elements held at once to a few.
+  void handOverIfDue() {
+    if (streamList_ != kNoSlot && !marks_.empty() && marks_.back() == streamList_ + 1 &&
+        stack_.size() > streamList_ + 4)
+      handOverEarly();
+  }
+
   void emptyList() {
     const bool stream = isStreamPosition();
     pushContainer(T::kList);
@@ -920,17 +928,17 @@ class Vm {
     for (const V& v : vs) unref(v);
   }
 
+  // Children first. The table does not grow meanwhile (nothing is created), so `x` stays valid; its
+  // buffers are kept for the next container made in this slot, unless they grew large.
   void destroy(std::uint32_t i) {
     PickleContainer& x = table_[i];
     unaccount(kContainerBytes + x.items.size() * kItemBytes + x.text.size());
-    // Children first; the vector is moved out so that a child's destroy may reuse this slot's table.
-    std::vector<V> items = std::move(x.items);
-    for (const V& item : items) unref(item);
-    items.clear();
-    PickleContainer& y = table_[i];
-    if (items.capacity() <= 4096) y.items = std::move(items);  // kept for reuse, no allocation next time
-    if (y.text.capacity() > 4096) std::string().swap(y.text);
-    y.text.clear();
+    for (const V& item : x.items)
+      if (item.isRef()) unref(item);
+    x.items.clear();
+    if (x.items.capacity() > 4096) std::vector<V>().swap(x.items);
+    if (x.text.capacity() > 4096) std::string().swap(x.text);
+    x.text.clear();
     free_.push_back(i);
   }
 
@@ -1107,15 +1115,24 @@ class Vm {
     return v.isRef() && v.type != T::kOwnedString ? table_[v.ref].depth : 0;
   }
 
-  void grow(PickleContainer& parent, const V& child, std::uint64_t extraBytes = 0) {
-    parent.depth = std::max(parent.depth, depthOf(child) + 1);
-    if (parent.depth > opt_.maxDepth) {
+  // Adds [first, last) to parent's items (their references move in): its depth and JSON size
+  // follow, and the reader's memory counts the items.
+  void grow(PickleContainer& parent, const V* first, const V* last) {
+    std::uint32_t depth = parent.depth;
+    std::uint64_t bytes = parent.bytes;
+    for (const V* x = first; x != last; ++x) {
+      if (x->isRef() && x->type != T::kOwnedString) depth = std::max(depth, table_[x->ref].depth + 1);
+      bytes = addBytes(bytes, bytesOf(*x));
+    }
+    if (depth > opt_.maxDepth) {
       fail(
           fmt::format("values nest deeper than {} levels; the file is corrupt or not a Flight Recorder dump.",
                       opt_.maxDepth));
     }
-    parent.bytes = addBytes(parent.bytes, addBytes(bytesOf(child), extraBytes));
-    account(kItemBytes);
+    parent.depth = depth;
+    parent.bytes = bytes;
+    account(static_cast<std::uint64_t>(last - first) * kItemBytes);
+    parent.items.insert(parent.items.end(), first, last);
   }
 
   // APPEND(S), ADDITEMS and the containers built from a MARK: adds items to stack_[index] (taking
@@ -1134,12 +1151,7 @@ class Vm {
       }
       return;
     }
-    PickleContainer& target = own(index);
-    target.items.reserve(target.items.size() + static_cast<std::size_t>(last - first));
-    for (const V* x = first; x != last; ++x) {
-      grow(target, *x);
-      target.items.push_back(*x);
-    }
+    grow(own(index), first, last);
   }
 
   // Dict keys that are not strings become their text: 5 -> "5", (1, 2) -> "[1,2]".
@@ -1167,14 +1179,11 @@ class Vm {
       }
     }
     // Keys are made text first: own() must come after the last new container (the table may move).
+    // A key counts as its text (a JSON key), not as a value of its own.
     PickleContainer& dict = own(at);
-    dict.items.reserve(dict.items.size() + n);
-    for (std::size_t k = 0; k < n; k += 2) {
-      grow(dict, kv[k + 1], bytesOf(kv[k]) - kValueBytes);
-      account(kItemBytes);
-      dict.items.push_back(kv[k]);
-      dict.items.push_back(kv[k + 1]);
-    }
+    const std::uint64_t keyOverhead = static_cast<std::uint64_t>(n / 2) * kValueBytes;
+    grow(dict, kv, kv + n);
+    dict.bytes = dict.bytes > keyOverhead ? dict.bytes - keyOverhead : 0;
   }
 
   // --- the memo ---

@@ -84,6 +84,8 @@ class PickleNode {
   // A list, tuple, set or frozenset.
   bool isArray() const { return v_.type == Type::kList || v_.type == Type::kTuple || v_.type == Type::kSet; }
 
+  // A string whose characters are the file's own (not rewritten): they stay put while the file is read.
+  bool inFile() const { return v_.type == Type::kString; }
   std::string_view str() const {
     return v_.type == Type::kString ? std::string_view(v_.s, v_.len) : std::string_view(c().text);
   }
