@@ -80,6 +80,7 @@ constexpr DocKind kDocKinds[] = {
     {"dsperf.diag", "dsdiag report", "regenerate it with `dsdiag --json FILE`"},
     {"dsperf.world", "dsperf world report", "regenerate it with `dsbench world --json FILE`"},
     {"dsperf.fleet", "dsdiag fleet report", "regenerate it with `dsdiag --world --json FILE`"},
+    {"dsperf.hang", "dsdiag hang report", "regenerate it with `dsdiag hang DUMPS... --json FILE`"},
     {"dsperf.sweep.journal", "dsbench sweep journal", "rerun the sweep (`dsbench coll ... -J FILE`)"},
     {"dsperf.train.journal", "dsbench train journal", "rerun the benchmark (`dsbench train ... --json FILE`)"},
     {"nccl-tests", "nccl-tests -J result", "rerun nccl-tests with -J FILE, or import its text output instead"},

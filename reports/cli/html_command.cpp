@@ -1,11 +1,14 @@
 // dsreport html RUN.json [RUN2.json ...] [-o report.html]: one self-contained HTML report; several
-// files are overlaid in one report (backends or clusters side by side).
+// files are overlaid in one report (backends or clusters side by side). One dsdiag hang report
+// (schema dsperf.hang) gets its own page instead.
 #include <cstdio>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "reports/cli/command.h"
+#include "reports/diag/hang_schema.h"
+#include "reports/html/hang_html.h"
 #include "reports/html/run_report.h"
 #include "reports/run/run_file.h"
 
@@ -27,10 +30,10 @@ Command addHtmlCommand(CLI::App& parent) {
       "html",
       "Write a self-contained HTML report (charts embedded, opens offline) of one result file, or of several "
       "overlaid: sweeps (dsbench coll), train runs (dsbench train), pre-flight checks (dsdiag --json), "
-      "journals.");
+      "journals; or the page of one dsdiag hang report (dsdiag hang --json), given alone.");
   c.app
       ->add_option("runs", opts->inputs,
-                   "result files (JSON written by dsbench or dsdiag, or a .jsonl journal)")
+                   "result files (JSON written by dsbench or dsdiag, or a .jsonl journal), or one dsdiag hang report")
       ->required()
       ->check(resultFile());
   c.app->add_option("-o,--output", opts->output, "the HTML file to write (replaced atomically)")
@@ -39,6 +42,14 @@ Command addHtmlCommand(CLI::App& parent) {
       ->envname("DSREPORT_HTML_OUTPUT");
   addMaxInputFlag(c.app);
   c.run = [opts] {
+    // A dsdiag hang report is a page of its own (reports/html/hang_html.h).
+    if (opts->inputs.size() == 1) {
+      if (auto hang = readHangReportFile(opts->inputs.front())) {
+        html::writeHangReport(*hang, opts->inputs.front(), opts->output);
+        std::printf("dsreport html: wrote %s (the hang report of %d rank(s))\n", opts->output.c_str(), hang->worldSize);
+        return kExitOk;
+      }
+    }
     std::vector<RunFile> runs;
     for (const auto& path : opts->inputs) runs.push_back(loadRunFile(path));
     html::writeRunReport(runs, opts->output);

@@ -5,6 +5,7 @@
 #include <ctime>
 
 #include "engine/common/error.h"
+#include "reports/input_file.h"
 #include "reports/json_io.h"
 #include "reports/schema/schema_version.h"
 
@@ -403,6 +404,25 @@ struct Reader {
 };
 
 }  // namespace
+
+std::optional<HangReport> readHangReportFile(const std::string& path) {
+  const std::string text = readInputFile(path);
+  // A cheap look before parsing (a run file of 100 MB is not parsed twice to learn it is not this):
+  // some "schema" key whose value is "dsperf.hang".
+  auto namesHang = [&text] {
+    for (std::size_t at = text.find("\"schema\""); at != std::string::npos; at = text.find("\"schema\"", at + 1)) {
+      std::size_t p = text.find_first_not_of(" \t\r\n", at + 8);
+      if (p == std::string::npos || text[p] != ':') continue;
+      p = text.find_first_not_of(" \t\r\n", p + 1);
+      if (p != std::string::npos && text.compare(p, 13, "\"dsperf.hang\"") == 0) return true;
+    }
+    return false;
+  };
+  if (!namesHang()) return std::nullopt;
+  const json doc = parseJsonText(text, path);
+  if (!doc.is_object() || textOr(doc, "schema", "") != kHangSchemaName) return std::nullopt;
+  return hangReportFromJson(doc, path);
+}
 
 HangReport hangReportFromJson(const json& j, const std::string& origin) {
   Reader reader{origin};

@@ -187,6 +187,12 @@ nlohmann::json toJson(const HangReport& r);
 // `origin` and the field (JSON pointer).
 HangReport hangReportFromJson(const nlohmann::json& j, const std::string& origin = "the hang report");
 
+// The hang report in `path`, or nullopt when the file is not one (its "schema" is not dsperf.hang,
+// or it is not JSON at all: the other readers say what it is). A file that means to be a hang report
+// but does not read (truncated, damaged, a newer major version) throws ConfigError naming the path
+// and what is wrong; IoError when it cannot be read.
+std::optional<HangReport> readHangReportFile(const std::string& path);
+
 // time_created_ns as ISO 8601 UTC to the second ("2026-03-02T14:02:11Z"); "" for a value that is not
 // a wall-clock time between the years 2000 and 2200 (a monotonic clock, garbage).
 std::string hangIsoTime(int64_t ns);

@@ -95,8 +95,9 @@ void lines(std::string& out, const char* title, const std::vector<std::string>& 
   for (const auto& s : items) out += fmt::format("  - {}\n", s);
 }
 
-// Concrete next steps per kind of fault found.
-std::vector<std::string> advice(const HangReport& r) {
+}  // namespace
+
+std::vector<std::string> hangAdvice(const HangReport& r) {
   std::map<FaultKind, std::vector<const HangCulprit*>> byKind;
   for (const auto& c : r.culprits) byKind[c.kind].push_back(&c);
   std::vector<std::string> out;
@@ -161,8 +162,6 @@ std::vector<std::string> advice(const HangReport& r) {
   return out;
 }
 
-}  // namespace
-
 std::string formatHangText(const HangReport& r, const HangTextOptions& options) {
   std::string out = r.headline + "\n";
   out += fmt::format("verdict: {} (exit {}); {} of {} ranks left a dump\n", hangVerdictName(r.verdict),
@@ -176,7 +175,7 @@ std::string formatHangText(const HangReport& r, const HangTextOptions& options) 
   else if (undecided.size() == 1 && r.headline.find(undecided.front()) == std::string::npos)
     lines(out, "Cannot decide", undecided);
   lines(out, "Problems", r.problems);
-  lines(out, "What to do", advice(r));
+  lines(out, "What to do", hangAdvice(r));
   return out;
 }
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "reports/diag/hang_schema.h"
 
@@ -15,5 +16,8 @@ struct HangTextOptions {
 };
 
 std::string formatHangText(const HangReport& report, const HangTextOptions& options = {});
+
+// "What to do": concrete next steps per kind of fault found (the text's last section, and the page's).
+std::vector<std::string> hangAdvice(const HangReport& report);
 
 }  // namespace ds::report

@@ -163,6 +163,11 @@ RunFile classifyRun(const nlohmann::json& doc, const std::string& origin) {
     f.schemaVersion = checkSchemaVersion(doc, schema, origin).str();
     f.world = worldFromJson(doc, origin);
     f.runId = runIdOf(f.kind, doc);
+  } else if (schema == "dsperf.hang") {
+    throw ConfigError(fmt::format(
+        "{} is a dsdiag hang report, not a run result: `dsreport html {}` (given alone) makes its page; "
+        "compare, ingest, check, export and baselines read the results of dsbench and dsdiag's checks.",
+        origin, origin));
   } else if (schema == kSweepJournalSchemaName || schema == "dsperf.train.journal") {
     throw ConfigError(fmt::format(
         "{} is one line of a dsbench journal, not a whole result. Give dsreport the journal file itself "

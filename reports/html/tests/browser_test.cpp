@@ -14,6 +14,7 @@
 
 #include "engine/testing/subprocess.h"
 #include "reports/baseline/check_schema.h"
+#include "reports/diag/hang_schema.h"
 #include "reports/html/tests/html_fixtures.h"
 #include "reports/json_io.h"
 
@@ -367,6 +368,24 @@ TEST_F(Browser, FleetReportDrawsTheHeatmapAndListsTheSuspects) {
       EXPECT_NE(o.dom.find("gpu0017", suspects), std::string::npos);
     }
   }
+}
+
+// The hang page (dsdiag hang's report): no chart, but the page script runs without an error, the
+// timeline table is there, and a hostname that tries to run script is shown as text.
+TEST_F(Browser, HangReportRendersTheVerdictAndTimeline) {
+  TempDir dir("ds_html_browser");
+  writeJsonAtomic(dir.file("hang.json"), toJson(testing::makeHangReport(kXssHost)));
+  std::string page = dir.file("hang.html");
+  auto r = ds::testing::run({dsreport(), "html", dir.file("hang.json"), "-o", page}, ds::testing::cleanOptions());
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  Opened o = open(page, "", "hang.png");
+  ASSERT_EQ(o.body.count("data-render-done"), 1u) << o.dom.substr(0, 2000);
+  EXPECT_EQ(o.body.at("data-chart-errors"), "0") << o.dom.substr(o.dom.find("ds-errors"), 800);
+  EXPECT_NE(o.dom.find("<table class=\"timeline\">"), std::string::npos);
+  EXPECT_NE(o.dom.find("never entered #21"), std::string::npos);
+  EXPECT_NE(o.dom.find("&lt;img src=x onerror="), std::string::npos);  // shown as text
+  EXPECT_EQ(o.body.count("data-pwned"), 0u) << "input text ran as script";
+  EXPECT_EQ(o.dom.find("<img"), std::string::npos) << "input text became an element";
 }
 
 }  // namespace

@@ -262,4 +262,49 @@ RunFile fleetRunFile(int hosts, const std::string& renamedHost, const std::strin
   return r;
 }
 
+HangReport makeHangReport(const std::string& host) {
+  HangReport r;
+  r.verdict = HangVerdict::kCulpritFound;
+  r.headline = "Rank 3 on node-b never entered all_reduce #21 of group 0 (default_pg); ranks 0-2 wait for it.";
+  r.worldSize = 4;
+  r.dumpsRead = 3;
+  HangCulprit c;
+  c.rank = 3;
+  c.host = host;
+  c.group = {"0", "default_pg"};
+  c.seq = 21;
+  c.op = "all_reduce";
+  c.kind = FaultKind::kNeverEntered;
+  c.summary = "rank 3 never enqueued all_reduce #21";
+  c.evidence.push_back({"rank 3 stopped at #20", "dumps/rank_3", "pg_status '0': last_enqueued 20"});
+  r.culprits.push_back(c);
+  r.noDump.push_back({2, "node-a", {"0", "default_pg"}, 20, "its peers last saw it at #20"});
+  HangWaiting w;
+  w.group = {"0", "default_pg"};
+  w.seq = 21;
+  w.op = "all_reduce";
+  w.ranks = {0, 1};
+  w.waitsFor = {3};
+  w.reason = "wait for rank 3";
+  w.chainEndsAt = {3};
+  r.waiting.push_back(w);
+  r.groups.push_back({{"0", "default_pg"}, {0, 1, 2, 3}, 3, 20, 21, 20, 21});
+  r.problems.push_back("dumps/rank_9 <b>is not</b> a Flight Recorder dump");
+  r.inputs = {"dumps/rank_0", "dumps/rank_1", "dumps/rank_3"};
+  HangTimeline t{0, "0", {}};
+  t.entries.push_back({20, false, "all_reduce", "completed", {{16}}, {{16}}, std::nullopt});
+  t.entries.push_back({21, false, "all_reduce", "started", {{16}}, {{16}}, std::nullopt});
+  r.timelines.push_back(t);
+  HangGroupTimeline g;
+  g.group = {"0", "default_pg"};
+  g.firstSeq = 20;
+  g.ops = {"all_reduce", "all_reduce"};
+  g.divergentSeq = 21;
+  g.rows.push_back({{0, 1}, {HangCell::kCompleted, HangCell::kStarted}, {}});
+  g.rows.push_back({{2}, {HangCell::kNoDump, HangCell::kNoDump}, {}});
+  g.rows.push_back({{3}, {HangCell::kCompleted, HangCell::kNotEntered}, {}});
+  r.groupTimelines.push_back(g);
+  return r;
+}
+
 }  // namespace ds::report::html::testing

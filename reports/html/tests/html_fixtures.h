@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "reports/diag/hang_schema.h"
 #include "reports/run/run_file.h"
 
 namespace ds::report::html::testing {
@@ -46,5 +47,9 @@ void writeDiagFile(const std::string& path, const std::string& host = "node-a");
 DiagReport makeFleetDiag(int hosts = 16, const std::string& renamedHost = "");
 RunFile fleetRunFile(int hosts = 16, const std::string& renamedHost = "",
                      const std::string& path = "fleet.json");
+
+// A dsperf.hang 1.1 report of 4 ranks: rank 3 (on `host`) never entered all_reduce #21 of group 0,
+// rank 2 left no dump, ranks 0-1 wait; a group timeline, a per-rank timeline, one problem.
+HangReport makeHangReport(const std::string& host = "node-b");
 
 }  // namespace ds::report::html::testing
