@@ -164,8 +164,8 @@ TEST(DsdiagWorld, MissingRankIsNamedWithinTheTimeout) {
 
 TEST(DsdiagWorld, LauncherFlagAfterTheProgramIsCaught) {
   auto r = run({binDir() + "/dsrun", "--nproc-per-node", "1", "--standalone", binDir() + "/dsdiag", "--only",
-                "env.launcher_flags", "--master_port", "29511"},
+                "env.launcher_flags", "--master-port", "29511"},
                clean());
   EXPECT_EQ(r.exitCode, 2) << r.out << r.err;
-  EXPECT_NE(r.out.find("--master_port"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("--master-port"), std::string::npos) << r.out;
 }
