@@ -54,7 +54,7 @@ FleetRun::FleetRun(FleetOptions o) : o_(std::move(o)) {}
 
 FleetRun::~FleetRun() {
   stop_ = true;
-  if (hb_.joinable()) hb_.join();
+  if (hb_) hb_->stop();
   if (watch_.joinable()) watch_.join();
 }
 
@@ -75,8 +75,7 @@ void FleetRun::enterStage(const std::string& stage) {
     if (where == stage) {
       // Let the heartbeat name the stage first, as a rank that froze inside it would have.
       try {
-        hbStore_->set(key(fmt::format("hb/{}", rank_)), toBytes(fmt::format("{} {}", ++beat_, stage)),
-                      milliseconds(2000));
+        if (hb_) hb_->beatNow(milliseconds(2000));
       } catch (const std::exception&) {
       }
       if (what == "freeze") ::raise(SIGSTOP);
@@ -99,11 +98,25 @@ void FleetRun::join() {
   server_ = std::make_unique<ProbeServer>(standalone_ ? "127.0.0.1" : "", jobId_,
                                           [this](int r) { return isMember(r); });
   hbStore_ = joined_.client();
+  comm::HeartbeatOptions ho;
+  ho.store = hbStore_;
+  ho.key = key(fmt::format("hb/{}", rank_));
+  ho.interval = o_.heartbeatInterval;
+  ho.setTimeout = std::max(o_.heartbeatInterval * 3, milliseconds(3000));
+  ho.state = [this] {
+    std::lock_guard lock(mu_);
+    return stage_;
+  };
+  ho.onFirstError = [this](const std::exception& e) {
+    log::warn("fleet: rank {}'s heartbeat cannot reach the store: {}", rank_, e.what());
+  };
+  ho.stopping = &stop_;
+  hb_ = std::make_unique<comm::Heartbeat>(std::move(ho));
   // The host beside the first heartbeat, in the same round trip: a rank that stops before it
   // publishes its record is still named by its host, not by its rank alone.
-  hbStore_->multiSet({key(fmt::format("hb/{}", rank_)), key(fmt::format("host/{}", rank_))},
-                     {toBytes(fmt::format("{} join", ++beat_)), toBytes(host_)});
-  hb_ = std::thread([this] { heartbeatLoop(); });
+  hbStore_->multiSet({hb_->key(), key(fmt::format("host/{}", rank_))},
+                     {toBytes(hb_->nextValue()), toBytes(host_)});
+  hb_->start();
   // Joined the store but not the fleet yet: a rank that stops here is one rank 0 never counts in.
   enterStage("join");
   publishSelf();
@@ -245,28 +258,6 @@ std::vector<int> FleetRun::leaders() const {
     }
   }
   return out;
-}
-
-void FleetRun::heartbeatLoop() {
-  std::mutex m;
-  std::unique_lock lk(m);
-  std::condition_variable cv;
-  bool warned = false;
-  while (!stop_) {
-    std::string stage;
-    {
-      std::lock_guard lock(mu_);
-      stage = stage_;
-    }
-    try {
-      hbStore_->set(key(fmt::format("hb/{}", rank_)), toBytes(fmt::format("{} {}", ++beat_, stage)),
-                    std::max(o_.heartbeatInterval * 3, milliseconds(3000)));
-    } catch (const std::exception& e) {
-      if (!warned) log::warn("fleet: rank {}'s heartbeat cannot reach the store: {}", rank_, e.what());
-      warned = true;
-    }
-    for (int i = 0; i < 10 && !stop_; ++i) cv.wait_for(lk, o_.heartbeatInterval / 10);
-  }
 }
 
 void FleetRun::watchLoop() {
@@ -746,10 +737,10 @@ FleetMemberOutcome FleetRun::waitForExit() {
 void FleetRun::leave() {
   enterStage("done");
   stop_ = true;
-  if (hb_.joinable()) hb_.join();
+  if (hb_) hb_->stop();
   if (watch_.joinable()) watch_.join();
   try {
-    hbStore_->set(key(fmt::format("hb/{}", rank_)), toBytes(fmt::format("{} done", ++beat_)), milliseconds(2000));
+    if (hb_) hb_->beatNow(milliseconds(2000));
     std::int64_t left = store().add(key("left"), 1, milliseconds(5000));
     if (rank_ == 0) {
       // Rank 0 hosts the store: give the others a bounded chance to read the verdict and leave.

@@ -21,6 +21,7 @@
 
 #include "diag/fleet/fleet_defaults.h"
 #include "diag/fleet/probe.h"
+#include "engine/comm/heartbeat.h"
 #include "engine/init.h"
 #include "reports/diag/fleet_schema.h"
 
@@ -105,7 +106,6 @@ class FleetRun {
   void leave();
 
  private:
-  void heartbeatLoop();
   void watchLoop();
   void publishSelf();
   void waitForMembers();
@@ -129,11 +129,12 @@ class FleetRun {
   std::uint64_t seed_ = 0;
   report::FleetReport report_;
   long long messages_ = 0;
-  std::atomic<long long> beat_{0};
   std::string stage_ = "join";
   mutable std::mutex mu_;
   std::atomic<bool> stop_{false};
-  std::thread hb_, watch_;
+  // "fleet/hb/<rank>" = "<counter> <stage>" (comm/heartbeat.h), from join to leave.
+  std::unique_ptr<comm::Heartbeat> hb_;
+  std::thread watch_;
   // Rank 0's view of the heartbeats.
   std::map<int, std::pair<std::string, Clock::time_point>> lastBeat_;
   std::set<int> frozen_, exited_;

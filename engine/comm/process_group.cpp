@@ -7,7 +7,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
-#include <sstream>
 
 #include "engine/common/error.h"
 #include "engine/common/log.h"
@@ -20,22 +19,6 @@ using Clock = std::chrono::steady_clock;
 
 // The group whose worker loop runs on this thread, if any (onWorkerThread()).
 thread_local const ProcessGroup* tlsWorkerOf = nullptr;
-
-// A heartbeat: "<entered seq> <completed seq> <beat counter> <failed 0|1>".
-struct Beat {
-  std::uint64_t entered = 0;
-  std::uint64_t completed = 0;
-  std::uint64_t beat = 0;
-  int failed = 0;  // the rank hit an error itself (and reports it in its own log)
-};
-
-std::optional<Beat> parseBeat(const store::Bytes& b) {
-  Beat out;
-  std::istringstream in(store::toString(b));
-  if (!(in >> out.entered >> out.completed >> out.beat)) return std::nullopt;
-  in >> out.failed;  // optional
-  return out;
-}
 
 // Appends "." to a message that does not end a sentence, so another sentence can follow.
 std::string sentence(std::string text) {
@@ -67,9 +50,21 @@ ProcessGroup::ProcessGroup(ProcessGroupOptions options) : options_(std::move(opt
         }
         return diagnoseTimeout(d, fmt::format("it did not finish within {} ms", d.timeout.count()));
       });
-  if (options_.heartbeatInterval.count() > 0 && options_.size > 1) {
-    heartbeat_ = std::thread([this] { heartbeatLoop(); });
-  }
+  LivenessOptions lo;
+  lo.rank = options_.rank;
+  lo.size = options_.size;
+  lo.groupName = options_.groupName;
+  lo.store = options_.heartbeatStore ? options_.heartbeatStore : options_.store;
+  lo.heartbeatInterval = options_.heartbeatInterval;
+  lo.watchdogGrace = kWatchdogGrace;
+  lo.stopping = &stopping_;
+  LivenessHooks hooks;
+  hooks.abortHungCall = [this](const OpDesc& d) { abortHungCall(d); };
+  hooks.afterExpiry = [this] {
+    if (broken_) failQueued();
+  };
+  liveness_ = std::make_unique<GroupLiveness>(std::move(lo), std::move(hooks));
+  liveness_->start();
 }
 
 ProcessGroup::~ProcessGroup() { shutdown(); }
@@ -95,12 +90,7 @@ void ProcessGroup::shutdown() {
       worker_.detach();
     }
   }
-  { std::lock_guard<std::mutex> lock(watchMu_); }
-  watchCv_.notify_all();
-  if (watchdog_.joinable()) watchdog_.join();
-  { std::lock_guard<std::mutex> lock(hbMu_); }
-  hbCv_.notify_all();
-  if (heartbeat_.joinable()) heartbeat_.join();
+  liveness_->stop();  // the watchdog, then the heartbeat
 }
 
 std::string ProcessGroup::key(const std::string& suffix) const {
@@ -420,14 +410,14 @@ std::shared_ptr<Work> ProcessGroup::runInline(const OpDesc& desc, const Buffer& 
   const bool collective = !desc.isPointToPoint();
   std::function<void()> rest;
   std::exception_ptr error;
-  if (collective) enteredSeq_ = desc.seq;
+  if (collective) liveness_->entered(desc.seq);
   try {
     guarded(desc, [&] { rest = startInline(desc, in, out, issued); });
   } catch (...) {
     error = std::current_exception();
   }
   if (error || !rest) {
-    if (!error && collective) completedSeq_ = desc.seq;
+    if (!error && collective) liveness_->completed(desc.seq);
     // Born completed: no lock to start and complete it (a fair share of an 8-byte op).
     auto work = std::make_shared<Work>(desc, issued, Work::Clock::now(), error);
     releaseCaller();
@@ -442,7 +432,7 @@ std::shared_ptr<Work> ProcessGroup::runInline(const OpDesc& desc, const Buffer& 
     queue_.push_front(Task{work,
                            [this, desc, collective, rest = std::move(rest)] {
                              guarded(desc, rest);
-                             if (collective) completedSeq_ = desc.seq;
+                             if (collective) liveness_->completed(desc.seq);
                            },
                            /*started=*/true, /*small=*/true});
     running_ = false;
@@ -536,64 +526,6 @@ void ProcessGroup::workerLoop() {
   }
 }
 
-void ProcessGroup::watch(std::shared_ptr<Work> work, bool onCaller) {
-  bool wake = false;
-  {
-    std::lock_guard<std::mutex> lock(watchMu_);
-    if (work && !watchdogStarted_) {
-      watchdogStarted_ = true;
-      watchdog_ = std::thread([this] { watchdogLoop(); });
-    }
-    // Woken only when it must look sooner than it would: asleep until an earlier op's deadline, it
-    // moves on to the op watched then. A wake per start and end of every op cost two context
-    // switches per op (on the rank's one core when bound: ~20 us per blocking mpi op).
-    wake = work && work->deadline() < watchdogArmedUntil_;
-    watched_ = std::move(work);
-    watchedOnCaller_ = onCaller;
-  }
-  if (wake) watchCv_.notify_all();
-}
-
-void ProcessGroup::watchdogLoop() {
-  std::unique_lock<std::mutex> lock(watchMu_);
-  while (!stopping_) {
-    if (!watched_) {
-      watchdogArmedUntil_ = Work::Clock::time_point::max();
-      watchCv_.wait(lock, [&] { return stopping_ || watched_ != nullptr; });
-      continue;
-    }
-    std::shared_ptr<Work> work = watched_;
-    watchdogArmedUntil_ = work->deadline();
-    if (watchCv_.wait_until(lock, work->deadline() + kWatchdogGrace,
-                            [&] { return stopping_ || watched_ != work; })) {
-      continue;
-    }
-    const bool onCaller = watchedOnCaller_;
-    lock.unlock();
-    if (work->expire()) {
-      // Nobody was waiting for the op: the log is the only place its diagnosis shows now.
-      std::exception_ptr error = work->exception();
-      bool stuck = false;
-      if (onCaller && error) {
-        std::lock_guard<std::mutex> relock(watchMu_);
-        stuck = watched_ == work;  // the caller has not come back from the call during the diagnosis
-      }
-      try {
-        if (error) std::rethrow_exception(error);
-      } catch (const std::exception& e) {
-        log::error("{} (reported by the process group's watchdog: {})", e.what(),
-                   stuck ? "the op runs on the caller's thread, inside a call that cannot be interrupted, "
-                           "so the job ends now"
-                         : "no wait() was there to raise it");
-      }
-      if (stuck) abortHungCall(work->desc());
-    }
-    if (broken_) failQueued();
-    lock.lock();
-    if (watched_ == work) watched_.reset();  // abandoned: the worker may never return from it
-  }
-}
-
 void ProcessGroup::failQueued() {
   std::deque<Task> dropped;
   {
@@ -684,128 +616,12 @@ void ProcessGroup::detailCheck(const OpDesc& desc) {
   if (desc.seq > 1) s.deleteKey(key(fmt::format("detail/{}/{}", desc.seq - 1, rank())), desc.timeout);
 }
 
-void ProcessGroup::heartbeatLoop() {
-  std::unique_lock<std::mutex> lock(hbMu_);
-  bool warned = false;
-  while (!stopping_) {
-    std::string value = fmt::format("{} {} {} {}", enteredSeq_.load(), completedSeq_.load(), ++beat_,
-                                    failedPublished_.load() ? 1 : 0);
-    lock.unlock();
-    try {
-      heartbeatStore().set(key(fmt::format("hb/{}", rank())), store::toBytes(value),
-                           std::max(options_.heartbeatInterval * 5, Duration(5000)));
-    } catch (const Error& e) {
-      if (!warned) log::debug("heartbeat of rank {} could not reach the store: {}", rank(), e.what());
-      warned = true;
-    }
-    lock.lock();
-    hbCv_.wait_for(lock, options_.heartbeatInterval, [&] { return stopping_.load(); });
-  }
-}
-
-void ProcessGroup::publishFailure() {
-  if (failedPublished_.exchange(true) || options_.heartbeatInterval.count() == 0 || size() == 1) return;
-  std::uint64_t beat = 0;
-  {
-    std::lock_guard<std::mutex> lock(hbMu_);
-    beat = ++beat_;
-  }
-  try {
-    heartbeatStore().set(
-        key(fmt::format("hb/{}", rank())),
-        store::toBytes(fmt::format("{} {} {} 1", enteredSeq_.load(), completedSeq_.load(), beat)),
-        Duration(2000));
-  } catch (const Error&) {
-    // Best effort: the failure itself is what this rank reports.
-  }
-}
-
 std::exception_ptr ProcessGroup::diagnoseTimeout(const OpDesc& desc, const std::string& cause) {
   {
     std::lock_guard<std::mutex> lock(brokenMu_);
     if (!broken_.exchange(true)) brokenReason_ = desc.describe();
   }
-  publishFailure();
-  std::string head = fmt::format("{} {} timed out on rank {} of {}: {}.", backendName(), desc.describe(),
-                                 rank(), size(), cause);
-  std::string who = missingRanks(desc);
-  if (who.empty())
-    who = " Every other rank reached this op and is alive, so the backend itself stalled (network?).";
-  return std::make_exception_ptr(
-      TimeoutError(head + who + " The group is now unusable; restart the job once the cause is fixed."));
-}
-
-std::string ProcessGroup::missingRanks(const OpDesc& desc) {
-  if (options_.heartbeatInterval.count() == 0 || size() == 1) return "";
-  auto& s = heartbeatStore();
-  const Duration opTimeout(5000);
-  std::string storeError;
-  // Returns false when the store could not be read (typically: rank 0, which hosts it, has exited).
-  auto snapshot = [&](std::map<int, Beat>& beats) {
-    for (int r = 0; r < size(); ++r) {
-      std::string k = key(fmt::format("hb/{}", r));
-      try {
-        if (s.check({k}, opTimeout)) {
-          if (auto b = parseBeat(s.get(k, opTimeout))) beats[r] = *b;
-        }
-      } catch (const Error& e) {
-        storeError = e.what();
-        return false;
-      }
-    }
-    return true;
-  };
-  std::map<int, Beat> first;
-  std::map<int, Beat> second;
-  Duration pause = std::min<Duration>(options_.heartbeatInterval * 3, Duration(5000));
-  auto storeGone = [&] {
-    return fmt::format(
-        " Which ranks are missing cannot be told: the store at {} cannot be read ({}); rank 0, which "
-        "hosts it, has probably failed or exited already, so look at rank 0's error.",
-        s.describe(), storeError);
-  };
-  // Two looks, a few heartbeats apart: one look alone cannot tell a silent rank from a slow one.
-  if (!snapshot(first)) return storeGone();
-  std::this_thread::sleep_for(pause);
-  if (!snapshot(second)) return storeGone();
-  std::vector<std::string> missing;
-  std::vector<int> failedToo;
-  for (int r = 0; r < size(); ++r) {
-    if (r == rank()) continue;
-    auto b = second.find(r);
-    if (b != second.end() && b->second.failed != 0) {
-      failedToo.push_back(r);  // it hit the error too and says so itself: not a cause
-      continue;
-    }
-    if (b == second.end()) {
-      missing.push_back(
-          fmt::format("{} (never published progress: it died early, never joined, or the store is "
-                      "unreachable)",
-                      r));
-      continue;
-    }
-    auto a = first.find(r);
-    bool silent = a != first.end() && a->second.beat == b->second.beat;
-    if (!desc.isPointToPoint() && b->second.entered < desc.seq) {
-      missing.push_back(fmt::format(
-          "{} (has not reached op #{}; its last reported op was #{}{})", r, desc.seq, b->second.entered,
-          silent
-              ? fmt::format(", and it stopped responding: no heartbeat for {:.1f} s", pause.count() / 1000.0)
-              : ""));
-    } else if (silent) {
-      missing.push_back(
-          fmt::format("{} (stopped responding inside op #{}: no heartbeat for {:.1f} s; killed, "
-                      "stopped or hung)",
-                      r, b->second.entered, pause.count() / 1000.0));
-    }
-  }
-  std::string also =
-      failedToo.empty() ? ""
-                        : fmt::format(" Rank{} {} failed in this group as well and report{} their own error.",
-                                      failedToo.size() == 1 ? "" : "s", fmt::join(failedToo, ", "),
-                                      failedToo.size() == 1 ? "s" : "");
-  if (missing.empty()) return also;
-  return fmt::format(" Ranks that never arrived: {}.{}", fmt::join(missing, "; "), also);
+  return liveness_->diagnoseTimeout(desc, backendName(), cause);
 }
 
 int affinityCpuCount() {

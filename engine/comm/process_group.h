@@ -51,6 +51,7 @@
 #include <string>
 #include <thread>
 
+#include "engine/comm/liveness.h"
 #include "engine/comm/types.h"
 #include "engine/comm/work.h"
 #include "engine/common/error.h"
@@ -203,15 +204,15 @@ class ProcessGroup {
   // the watchdog then carries on as for an op on the worker.
   virtual void abortHungCall(const OpDesc& desc);
 
-  // The TimeoutError for `desc`, naming the ranks that never arrived, from the heartbeats. Marks the
-  // group broken. Blocks for a few heartbeat intervals while it looks.
+  // The TimeoutError for `desc`, naming the ranks that never arrived, from the heartbeats
+  // (GroupLiveness::diagnoseTimeout). Marks the group broken. Blocks for a few heartbeat intervals
+  // while it looks.
   std::exception_ptr diagnoseTimeout(const OpDesc& desc, const std::string& cause);
-  // " Ranks that never arrived: 2 (...)." from two looks at the heartbeats a few intervals apart
-  // (blocks that long), or "" when every other rank is alive and has reached the op.
-  std::string missingRanks(const OpDesc& desc);
-  // Publishes a last heartbeat marked "failed", so that peers diagnosing the same incident do not
-  // count this rank among the causes (it reports its own error). Once; bounded; best effort.
-  void publishFailure();
+  // GroupLiveness::missingRanks.
+  std::string missingRanks(const OpDesc& desc) { return liveness_->missingRanks(desc); }
+  // GroupLiveness::publishFailure: peers diagnosing the same incident do not count this rank among
+  // the causes (it reports its own error).
+  void publishFailure() { liveness_->publishFailure(); }
   // Calls the do*() function of d.type (send/recv/barrier: as their do*() take it); for a
   // startInline() that runs an op to the end on the caller's thread.
   void dispatch(const OpDesc& d, const Buffer& in, const Buffer& out);
@@ -270,12 +271,12 @@ class ProcessGroup {
     // peers are out of step), so the queue drains and the caller's buffers are soon free to release.
     if (broken_) throw unusableError();
     const bool collective = !desc.isPointToPoint();
-    if (collective) enteredSeq_ = desc.seq;
+    if (collective) liveness_->entered(desc.seq);
     guarded(desc, [&] {
       if (collective && options_.detailDebug && options_.size > 1) detailCheck(desc);
       body();
     });
-    if (collective) completedSeq_ = desc.seq;
+    if (collective) liveness_->completed(desc.seq);
   }
   OpDesc makeDesc(OpType type, const Buffer& in, Timeout timeout) const;
   void checkBuffer(const char* what, const Buffer& b) const;
@@ -285,16 +286,15 @@ class ProcessGroup {
   // dequeued after a timeout.
   BackendError unusableError() const;
   void workerLoop();
-  void heartbeatLoop();
-  // The watchdog thread: when the op it watches (one that does not keep its own timeout) outlives
-  // its deadline by kWatchdogGrace, it expires the op's Work (the usual diagnosis, naming the ranks
-  // that never arrived), logs the error unless a wait() raised it first, and fails the ops queued
-  // behind it (the group is unusable, and the worker may never come back from the call). An op on
-  // the caller's thread that is still inside its call then ends the job (abortHungCall).
-  void watchdogLoop();
-  // Starts watching `work` (the worker, or the caller's thread when `onCaller`, is about to run it),
-  // or stops (null).
-  void watch(std::shared_ptr<Work> work, bool onCaller = false);
+  // The watchdog (GroupLiveness): when the op it watches (one that does not keep its own timeout)
+  // outlives its deadline by kWatchdogGrace, it expires the op's Work (the usual diagnosis, naming
+  // the ranks that never arrived), logs the error unless a wait() raised it first, and fails the ops
+  // queued behind it (failQueued: the group is unusable, and the worker may never come back from
+  // the call). An op on the caller's thread that is still inside its call then ends the job
+  // (abortHungCall). `work` null: stop watching.
+  void watch(std::shared_ptr<Work> work, bool onCaller = false) {
+    liveness_->watch(std::move(work), onCaller);
+  }
   // Fails every queued op at once with unusableError() (their bodies never run).
   void failQueued();
   std::string key(const std::string& suffix) const;
@@ -306,8 +306,6 @@ class ProcessGroup {
   std::uint64_t nextSeq_ = 1;  // collectives; guarded by issueMu_
   std::uint64_t p2pSeq_ = 0;   // send/recv; guarded by issueMu_
   std::mutex issueMu_;
-  std::atomic<std::uint64_t> enteredSeq_{0};
-  std::atomic<std::uint64_t> completedSeq_{0};
 
   struct Task {
     std::shared_ptr<Work> work;
@@ -332,20 +330,8 @@ class ProcessGroup {
   std::thread worker_;
   bool workerStarted_ = false;
 
-  std::mutex watchMu_;
-  std::condition_variable watchCv_;
-  std::shared_ptr<Work> watched_;  // guarded by watchMu_
-  bool watchedOnCaller_ = false;   // watched_ runs on the caller's thread; guarded by watchMu_
-  // The deadline the watchdog sleeps until (max: it waits for an op); guarded by watchMu_.
-  Work::Clock::time_point watchdogArmedUntil_ = Work::Clock::time_point::max();
-  std::thread watchdog_;
-  bool watchdogStarted_ = false;  // guarded by watchMu_
-
-  std::mutex hbMu_;
-  std::condition_variable hbCv_;
-  std::thread heartbeat_;
-  std::uint64_t beat_ = 0;  // guarded by hbMu_
-  std::atomic<bool> failedPublished_{false};
+  // Heartbeats, the watchdog and the timeout diagnosis (comm/liveness.h); made in the constructor.
+  std::unique_ptr<GroupLiveness> liveness_;
   // Lets a Work that outlives its group see that the group is gone.
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
   // Every Work's timeout handler (diagnoseTimeout while the group lives), made once.
