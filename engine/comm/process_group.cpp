@@ -1,7 +1,6 @@
 #include "engine/comm/process_group.h"
 
 #include <fmt/format.h>
-#include <sched.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -11,6 +10,7 @@
 #include "engine/common/error.h"
 #include "engine/common/log.h"
 #include "engine/env/env_source.h"
+#include "engine/host/resources.h"
 
 namespace ds::comm {
 namespace {
@@ -38,7 +38,7 @@ ProcessGroup::ProcessGroup(ProcessGroupOptions options) : options_(std::move(opt
   DS_CHECK(options_.store != nullptr, "a process group needs a store");
   inlineMaxBytes_ = options_.detailDebug ? 0 : inlineMaxBytesFromEnv(std::getenv("DS_PG_INLINE_MAX_BYTES"));
   if (const char* v = std::getenv("DS_PG_WAIT_SPIN_US")) options_.waitSpin = waitSpinFromEnv(v);
-  const int cpus = options_.cpus > 0 ? options_.cpus : affinityCpuCount();
+  const int cpus = options_.cpus > 0 ? options_.cpus : sys::affinityCpuCount();
   callerRunsOps_ = cpus == 1 && inlineMaxBytes_ > 0 && options_.device.type == DeviceType::kCpu;
   std::weak_ptr<bool> alive = alive_;
   timeoutHandler_ = std::make_shared<const std::function<std::exception_ptr(const OpDesc&)>>(
@@ -622,13 +622,6 @@ std::exception_ptr ProcessGroup::diagnoseTimeout(const OpDesc& desc, const std::
     if (!broken_.exchange(true)) brokenReason_ = desc.describe();
   }
   return liveness_->diagnoseTimeout(desc, backendName(), cause);
-}
-
-int affinityCpuCount() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (::sched_getaffinity(0, sizeof(set), &set) == 0) return std::max(1, CPU_COUNT(&set));
-  return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 }
 
 std::size_t inlineMaxBytesFromEnv(const char* value) {

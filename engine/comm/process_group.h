@@ -83,7 +83,7 @@ struct ProcessGroupOptions {
   bool detailDebug = false;
   // How often each rank publishes its progress for timeout diagnosis; 0 turns it off.
   Duration heartbeatInterval = std::chrono::seconds(1);
-  // The CPUs this process may run on; 0: read its affinity mask (affinityCpuCount()). 1 makes ops
+  // The CPUs this process may run on; 0: read its affinity mask (sys::affinityCpuCount()). 1 makes ops
   // run on the caller's thread (the class comment's "one core"); tests set it to pretend a placement.
   int cpus = 0;
   // How long a small op issued behind small ops that run late waits for them to finish before it
@@ -361,9 +361,6 @@ std::unique_ptr<ProcessGroup> createProcessGroup(const std::string& backend,
 
 // DS_DISTRIBUTED_DEBUG: OFF (default), INFO or DETAIL; true for DETAIL. Throws ConfigError on others.
 bool detailDebugFromEnv(const char* value);
-
-// The CPUs this process may run on (its affinity mask; at least 1).
-int affinityCpuCount();
 
 // The fast path's default size limit (ProcessGroup class comment): ops this small are latency-bound,
 // and holding the caller for one of them costs less than the handoff would.
