@@ -17,11 +17,12 @@ function(ds_add_gtest name)
   set_target_properties(${name} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests)
   gtest_discover_tests(${name} TEST_LIST ${name}_TESTS DISCOVERY_TIMEOUT 60)
   # gtest_discover_tests flattens list-valued PROPERTIES (several labels, several variables), so the
-  # properties are set by a file ctest reads after the discovered list.
+  # properties are set by a file ctest reads after the discovered list. Flight recorder dumps of the
+  # tests' process groups (a timeout dumps, as torch's) land in the build folder, not in ~/.cache.
   set(props "${CMAKE_CURRENT_BINARY_DIR}/${name}_properties.cmake")
   file(WRITE "${props}" "foreach(t IN LISTS ${name}_TESTS)
   set_tests_properties(\"\${t}\" PROPERTIES LABELS \"${ARG_LABELS}\" TIMEOUT ${ARG_TIMEOUT}
-    ENVIRONMENT \"DS_BIN_DIR=${CMAKE_BINARY_DIR}/bin;DS_TEST_DIR=${CMAKE_BINARY_DIR}/tests\")
+    ENVIRONMENT \"DS_BIN_DIR=${CMAKE_BINARY_DIR}/bin;DS_TEST_DIR=${CMAKE_BINARY_DIR}/tests;TORCH_FR_DUMP_TEMP_FILE=${CMAKE_BINARY_DIR}/tests/fr-dumps/rank_\")
 endforeach()
 ")
   set_property(DIRECTORY APPEND PROPERTY TEST_INCLUDE_FILES "${props}")

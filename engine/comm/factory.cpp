@@ -55,8 +55,10 @@ bool backendTakesDeviceBuffers(const std::string& backend) {
   return false;
 }
 
-std::unique_ptr<ProcessGroup> createProcessGroup(const std::string& backend,
-                                                 const ProcessGroupOptions& options) {
+namespace {
+
+std::unique_ptr<ProcessGroup> makeProcessGroup(const std::string& backend,
+                                               const ProcessGroupOptions& options) {
   if (backend == "shm") return makeShmProcessGroup(options);
 #if DS_WITH_GLOO
   if (backend == "gloo") return makeGlooProcessGroup(options);
@@ -86,6 +88,15 @@ std::unique_ptr<ProcessGroup> createProcessGroup(const std::string& backend,
                     backend));
   }
   throw ConfigError(fmt::format("'{}' is not a backend; valid names are {}.", backend, backendNamesText()));
+}
+
+}  // namespace
+
+std::unique_ptr<ProcessGroup> createProcessGroup(const std::string& backend,
+                                                 const ProcessGroupOptions& options) {
+  auto pg = makeProcessGroup(backend, options);
+  pg->registerFlightRecorder();  // in pg_config from now on, ops or not (as torch's groups)
+  return pg;
 }
 
 }  // namespace ds::comm

@@ -36,6 +36,7 @@ ProcessGroup::ProcessGroup(ProcessGroupOptions options) : options_(std::move(opt
                     options_.groupName, options_.rank, options_.size));
   }
   DS_CHECK(options_.store != nullptr, "a process group needs a store");
+  if (options_.flightRecorder) FlightRecorder::instance().checkConfig();  // a bad TORCH_FR_* fails here
   inlineMaxBytes_ = options_.detailDebug ? 0 : inlineMaxBytesFromEnv(std::getenv("DS_PG_INLINE_MAX_BYTES"));
   if (const char* v = std::getenv("DS_PG_WAIT_SPIN_US")) options_.waitSpin = waitSpinFromEnv(v);
   const int cpus = options_.cpus > 0 ? options_.cpus : sys::affinityCpuCount();
@@ -62,6 +63,10 @@ ProcessGroup::ProcessGroup(ProcessGroupOptions options) : options_(std::move(opt
   hooks.abortHungCall = [this](const OpDesc& d) { abortHungCall(d); };
   hooks.afterExpiry = [this] {
     if (broken_) failQueued();
+  };
+  hooks.afterBeat = [this] {
+    const int pg = frPg_.load();
+    if (pg >= 0) FlightRecorder::instance().pollDumpSignal(pg, heartbeatStore());
   };
   liveness_ = std::make_unique<GroupLiveness>(std::move(lo), std::move(hooks));
   liveness_->start();
@@ -91,6 +96,7 @@ void ProcessGroup::shutdown() {
     }
   }
   liveness_->stop();  // the watchdog, then the heartbeat
+  if (frPg_.load() >= 0) FlightRecorder::instance().unregisterGroup(frPg_.load());
 }
 
 std::string ProcessGroup::key(const std::string& suffix) const {
@@ -98,6 +104,57 @@ std::string ProcessGroup::key(const std::string& suffix) const {
 }
 
 bool ProcessGroup::supports(OpType, DType, ReduceOp) const { return true; }
+
+std::string ProcessGroup::commLibVersion() const { return ""; }
+
+void ProcessGroup::registerFlightRecorder() {
+  std::lock_guard<std::mutex> lock(issueMu_);
+  registerFlightRecorderLocked();
+}
+
+void ProcessGroup::registerFlightRecorderLocked() {
+  if (frPg_.load() != kFrUnregistered) return;
+  int id = -1;
+  auto& fr = FlightRecorder::instance();
+  if (options_.flightRecorder && fr.enabled()) {
+    FlightGroup g;
+    g.name = options_.groupName;
+    // torch's names: the world group's desc is "default_pg", a group made without one "undefined".
+    g.desc = options_.groupName == "default" ? "default_pg" : "undefined";
+    g.backend = backendName();
+    g.rank = options_.rank;
+    for (int r = 0; r < options_.size; ++r) g.ranks.push_back(r);
+    g.commLibVersion = commLibVersion();
+    id = fr.registerGroup(g);
+  }
+  frPg_.store(id);
+}
+
+void ProcessGroup::recordOp(OpDesc& desc, const Buffer& in, const Buffer& out, bool started,
+                            Work::Clock::time_point at) {
+  if (frPg_.load(std::memory_order_relaxed) == kFrUnregistered) registerFlightRecorderLocked();
+  const int pg = frPg_.load(std::memory_order_relaxed);
+  if (pg < 0) return;
+  FlightOp op;
+  op.type = desc.type;
+  op.dtype = desc.dtype;
+  op.inCount = desc.type == OpType::kBarrier ? 0 : in.count;
+  op.outCount = desc.type == OpType::kBarrier ? 0 : out.count;
+  // As torch's: a collective carries the p2p counter so far, a p2p op the last collective's seq.
+  op.collectiveSeq = desc.isPointToPoint() ? nextSeq_ - 1 : desc.seq;
+  op.p2pSeq = p2pSeq_;
+  op.opId = opCount_;
+  op.peer = desc.isPointToPoint() ? desc.root : -1;
+  op.timeout = desc.timeout;
+  op.started = started;
+  desc.frHandle = FlightRecorder::instance().record(pg, op, at);
+}
+
+void ProcessGroup::flightRecorderFailure() {
+  const int pg = frPg_.load();
+  if (pg < 0 || frFailed_.exchange(true)) return;
+  FlightRecorder::instance().onTimeout(pg, heartbeatStore());
+}
 
 void ProcessGroup::unsupported(const char* what) const {
   throw BackendError(fmt::format("backend {} does not support {}.", backendName(), what));
@@ -319,20 +376,28 @@ std::shared_ptr<Work> ProcessGroup::issue(OpDesc desc, const Buffer& in, const B
   if (broken_) throw unusableError();
   std::unique_lock<std::mutex> lock(issueMu_);
   desc.seq = desc.isPointToPoint() ? ++p2pSeq_ : nextSeq_++;
+  ++opCount_;
+  // On the caller's thread the op's one clock read serves its Work and its flight recorder entry.
   if (callerRunsOps_ && callerMayRunToEnd(desc) && claimInline()) {
+    const auto issued = Work::Clock::now();
+    recordOp(desc, in, out, /*started=*/true, issued);
     lock.unlock();
-    return runOnCaller(desc, in, out);
+    return runOnCaller(desc, in, out, issued);
   }
   if (fastPathClass(desc) && (claimInline() || claimInlineAfterSmall(desc, Work::Clock::now()))) {
+    const auto issued = Work::Clock::now();
+    recordOp(desc, in, out, /*started=*/true, issued);
     // Later ops (other threads) queue behind this one: the worker waits for running_ to clear.
     lock.unlock();
     if (broken_) {
       // The ops this one waited for timed out meanwhile.
       releaseCaller();
+      if (desc.frHandle != 0) detail::flightFinished(desc.frHandle, false, Work::Clock::now());
       throw unusableError();
     }
-    return runInline(desc, in, out);
+    return runInline(desc, in, out, issued);
   }
+  recordOp(desc, in, out, /*started=*/false, Work::Clock::now());
   // The body gets the numbered desc, so backends see the op's seq (tags, messages). It is built only
   // here: the fast path has no use for it, and it costs an allocation.
   return enqueue(desc, [this, desc, in, out] { dispatch(desc, in, out); });
@@ -405,8 +470,8 @@ bool ProcessGroup::claimInlineAfterSmall(const OpDesc& desc, Work::Clock::time_p
   return true;
 }
 
-std::shared_ptr<Work> ProcessGroup::runInline(const OpDesc& desc, const Buffer& in, const Buffer& out) {
-  const auto issued = Work::Clock::now();
+std::shared_ptr<Work> ProcessGroup::runInline(const OpDesc& desc, const Buffer& in, const Buffer& out,
+                                              Work::Clock::time_point issued) {
   const bool collective = !desc.isPointToPoint();
   std::function<void()> rest;
   std::exception_ptr error;
@@ -441,8 +506,8 @@ std::shared_ptr<Work> ProcessGroup::runInline(const OpDesc& desc, const Buffer& 
   return work;
 }
 
-std::shared_ptr<Work> ProcessGroup::runOnCaller(const OpDesc& desc, const Buffer& in, const Buffer& out) {
-  const auto issued = Work::Clock::now();
+std::shared_ptr<Work> ProcessGroup::runOnCaller(const OpDesc& desc, const Buffer& in, const Buffer& out,
+                                                Work::Clock::time_point issued) {
   std::exception_ptr error;
   // A call that cannot time out by itself is watched here as on the worker (a wake of the watchdog
   // only when this deadline comes before the one it sleeps until: not once per op); the others get
@@ -558,10 +623,12 @@ void ProcessGroup::rethrowTranslated(const OpDesc& desc, std::exception_ptr erro
     if (std::strstr(e.what(), "collective mismatch") != nullptr) throw;
     // A peer that vanished mid-op (connection reset) is named from the heartbeats where possible:
     // on one host the backend's own message can only give an address shared by every rank.
+    flightRecorderFailure();
     publishFailure();
     throw BackendError(fmt::format("{} {} failed on rank {}: {}{}", backendName(), desc.describe(), rank(),
                                    sentence(e.what()), missingRanks(desc)));
   } catch (const std::exception& e) {
+    flightRecorderFailure();
     publishFailure();
     throw BackendError(
         fmt::format("{} {} failed on rank {}: {}", backendName(), desc.describe(), rank(), e.what()));
@@ -621,6 +688,8 @@ std::exception_ptr ProcessGroup::diagnoseTimeout(const OpDesc& desc, const std::
     std::lock_guard<std::mutex> lock(brokenMu_);
     if (!broken_.exchange(true)) brokenReason_ = desc.describe();
   }
+  // Before the diagnosis (seconds): the dump shows the ops as the timeout found them.
+  flightRecorderFailure();
   return liveness_->diagnoseTimeout(desc, backendName(), cause);
 }
 

@@ -51,6 +51,7 @@
 #include <string>
 #include <thread>
 
+#include "engine/comm/flight_recorder.h"
 #include "engine/comm/liveness.h"
 #include "engine/comm/types.h"
 #include "engine/comm/work.h"
@@ -93,6 +94,9 @@ struct ProcessGroupOptions {
   // DS_PG_WAIT_SPIN_US overrides it. Ops finished on the caller's thread never wait.
   std::chrono::microseconds waitSpin = kDefaultWaitSpin;
   static constexpr std::chrono::microseconds kDefaultWaitSpin{1000};
+  // Whether the group's ops go to the process's flight recorder (comm/flight_recorder.h). False for
+  // a group a backend runs inside its own ops (shm's inter-host group): the outer op is the entry.
+  bool flightRecorder = true;
 };
 
 class ProcessGroup {
@@ -155,6 +159,14 @@ class ProcessGroup {
   // Whether this backend runs `type` on `dtype` with `op`; the base rejects the rest at issue time
   // with "backend X does not support ...". Default: everything.
   virtual bool supports(OpType type, DType dtype, ReduceOp op) const;
+
+  // The backend library's version for flight recorder dumps (comm_lib_version); default "".
+  virtual std::string commLibVersion() const;
+  // Registers the group with the process's flight recorder (its pg_config entry: name, desc
+  // "default_pg" for the group named "default", else "undefined", ranks 0..size-1). createProcessGroup
+  // does it; a group made otherwise registers at its first op. Idempotent; a no-op when the recorder
+  // is off or options().flightRecorder is false.
+  void registerFlightRecorder();
 
  protected:
   // --- blocking implementations, called on the worker thread in issue order ---
@@ -232,6 +244,12 @@ class ProcessGroup {
 
  private:
   std::shared_ptr<Work> issue(OpDesc desc, const Buffer& in, const Buffer& out);
+  // The flight recorder's entry for `desc` (issueMu_ held; desc.seq set): its handle goes to
+  // desc.frHandle. `started`: it runs on the caller's thread from now on. `at`: issued.
+  void recordOp(OpDesc& desc, const Buffer& in, const Buffer& out, bool started, Work::Clock::time_point at);
+  void registerFlightRecorderLocked();
+  // The first failure or timeout of the group: the flight recorder dumps and signals the other ranks.
+  void flightRecorderFailure();
   std::shared_ptr<Work> makeWork(const OpDesc& desc);
   std::shared_ptr<Work> makeWork(const OpDesc& desc, Work::Clock::time_point issued);
   // Claims the right to run an op on the caller's thread: true when nothing is queued or running.
@@ -246,9 +264,12 @@ class ProcessGroup {
     return inlineMaxBytes_ > 0 && desc.bytes <= inlineMaxBytes_ && inlineEligible(desc);
   }
   // Runs desc on the caller's thread (claimInline() succeeded); hands the rest to the worker if any.
-  std::shared_ptr<Work> runInline(const OpDesc& desc, const Buffer& in, const Buffer& out);
+  // `issued`: when it was issued (read once per op on this path).
+  std::shared_ptr<Work> runInline(const OpDesc& desc, const Buffer& in, const Buffer& out,
+                                  Work::Clock::time_point issued);
   // Runs desc to its end on the caller's thread (claimInline() succeeded; one core).
-  std::shared_ptr<Work> runOnCaller(const OpDesc& desc, const Buffer& in, const Buffer& out);
+  std::shared_ptr<Work> runOnCaller(const OpDesc& desc, const Buffer& in, const Buffer& out,
+                                    Work::Clock::time_point issued);
   // Ends a claim of the caller's thread (its op, if any, completed): lets the worker take the next.
   void releaseCaller();
   // Starts the worker thread if needed; queueMu_ held.
@@ -305,7 +326,12 @@ class ProcessGroup {
   std::string brokenReason_;   // the op that timed out first; guarded by brokenMu_
   std::uint64_t nextSeq_ = 1;  // collectives; guarded by issueMu_
   std::uint64_t p2pSeq_ = 0;   // send/recv; guarded by issueMu_
+  std::uint64_t opCount_ = 0;  // every op (the flight recorder's op_id); guarded by issueMu_
   std::mutex issueMu_;
+  // The group's pg_id in the flight recorder: kFrUnregistered until registered, -1 when not recorded.
+  static constexpr int kFrUnregistered = -2;
+  std::atomic<int> frPg_{kFrUnregistered};
+  std::atomic<bool> frFailed_{false};  // the flight recorder was told of a failure of this group
 
   struct Task {
     std::shared_ptr<Work> work;

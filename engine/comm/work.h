@@ -47,6 +47,9 @@ struct OpDesc {
   bool inPlace = false;
   Duration timeout{0};
   std::size_t bytes = 0;  // bytes this op moves per rank, as nccl-tests counts them
+  // Its entry in the process's flight recorder (comm/flight_recorder.h); 0: not recorded. The Work
+  // reports the op's start and end there.
+  std::uint64_t frHandle = 0;
 
   // "allreduce(f32, count=1024, op=sum)": what must match on every rank (no seq).
   std::string fingerprint() const;
@@ -54,6 +57,12 @@ struct OpDesc {
   // "allreduce(f32, count=1024, op=sum) #12 (4096 bytes)"; point-to-point ops are "#p3".
   std::string describe() const;
 };
+
+namespace detail {
+// The flight recorder's start and end hooks (comm/flight_recorder.cpp).
+void flightStarted(std::uint64_t handle, std::chrono::steady_clock::time_point at);
+void flightFinished(std::uint64_t handle, bool ok, std::chrono::steady_clock::time_point at);
+}  // namespace detail
 
 class Work {
  public:
@@ -71,7 +80,9 @@ class Work {
         error_(std::move(error)),
         issued_(issued),
         started_(issued),
-        finished_(finished) {}
+        finished_(finished) {
+    if (desc_.frHandle != 0) detail::flightFinished(desc_.frHandle, error_ == nullptr, finished);
+  }
   virtual ~Work() = default;
   Work(const Work&) = delete;
   Work& operator=(const Work&) = delete;

@@ -5,6 +5,10 @@
 //   stop R            rank R stops itself with SIGSTOP before an allreduce; the others run it
 //   mismatch          rank 1 issues a broadcast where the others issue an allreduce (run with
 //                     DS_DISTRIBUTED_DEBUG=DETAIL)
+//   hang N R          collectives #1..N-1 of several types, then rank R stops itself with SIGSTOP
+//                     (or sleeps, with FAULT_VICTIM_SLEEPS) before #N (an allreduce) and the others
+//                     print "at N <rank>" and wait in it; FAULT_SLOW_RANK's #N has the timeout
+//                     FAULT_SLOW_TIMEOUT_MS instead
 // FAULT_BACKEND picks the backend (default: the accelerator's, gloo on cpu).
 // Exit codes as dsbench's: 4 timeout, 3 backend error, 5 configuration error.
 #include <signal.h>
@@ -50,6 +54,45 @@ int run(int argc, char** argv) {
     pg.allreduce(b)->wait();
     return 0;
   }
+  if (mode == "hang") {
+    const int n = argc > 2 ? std::atoi(argv[2]) : 5;
+    const int victim = argc > 3 ? std::atoi(argv[3]) : 1;
+    const int size = world->worldSize();
+    std::vector<float> x(8, 1.0f);
+    std::vector<float> all(8 * static_cast<std::size_t>(size), 0.0f);
+    ds::comm::Buffer b{x.data(), x.size(), ds::comm::DType::kF32, {}};
+    ds::comm::Buffer gathered{all.data(), all.size(), ds::comm::DType::kF32, {}};
+    for (int op = 1; op < n; ++op) {
+      switch (op % 3) {
+        case 0:
+          pg.broadcast(b, 0)->wait();
+          break;
+        case 1:
+          pg.allreduce(b)->wait();
+          break;
+        default:
+          pg.allgather(b, gathered)->wait();
+      }
+    }
+    if (rank == victim) {
+      // A stall on the host (FAULT_VICTIM_SLEEPS: its threads live on, and answer a dump signal), or
+      // a stopped process.
+      if (std::getenv("FAULT_VICTIM_SLEEPS") != nullptr) {
+        ::sleep(3600);
+      } else {
+        ::raise(SIGSTOP);
+      }
+    }
+    ds::comm::Timeout t;
+    const char* slow = std::getenv("FAULT_SLOW_RANK");
+    const char* slowMs = std::getenv("FAULT_SLOW_TIMEOUT_MS");
+    if (slow != nullptr && slowMs != nullptr && std::atoi(slow) == rank)
+      t = std::chrono::milliseconds(std::atoi(slowMs));
+    std::printf("at %d %d\n", n, rank);
+    std::fflush(stdout);
+    pg.allreduce(b, ds::comm::ReduceOp::kSum, t)->wait();
+    return 0;
+  }
   if (mode == "mismatch") {
     float x[4] = {1, 2, 3, 4};
     ds::comm::Buffer b{x, 4, ds::comm::DType::kF32, {}};
@@ -60,7 +103,7 @@ int run(int argc, char** argv) {
     }
     return 0;
   }
-  std::fprintf(stderr, "usage: ds_comm_fault_worker loop BYTES | stop RANK | mismatch\n");
+  std::fprintf(stderr, "usage: ds_comm_fault_worker loop BYTES | stop RANK | mismatch | hang N RANK\n");
   return 5;
 }
 

@@ -1,4 +1,5 @@
-// Process-group faults with real processes: a killed rank, a stopped rank, mismatched collectives.
+// Process-group faults with real processes: a killed rank, a stopped rank, mismatched collectives, and
+// the flight recorder's dumps on a hang and on SIGUSR2.
 // The survivors must fail within their timeout (+ a few seconds of diagnosis) and name the rank. Every
 // CPU backend runs every case (gloo; shm, whose waits watch the peers' pids and futexes).
 #include <fmt/format.h>
@@ -11,8 +12,10 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <thread>
 
+#include "engine/comm/tests/pickle_data.h"
 #include "engine/testing/subprocess.h"
 
 using namespace ds::testing;
@@ -116,6 +119,101 @@ TEST_P(ProcessGroupFaults, MismatchedCollectivesAreNamedUnderDetail) {
         << res.err;
     EXPECT_NE(res.err.find("rank 1 issued broadcast(f32, count=4, root=0)"), std::string::npos) << res.err;
   }
+}
+
+// The flight recorder on a live hang (8 ranks): rank 3 stops (SIGSTOP) before collective #5, the
+// others wait in it. Every live rank writes its dump within timeout + 5 s: ranks 1-2 and 4-6 when their
+// own op times out, rank 7 (whose op waits 10x longer) because the first of them signalled the dump
+// through the store. Each dump shows its rank waiting in #5 (enqueued, not completed; #4 completed);
+// the stopped rank leaves none. The pickle beside each JSON holds data opcodes only.
+TEST_P(ProcessGroupFaults, AHungCollectiveLeavesAFlightRecorderDumpOnEveryLiveRank) {
+  TempDir dumps;
+  const std::string prefix = dumps.file("rank_");
+  const int port = unusedPort();
+  const int timeoutMs = 3000, n = 8, seq = 5, victim = 3, slow = 7;
+  std::vector<std::unique_ptr<Process>> ranks;
+  for (int r = 0; r < n; ++r) {
+    ranks.push_back(startRank(GetParam(), r, n, port, {"hang", std::to_string(seq), std::to_string(victim)},
+                              timeoutMs,
+                              {{"TORCH_FR_DUMP_TEMP_FILE", prefix},
+                               {"DS_FR_DUMP_JSON", "1"},
+                               {"FAULT_SLOW_RANK", std::to_string(slow)},
+                               {"FAULT_SLOW_TIMEOUT_MS", std::to_string(timeoutMs * 10)}}));
+  }
+  // When the last live rank entered #5 (each prints "at 5 <rank>" just before).
+  for (int r = 0; r < n; ++r) {
+    if (r == victim) continue;
+    ASSERT_TRUE(waitForText(*ranks[r], ranks[r]->stdoutPath(), fmt::format("at {} {}", seq, r),
+                            std::chrono::seconds(60)))
+        << "rank " << r << ": " << readFile(ranks[r]->stderrPath());
+  }
+  const auto entered = std::chrono::steady_clock::now();
+  const auto deadline = entered + std::chrono::milliseconds(timeoutMs) + std::chrono::seconds(5);
+  for (int r = 0; r < n; ++r) {
+    if (r == victim) continue;
+    const std::string json = prefix + std::to_string(r) + ".json";
+    while (!std::filesystem::exists(json) && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    ASSERT_TRUE(std::filesystem::exists(json))
+        << "rank " << r << " wrote no dump within timeout + 5 s: " << readFile(ranks[r]->stderrPath());
+  }
+  for (int r = 0; r < n; ++r) {
+    if (r == victim) continue;
+    SCOPED_TRACE(fmt::format("rank {}", r));
+    auto d = nlohmann::json::parse(readFile(prefix + std::to_string(r) + ".json"));
+    EXPECT_EQ(d["version"], "2.10");
+    EXPECT_EQ(d["pg_config"]["default"]["ranks"], "[0, 1, 2, 3, 4, 5, 6, 7]");
+    EXPECT_EQ(d["pg_status"]["0"]["last_enqueued_collective"], std::to_string(seq));
+    EXPECT_EQ(d["pg_status"]["0"]["last_completed_collective"], std::to_string(seq - 1));
+    int waiting = 0;
+    for (const auto& e : d["entries"]) {
+      if (e["collective_seq_id"] != seq || e["is_p2p"] == true) continue;
+      ++waiting;
+      EXPECT_EQ(e["profiling_name"], GetParam() + ":all_reduce");
+      EXPECT_NE(e["state"], "completed");
+      EXPECT_EQ(e["process_group"], (nlohmann::json{"default", "default_pg"}));
+    }
+    EXPECT_EQ(waiting, 1) << d.dump();
+    EXPECT_NO_THROW(ds::comm::testing::decodePickle(readFile(prefix + std::to_string(r))));
+  }
+  EXPECT_FALSE(std::filesystem::exists(prefix + std::to_string(victim)))
+      << "the stopped rank cannot have dumped";
+  EXPECT_TRUE(waitForText(*ranks[slow], ranks[slow]->stderrPath(),
+                          "Received a dump signal due to a collective timeout from rank",
+                          std::chrono::seconds(5)))
+      << readFile(ranks[slow]->stderrPath());
+  for (int r = 0; r < n; ++r) ::kill(ranks[r]->pid(), SIGKILL);
+  for (auto& p : ranks) p->wait();
+}
+
+// SIGUSR2 makes a running rank dump (off the signal handler) and go on.
+TEST_P(ProcessGroupFaults, SigUsr2DumpsTheFlightRecorderAndTheRankGoesOn) {
+  TempDir dumps;
+  const std::string prefix = dumps.file("sig_");
+  const int port = unusedPort();
+  std::vector<std::unique_ptr<Process>> ranks;
+  for (int r = 0; r < 2; ++r) {
+    ranks.push_back(
+        startRank(GetParam(), r, 2, port, {"loop", "64"}, 10000, {{"TORCH_FR_DUMP_TEMP_FILE", prefix}}));
+  }
+  ASSERT_TRUE(waitForText(*ranks[1], ranks[1]->stdoutPath(), "ready 1", std::chrono::seconds(30)))
+      << readFile(ranks[1]->stderrPath());
+  ::kill(ranks[1]->pid(), SIGUSR2);
+  const std::string path = prefix + "1";
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (!std::filesystem::exists(path) && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_TRUE(std::filesystem::exists(path)) << readFile(ranks[1]->stderrPath());
+  auto d = ds::comm::testing::decodePickle(readFile(path));
+  EXPECT_EQ(d["version"], "2.10");
+  EXPECT_GT(d["entries"].size(), 0u);
+  EXPECT_FALSE(std::filesystem::exists(prefix + "0")) << "only the signalled rank dumps";
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_EQ(::kill(ranks[1]->pid(), 0), 0) << "the signal ended the rank";
+  for (auto& p : ranks) ::kill(p->pid(), SIGKILL);
+  for (auto& p : ranks) p->wait();
 }
 
 // shm only: a /dev/shm (here DS_SHM_DIR) too small for the segment. The host's first rank says how much

@@ -272,6 +272,14 @@ class MpiProcessGroup final : public ProcessGroup {
   }
 
   std::string backendName() const override { return "mpi"; }
+  // The first line of MPI_Get_library_version ("Open MPI v4.1.4, package: ...").
+  std::string commLibVersion() const override {
+    char text[MPI_MAX_LIBRARY_VERSION_STRING] = {};
+    int len = 0;
+    if (MPI_Get_library_version(text, &len) != MPI_SUCCESS) return "";
+    const std::string all(text, static_cast<std::size_t>(std::max(0, len)));
+    return all.substr(0, all.find('\n'));
+  }
 
  protected:
   void doAllreduce(const OpDesc& d, const Buffer& in, const Buffer& out) override {

@@ -1,7 +1,5 @@
 #include "engine/comm/backends/nccl/nccl_process_group.h"
 
-#include "engine/comm/backends/nccl/nccl_api.h"
-
 #include <cuda_runtime_api.h>
 #include <fmt/format.h>
 #include <nccl.h>
@@ -14,6 +12,8 @@
 #include <string>
 #include <thread>
 
+#include "engine/comm/backends/nccl/nccl_api.h"
+#include "engine/comm/backends/nccl/nccl_version.h"
 #include "engine/common/error.h"
 #include "engine/common/log.h"
 #include "engine/store/store.h"
@@ -302,6 +302,11 @@ class NcclProcessGroup final : public ProcessGroup {
   ~NcclProcessGroup() override;
 
   std::string backendName() const override { return "nccl"; }
+  // "2.23.4", as torch's dumps give it (the library loaded, which this group opened).
+  std::string commLibVersion() const override {
+    const NcclVersions v = ncclVersions(false);
+    return v.loaded && v.runtimeError.empty() ? v.runtime.str() : "";
+  }
 
  protected:
   std::shared_ptr<Work> enqueue(OpDesc desc, std::function<void()> body) override;
