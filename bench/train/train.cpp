@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <numeric>
 #include <set>
 #include <thread>
 
@@ -152,6 +153,8 @@ std::vector<report::TrainRunRecord> runScaling(const TrainOptions& o, World& wor
         comm::ProcessGroupOptions po = world.pg().options();
         po.rank = world.rank();
         po.size = k;
+        po.globalRanks.resize(static_cast<std::size_t>(k));  // the world's ranks 0..k-1
+        std::iota(po.globalRanks.begin(), po.globalRanks.end(), 0);
         po.groupName = fmt::format("train-scale-{}", k);
         sub = comm::createProcessGroup(world.backend(), po);
         group = sub.get();

@@ -1,6 +1,7 @@
 #include "engine/comm/process_group.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -34,6 +35,18 @@ ProcessGroup::ProcessGroup(ProcessGroupOptions options) : options_(std::move(opt
     throw ConfigError(
         fmt::format("process group '{}': rank {} of size {} is not valid (rank must be 0 to size-1).",
                     options_.groupName, options_.rank, options_.size));
+  }
+  if (!options_.globalRanks.empty()) {
+    std::vector<int> sorted = options_.globalRanks;
+    std::sort(sorted.begin(), sorted.end());
+    if (static_cast<int>(sorted.size()) != options_.size || sorted.front() < 0 ||
+        std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end()) {
+      throw ConfigError(fmt::format(
+          "process group '{}': its members' global ranks [{}] are not {} distinct ranks >= 0, one per "
+          "member; give each member's rank in the world once, in the group's rank order (or none for "
+          "ranks 0-{}).",
+          options_.groupName, fmt::join(options_.globalRanks, ", "), options_.size, options_.size - 1));
+    }
   }
   DS_CHECK(options_.store != nullptr, "a process group needs a store");
   if (options_.flightRecorder) FlightRecorder::instance().checkConfig();  // a bad TORCH_FR_* fails here
@@ -107,6 +120,13 @@ bool ProcessGroup::supports(OpType, DType, ReduceOp) const { return true; }
 
 std::string ProcessGroup::commLibVersion() const { return ""; }
 
+std::vector<int> ProcessGroup::globalRanks() const {
+  if (!options_.globalRanks.empty()) return options_.globalRanks;
+  std::vector<int> ranks(static_cast<std::size_t>(options_.size));
+  for (int r = 0; r < options_.size; ++r) ranks[static_cast<std::size_t>(r)] = r;
+  return ranks;
+}
+
 void ProcessGroup::registerFlightRecorder() {
   std::lock_guard<std::mutex> lock(issueMu_);
   registerFlightRecorderLocked();
@@ -123,7 +143,7 @@ void ProcessGroup::registerFlightRecorderLocked() {
     g.desc = options_.groupName == "default" ? "default_pg" : "undefined";
     g.backend = backendName();
     g.rank = options_.rank;
-    for (int r = 0; r < options_.size; ++r) g.ranks.push_back(r);
+    g.ranks = globalRanks();
     g.commLibVersion = commLibVersion();
     id = fr.registerGroup(g);
   }

@@ -50,6 +50,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "engine/comm/flight_recorder.h"
 #include "engine/comm/liveness.h"
@@ -67,6 +68,11 @@ namespace ds::comm {
 struct ProcessGroupOptions {
   int rank = 0;
   int size = 1;
+  // The members' ranks in the world: member i (this group's rank i) is the world's rank
+  // globalRanks[i]. Empty: 0..size-1 (the world group, or a group of the world's first `size` ranks).
+  // The flight recorder's pg_config shows them, and torch's analyzer matches a group across the ranks'
+  // dumps by them. Otherwise size distinct ranks >= 0, or the group's constructor throws ConfigError.
+  std::vector<int> globalRanks;
   // The job's store; the group uses keys under "pg/<groupName>/".
   std::shared_ptr<store::Store> store;
   // A second connection for heartbeats and timeout diagnosis, so that they are not queued behind a
@@ -159,11 +165,14 @@ class ProcessGroup {
   // Whether this backend runs `type` on `dtype` with `op`; the base rejects the rest at issue time
   // with "backend X does not support ...". Default: everything.
   virtual bool supports(OpType type, DType dtype, ReduceOp op) const;
+  // The world's rank of each member (options().globalRanks, or 0..size-1 when it is empty).
+  std::vector<int> globalRanks() const;
 
   // The backend library's version for flight recorder dumps (comm_lib_version); default "".
   virtual std::string commLibVersion() const;
   // Registers the group with the process's flight recorder (its pg_config entry: name, desc
-  // "default_pg" for the group named "default", else "undefined", ranks 0..size-1). createProcessGroup
+  // "default_pg" for the group named "default", else "undefined", ranks: the members' global ranks,
+  // options().globalRanks or 0..size-1). createProcessGroup
   // does it; a group made otherwise registers at its first op. Idempotent; a no-op when the recorder
   // is off or options().flightRecorder is false.
   void registerFlightRecorder();

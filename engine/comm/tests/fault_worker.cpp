@@ -8,7 +8,8 @@
 //   hang N R          collectives #1..N-1 of several types, then rank R stops itself with SIGSTOP
 //                     (or sleeps, with FAULT_VICTIM_SLEEPS) before #N (an allreduce) and the others
 //                     print "at N <rank>" and wait in it; FAULT_SLOW_RANK's #N has the timeout
-//                     FAULT_SLOW_TIMEOUT_MS instead
+//                     FAULT_SLOW_TIMEOUT_MS instead; with FAULT_ODD_GROUP=1 the odd ranks first
+//                     run an allreduce on a group of their own ("odd", members' global ranks 1,3,...)
 // FAULT_BACKEND picks the backend (default: the accelerator's, gloo on cpu).
 // Exit codes as dsbench's: 4 timeout, 3 backend error, 5 configuration error.
 #include <signal.h>
@@ -19,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/comm/process_group.h"
 #include "engine/common/error.h"
 #include "engine/init.h"
 
@@ -62,6 +64,16 @@ int run(int argc, char** argv) {
     std::vector<float> all(8 * static_cast<std::size_t>(size), 0.0f);
     ds::comm::Buffer b{x.data(), x.size(), ds::comm::DType::kF32, {}};
     ds::comm::Buffer gathered{all.data(), all.size(), ds::comm::DType::kF32, {}};
+    if (std::getenv("FAULT_ODD_GROUP") != nullptr && rank % 2 == 1) {
+      ds::comm::ProcessGroupOptions go = pg.options();
+      go.groupName = "odd";
+      go.rank = rank / 2;
+      go.size = size / 2;
+      go.globalRanks.clear();
+      for (int r = 1; r < size; r += 2) go.globalRanks.push_back(r);
+      auto odd = ds::comm::createProcessGroup(world->backend(), go);
+      odd->allreduce(b)->wait();  // then the group goes; its entries stay in the recorder
+    }
     for (int op = 1; op < n; ++op) {
       switch (op % 3) {
         case 0:

@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -23,6 +24,14 @@ using namespace std::chrono_literals;
 using Json = nlohmann::json;
 
 namespace {
+
+// Run by hand (ctest sets TORCH_FR_DUMP_TEMP_FILE to the build folder), the dumps of this binary's
+// groups go to a temp folder, not to ~/.cache/torch.
+const bool kDumpsInTemp = [] {
+  const auto dir = std::filesystem::temp_directory_path() / ("ds-fr-test-" + std::to_string(::getpid()));
+  ::setenv("TORCH_FR_DUMP_TEMP_FILE", (dir / "rank_").c_str(), /*overwrite=*/0);
+  return true;
+}();
 
 FlightGroup groupOf(const std::string& name, const std::string& backend, int rank, int size) {
   FlightGroup g;
@@ -462,6 +471,68 @@ TEST(ProcessGroupRecording, EveryOpTypeGetsTorchsNameSeqIdsSizesAndState) {
   EXPECT_EQ(snap.status[pgId][0], 8);
   EXPECT_EQ(snap.status[pgId][1], 8);
   EXPECT_EQ(snap.status[pgId][2], 7);
+}
+
+TEST(ProcessGroupRecording, ASubgroupShowsItsMembersGlobalRanks) {
+  auto& fr = FlightRecorder::instance();
+  if (!fr.enabled()) GTEST_SKIP() << "the flight recorder is off in this environment";
+  ProcessGroupOptions o;
+  o.rank = 1;
+  o.size = 3;
+  o.globalRanks = {6, 2, 9};  // group rank 1 is the world's rank 2
+  o.store = std::make_shared<ds::store::HashStore>();
+  o.groupName = "fr-sub";
+  o.heartbeatInterval = 0ms;
+  NoopGroup pg(o);
+  EXPECT_EQ(pg.globalRanks(), (std::vector<int>{6, 2, 9}));
+  pg.registerFlightRecorder();
+  auto snap = fr.snapshot();
+  const FlightGroup* mine = nullptr;
+  for (const auto& g : snap.groups) {
+    if (g.name == "fr-sub") mine = &g;
+  }
+  ASSERT_NE(mine, nullptr) << "the group did not register";
+  EXPECT_EQ(mine->ranks, (std::vector<int>{6, 2, 9}));
+  EXPECT_EQ(mine->rank, 1);
+  auto d = ds::comm::testing::decodePickle(fr.dumpPickle());
+  EXPECT_EQ(d["pg_config"]["fr-sub"]["ranks"], "[6, 2, 9]");
+
+  // Without them: 0..size-1.
+  o.globalRanks.clear();
+  o.groupName = "fr-prefix";
+  NoopGroup prefix(o);
+  EXPECT_EQ(prefix.globalRanks(), (std::vector<int>{0, 1, 2}));
+}
+
+TEST(ProcessGroupRecording, GlobalRanksThatAreNotOnePerMemberAreAConfigError) {
+  ProcessGroupOptions o;
+  o.rank = 0;
+  o.size = 2;
+  o.store = std::make_shared<ds::store::HashStore>();
+  o.groupName = "fr-bad";
+  o.heartbeatInterval = 0ms;
+  for (const auto& bad : std::vector<std::vector<int>>{{1}, {1, 2, 3}, {4, 4}, {-1, 0}}) {
+    o.globalRanks = bad;
+    try {
+      NoopGroup pg(o);
+      ADD_FAILURE() << "no error for " << ::testing::PrintToString(bad);
+    } catch (const ds::ConfigError& e) {
+      EXPECT_NE(std::string(e.what()).find("process group 'fr-bad': its members' global ranks"),
+                std::string::npos)
+          << e.what();
+      EXPECT_NE(std::string(e.what()).find("are not 2 distinct ranks >= 0"), std::string::npos) << e.what();
+    }
+  }
+}
+
+TEST(FlightRecorder, TheDumpFileIsNamedByTheFirstGroupsGlobalRankOfThisProcess) {
+  FlightRecorderConfig c = configOf(4);
+  c.dumpPrefix = "/d/rank_";
+  FlightRecorder fr(c);
+  FlightGroup sub = groupOf("sub", "gloo", 1, 2);
+  sub.ranks = {4, 7};
+  fr.registerGroup(sub);
+  EXPECT_EQ(fr.dumpPath(), "/d/rank_7");
 }
 
 TEST(ProcessGroupRecording, DumpFlightRecorderReturnsThePickleAndWritesItsFile) {

@@ -1,8 +1,10 @@
 // torch's own Flight Recorder analyzer on dsperf's dumps (label torch): a live hang of 4 ranks where
 // rank 2 stalls on the host before collective #4 (its threads live on, so it dumps on the store's
-// signal like the others). `python -m torch.distributed.flight_recorder.fr_trace` must read the
-// four dumps and name rank 2 missing from #4. Skipped, with the reason, where no Python with torch's
-// analyzer is found: DS_TORCH_FR_PYTHON, else ${XDG_CACHE_HOME:-$HOME/.cache}/dsperf/torch-fr-venv.
+// signal like the others). Ranks 1 and 3 first ran an allreduce on a group of their own ("odd"),
+// which the analyzer must match across their dumps by its members' global ranks. `python -m
+// torch.distributed.flight_recorder.fr_trace` must read the four dumps, name rank 2 missing from #4
+// of the default group and find nothing wrong in "odd". Skipped, with the reason, where no Python with
+// torch's analyzer is found: DS_TORCH_FR_PYTHON, else ${XDG_CACHE_HOME:-$HOME/.cache}/dsperf/torch-fr-venv.
 #include <gtest/gtest.h>
 #include <signal.h>
 
@@ -57,6 +59,7 @@ TEST(TorchFlightRecorderAnalyzer, ReadsDsperfsDumpsAndNamesTheStalledRank) {
                 {"FAULT_TIMEOUT_MS", std::to_string(timeoutMs)},
                 {"FAULT_BACKEND", DS_WITH_GLOO ? "gloo" : "shm"},
                 {"FAULT_VICTIM_SLEEPS", "1"},
+                {"FAULT_ODD_GROUP", "1"},
                 {"TORCH_FR_DUMP_TEMP_FILE", prefix}};
     o.timeout = std::chrono::seconds(60);
     ranks.push_back(
@@ -89,4 +92,8 @@ TEST(TorchFlightRecorderAnalyzer, ReadsDsperfsDumpsAndNamesTheStalledRank) {
   EXPECT_NE(all.find("collective: " + std::string(DS_WITH_GLOO ? "gloo" : "shm") + ":all_reduce"),
             std::string::npos)
       << all;
+  EXPECT_NE(all.find("group info: default:default_pg"), std::string::npos) << all;
+  // No complaint about "odd": it matched on ranks 1 and 3 (members given as 0 and 1, the analyzer
+  // looks for its entries in rank 0's dump and says "group info: odd ... missing ranks: {0}").
+  EXPECT_EQ(all.find("group info: odd"), std::string::npos) << all;
 }

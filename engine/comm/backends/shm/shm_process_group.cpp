@@ -472,6 +472,7 @@ void ShmProcessGroup::setupInter() {
   io.rank = myHost_;
   io.size = static_cast<int>(hostNames_.size());
   io.groupName = options().groupName + "/shm-inter";
+  io.globalRanks.clear();     // its ranks are host numbers; it is not recorded (below)
   io.flightRecorder = false;  // its ops are parts of this group's, which the recorder has
   inter_ = createProcessGroup(cfg_.interBackend, io);
 }
