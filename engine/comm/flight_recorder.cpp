@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <bit>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -99,14 +100,16 @@ std::int64_t wallMinusSteadyNs() {
 // The calling thread, as torch names it: std::thread::id as text, and the thread's name. Read once.
 struct ThreadTag {
   std::uint64_t id = 0;
-  char name[16] = {};
+  std::uint64_t name[2] = {};  // pthread_getname_np's 16 bytes, as a slot keeps them
   bool known = false;
 };
 const ThreadTag& threadTag() {
   thread_local ThreadTag tag;
   if (!tag.known) {
     tag.id = static_cast<std::uint64_t>(::pthread_self());
-    if (::pthread_getname_np(::pthread_self(), tag.name, sizeof(tag.name)) != 0) tag.name[0] = '\0';
+    char text[16] = {};
+    if (::pthread_getname_np(::pthread_self(), text, sizeof(text)) != 0) text[0] = '\0';
+    std::memcpy(tag.name, text, sizeof(text));
     tag.known = true;
   }
   return tag;
@@ -163,7 +166,45 @@ const char* torchOpName(OpType t) {
 
 }  // namespace
 
-struct FlightRecorder::Slot {
+// One entry of the ring, written without a lock. record() writes the fields under the slot's
+// sequence lock `version`: 2 * (id + 1) while the slot holds entry `id` and nobody writes it, that + 1
+// while record() does, 0 before the first entry; it takes the slot with one compare-and-swap, and a
+// dump keeps its copy of the fields only when the version was even and the same before and after.
+// The op's start and end are words of their own (startMark, endMark), each one plain store: the time
+// since the entry was created, stamped with the entry's lap of the ring (its id >> log2(slots)), so
+// that a late start or end of an entry the ring has dropped is ignored, not taken for the new one's.
+// The fields are relaxed atomics (plain moves on x86): a copy racing a write is no data race, only a
+// copy to throw away.
+struct alignas(64) FlightRecorder::Slot {
+  std::atomic<std::uint64_t> version{0};
+  std::atomic<std::int32_t> pgId{0};
+  std::atomic<std::uint32_t> kind{0};  // OpType | DType << 8
+  std::atomic<std::int32_t> peer{-1};
+  std::atomic<std::uint64_t> inCount{0}, outCount{0};
+  std::atomic<std::uint64_t> collectiveSeq{0}, p2pSeq{0}, opId{0};
+  std::atomic<std::int64_t> created{0};                 // steady ns
+  std::atomic<std::uint64_t> startMark{0}, endMark{0};  // 0: not (yet); see Mark
+  std::atomic<std::int64_t> timeoutMs{0};
+  std::atomic<std::uint64_t> threadId{0};
+  std::atomic<std::uint64_t> threadName[2] = {};  // the thread's name, 16 bytes
+};
+
+// torch's ProcessGroupStatus of one group: -1 until the first. A group's ops are issued under its
+// issue lock and start and complete one at a time (its worker, or the caller that claimed the group),
+// so each value only grows through a load and a store: no read-modify-write on an op's path.
+struct FlightRecorder::Progress {
+  std::atomic<std::int64_t> lastEnqueued{-1}, lastStarted{-1}, lastCompleted{-1};
+};
+
+struct FlightRecorder::Group {
+  FlightGroup info;
+  bool alive = true;
+};
+
+namespace {
+
+// A slot's fields, copied consistently (the dump's input).
+struct SlotCopy {
   std::uint64_t id = 0;
   int pgId = 0;
   OpType type = OpType::kBarrier;
@@ -173,19 +214,73 @@ struct FlightRecorder::Slot {
   int peer = -1;
   std::uint64_t inCount = 0, outCount = 0;
   std::uint64_t collectiveSeq = 0, p2pSeq = 0, opId = 0;
-  std::int64_t created = 0, startedAt = 0, completedAt = 0;  // steady ns (steadyNs); 0: not (yet)
+  std::int64_t created = 0, startedAt = 0, completedAt = 0;
   std::int64_t timeoutMs = 0;
   std::uint64_t threadId = 0;
   char threadName[16] = {};
   bool isP2P() const { return type == OpType::kSend || type == OpType::kRecv; }
 };
 
-struct FlightRecorder::Group {
-  FlightGroup info;
-  bool alive = true;
-  // torch's ProcessGroupStatus: -1 until the first.
-  std::int64_t lastEnqueued = -1, lastStarted = -1, lastCompleted = -1;
-};
+std::uint32_t packKind(OpType type, DType dtype) {
+  return static_cast<std::uint32_t>(type) | static_cast<std::uint32_t>(dtype) << 8;
+}
+bool isP2PKind(std::uint32_t kind) {
+  const auto t = static_cast<OpType>(kind & 0xff);
+  return t == OpType::kSend || t == OpType::kRecv;
+}
+
+// A start or end mark: bits 63-52 the entry's lap (mod 4096), bit 51 set, bit 50 the op succeeded
+// (end marks), bits 49-0 the ns from the entry's creation to the event (at most ~13 days).
+namespace Mark {
+constexpr std::uint64_t kSet = std::uint64_t{1} << 51;
+constexpr std::uint64_t kOk = std::uint64_t{1} << 50;
+constexpr std::uint64_t kTimeMask = kOk - 1;
+inline std::uint64_t make(std::uint64_t lap, std::int64_t sinceCreated, bool ok) {
+  const auto ns = static_cast<std::uint64_t>(std::max<std::int64_t>(sinceCreated, 0));
+  return (lap & 0xfff) << 52 | kSet | (ok ? kOk : 0) | std::min(ns, kTimeMask);
+}
+inline bool isOf(std::uint64_t mark, std::uint64_t lap) {
+  return (mark & kSet) != 0 && mark >> 52 == (lap & 0xfff);
+}
+inline std::int64_t since(std::uint64_t mark) { return static_cast<std::int64_t>(mark & kTimeMask); }
+}  // namespace Mark
+
+void cpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#else
+  std::this_thread::yield();
+#endif
+}
+
+// Raises `a` to `v` (see Progress: one writer at a time per group).
+inline void raiseTo(std::atomic<std::int64_t>& a, std::int64_t v) {
+  if (a.load(std::memory_order_relaxed) < v) a.store(v, std::memory_order_relaxed);
+}
+
+// Takes slot `s` for the new entry `id`. False when the slot holds a newer entry already: this writer
+// was overtaken by a whole ring of others between taking its id and its slot, and its entry is one
+// the ring has dropped.
+bool claimNew(std::atomic<std::uint64_t>& version, std::uint64_t id) {
+  const std::uint64_t mine = 2 * (id + 1);
+  std::uint64_t v = version.load(std::memory_order_relaxed);
+  for (;;) {
+    if ((v & 1) != 0) {  // being written (the late end of the entry it holds, or another record)
+      cpuRelax();
+      v = version.load(std::memory_order_relaxed);
+      continue;
+    }
+    if (v >= mine) return false;
+    if (version.compare_exchange_weak(v, mine | 1, std::memory_order_acquire, std::memory_order_relaxed))
+      break;
+  }
+  std::atomic_thread_fence(std::memory_order_release);  // the odd version before the fields
+  return true;
+}
+
+}  // namespace
 
 namespace {
 int gSignalPipe = -1;  // the write end, for the signal handler
@@ -218,7 +313,15 @@ FlightRecorder& FlightRecorder::instance() {
 }
 
 FlightRecorder::FlightRecorder(FlightRecorderConfig config, std::string configError)
-    : config_(std::move(config)), configError_(std::move(configError)), capacity_(config_.entries) {}
+    : config_(std::move(config)),
+      configError_(std::move(configError)),
+      capacity_(config_.entries),
+      // A power of two of slots, so that an entry's slot is its id masked, not divided (a division
+      // costs ~10 ns an op here); dumps show the newest capacity_ entries all the same.
+      slotMask_(capacity_ > 0 ? std::bit_ceil(capacity_) - 1 : 0),
+      slotShift_(std::countr_one(slotMask_)),
+      slots_(capacity_ > 0 ? std::make_unique<Slot[]>(slotMask_ + 1) : nullptr),
+      progress_(capacity_ > 0 ? std::make_unique<Progress[]>(kMaxFlightRecorderGroups) : nullptr) {}
 
 FlightRecorder::~FlightRecorder() = default;
 
@@ -230,6 +333,15 @@ int FlightRecorder::registerGroup(const FlightGroup& group) {
   checkConfig();
   if (!enabled()) return -1;
   std::lock_guard<std::mutex> lock(mu_);
+  if (groups_.size() >= kMaxFlightRecorderGroups) {
+    if (!tooManyGroupsSaid_) {
+      log::warn(
+          "flight recorder: group '{}' and later ones are not recorded: a process records at most {} groups.",
+          group.name, kMaxFlightRecorderGroups);
+      tooManyGroupsSaid_ = true;
+    }
+    return -1;
+  }
   groups_.push_back(Group{group});
   if (rank_ < 0) {
     rank_ = group.rank >= 0 && static_cast<std::size_t>(group.rank) < group.ranks.size()
@@ -252,64 +364,73 @@ std::uint64_t FlightRecorder::record(int pgId, const FlightOp& op, Work::Clock::
   if (pgId < 0 || capacity_ == 0) return 0;
   const ThreadTag& thread = threadTag();
   const std::int64_t now = steadyNs(at);
-  std::lock_guard<std::mutex> lock(mu_);
-  const std::uint64_t id = nextId_++;
-  if (slots_.size() < capacity_) slots_.emplace_back();
-  Slot& s = slots_[id % capacity_];
-  s.id = id;
-  s.pgId = pgId;
-  s.type = op.type;
-  s.dtype = op.dtype;
-  s.state = op.started ? State::kStarted : State::kScheduled;
-  s.retired = false;
-  s.peer = op.peer;
-  s.inCount = op.inCount;
-  s.outCount = op.outCount;
-  s.collectiveSeq = op.collectiveSeq;
-  s.p2pSeq = op.p2pSeq;
-  s.opId = op.opId;
-  s.created = now;
-  s.startedAt = op.started ? now : 0;
-  s.completedAt = 0;
-  s.timeoutMs = op.timeout.count();
-  s.threadId = thread.id;
-  std::memcpy(s.threadName, thread.name, sizeof(s.threadName));
-  if (!s.isP2P()) {
-    Group& g = groups_[static_cast<std::size_t>(pgId)];
-    g.lastEnqueued = static_cast<std::int64_t>(op.collectiveSeq);
-    if (op.started) g.lastStarted = g.lastEnqueued;
+  const std::uint64_t id = nextId_.fetch_add(1, std::memory_order_relaxed);
+  if (op.type != OpType::kSend && op.type != OpType::kRecv) {
+    Progress& g = progress_[static_cast<std::size_t>(pgId)];
+    g.lastEnqueued.store(static_cast<std::int64_t>(op.collectiveSeq), std::memory_order_relaxed);
+    if (op.started) raiseTo(g.lastStarted, static_cast<std::int64_t>(op.collectiveSeq));
   }
+  Slot& s = slots_[id & slotMask_];
+  if (!claimNew(s.version, id)) return 0;
+  constexpr auto r = std::memory_order_relaxed;
+  s.pgId.store(pgId, r);
+  s.kind.store(packKind(op.type, op.dtype), r);
+  s.peer.store(op.peer, r);
+  s.inCount.store(op.inCount, r);
+  s.outCount.store(op.outCount, r);
+  s.collectiveSeq.store(op.collectiveSeq, r);
+  s.p2pSeq.store(op.p2pSeq, r);
+  s.opId.store(op.opId, r);
+  s.created.store(now, r);
+  s.startMark.store(op.started ? Mark::make(id >> slotShift_, 0, false) : 0, r);
+  s.endMark.store(0, r);
+  s.timeoutMs.store(op.timeout.count(), r);
+  s.threadId.store(thread.id, r);
+  s.threadName[0].store(thread.name[0], r);
+  s.threadName[1].store(thread.name[1], r);
+  s.version.store(2 * (id + 1), std::memory_order_release);
   return id + 1;
+}
+
+bool FlightRecorder::readEntry(std::uint64_t handle, EntryKey& key) const {
+  const Slot& s = slots_[(handle - 1) & slotMask_];
+  const std::uint64_t v = s.version.load(std::memory_order_acquire);
+  if (v != 2 * handle) return false;  // the ring has dropped it (or it is being overwritten)
+  key.pgId = s.pgId.load(std::memory_order_relaxed);
+  key.p2p = isP2PKind(s.kind.load(std::memory_order_relaxed));
+  key.collectiveSeq = static_cast<std::int64_t>(s.collectiveSeq.load(std::memory_order_relaxed));
+  key.created = s.created.load(std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_acquire);
+  return s.version.load(std::memory_order_relaxed) == v;
 }
 
 void FlightRecorder::started(std::uint64_t handle, Work::Clock::time_point at) {
   if (handle == 0) return;
-  const std::int64_t now = steadyNs(at);
-  std::lock_guard<std::mutex> lock(mu_);
-  Slot& s = slots_[(handle - 1) % capacity_];
-  if (s.id != handle - 1 || s.state != State::kScheduled) return;  // overwritten, or started already
-  s.state = State::kStarted;
-  s.startedAt = now;
-  if (!s.isP2P())
-    groups_[static_cast<std::size_t>(s.pgId)].lastStarted = static_cast<std::int64_t>(s.collectiveSeq);
+  EntryKey e;
+  if (!readEntry(handle, e)) return;
+  Slot& s = slots_[(handle - 1) & slotMask_];
+  const std::uint64_t lap = (handle - 1) >> slotShift_;
+  // Once, and never after its end (a worker that starts an op its timeout already ended).
+  if (Mark::isOf(s.startMark.load(std::memory_order_relaxed), lap) ||
+      Mark::isOf(s.endMark.load(std::memory_order_relaxed), lap))
+    return;
+  s.startMark.store(Mark::make(lap, steadyNs(at) - e.created, false), std::memory_order_release);
+  if (!e.p2p) raiseTo(progress_[static_cast<std::size_t>(e.pgId)].lastStarted, e.collectiveSeq);
 }
 
 void FlightRecorder::finished(std::uint64_t handle, bool ok, Work::Clock::time_point at) {
   if (handle == 0) return;
-  const std::int64_t now = steadyNs(at);
-  std::lock_guard<std::mutex> lock(mu_);
-  Slot& s = slots_[(handle - 1) % capacity_];
-  if (s.id != handle - 1 || s.retired) return;
-  s.retired = true;
-  if (!ok) return;  // retired in the state it reached, as torch's timed-out entries
-  if (s.startedAt == 0) s.startedAt = now;
-  s.completedAt = now;
-  s.state = State::kCompleted;
-  if (!s.isP2P()) {
-    Group& g = groups_[static_cast<std::size_t>(s.pgId)];
-    const auto seq = static_cast<std::int64_t>(s.collectiveSeq);
-    g.lastStarted = std::max(g.lastStarted, seq);
-    g.lastCompleted = std::max(g.lastCompleted, seq);
+  EntryKey e;
+  if (!readEntry(handle, e)) return;
+  Slot& s = slots_[(handle - 1) & slotMask_];
+  const std::uint64_t lap = (handle - 1) >> slotShift_;
+  if (Mark::isOf(s.endMark.load(std::memory_order_relaxed), lap)) return;  // once
+  // Not ok: retired in the state it reached, as torch's timed-out entries.
+  s.endMark.store(Mark::make(lap, steadyNs(at) - e.created, ok), std::memory_order_release);
+  if (ok && !e.p2p) {
+    Progress& g = progress_[static_cast<std::size_t>(e.pgId)];
+    raiseTo(g.lastStarted, e.collectiveSeq);
+    raiseTo(g.lastCompleted, e.collectiveSeq);
   }
 }
 
@@ -662,21 +783,81 @@ std::vector<FlightEntry> toEntries(const std::vector<SlotT>& slots, const std::v
 }  // namespace
 
 FlightSnapshot FlightRecorder::snapshot() {
-  std::vector<Slot> slots;
-  std::vector<Group> groups;
   FlightSnapshot snap;
+  std::vector<Group> groups;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    slots.reserve(slots_.size());
-    const std::size_t start = slots_.size() < capacity_ || capacity_ == 0 ? 0 : nextId_ % capacity_;
-    for (std::size_t i = 0; i < slots_.size(); ++i) slots.push_back(slots_[(start + i) % slots_.size()]);
     groups = groups_;
     snap.commLibVersion = commLibVersion_;
   }
-  for (const auto& g : groups) {
-    snap.groups.push_back(g.info);
-    snap.status.push_back({g.lastEnqueued, g.lastStarted, g.lastCompleted});
+  for (std::size_t i = 0; i < groups.size(); ++i) {
+    const Progress& p = progress_[i];
+    snap.groups.push_back(groups[i].info);
+    snap.status.push_back({p.lastEnqueued.load(std::memory_order_relaxed),
+                           p.lastStarted.load(std::memory_order_relaxed),
+                           p.lastCompleted.load(std::memory_order_relaxed)});
   }
+  // Each slot copied under its sequence lock; a slot a writer holds throughout (a thread stopped or
+  // descheduled mid-write) is left out after ~10 ms rather than waited for. The newest capacity_
+  // entries are kept (there are more slots: a power of two).
+  const std::uint64_t next = capacity_ > 0 ? nextId_.load(std::memory_order_acquire) : 0;
+  const std::uint64_t oldest = next > capacity_ ? next - capacity_ : 0;
+  std::vector<SlotCopy> slots;
+  slots.reserve(capacity_);
+  constexpr auto r = std::memory_order_relaxed;
+  for (std::size_t i = 0; i < (capacity_ > 0 ? slotMask_ + 1 : 0); ++i) {
+    const Slot& s = slots_[i];
+    SlotCopy c;
+    bool ok = false;
+    for (int tries = 0; tries < 10000 && !ok; ++tries) {
+      const std::uint64_t v = s.version.load(std::memory_order_acquire);
+      if (v == 0) break;
+      if ((v & 1) != 0) {
+        if (tries % 64 == 63) std::this_thread::sleep_for(std::chrono::microseconds(50));
+        cpuRelax();
+        continue;
+      }
+      c.id = v / 2 - 1;
+      c.pgId = s.pgId.load(r);
+      const std::uint32_t kind = s.kind.load(r);
+      c.type = static_cast<OpType>(kind & 0xff);
+      c.dtype = static_cast<DType>((kind >> 8) & 0xff);
+      c.peer = s.peer.load(r);
+      c.inCount = s.inCount.load(r);
+      c.outCount = s.outCount.load(r);
+      c.collectiveSeq = s.collectiveSeq.load(r);
+      c.p2pSeq = s.p2pSeq.load(r);
+      c.opId = s.opId.load(r);
+      c.created = s.created.load(r);
+      const std::uint64_t lap = c.id >> slotShift_;
+      const std::uint64_t start = s.startMark.load(r), end = s.endMark.load(r);
+      c.state = State::kScheduled;
+      c.startedAt = c.completedAt = 0;
+      c.retired = false;
+      if (Mark::isOf(start, lap)) {
+        c.state = State::kStarted;
+        c.startedAt = c.created + Mark::since(start);
+      }
+      if (Mark::isOf(end, lap)) {
+        c.retired = true;
+        if ((end & Mark::kOk) != 0) {
+          c.state = State::kCompleted;
+          c.completedAt = c.created + Mark::since(end);
+          if (c.startedAt == 0) c.startedAt = c.completedAt;
+        }
+      }
+      c.timeoutMs = s.timeoutMs.load(r);
+      c.threadId = s.threadId.load(r);
+      const std::uint64_t name[2] = {s.threadName[0].load(r), s.threadName[1].load(r)};
+      std::memcpy(c.threadName, name, sizeof(c.threadName));
+      c.threadName[sizeof(c.threadName) - 1] = '\0';
+      std::atomic_thread_fence(std::memory_order_acquire);
+      ok = s.version.load(r) == v;
+    }
+    if (ok && c.id >= oldest && c.pgId >= 0 && static_cast<std::size_t>(c.pgId) < groups.size())
+      slots.push_back(c);
+  }
+  std::sort(slots.begin(), slots.end(), [](const SlotCopy& a, const SlotCopy& b) { return a.id < b.id; });
   snap.entries = toEntries(slots, groups);
   return snap;
 }
@@ -758,11 +939,10 @@ void FlightRecorder::pollDumpSignal(int pgId, store::Store& store) {
     std::lock_guard<std::mutex> lock(mu_);
     if (signalHandled_) return;
     signalHandled_ = true;
-    const Group& g = groups_[static_cast<std::size_t>(pgId)];
-    backend = g.info.backend;
-    enqueued = g.lastEnqueued;
-    completed = g.lastCompleted;
+    backend = groups_[static_cast<std::size_t>(pgId)].info.backend;
   }
+  enqueued = progress_[static_cast<std::size_t>(pgId)].lastEnqueued.load(std::memory_order_relaxed);
+  completed = progress_[static_cast<std::size_t>(pgId)].lastCompleted.load(std::memory_order_relaxed);
   log::error(
       "flight recorder: Received a dump signal due to a collective timeout from rank {} and we will try our "
       "best to dump the debug info. Last enqueued {} work: {}, last completed {} work: {}.",

@@ -5,8 +5,10 @@
 //
 // One recorder per process, as in torch: every group registers (pg_config: name, desc, ranks) and
 // feeds it at issue (scheduled), start and completion of each op; an op that fails or times out is
-// "retired" in the state it reached. Recording costs one mutex-protected slot write per event; no
-// allocation, no string formatting (names are made when a dump is written).
+// "retired" in the state it reached. Recording takes no lock: an op's entry costs one atomic increment
+// (its id) and one compare-and-swap (its slot's sequence lock) at issue, and one plain store at its
+// start and at its end; no allocation, no clock read, no string formatting (names are made when a dump
+// is written). Measured in docs/performance.md ("Flight recorder overhead").
 //
 // Variables (read once, when the first process group is made; a bad value is a ConfigError then):
 //   TORCH_FR_BUFFER_SIZE, else TORCH_NCCL_TRACE_BUFFER_SIZE   entries kept (default 2000; 0: off)
@@ -39,6 +41,7 @@
 #include <chrono>
 #include <csignal>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -52,8 +55,10 @@
 namespace ds::comm {
 
 inline constexpr std::size_t kDefaultFlightRecorderEntries = 2000;
-// At most ~130 MB of entries.
+// At most ~130 MB of entries (128 bytes each, in a power of two of slots).
 inline constexpr long long kMaxFlightRecorderEntries = 1'000'000;
+// Groups recorded per process (registration order); a later group is not recorded, with a warning.
+inline constexpr std::size_t kMaxFlightRecorderGroups = 4096;
 // The store key a rank that timed out sets (to its rank) so that the others dump too.
 inline constexpr const char* kDumpSignalKey = "fr/exception_dump";
 // The signal that makes a process dump.
@@ -135,15 +140,17 @@ class FlightRecorder {
   // Throws the configuration's ConfigError, if any (process groups call it when made).
   void checkConfig() const;
 
-  // Registers a group; returns its pg_id (registration order), or -1 when the recorder is off. The
+  // Registers a group; returns its pg_id (registration order), or -1 when the recorder is off (or
+  // kMaxFlightRecorderGroups are registered already). The
   // first group registered names the process's rank (ranks[rank]) for the dump file. The
   // process's recorder (instance()) installs the signal handler with its first group.
   int registerGroup(const FlightGroup& group);
   // The group is gone: its entries and pg_status stay in the dumps; it no longer watches the store.
   void unregisterGroup(int pgId);
 
-  // --- per op (any thread); `at`: when it happened, as the caller read it (the recorder reads no
-  // clock per op) ---
+  // --- per op (any thread, lock-free); `at`: when it happened, as the caller read it (the recorder
+  // reads no clock per op). A group's ops must start and complete one at a time (a process group's do):
+  // its pg_status values are raised without a read-modify-write. ---
   // Returns the handle of the new entry (0 when off or pgId < 0).
   std::uint64_t record(int pgId, const FlightOp& op, Work::Clock::time_point at = Work::Clock::now());
   void started(std::uint64_t handle, Work::Clock::time_point at = Work::Clock::now());
@@ -169,8 +176,18 @@ class FlightRecorder {
   void pollDumpSignal(int pgId, store::Store& store);
 
  private:
-  struct Slot;
-  struct Group;
+  struct Slot;      // one entry, behind its own sequence lock (flight_recorder.cpp)
+  struct Progress;  // a group's pg_status, atomics
+  struct Group;     // a group's pg_config, and whether it lives
+  // What started() and finished() need of an entry, read under its slot's sequence lock.
+  struct EntryKey {
+    int pgId = 0;
+    bool p2p = false;
+    std::int64_t collectiveSeq = 0;
+    std::int64_t created = 0;
+  };
+  // False when the ring has dropped entry `handle - 1`.
+  bool readEntry(std::uint64_t handle, EntryKey& key) const;
   void installSignalHandlerLocked();
   std::string dumpNoThrow(const std::string& why);
   static void signalThread(FlightRecorder* self, int fd);
@@ -178,17 +195,21 @@ class FlightRecorder {
   const FlightRecorderConfig config_;
   const std::string configError_;
   const std::size_t capacity_;
-  std::mutex mu_;
-  std::vector<Slot> slots_;        // guarded by mu_
-  std::uint64_t nextId_ = 0;       // guarded by mu_
-  std::vector<Group> groups_;      // by pg_id; guarded by mu_
-  int rank_ = -1;                  // guarded by mu_
-  std::string commLibVersion_;     // guarded by mu_
-  bool signalHandled_ = false;     // a dump signal (the store's) was answered; guarded by mu_
-  int watcher_ = -1;               // the group that polls the store's dump signal; guarded by mu_
-  bool handlerInstalled_ = false;  // guarded by mu_
-  bool processWide_ = false;       // instance(): the one that installs the signal handler
-  std::mutex dumpMu_;              // one dump at a time
+  const std::size_t slotMask_;                  // slots - 1 (a power of two, >= capacity_)
+  const int slotShift_;                         // log2(slots): an entry's lap is its id >> slotShift_
+  const std::unique_ptr<Slot[]> slots_;         // lock-free
+  std::atomic<std::uint64_t> nextId_{0};        // the next entry's record_id
+  const std::unique_ptr<Progress[]> progress_;  // by pg_id, kMaxFlightRecorderGroups; lock-free
+  std::mutex mu_;                               // registration and the dump signal's state
+  std::vector<Group> groups_;                   // by pg_id; guarded by mu_
+  int rank_ = -1;                               // guarded by mu_
+  std::string commLibVersion_;                  // guarded by mu_
+  bool signalHandled_ = false;                  // a dump signal (the store's) was answered; guarded by mu_
+  int watcher_ = -1;                // the group that polls the store's dump signal; guarded by mu_
+  bool handlerInstalled_ = false;   // guarded by mu_
+  bool tooManyGroupsSaid_ = false;  // guarded by mu_
+  bool processWide_ = false;        // instance(): the one that installs the signal handler
+  std::mutex dumpMu_;               // one dump at a time
 };
 
 // The process-wide recorder's dump, also written to its file (<prefix><rank>, and .json when
