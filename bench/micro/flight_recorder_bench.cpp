@@ -9,6 +9,7 @@
 #include <benchmark/benchmark.h>
 
 #include <chrono>
+#include <vector>
 
 #include "engine/comm/flight_recorder.h"
 #include "engine/comm/process_group.h"
@@ -61,6 +62,43 @@ void RecordFinished(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations());
 }
 BENCHMARK(RecordFinished)->Threads(1)->Threads(2)->UseRealTime();
+
+// The same with 2 KiB of other memory written between two ops (the op's own data, other threads),
+// walking through 8 MiB: by the time the ring comes round to a slot again (2048 ops, 4 MiB later),
+// its lines have left the core's caches, as in a real job. ColdBaseline is the walk alone.
+struct OtherMemory {
+  std::vector<std::uint64_t> v = std::vector<std::uint64_t>(8 * 1024 * 1024 / sizeof(std::uint64_t), 1);
+  std::size_t at = 0;
+};
+OtherMemory& otherMemory() {
+  static OtherMemory m;
+  return m;
+}
+std::uint64_t touch(OtherMemory& m) {
+  std::uint64_t sum = 0;
+  for (int line = 0; line < 32; ++line) {  // one write per cache line
+    sum += ++m.v[m.at];
+    m.at = (m.at + 8) % m.v.size();
+  }
+  return sum;
+}
+void RecordFinishedCold(benchmark::State& state) {
+  auto& fr = recorder();
+  auto& other = otherMemory();
+  std::uint64_t seq = 0;
+  const auto at = ds::comm::Work::Clock::now();
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(touch(other));
+    const auto h = fr.record(0, allreduce(++seq), at);
+    fr.finished(h, true, at);
+  }
+}
+BENCHMARK(RecordFinishedCold);
+void ColdBaseline(benchmark::State& state) {
+  auto& other = otherMemory();
+  for (auto _ : state) benchmark::DoNotOptimize(touch(other));
+}
+BENCHMARK(ColdBaseline);
 
 // The same with the recorder off (TORCH_FR_BUFFER_SIZE=0): the calls return at once.
 void RecordFinishedOff(benchmark::State& state) {
