@@ -11,6 +11,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "diag/hang/evidence_reader.h"
 #include "engine/common/error.h"
 #include "engine/common/ranges.h"
 
@@ -1308,7 +1309,19 @@ std::vector<HangEvidence> Judge::dumpEvidence(const Record& rec, const Blocker& 
 }
 
 void Judge::outsideEvidence(const Record& rec, int rank, std::vector<HangEvidence>& out) const {
-  auto factClaim = [](const LogFact& f, int r) -> std::string {
+  // ": peer 10.0.0.7<43121>", with the host and its ranks where dsdiag's fleet JSON knows the address.
+  auto peerText = [this](const std::string& addr) -> std::string {
+    if (addr.empty()) return "";
+    const std::string host = hostOfAddress(ev_, addr);
+    if (host.empty()) return ": peer " + addr;
+    std::vector<int> ranks;
+    for (const auto& [r, h] : ev_.rankHost) {
+      if (h == host) ranks.push_back(r);
+    }
+    return fmt::format(": peer {} ({}{})", addr, host,
+                       ranks.empty() ? "" : fmt::format(", rank(s) {}", formatRanges(ranks)));
+  };
+  auto factClaim = [&peerText](const LogFact& f, int r) -> std::string {
     switch (f.kind) {
       case LogFact::Kind::kWatchdogTimeout:
         return fmt::format("rank {}'s watchdog timed out in SeqNum={}{}", r, f.seq.value_or(-1),
@@ -1319,7 +1332,7 @@ void Judge::outsideEvidence(const Record& rec, int rank, std::vector<HangEvidenc
       case LogFact::Kind::kDumpSignal:
         return fmt::format("rank {} received a dump signal from rank {}", r, f.fromRank.value_or(-1));
       case LogFact::Kind::kNcclNetError:
-        return fmt::format("NCCL network error on rank {}{}{}", r, f.peerAddr.empty() ? "" : ": peer " + f.peerAddr,
+        return fmt::format("NCCL network error on rank {}{}{}", r, peerText(f.peerAddr),
                            f.hca.empty() ? "" : ", HCA " + f.hca);
       case LogFact::Kind::kNcclRemoteError:
         return fmt::format("NCCL remote error on rank {}: a peer process exited or the network failed", r);

@@ -82,6 +82,14 @@ struct ExternalEvidence {
   std::vector<FleetHostFact> fleet;
   std::map<int, std::string> rankHost;   // joined from all of the above; first source wins
   std::map<int, Source> rankHostSource;
+  // Addresses and their hosts, from dsdiag's fleet JSON (each rank's interfaces): what turns the IP
+  // addresses of RAS and of NCCL's WARN lines into host names (joinAddresses, evidence_reader.h).
+  std::map<std::string, std::string> addressHost;
+  std::map<std::string, Source> addressHostSource;
+  // A rank's address where a host name was already known for it, and a rank's host name where an
+  // address was already known for it (not comparable until joinAddresses).
+  std::map<int, std::pair<std::string, Source>> rankAddress;
+  std::map<int, std::pair<std::string, Source>> rankName;
   std::vector<std::string> problems;     // unreadable files, lines that looked relevant but did not parse
 };
 

@@ -1295,6 +1295,8 @@ bool addRankHost(ExternalEvidence& out, int rank, const std::string& host, const
   const std::string& known = it->second;
   if (known == host) return false;
   const bool ipKnown = isIpAddress(known), ipNew = isIpAddress(host);
+  if (ipNew && !ipKnown && !out.rankAddress.count(rank)) out.rankAddress[rank] = {host, source};
+  if (!ipNew && ipKnown && !out.rankName.count(rank)) out.rankName[rank] = {host, source};
   const bool differ = ipKnown == ipNew && (ipKnown ? known != host : shortName(known) != shortName(host));
   if (differ) {
     out.problems.push_back(
@@ -1303,6 +1305,51 @@ bool addRankHost(ExternalEvidence& out, int rank, const std::string& host, const
                     where(source), rank, host, where(out.rankHostSource[rank]), known));
   }
   return false;
+}
+
+std::string hostOfAddress(const ExternalEvidence& ev, const std::string& address) {
+  std::string a = peerAddress(address);
+  if (!a.empty() && a.front() == '[') {  // "[fe80::1]:43121"
+    auto close = a.find(']');
+    a = close == std::string::npos ? a.substr(1) : a.substr(1, close - 1);
+  } else if (std::count(a.begin(), a.end(), ':') == 1) {  // "10.0.0.7:43121"
+    a.erase(a.find(':'));
+  }
+  auto it = ev.addressHost.find(a);
+  return it == ev.addressHost.end() ? "" : it->second;
+}
+
+void joinAddresses(ExternalEvidence& out) {
+  for (auto& [rank, host] : out.rankHost) {
+    if (!isIpAddress(host)) continue;
+    const std::string name = hostOfAddress(out, host);
+    if (name.empty()) continue;
+    const std::string addr = host;
+    const std::string byFleet = where(out.addressHostSource[peerAddress(addr)]);
+    Source& src = out.rankHostSource[rank];
+    const std::string first = where(src);
+    src.text = fmt::format("{} (address {} is {}'s: {})", src.text, addr, name, byFleet);
+    host = name;
+    auto claim = out.rankName.find(rank);
+    if (claim != out.rankName.end() && shortName(claim->second.first) != shortName(name)) {
+      out.problems.push_back(fmt::format(
+          "{} put rank {} on {}, which {} gives to {}, but {} puts it on {}; {} is kept. Check which file "
+          "belongs to this job.",
+          first, rank, addr, byFleet, name, where(claim->second.second), claim->second.first, name));
+    }
+  }
+  for (const auto& [rank, claim] : out.rankAddress) {
+    const std::string name = hostOfAddress(out, claim.first);
+    auto known = out.rankHost.find(rank);
+    if (name.empty() || known == out.rankHost.end() || isIpAddress(known->second)) continue;
+    if (shortName(name) != shortName(known->second)) {
+      out.problems.push_back(fmt::format(
+          "{} puts rank {} on {}, which {} gives to {}, but {} already put it on {}; the first is kept. Check "
+          "which file belongs to this job.",
+          where(claim.second), rank, claim.first, where(out.addressHostSource[peerAddress(claim.first)]), name,
+          where(out.rankHostSource[rank]), known->second));
+    }
+  }
 }
 
 void readLogs(const std::vector<std::string>& paths, ExternalEvidence& out) {
@@ -1374,6 +1421,23 @@ void readFleetJson(const std::string& path, ExternalEvidence& out) {
   } catch (const json::exception& e) {
     out.problems.push_back(fmt::format("{}: not a readable dsdiag report ({}).", path, e.what()));
     return;
+  }
+  for (const auto& r : fleet.input.ranks) {
+    for (const auto& iface : r.ifaces) {
+      if (iface.addr.empty() || r.host.empty()) continue;
+      const Source src{path, 0, fmt::format("fleet rank {} on {}: {} {}", r.rank, r.host, iface.name, iface.addr)};
+      auto [it, added] = out.addressHost.emplace(iface.addr, r.host);
+      if (!added && it->second.empty()) continue;  // already found on two hosts
+      if (added) {
+        out.addressHostSource[iface.addr] = src;
+      } else if (shortName(it->second) != shortName(r.host)) {
+        out.problems.push_back(fmt::format(
+            "{} gives address {} to both {} and {}; it is not used to name hosts. Two hosts with one address "
+            "(a private network reused per node?) cannot be told apart by it.",
+            path, iface.addr, it->second, r.host));
+        it->second.clear();
+      }
+    }
   }
   HostJoiner hosts(out);
   for (std::size_t i = 0; i < fleet.judgement.hosts.size(); ++i) {

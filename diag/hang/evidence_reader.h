@@ -88,6 +88,15 @@ void readFleetJson(const std::string& path, ExternalEvidence& out);
 // when this call set the host.
 bool addRankHost(ExternalEvidence& out, int rank, const std::string& host, const Source& source);
 
+// After every reader: a rank placed by an IP address (RAS, an NCCL WARN line) whose address the fleet
+// JSON ties to a host is placed on that host (its source says through which address); a rank whose
+// address belongs to another host than the name another source gave is a problem sentence naming
+// both sources.
+void joinAddresses(ExternalEvidence& out);
+
+// The host that owns `address` ("10.0.0.7", "10.0.0.7<43121>", "[fe80::1]:43121"), "" when unknown.
+std::string hostOfAddress(const ExternalEvidence& ev, const std::string& address);
+
 namespace detail {
 // The cores of readLogs / readRas on text already opened; `file` names it in sources and problems
 // (and gives the file-name rank). For tests and for callers that hold the text.

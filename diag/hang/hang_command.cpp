@@ -29,6 +29,7 @@ ExternalEvidence readEvidence(const HangCommand& c) {
   if (!c.logs.empty()) from("--logs", [&] { readLogs(c.logs, ev); });
   if (!c.fleet.empty()) from("--fleet", [&] { readFleetJson(c.fleet, ev); });
   if (!c.ras.empty()) from("--ras", [&] { readRas(c.ras, ev); });
+  joinAddresses(ev);
   return ev;
 }
 

@@ -515,6 +515,29 @@ TEST(HangAnalyse, OutsideEvidenceIsJoinedAndContradictionsReported) {
   EXPECT_NE(std::find(r.inputs.begin(), r.inputs.end(), "ras.txt"), r.inputs.end());
 }
 
+// An NCCL WARN names its peer by address; where dsdiag's fleet JSON tied that address to a host, the
+// claim names the host and the ranks on it (joinAddresses, evidence_reader.h).
+TEST(HangAnalyse, ANetworkErrorsPeerAddressIsNamedByItsHost) {
+  Job job(4, 10);
+  for (int r : {0, 1, 3}) job.enter(r, 11);
+  ExternalEvidence ev;
+  ev.rankHost = {{2, "gpu-017"}, {3, "gpu-018"}};
+  ev.addressHost = {{"10.0.0.9", "gpu-018"}};
+  LogFact net = logFact(LogFact::Kind::kNcclNetError, 2, 11,
+                        {"logs/rank2.err", 5, "NET/IB : Got completion from peer 10.0.0.9<5000> with error 12"});
+  net.peerAddr = "10.0.0.9<5000>";
+  net.hca = "mlx5_3";
+  ev.logs.push_back(net);
+  LogFact unknown = net;
+  unknown.peerAddr = "10.0.0.77<5000>";
+  unknown.source.line = 6;
+  ev.logs.push_back(unknown);
+  HangReport r = job.analyse(ev);
+  ASSERT_EQ(culpritRanks(r), std::vector<int>{2});
+  EXPECT_TRUE(anyClaim(r.culprits[0], "NCCL network error on rank 2: peer 10.0.0.9<5000> (gpu-018, rank(s) 3), HCA mlx5_3"));
+  EXPECT_TRUE(anyClaim(r.culprits[0], "NCCL network error on rank 2: peer 10.0.0.77<5000>, HCA mlx5_3"));
+}
+
 TEST(HangAnalyse, InputProblemsAreSentences) {
   Job job(4, 10);
   job.group(3, "0", "default_pg", {0, 1, 2, 3, 4});

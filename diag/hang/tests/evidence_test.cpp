@@ -724,3 +724,30 @@ TEST(EvidenceJoin, AddRankHostComparesLikeWithLike) {
   EXPECT_FALSE(addRankHost(ev, 4, "", a));
   EXPECT_EQ(ev.rankHost.size(), 2u);
 }
+
+// RAS names hosts by IP address; dsdiag's fleet JSON ties addresses to host names (each rank's
+// interfaces). joinAddresses puts a rank placed by an address on its host, and an address that
+// belongs to another host than a name another source gave is a sentence naming both.
+TEST(EvidenceJoin, AddressesBecomeHostNamesThroughTheFleetJson) {
+  TempDir dir;
+  nlohmann::json diag = nlohmann::json::parse(std::ifstream(data("diag_fleet16.json")));
+  auto& ranks = diag["fleet"]["input"]["ranks"];
+  ranks[13]["ifaces"][0]["addr"] = "172.16.64.213";  // node14
+  ranks[2]["ifaces"][0]["addr"] = "172.16.64.210";   // node03, while the logs put rank 7 there... by IP
+  const std::string fleet = dir.file("diag.json", diag.dump());
+
+  ExternalEvidence ev;
+  readRas(data("ras_status_2.29.txt"), ev);  // rank 7 on 172.16.64.210, rank 13 on 172.16.64.213
+  readFleetJson(fleet, ev);
+  joinAddresses(ev);
+  EXPECT_EQ(ev.rankHost.at(13), "node14");
+  EXPECT_EQ(hostOfAddress(ev, "172.16.64.213<43121>"), "node14");
+  EXPECT_EQ(hostOfAddress(ev, "172.16.64.213:43121"), "node14");
+  EXPECT_EQ(hostOfAddress(ev, "10.9.9.9"), "");
+  EXPECT_NE(ev.rankHostSource.at(13).text.find("address 172.16.64.213 is node14's"), std::string::npos)
+      << ev.rankHostSource.at(13).text;
+  // RAS came first and put rank 7 on an address the fleet gives to node03, while the fleet puts rank
+  // 7 on node08: the address wins (first source), and the disagreement is a sentence naming both.
+  EXPECT_EQ(ev.rankHost.at(7), "node03");
+  EXPECT_TRUE(anyProblem(ev, {"rank 7", "172.16.64.210", "node03", "node08"})) << joined(ev.problems);
+}
