@@ -901,6 +901,14 @@ void Judge::progressRecord(int g, Record& rec, const std::vector<int>& known, in
   auto holdAll = [&](const std::vector<int>& rs, FaultKind kind) {
     for (int r : rs) rec.blockers.push_back(hold(r, kind));
   };
+  // Members without a dump that one host explains (one rank, or all on one host): a dead or stopped
+  // process, the likeliest holder of an op its dumped peers all wait in.
+  auto missingOnOneHost = [&] {
+    if (rec.missing.empty()) return false;
+    std::set<std::string> hosts;
+    for (int m : rec.missing) hosts.insert(host(m));
+    return rec.missing.size() == 1 || (hosts.size() == 1 && !hosts.begin()->empty());
+  };
   if (!lagged.empty()) {
     if (2 * lagged.size() <= n) return holdAll(lagged, FaultKind::kNeverEntered);  // kind settled in finalKind
     // If the laggards wait in another op that the few never entered, a cycle vote settles it.
@@ -911,6 +919,9 @@ void Judge::progressRecord(int g, Record& rec, const std::vector<int>& known, in
                                 ranksText(lagged), op, ranksText(entered), formatRanges(entered));
     rec.undecidedRanks = lagged;
   } else if (!done.empty()) {
+    // Some completed it and went on, the rest wait in it, and a member left no dump: it took part (the
+    // op could complete somewhere) and stopped inside it, as a process killed or frozen mid-ring does.
+    if (missingOnOneHost()) return holdAll(rec.missing, FaultKind::kNoDump);
     if (2 * entered.size() <= n) return holdAll(entered, FaultKind::kStalledDevice);
     rec.undecided = fmt::format("{} completed {} but {} did not, and they are most of the group; the dumps cannot say "
                                 "whose device or link holds it",
@@ -919,10 +930,7 @@ void Judge::progressRecord(int g, Record& rec, const std::vector<int>& known, in
   } else if (anyStarted && !notStarted.empty() && 2 * notStarted.size() <= n) {
     holdAll(notStarted, FaultKind::kStalledDevice);
   } else if (!rec.missing.empty()) {
-    std::set<std::string> hosts;
-    for (int m : rec.missing) hosts.insert(host(m));
-    if (rec.missing.size() == 1 || (hosts.size() == 1 && !hosts.begin()->empty()))
-      return holdAll(rec.missing, FaultKind::kNoDump);
+    if (missingOnOneHost()) return holdAll(rec.missing, FaultKind::kNoDump);
     rec.undecided = fmt::format("{} left no dump; their peers last saw them at #{} of {} and wait for them in {}: any "
                                 "of them could hold it",
                                 ranksText(rec.missing), k - 1, groupText(g), opText(rec));
@@ -1198,6 +1206,11 @@ std::string Judge::summaryOf(const Record& rec, const Blocker& b) const {
                          who(b.rank), op, wait);
     }
     case FaultKind::kNoDump:
+      if (!rec.p2p && !rec.others.empty())
+        return fmt::format("{} left no dump; it stopped inside {} ({} completed it, so it took part){}{}", who(b.rank),
+                           op, ranksText(rec.others),
+                           rec.waiters.empty() ? "" : fmt::format(" and {} for it in {}", ranksDo(rec.waiters, "wait"), opText(rec)),
+                           sinceText(earliest(rec.waiters)));
       return fmt::format("{} left no dump; its peers last saw it at #{} of {}{}{}", who(b.rank),
                          rec.p2p ? rec.seq : rec.seq - 1, groupText(rec.group),
                          rec.waiters.empty() ? "" : fmt::format(" and {} for it in {}", ranksDo(rec.waiters, "wait"), opText(rec)),

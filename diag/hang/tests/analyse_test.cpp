@@ -291,6 +291,41 @@ TEST(HangAnalyse, CrashedRankWithoutDumpIsNamedWhenEveryPeerWaitsForIt) {
   EXPECT_EQ(r.worldSize, 4);
 }
 
+// A rank frozen inside a ring allreduce: some peers completed #11 (its part had reached them) and wait
+// in #12, the rest wait in #11, and it left no dump. It is named, whichever side is the larger; the
+// split alone (no rank missing) stays a question.
+TEST(HangAnalyse, ARankWithoutDumpFrozenInsideAnOpSomeCompletedIsNamed) {
+  for (int completedBy : {1, 2, 4}) {
+    Job job(6, 10);
+    job.dumps.erase(3);
+    std::vector<int> live = {0, 1, 2, 4, 5};
+    for (int i = 0; i < 5; ++i) {
+      const int r = live[i];
+      if (i < completedBy) {
+        job.add(r, "0", 11, "all_reduce", {{10}}, "completed");
+        job.enter(r, 12);
+        job.status(r, "0", 12, 12, 11);
+      } else {
+        job.enter(r, 11);
+      }
+    }
+    HangReport r = job.analyse();
+    ASSERT_EQ(culpritRanks(r), std::vector<int>{3}) << completedBy << ": " << r.headline;
+    EXPECT_EQ(r.culprits[0].kind, FaultKind::kNoDump);
+    EXPECT_NE(r.headline.find("rank 3 left no dump; it stopped inside all_reduce #11 of group 0 (default_pg) ("),
+              std::string::npos)
+        << r.headline;
+  }
+  Job split(6, 10);
+  for (int r : {0, 1}) {
+    split.add(r, "0", 11, "all_reduce", {{10}}, "completed");
+    split.enter(r, 12);
+    split.status(r, "0", 12, 12, 11);
+  }
+  for (int r : {2, 3, 4, 5}) split.enter(r, 11);
+  EXPECT_EQ(split.analyse().verdict, HangVerdict::kCannotDecide);
+}
+
 TEST(HangAnalyse, TwoRanksWithoutDumpOnTwoHostsCannotDecide) {
   Job job(4, 10);
   job.dumps.erase(2);
