@@ -8,6 +8,8 @@
 #include <netdb.h>
 #include <poll.h>
 #include <signal.h>
+#include <spawn.h>
+#include <sys/stat.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -368,11 +370,93 @@ bool isLoopbackAddress(const std::string& a) {
   return a.rfind("127.", 0) == 0 || a == "::1" || a == "::ffff:127.0.0.1";
 }
 
-bool onPath(std::string_view pathEnv, const std::string& name) {
+bool onPath(std::string_view pathEnv, const std::string& name) { return !findOnPath(pathEnv, name).empty(); }
+
+std::string findOnPath(std::string_view pathEnv, const std::string& name) {
   for (const auto& dir : split(pathEnv, ':')) {
-    if (!dir.empty() && ::access((dir + "/" + name).c_str(), X_OK) == 0) return true;
+    const std::string path = dir + "/" + name;
+    struct stat st {};
+    if (!dir.empty() && ::access(path.c_str(), X_OK) == 0 && ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode))
+      return path;
   }
-  return false;
+  return "";
+}
+
+ProgramResult runProgram(const std::vector<std::string>& argv, std::chrono::milliseconds timeout) {
+  ProgramResult res;
+  if (argv.empty()) {
+    res.error = "no program given";
+    return res;
+  }
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0) {
+    res.error = fmt::format("cannot start {}: pipe failed: {}", argv[0], std::strerror(errno));
+    return res;
+  }
+  posix_spawn_file_actions_t fa;
+  posix_spawnattr_t attr;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawnattr_init(&attr);
+  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
+  posix_spawn_file_actions_adddup2(&fa, fds[1], 2);
+  posix_spawnattr_setpgroup(&attr, 0);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
+  std::vector<char*> cargv;
+  for (const auto& a : argv) cargv.push_back(const_cast<char*>(a.c_str()));
+  cargv.push_back(nullptr);
+  pid_t pid = -1;
+  const int rc = posix_spawn(&pid, argv[0].c_str(), &fa, &attr, cargv.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  posix_spawnattr_destroy(&attr);
+  close(fds[1]);
+  if (rc != 0) {
+    close(fds[0]);
+    res.error = fmt::format("cannot start {}: {}", argv[0], std::strerror(rc));
+    return res;
+  }
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  constexpr std::size_t kKeep = 64 << 10;
+  while (true) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) {
+      res.timedOut = true;
+      break;
+    }
+    pollfd p{fds[0], POLLIN, 0};
+    int r = poll(&p, 1, static_cast<int>(left.count()));
+    if (r < 0 && errno == EINTR) continue;
+    if (r == 0) {
+      res.timedOut = true;
+      break;
+    }
+    if (r < 0) break;
+    char buf[4096];
+    ssize_t n = read(fds[0], buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    if (res.output.size() < kKeep) res.output.append(buf, std::min(static_cast<std::size_t>(n), kKeep - res.output.size()));
+  }
+  close(fds[0]);
+  int status = 0;
+  // Output closed: the program may still run (it closed its stdout); it gets what is left of the time.
+  while (!res.timedOut) {
+    const pid_t w = waitpid(pid, &status, WNOHANG);
+    if (w == pid || (w < 0 && errno != EINTR)) break;
+    if (std::chrono::steady_clock::now() >= deadline) {
+      res.timedOut = true;
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  if (res.timedOut) {
+    kill(-pid, SIGKILL);
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+  }
+  if (WIFEXITED(status)) res.exitCode = WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) res.exitCode = -WTERMSIG(status);
+  return res;
 }
 
 }  // namespace ds::diag

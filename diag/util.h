@@ -22,6 +22,8 @@ std::vector<std::string> split(std::string_view s, char sep);
 std::optional<long long> parseInteger(std::string_view s);
 // Whether an executable `name` is in one of PATH's directories (`pathEnv`, colon-separated).
 bool onPath(std::string_view pathEnv, const std::string& name);
+// The first executable `name` in PATH's directories, as execvp would find it; "" when none.
+std::string findOnPath(std::string_view pathEnv, const std::string& name);
 // Bytes as "512 MiB", "1.5 GiB".
 std::string humanBytes(double bytes);
 // Shortens a value for messages (garbage can be long or binary): printable ASCII, at most n chars.
@@ -61,6 +63,17 @@ struct IsolatedResult {
   nlohmann::json value;
   std::string error;  // empty on success
 };
+// Runs a program (argv[0] a path) in its own process group with stdin from /dev/null and stdout and
+// stderr together in `output` (at most 64 KiB kept); past `timeout` the whole group is killed. For
+// probes of the job's own tools (its Python). `error` is set when it could not be started.
+struct ProgramResult {
+  int exitCode = -1;      // the exit status, or -signal when a signal ended it
+  bool timedOut = false;
+  std::string output;
+  std::string error;      // "cannot start /usr/bin/python3: No such file or directory"
+};
+ProgramResult runProgram(const std::vector<std::string>& argv, std::chrono::milliseconds timeout);
+
 IsolatedResult runIsolated(const std::function<nlohmann::json()>& fn, std::chrono::milliseconds timeout);
 
 // The local interface whose address routes to `addr` (UDP connect + getsockname; no packet sent),

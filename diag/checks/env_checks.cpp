@@ -338,6 +338,67 @@ Finding launcherFlags(Context& c) {
   return pass("No launcher flags after the program name", data);
 }
 
+// Whether the job's Python can import mpi4py, which DeepSpeed's MPI discovery needs
+// (`from mpi4py import MPI` in deepspeed/comm/comm.py). The probe finds mpi4py.MPI without importing
+// it: importing it would call MPI_Init, and a pre-flight started by mpirun must not join its job.
+struct Mpi4pyProbe {
+  enum class Outcome { kImports, kMissing, kUnknown, kNotAsked } outcome = Outcome::kNotAsked;
+  std::string python;  // the interpreter asked
+  std::string text;    // "mpi4py 3.1.4 at ...", "ModuleNotFoundError: No module named 'mpi4py'", or why unknown
+};
+
+constexpr const char* kMpi4pyProbe =
+    "import sys, importlib.util\n"
+    "try:\n"
+    "    import mpi4py\n"
+    "except BaseException as e:\n"
+    "    print(f'{type(e).__name__}: {e}'); sys.exit(3)\n"
+    "if importlib.util.find_spec('mpi4py.MPI') is None:\n"
+    "    print(\"ModuleNotFoundError: No module named 'mpi4py.MPI'\"); sys.exit(3)\n"
+    "print(f'mpi4py {getattr(mpi4py, \"__version__\", \"?\")} at {mpi4py.__file__}')\n";
+
+// A line of a child's output for a message: printable ASCII, at most 200 characters.
+std::string printable(std::string_view line) {
+  std::string out;
+  for (char ch : line.substr(0, 200)) out += (ch >= 32 && ch < 127) ? ch : '?';
+  return out;
+}
+
+Mpi4pyProbe probeMpi4py(Context& c) {
+  Mpi4pyProbe p;
+  const auto path = c.get("PATH");
+  if (!path) return p;  // not a real environment: nothing to ask
+  for (const char* name : {"python3", "python"}) {
+    p.python = findOnPath(*path, name);
+    if (!p.python.empty()) break;
+  }
+  if (p.python.empty()) {
+    p.outcome = Mpi4pyProbe::Outcome::kUnknown;
+    p.text = "no python3 or python on PATH to ask";
+    return p;
+  }
+  const auto r = runProgram({p.python, "-c", kMpi4pyProbe}, std::chrono::seconds(20));
+  const std::string out = trim(r.output);
+  const std::string last = out.substr(out.find_last_of('\n') == std::string::npos ? 0 : out.find_last_of('\n') + 1);
+  if (!r.error.empty()) {
+    p.outcome = Mpi4pyProbe::Outcome::kUnknown;
+    p.text = r.error;
+  } else if (r.timedOut) {
+    p.outcome = Mpi4pyProbe::Outcome::kUnknown;
+    p.text = fmt::format("{} did not answer within 20 s", p.python);
+  } else if (r.exitCode == 0) {
+    p.outcome = Mpi4pyProbe::Outcome::kImports;
+    p.text = last;
+  } else if (r.exitCode == 3) {
+    p.outcome = Mpi4pyProbe::Outcome::kMissing;
+    p.text = printable(last);
+  } else {
+    p.outcome = Mpi4pyProbe::Outcome::kUnknown;
+    p.text = fmt::format("{} -c exited {}: {}", p.python, r.exitCode, printable(last));
+  }
+  return p;
+}
+
 // What deepspeed.init_distributed() would conclude here (DeepSpeed's rules, engine/env/deepspeed_view.h)
 // beside dsperf's own conclusion, field by field.
 Finding deepspeedConclusion(Context& c) {
@@ -367,6 +428,25 @@ Finding deepspeedConclusion(Context& c) {
                 data);
   }
   const bool lone = view.worldSizeValue == 1 && mine && mine->worldSize.value == 1;
+  const Mpi4pyProbe mpi4py = view.mpi4pyNeeded ? probeMpi4py(c) : Mpi4pyProbe{};
+  if (mpi4py.outcome != Mpi4pyProbe::Outcome::kNotAsked) {
+    data["mpi4py"] = {{"python", mpi4py.python},
+                      {"imports", mpi4py.outcome == Mpi4pyProbe::Outcome::kImports},
+                      {"known", mpi4py.outcome != Mpi4pyProbe::Outcome::kUnknown},
+                      {"answer", mpi4py.text}};
+  }
+  const std::string mpi4pyTodo =
+      "Install mpi4py for the Python that runs the job (`pip install mpi4py`, or Debian's python3-mpi4py; it "
+      "needs an MPI library), or export all five of RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR and MASTER_PORT "
+      "(DeepSpeed's launcher, torchrun and dsrun do), so that DeepSpeed skips MPI discovery.";
+  if (mpi4py.outcome == Mpi4pyProbe::Outcome::kMissing && !lone) {
+    return fail(fmt::format("deepspeed.init_distributed() would fail here: DeepSpeed runs MPI discovery ({}) and "
+                            "imports mpi4py, which {} cannot import ({}). dsperf's own rules {}",
+                            view.why, mpi4py.python, mpi4py.text,
+                            mine ? fmt::format("make this rank {} of {}", mine->rank.value, mine->worldSize.value)
+                                 : "would not start the job either"),
+                mpi4pyTodo, data);
+  }
   std::vector<std::string> sentences, minor;
   bool worldDiffers = false;
   for (const auto& d : diffs) {
@@ -382,6 +462,14 @@ Finding deepspeedConclusion(Context& c) {
                   view.worldSizeValue ? std::to_string(*view.worldSizeValue) : "<MPI's size>", where,
                   view.masterPortValue ? std::to_string(*view.masterPortValue) : "?", view.path, view.why);
   for (const auto& w : view.warnings) sentences.push_back(w);
+  if (mpi4py.outcome == Mpi4pyProbe::Outcome::kMissing) {  // one process: a note, as DeepSpeed run here would stop
+    minor.push_back(fmt::format("Here {} cannot import it ({}).", mpi4py.python, mpi4py.text));
+  } else if (mpi4py.outcome == Mpi4pyProbe::Outcome::kUnknown) {
+    (lone ? minor : sentences)
+        .push_back(fmt::format("Whether the job's Python can import mpi4py, which DeepSpeed's MPI discovery needs, is "
+                               "not known: {}.",
+                               mpi4py.text));
+  }
   if (!mine && !worldDiffers) worldDiffers = true;
   const std::string todo =
       "Export all five of RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR and MASTER_PORT (DeepSpeed's launcher, "

@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -699,6 +700,80 @@ TEST(EnvChecks, DeepSpeedSplittingTheJobIntoSingletonsFails) {
             std::string::npos)
       << f.message;
   EXPECT_STATUS(runCheck("env.deepspeed", launched(1, 2, 1234)), PASS);
+}
+
+// Without the env:// variables DeepSpeed runs MPI discovery, which imports mpi4py: the job's Python
+// (python3 on the job's PATH) is asked whether it can, without importing mpi4py.MPI (that would call
+// MPI_Init inside the launcher's job). Under mpirun with 2 ranks a missing mpi4py is a FAIL.
+TEST(EnvChecks, DeepSpeedsMpiDiscoveryWithoutMpi4pyFails) {
+  const std::string real = findOnPath(std::getenv("PATH") ? std::getenv("PATH") : "", "python3");
+  if (real.empty()) GTEST_SKIP() << "no python3 here";
+  TempDir d;
+  // bin/python3 runs the real one with PYTHONPATH=lib, where each case puts (or not) an mpi4py.
+  const std::string bin = d.sub("bin"), lib = d.sub("lib");
+  std::ofstream(bin + "/python3") << "#!/bin/sh\nPYTHONPATH=" << lib << " PYTHONNOUSERSITE=1 exec " << real
+                                  << " -S \"$@\"\n";
+  ::chmod((bin + "/python3").c_str(), 0755);
+  Vars mpirun{{"OMPI_COMM_WORLD_RANK", "0"}, {"OMPI_COMM_WORLD_SIZE", "2"}, {"OMPI_COMM_WORLD_LOCAL_RANK", "0"},
+              {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"}, {"PATH", bin}};
+
+  auto f = runCheck("env.deepspeed", mpirun);
+  EXPECT_STATUS(f, FAIL);
+  EXPECT_NE(f.message.find("imports mpi4py, which " + bin + "/python3 cannot import (ModuleNotFoundError: No module "
+                           "named 'mpi4py')"),
+            std::string::npos)
+      << f.message;
+  EXPECT_NE(f.remedy.find("Install mpi4py"), std::string::npos) << f.remedy;
+  EXPECT_EQ(f.data["mpi4py"]["imports"], false);
+
+  // A package without its MPI extension is no better.
+  std::filesystem::create_directories(lib + "/mpi4py");
+  std::ofstream(lib + "/mpi4py/__init__.py") << "__version__ = '9.9.9'\n";
+  f = runCheck("env.deepspeed", mpirun);
+  EXPECT_STATUS(f, FAIL);
+  EXPECT_NE(f.message.find("No module named 'mpi4py.MPI'"), std::string::npos) << f.message;
+
+  // With it, the check goes on to compare the conclusions; mpi4py.MPI is found, never imported.
+  std::ofstream(lib + "/mpi4py/MPI.py") << "raise SystemExit('imported mpi4py.MPI: MPI_Init would run')\n";
+  f = runCheck("env.deepspeed", mpirun);
+  EXPECT_NE(f.status, DiagStatus::kFail) << f.message;
+  EXPECT_EQ(f.data["mpi4py"]["imports"], true);
+  EXPECT_NE(f.data["mpi4py"]["answer"].get<std::string>().find("mpi4py 9.9.9 at " + lib), std::string::npos)
+      << f.data.dump();
+
+  // One process outside any launcher: DeepSpeed run here would stop too, but dsdiag alone is no job.
+  std::filesystem::remove_all(lib + "/mpi4py");
+  f = runCheck("env.deepspeed", {{"PATH", bin}});
+  EXPECT_STATUS(f, PASS);
+  EXPECT_NE(f.message.find("Here " + bin + "/python3 cannot import it"), std::string::npos) << f.message;
+
+  // No Python to ask on the job's PATH: not known, said so.
+  mpirun["PATH"] = d.sub("empty");
+  f = runCheck("env.deepspeed", mpirun);
+  EXPECT_STATUS(f, WARN);
+  EXPECT_NE(f.message.find("can import mpi4py, which DeepSpeed's MPI discovery needs, is not known: no python3 or "
+                           "python on PATH"),
+            std::string::npos)
+      << f.message;
+  // With the five variables set, DeepSpeed never asks for mpi4py, and neither does dsdiag.
+  EXPECT_FALSE(runCheck("env.deepspeed", launched(0, 2)).data.contains("mpi4py"));
+}
+
+// The probe's runner: the output, the exit status, a program that cannot start, and a time limit that
+// also holds a program that closed its output and went on running.
+TEST(Util, RunProgramBoundsTheChild) {
+  auto r = runProgram({"/bin/sh", "-c", "echo out; echo err >&2; exit 7"}, std::chrono::seconds(10));
+  EXPECT_EQ(r.exitCode, 7);
+  EXPECT_EQ(r.output, "out\nerr\n");
+  EXPECT_FALSE(r.timedOut);
+  r = runProgram({"/nonexistent/python3", "-c", ""}, std::chrono::seconds(10));
+  EXPECT_EQ(r.error, "cannot start /nonexistent/python3: No such file or directory");
+  for (const char* script : {"sleep 30", "exec >&- 2>&-; sleep 30", "sleep 30 & wait"}) {
+    auto t0 = std::chrono::steady_clock::now();
+    r = runProgram({"/bin/sh", "-c", script}, std::chrono::milliseconds(300));
+    EXPECT_TRUE(r.timedOut) << script;
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(10)) << script;
+  }
 }
 
 TEST(EnvChecks, DeepSpeedTimeoutIsReadAsPythonsInt) {
