@@ -374,6 +374,31 @@ void HangAnalysis::State::addEntries(const RankDump& d, RankData& r, const std::
   for (int t : trackOfEntry) ++total[t];
   std::vector<bool> anyState(r.tracks.size(), false);
   std::vector<int64_t> maxSeq(r.tracks.size(), -1), maxDone(r.tracks.size(), -1), maxStarted(r.tracks.size(), -1);
+  // A send/recv names its peer by its rank within the group ("nccl:send 1->2", as torch writes it):
+  // the dump's own pg_config lists the group's members in group-rank order, which gives the global
+  // rank. The default group's list is the world, so there the two are one.
+  std::vector<const std::vector<int>*> membersOf(r.tracks.size(), nullptr);
+  for (size_t ti = 0; ti < r.tracks.size(); ++ti) {
+    auto it = d.groups.find(groups[r.tracks[ti].group].name);
+    if (it != d.groups.end() && it->second.ranksKnown && !it->second.ranks.empty()) membersOf[ti] = &it->second.ranks;
+  }
+  std::set<std::string> peerOutside;
+  auto detail = [&](const FrEntry& e, size_t i, int ti) {
+    Detail x = detailOf(e, static_cast<int64_t>(i));
+    if (!x.p2p || x.peer < 0 || !membersOf[ti]) return x;
+    const auto& members = *membersOf[ti];
+    if (static_cast<size_t>(x.peer) < members.size()) {
+      x.peer = members[static_cast<size_t>(x.peer)];
+    } else {
+      if (peerOutside.insert(groups[r.tracks[ti].group].name).second)
+        problems.push_back(fmt::format("{}: {} names peer {} of group {}, which has {} members in the dump's "
+                                       "pg_config; that peer is unknown.",
+                                       d.file, e.profilingName, x.peer, groups[r.tracks[ti].group].name,
+                                       members.size()));
+      x.peer = -1;
+    }
+    return x;
+  };
   for (size_t i = 0; i < d.entries.size(); ++i) {
     const FrEntry& e = d.entries[i];
     const int ti = trackOfEntry[i];
@@ -388,7 +413,7 @@ void HangAnalysis::State::addEntries(const RankDump& d, RankData& r, const std::
       if (e.state == "started" || e.state == "completed") maxStarted[ti] = std::max(maxStarted[ti], seq);
     }
     if (r.backend.empty()) r.backend = e.backend;
-    if (e.p2pPeer) maxRankNamed = std::max(maxRankNamed, *e.p2pPeer);
+    if (e.p2pPeer && !membersOf[ti]) maxRankNamed = std::max(maxRankNamed, *e.p2pPeer);
     if (p2p && e.backend == "gloo") glooP2pSeen = true;
     // pg_status is the authority on a collective (torch's gloo leaves every entry "scheduled"); the
     // entry's own state and retired flag otherwise.
@@ -396,9 +421,8 @@ void HangAnalysis::State::addEntries(const RankDump& d, RankData& r, const std::
                              ? *e.collectiveSeqId > t.done
                              : !e.state.empty() && e.state != "completed" && !e.retired.value_or(false);
     const bool inTail = seen[ti]++ >= total[ti] - opt.timelineEntries;
-    if (inTail) t.tail.push_back(detailOf(e, static_cast<int64_t>(i)));
-    if (pending && static_cast<int>(t.pending.size()) < opt.pendingEntries)
-      t.pending.push_back(detailOf(e, static_cast<int64_t>(i)));
+    if (inTail) t.tail.push_back(detail(e, i, ti));
+    if (pending && static_cast<int>(t.pending.size()) < opt.pendingEntries) t.pending.push_back(detail(e, i, ti));
     t.lastOrder = static_cast<int64_t>(i);
   }
   for (size_t ti = 0; ti < r.tracks.size(); ++ti) {
@@ -418,7 +442,7 @@ void HangAnalysis::State::addEntries(const RankDump& d, RankData& r, const std::
   }
   if (!d.entries.empty()) {
     r.lastGroup = r.tracks[trackOfEntry.back()].group;
-    r.last = detailOf(d.entries.back(), static_cast<int64_t>(d.entries.size()) - 1);
+    r.last = detail(d.entries.back(), d.entries.size() - 1, trackOfEntry.back());
   }
 }
 

@@ -492,6 +492,33 @@ TEST(HangAnalyse, SendWithoutItsRecvNamesThePeer) {
   EXPECT_TRUE(both.culprits.empty());
 }
 
+// A pipeline group {1, 3}: rank 1's "send 0->1" names group rank 1, which is global rank 3. Rank 3
+// never posted the recv: it is named, not rank 1 of the world.
+TEST(HangAnalyse, AP2pPeerIsTheGroupsMemberNotTheWorldsRank) {
+  Job job(4, 10);
+  for (int r : {1, 3}) job.group(r, "pp", "pipeline", {1, 3});
+  FrEntry& s = job.add(1, "pp", 1, "send", {{6}}, "started");
+  s.pgName = "pp";
+  s.isP2p = true;
+  s.collectiveSeqId = 0;
+  s.p2pSeqId = 1;
+  s.p2pPeer = 1;
+  s.profilingName = "nccl:send 0->1";
+  job.status(1, "pp", 0, 0, 0);
+  HangReport r = job.analyse();
+  ASSERT_EQ(culpritRanks(r), std::vector<int>{3}) << r.headline;
+  EXPECT_EQ(r.culprits[0].kind, FaultKind::kP2pUnmatched);
+  EXPECT_NE(r.headline.find("rank 3 never posted the recv matching rank 1's send #1"), std::string::npos)
+      << r.headline;
+  // A peer beyond the group's members is unknown, and said so.
+  s.p2pPeer = 5;
+  s.profilingName = "nccl:send 0->5";
+  HangReport bad = job.analyse();
+  EXPECT_TRUE(std::any_of(bad.problems.begin(), bad.problems.end(), [](const std::string& p) {
+    return p.find("names peer 5 of group pp, which has 2 members") != std::string::npos;
+  })) << bad.problems.size();
+}
+
 TEST(HangAnalyse, MostMembersOutsideAnOpCannotDecide) {
   Job job(4, 10);
   job.enter(0, 11);
