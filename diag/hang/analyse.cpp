@@ -892,10 +892,16 @@ bool Judge::mismatchRecord(int g, Record& rec, const std::vector<int>& dumped) {
 void Judge::progressRecord(int g, Record& rec, const std::vector<int>& known, int64_t k) {
   std::vector<int> lagged, entered, done, notStarted;
   bool anyStarted = false, wentOn = false;
+  // A rank whose last op, in another group, came after its last op here went on from this group.
+  auto laterElsewhere = [&](int r) {
+    const RankData* d = dumpOf(r);
+    const Track* t = trackOf(r, g);
+    return d && d->last && t && d->lastGroup != g && d->last->order > t->lastOrder;
+  };
   for (int r : known) {
     const Track& t = *trackOf(r, g);
     if (t.enq < k) lagged.push_back(r);
-    else if (t.done >= k) done.push_back(r), wentOn = wentOn || t.enq > k;
+    else if (t.done >= k) done.push_back(r), wentOn = wentOn || t.enq > k || laterElsewhere(r);
     else entered.push_back(r);
     if (t.started >= k) anyStarted = true;
     else if (t.enq >= k) notStarted.push_back(r);

@@ -358,9 +358,9 @@ TEST(HangAnalyse, MissingRankWhileThePeersAreIdleCannotDecide) {
   EXPECT_NE(r.headline.find("rank 1 left no dump; its peers last saw it at #10"), std::string::npos) << r.headline;
 }
 
-// Disabled at the stop of 2026-12-05: the chain through a subgroup whose member stalls on its device is
-// not yet decided (issue 37 note); enable when analyse.cpp follows it.
-TEST(HangAnalyse, DISABLED_SubgroupDeviceStallHoldsTheWorldGroup) {
+// Rank 0 completed group 1's #5 and went on to the world's #11: a completion followed by work in another
+// group is a success (not gloo's failed-and-counted-completed), so rank 1, still in #5, holds it.
+TEST(HangAnalyse, SubgroupDeviceStallHoldsTheWorldGroup) {
   // Rank 1 is stuck in group 1 ([0,1]) op #5, which rank 0 completed; ranks 0,2,3 wait in world #11.
   Job job(4, 10);
   for (int r = 0; r < 4; ++r) job.group(r, "1", "undefined", {0, 1});
@@ -372,7 +372,7 @@ TEST(HangAnalyse, DISABLED_SubgroupDeviceStallHoldsTheWorldGroup) {
   job.status(1, "1", 5, 5, 4);
   for (int r : {0, 2, 3}) job.enter(r, 11);
   HangReport r = job.analyse();
-  ASSERT_EQ(culpritRanks(r), std::vector<int>{1});
+  ASSERT_EQ(culpritRanks(r), std::vector<int>{1}) << r.headline;
   EXPECT_EQ(r.culprits[0].kind, FaultKind::kStalledDevice);
   EXPECT_EQ(r.culprits[0].group.pgName, "1");
   EXPECT_TRUE(anyClaim(r.culprits[0], "wait in all_reduce #11 of group 0 (default_pg) for rank 1"));
