@@ -467,9 +467,7 @@ std::shared_ptr<World> initDistributed(const InitOptions& o) {
   pgo.timeout = timeout;
   // Device buffers only for a backend that reads them (nccl; mpi when CUDA-aware): gloo, shm and a
   // plain MPI move host memory, and work on a GPU node without DS_ACCELERATOR=cpu.
-  pgo.device = world->accelerator().name() == "cuda" && comm::backendTakesDeviceBuffers(backend)
-                   ? comm::Device{comm::DeviceType::kCuda, world->localRank()}
-                   : comm::Device{};
+  pgo.device = comm::groupDevice(backend, world->accelerator().name(), world->localRank());
   pgo.world = &world->info();
   auto debug = env.get("DS_DISTRIBUTED_DEBUG");
   pgo.detailDebug = comm::detailDebugFromEnv(debug ? debug->c_str() : nullptr);

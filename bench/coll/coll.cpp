@@ -121,11 +121,6 @@ double minBusBwFromEnv() {
   return d;
 }
 
-comm::Device deviceFor(const std::string& backend, World& world) {
-  if (backend == "nccl") return comm::Device{comm::DeviceType::kCuda, world.localRank()};
-  return comm::Device{};
-}
-
 // Each rank holds a send and a receive buffer of -e bytes (nccl: on the device, with one host staging
 // copy); refuse before allocating what this node does not have (-e 16G was an OOM kill, -e 64G an
 // "internal error: std::bad_alloc").
@@ -254,7 +249,7 @@ int runColl(const CollFlags& flags) {
       } else {
         comm::ProcessGroupOptions po = world->pg().options();
         po.groupName = "dsbench-coll-" + backend;
-        po.device = deviceFor(backend, *world);
+        po.device = comm::groupDevice(backend, world->accelerator().name(), world->localRank());
         extraGroups.push_back(comm::createProcessGroup(backend, po));
         pg = extraGroups.back().get();
       }

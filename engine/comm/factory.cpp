@@ -55,6 +55,11 @@ bool backendTakesDeviceBuffers(const std::string& backend) {
   return false;
 }
 
+Device groupDevice(const std::string& backend, const std::string& accelerator, int localRank) {
+  if (accelerator == "cuda" && backendTakesDeviceBuffers(backend)) return Device{DeviceType::kCuda, localRank};
+  return Device{};
+}
+
 namespace {
 
 std::unique_ptr<ProcessGroup> makeProcessGroup(const std::string& backend,

@@ -390,6 +390,10 @@ struct BackendRegistrar {
 // gives a group on a GPU node a cuda device only when this is true, so the CPU backends work there
 // without DS_ACCELERATOR=cpu.
 bool backendTakesDeviceBuffers(const std::string& backend);
+// The device a group of `backend` works on, for a rank with local rank `localRank` and accelerator
+// `accelerator` ("cuda", "cpu", ...): the local GPU where the accelerator is cuda and the backend takes
+// device buffers, host memory otherwise. init_distributed and dsbench coll's extra groups both ask it.
+Device groupDevice(const std::string& backend, const std::string& accelerator, int localRank);
 
 std::unique_ptr<ProcessGroup> createProcessGroup(const std::string& backend,
                                                  const ProcessGroupOptions& options);
