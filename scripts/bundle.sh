@@ -15,7 +15,8 @@
 #
 # Layout: bin/<tool> (launchers: they find libnccl/libcublas, then run libexec/<tool>), libexec/ (the
 # binaries, RPATH $ORIGIN/../lib), lib/ (every library they need that is not on the allowlist),
-# share/dsperf/ (find-libs.sh, runtime-libs, peers/*.py, gpu_figures.py), run-gpu-checks.sh, MANIFEST. The allowlist
+# share/dsperf/ (find-libs.sh, runtime-libs, peers/*.py, gpu_figures.py), run-gpu-checks.sh, MANIFEST,
+# README (packaging/bundle/README: what the node needs, with the glibc/libstdc++ floor filled in). The allowlist
 # (what the node provides) is in scripts/bundle/allowlist.sh.
 # The mpi backend is left out (-DDS_WITH_MPI=OFF): Open MPI finds its plugins, help files and
 # configuration through paths fixed at its install, so a copied libmpi does not start. CPU GEMMs use
@@ -169,6 +170,7 @@ needs=$(for f in "$out/libexec/"* "$out/lib/"*; do objdump -T "$f" 2>/dev/null; 
   for name in $(printf '%s\n' "${!copied[@]}" | sort); do echo "  $name <- ${copied[$name]}"; done
   echo "found on the node at run time: ${runtime[*]-none}"
 } >"$out/MANIFEST"
+sed "s|@NEEDS@|$needs|" "$root/packaging/bundle/README" >"$out/README"
 
 bytes=$(du -sb "$out" | cut -f1)
 mib=$(awk -v b="$bytes" 'BEGIN { printf "%.1f", b / 1048576 }')

@@ -53,6 +53,8 @@ ldd_ok() {
 check "ldd: every bundled binary and library resolves inside the bundle or on the allowlist" ldd_ok
 check "RPATH of the binaries is \$ORIGIN/../lib" bash -c "readelf -d '$b/libexec/dsdiag' | grep -q 'RPATH.*\\\$ORIGIN/../lib'"
 
+check "the README says what the node needs, with the glibc floor of MANIFEST filled in" \
+  bash -c "grep -q \"at least as new as this bundle asks for: \$(sed -n 's/^the node needs at least: //p' '$b/MANIFEST')\" '$b/README' && ! grep -q '@NEEDS@' '$b/README'"
 ln -s "$b/bin/dsdiag" "$tmp/dsdiag-link"
 check "a symlink to a launcher runs its tool" bash -c "DS_BUNDLE_QUIET=1 '$tmp/dsdiag-link' --list | grep -q gpu.ecc"
 
