@@ -650,6 +650,9 @@ class Judge {
   std::string summaryOf(const Record& rec, const Blocker& b) const;
   std::vector<HangEvidence> dumpEvidence(const Record& rec, const Blocker& b) const;
   void outsideEvidence(const Record& rec, int rank, std::vector<HangEvidence>& out) const;
+  std::string peerText(const std::string& addr) const;
+  std::string addrText(const std::string& addr) const;
+  std::string factClaim(const LogFact& f, int r) const;
   void contradictions();
   void noDumps();
   std::vector<int> roots(int R, std::vector<std::optional<std::vector<int>>>& memo) const;
@@ -1351,37 +1354,49 @@ std::vector<HangEvidence> Judge::dumpEvidence(const Record& rec, const Blocker& 
   return out;
 }
 
+// ": peer 10.0.0.7<43121>", with the host and its ranks where dsdiag's fleet JSON knows the address.
+std::string Judge::peerText(const std::string& addr) const { return addr.empty() ? "" : ": peer " + addrText(addr); }
+
+// "10.0.0.7<43121> (gpu-018, rank(s) 3)": the address, and its host and ranks where they are known.
+std::string Judge::addrText(const std::string& addr) const {
+  const std::string host = hostOfAddress(ev_, addr);
+  if (host.empty()) return addr;
+  std::vector<int> ranks;
+  for (const auto& [r, h] : ev_.rankHost) {
+    if (h == host) ranks.push_back(r);
+  }
+  return fmt::format("{} ({}{})", addr, host, ranks.empty() ? "" : fmt::format(", rank(s) {}", formatRanges(ranks)));
+}
+
+// What one log line says about rank r, as a claim.
+std::string Judge::factClaim(const LogFact& f, int r) const {
+  switch (f.kind) {
+    case LogFact::Kind::kWatchdogTimeout:
+      return fmt::format("rank {}'s watchdog timed out in SeqNum={}{}", r, f.seq.value_or(-1),
+                         f.opType.empty() ? "" : ", OpType=" + f.opType);
+    case LogFact::Kind::kWatchdogFailure:
+      return fmt::format("rank {}'s watchdog failed at work sequence id {} (last enqueued {}, last completed {})", r,
+                         f.seq.value_or(-1), f.lastEnqueued.value_or(-1), f.lastCompleted.value_or(-1));
+    case LogFact::Kind::kDumpSignal:
+      return fmt::format("rank {} received a dump signal from rank {}", r, f.fromRank.value_or(-1));
+    case LogFact::Kind::kNcclNetError:
+      return fmt::format("NCCL network error on rank {}{}{}", r, peerText(f.peerAddr),
+                         f.hca.empty() ? "" : ", HCA " + f.hca);
+    case LogFact::Kind::kNcclRemoteError:
+      return fmt::format("NCCL remote error on rank {}: a peer process exited or the network failed", r);
+    case LogFact::Kind::kGlooPeerClosed:
+      return fmt::format("rank {}'s gloo connection to {} was closed by that peer: its process exited or dropped the "
+                         "connection",
+                         r, addrText(f.peerAddr));
+    case LogFact::Kind::kGlooTimeout:
+      return fmt::format("rank {} timed out after {} ms waiting for a gloo {} to complete (gloo's collectives send "
+                         "and receive too, so this names no send/recv of the program)",
+                         r, f.timeoutMs.value_or(-1), f.opType);
+  }
+  return "";
+}
+
 void Judge::outsideEvidence(const Record& rec, int rank, std::vector<HangEvidence>& out) const {
-  // ": peer 10.0.0.7<43121>", with the host and its ranks where dsdiag's fleet JSON knows the address.
-  auto peerText = [this](const std::string& addr) -> std::string {
-    if (addr.empty()) return "";
-    const std::string host = hostOfAddress(ev_, addr);
-    if (host.empty()) return ": peer " + addr;
-    std::vector<int> ranks;
-    for (const auto& [r, h] : ev_.rankHost) {
-      if (h == host) ranks.push_back(r);
-    }
-    return fmt::format(": peer {} ({}{})", addr, host,
-                       ranks.empty() ? "" : fmt::format(", rank(s) {}", formatRanges(ranks)));
-  };
-  auto factClaim = [&peerText](const LogFact& f, int r) -> std::string {
-    switch (f.kind) {
-      case LogFact::Kind::kWatchdogTimeout:
-        return fmt::format("rank {}'s watchdog timed out in SeqNum={}{}", r, f.seq.value_or(-1),
-                           f.opType.empty() ? "" : ", OpType=" + f.opType);
-      case LogFact::Kind::kWatchdogFailure:
-        return fmt::format("rank {}'s watchdog failed at work sequence id {} (last enqueued {}, last completed {})", r,
-                           f.seq.value_or(-1), f.lastEnqueued.value_or(-1), f.lastCompleted.value_or(-1));
-      case LogFact::Kind::kDumpSignal:
-        return fmt::format("rank {} received a dump signal from rank {}", r, f.fromRank.value_or(-1));
-      case LogFact::Kind::kNcclNetError:
-        return fmt::format("NCCL network error on rank {}{}{}", r, peerText(f.peerAddr),
-                           f.hca.empty() ? "" : ", HCA " + f.hca);
-      case LogFact::Kind::kNcclRemoteError:
-        return fmt::format("NCCL remote error on rank {}: a peer process exited or the network failed", r);
-    }
-    return "";
-  };
   auto [a, z] = logs_.equal_range(rank);
   for (auto it = a; it != z; ++it) out.push_back({factClaim(*it->second, rank), sourceText(it->second->source), it->second->source.text});
   int cited = 0;
@@ -1424,11 +1439,24 @@ std::optional<std::string> Judge::blindSpot(const Record& rec, const Blocker& b)
                      (b.kind == FaultKind::kNeverEntered && b.cycleRecord < 0);
   if (!quiet || !r || r->backend != "gloo" || st_.glooP2pSeen) return std::nullopt;
   const Track* t = trackOf(b.rank, rec.group);
+  // Its own log's gloo errors: a wait inside gloo raised on it, which a rank stalled in its own code does
+  // not reach (unless it went on later, after its dump was taken): said beside the question.
+  std::string logs;
+  auto [a, z] = logs_.equal_range(b.rank);
+  int cited = 0;
+  for (auto it = a; it != z && cited < 2; ++it) {
+    const LogFact& f = *it->second;
+    if (f.kind != LogFact::Kind::kGlooPeerClosed && f.kind != LogFact::Kind::kGlooTimeout) continue;
+    logs += fmt::format("; its log: {} ({})", factClaim(f, b.rank), sourceText(f.source));
+    ++cited;
+  }
   return fmt::format("rank {} never entered {} of {} and its dump shows nothing pending after #{}; gloo records no "
                      "send/recv in the Flight Recorder, so rank {} is either stalled on the host (then it is the "
                      "culprit) or blocked in a send/recv whose peer never posted the other side (then the peer is); "
-                     "`py-spy dump` of rank {} tells which",
-                     b.rank, opText(rec), groupText(rec.group), t ? t->done : -1, b.rank, b.rank);
+                     "`py-spy dump` of rank {} tells which{}{}",
+                     b.rank, opText(rec), groupText(rec.group), t ? t->done : -1, b.rank, b.rank,
+                     cited ? " (a gloo wait raised on it, so it was inside gloo, not in its own code, when it did)" : "",
+                     logs);
 }
 
 void Judge::addCulprit(const Record& rec, const Blocker& b) {

@@ -27,16 +27,18 @@ struct LogFact {
     kDumpSignal,        // "Received a dump signal ... from rank N" (N: the rank that timed out first)
     kNcclNetError,      // NCCL WARN of a network fault: peer address, HCA, "Connection closed by remote peer"
     kNcclRemoteError,   // ncclRemoteError / "remote process exited or there was a network error"
+    kGlooPeerClosed,    // gloo's "[.../pair.cc:N] Connection closed by peer [10.0.0.7]:13716": that peer left
+    kGlooTimeout,       // gloo's "Timed out waiting 5000ms for recv operation to complete" (send or recv)
   };
   Kind kind;
   std::optional<int> rank;       // the rank whose log it is (from the line's "[Rank N]" / "[PG 0 Rank N]" or the file name)
   std::optional<int> fromRank;   // kDumpSignal: the rank that asked for the dump
   std::string pgId;              // "0" when the line names "PG 0"; "" if not said
   std::optional<int64_t> seq;    // SeqNum / work sequence id
-  std::string opType;            // "ALLREDUCE", "BROADCAST", ... as the line spells it
+  std::string opType;            // "ALLREDUCE", "BROADCAST", ... as the line spells it; kGlooTimeout: "send"/"recv"
   std::optional<int64_t> lastEnqueued, lastCompleted;  // from kWatchdogFailure
   std::optional<int64_t> timeoutMs, ranForMs;
-  std::string peerAddr;          // kNcclNetError: the peer's IP (or ip:port)
+  std::string peerAddr;          // kNcclNetError, kGlooPeerClosed: the peer's IP (or ip:port)
   std::string hca;               // kNcclNetError: "mlx5_3"
   std::string host;              // the host the line was written on, when the line says it
   // How `rank` was decided, strongest first (evidence_reader.h): "log_prefix" (c10's "[rank3]:"),

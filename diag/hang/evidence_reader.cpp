@@ -399,6 +399,7 @@ struct LogPatterns {
       R"(Watchdog caught|detected by watchdog|Timeout at \w+ work|dump signal|global timeout from another rank|)"
       R"(NCCL (?:WARN|INFO|TRACE)|Got completion from peer|Got async|Connection closed by remote peer|)"
       R"(Call to recv from|Proxy Service|ncclRemoteError|remote process exited|^\s*(?:\d+:\s*)?host\s+:\s|)"
+      R"(Connection closed by peer|Timed out waiting \d+ms for|)"
       R"(\(local_rank: ?\d+\)|^[A-Za-z0-9][\w.-]*: \[\w+?\d+\]:)",
       false);
 
@@ -450,6 +451,11 @@ struct LogPatterns {
   std::unique_ptr<const RE2> sockRecv = compile(R"(Call to recv from (\S+) failed)");
   std::unique_ptr<const RE2> proxy =
       compile(R"(\[Proxy Service (\d+)\] Failed to execute operation (\S+) from rank (\d+), retcode (\d+))");
+  // gloo's transport errors, as a rank's exception prints them: "[.../tcp/pair.cc:561] Connection closed by
+  // peer [127.0.0.1]:13716", "[.../tcp/unbound_buffer.cc:78] Timed out waiting 5000ms for recv operation".
+  std::unique_ptr<const RE2> glooClosed = compile(R"(gloo/transport/\w+/pair\.cc:\d+\] Connection closed by peer (\S+))");
+  std::unique_ptr<const RE2> glooTimeout =
+      compile(R"(gloo/\S*\] Timed out waiting (\d+)ms for (send|recv) operation to complete)");
   std::unique_ptr<const RE2> remoteError =
       compile(R"(ncclRemoteError|remote process exited or there was a network error)", false);
 
@@ -844,6 +850,20 @@ void readLogLine(LogReaderState& st, std::string_view line, int lineNo) {
   }
   if ((has("ncclRemoteError") || has("remote process exited")) && RE2::PartialMatch(s, *pat.remoteError)) {
     f.kind = LogFact::Kind::kNcclRemoteError;
+    addFact(st, std::move(f));
+    return;
+  }
+  // gloo's transport errors (no NCCL header: the rank comes from the line's prefix or the file name).
+  if (has("Connection closed by peer") && RE2::PartialMatch(s, *pat.glooClosed, &a)) {
+    f.kind = LogFact::Kind::kGlooPeerClosed;
+    f.peerAddr = peerAddress(a);
+    addFact(st, std::move(f));
+    return;
+  }
+  if (has("Timed out waiting") && RE2::PartialMatch(s, *pat.glooTimeout, &a, &b)) {
+    f.kind = LogFact::Kind::kGlooTimeout;
+    if (!number(st, lineNo, a, "gloo timeout", f.timeoutMs)) return;
+    f.opType = b;
     addFact(st, std::move(f));
     return;
   }

@@ -658,6 +658,24 @@ TEST(HangAnalyse, GlooDumpThatJustEndsIsAQuestionNotAVerdict) {
   ASSERT_EQ(r.undecided.size(), 1u);
   EXPECT_EQ(r.undecided[0].ranks, std::vector<int>{2});
   EXPECT_NE(r.headline.find("gloo records no send/recv"), std::string::npos) << r.headline;
+  // Its own log's gloo error is cited beside the question: a gloo wait raised on it.
+  ExternalEvidence ev;
+  ev.addressHost = {{"10.0.0.9", "gpu-018"}};
+  ev.rankHost = {{1, "gpu-018"}};
+  LogFact closed = logFact(LogFact::Kind::kGlooPeerClosed, 2, 0,
+                           {"logs/rank2.log", 7, "[rank2]: RuntimeError: [...] Connection closed by peer [10.0.0.9]:13716"});
+  closed.seq.reset();
+  closed.peerAddr = "[10.0.0.9]:13716";
+  ev.logs.push_back(closed);
+  HangReport withLog = job.analyse(ev);
+  EXPECT_EQ(withLog.verdict, HangVerdict::kCannotDecide);
+  ASSERT_EQ(withLog.undecided.size(), 1u);
+  EXPECT_NE(withLog.undecided[0].reason.find(
+                "(a gloo wait raised on it, so it was inside gloo, not in its own code, when it did); its log: rank 2's "
+                "gloo connection to [10.0.0.9]:13716 (gpu-018, rank(s) 1) was closed by that peer: its process exited "
+                "or dropped the connection (logs/rank2.log:7)"),
+            std::string::npos)
+      << withLog.undecided[0].reason;
   // Once a gloo dump shows a send, gloo records them: the quiet dump convicts again.
   FrEntry& s = job.add(3, "0", 10, "send", {{1}}, "completed");
   s.isP2p = true;

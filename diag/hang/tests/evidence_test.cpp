@@ -246,6 +246,38 @@ TEST(EvidenceLogs, WorkWithoutSeqNumAndTorch215Nccl2Wording) {
   EXPECT_FALSE(t[1]->seq.has_value());
 }
 
+// gloo's transport errors as torch 2.15's ranks raised them (diag/hang/tests/fixtures/torch-2.15-gloo/p2p
+// expected.json, rank_outcome), under torchrun's "[rankN]:" prefix and in a file named for its rank.
+TEST(EvidenceLogs, GlooTransportErrors) {
+  auto ev = logsOf(
+      "[rank0]: RuntimeError: [/__w/pytorch/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:561] Connection "
+      "closed by peer [127.0.0.1]:13716. This is typically caused by a remote worker crashing. Check the logs of the "
+      "remote worker before reporting an error. GLHF!\n"
+      "[rank1]: RuntimeError: [/__w/pytorch/pytorch/third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:129] "
+      "Timed out waiting 5000ms for send operation to complete\n"
+      "[rank2]: RuntimeError: [/__w/pytorch/pytorch/third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:78] "
+      "Timed out waiting 99999999999999999999ms for recv operation to complete\n");
+  auto closed = facts(ev, Kind::kGlooPeerClosed);
+  ASSERT_EQ(closed.size(), 1u);
+  EXPECT_EQ(closed[0]->rank, 0);
+  EXPECT_EQ(closed[0]->peerAddr, "[127.0.0.1]:13716");
+  auto timeouts = facts(ev, Kind::kGlooTimeout);
+  ASSERT_EQ(timeouts.size(), 1u);
+  EXPECT_EQ(timeouts[0]->rank, 1);
+  EXPECT_EQ(timeouts[0]->opType, "send");
+  EXPECT_EQ(timeouts[0]->timeoutMs, 5000);
+  // A number no int64 holds is a problem, not a wrapped value.
+  EXPECT_TRUE(anyProblem(ev, {"gloo timeout", "99999999999999999999"})) << joined(ev.problems);
+  // The rank from the file name where the line has no prefix.
+  auto bare = logsOf("RuntimeError: [../third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:78] Timed out waiting "
+                     "1800000ms for recv operation to complete\n",
+                     "rank_3.log");
+  auto t = facts(bare, Kind::kGlooTimeout);
+  ASSERT_EQ(t.size(), 1u);
+  EXPECT_EQ(t[0]->rank, 3);
+  EXPECT_EQ(t[0]->opType, "recv");
+}
+
 TEST(EvidenceLogs, DumpSignalVariants) {
   auto ev = logsOf(
       "[rank0]:[E ProcessGroupNCCL.cpp:1255] [PG 0 Rank 0] Received a dump signal from this local rank and "
