@@ -345,10 +345,16 @@ struct Mpi4pyProbe {
   enum class Outcome { kImports, kMissing, kUnknown, kNotAsked } outcome = Outcome::kNotAsked;
   std::string python;  // the interpreter asked
   std::string text;    // "mpi4py 3.1.4 at ...", "ModuleNotFoundError: No module named 'mpi4py'", or why unknown
+  bool deepspeed = false;  // that Python has a deepspeed package (found, not imported)
 };
 
 constexpr const char* kMpi4pyProbe =
     "import sys, importlib.util\n"
+    "try:\n"
+    "    ds = importlib.util.find_spec('deepspeed') is not None\n"
+    "except BaseException:\n"
+    "    ds = False\n"
+    "print('deepspeed: ' + ('yes' if ds else 'no'))\n"
     "try:\n"
     "    import mpi4py\n"
     "except BaseException as e:\n"
@@ -379,6 +385,7 @@ Mpi4pyProbe probeMpi4py(Context& c) {
   }
   const auto r = runProgram({p.python, "-c", kMpi4pyProbe}, std::chrono::seconds(20));
   const std::string out = trim(r.output);
+  p.deepspeed = out.rfind("deepspeed: yes", 0) == 0;
   const std::string last = out.substr(out.find_last_of('\n') == std::string::npos ? 0 : out.find_last_of('\n') + 1);
   if (!r.error.empty()) {
     p.outcome = Mpi4pyProbe::Outcome::kUnknown;
@@ -432,6 +439,7 @@ Finding deepspeedConclusion(Context& c) {
   if (mpi4py.outcome != Mpi4pyProbe::Outcome::kNotAsked) {
     data["mpi4py"] = {{"python", mpi4py.python},
                       {"imports", mpi4py.outcome == Mpi4pyProbe::Outcome::kImports},
+                      {"deepspeed", mpi4py.deepspeed},
                       {"known", mpi4py.outcome != Mpi4pyProbe::Outcome::kUnknown},
                       {"answer", mpi4py.text}};
   }
@@ -439,7 +447,9 @@ Finding deepspeedConclusion(Context& c) {
       "Install mpi4py for the Python that runs the job (`pip install mpi4py`, or Debian's python3-mpi4py; it "
       "needs an MPI library), or export all five of RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR and MASTER_PORT "
       "(DeepSpeed's launcher, torchrun and dsrun do), so that DeepSpeed skips MPI discovery.";
-  if (mpi4py.outcome == Mpi4pyProbe::Outcome::kMissing && !lone) {
+  // A FAIL only where the job can be DeepSpeed's (its Python has deepspeed): a plain mpirun or srun job
+  // of dsbench or torch needs no mpi4py, and its pre-flight must not fail for it.
+  if (mpi4py.outcome == Mpi4pyProbe::Outcome::kMissing && !lone && mpi4py.deepspeed) {
     return fail(fmt::format("deepspeed.init_distributed() would fail here: DeepSpeed runs MPI discovery ({}) and "
                             "imports mpi4py, which {} cannot import ({}). dsperf's own rules {}",
                             view.why, mpi4py.python, mpi4py.text,
@@ -462,10 +472,11 @@ Finding deepspeedConclusion(Context& c) {
                   view.worldSizeValue ? std::to_string(*view.worldSizeValue) : "<MPI's size>", where,
                   view.masterPortValue ? std::to_string(*view.masterPortValue) : "?", view.path, view.why);
   for (const auto& w : view.warnings) sentences.push_back(w);
-  if (mpi4py.outcome == Mpi4pyProbe::Outcome::kMissing) {  // one process: a note, as DeepSpeed run here would stop
-    minor.push_back(fmt::format("Here {} cannot import it ({}).", mpi4py.python, mpi4py.text));
+  if (mpi4py.outcome == Mpi4pyProbe::Outcome::kMissing) {  // one process, or no deepspeed: a note
+    minor.push_back(fmt::format("Here {} cannot import it ({}){}.", mpi4py.python, mpi4py.text,
+                                mpi4py.deepspeed ? "" : "; it has no deepspeed either, so no job of it runs DeepSpeed"));
   } else if (mpi4py.outcome == Mpi4pyProbe::Outcome::kUnknown) {
-    (lone ? minor : sentences)
+    (lone || !mpi4py.deepspeed ? minor : sentences)
         .push_back(fmt::format("Whether the job's Python can import mpi4py, which DeepSpeed's MPI discovery needs, is "
                                "not known: {}.",
                                mpi4py.text));

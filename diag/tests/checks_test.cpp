@@ -717,7 +717,19 @@ TEST(EnvChecks, DeepSpeedsMpiDiscoveryWithoutMpi4pyFails) {
   Vars mpirun{{"OMPI_COMM_WORLD_RANK", "0"}, {"OMPI_COMM_WORLD_SIZE", "2"}, {"OMPI_COMM_WORLD_LOCAL_RANK", "0"},
               {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"}, {"PATH", bin}};
 
+  // A Python without deepspeed runs no DeepSpeed job: a plain mpirun job needs no mpi4py (a note only).
   auto f = runCheck("env.deepspeed", mpirun);
+  EXPECT_NE(f.status, DiagStatus::kFail) << f.message;
+  EXPECT_NE(f.message.find("cannot import it (ModuleNotFoundError: No module named 'mpi4py'); it has no deepspeed "
+                           "either"),
+            std::string::npos)
+      << f.message;
+  EXPECT_EQ(f.data["mpi4py"]["deepspeed"], false);
+
+  // With deepspeed there (found, never imported: importing it would raise), the job can be DeepSpeed's.
+  std::filesystem::create_directories(lib + "/deepspeed");
+  std::ofstream(lib + "/deepspeed/__init__.py") << "raise SystemExit('imported deepspeed')\n";
+  f = runCheck("env.deepspeed", mpirun);
   EXPECT_STATUS(f, FAIL);
   EXPECT_NE(f.message.find("imports mpi4py, which " + bin + "/python3 cannot import (ModuleNotFoundError: No module "
                            "named 'mpi4py')"),
@@ -743,14 +755,16 @@ TEST(EnvChecks, DeepSpeedsMpiDiscoveryWithoutMpi4pyFails) {
 
   // One process outside any launcher: DeepSpeed run here would stop too, but dsdiag alone is no job.
   std::filesystem::remove_all(lib + "/mpi4py");
+  f = runCheck("env.deepspeed", mpirun);
+  EXPECT_STATUS(f, FAIL);
   f = runCheck("env.deepspeed", {{"PATH", bin}});
   EXPECT_STATUS(f, PASS);
   EXPECT_NE(f.message.find("Here " + bin + "/python3 cannot import it"), std::string::npos) << f.message;
 
-  // No Python to ask on the job's PATH: not known, said so.
+  // No Python to ask on the job's PATH: not known, said so (a note: no Python, no DeepSpeed job).
   mpirun["PATH"] = d.sub("empty");
   f = runCheck("env.deepspeed", mpirun);
-  EXPECT_STATUS(f, WARN);
+  EXPECT_NE(f.status, DiagStatus::kFail) << f.message;
   EXPECT_NE(f.message.find("can import mpi4py, which DeepSpeed's MPI discovery needs, is not known: no python3 or "
                            "python on PATH"),
             std::string::npos)
