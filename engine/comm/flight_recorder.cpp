@@ -138,32 +138,6 @@ const char* torchDtype(DType t) {
   return "Undefined";
 }
 
-// The op part of torch's profiling names (ProcessGroupNCCL / ProcessGroupGloo), which its analyzer
-// matches against its COLLECTIVES and P2P sets.
-const char* torchOpName(OpType t) {
-  switch (t) {
-    case OpType::kAllreduce:
-      return "all_reduce";
-    case OpType::kBroadcast:
-      return "broadcast";
-    case OpType::kReduce:
-      return "reduce";
-    case OpType::kAllgather:
-      return "all_gather";
-    case OpType::kReduceScatter:
-      return "reduce_scatter";
-    case OpType::kAlltoall:
-      return "all_to_all";
-    case OpType::kBarrier:
-      return "barrier";
-    case OpType::kSend:
-      return "send";
-    case OpType::kRecv:
-      return "recv";
-  }
-  return "unknown";
-}
-
 }  // namespace
 
 // One entry of the ring, written without a lock. record() writes the fields under the slot's

@@ -4,33 +4,48 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <iterator>
 
 #include "engine/common/error.h"
 
 namespace ds::comm {
 
+namespace {
+
+// Each op's names, in OpType's order: dsperf's, and torch's (ProcessGroupNCCL / ProcessGroupGloo).
+struct OpNames {
+  OpType type;
+  const char* ours;
+  const char* torch;
+};
+constexpr OpNames kOpNames[] = {
+    {OpType::kAllreduce, "allreduce", "all_reduce"},
+    {OpType::kBroadcast, "broadcast", "broadcast"},
+    {OpType::kReduce, "reduce", "reduce"},
+    {OpType::kAllgather, "allgather", "all_gather"},
+    {OpType::kReduceScatter, "reduce_scatter", "reduce_scatter"},
+    {OpType::kAlltoall, "alltoall", "all_to_all"},
+    {OpType::kBarrier, "barrier", "barrier"},
+    {OpType::kSend, "send", "send"},
+    {OpType::kRecv, "recv", "recv"},
+};
+static_assert(std::size(kOpNames) == static_cast<std::size_t>(OpType::kRecv) + 1, "one row per OpType");
+
+const OpNames* namesOf(OpType t) {
+  const auto i = static_cast<std::size_t>(t);
+  return i < std::size(kOpNames) && kOpNames[i].type == t ? &kOpNames[i] : nullptr;
+}
+
+}  // namespace
+
 const char* opName(OpType t) {
-  switch (t) {
-    case OpType::kAllreduce:
-      return "allreduce";
-    case OpType::kBroadcast:
-      return "broadcast";
-    case OpType::kReduce:
-      return "reduce";
-    case OpType::kAllgather:
-      return "allgather";
-    case OpType::kReduceScatter:
-      return "reduce_scatter";
-    case OpType::kAlltoall:
-      return "alltoall";
-    case OpType::kBarrier:
-      return "barrier";
-    case OpType::kSend:
-      return "send";
-    case OpType::kRecv:
-      return "recv";
-  }
-  return "?";
+  const OpNames* n = namesOf(t);
+  return n ? n->ours : "?";
+}
+
+const char* torchOpName(OpType t) {
+  const OpNames* n = namesOf(t);
+  return n ? n->torch : "unknown";
 }
 
 std::string OpDesc::fingerprint() const {

@@ -30,7 +30,11 @@ enum class OpType : std::uint8_t {
   kSend,
   kRecv
 };
+// The op's name in dsperf's messages and JSON ("allreduce", "allgather", "alltoall").
 const char* opName(OpType t);
+// The op as torch's profiling names spell it ("all_reduce", "all_gather", "all_to_all"), which the flight
+// recorder writes and torch's analyzer matches. Both names come from one table (work.cpp).
+const char* torchOpName(OpType t);
 
 // What one operation is: enough to name it in an error and to compare it across ranks.
 struct OpDesc {
