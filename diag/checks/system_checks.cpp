@@ -258,6 +258,12 @@ Finding topology(Context& c) {
   hwloc_topology_t topo;
   if (hwloc_topology_init(&topo) != 0) return warn("hwloc could not initialise", "Check libhwloc.");
   hwloc_topology_set_io_types_filter(topo, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
+  // Not the components that start other stacks to name OS devices this check does not use: gl connects
+  // to X displays, opencl starts the OpenCL loader (on NVIDIA, the CUDA driver), cuda makes a CUDA
+  // context on every GPU (their memory, at pre-flight). PCI, sysfs and NVML are enough here. (Under
+  // LeakSanitizer, X11's and OpenCL's thread-local storage also crashed its leak scan at exit.)
+  for (const char* name : {"gl", "opencl", "cuda"})
+    hwloc_topology_set_components(topo, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, name);
   if (hwloc_topology_load(topo) != 0) {
     hwloc_topology_destroy(topo);
     return warn("hwloc could not load the topology", "Check that /sys is mounted.");
