@@ -334,8 +334,12 @@ void FlightRecorder::unregisterGroup(int pgId) {
   if (watcher_ == pgId) watcher_ = -1;
 }
 
-std::uint64_t FlightRecorder::record(int pgId, const FlightOp& op, Work::Clock::time_point at) {
-  if (pgId < 0 || capacity_ == 0) return 0;
+FlightHandle FlightRecorder::record(int pgId, const FlightOp& op, Work::Clock::time_point at) {
+  if (pgId < 0 || capacity_ == 0) return {};
+  FlightHandle h;
+  h.pgId = pgId;
+  h.collectiveSeq = static_cast<std::int64_t>(op.collectiveSeq);
+  h.p2p = op.type == OpType::kSend || op.type == OpType::kRecv;
   const ThreadTag& thread = threadTag();
   const std::int64_t now = steadyNs(at);
   const std::uint64_t id = nextId_.fetch_add(1, std::memory_order_relaxed);
@@ -345,7 +349,7 @@ std::uint64_t FlightRecorder::record(int pgId, const FlightOp& op, Work::Clock::
     if (op.started) raiseTo(g.lastStarted, static_cast<std::int64_t>(op.collectiveSeq));
   }
   Slot& s = slots_[id & slotMask_];
-  if (!claimNew(s.version, id)) return 0;
+  if (!claimNew(s.version, id)) return h;  // no entry, but its group's progress still counts
   constexpr auto r = std::memory_order_relaxed;
   s.pgId.store(pgId, r);
   s.kind.store(packKind(op.type, op.dtype), r);
@@ -363,7 +367,8 @@ std::uint64_t FlightRecorder::record(int pgId, const FlightOp& op, Work::Clock::
   s.threadName[0].store(thread.name[0], r);
   s.threadName[1].store(thread.name[1], r);
   s.version.store(2 * (id + 1), std::memory_order_release);
-  return id + 1;
+  h.id = id + 1;
+  return h;
 }
 
 bool FlightRecorder::readEntry(std::uint64_t handle, EntryKey& key) const {
@@ -378,34 +383,34 @@ bool FlightRecorder::readEntry(std::uint64_t handle, EntryKey& key) const {
   return s.version.load(std::memory_order_relaxed) == v;
 }
 
-void FlightRecorder::started(std::uint64_t handle, Work::Clock::time_point at) {
-  if (handle == 0) return;
+void FlightRecorder::started(const FlightHandle& h, Work::Clock::time_point at) {
+  if (!h) return;
+  if (!h.p2p) raiseTo(progress_[static_cast<std::size_t>(h.pgId)].lastStarted, h.collectiveSeq);
   EntryKey e;
-  if (!readEntry(handle, e)) return;
-  Slot& s = slots_[(handle - 1) & slotMask_];
-  const std::uint64_t lap = (handle - 1) >> slotShift_;
+  if (h.id == 0 || !readEntry(h.id, e)) return;  // its entry has left the ring
+  Slot& s = slots_[(h.id - 1) & slotMask_];
+  const std::uint64_t lap = (h.id - 1) >> slotShift_;
   // Once, and never after its end (a worker that starts an op its timeout already ended).
   if (Mark::isOf(s.startMark.load(std::memory_order_relaxed), lap) ||
       Mark::isOf(s.endMark.load(std::memory_order_relaxed), lap))
     return;
   s.startMark.store(Mark::make(lap, steadyNs(at) - e.created, false), std::memory_order_release);
-  if (!e.p2p) raiseTo(progress_[static_cast<std::size_t>(e.pgId)].lastStarted, e.collectiveSeq);
 }
 
-void FlightRecorder::finished(std::uint64_t handle, bool ok, Work::Clock::time_point at) {
-  if (handle == 0) return;
+void FlightRecorder::finished(const FlightHandle& h, bool ok, Work::Clock::time_point at) {
+  if (!h) return;
+  if (ok && !h.p2p) {
+    Progress& g = progress_[static_cast<std::size_t>(h.pgId)];
+    raiseTo(g.lastStarted, h.collectiveSeq);
+    raiseTo(g.lastCompleted, h.collectiveSeq);
+  }
   EntryKey e;
-  if (!readEntry(handle, e)) return;
-  Slot& s = slots_[(handle - 1) & slotMask_];
-  const std::uint64_t lap = (handle - 1) >> slotShift_;
+  if (h.id == 0 || !readEntry(h.id, e)) return;  // its entry has left the ring
+  Slot& s = slots_[(h.id - 1) & slotMask_];
+  const std::uint64_t lap = (h.id - 1) >> slotShift_;
   if (Mark::isOf(s.endMark.load(std::memory_order_relaxed), lap)) return;  // once
   // Not ok: retired in the state it reached, as torch's timed-out entries.
   s.endMark.store(Mark::make(lap, steadyNs(at) - e.created, ok), std::memory_order_release);
-  if (ok && !e.p2p) {
-    Progress& g = progress_[static_cast<std::size_t>(e.pgId)];
-    raiseTo(g.lastStarted, e.collectiveSeq);
-    raiseTo(g.lastCompleted, e.collectiveSeq);
-  }
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -969,10 +974,10 @@ std::string dumpFlightRecorderJson() {
 }
 
 namespace detail {
-void flightStarted(std::uint64_t handle, Work::Clock::time_point at) {
+void flightStarted(const FlightHandle& handle, Work::Clock::time_point at) {
   FlightRecorder::instance().started(handle, at);
 }
-void flightFinished(std::uint64_t handle, bool ok, Work::Clock::time_point at) {
+void flightFinished(const FlightHandle& handle, bool ok, Work::Clock::time_point at) {
   FlightRecorder::instance().finished(handle, ok, at);
 }
 }  // namespace detail

@@ -151,11 +151,12 @@ class FlightRecorder {
   // --- per op (any thread, lock-free); `at`: when it happened, as the caller read it (the recorder
   // reads no clock per op). A group's ops must start and complete one at a time (a process group's do):
   // its pg_status values are raised without a read-modify-write. ---
-  // Returns the handle of the new entry (0 when off or pgId < 0).
-  std::uint64_t record(int pgId, const FlightOp& op, Work::Clock::time_point at = Work::Clock::now());
-  void started(std::uint64_t handle, Work::Clock::time_point at = Work::Clock::now());
+  // Returns the handle of the new entry (empty when off or pgId < 0). pg_status follows the handles,
+  // not the ring: an op whose entry was overwritten still raises its group's last started/completed.
+  FlightHandle record(int pgId, const FlightOp& op, Work::Clock::time_point at = Work::Clock::now());
+  void started(const FlightHandle& handle, Work::Clock::time_point at = Work::Clock::now());
   // ok: completed; otherwise retired in the state it reached (an error or a timeout ended it).
-  void finished(std::uint64_t handle, bool ok, Work::Clock::time_point at = Work::Clock::now());
+  void finished(const FlightHandle& handle, bool ok, Work::Clock::time_point at = Work::Clock::now());
 
   // --- dumps ---
   FlightSnapshot snapshot();

@@ -412,7 +412,7 @@ std::shared_ptr<Work> ProcessGroup::issue(OpDesc desc, const Buffer& in, const B
     if (broken_) {
       // The ops this one waited for timed out meanwhile.
       releaseCaller();
-      if (desc.frHandle != 0) detail::flightFinished(desc.frHandle, false, Work::Clock::now());
+      if (desc.frHandle) detail::flightFinished(desc.frHandle, false, Work::Clock::now());
       throw unusableError();
     }
     return runInline(desc, in, out, issued);

@@ -118,7 +118,7 @@ bool Work::expireLocked(std::unique_lock<std::mutex>& lock) {
     error_ = err;
     finished_ = Clock::now();
     doneSeen_.store(true, std::memory_order_release);
-    if (desc_.frHandle != 0) detail::flightFinished(desc_.frHandle, false, finished_);
+    if (desc_.frHandle) detail::flightFinished(desc_.frHandle, false, finished_);
   }
   cv_.notify_all();
   return true;
@@ -151,7 +151,7 @@ void Work::markStarted(Clock::time_point at) {
     std::lock_guard<std::mutex> lock(mu_);
     started_ = at;
   }
-  if (desc_.frHandle != 0) detail::flightStarted(desc_.frHandle, at);
+  if (desc_.frHandle) detail::flightStarted(desc_.frHandle, at);
 }
 
 void Work::markCompleted(std::exception_ptr error) {
@@ -163,7 +163,7 @@ void Work::markCompleted(std::exception_ptr error) {
     finished_ = Clock::now();
     doneSeen_.store(true, std::memory_order_release);
   }
-  if (desc_.frHandle != 0) detail::flightFinished(desc_.frHandle, error_ == nullptr, finished_);
+  if (desc_.frHandle) detail::flightFinished(desc_.frHandle, error_ == nullptr, finished_);
   // Notified after the unlock, as c10d's Work::finish does: a waiter woken under the lock would run
   // into it and sleep again (two more switches on a one-core rank). Whoever completes the Work holds
   // a reference to it, so it outlives this call even when the waiter drops its own.

@@ -32,6 +32,17 @@ enum class OpType : std::uint8_t {
 };
 // The op's name in dsperf's messages and JSON ("allreduce", "allgather", "alltoall").
 const char* opName(OpType t);
+
+// An op's entry in the process's flight recorder (comm/flight_recorder.h), with what its group's
+// pg_status needs: the group, the collective's seq and whether it is point-to-point. The entry itself
+// may have left the ring (a full ring, an entry overtaken), the group's progress still counts the op.
+struct FlightHandle {
+  std::uint64_t id = 0;  // the entry's record id + 1; 0 when it has no entry in the ring
+  int pgId = -1;         // -1: not recorded at all (the recorder is off, or the group is not in it)
+  std::int64_t collectiveSeq = -1;
+  bool p2p = false;
+  explicit operator bool() const { return pgId >= 0; }
+};
 // The op as torch's profiling names spell it ("all_reduce", "all_gather", "all_to_all"), which the flight
 // recorder writes and torch's analyzer matches. Both names come from one table (work.cpp).
 const char* torchOpName(OpType t);
@@ -51,9 +62,9 @@ struct OpDesc {
   bool inPlace = false;
   Duration timeout{0};
   std::size_t bytes = 0;  // bytes this op moves per rank, as nccl-tests counts them
-  // Its entry in the process's flight recorder (comm/flight_recorder.h); 0: not recorded. The Work
+  // Its entry in the process's flight recorder (comm/flight_recorder.h); empty: not recorded. The Work
   // reports the op's start and end there.
-  std::uint64_t frHandle = 0;
+  FlightHandle frHandle;
 
   // "allreduce(f32, count=1024, op=sum)": what must match on every rank (no seq).
   std::string fingerprint() const;
@@ -64,8 +75,8 @@ struct OpDesc {
 
 namespace detail {
 // The flight recorder's start and end hooks (comm/flight_recorder.cpp).
-void flightStarted(std::uint64_t handle, std::chrono::steady_clock::time_point at);
-void flightFinished(std::uint64_t handle, bool ok, std::chrono::steady_clock::time_point at);
+void flightStarted(const FlightHandle& handle, std::chrono::steady_clock::time_point at);
+void flightFinished(const FlightHandle& handle, bool ok, std::chrono::steady_clock::time_point at);
 }  // namespace detail
 
 class Work {
@@ -85,7 +96,7 @@ class Work {
         issued_(issued),
         started_(issued),
         finished_(finished) {
-    if (desc_.frHandle != 0) detail::flightFinished(desc_.frHandle, error_ == nullptr, finished);
+    if (desc_.frHandle) detail::flightFinished(desc_.frHandle, error_ == nullptr, finished);
   }
   virtual ~Work() = default;
   Work(const Work&) = delete;

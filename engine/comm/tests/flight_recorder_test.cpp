@@ -167,7 +167,7 @@ TEST(FlightRecorder, TheRingKeepsTheNewestEntriesInOrder) {
   FlightRecorder fr(configOf(3));
   const int pg = fr.registerGroup(groupOf("default", "gloo", 0, 2));
   ASSERT_EQ(pg, 0);
-  std::vector<std::uint64_t> handles;
+  std::vector<FlightHandle> handles;
   for (std::uint64_t i = 1; i <= 5; ++i) handles.push_back(fr.record(pg, opOf(OpType::kAllreduce, i, 0, i)));
   auto e = fr.entries();
   ASSERT_EQ(e.size(), 3u);
@@ -255,11 +255,33 @@ TEST(FlightRecorder, ConcurrentOpsAndDumpsSeeOnlyWholeEntries) {
   for (const auto& e : snap.entries) EXPECT_TRUE(e.retired) << e.recordId;
 }
 
+// pg_status follows the ops, not the ring: an op whose entry another op overwrote (a ring of one here)
+// still counts when it completes. Before, its end was dropped with its entry, and a busy ring left a
+// group's last completed op behind (FlightRecorder.ConcurrentOpsAndDumpsSeeOnlyWholeEntries in CI).
+TEST(FlightRecorder, AnOverwrittenEntrysCompletionStillCounts) {
+  FlightRecorder fr(configOf(1));
+  const int a = fr.registerGroup(groupOf("a", "gloo", 0, 2));
+  const int b = fr.registerGroup(groupOf("b", "gloo", 0, 2));
+  const auto first = fr.record(a, opOf(OpType::kAllreduce, 7, 0, 1));
+  const auto other = fr.record(b, opOf(OpType::kAllreduce, 1, 0, 2));  // takes the only slot
+  fr.started(first);
+  fr.finished(first, true);
+  auto snap = fr.snapshot();
+  ASSERT_EQ(snap.entries.size(), 1u);
+  EXPECT_EQ(snap.entries[0].pgId, b);
+  EXPECT_EQ(snap.status[static_cast<std::size_t>(a)][0], 7);
+  EXPECT_EQ(snap.status[static_cast<std::size_t>(a)][1], 7);
+  EXPECT_EQ(snap.status[static_cast<std::size_t>(a)][2], 7);
+  EXPECT_EQ(snap.status[static_cast<std::size_t>(b)][2], -1);
+  fr.finished(other, false);  // failed: not completed
+  EXPECT_EQ(fr.snapshot().status[static_cast<std::size_t>(b)][2], -1);
+}
+
 TEST(FlightRecorder, OffRecordsNothing) {
   FlightRecorder fr(configOf(0));
   EXPECT_FALSE(fr.enabled());
   EXPECT_EQ(fr.registerGroup(groupOf("default", "gloo", 0, 2)), -1);
-  EXPECT_EQ(fr.record(-1, opOf(OpType::kAllreduce, 1, 0, 1)), 0u);
+  EXPECT_FALSE(fr.record(-1, opOf(OpType::kAllreduce, 1, 0, 1)));
   EXPECT_TRUE(fr.entries().empty());
 }
 
