@@ -480,6 +480,14 @@ class Pickler {
     out_ += static_cast<char>(n);
     out_.append(reinterpret_cast<const char*>(b), static_cast<std::size_t>(n));
   }
+  // An integer, or None where it is unknown (torch writes None for a time not yet discovered).
+  void integerOrNone(const std::optional<std::int64_t>& v) {
+    if (v) {
+      integer(*v);
+    } else {
+      none();
+    }
+  }
   void real(double d) {
     std::uint64_t bits = 0;
     std::memcpy(&bits, &d, sizeof(bits));
@@ -608,17 +616,9 @@ std::string toPickle(const FlightSnapshot& snap) {
     p.key("state");
     p.str(e.state);
     p.key("time_discovered_started_ns");
-    if (e.timeStartedNs) {
-      p.integer(*e.timeStartedNs);
-    } else {
-      p.none();
-    }
+    p.integerOrNone(e.timeStartedNs);
     p.key("time_discovered_completed_ns");
-    if (e.timeCompletedNs) {
-      p.integer(*e.timeCompletedNs);
-    } else {
-      p.none();
-    }
+    p.integerOrNone(e.timeCompletedNs);
     p.key("retired");
     p.boolean(e.retired);
     p.key("timeout_ms");
