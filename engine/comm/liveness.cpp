@@ -147,8 +147,16 @@ std::exception_ptr GroupLiveness::diagnoseTimeout(const OpDesc& desc, const std:
   std::string head =
       fmt::format("{} {} timed out on rank {} of {}: {}.", backend, desc.describe(), o_.rank, o_.size, cause);
   std::string who = missingRanks(desc);
-  if (who.empty())
+  if (who.empty() && desc.isPointToPoint()) {
+    // Heartbeats count collectives only: an alive peer may still never have posted the matching op.
+    who = fmt::format(
+        " Its peer, rank {}, is alive but did not post the matching {} (tag {}, {} bytes) in time, or the "
+        "transport between them stalled: look at what rank {} was doing then (its log, its flight recorder "
+        "dump, py-spy dump).",
+        desc.root, desc.type == OpType::kSend ? "recv" : "send", desc.tag, desc.bytes, desc.root);
+  } else if (who.empty()) {
     who = " Every other rank reached this op and is alive, so the backend itself stalled (network?).";
+  }
   return std::make_exception_ptr(
       TimeoutError(head + who + " The group is now unusable; restart the job once the cause is fixed."));
 }

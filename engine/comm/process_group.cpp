@@ -89,6 +89,7 @@ ProcessGroup::~ProcessGroup() { shutdown(); }
 
 void ProcessGroup::shutdown() {
   *alive_ = false;
+  stopP2p();
   {
     std::lock_guard<std::mutex> lock(queueMu_);
     stopping_ = true;
@@ -199,6 +200,9 @@ void ProcessGroup::doReduceScatter(const OpDesc&, const Buffer&, const Buffer&) 
   unsupported("reduce_scatter");
 }
 void ProcessGroup::doAlltoall(const OpDesc&, const Buffer&, const Buffer&) { unsupported("alltoall"); }
+std::unique_ptr<ProcessGroup::PostedP2p> ProcessGroup::postPointToPoint(const OpDesc&, const Buffer&) {
+  return nullptr;
+}
 void ProcessGroup::doSend(const OpDesc&, const Buffer&) { unsupported("send"); }
 void ProcessGroup::doRecv(const OpDesc&, const Buffer&) { unsupported("recv"); }
 
@@ -397,6 +401,37 @@ std::shared_ptr<Work> ProcessGroup::issue(OpDesc desc, const Buffer& in, const B
   std::unique_lock<std::mutex> lock(issueMu_);
   desc.seq = desc.isPointToPoint() ? ++p2pSeq_ : nextSeq_++;
   ++opCount_;
+  if (desc.isPointToPoint()) {
+    // Posted now where the backend can: never queued behind the group's collectives or other p2p ops.
+    std::unique_ptr<PostedP2p> posted;
+    std::exception_ptr postError;
+    try {
+      posted = postPointToPoint(desc, in);
+    } catch (const ConfigError&) {
+      // A send or recv this group cannot make (shm across hosts): the caller's mistake, raised at once
+      // as the argument checks are, and never numbered.
+      --p2pSeq_;
+      --opCount_;
+      throw;
+    } catch (...) {
+      postError = std::current_exception();
+    }
+    if (posted || postError) {
+      const auto issued = Work::Clock::now();
+      recordOp(desc, in, out, /*started=*/true, issued);
+      lock.unlock();
+      if (postError) {
+        try {
+          guarded(desc, [&] { std::rethrow_exception(postError); });
+        } catch (...) {
+          postError = std::current_exception();
+        }
+        return std::make_shared<Work>(desc, issued, Work::Clock::now(), postError);
+      }
+      return issuePosted(desc, std::move(posted), issued);
+    }
+    // Not posted (the backend has no such path): the op takes the ways below.
+  }
   // On the caller's thread the op's one clock read serves its Work and its flight recorder entry.
   if (callerRunsOps_ && callerMayRunToEnd(desc) && claimInline()) {
     const auto issued = Work::Clock::now();
@@ -458,8 +493,127 @@ std::shared_ptr<Work> ProcessGroup::enqueue(OpDesc desc, std::function<void()> b
 }
 
 bool ProcessGroup::waitIdle(Duration limit) {
-  std::unique_lock<std::mutex> lock(queueMu_);
-  return idleCv_.wait_for(lock, limit, [&] { return workerExited_ || (!running_ && queue_.empty()); });
+  const auto until = Work::Clock::now() + limit;
+  {
+    std::unique_lock<std::mutex> lock(queueMu_);
+    if (!idleCv_.wait_until(lock, until, [&] { return workerExited_ || (!running_ && queue_.empty()); })) {
+      return false;
+    }
+  }
+  std::unique_lock<std::mutex> lock(p2pMu_);
+  return p2pIdleCv_.wait_until(lock, until, [&] { return p2pBusy_ == 0; });
+}
+
+std::shared_ptr<Work> ProcessGroup::issuePosted(const OpDesc& desc, std::unique_ptr<PostedP2p> posted,
+                                                Work::Clock::time_point issued) {
+  // A prompt peer (an eager send, a message already there) completes it here, without a handoff.
+  std::exception_ptr error;
+  bool done = false;
+  try {
+    guarded(desc, [&] { done = posted->completeBriefly(); });
+  } catch (...) {
+    error = std::current_exception();
+    done = true;
+  }
+  if (done) return std::make_shared<Work>(desc, issued, Work::Clock::now(), error);
+  auto work = makeWork(desc, issued);
+  work->markStarted(issued);
+  {
+    std::lock_guard<std::mutex> lock(p2pMu_);
+    if (!p2pStopping_) {
+      ++p2pBusy_;
+      p2pQueue_.push_back(P2pTask{work, std::move(posted)});
+      // A thread per pending op: one that waits for a late peer must not hold up the others.
+      if (p2pIdle_ > 0) {
+        --p2pIdle_;
+        p2pCv_.notify_one();
+      } else {
+        p2pThreads_.emplace_back([this] { p2pLoop(); });
+      }
+      return work;
+    }
+  }
+  posted->abort();
+  work->markCompleted(std::make_exception_ptr(BackendError(
+      fmt::format("{} was issued while the {} process group '{}' was being destroyed; it did not run.",
+                  desc.describe(), backendName(), options_.groupName))));
+  return work;
+}
+
+void ProcessGroup::p2pLoop() {
+  // The last op this thread completed, destroyed when it takes the next (or exits): a transport may
+  // still hold on to a posted op's state for a moment after waking its waiter (gloo: see kept_ there).
+  std::unique_ptr<PostedP2p> kept;
+  std::unique_lock<std::mutex> lock(p2pMu_);
+  while (true) {
+    if (p2pQueue_.empty() && !p2pStopping_) {
+      ++p2pIdle_;
+      // Whoever queues a task takes this thread off the idle count (issuePosted).
+      p2pCv_.wait(lock, [&] { return !p2pQueue_.empty() || p2pStopping_; });
+    }
+    if (p2pQueue_.empty()) {
+      if (p2pStopping_) break;
+      continue;
+    }
+    P2pTask task = std::move(p2pQueue_.front());
+    p2pQueue_.pop_front();
+    PostedP2p* op = task.posted.get();
+    p2pRunning_.push_back(op);
+    lock.unlock();
+    kept.reset();
+    const OpDesc& desc = task.work->desc();
+    std::exception_ptr error;
+    try {
+      op->complete(task.work->deadline());
+    } catch (...) {
+      error = std::current_exception();
+    }
+    lock.lock();
+    p2pRunning_.erase(std::find(p2pRunning_.begin(), p2pRunning_.end(), op));
+    const bool stopping = p2pStopping_;
+    lock.unlock();
+    if (error && stopping) {
+      error = std::make_exception_ptr(pendingAtShutdown(desc));
+    } else if (error) {
+      try {
+        guarded(desc, [&] { std::rethrow_exception(error); });
+      } catch (...) {
+        error = std::current_exception();
+      }
+    }
+    kept = std::move(task.posted);
+    lock.lock();
+    if (--p2pBusy_ == 0) p2pIdleCv_.notify_all();
+    lock.unlock();
+    task.work->markCompleted(error);
+    lock.lock();
+  }
+}
+
+BackendError ProcessGroup::pendingAtShutdown(const OpDesc& desc) const {
+  return BackendError(
+      fmt::format("{} was still pending on rank {} when its {} process group '{}' was destroyed; destroy a "
+                  "group only after every op of it completed (wait() on each send and recv).",
+                  desc.describe(), rank(), backendName(), options_.groupName));
+}
+
+void ProcessGroup::stopP2p() {
+  std::deque<P2pTask> dropped;
+  std::vector<std::thread> threads;
+  {
+    std::lock_guard<std::mutex> lock(p2pMu_);
+    p2pStopping_ = true;
+    dropped.swap(p2pQueue_);
+    p2pBusy_ -= static_cast<int>(dropped.size());
+    for (PostedP2p* op : p2pRunning_) op->abort();
+    threads.swap(p2pThreads_);
+  }
+  p2pCv_.notify_all();
+  for (auto& task : dropped) {
+    task.posted->abort();
+    task.work->markCompleted(std::make_exception_ptr(pendingAtShutdown(task.work->desc())));
+  }
+  for (auto& t : threads) t.join();
 }
 
 bool ProcessGroup::claimInline() {

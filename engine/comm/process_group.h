@@ -1,6 +1,8 @@
 // ProcessGroup: collectives among the ranks of a group, on one backend (c10d's Backend).
 //
-// Every call is asynchronous and returns a Work. Ops run in the order they were issued. Buffers
+// Every call is asynchronous and returns a Work. Collectives run in the order they were issued;
+// send and recv are posted to the transport when issued, where the backend can (postPointToPoint),
+// and complete in whatever order their peers allow, so that every rank may send first. Buffers
 // are type-erased (comm/types.h); "in-place" means input and output are the same memory (for
 // allgather: input is this rank's slot of output; for reduce_scatter: output is this rank's slot of
 // input).
@@ -118,7 +120,7 @@ class ProcessGroup {
   const ProcessGroupOptions& options() const { return options_; }
   // True after an op timed out: the peers are out of step, and every later op fails at once.
   bool broken() const { return broken_.load(); }
-  // Waits until no op of this group is queued or running, at most `limit`; true when idle. An op
+  // Waits until no op of this group is queued, running or posted, at most `limit`; true when idle. An op
   // abandoned by a timed-out wait() goes on running on the worker until its backend gives up (the
   // do*() contract: by its own deadline, then the timeout diagnosis), and ops issued after it are
   // still queued: whoever owns memory such ops read or write calls this before freeing it, and keeps
@@ -192,6 +194,37 @@ class ProcessGroup {
   virtual void doSend(const OpDesc& desc, const Buffer& data);
   virtual void doRecv(const OpDesc& desc, const Buffer& data);
 
+  // --- point-to-point ops posted at issue time (see postPointToPoint) ---
+ public:
+  // A send or recv the backend has handed to its transport, which moves it without this rank's
+  // further help; completing it only waits. Destroyed on the thread that completed it.
+  class PostedP2p {
+   public:
+    virtual ~PostedP2p() = default;
+    // Blocks until the op has completed (returns), failed (throws as do*() does) or `deadline` passed
+    // (throws ds::TimeoutError). Called once, on one of the group's p2p completion threads.
+    virtual void complete(Work::Clock::time_point deadline) = 0;
+    // Waits for the op only briefly (a budget of the backend's choosing, microseconds; never the op's
+    // timeout), on the issuing thread right after the post: true when it has completed, and then
+    // complete() is never called. Throws as complete(). Default: false (the transport cannot be
+    // asked without waiting).
+    virtual bool completeBriefly() { return false; }
+    // Makes a complete() that runs or is about to run give up soon, throwing: the group is being
+    // destroyed with the op still pending. Any thread, possibly before complete() started.
+    virtual void abort() = 0;
+  };
+
+ protected:
+  // Posts a send (`data` goes to desc.root) or a recv (into `data` from desc.root) to the transport on
+  // the issuing thread, without waiting for the peer, so that ops complete in any order: every rank
+  // may send first (a ring shift, a symmetric exchange, a pipeline's schedule), as with torch's
+  // isend/irecv. The base completes the Work off the worker thread (a completion thread per pending
+  // op, kept for reuse) and never queues the op behind the group's collectives. Called under the
+  // group's issue lock, so posts reach the transport in issue order (messages of one peer and tag
+  // match in that order). nullptr (the default): the op queues and runs through doSend/doRecv.
+  // Throws as do*() does when the transport refuses the post.
+  virtual std::unique_ptr<PostedP2p> postPointToPoint(const OpDesc& desc, const Buffer& data);
+
   // How an op runs. Default: queued to the worker thread, which runs `body` and completes the Work.
   // A backend with its own asynchrony (nccl: streams and events) overrides this.
   virtual std::shared_ptr<Work> enqueue(OpDesc desc, std::function<void()> body);
@@ -261,6 +294,15 @@ class ProcessGroup {
   void flightRecorderFailure();
   std::shared_ptr<Work> makeWork(const OpDesc& desc);
   std::shared_ptr<Work> makeWork(const OpDesc& desc, Work::Clock::time_point issued);
+  // The posted path (postPointToPoint): a Work already started at `issued`, handed to a completion
+  // thread, or failed at once when posting threw.
+  std::shared_ptr<Work> issuePosted(const OpDesc& desc, std::unique_ptr<PostedP2p> posted,
+                                    Work::Clock::time_point issued);
+  void p2pLoop();
+  // The error of a posted op still pending when the group is destroyed.
+  BackendError pendingAtShutdown(const OpDesc& desc) const;
+  // Aborts every posted op still pending and joins the completion threads (shutdown()).
+  void stopP2p();
   // Claims the right to run an op on the caller's thread: true when nothing is queued or running.
   bool claimInline();
   // claimInline() for an op of the fast path's class; when only such ops are queued or running (the
@@ -364,6 +406,23 @@ class ProcessGroup {
   bool callerRunsOps_ = false;
   std::thread worker_;
   bool workerStarted_ = false;
+
+  // Posted point-to-point ops waiting for, or inside, a completion thread; guarded by p2pMu_. A thread
+  // takes one op and waits for it; a post that finds no idle thread starts one, so a pending op never
+  // waits behind another (a recv whose sender is late must not hold up a completed one).
+  struct P2pTask {
+    std::shared_ptr<Work> work;
+    std::unique_ptr<PostedP2p> posted;
+  };
+  std::mutex p2pMu_;
+  std::condition_variable p2pCv_;      // a task was queued, or stopping
+  std::condition_variable p2pIdleCv_;  // p2pBusy_ fell to 0 (waitIdle)
+  std::deque<P2pTask> p2pQueue_;
+  std::vector<PostedP2p*> p2pRunning_;  // inside complete(); abort() reaches them at shutdown
+  std::vector<std::thread> p2pThreads_;
+  int p2pIdle_ = 0;    // threads waiting for a task
+  int p2pBusy_ = 0;    // tasks queued or being completed
+  bool p2pStopping_ = false;
 
   // Heartbeats, the watchdog and the timeout diagnosis (comm/liveness.h); made in the constructor.
   std::unique_ptr<GroupLiveness> liveness_;

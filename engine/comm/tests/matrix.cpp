@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <deque>
 #include <exception>
 #include <mutex>
 #include <thread>
@@ -299,6 +300,180 @@ std::vector<std::string> runCases(ProcessGroup& pg, const std::vector<MatrixCase
     if (!f.empty()) failures.push_back(f);
   }
   return failures;
+}
+
+namespace {
+
+Buffer f32(std::vector<float>& v) { return Buffer{v.data(), v.size(), DType::kF32, Device{}}; }
+
+// What rank `from` sends as message `k`: distinct per sender and message, exact in f32.
+std::vector<float> message(int from, int k, std::size_t count) {
+  std::vector<float> v(count);
+  for (std::size_t i = 0; i < count; ++i) v[i] = static_cast<float>(from * 4096 + k * 64 + static_cast<int>(i % 61));
+  return v;
+}
+
+}  // namespace
+
+std::vector<std::string> runP2pPatterns(ProcessGroup& pg, std::size_t count) {
+  std::vector<std::string> fails;
+  const int n = pg.size();
+  const int me = pg.rank();
+  if (n < 2) return fails;
+  auto check = [&](const std::string& what, const std::vector<float>& got, int from, int k) {
+    if (got != message(from, k, count)) {
+      fails.push_back(fmt::format("{} (count {}): rank {} got the wrong data from rank {} (message {})", what, count,
+                                  me, from, k));
+    }
+  };
+  // Sends message k to `to` and receives `from`'s message k, both posted before either is waited for.
+  auto exchange = [&](const char* what, int to, int from, int tag, int k, bool sendWaitedFirst) {
+    auto out = message(me, k, count);
+    std::vector<float> in(count);
+    auto s = pg.send(f32(out), to, tag);
+    auto r = pg.recv(f32(in), from, tag);
+    (sendWaitedFirst ? s : r)->wait();
+    (sendWaitedFirst ? r : s)->wait();
+    check(what, in, from, k);
+  };
+  const int next = (me + 1) % n;
+  const int prev = (me + n - 1) % n;
+  exchange("ring shift, send first", next, prev, 3, 0, true);
+  if ((me ^ 1) < n) exchange("pair exchange, both send first", me ^ 1, me ^ 1, 4, 1, false);
+  {
+    // Tags received in the opposite order to their sends.
+    auto a = message(me, 2, count);
+    auto b = message(me, 3, count);
+    std::vector<float> inA(count);
+    std::vector<float> inB(count);
+    auto sa = pg.send(f32(a), next, 21);
+    auto sb = pg.send(f32(b), next, 22);
+    auto rb = pg.recv(f32(inB), prev, 22);
+    auto ra = pg.recv(f32(inA), prev, 21);
+    rb->wait();
+    ra->wait();
+    sa->wait();
+    sb->wait();
+    check("two tags, received in reverse", inA, prev, 2);
+    check("two tags, received in reverse", inB, prev, 3);
+  }
+  {
+    // Two messages of one tag arrive in the order sent, whichever receive is waited for first.
+    auto a = message(me, 5, count);
+    auto b = message(me, 6, count);
+    std::vector<float> inA(count);
+    std::vector<float> inB(count);
+    auto sa = pg.send(f32(a), next, 23);
+    auto sb = pg.send(f32(b), next, 23);
+    auto ra = pg.recv(f32(inA), prev, 23);
+    auto rb = pg.recv(f32(inB), prev, 23);
+    for (auto* w : {&rb, &ra, &sb, &sa}) (*w)->wait();
+    check("one tag twice, in order", inA, prev, 5);
+    check("one tag twice, in order", inB, prev, 6);
+  }
+  {
+    // A send pending across a collective.
+    auto out = message(me, 4, count);
+    std::vector<float> in(count);
+    auto s = pg.send(f32(out), next, 5);
+    std::vector<float> one{1.0f};
+    pg.allreduce(f32(one))->wait();
+    if (one[0] != static_cast<float>(n)) fails.push_back(fmt::format("allreduce beside a send: {}", one[0]));
+    pg.recv(f32(in), prev, 5)->wait();
+    s->wait();
+    check("send pending across an allreduce", in, prev, 4);
+  }
+  {
+    // 1F1B: stage `me` receives activations from me-1 and gradients from me+1; it waits for its
+    // receives at once and for its sends only at the end, as pipeline engines do.
+    constexpr int kMicro = 4;
+    std::deque<std::vector<float>> sent;  // stable addresses while the sends are pending
+    std::vector<std::shared_ptr<Work>> sends;
+    auto forward = [&](int m) {
+      if (me > 0) {
+        std::vector<float> act(count);
+        pg.recv(f32(act), me - 1, 10)->wait();
+        check("1F1B activation", act, me - 1, 10 + m);
+      }
+      if (me < n - 1) {
+        sent.push_back(message(me, 10 + m, count));
+        sends.push_back(pg.send(f32(sent.back()), me + 1, 10));
+      }
+    };
+    auto backward = [&](int m) {
+      if (me < n - 1) {
+        std::vector<float> grad(count);
+        pg.recv(f32(grad), me + 1, 11)->wait();
+        check("1F1B gradient", grad, me + 1, 30 + m);
+      }
+      if (me > 0) {
+        sent.push_back(message(me, 30 + m, count));
+        sends.push_back(pg.send(f32(sent.back()), me - 1, 11));
+      }
+    };
+    const int warmup = std::min(n - me - 1, kMicro);
+    for (int m = 0; m < warmup; ++m) forward(m);
+    for (int i = 0; i < kMicro - warmup; ++i) {
+      forward(warmup + i);
+      backward(i);
+    }
+    for (int i = kMicro - warmup; i < kMicro; ++i) backward(i);
+    for (auto& w : sends) w->wait();
+  }
+  return fails;
+}
+
+std::vector<std::string> runP2pFault(ProcessGroup& pg, const std::string& what) {
+  std::vector<std::string> fails;
+  const int me = pg.rank();
+  if (me > 1) return fails;
+  auto errorOf = [](const std::shared_ptr<Work>& w) -> std::string {
+    try {
+      w->wait();
+    } catch (const std::exception& e) {
+      return e.what();
+    }
+    return "";
+  };
+  auto expectNamed = [&](const std::string& err, const std::vector<std::string>& needles) {
+    if (err.empty()) {
+      fails.push_back(fmt::format("{}: rank {}'s recv succeeded", what, me));
+      return;
+    }
+    for (const auto& needle : needles) {
+      if (err.find(needle) == std::string::npos) {
+        fails.push_back(fmt::format("{}: rank {}'s error does not say '{}': {}", what, me, needle, err));
+      }
+    }
+  };
+  if (what == "mismatch") {
+    if (me == 0) {
+      std::vector<float> out(16, 1.0f);
+      auto s = pg.send(f32(out), 1, 9);
+      try {
+        s->wait();
+      } catch (const std::exception&) {
+        // A backend may fail the sender too; the receiver's error is the one checked.
+      }
+      // Rank 1 must be done with the message before this buffer goes.
+      std::this_thread::sleep_for(std::chrono::milliseconds(500));
+      return fails;
+    }
+    std::vector<float> in(8);
+    expectNamed(errorOf(pg.recv(f32(in), 0, 9)), {"rank 0", "rank 1"});
+    return fails;
+  }
+  if (what == "silent") {
+    if (me == 0) {
+      std::this_thread::sleep_for(pg.options().timeout * 3 / 2);
+      return fails;
+    }
+    std::vector<float> in(8);
+    expectNamed(errorOf(pg.recv(f32(in), 0, 9)), {"rank 0"});
+    return fails;
+  }
+  fails.push_back("runP2pFault: unknown fault '" + what + "'");
+  return fails;
 }
 
 void runThreads(const std::string& backend, int worldSize, const std::function<void(ProcessGroup&)>& fn,

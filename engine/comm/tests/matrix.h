@@ -50,6 +50,21 @@ std::string runCase(ProcessGroup& pg, const MatrixCase& c, const MemoryOps& mem 
 std::vector<std::string> runCases(ProcessGroup& pg, const std::vector<MatrixCase>& cases,
                                   const MemoryOps& mem = hostMemory());
 
+// The point-to-point patterns that deadlock where a send waits for its peer's recv (issue 41), with
+// messages of `count` f32: a ring shift with every rank sending first, pairs (0-1, 2-3, ...) that both
+// send first, receives of two tags posted in the opposite order to the sends, two messages of one tag
+// (received in order, the second waited for first), a send left pending
+// across an allreduce, and a 1F1B pipeline schedule (stage = rank, 4 micro-batches, the sends waited
+// for only at the end). Every rank of pg calls it; returns this rank's failures (wrong data).
+// Exceptions from the backend (a timeout: a deadlock) propagate.
+std::vector<std::string> runP2pPatterns(ProcessGroup& pg, std::size_t count);
+// Point-to-point faults between ranks 0 and 1 (the others return at once); afterwards the group may be
+// unusable. `what`: "mismatch" (rank 0 sends 16 f32 with tag 9, rank 1 receives 8: rank 1's error
+// names both ranks) or "silent" (rank 1 receives from rank 0, which never sends: its error, by pg's own
+// timeout, names rank 0; rank 0 waits 1.5x the timeout before it returns). Returns this rank's
+// failures.
+std::vector<std::string> runP2pFault(ProcessGroup& pg, const std::string& what);
+
 // Runs fn on `worldSize` threads, each with its own group of `backend` over one shared HashStore.
 // Rethrows the first exception of any thread after all have finished.
 void runThreads(const std::string& backend, int worldSize, const std::function<void(ProcessGroup&)>& fn,

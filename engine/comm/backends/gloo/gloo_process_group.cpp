@@ -34,8 +34,12 @@
 #include <signal.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <mutex>
 #include <type_traits>
 #include <vector>
@@ -143,6 +147,13 @@ constexpr std::uint64_t kP2pSlotPrefix = 0x40;
 std::uint64_t p2pSlot(int tag) {
   return (kP2pSlotPrefix << 56) | (static_cast<std::uint64_t>(static_cast<std::uint32_t>(tag)) << 24);
 }
+// Each send is preceded by its size (8 bytes) on a slot of its own: Gloo's TCP pair ends the process
+// (GLOO_ENFORCE in its event loop: "op.preamble.length <= op.nbytes") when a message is larger than
+// the receive posted for it, so a receive learns the size first and posts the data only when it fits.
+constexpr std::uint64_t kP2pSizeSlotPrefix = 0x43;
+std::uint64_t p2pSizeSlot(int tag) {
+  return (kP2pSizeSlotPrefix << 56) | (static_cast<std::uint64_t>(static_cast<std::uint32_t>(tag)) << 24);
+}
 // The exchange allreduce's slot: its own prefix, then the op's tag (its sequence number).
 constexpr std::uint64_t kExchangeSlotPrefix = 0x41;
 std::uint64_t exchangeSlot(std::uint32_t tag) {
@@ -195,8 +206,18 @@ class GlooProcessGroup final : public ProcessGroup {
   void doReduceScatter(const OpDesc& desc, const Buffer& in, const Buffer& out) override;
   void doAlltoall(const OpDesc& desc, const Buffer& in, const Buffer& out) override;
   void doBarrier(const OpDesc& desc) override;
-  void doSend(const OpDesc& desc, const Buffer& data) override;
-  void doRecv(const OpDesc& desc, const Buffer& data) override;
+  // send and recv on Gloo's unbound buffers, posted when issued (as torch's ProcessGroupGloo posts
+  // isend/irecv); Gloo's event-loop thread moves them, and a completion thread waits for each.
+  std::unique_ptr<PostedP2p> postPointToPoint(const OpDesc& desc, const Buffer& data) override;
+  class PostedBuffer;
+  // The recvs of each (peer, tag): how many were issued and how many posted their data receive.
+  struct RecvTurn {
+    std::uint64_t posted = 0;
+    std::uint64_t dataPosted = 0;
+  };
+  std::mutex recvOrderMu_;
+  std::condition_variable recvOrderCv_;
+  std::map<std::pair<int, int>, RecvTurn> recvOrder_;
   // On one core (ProcessGroup's class comment) gloo's ops still run on the worker, as torch's
   // ProcessGroupGloo runs every op on its worker threads. Run on the caller, an op waits inside
   // Gloo on Gloo's condition variable, which leaves the core idle until Gloo's event-loop thread is
@@ -214,6 +235,13 @@ class GlooProcessGroup final : public ProcessGroup {
   template <typename F>
   void guarded(const char* what, F&& f);
   std::string ranksAt(const std::string& host) const;
+  // Records the first failure (guarded's "failed earlier").
+  void fail(std::string what) {
+    std::lock_guard<std::mutex> lock(failureMu_);
+    if (failed_.load(std::memory_order_relaxed)) return;
+    failure_ = std::move(what);
+    failed_.store(true, std::memory_order_release);
+  }
   void keep(std::shared_ptr<void> op) { kept_ = std::move(op); }
   // Allreduce of n elements of native type (or f32) with Gloo: small ones by exchange, the rest by
   // Gloo's own allreduce.
@@ -242,7 +270,11 @@ class GlooProcessGroup final : public ProcessGroup {
   std::shared_ptr<::gloo::transport::Device> device_;
   std::shared_ptr<::gloo::rendezvous::Context> context_;
   std::vector<std::string> rankHosts_;  // the address each rank's device bound to, for error messages
-  std::string failure_;                 // set once Gloo failed; worker thread only
+  // Set once Gloo failed (the worker and the p2p completion threads may fail at once): failed_ says
+  // whether, failure_ (under failureMu_) what.
+  std::atomic<bool> failed_{false};
+  std::mutex failureMu_;
+  std::string failure_;
   // The last op's Gloo options (its unbound buffers), destroyed when the next op completes. Gloo's
   // event-loop thread holds a reference to a buffer until it has finished handling the receive into
   // it, which is after it woke the op's thread; destroying the buffer before then makes the op's
@@ -367,7 +399,8 @@ std::string GlooProcessGroup::ranksAt(const std::string& host) const {
 
 template <typename F>
 void GlooProcessGroup::guarded(const char* what, F&& f) {
-  if (!failure_.empty()) {
+  if (failed_.load(std::memory_order_acquire)) {
+    std::lock_guard<std::mutex> lock(failureMu_);
     throw BackendError(fmt::format("the gloo connections of group '{}' failed earlier ({}); restart the job.",
                                    options().groupName, failure_));
   }
@@ -378,7 +411,7 @@ void GlooProcessGroup::guarded(const char* what, F&& f) {
   } catch (const ::gloo::IoException& e) {
     std::string m = e.what();
     if (m.find("Timed out") != std::string::npos || m.find("timed out") != std::string::npos) {
-      failure_ = fmt::format("{} timed out", what);
+      fail(fmt::format("{} timed out", what));
       throw TimeoutError(m);
     }
     err = m + ranksAt(peerHostIn(m)) +
@@ -388,7 +421,7 @@ void GlooProcessGroup::guarded(const char* what, F&& f) {
   } catch (const ::gloo::Exception& e) {
     err = e.what();
   }
-  failure_ = err;
+  fail(err);
   throw BackendError(err);
 }
 
@@ -632,23 +665,124 @@ void GlooProcessGroup::doBarrier(const OpDesc& desc) {
   keep(std::move(opts));
 }
 
-void GlooProcessGroup::doSend(const OpDesc& desc, const Buffer& data) {
-  // Count 0 still sends an empty message, so the matching recv completes only after this send.
-  guarded("send", [&] {
-    auto buf = context_->createUnboundBuffer(data.data, data.bytes());
-    buf->send(desc.root, p2pSlot(desc.tag));
-    buf->waitSend(desc.timeout);
-    keep(std::shared_ptr<::gloo::transport::UnboundBuffer>(std::move(buf)));
-  });
-}
+// A send or recv posted on unbound buffers: its size message and its data (see p2pSizeSlot). A send
+// posts both at once; a recv posts the size's receive at once and the data's when the size is known
+// (on its completion thread). The base destroys it only after its completion thread took its next op
+// (Gloo's loop thread may hold a buffer a moment after the wake-up, see kept_).
+class GlooProcessGroup::PostedBuffer final : public PostedP2p {
+ public:
+  PostedBuffer(GlooProcessGroup& pg, const OpDesc& desc, void* data, std::size_t bytes)
+      : pg_(pg), send_(desc.type == OpType::kSend), peer_(desc.root), tag_(desc.tag), data_(data), bytes_(bytes),
+        size_(bytes) {}
 
-void GlooProcessGroup::doRecv(const OpDesc& desc, const Buffer& data) {
-  guarded("recv", [&] {
-    auto buf = context_->createUnboundBuffer(data.data, data.bytes());
-    buf->recv(desc.root, p2pSlot(desc.tag));
-    buf->waitRecv(desc.timeout);
-    keep(std::shared_ptr<::gloo::transport::UnboundBuffer>(std::move(buf)));
-  });
+  void post() {
+    if (!send_) {
+      std::lock_guard<std::mutex> lock(pg_.recvOrderMu_);
+      ticket_ = pg_.recvOrder_[{peer_, tag_}].posted++;
+    }
+    pg_.guarded(send_ ? "send" : "recv", [&] {
+      sizeBuf_ = pg_.context_->createUnboundBuffer(&size_, sizeof size_);
+      if (send_) {
+        sizeBuf_->send(peer_, p2pSizeSlot(tag_));
+        // Count 0 still sends an empty message, so the matching recv completes only after this send.
+        dataBuf_ = pg_.context_->createUnboundBuffer(data_, bytes_);
+        dataBuf_->send(peer_, p2pSlot(tag_));
+      } else {
+        sizeBuf_->recv(peer_, p2pSizeSlot(tag_));
+      }
+    });
+  }
+
+  void complete(std::chrono::steady_clock::time_point deadline) override {
+    if (send_) {
+      wait(*sizeBuf_, deadline);
+      wait(*dataBuf_, deadline);
+      return;
+    }
+    wait(*sizeBuf_, deadline);
+    const std::uint64_t sent = size_;  // the sender's size, now received
+    void* into = data_;
+    if (sent != bytes_) {
+      // Received and dropped, so that the sender completes and the pair stays in step.
+      drain_.resize(static_cast<std::size_t>(sent));
+      into = drain_.data();
+    }
+    {
+      // Data receives of one (peer, tag) are posted in the order their ops were issued, whichever
+      // completion thread learns its size first: Gloo matches a slot's messages in posting order.
+      std::unique_lock<std::mutex> order(pg_.recvOrderMu_);
+      auto& turn = pg_.recvOrder_[{peer_, tag_}];
+      while (turn.dataPosted != ticket_) {
+        if (aborted_.load()) throw BackendError("aborted");
+        const auto now = std::chrono::steady_clock::now();
+        if (now >= deadline) {
+          throw TimeoutError(fmt::format("an earlier recv from rank {} with tag {} did not get its message in time",
+                                         peer_, tag_));
+        }
+        pg_.recvOrderCv_.wait_until(order, std::min(deadline, now + std::chrono::milliseconds(100)));
+      }
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (aborted_.load()) throw BackendError("aborted");
+        pg_.guarded("recv", [&] {
+          dataBuf_ = pg_.context_->createUnboundBuffer(into, static_cast<std::size_t>(sent));
+          dataBuf_->recv(peer_, p2pSlot(tag_));
+        });
+      }
+      ++turn.dataPosted;
+      pg_.recvOrderCv_.notify_all();
+    }
+    wait(*dataBuf_, deadline);
+    if (sent != bytes_) {
+      throw BackendError(fmt::format("recv from rank {} (tag {}) expected {} bytes but rank {} sent {} bytes with "
+                                     "that tag; the sender's count and dtype must match the receiver's",
+                                     peer_, tag_, bytes_, peer_, sent));
+    }
+  }
+
+  void abort() override {
+    std::lock_guard<std::mutex> lock(mu_);
+    aborted_.store(true);
+    for (auto* b : {sizeBuf_.get(), dataBuf_.get()}) {
+      if (b == nullptr) continue;
+      if (send_) {
+        b->abortWaitSend();
+      } else {
+        b->abortWaitRecv();
+      }
+    }
+  }
+
+ private:
+  void wait(::gloo::transport::UnboundBuffer& buf, std::chrono::steady_clock::time_point deadline) {
+    // Gloo counts its timeout in whole ms and takes -1 for "the context's": at least 1 ms.
+    const auto left = std::max(std::chrono::milliseconds(1), std::chrono::ceil<std::chrono::milliseconds>(
+                                                                   deadline - std::chrono::steady_clock::now()));
+    bool done = false;
+    pg_.guarded(send_ ? "send" : "recv", [&] { done = send_ ? buf.waitSend(left) : buf.waitRecv(left); });
+    if (!done) throw BackendError("aborted");  // abort(): the base says why
+  }
+
+  GlooProcessGroup& pg_;
+  const bool send_;
+  const int peer_;
+  const int tag_;
+  void* data_;
+  const std::size_t bytes_;
+  std::uint64_t size_;  // sent: this op's size; received: the sender's
+  std::unique_ptr<::gloo::transport::UnboundBuffer> sizeBuf_;
+  std::unique_ptr<::gloo::transport::UnboundBuffer> dataBuf_;
+  std::vector<char> drain_;
+  std::uint64_t ticket_ = 0;  // a recv's place among the recvs of its (peer, tag)
+  std::mutex mu_;  // dataBuf_ of a recv is made on the completion thread while abort() may look at it
+  std::atomic<bool> aborted_{false};
+};
+
+std::unique_ptr<ProcessGroup::PostedP2p> GlooProcessGroup::postPointToPoint(const OpDesc& desc,
+                                                                            const Buffer& data) {
+  auto posted = std::make_unique<PostedBuffer>(*this, desc, data.data, data.bytes());
+  posted->post();
+  return posted;
 }
 
 }  // namespace

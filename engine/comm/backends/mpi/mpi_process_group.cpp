@@ -24,7 +24,9 @@
 //
 // Threads: the base runs ops on its worker thread, or small ones on the caller's thread (the fast
 // path: posted there and tested through the wait loop's spin and yield phases; if still not done,
-// the worker waits for the rest), never two of one group at once; MPI must provide at least
+// the worker waits for the rest), never two of one group at once; send and recv are posted on the
+// caller's thread and tested on the group's p2p completion threads (ProcessGroup::postPointToPoint),
+// beside the worker; MPI must provide at least
 // MPI_THREAD_SERIALIZED, and mpi::CallGuard serialises groups below MPI_THREAD_MULTIPLE.
 //
 // Timeouts: a request that outlives desc.timeout cannot be cancelled (MPI has no cancel for
@@ -39,6 +41,8 @@
 #endif
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <climits>
 #include <cstdlib>
 #include <cstring>
@@ -303,8 +307,13 @@ class MpiProcessGroup final : public ProcessGroup {
     Buffer none{nullptr, 0, DType::kI32, Device{}};
     runBlocking(d, none, none);
   }
-  void doSend(const OpDesc& d, const Buffer& data) override { runBlocking(d, data, data); }
-  void doRecv(const OpDesc& d, const Buffer& data) override { runBlocking(d, data, data); }
+  // send and recv are posted when issued (MPI_Isend, MPI_Irecv, as torch's ProcessGroupMPI posts
+  // isend/irecv) and tested on a completion thread, so that every rank may send first.
+  std::unique_ptr<PostedP2p> postPointToPoint(const OpDesc& d, const Buffer& data) override {
+    auto posted = std::make_unique<PostedRequests>(*this, d);
+    post(d, data, data, posted->op, Clock::now());
+    return posted;
+  }
 
   // Every op but the blocking ones can start on the caller's thread as a nonblocking MPI call (the
   // base applies the size limit).
@@ -737,6 +746,54 @@ class MpiProcessGroup final : public ProcessGroup {
     abandon(op.pending);
     throw TimeoutError(fmt::format("MPI did not complete it within {} ms", d.timeout.count()));
   }
+
+  // A posted send or recv: its requests, tested through the wait loop.
+  class PostedRequests final : public PostedP2p {
+   public:
+    PostedRequests(MpiProcessGroup& pg, OpDesc d) : pg_(pg), d_(std::move(d)) {}
+    // The wait loop's spin and yield phases, as the fast path gives an op (startInline).
+    bool completeBriefly() override {
+      if (!op.pending.reqs.empty()) {
+        const auto budget = Clock::now() + mpidetail::yieldPhase(pg_.policy_, d_.bytes);
+        if (!test(std::min(budget, op.deadline))) return false;
+      }
+      if (op.after) op.after(op);
+      return true;
+    }
+    void complete(Clock::time_point) override {
+      // op.deadline is the Work's. Tested in slices, so that abort() is seen within one.
+      while (!op.pending.reqs.empty() && !test(std::min(op.deadline, Clock::now() + std::chrono::milliseconds(200)))) {
+        if (aborted_.load()) {
+          // MPI cannot take back a send; the requests stay with MPI, and so MPI can no longer be trusted.
+          mpi::markBroken(fmt::format("{} of group '{}', pending when the group was destroyed", d_.fingerprint(),
+                                      pg_.options().groupName));
+          abandon(op.pending);
+          throw BackendError("aborted");
+        }
+      }
+      if (op.after) op.after(op);
+    }
+    void abort() override { aborted_.store(true); }
+    Posted op;
+
+   private:
+    // MpiProcessGroup::complete, with MPI's truncation of a recv said as the size mismatch it is.
+    bool test(Clock::time_point until) {
+      try {
+        return pg_.complete(d_, op, until);
+      } catch (const BackendError& e) {
+        if (d_.type != OpType::kRecv || std::strstr(e.what(), "MPI_ERR_TRUNCATE") == nullptr) throw;
+        throw BackendError(fmt::format("recv from rank {} (tag {}) expected {} bytes but rank {} sent more with "
+                                       "that tag (MPI_ERR_TRUNCATE); the sender's count and dtype must match the "
+                                       "receiver's",
+                                       d_.root, d_.tag, d_.bytes, d_.root));
+      }
+    }
+
+    MpiProcessGroup& pg_;
+    OpDesc d_;
+    std::atomic<bool> aborted_{false};
+  };
 
   MPI_Comm comm_ = MPI_COMM_NULL;
   // The exchange allreduce's own communicator, so that its messages never meet the user's send/recv.

@@ -35,6 +35,7 @@
 #include <vector>
 
 #include "engine/comm/backends/shm/shm_kernels.h"
+#include "engine/comm/backends/shm/shm_p2p.h"
 #include "engine/comm/backends/shm/shm_segment.h"
 #include "engine/comm/reduce.h"
 #include "engine/common/error.h"
@@ -165,8 +166,17 @@ class ShmProcessGroup final : public ProcessGroup {
   bool callerMayRunToEnd(const OpDesc& desc) const override { return desc.bytes <= cfg_.inlineBytes; }
   std::function<void()> startInline(const OpDesc& desc, const Buffer& in, const Buffer& out,
                                     Clock::time_point issued) override;
+  // send and recv through a ring per ordered pair of this host's ranks (shm_p2p.h), posted when
+  // issued; between hosts of a hierarchy there is no such path, and the post says so.
+  std::unique_ptr<PostedP2p> postPointToPoint(const OpDesc& desc, const Buffer& data) override;
 
  private:
+  // The ring file of the pair (src -> dst, local indexes) and the peer's description for its waits.
+  std::unique_ptr<P2pRing> openRing(int srcLocal, int dstLocal);
+  std::string ringName(int srcLocal, int dstLocal);
+  // At destruction: removes the names of the pairs toward this rank that are still linked.
+  void removeInboundRings();
+  P2pPeer p2pPeer(int peer, int peerLocal);
   struct Ctx {
     const OpDesc& desc;
     Clock::time_point deadline;
@@ -241,6 +251,10 @@ class ShmProcessGroup final : public ProcessGroup {
   bool oversubscribed_ = false;
   std::unique_ptr<ProcessGroup> inter_;
   std::vector<char> scratch_;
+  // send/recv sides per peer (group rank), made at the first op with that peer; posted ops (which
+  // refer to them) end in shutdown(), before these go. Touched under the base's issue lock only.
+  std::map<int, std::unique_ptr<P2pSender>> senders_;
+  std::map<int, std::unique_ptr<P2pReceiver>> receivers_;
 };
 
 // How long a small op waits on the caller's thread for a late peer (spinning for DS_SHM_SPIN_US,
@@ -268,6 +282,7 @@ ShmProcessGroup::ShmProcessGroup(ProcessGroupOptions options, ShmConfig config)
 
 ShmProcessGroup::~ShmProcessGroup() {
   shutdown();  // no op may run while the segment goes away
+  removeInboundRings();
   inter_.reset();
   releasePeers();
   seg_.reset();
@@ -478,9 +493,54 @@ void ShmProcessGroup::setupInter() {
 }
 
 bool ShmProcessGroup::supports(OpType type, DType, ReduceOp) const {
-  if (type == OpType::kSend || type == OpType::kRecv) return false;
   if (type == OpType::kAlltoall) return !hier_;
   return true;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// send and recv.
+
+std::string ShmProcessGroup::ringName(int srcLocal, int dstLocal) {
+  RankCtl& dst = seg_->ctl(dstLocal);
+  return p2pFileName(dst.pidNamespace, dst.pid.load(), seg_->nonce(), srcLocal, dstLocal);
+}
+
+std::unique_ptr<P2pRing> ShmProcessGroup::openRing(int srcLocal, int dstLocal) {
+  // Two data slots' worth: a 16 KiB message of a pipeline stage never waits for its receiver.
+  return std::make_unique<P2pRing>(cfg_.dir, ringName(srcLocal, dstLocal), 2 * seg_->slotBytes(),
+                                   dstLocal == li_);
+}
+
+void ShmProcessGroup::removeInboundRings() {
+  // Pairs toward this rank whose sender attached and whose receive never came: their names are left.
+  if (!seg_) return;
+  for (int j = 0; j < ln_; ++j) {
+    if (j != li_) ::unlink((cfg_.dir + "/" + ringName(j, li_)).c_str());
+  }
+}
+
+P2pPeer ShmProcessGroup::p2pPeer(int peer, int peerLocal) {
+  return P2pPeer{rank(), peer, host_, [this, peerLocal] { return peerDead(peerLocal); }};
+}
+
+std::unique_ptr<ProcessGroup::PostedP2p> ShmProcessGroup::postPointToPoint(const OpDesc& desc, const Buffer& data) {
+  const int peer = desc.root;
+  if (hostOf_[peer] != myHost_) {
+    throw ConfigError(fmt::format(
+        "the shm backend moves send and recv only between ranks of one host, and rank {} is on host {} while "
+        "rank {} is on host {}. Use the gloo or mpi backend for point-to-point across hosts",
+        rank(), host_, peer, hostNames_[hostOf_[peer]]));
+  }
+  const auto& local = hostRanks_[myHost_];
+  const int j = static_cast<int>(std::find(local.begin(), local.end(), peer) - local.begin());
+  if (desc.type == OpType::kSend) {
+    auto& side = senders_[peer];
+    if (!side) side = std::make_unique<P2pSender>(openRing(li_, j), p2pPeer(peer, j));
+    return side->post(data.data, data.bytes(), desc.tag);
+  }
+  auto& side = receivers_[peer];
+  if (!side) side = std::make_unique<P2pReceiver>(openRing(j, li_), p2pPeer(peer, j));
+  return side->post(data.data, data.bytes(), desc.tag);
 }
 
 // ---------------------------------------------------------------------------------------------------

@@ -2,6 +2,8 @@
 //
 //   matrix   --store PATH            every collective x in/out-of-place x dtype x op x count, checked
 //                                    against a reference computed from every rank's known inputs
+//   p2p      --store PATH            send/recv patterns where every rank sends first (matrix.h)
+//   p2p-mismatch --store PATH        rank 1 receives fewer elements than rank 0 sent
 //   mismatch --store PATH            creates the group with size = MPI size + 1 (must fail)
 //   timeout  --store PATH --ms N [--count N] [--poll 1]  the last rank skips op #2 (an allreduce of
 //                                    N floats, default 1); the others must time out (--poll 1: they
@@ -24,6 +26,7 @@
 #include "engine/comm/half.h"
 #include "engine/comm/process_group.h"
 #include "engine/comm/reduce.h"
+#include "engine/comm/tests/matrix.h"
 #include "engine/common/error.h"
 #include "engine/env/mpi_runtime.h"
 #include "engine/store/file_store.h"
@@ -230,7 +233,7 @@ std::string arg(int argc, char** argv, const char* name, const char* def = "") {
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: %s matrix|mismatch|timeout --store PATH [--ms N] [--count N] [--large N]\n",
+    std::fprintf(stderr, "usage: %s matrix|mismatch|timeout|p2p|p2p-mismatch --store PATH [--ms N] [--count N] [--large N]\n",
                  argv[0]);
     return 2;
   }
@@ -344,6 +347,23 @@ int main(int argc, char** argv) {
       double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       std::printf("rank %d of %d: %ld checks, %ld mismatches, %.2f s\n", gRank, gSize, gChecks, gFailures, s);
       return gFailures == 0 ? 0 : 1;
+    }
+    if (mode == "p2p" || mode == "p2p-mismatch") {
+      // The point-to-point patterns every rank starts by sending (issue 41), 16 KiB and 1.2 MB; or a
+      // recv of the wrong size, whose error must name both ranks.
+      auto pg = createProcessGroup("mpi", o);
+      std::vector<std::string> fails;
+      if (mode == "p2p") {
+        for (std::size_t count : {std::size_t{4096}, std::size_t{300000}}) {
+          for (auto& f : ds::comm::testing::runP2pPatterns(*pg, count)) fails.push_back(f);
+        }
+      } else {
+        fails = ds::comm::testing::runP2pFault(*pg, "mismatch");
+      }
+      for (const auto& f : fails) std::printf("rank %d FAIL: %s\n", gRank, f.c_str());
+      std::printf("rank %d of %d: p2p %zu failures\n", gRank, gSize, fails.size());
+      std::fflush(stdout);
+      return fails.empty() ? 0 : 1;
     }
     std::fprintf(stderr, "unknown mode %s\n", mode.c_str());
     return 2;

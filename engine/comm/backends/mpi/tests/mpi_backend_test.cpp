@@ -81,6 +81,31 @@ INSTANTIATE_TEST_SUITE_P(WorldSizes, MpiMatrix,
                                                   : "_inline_" + limit);
                          });
 
+// send/recv posted when issued (issue 41): the patterns where every rank sends first complete, with
+// messages above Open MPI's eager size (1.2 MB) as well as below it (16 KiB).
+class MpiP2p : public ::testing::TestWithParam<int> {};
+
+TEST_P(MpiP2p, PatternsCompleteWhateverRankSendsFirst) {
+  REQUIRE_MPIRUN();
+  TempDir dir;
+  auto r = mpirun(GetParam(), {"p2p", "--store", dir.file("store")}, mpiEnv(std::chrono::seconds(100)));
+  ASSERT_FALSE(r.timedOut) << "the p2p patterns hung\n" << r.out << r.err;
+  EXPECT_EQ(r.exitCode, 0) << r.out << r.err;
+  EXPECT_EQ(countOf(r.out, "p2p 0 failures"), GetParam()) << r.out << r.err;
+}
+
+INSTANTIATE_TEST_SUITE_P(WorldSizes, MpiP2p, ::testing::Values(2, 4),
+                         [](const auto& info) { return "np" + std::to_string(info.param); });
+
+TEST(MpiP2pFault, ARecvOfTheWrongSizeNamesBothRanks) {
+  REQUIRE_MPIRUN();
+  TempDir dir;
+  auto r = mpirun(2, {"p2p-mismatch", "--store", dir.file("store")}, mpiEnv(std::chrono::seconds(60)));
+  ASSERT_FALSE(r.timedOut) << r.out << r.err;
+  EXPECT_EQ(r.exitCode, 0) << r.out << r.err;
+  EXPECT_EQ(countOf(r.out, "p2p 0 failures"), 2) << r.out << r.err;
+}
+
 TEST(MpiWorld, SizeMismatchIsAConfigErrorSayingToUseMpirun) {
   REQUIRE_MPIRUN();
   TempDir dir;
