@@ -523,12 +523,12 @@ std::shared_ptr<Work> ProcessGroup::issuePosted(const OpDesc& desc, std::unique_
     if (!p2pStopping_) {
       ++p2pBusy_;
       p2pQueue_.push_back(P2pTask{work, std::move(posted)});
-      // A thread per pending op: one that waits for a late peer must not hold up the others.
-      if (p2pIdle_ > 0) {
-        --p2pIdle_;
-        p2pCv_.notify_one();
-      } else {
+      // A thread per pending op: one that waits for a late peer must not hold up the others. A woken
+      // thread counts as waiting until it runs, so a second post before then starts another.
+      if (p2pQueue_.size() > static_cast<std::size_t>(p2pWaiting_)) {
         p2pThreads_.emplace_back([this] { p2pLoop(); });
+      } else {
+        p2pCv_.notify_one();
       }
       return work;
     }
@@ -546,15 +546,12 @@ void ProcessGroup::p2pLoop() {
   std::unique_ptr<PostedP2p> kept;
   std::unique_lock<std::mutex> lock(p2pMu_);
   while (true) {
-    if (p2pQueue_.empty() && !p2pStopping_) {
-      ++p2pIdle_;
-      // Whoever queues a task takes this thread off the idle count (issuePosted).
-      p2pCv_.wait(lock, [&] { return !p2pQueue_.empty() || p2pStopping_; });
+    while (p2pQueue_.empty() && !p2pStopping_) {
+      ++p2pWaiting_;
+      p2pCv_.wait(lock);
+      --p2pWaiting_;
     }
-    if (p2pQueue_.empty()) {
-      if (p2pStopping_) break;
-      continue;
-    }
+    if (p2pQueue_.empty()) break;  // stopping
     P2pTask task = std::move(p2pQueue_.front());
     p2pQueue_.pop_front();
     PostedP2p* op = task.posted.get();

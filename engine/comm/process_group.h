@@ -420,7 +420,7 @@ class ProcessGroup {
   std::deque<P2pTask> p2pQueue_;
   std::vector<PostedP2p*> p2pRunning_;  // inside complete(); abort() reaches them at shutdown
   std::vector<std::thread> p2pThreads_;
-  int p2pIdle_ = 0;    // threads waiting for a task
+  int p2pWaiting_ = 0;  // threads waiting for a task (woken ones too, until they run)
   int p2pBusy_ = 0;    // tasks queued or being completed
   bool p2pStopping_ = false;
 

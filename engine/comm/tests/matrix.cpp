@@ -322,8 +322,10 @@ std::vector<std::string> runP2pPatterns(ProcessGroup& pg, std::size_t count) {
   if (n < 2) return fails;
   auto check = [&](const std::string& what, const std::vector<float>& got, int from, int k) {
     if (got != message(from, k, count)) {
-      fails.push_back(fmt::format("{} (count {}): rank {} got the wrong data from rank {} (message {})", what, count,
-                                  me, from, k));
+      fails.push_back(fmt::format("{} (count {}): rank {} got the wrong data from rank {} (message {}; first element "
+                                  "{}, expected {})",
+                                  what, count, me, from, k, got.empty() ? 0.0f : got[0],
+                                  count == 0 ? 0.0f : message(from, k, count)[0]));
     }
   };
   // Sends message k to `to` and receives `from`'s message k, both posted before either is waited for.
@@ -370,6 +372,20 @@ std::vector<std::string> runP2pPatterns(ProcessGroup& pg, std::size_t count) {
     for (auto* w : {&rb, &ra, &sb, &sa}) (*w)->wait();
     check("one tag twice, in order", inA, prev, 5);
     check("one tag twice, in order", inB, prev, 6);
+  }
+  {
+    // Many of each outstanding at once, waited for only at the end (a benchmark's batch).
+    constexpr int kBatch = 24;
+    std::deque<std::vector<float>> outs;
+    std::vector<std::vector<float>> ins(kBatch, std::vector<float>(count));
+    std::vector<std::shared_ptr<Work>> works;
+    for (int k = 0; k < kBatch; ++k) {
+      outs.push_back(message(me, 40 + k, count));
+      works.push_back(pg.send(f32(outs.back()), next, 24));
+      works.push_back(pg.recv(f32(ins[static_cast<std::size_t>(k)]), prev, 24));
+    }
+    for (auto& w : works) w->wait();
+    for (int k = 0; k < kBatch; ++k) check("a batch outstanding", ins[static_cast<std::size_t>(k)], prev, 40 + k);
   }
   {
     // A send pending across a collective.

@@ -29,14 +29,13 @@ using Clock = std::chrono::steady_clock;
 
 constexpr std::size_t kHeaderBytes = 4096;
 static_assert(sizeof(P2pRing::Shared) <= kHeaderBytes);
-constexpr std::uint32_t kMsgMagic = 0x50325044;  // "DP2P"
 // The longest single futex wait: abort(), the peer's death and the deadline are looked at between.
 constexpr auto kSlice = std::chrono::milliseconds(100);
 
 struct MsgHeader {
   std::uint64_t bytes;
   std::int32_t tag;
-  std::uint32_t magic;
+  std::uint32_t seq;  // the pair's message number (mod 2^32): the receiver checks that none is missing
 };
 static_assert(sizeof(MsgHeader) == 16);
 
@@ -194,7 +193,7 @@ class P2pSender::Posted final : public ProcessGroup::PostedP2p {
       std::uint64_t pos = head;
       while (room > 0 && done_ < total) {
         if (done_ == 0) {
-          const MsgHeader h{bytes_, tag_, kMsgMagic};
+          const MsgHeader h{bytes_, tag_, static_cast<std::uint32_t>(ticket_)};
           copyIn(ring.ring(), cap, pos, reinterpret_cast<const char*>(&h), sizeof h);
           pos += sizeof h;
           room -= sizeof h;
@@ -255,10 +254,10 @@ class P2pReceiver::Posted final : public ProcessGroup::PostedP2p {
     if (avail < sizeof(MsgHeader)) return false;
     MsgHeader h{};
     copyOut(reinterpret_cast<char*>(&h), ring.ring(), ring.capacity(), tail, sizeof h);
-    if (h.magic != kMsgMagic || h.tag != tag_ || avail < sizeof h + padded(h.bytes)) return false;
+    if (h.tag != tag_ || avail < sizeof h + padded(h.bytes)) return false;
     r_.reading_ = true;
     lock.unlock();
-    const MsgHeader got = readHeader(Clock::time_point::max());
+    const MsgHeader got = *readHeader(Clock::time_point::max(), [] { return false; });
     readPayload(got, got.bytes == bytes_ ? data_ : nullptr, Clock::time_point::max());
     lock.lock();
     r_.reading_ = false;
@@ -276,9 +275,14 @@ class P2pReceiver::Posted final : public ProcessGroup::PostedP2p {
       if (!r_.reading_) {
         r_.reading_ = true;
         lock.unlock();
-        MsgHeader h{};
+        std::optional<MsgHeader> next;
         try {
-          h = readHeader(deadline);
+          // Stops waiting when this receive's own message turns up aside (read ahead by another while
+          // it was not its turn): the message this reader would wait for may never come.
+          next = readHeader(deadline, [&] {
+            std::lock_guard<std::mutex> look(r_.mu_);
+            return r_.turns_[tag_].served == ticket_ && hasAside();
+          });
         } catch (...) {
           // Nothing of a message was consumed: another receive may read on.
           lock.lock();
@@ -287,7 +291,15 @@ class P2pReceiver::Posted final : public ProcessGroup::PostedP2p {
           throw;
         }
         lock.lock();
-        const bool mine = h.tag == tag_ && r_.turns_[tag_].served == ticket_;
+        if (!next) {
+          r_.reading_ = false;
+          r_.cv_.notify_all();
+          continue;
+        }
+        const MsgHeader h = *next;
+        // This receive's own message only if every earlier one of its tag is taken: the turn may have
+        // come to it while it read, with messages of its tag read ahead by others still kept aside.
+        const bool mine = h.tag == tag_ && r_.turns_[tag_].served == ticket_ && !hasAside();
         lock.unlock();
         std::vector<char> aside;
         char* dst = nullptr;
@@ -317,6 +329,7 @@ class P2pReceiver::Posted final : public ProcessGroup::PostedP2p {
         }
         r_.aside_.push_back(Aside{h.tag, std::move(aside)});
         r_.cv_.notify_all();
+        kickReader();
         continue;
       }
       const auto now = Clock::now();
@@ -354,7 +367,17 @@ class P2pReceiver::Posted final : public ProcessGroup::PostedP2p {
   void served() {
     ++r_.turns_[tag_].served;
     r_.cv_.notify_all();
+    kickReader();
   }
+
+  // Whether a message of this receive's tag is kept aside. r_.mu_ held.
+  bool hasAside() const {
+    return std::any_of(r_.aside_.begin(), r_.aside_.end(), [&](const Aside& a) { return a.tag == tag_; });
+  }
+
+  // Wakes a receive blocked in readHeader, so that it looks whether its own message is aside now (the
+  // word only counts changes; bumping it from this side is harmless).
+  void kickReader() { bump(r_.ring_->shared().written); }
 
   BackendError mismatch(std::size_t got) const {
     return BackendError(fmt::format("recv from rank {} (tag {}) expected {} bytes but rank {} sent {} bytes with "
@@ -362,9 +385,11 @@ class P2pReceiver::Posted final : public ProcessGroup::PostedP2p {
                                     r_.peer_.peer, tag_, bytes_, r_.peer_.peer, got));
   }
 
-  // Waits for the next message's header and consumes it. Throws on abort, the peer's death, the
-  // deadline, or a header that is not one (the pair is out of step).
-  MsgHeader readHeader(Clock::time_point deadline) {
+  // Waits for the next message's header and consumes it; nullopt, consuming nothing, once `stop()`
+  // says so. Throws on abort, the peer's death, the deadline, or a header out of sequence (the pair is
+  // out of step).
+  template <class Stop>
+  std::optional<MsgHeader> readHeader(Clock::time_point deadline, Stop&& stop) {
     P2pRing& ring = *r_.ring_;
     P2pRing::Shared& sh = ring.shared();
     while (true) {
@@ -373,15 +398,17 @@ class P2pReceiver::Posted final : public ProcessGroup::PostedP2p {
       if (sh.head.load(std::memory_order_acquire) - tail >= sizeof(MsgHeader)) {
         MsgHeader h{};
         copyOut(reinterpret_cast<char*>(&h), ring.ring(), ring.capacity(), tail, sizeof h);
-        if (h.magic != kMsgMagic) {
-          throw BackendError(fmt::format("the shm ring from rank {} to rank {} holds no message where one "
+        if (h.seq != r_.nextSeq_) {
+          throw BackendError(fmt::format("the shm ring from rank {} to rank {} holds message {} where message {} "
                                          "should start: the two ranks are out of step. Restart the job",
-                                         r_.peer_.peer, r_.peer_.self));
+                                         r_.peer_.peer, r_.peer_.self, h.seq, r_.nextSeq_));
         }
+        ++r_.nextSeq_;
         sh.tail.store(tail + sizeof h, std::memory_order_release);
         bump(sh.consumed);
         return h;
       }
+      if (stop()) return std::nullopt;
       waitWord(sh.written, seen, deadline, aborted_, r_.peer_, fmt::format("to send (tag {})", tag_));
     }
   }

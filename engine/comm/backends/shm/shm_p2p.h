@@ -112,6 +112,7 @@ class P2pReceiver {
   std::map<int, TagTurn> turns_;  // per tag: receives posted and matched
   std::deque<Aside> aside_;       // messages read ahead of their receive, in arrival order
   bool reading_ = false;          // a receive is reading a message out of the ring
+  std::uint32_t nextSeq_ = 0;     // the number the next message must carry (whoever reads it)
   std::string broken_;            // set when a read was cut off mid-message: the ring is out of step
 };
 
