@@ -420,14 +420,7 @@ std::shared_ptr<Work> ProcessGroup::issue(OpDesc desc, const Buffer& in, const B
       const auto issued = Work::Clock::now();
       recordOp(desc, in, out, /*started=*/true, issued);
       lock.unlock();
-      if (postError) {
-        try {
-          guarded(desc, [&] { std::rethrow_exception(postError); });
-        } catch (...) {
-          postError = std::current_exception();
-        }
-        return std::make_shared<Work>(desc, issued, Work::Clock::now(), postError);
-      }
+      if (postError) return std::make_shared<Work>(desc, issued, Work::Clock::now(), translated(desc, postError));
       return issuePosted(desc, std::move(posted), issued);
     }
     // Not posted (the backend has no such path): the op takes the ways below.
@@ -572,11 +565,7 @@ void ProcessGroup::p2pLoop() {
     if (error && stopping) {
       error = std::make_exception_ptr(pendingAtShutdown(desc));
     } else if (error) {
-      try {
-        guarded(desc, [&] { std::rethrow_exception(error); });
-      } catch (...) {
-        error = std::current_exception();
-      }
+      error = translated(desc, error);
     }
     kept = std::move(task.posted);
     lock.lock();
@@ -584,6 +573,14 @@ void ProcessGroup::p2pLoop() {
     lock.unlock();
     task.work->markCompleted(error);
     lock.lock();
+  }
+}
+
+std::exception_ptr ProcessGroup::translated(const OpDesc& desc, std::exception_ptr error) {
+  try {
+    rethrowTranslated(desc, std::move(error));
+  } catch (...) {
+    return std::current_exception();
   }
 }
 

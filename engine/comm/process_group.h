@@ -299,6 +299,8 @@ class ProcessGroup {
   std::shared_ptr<Work> issuePosted(const OpDesc& desc, std::unique_ptr<PostedP2p> posted,
                                     Work::Clock::time_point issued);
   void p2pLoop();
+  // rethrowTranslated's error as a value (a posted op's error, for its Work).
+  std::exception_ptr translated(const OpDesc& desc, std::exception_ptr error);
   // The error of a posted op still pending when the group is destroyed.
   BackendError pendingAtShutdown(const OpDesc& desc) const;
   // Aborts every posted op still pending and joins the completion threads (shutdown()).

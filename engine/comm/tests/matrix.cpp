@@ -342,37 +342,31 @@ std::vector<std::string> runP2pPatterns(ProcessGroup& pg, std::size_t count) {
   const int prev = (me + n - 1) % n;
   exchange("ring shift, send first", next, prev, 3, 0, true);
   if ((me ^ 1) < n) exchange("pair exchange, both send first", me ^ 1, me ^ 1, 4, 1, false);
-  {
-    // Tags received in the opposite order to their sends.
-    auto a = message(me, 2, count);
-    auto b = message(me, 3, count);
+  // Two messages to `next` (tags tagA, tagB; message numbers k, k+1), both received from `prev`
+  // with the second receive posted and waited for first when `reversed`, else waited for first only.
+  auto twoMessages = [&](const char* what, int tagA, int tagB, int k, bool reversed) {
+    auto a = message(me, k, count);
+    auto b = message(me, k + 1, count);
     std::vector<float> inA(count);
     std::vector<float> inB(count);
-    auto sa = pg.send(f32(a), next, 21);
-    auto sb = pg.send(f32(b), next, 22);
-    auto rb = pg.recv(f32(inB), prev, 22);
-    auto ra = pg.recv(f32(inA), prev, 21);
-    rb->wait();
-    ra->wait();
-    sa->wait();
-    sb->wait();
-    check("two tags, received in reverse", inA, prev, 2);
-    check("two tags, received in reverse", inB, prev, 3);
-  }
-  {
-    // Two messages of one tag arrive in the order sent, whichever receive is waited for first.
-    auto a = message(me, 5, count);
-    auto b = message(me, 6, count);
-    std::vector<float> inA(count);
-    std::vector<float> inB(count);
-    auto sa = pg.send(f32(a), next, 23);
-    auto sb = pg.send(f32(b), next, 23);
-    auto ra = pg.recv(f32(inA), prev, 23);
-    auto rb = pg.recv(f32(inB), prev, 23);
-    for (auto* w : {&rb, &ra, &sb, &sa}) (*w)->wait();
-    check("one tag twice, in order", inA, prev, 5);
-    check("one tag twice, in order", inB, prev, 6);
-  }
+    auto sa = pg.send(f32(a), next, tagA);
+    auto sb = pg.send(f32(b), next, tagB);
+    std::shared_ptr<Work> ra;
+    std::shared_ptr<Work> rb;
+    if (reversed) {
+      rb = pg.recv(f32(inB), prev, tagB);
+      ra = pg.recv(f32(inA), prev, tagA);
+    } else {
+      ra = pg.recv(f32(inA), prev, tagA);
+      rb = pg.recv(f32(inB), prev, tagB);
+    }
+    for (auto* w : {&rb, &ra, &sa, &sb}) (*w)->wait();
+    check(what, inA, prev, k);
+    check(what, inB, prev, k + 1);
+  };
+  twoMessages("two tags, received in reverse", 21, 22, 2, true);
+  // Two messages of one tag arrive in the order sent, whichever receive is waited for first.
+  twoMessages("one tag twice, in order", 23, 23, 5, false);
   {
     // Many of each outstanding at once, waited for only at the end (a benchmark's batch).
     constexpr int kBatch = 24;
