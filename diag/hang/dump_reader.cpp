@@ -633,9 +633,16 @@ class Converter {
   // fieldOf for a key whose characters stay put in the file: torch writes every key once and refers
   // back to it, so the same 20-odd pointers come in every entry and are compared once each.
   int cachedFieldOf(std::string_view key) {
-    const std::size_t slot = (reinterpret_cast<std::uintptr_t>(key.data()) >> 2) % keyCache_.size();
-    KeyCache& k = keyCache_[slot];
-    if (k.ptr == key.data() && k.len == key.size()) return k.field;
+    // A few probes into a table much larger than the keys in use, so that two keys rarely evict each
+    // other (a 61-slot table missed on a few keys of every entry).
+    const std::size_t h =
+        static_cast<std::size_t>((reinterpret_cast<std::uintptr_t>(key.data()) * 0x9E3779B97F4A7C15ull) >> 55);
+    for (std::size_t probe = 0; probe < 4; ++probe) {
+      KeyCache& k = keyCache_[(h + probe) % keyCache_.size()];
+      if (k.ptr == key.data() && k.len == key.size()) return k.field;
+      if (k.ptr == nullptr) return (k = {key.data(), key.size(), fieldOf(key)}).field;
+    }
+    KeyCache& k = keyCache_[h % keyCache_.size()];
     k = {key.data(), key.size(), fieldOf(key)};
     return k.field;
   }
@@ -646,7 +653,7 @@ class Converter {
     std::size_t len = 0;
     int field = -1;
   };
-  std::array<KeyCache, 61> keyCache_{};
+  std::array<KeyCache, 512> keyCache_{};
   std::size_t seen_ = 0;            // entries met, skipped ones included
   std::size_t count_ = 0;           // entries written to d_.entries
   std::size_t dropped_ = 0;         // the oldest entries beyond kMaxEntries
