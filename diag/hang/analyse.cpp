@@ -536,6 +536,7 @@ struct Record {
   uint32_t majoritySig = kNoSig;
   std::string undecided;         // the question the dumps leave open here
   std::vector<int> undecidedRanks;
+  bool idle = false;             // nothing pending; seq is the last op every dumped member completed
   std::vector<int> waiters;      // ranks whose oldest pending op is here (not blockers)
   std::vector<int> next;         // records its blocked blockers are stuck in
   std::vector<int> upstream;     // records with a blocker stuck here
@@ -653,6 +654,8 @@ class Judge {
   std::string peerText(const std::string& addr) const;
   std::string addrText(const std::string& addr) const;
   std::string factClaim(const LogFact& f, int r) const;
+  const LogFact* ownException(int rank) const;
+  std::string raisedText(int rank) const;
   void contradictions();
   void noDumps();
   std::vector<int> roots(int R, std::vector<std::optional<std::vector<int>>>& memo) const;
@@ -776,6 +779,7 @@ void Judge::analyseGroup(int g) {
                                 ranksText(missing), missing.size() == 1 ? "its peers" : "their peers",
                                 missing.size() == 1 ? "it" : "them", minDone, groupText(g));
     rec.undecidedRanks = missing;
+    rec.idle = true;
     made = false;
   } else {
     return rep_.groups.push_back(std::move(sum));
@@ -1161,7 +1165,9 @@ bool Judge::breakCycle(const std::vector<int>& cycle) {
   return true;
 }
 
-// A question RAS can settle: exactly one of its candidates reported dead or missing.
+// A question outside evidence can settle: exactly one of its candidates reported dead or missing by
+// RAS, or else exactly one whose log shows an exception of its own (not one a hang raises on the ranks
+// that wait): it failed in its own code, and the others waited for it.
 void Judge::tieBreaks() {
   for (auto& rec : records_) {
     if (rec.undecided.empty() || !rec.blockers.empty()) continue;
@@ -1170,9 +1176,17 @@ void Judge::tieBreaks() {
       auto it = ras_.find(r);
       if (it != ras_.end() && (it->second->state == "dead" || it->second->state == "missing")) named.push_back(r);
     }
+    bool raised = false;
+    if (named.size() != 1) {
+      named.clear();
+      for (int r : rec.undecidedRanks)
+        if (ownException(r)) named.push_back(r);
+      raised = true;
+    }
     if (named.size() != 1) continue;
     const bool dumped = dumpOf(named[0]) != nullptr;
-    rec.blockers.push_back(hold(named[0], dumped ? FaultKind::kStalledDevice : FaultKind::kNoDump));
+    const FaultKind kind = !dumped ? FaultKind::kNoDump : raised ? FaultKind::kStalledHost : FaultKind::kStalledDevice;
+    rec.blockers.push_back(hold(named[0], kind));
     rec.undecided.clear();
   }
 }
@@ -1245,7 +1259,7 @@ std::string Judge::summaryOf(const Record& rec, const Blocker& b) const {
                            rec.waiters.empty() ? "" : fmt::format(" and {} for it in {}", ranksDo(rec.waiters, "wait"), opText(rec)),
                            sinceText(earliest(rec.waiters)));
       return fmt::format("{} left no dump; its peers last saw it at #{} of {}{}{}", who(b.rank),
-                         rec.p2p ? rec.seq : rec.seq - 1, groupText(rec.group),
+                         rec.p2p || rec.idle ? rec.seq : rec.seq - 1, groupText(rec.group),
                          rec.waiters.empty() ? "" : fmt::format(" and {} for it in {}", ranksDo(rec.waiters, "wait"), opText(rec)),
                          sinceText(earliest(rec.waiters)));
     case FaultKind::kBlockedByOtherGroup:
@@ -1392,8 +1406,30 @@ std::string Judge::factClaim(const LogFact& f, int r) const {
       return fmt::format("rank {} timed out after {} ms waiting for a gloo {} to complete (gloo's collectives send "
                          "and receive too, so this names no send/recv of the program)",
                          r, f.timeoutMs.value_or(-1), f.opType);
+    case LogFact::Kind::kException:
+      return fmt::format("rank {} raised {}{}{}: {}", r, f.exception, f.message.empty() ? "" : ": " + f.message,
+                         f.frame.empty() ? "" : " in " + f.frame,
+                         f.hangConsequence ? "an error a hang raises on the ranks that wait, so it says this rank "
+                                             "waited, not why"
+                                           : "an error in its own code, not one a hang raises on the ranks that wait");
   }
   return "";
+}
+
+// The first exception of its own in a rank's logs (a chained traceback's first is its root).
+const LogFact* Judge::ownException(int rank) const {
+  auto [a, z] = logs_.equal_range(rank);
+  for (auto it = a; it != z; ++it)
+    if (it->second->kind == LogFact::Kind::kException && !it->second->hangConsequence) return it->second;
+  return nullptr;
+}
+
+// "; its log shows it raised ValueError: ... in load_batch (train.py:88)", or "".
+std::string Judge::raisedText(int rank) const {
+  const LogFact* f = ownException(rank);
+  if (!f) return "";
+  return fmt::format("; its log shows it raised {}{}{} ({})", f->exception, f->message.empty() ? "" : ": " + f->message,
+                     f->frame.empty() ? "" : " in " + f->frame, sourceText(f->source));
 }
 
 void Judge::outsideEvidence(const Record& rec, int rank, std::vector<HangEvidence>& out) const {
@@ -1438,6 +1474,7 @@ std::optional<std::string> Judge::blindSpot(const Record& rec, const Blocker& b)
   const bool quiet = (b.kind == FaultKind::kStalledHost && b.lateS == 0) ||
                      (b.kind == FaultKind::kNeverEntered && b.cycleRecord < 0);
   if (!quiet || !r || r->backend != "gloo" || st_.glooP2pSeen) return std::nullopt;
+  if (ownException(b.rank)) return std::nullopt;  // it failed in its own code: not blocked in a send/recv
   const Track* t = trackOf(b.rank, rec.group);
   // Its own log's gloo errors: a wait inside gloo raised on it, which a rank stalled in its own code does
   // not reach (unless it went on later, after its dump was taken): said beside the question.
@@ -1477,7 +1514,7 @@ void Judge::addCulprit(const Record& rec, const Blocker& b) {
   c.p2p = rec.p2p;
   c.op = b.sig != kNoSig ? st_.sigs[b.sig].op : rec.p2p ? (rec.ownerSends ? "recv" : "send") : rec.op;
   c.kind = b.kind;
-  c.summary = summaryOf(rec, b);
+  c.summary = summaryOf(rec, b) + raisedText(b.rank);
   c.evidence = dumpEvidence(rec, b);
   outsideEvidence(rec, b.rank, c.evidence);
   rep_.culprits.push_back(std::move(c));
@@ -1548,6 +1585,7 @@ void Judge::noDumps() {
     n.detail = n.lastSeenSeq ? fmt::format("its peers last saw it at #{} of {} (the last op all of them completed)",
                                            *n.lastSeenSeq, groupText(g))
                              : fmt::format("no op of {} was completed by all its peers", groupText(g));
+    n.detail += raisedText(m);
     rep_.noDump.push_back(std::move(n));
   }
   std::sort(rep_.noDump.begin(), rep_.noDump.end(), [](const auto& a, const auto& b) { return a.rank < b.rank; });

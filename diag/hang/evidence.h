@@ -29,6 +29,8 @@ struct LogFact {
     kNcclRemoteError,   // ncclRemoteError / "remote process exited or there was a network error"
     kGlooPeerClosed,    // gloo's "[.../pair.cc:N] Connection closed by peer [10.0.0.7]:13716": that peer left
     kGlooTimeout,       // gloo's "Timed out waiting 5000ms for recv operation to complete" (send or recv)
+    kException,         // a Python traceback's exception ("ValueError: bad batch") or a C++ exception that
+                        // ended the process ("terminate called after throwing an instance of '...'")
   };
   Kind kind;
   std::optional<int> rank;       // the rank whose log it is (from the line's "[Rank N]" / "[PG 0 Rank N]" or the file name)
@@ -48,6 +50,13 @@ struct LogFact {
   std::string rankFrom;
   std::optional<int> groupRank;  // the rank the line names inside its group ("[PG ID 1 ... Rank 0]": 0)
   std::optional<int> peerRank;   // kNcclNetError "[Proxy Service N] ... from rank M": M (communicator rank)
+  // kException: the exception's type as printed ("ValueError", "torch.distributed.DistBackendError",
+  // "gloo::EnforceNotMet"), the first line of its message, the innermost frame of the traceback
+  // ("load_batch (train.py:88)"; "" when none), and whether it is an error that a hang itself raises on
+  // the ranks that wait (a collective's timeout, a peer's closed connection, a watchdog abort): such an
+  // error says the rank waited, not why. `source` is the exception's line.
+  std::string exception, message, frame;
+  bool hangConsequence = false;
   Source source;
 };
 

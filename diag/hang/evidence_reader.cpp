@@ -424,6 +424,9 @@ struct LogPatterns {
       compile(R"(([A-Za-z0-9][\w.-]*):(\d+):(\d+) \[(\d+)\](?: [^ ]+){0,2} NCCL (WARN|INFO|TRACE))");
 
   std::unique_ptr<const RE2> ranFor = compile(R"((\d+) milliseconds)");
+  // A Python traceback's frame and its exception line.
+  std::unique_ptr<const RE2> pyFrame = compile(R"re(^\s*File "([^"]*)", line (\d+), in (.*?)\s*$)re");
+  std::unique_ptr<const RE2> pyException = compile(R"(^([A-Za-z_][\w.]*)(?::\s?(.*))?$)");
   std::unique_ptr<const RE2> seqNum = compile(R"(SeqNum=(\d+))");
   std::unique_ptr<const RE2> opType = compile(R"(OpType=(\w+))");
   std::unique_ptr<const RE2> timeoutMs = compile(R"(Timeout\(ms\)=(\d+))");
@@ -564,7 +567,19 @@ struct LogReaderState {
   // torchrun's error summary: the "host :" line waiting for its "rank :" line.
   std::string summaryHost;
   int summaryHostLine = 0;
+  // Python tracebacks (and C++ terminations) being read, per rank of their lines (-1: rank unknown),
+  // so that the lines of several ranks may interleave in one console log.
+  struct OpenTraceback {
+    int line = 0;      // its first line
+    bool cxx = false;  // "terminate called after throwing an instance of 'X'": its "what():" line follows
+    std::string rankFrom;
+    std::size_t indent = 0;  // where "Traceback" stood after the line's prefixes ("[rank3]: " adds one space)
+    std::string exception;
+    std::string frame;
+  };
+  std::map<int, OpenTraceback> tracebacks;
 };
+
 
 struct LineRank {
   std::optional<int> rank;
@@ -592,8 +607,11 @@ LineRank resolveRank(const Prefixes& pre, const GroupPrefix& g, const std::optio
 
 std::string factKey(const LogFact& f) {
   auto o = [](const auto& v) { return v ? std::to_string(*v) : std::string("-"); };
-  return fmt::format("{}|{}|{}|{}|{}|{}|{}", static_cast<int>(f.kind), o(f.rank), o(f.seq), o(f.fromRank),
-                     f.peerAddr, f.hca, o(f.peerRank));
+  std::string key = fmt::format("{}|{}|{}|{}|{}|{}|{}", static_cast<int>(f.kind), o(f.rank), o(f.seq), o(f.fromRank),
+                                f.peerAddr, f.hca, o(f.peerRank));
+  // Each exception is its own fact (a chained traceback has several); one printed twice is one.
+  if (f.kind == LogFact::Kind::kException) key += fmt::format("|{}|{}|{}", f.exception, f.message, f.frame);
+  return key;
 }
 
 // Called with the GPU of each NCCL line of a file whose name gives its rank; see LogReaderState.
@@ -663,8 +681,96 @@ bool number(LogReaderState& st, int lineNo, const std::string& text, const char*
   return into.has_value();
 }
 
+// Whether an exception is one that a hang itself raises on the ranks that wait: a collective's or
+// the store's timeout, a peer's closed connection, the watchdog's abort, the launcher's SIGTERM, gloo
+// killing a rank whose peer sent another size. Such an error says the rank waited, not why.
+bool isHangConsequence(std::string_view type, std::string_view message) {
+  static constexpr std::string_view kTypes[] = {"SignalException", "KeyboardInterrupt", "DistNetworkError",
+                                                "DistStoreError", "TimeoutError"};
+  static constexpr std::string_view kTexts[] = {
+      "Watchdog caught",          "timed out",         "Timed out",           "Timeout",
+      "timeout",                  "closed by peer",    "closed by remote peer", "reset by peer",
+      "Broken pipe",              "was aborted",       "remote process exited", "ncclRemoteError",
+      "op.preamble.length <= op.nbytes", "Connection refused", "got signal"};
+  for (std::string_view t : kTypes)
+    if (type.find(t) != std::string_view::npos) return true;
+  for (std::string_view t : kTexts)
+    if (message.find(t) != std::string_view::npos) return true;
+  return false;
+}
+
+// One line of a Python traceback or a C++ termination, if one is being read for the line's rank or
+// this line starts one. Returns true when the line is used up (a frame, source text); an exception's
+// line is also read as any other line (it may be a watchdog's message).
+bool readTracebackLine(LogReaderState& st, std::string_view line, int lineNo) {
+  constexpr std::string_view kPython = "Traceback (most recent call last):";
+  constexpr std::string_view kCxx = "terminate called after throwing an instance of '";
+  const bool starts = line.find(kPython) != std::string_view::npos || line.find(kCxx) != std::string_view::npos;
+  if (st.tracebacks.empty() && !starts) return false;
+  const Prefixes pre = parsePrefixes(line);
+  const LineRank lr = resolveRank(pre, GroupPrefix{}, st.fileRank);
+  const int key = lr.rank.value_or(-1);
+  std::string_view body = pre.rest;
+  if (const auto at = body.find(kPython); at != std::string_view::npos && trimView(body.substr(0, at)).empty()) {
+    st.tracebacks[key] = {lineNo, false, lr.from, at, "", ""};
+    return true;
+  }
+  if (const auto at = body.find(kCxx); at != std::string_view::npos) {
+    const std::string_view rest = body.substr(at + kCxx.size());
+    st.tracebacks[key] = {lineNo, true, lr.from, 0, std::string(rest.substr(0, rest.find('\''))), ""};
+    return true;
+  }
+  const auto it = st.tracebacks.find(key);
+  if (it == st.tracebacks.end()) return false;
+  LogReaderState::OpenTraceback& t = it->second;
+  if (body.size() >= t.indent && trimView(body.substr(0, t.indent)).empty()) body.remove_prefix(t.indent);
+  LogFact f;
+  f.kind = LogFact::Kind::kException;
+  f.rank = lr.rank;
+  f.rankFrom = lr.from;
+  f.host = pre.host;
+  f.source = Source{st.file, lineNo, sourceText(line)};
+  if (t.cxx) {
+    // "  what():  [enforce fail at .../pair.cc:464] op.preamble.length <= op.nbytes. 12 vs 8"
+    constexpr std::string_view kWhat = "what():";
+    const auto at = body.find(kWhat);
+    f.exception = t.exception;
+    if (at != std::string_view::npos) f.message = std::string(trimView(body.substr(at + kWhat.size())));
+    st.tracebacks.erase(it);
+    f.hangConsequence = isHangConsequence(f.exception, f.message);
+    if (at == std::string_view::npos) f.source.line = t.line;
+    addFact(st, std::move(f));
+    return false;  // the message may be a watchdog's line too
+  }
+  // '  File "train.py", line 88, in load_batch'; its source line and Python 3.11's ^^^ markers below it.
+  const std::string_view trimmed = trimView(body);
+  if (body.empty() || body.front() == ' ' || body.front() == '\t' || trimmed.empty()) {
+    std::string file, func;
+    int frameLine = 0;
+    if (trimmed.rfind("File \"", 0) == 0 && RE2::FullMatch(piece(body), *logPatterns().pyFrame, &file, &frameLine, &func))
+      t.frame = fmt::format("{} ({}:{})", func, file, frameLine);
+    return true;
+  }
+  // The exception: "ValueError: bad batch", "torch.distributed.DistBackendError: ...", "KeyboardInterrupt".
+  std::string type, message;
+  const int start = t.line;
+  const std::string frame = std::move(t.frame);
+  st.tracebacks.erase(it);
+  if (!RE2::FullMatch(piece(trimmed), *logPatterns().pyException, &type, &message)) {
+    st.problems.line(start, "a Python traceback starts here but no exception line ends it; it was skipped.");
+    return false;
+  }
+  f.exception = type;
+  f.message = std::string(trimView(message));
+  f.frame = frame;
+  f.hangConsequence = isHangConsequence(f.exception, f.message);
+  addFact(st, std::move(f));
+  return false;
+}
+
 void readLogLine(LogReaderState& st, std::string_view line, int lineNo) {
   const auto& pat = logPatterns();
+  if (readTracebackLine(st, line, lineNo)) return;
   if (!RE2::PartialMatch(piece(line), *pat.trigger)) return;
 
   const Prefixes pre = parsePrefixes(line);
@@ -1503,6 +1609,22 @@ void readLogStream(std::istream& in, const std::string& file, ExternalEvidence& 
   LineReader reader(in);
   std::string line;
   while (reader.next(line)) readLogLine(st, line, reader.lineNo());
+  for (const auto& [rank, t] : st.tracebacks) {
+    st.problems.line(t.line, t.cxx ? fmt::format("the process was terminated by a C++ exception ({}), but the file "
+                                                 "ends before its message; it is noted without one.",
+                                                 t.exception)
+                                   : std::string("the file ends inside a Python traceback, before its exception; "
+                                                 "the traceback was skipped."));
+    if (t.cxx) {
+      LogFact f;
+      f.kind = LogFact::Kind::kException;
+      f.rank = rank >= 0 ? std::optional<int>(rank) : std::nullopt;
+      f.rankFrom = t.rankFrom;
+      f.exception = t.exception;
+      f.source = Source{file, t.line, "terminate called after throwing an instance of '" + t.exception + "'"};
+      addFact(st, std::move(f));
+    }
+  }
   if (reader.failed())
     out.problems.push_back(fmt::format(
         "{}: reading stopped at line {} (I/O error); the lines before it were read.", file, reader.lineNo()));

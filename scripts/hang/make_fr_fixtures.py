@@ -38,11 +38,12 @@ import sys
 import tempfile
 import threading
 import time
+import traceback
 from datetime import timedelta
 
 WORLD = 4
 SUB_RANKS = [0, 1]
-SCENARIOS = ["healthy", "skip", "size", "op", "dtype", "stall", "crash", "subgroup", "p2p"]
+SCENARIOS = ["healthy", "skip", "size", "op", "dtype", "stall", "crash", "subgroup", "p2p", "raise"]
 
 # What each scenario injects, at which rank. The sequence ids are filled in from the plan below
 # (healthy world collectives are seq 1..N_WORLD_HEALTHY; the subgroup's are 1..N_SUB_HEALTHY).
@@ -70,6 +71,11 @@ FAULTS = {
     "crash": dict(culprits=[3],
                   fault="Rank 3 exits (os._exit(1)) just before the all_reduce at world-group "
                         "(pg 0) collective_seq_id {f} and leaves no dump; ranks 0, 1, 2 fail in it."),
+    "raise": dict(culprits=[3],
+                  fault="Rank 3 raises ValueError in its own code (load_batch) just before the "
+                        "all_reduce at world-group (pg 0) collective_seq_id {f}; Python prints the "
+                        "traceback and the process exits with code 1, leaving no dump; ranks 0, 1, 2 "
+                        "fail in the all_reduce and print theirs. The ranks' logs are kept in logs/."),
     "subgroup": dict(culprits=[1],
                      fault="Rank 1 never enters the all_reduce at the [0, 1] subgroup's (pg 1) "
                            "collective_seq_id {sf} and goes on to the world all_reduce at pg 0 "
@@ -183,7 +189,7 @@ def worker(scenario, rank, port, outdir, timeout_s, deadline_s):
     outcome = {"error": None, "raised_after_s": None, "during_hang_dump_after_s": None}
     during = None
     fault_t0 = time.monotonic()
-    if scenario != "healthy" and not (scenario == "crash" and rank == 3):
+    if scenario != "healthy" and not (scenario in ("crash", "raise") and rank == 3):
         def _during():
             took = time.monotonic() - fault_t0
             write_dump(os.path.join(outdir, "during_hang"))
@@ -193,6 +199,13 @@ def worker(scenario, rank, port, outdir, timeout_s, deadline_s):
         during.start()
 
     t16 = torch.full((16,), 1.0)
+    if scenario == "raise" and rank == 3:
+        def load_batch(step):
+            tokens = [16] * 1833 + [17]
+            if len(set(tokens)) != 1:
+                raise ValueError(f"batch {step}: sample {len(tokens)} has {tokens[-1]} tokens, expected 16")
+        _log(rank, "raising ValueError in load_batch (uncaught)")
+        load_batch(N_WORLD_HEALTHY + 1)   # Python prints the traceback and exits 1: no dump
     try:
         if scenario == "healthy":
             # gloo retires an entry on its own thread after the caller's wait returns, so a dump
@@ -221,6 +234,8 @@ def worker(scenario, rank, port, outdir, timeout_s, deadline_s):
                 _log(rank, "crashing: os._exit(1)")
                 os._exit(1)
             dist.all_reduce(t16)
+        elif scenario == "raise":
+            dist.all_reduce(t16)                             # rank 3 raised before it
         elif scenario == "subgroup":
             if rank == 0:
                 dist.all_reduce(torch.ones(4), group=sub)   # rank 1 never comes
@@ -233,6 +248,7 @@ def worker(scenario, rank, port, outdir, timeout_s, deadline_s):
             raise SystemExit(f"unknown scenario {scenario}")
         _log(rank, "fault step returned without an exception")
     except Exception as e:  # gloo raises RuntimeError / DistBackendError
+        traceback.print_exc()  # as the uncaught exception of a real job would print it
         first = str(e).strip().splitlines()[0] if str(e).strip() else ""
         outcome["error"] = f"{type(e).__name__}: {first}"
         outcome["raised_after_s"] = round(time.monotonic() - fault_t0, 2)
@@ -247,7 +263,7 @@ def worker(scenario, rank, port, outdir, timeout_s, deadline_s):
     # Leave together (through the store; not recorded): a rank that exits while a peer is still
     # inside a collective would turn the peer's hang into a "connection closed" error.
     # Rank 0 serves the store, so it leaves last.
-    expect = WORLD - (1 if scenario == "crash" else 0)
+    expect = WORLD - (1 if scenario in ("crash", "raise") else 0)
 
     def wait_for(key, n):
         while store.add(key, 0) < n and time.monotonic() - _T0 < deadline_s - 2:
@@ -369,6 +385,10 @@ def run_scenario(name, outdir, timeout_s, buffer_size, logdir):
         "exit_codes": {str(r): codes.get(r) for r in range(WORLD)},
         "torch_wrote_on_its_own": auto_files,
     }
+    if name == "raise":  # its evidence is in the logs: keep them beside the dumps
+        os.makedirs(os.path.join(sdir, "logs"), exist_ok=True)
+        for r in range(WORLD):
+            shutil.copyfile(os.path.join(logdir, name, f"rank_{r}.log"), os.path.join(sdir, "logs", f"rank_{r}.log"))
     with open(os.path.join(sdir, "expected.json"), "w") as f:
         json.dump(expected, f, indent=2)
         f.write("\n")

@@ -350,6 +350,69 @@ TEST(HangAnalyse, TwoRanksWithoutDumpOnTwoHostsCannotDecide) {
   EXPECT_TRUE(anyClaim(settled.culprits[0], "NCCL RAS reports rank 3 dead"));
 }
 
+LogFact exceptionFact(int rank, const std::string& type, const std::string& message, bool consequence, Source source) {
+  LogFact f{};
+  f.kind = LogFact::Kind::kException;
+  f.rank = rank;
+  f.rankFrom = "file_name";
+  f.exception = type;
+  f.message = message;
+  f.frame = "load_batch (train.py:88)";
+  f.hangConsequence = consequence;
+  f.source = std::move(source);
+  return f;
+}
+
+// A rank's own exception in its log (a Python traceback) settles what the dumps leave open; an error a
+// hang raises on the ranks that wait settles nothing.
+TEST(HangAnalyse, ARanksOwnExceptionSettlesAQuestionAndAHangsConsequenceDoesNot) {
+  Job job(4, 10);
+  job.dumps.erase(2);
+  job.dumps.erase(3);
+  for (int r : {0, 1}) job.enter(r, 11);
+  ExternalEvidence ev;
+  ev.rankHost = {{2, "gpu-b"}, {3, "gpu-c"}};
+  ev.logs.push_back(exceptionFact(2, "RuntimeError", "Connection closed by peer [10.0.0.3]:13716", true,
+                                  {"logs/rank_2.log", 30, "RuntimeError: ... Connection closed by peer"}));
+  EXPECT_EQ(job.analyse(ev).verdict, HangVerdict::kCannotDecide);
+  ev.logs.push_back(exceptionFact(3, "ValueError", "batch 11: 17 tokens", false,
+                                  {"logs/rank_3.log", 14, "ValueError: batch 11: 17 tokens"}));
+  HangReport r = job.analyse(ev);
+  ASSERT_EQ(culpritRanks(r), std::vector<int>{3});
+  EXPECT_EQ(r.culprits[0].kind, ds::report::FaultKind::kNoDump);
+  EXPECT_NE(r.culprits[0].summary.find("its log shows it raised ValueError: batch 11: 17 tokens in load_batch "
+                                       "(train.py:88) (logs/rank_3.log:14)"),
+            std::string::npos)
+      << r.culprits[0].summary;
+  EXPECT_TRUE(anyClaim(r.culprits[0], "an error in its own code"));
+  // Two ranks that raised errors of their own: still a question.
+  ev.logs.push_back(exceptionFact(2, "KeyError", "'labels'", false, {"logs/rank_2.log", 12, "KeyError: 'labels'"}));
+  EXPECT_EQ(job.analyse(ev).verdict, HangVerdict::kCannotDecide);
+
+  // The peers idle (gloo counts the failed op completed) and one rank gone: its exception names it, with
+  // the last op its peers saw.
+  Job idle(4, 10);
+  idle.dumps.erase(1);
+  ExternalEvidence one;
+  one.logs.push_back(exceptionFact(1, "ValueError", "bad", false, {"logs/rank_1.log", 9, "ValueError: bad"}));
+  HangReport named = idle.analyse(one);
+  ASSERT_EQ(culpritRanks(named), std::vector<int>{1});
+  EXPECT_NE(named.headline.find("rank 1 left no dump; its peers last saw it at #10"), std::string::npos)
+      << named.headline;
+
+  // gloo's blind spot (a quiet dump may be a rank blocked in a send/recv): a rank that raised an error of
+  // its own was not blocked in gloo; it is named.
+  Job gloo(4, 10);
+  for (int r : {0, 1, 3}) gloo.enter(r, 11);
+  for (auto& [rank, d] : gloo.dumps)
+    for (auto& e : d.entries) e.backend = "gloo";
+  ExternalEvidence raised;
+  raised.logs.push_back(exceptionFact(2, "ValueError", "bad", false, {"logs/rank_2.log", 9, "ValueError: bad"}));
+  HangReport g = gloo.analyse(raised);
+  ASSERT_EQ(culpritRanks(g), std::vector<int>{2});
+  EXPECT_EQ(g.culprits[0].kind, ds::report::FaultKind::kStalledHost);
+}
+
 TEST(HangAnalyse, MissingRankWhileThePeersAreIdleCannotDecide) {
   Job job(4, 10);
   job.dumps.erase(1);

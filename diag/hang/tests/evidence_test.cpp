@@ -278,6 +278,146 @@ TEST(EvidenceLogs, GlooTransportErrors) {
   EXPECT_EQ(t[0]->opType, "recv");
 }
 
+// Python tracebacks: the exception that ended each one, its innermost frame, and whether it is an error a
+// hang raises on the ranks that wait. The first case is torch 2.15's own printing of an uncaught
+// exception (fixtures/torch-2.15-gloo/raise/logs/rank_3.log: "[rankN]: " before every line).
+TEST(EvidenceLogs, PythonTracebacksUnderTorchsRankPrefix) {
+  auto ev = logsOf(
+      "[rank 3 +6.30s] raising ValueError in load_batch (uncaught)\n"
+      "[rank3]: Traceback (most recent call last):\n"
+      "[rank3]:   File \"/job/train.py\", line 481, in <module>\n"
+      "[rank3]:     main()\n"
+      "[rank3]:   File \"/job/train.py\", line 206, in load_batch\n"
+      "[rank3]:     raise ValueError(f\"batch {step}: ...\")\n"
+      "[rank3]:     ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^\n"
+      "[rank3]: ValueError: batch 21: sample 1834 has 17 tokens, expected 16\n");
+  auto ex = facts(ev, Kind::kException);
+  ASSERT_EQ(ex.size(), 1u) << joined(ev.problems);
+  EXPECT_EQ(ex[0]->rank, 3);
+  EXPECT_EQ(ex[0]->rankFrom, "log_prefix");
+  EXPECT_EQ(ex[0]->exception, "ValueError");
+  EXPECT_EQ(ex[0]->message, "batch 21: sample 1834 has 17 tokens, expected 16");
+  EXPECT_EQ(ex[0]->frame, "load_batch (/job/train.py:206)");
+  EXPECT_FALSE(ex[0]->hangConsequence);
+  EXPECT_EQ(ex[0]->source.line, 8);
+  EXPECT_TRUE(ev.problems.empty()) << joined(ev.problems);
+}
+
+TEST(EvidenceLogs, ExceptionsAHangRaisesAreToldApartFromARanksOwn) {
+  // A waiting rank's traceback in a file named for its rank: gloo's timeout is also read as its own fact.
+  auto ev = logsOf(
+      "Traceback (most recent call last):\n"
+      "  File \"/job/train.py\", line 238, in step\n"
+      "    dist.all_reduce(t16)\n"
+      "  File \"/venv/torch/distributed/distributed_c10d.py\", line 4181, in all_reduce\n"
+      "    work.wait()\n"
+      "RuntimeError: [/__w/pytorch/pytorch/third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:78] Timed out "
+      "waiting 5000ms for recv operation to complete\n",
+      "rank_1.log");
+  auto ex = facts(ev, Kind::kException);
+  ASSERT_EQ(ex.size(), 1u);
+  EXPECT_EQ(ex[0]->rank, 1);
+  EXPECT_EQ(ex[0]->exception, "RuntimeError");
+  EXPECT_EQ(ex[0]->frame, "all_reduce (/venv/torch/distributed/distributed_c10d.py:4181)");
+  EXPECT_TRUE(ex[0]->hangConsequence);
+  EXPECT_EQ(facts(ev, Kind::kGlooTimeout).size(), 1u);
+  // The watchdog's abort, a closed connection, the launcher's SIGTERM: consequences. A CUDA error, an OOM,
+  // a KeyError: a rank's own.
+  struct Case {
+    std::string line;
+    bool consequence;
+  };
+  for (const Case& c : std::vector<Case>{
+           {"torch.distributed.DistBackendError: [PG ID 0 PG GUID 0(default_pg) Rank 5] Watchdog caught collective "
+            "operation timeout: WorkNCCL(SeqNum=20536, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000)",
+            true},
+           {"RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:561] Connection closed by peer "
+            "[10.0.0.7]:13716",
+            true},
+           {"torch.distributed.elastic.multiprocessing.api.SignalException: Process 4242 got signal: 15", true},
+           {"torch.distributed.DistStoreError: wait timeout after 300000ms, keys: /barrier", true},
+           {"torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB", false},
+           {"RuntimeError: CUDA error: an illegal memory access was encountered", false},
+           {"KeyError: 'labels'", false},
+           {"AssertionError", false},
+       }) {
+    auto one = logsOf("Traceback (most recent call last):\n  File \"t.py\", line 1, in <module>\n" + c.line + "\n",
+                      "rank_2.log");
+    auto f = facts(one, Kind::kException);
+    ASSERT_EQ(f.size(), 1u) << c.line;
+    EXPECT_EQ(f[0]->hangConsequence, c.consequence) << c.line;
+  }
+  auto bare = facts(logsOf("Traceback (most recent call last):\n  File \"t.py\", line 1, in <module>\n"
+                           "AssertionError\n",
+                           "rank_2.log"),
+                    Kind::kException);
+  ASSERT_EQ(bare.size(), 1u);
+  EXPECT_EQ(bare[0]->exception, "AssertionError");
+  EXPECT_EQ(bare[0]->message, "");
+}
+
+TEST(EvidenceLogs, InterleavedChainedCutAndCxxTracebacks) {
+  // torchrun's console: two ranks' tracebacks interleaved under their "[defaultN]:" prefixes; rank 1's is
+  // chained (the first exception is its root, both are kept).
+  auto ev = logsOf(
+      "[default0]:Traceback (most recent call last):\n"
+      "[default1]:Traceback (most recent call last):\n"
+      "[default0]:  File \"/job/data.py\", line 12, in fetch\n"
+      "[default1]:  File \"/job/train.py\", line 40, in step\n"
+      "[default1]:KeyError: 'labels'\n"
+      "[default1]:\n"
+      "[default1]:During handling of the above exception, another exception occurred:\n"
+      "[default1]:\n"
+      "[default1]:Traceback (most recent call last):\n"
+      "[default1]:  File \"/job/train.py\", line 44, in step\n"
+      "[default1]:RuntimeError: bad batch\n"
+      "[default0]:OSError: [Errno 5] Input/output error: '/data/shard-0007'\n");
+  auto ex = facts(ev, Kind::kException);
+  ASSERT_EQ(ex.size(), 3u) << joined(ev.problems);
+  EXPECT_EQ(ex[0]->rank, 1);
+  EXPECT_EQ(ex[0]->rankFrom, "local_rank");
+  EXPECT_EQ(ex[0]->exception, "KeyError");
+  EXPECT_EQ(ex[0]->frame, "step (/job/train.py:40)");
+  EXPECT_EQ(ex[1]->rank, 1);
+  EXPECT_EQ(ex[1]->exception, "RuntimeError");
+  EXPECT_EQ(ex[2]->rank, 0);
+  EXPECT_EQ(ex[2]->exception, "OSError");
+  EXPECT_EQ(ex[2]->message, "[Errno 5] Input/output error: '/data/shard-0007'");
+  EXPECT_EQ(ex[2]->frame, "fetch (/job/data.py:12)");
+
+  // srun -l labels; gloo killing a rank whose peer sent another size (fixtures/torch-2.15-gloo/size).
+  auto cxx = logsOf(
+      "0: terminate called after throwing an instance of 'gloo::EnforceNotMet'\n"
+      "0:   what():  [enforce fail at ../third_party/gloo/gloo/transport/tcp/pair.cc:464] op.preamble.length <= "
+      "op.nbytes. 12 vs 8\n");
+  auto t = facts(cxx, Kind::kException);
+  ASSERT_EQ(t.size(), 1u);
+  EXPECT_EQ(t[0]->rank, 0);
+  EXPECT_EQ(t[0]->rankFrom, "launcher_label");
+  EXPECT_EQ(t[0]->exception, "gloo::EnforceNotMet");
+  EXPECT_TRUE(t[0]->hangConsequence);
+  EXPECT_EQ(t[0]->source.line, 2);
+
+  // A log cut inside a traceback, and one cut before a C++ exception's message: a problem each; the
+  // termination is still a fact.
+  auto cut = logsOf("Traceback (most recent call last):\n  File \"t.py\", line 1, in <module>\n", "rank_4.log");
+  EXPECT_TRUE(facts(cut, Kind::kException).empty());
+  EXPECT_TRUE(anyProblem(cut, {"rank_4.log:1", "ends inside a Python traceback"})) << joined(cut.problems);
+  auto cutCxx = logsOf("terminate called after throwing an instance of 'std::bad_alloc'\n", "rank_5.log");
+  auto b = facts(cutCxx, Kind::kException);
+  ASSERT_EQ(b.size(), 1u);
+  EXPECT_EQ(b[0]->rank, 5);
+  EXPECT_EQ(b[0]->exception, "std::bad_alloc");
+  EXPECT_FALSE(b[0]->hangConsequence);
+  EXPECT_TRUE(anyProblem(cutCxx, {"rank_5.log:1", "std::bad_alloc", "before its message"})) << joined(cutCxx.problems);
+  // A traceback whose next line is no exception (another log line of the same rank): skipped, said.
+  auto odd = logsOf("Traceback (most recent call last):\n  File \"t.py\", line 1, in <module>\n"
+                    "[W1206 12:00:00.000 ProcessGroupGloo.cpp:123] Warning: something\n",
+                    "rank_6.log");
+  EXPECT_TRUE(facts(odd, Kind::kException).empty());
+  EXPECT_TRUE(anyProblem(odd, {"rank_6.log:1", "no exception line ends it"})) << joined(odd.problems);
+}
+
 TEST(EvidenceLogs, DumpSignalVariants) {
   auto ev = logsOf(
       "[rank0]:[E ProcessGroupNCCL.cpp:1255] [PG 0 Rank 0] Received a dump signal from this local rank and "

@@ -5,7 +5,8 @@ scripts/hang/make_fr_fixtures.py, one fault each): every scenario's verdict agai
 A scenario passes when the culprits named are exactly the expected ones, or when the verdict is
 cannot_decide and names no innocent rank (where the dumps cannot tell). Naming an innocent rank, or
 finding no fault where one was injected, fails. Known limits of the dumps themselves are listed in
-LIMITS with the reason; they are reported, not hidden.
+LIMITS with the reason; they are reported, not hidden. A scenario that keeps its ranks' logs (logs/)
+is judged a second time with them (--logs), and then its culprits must be named exactly.
 
 usage: torch_fixtures_test.py DSDIAG FIXTURES_DIR"""
 import json
@@ -24,14 +25,21 @@ EXIT = {"culprit_found": 2, "no_fault_found": 0, "cannot_decide": 1}
 def main():
     dsdiag, root = sys.argv[1], sys.argv[2]
     failures, lines = [], []
+    runs = []
     for scenario in sorted(os.listdir(root)):
         folder = os.path.join(root, scenario)
         if not os.path.isfile(os.path.join(folder, "expected.json")):
             continue
+        runs.append((scenario, folder, []))
+        logs = os.path.join(folder, "logs")
+        if os.path.isdir(logs):
+            runs.append((scenario + " --logs", folder, ["--logs"] + sorted(os.path.join(logs, f) for f in os.listdir(logs))))
+    for scenario, folder, extra in runs:
         expected = json.load(open(os.path.join(folder, "expected.json")))
         with tempfile.TemporaryDirectory() as tmp:
             out = os.path.join(tmp, "hang.json")
-            run = subprocess.run([dsdiag, "hang", folder, "--json", out], capture_output=True, text=True, timeout=120)
+            run = subprocess.run([dsdiag, "hang", folder, "--json", out] + extra, capture_output=True, text=True,
+                                 timeout=120)
             if not os.path.exists(out):
                 failures.append(f"{scenario}: no report (exit {run.returncode}): {run.stderr.strip()}")
                 continue
@@ -54,6 +62,8 @@ def main():
             failures.append(line + f": innocent rank(s) {innocent} named")
         elif verdict == "culprit_found" and named != want:
             failures.append(line + ": not every culprit named")
+        elif extra and named != want:
+            failures.append(line + ": the logs should decide it")
         lines.append(line)
     print("\n".join(lines))
     if failures:
