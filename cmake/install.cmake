@@ -53,6 +53,12 @@ install(DIRECTORY ${PROJECT_SOURCE_DIR}/docs/ DESTINATION ${CMAKE_INSTALL_DOCDIR
 # headers are included as "engine/<module>/<file>.h", as in the tree.
 set_property(TARGET dsengine PROPERTY INTERFACE_INCLUDE_DIRECTORIES
              $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}> $<INSTALL_INTERFACE:${DS_INSTALL_INCLUDEDIR}>)
+# A sanitizer build's engine is instrumented: a program that links it needs the sanitizers' run-time
+# libraries, so the installed target asks for the same link flags (the build's own targets have them
+# from add_link_options already).
+if(DS_SANITIZE)
+  target_link_options(dsengine INTERFACE $<INSTALL_INTERFACE:${DS_SANITIZE_FLAGS}>)
+endif()
 install(TARGETS dsengine EXPORT dsperfTargets ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT dev)
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/engine/ DESTINATION ${DS_INSTALL_INCLUDEDIR}/engine COMPONENT dev
         FILES_MATCHING PATTERN "*.h"

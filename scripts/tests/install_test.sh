@@ -39,10 +39,12 @@ cat >"$tmp/consumer/main.cpp" <<'CPP'
 int main() { std::printf("%s\n", ds::versionLine("consumer").c_str()); }
 CPP
 
+# A sanitizer build makes no man pages (cmake/Manpages.cmake); read here, before the build is hidden.
+sanitize=$(sed -n 's/^DS_SANITIZE:[A-Z]*=//p' "$build/CMakeCache.txt")
 # Step 2 and 3 inside the namespace; the script is copied out of the tree it hides.
 cat >"$tmp/inside.sh" <<'IN'
 set -uo pipefail
-p=$1 version=$2 tmp=$3
+p=$1 version=$2 tmp=$3 sanitize=$4  # sanitize: DS_SANITIZE of the build ("" for none)
 fails=0
 check() {  # description, expected text (a regex, may be empty), then the command
   local what=$1 want=$2 out rc
@@ -63,7 +65,7 @@ check "dsreport --help" 'compare' dsreport --help
 for t in dsrun dsdiag dsbench dsreport; do
   check "$t --version says $version and a commit" "^$t $version \\(git [0-9a-f]{7,}(-dirty)?\\)|^$t $version \\(git unknown\\)" "$t" --version
 done
-if [[ -n "$(sed -n 's/^DS_SANITIZE:[A-Z]*=//p' "$build/CMakeCache.txt")" ]]; then
+if [[ -n "$sanitize" ]]; then
   echo "skip: the man page of dsdiag (a sanitizer build makes no man pages, cmake/Manpages.cmake)"
 else
   check "the man page of dsdiag renders from the prefix" 'pre-flight' env MANWIDTH=80 man -l "$p/share/man/man1/dsdiag.1"
@@ -88,7 +90,7 @@ hide=("$src")
 [[ "$build" == "$src"/* ]] || hide+=("$build")
 mounts=""
 for d in "${hide[@]}"; do mounts+="mount -t tmpfs none '$d' && "; done
-unshare -m bash -c "mount --make-rprivate / && ${mounts}bash '$tmp/inside.sh' '$p' '$version' '$tmp'"
+unshare -m bash -c "mount --make-rprivate / && ${mounts}bash '$tmp/inside.sh' '$p' '$version' '$tmp' '$sanitize'"
 rc=$?
 ((rc == 0)) && echo "install: PASS" || echo "install: FAIL"
 exit $rc

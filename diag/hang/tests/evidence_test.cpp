@@ -347,10 +347,10 @@ TEST(EvidenceLogs, ExceptionsAHangRaisesAreToldApartFromARanksOwn) {
     ASSERT_EQ(f.size(), 1u) << c.line;
     EXPECT_EQ(f[0]->hangConsequence, c.consequence) << c.line;
   }
-  auto bare = facts(logsOf("Traceback (most recent call last):\n  File \"t.py\", line 1, in <module>\n"
-                           "AssertionError\n",
-                           "rank_2.log"),
-                    Kind::kException);
+  const auto bareLog = logsOf("Traceback (most recent call last):\n  File \"t.py\", line 1, in <module>\n"
+                              "AssertionError\n",
+                              "rank_2.log");
+  auto bare = facts(bareLog, Kind::kException);  // pointers into bareLog: keep it alive
   ASSERT_EQ(bare.size(), 1u);
   EXPECT_EQ(bare[0]->exception, "AssertionError");
   EXPECT_EQ(bare[0]->message, "");
