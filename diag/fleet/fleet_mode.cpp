@@ -477,7 +477,13 @@ std::vector<report::PairResult> FleetRun::runRounds(const std::vector<std::vecto
       }
       continue;
     }
-    const auto arriveBy = Clock::now() + o_.pairTimeout;
+    // The peer may still be in an earlier pair, and that pair may have run out of time (a host behind
+    // an MTU black hole, a lossy link): it comes late, but it comes. Given up on after one pair
+    // timeout, it found its partner gone, the pair was recorded as a failure of an innocent link, and
+    // lateness ran on through both ranks' next rounds. So the wait lasts while the peer's heartbeat
+    // says it is alive, bounded by what k earlier rounds that each ran out of time could cost.
+    const auto arriveBy = Clock::now() + o_.pairTimeout * (static_cast<int>(k) + 2);
+    const PeerGone peerGone = [this, peer] { return deadRanks().count(peer) > 0; };
     if (rank_ < peer) {
       const auto& p = ranks_[static_cast<std::size_t>(peer)];
       std::string addr = standalone_ || p.ifaces.empty() ? "127.0.0.1" : p.ifaces.front().addr;
@@ -487,11 +493,11 @@ std::vector<report::PairResult> FleetRun::runRounds(const std::vector<std::vecto
           if (!standalone_ && sameSubnet(f, g)) addr = g.addr;
         }
       }
-      auto r = measurePair(peer, addr, p.probePort, tag, lo, arriveBy, o_.pairTimeout, messages_);
+      auto r = measurePair(peer, addr, p.probePort, tag, lo, arriveBy, o_.pairTimeout, messages_, peerGone);
       r.stage = stage;
       out.push_back(r);
     } else {
-      auto e = servePair(*server_, peer, tag, arriveBy, o_.pairTimeout);
+      auto e = servePair(*server_, peer, tag, arriveBy, o_.pairTimeout, peerGone);
       if (!e.empty()) log::debug("fleet: rank {} serving rank {} in round {}: {}", rank_, peer, tag, e);
     }
   }

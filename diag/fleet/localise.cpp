@@ -985,7 +985,10 @@ class LinkStage {
 };
 
 // ---------------------------------------------------------------- bisection
-// A failing ring that contains no smaller failing ring names its ranks that passed in no other group.
+// A failing ring that contains no smaller failing ring names its ranks that passed in no other group,
+// unless one of its ranks is known frozen or gone (heartbeats): that rank explains the ring's failure,
+// and its neighbour, which passed in no other group only because the bisection stopped there, is not
+// to blame.
 void bisection(Fleet& fleet, FleetJudgement& out) {
   const auto& steps = fleet.in.bisect;
   if (steps.empty()) return;
@@ -1018,6 +1021,16 @@ void bisection(Fleet& fleet, FleetJudgement& out) {
           fmt::format("The bisection's ring over ranks {} failed ({}), but each of them passed in "
                       "another group: no single rank is to blame (a transient fault?)",
                       group, failingSteps[i]->error));
+      continue;
+    }
+    std::vector<std::string> dead;
+    for (int r : failing[i])
+      if (fleet.validRank(r) && fleet.units[fleet.unitOf[r]].dead) dead.push_back(fleet.label(r));
+    if (!dead.empty()) {
+      out.notes.push_back(fmt::format(
+          "The bisection's ring over ranks {} failed ({}); {} stopped or exited (heartbeats), which explains it, "
+          "so no other rank of that ring is named",
+          group, failingSteps[i]->error.empty() ? "no error text" : failingSteps[i]->error, listOf(dead, 4)));
       continue;
     }
     for (int r : culprits) {

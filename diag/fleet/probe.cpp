@@ -557,9 +557,12 @@ std::string recvBulk(int fd, std::size_t expect, std::vector<char>& buf, Clock::
 
 }  // namespace
 
+// How often a rank waiting for its pair's peer asks whether that peer died.
+constexpr std::chrono::milliseconds kPeerPoll{500};
+
 report::PairResult measurePair(int peer, const std::string& addr, int port, int tag, const LinkOptions& o,
                                Clock::time_point arriveBy, std::chrono::milliseconds measureFor,
-                               long long& messages) {
+                               long long& messages, const PeerGone& peerGone) {
   Clock::time_point deadline = arriveBy;
   report::PairResult r;
   r.a = std::min(o.myRank, peer);
@@ -592,6 +595,16 @@ report::PairResult measurePair(int peer, const std::string& addr, int port, int 
     char msg[9] = {'P'};
     auto t0 = Clock::now();
     std::string e = sendAll(fd, msg, sizeof msg, deadline);
+    // The first answer comes when the peer arrives: wait for it in slices, asking whether it died.
+    while (i == 0 && e.empty() && peerGone && waitFor(fd, POLLIN, std::min(deadline, Clock::now() + kPeerPoll)) == 0 &&
+           Clock::now() < deadline) {
+      if (peerGone()) {
+        ::close(fd);
+        r.outcome = report::PairOutcome::kSkipped;
+        r.error = fmt::format("skipped: rank {} stopped responding (no heartbeat) while this rank waited for it", peer);
+        return r;
+      }
+    }
     if (e.empty()) e = recvAll(fd, msg, sizeof msg, deadline);
     messages += 2;
     if (!e.empty()) {
@@ -631,8 +644,13 @@ report::PairResult measurePair(int peer, const std::string& addr, int port, int 
 }
 
 std::string servePair(ProbeServer& server, int peer, int tag, Clock::time_point arriveBy,
-                      std::chrono::milliseconds measureFor) {
-  int fd = server.take(peer, Purpose::kLink, tag, arriveBy);
+                      std::chrono::milliseconds measureFor, const PeerGone& peerGone) {
+  int fd = -1;
+  for (;;) {
+    fd = server.take(peer, Purpose::kLink, tag, peerGone ? std::min(arriveBy, Clock::now() + kPeerPoll) : arriveBy);
+    if (fd >= 0 || Clock::now() >= arriveBy) break;
+    if (peerGone()) return fmt::format("rank {} stopped responding (no heartbeat) before its link test (round {})", peer, tag);
+  }
   if (fd < 0) return fmt::format("rank {} did not open its link test connection (round {}) in time", peer, tag);
   // The peer's first ping may already wait; a little slack over its own deadline.
   const auto deadline = Clock::now() + measureFor + std::chrono::seconds(1);

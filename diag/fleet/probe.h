@@ -85,21 +85,25 @@ struct LinkOptions {
   std::chrono::milliseconds connectTimeout{2000};
 };
 
+// Asked about twice a second while a rank waits for its pair's peer to arrive: true when the peer
+// has been declared dead (its heartbeat stopped), which ends the wait.
+using PeerGone = std::function<bool()>;
+
 // The lower rank of a pair: connects to the peer's listener (tag = the round) and measures: a
-// warm-up ping, which waits for the peer to arrive (until `arriveBy`: it may still be busy with
-// its previous round), then 7 small ping-pongs (median latency) and the large message both ways
-// (best of 2; the warm-up alone when it was slow), all within `measureFor` of the peer's arrival. A
-// pair that runs out is kTimeout with what it measured so far (a crawling link still gives a
-// bandwidth from the bytes that moved).
+// warm-up ping, which waits for the peer to arrive (it may still be busy with its previous round:
+// until `arriveBy`, or until `peerGone` says it is dead, then the pair is kSkipped), then 7 small
+// ping-pongs (median latency) and the large message both ways (best of 2; the warm-up alone when it
+// was slow), all within `measureFor` of the peer's arrival. A pair that runs out is kTimeout with
+// what it measured so far (a crawling link still gives a bandwidth from the bytes that moved).
 report::PairResult measurePair(int peer, const std::string& addr, int port, int tag, const LinkOptions& o,
                                Clock::time_point arriveBy, std::chrono::milliseconds measureFor,
-                               long long& messages);
+                               long long& messages, const PeerGone& peerGone = {});
 
-// The higher rank: takes the peer's connection from the listener (waiting until `arriveBy`) and
-// echoes until the peer is done or `measureFor` has passed since. Returns "" or what went wrong (for
-// the log; the lower rank reports the pair).
+// The higher rank: takes the peer's connection from the listener (waiting until `arriveBy`, or until
+// `peerGone` says the peer is dead) and echoes until the peer is done or `measureFor` has passed
+// since. Returns "" or what went wrong (for the log; the lower rank reports the pair).
 std::string servePair(ProbeServer& server, int peer, int tag, Clock::time_point arriveBy,
-                      std::chrono::milliseconds measureFor);
+                      std::chrono::milliseconds measureFor, const PeerGone& peerGone = {});
 
 // A ring over the probe connections among `ranks` (sorted, containing myRank): each rank sends a
 // token to the next and receives from the previous, twice around, all before `deadline` (the

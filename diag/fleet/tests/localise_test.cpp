@@ -535,6 +535,30 @@ TEST(FleetLocalise, BisectionNamesTheRankInEveryFailingGroup) {
       << allText(j);
 }
 
+// A rank that exits or is stopped during the bisection fails its ring; its neighbour in the last ring
+// passed in no other group only because the bisection stopped there, and is not named
+// (FleetStage.RankIsNamed/exit_bisect, freeze_bisect named fleet23 beside fleet22).
+TEST(FleetLocalise, ABisectionRingWithADeadRankNamesNoOtherRank) {
+  FleetModel m;
+  m.hosts = 8;
+  FleetInput in = ds::bench::fleet::makeInput(m);
+  in.ranks[6].exited = true;
+  in.ranks[6].lastStage = "bisect";
+  in.bisect = {{{0, 1, 2, 3, 4, 5, 6, 7}, false, "timed out after 5.0 s"},
+               {{0, 1, 2, 3}, true, ""},
+               {{4, 5, 6, 7}, false, "timed out after 5.0 s"},
+               {{4, 5}, true, ""},
+               {{6, 7}, false, "rank 6 sent no result"}};
+  auto j = judge(in);
+  EXPECT_EQ(named(m, j).hosts, std::set<int>{6}) << allText(j);
+  EXPECT_TRUE(hasEvidence(host(j, "fleet6"), "exited", "bisect")) << allText(j);
+  EXPECT_TRUE(contains(allText(j), "fleet6 (rank 6) stopped or exited (heartbeats), which explains it")) << allText(j);
+  // The same ring without the heartbeat's word: rank 7 is the one that passed in no other group.
+  in.ranks[6].exited = false;
+  auto k = judge(in);
+  EXPECT_EQ(named(m, k).hosts, (std::set<int>{6, 7})) << allText(k);
+}
+
 TEST(FleetLocalise, BadRecordsAreNotedNotTrusted) {
   FleetModel m;
   m.hosts = 4;
