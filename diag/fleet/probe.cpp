@@ -647,8 +647,10 @@ std::string servePair(ProbeServer& server, int peer, int tag, Clock::time_point 
                       std::chrono::milliseconds measureFor, const PeerGone& peerGone) {
   int fd = -1;
   for (;;) {
-    fd = server.take(peer, Purpose::kLink, tag, peerGone ? std::min(arriveBy, Clock::now() + kPeerPoll) : arriveBy);
-    if (fd >= 0 || Clock::now() >= arriveBy) break;
+    const auto sliceEnd = peerGone ? std::min(arriveBy, Clock::now() + kPeerPoll) : arriveBy;
+    fd = server.take(peer, Purpose::kLink, tag, sliceEnd);
+    // Taken, out of time, nobody to ask, or the server stopped (take returned before its slice ended).
+    if (fd >= 0 || Clock::now() >= arriveBy || !peerGone || Clock::now() < sliceEnd) break;
     if (peerGone()) return fmt::format("rank {} stopped responding (no heartbeat) before its link test (round {})", peer, tag);
   }
   if (fd < 0) return fmt::format("rank {} did not open its link test connection (round {}) in time", peer, tag);
