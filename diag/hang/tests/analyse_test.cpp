@@ -326,11 +326,17 @@ TEST(HangAnalyse, ARankWithoutDumpFrozenInsideAnOpSomeCompletedIsNamed) {
   EXPECT_EQ(split.analyse().verdict, HangVerdict::kCannotDecide);
 }
 
-TEST(HangAnalyse, TwoRanksWithoutDumpOnTwoHostsCannotDecide) {
+// Ranks 2 and 3 left no dump; 0 and 1 wait in #11 (give the two ranks their hosts in the evidence).
+static Job twoRanksGoneOnTwoHosts() {
   Job job(4, 10);
   job.dumps.erase(2);
   job.dumps.erase(3);
   for (int r : {0, 1}) job.enter(r, 11);
+  return job;
+}
+
+TEST(HangAnalyse, TwoRanksWithoutDumpOnTwoHostsCannotDecide) {
+  Job job = twoRanksGoneOnTwoHosts();
   ExternalEvidence ev;
   ev.rankHost = {{2, "gpu-b"}, {3, "gpu-c"}};
   HangReport r = job.analyse(ev);
@@ -366,10 +372,7 @@ LogFact exceptionFact(int rank, const std::string& type, const std::string& mess
 // A rank's own exception in its log (a Python traceback) settles what the dumps leave open; an error a
 // hang raises on the ranks that wait settles nothing.
 TEST(HangAnalyse, ARanksOwnExceptionSettlesAQuestionAndAHangsConsequenceDoesNot) {
-  Job job(4, 10);
-  job.dumps.erase(2);
-  job.dumps.erase(3);
-  for (int r : {0, 1}) job.enter(r, 11);
+  Job job = twoRanksGoneOnTwoHosts();
   ExternalEvidence ev;
   ev.rankHost = {{2, "gpu-b"}, {3, "gpu-c"}};
   ev.logs.push_back(exceptionFact(2, "RuntimeError", "Connection closed by peer [10.0.0.3]:13716", true,
