@@ -129,6 +129,18 @@ void FleetRun::join() {
   }
 }
 
+void FleetRun::publishError(const std::string& what) noexcept {
+  if (!hbStore_) return;
+  // Short, so that it passes a path that only small messages pass (an MTU black hole).
+  constexpr std::size_t kMaxBytes = 480;
+  std::string text = what.size() > kMaxBytes ? what.substr(0, kMaxBytes - 3) + "..." : what;
+  try {
+    hbStore_->set(key(fmt::format("error/{}", rank_)), toBytes(text), milliseconds(3000));
+  } catch (const std::exception& e) {
+    log::debug("fleet: rank {} could not leave its error in the store: {}", rank_, e.what());
+  }
+}
+
 void FleetRun::publishSelf() {
   report::FleetRank me;
   me.rank = rank_;
@@ -201,9 +213,11 @@ void FleetRun::waitForMembers() {
     auto lead = leaders();
     Json leadersJson = Json::array();
     for (int r : lead) leadersJson.push_back(ranks_[static_cast<std::size_t>(r)]);
-    store().set(key("leaders"), toBytes(leadersJson.dump()));
+    const std::string leadersText = leadersJson.dump();
+    store().set(key("leaders"), toBytes(leadersText));
     store().set(key("roles"), toBytes(Json{{"members", formatRanges(members)},
                                            {"leaders", formatRanges(lead)},
+                                           {"leaders_bytes", leadersText.size()},
                                            {"seed", std::to_string(seed_)},
                                            {"standalone", standalone_}}
                                           .dump()));
@@ -235,7 +249,22 @@ void FleetRun::waitForMembers() {
   ranks_.assign(static_cast<std::size_t>(n_), report::FleetRank{});
   for (int r = 0; r < n_; ++r) ranks_[static_cast<std::size_t>(r)].rank = r;
   if (std::binary_search(lead.begin(), lead.end(), rank_)) {
-    auto all = Json::parse(toString(store().get(key("leaders"), milliseconds(30000))));
+    Json all;
+    constexpr auto kLeadersWait = milliseconds(30000);
+    try {
+      all = Json::parse(toString(store().get(key("leaders"), kLeadersWait)));
+    } catch (const TimeoutError&) {
+      // Rank 0 sets "leaders" before "roles", so it was there: the reply did not come through.
+      // The small reads before it did (and the heartbeats still do): what an MTU black hole does.
+      throw TimeoutError(fmt::format(
+          "Rank {} on {} read the fleet's member list ({} bytes) from the store at {} but not the leaders' records "
+          "({} bytes) within {} s, while its small messages got through: large packets between this host and "
+          "the store's host are lost. Look for an MTU black hole on that path (compare the MTU of this host's "
+          "NIC, its switch port and the store's host; `ping -M do -s 1472 {}` from here tests 1500).",
+          rank_, host_, roles.dump().size(),
+          joined_.info.masterAddr.value, roles.value("leaders_bytes", std::size_t{0}),
+          kLeadersWait.count() / 1000, joined_.info.masterAddr.value));
+    }
     for (const auto& j : all) {
       auto fr = j.get<report::FleetRank>();
       if (fr.rank >= 0 && fr.rank < n_) ranks_[static_cast<std::size_t>(fr.rank)] = fr;
@@ -710,7 +739,19 @@ void FleetRun::judgeFinal(const std::vector<int>& missing) {
   auto silent = silentRanks();
   std::set<int> members(members_.begin(), members_.end());
   std::set<int> gone(missing.begin(), missing.end());
+  // The reasons the ranks that stopped or never reported left (publishError), one check for all.
+  std::map<int, std::string> errors;
+  for (int r = 0; r < n_; ++r) {
+    if (r == rank_ || !(silent.count(r) || gone.count(r) || !members.count(r))) continue;
+    const std::string k = key(fmt::format("error/{}", r));
+    try {
+      if (store().check({k}, milliseconds(3000))) errors[r] = toString(store().get(k, milliseconds(3000)));
+    } catch (const std::exception& e) {
+      log::debug("fleet: reading rank {}'s error: {}", r, e.what());
+    }
+  }
   for (auto& fr : report_.input.ranks) {
+    if (auto e = errors.find(fr.rank); e != errors.end()) fr.lastError = e->second;
     fr.joined = members.count(fr.rank) > 0;
     fr.frozen = silent.count(fr.rank) > 0 && !exited_.count(fr.rank);
     fr.exited = exited_.count(fr.rank) > 0;

@@ -79,6 +79,10 @@ class FleetRun {
 
   // Names the stage in the heartbeat (and fires the test hook).
   void enterStage(const std::string& stage);
+  // A rank that gives up leaves its reason in the store for rank 0's verdict ("last_error"): one
+  // small message on the heartbeat's connection, bounded, never throws. Does nothing before join()
+  // has reached the store.
+  void publishError(const std::string& what) noexcept;
 
   // Every member posts `value` under `name`; rank 0 collects them. `gather` returns what the ranks
   // in `expect` posted by the deadline, not waiting for frozen ranks.

@@ -209,15 +209,18 @@ void settleRanks(Fleet& fleet) {
     } else if (fr->exited) {
       u.dead = true;
       add("exited", stage,
-          fmt::format("{} exited during stage \"{}\" (its last heartbeat said it failed, or its connections "
-                      "were reset); read its stderr",
-                      fleet.label(r), stage),
+          fr->lastError.empty()
+              ? fmt::format("{} exited during stage \"{}\" (its last heartbeat said it failed, or its connections "
+                            "were reset); read its stderr",
+                            fleet.label(r), stage)
+              : fmt::format("{} gave up during stage \"{}\" and exited; its own error: {}", fleet.label(r), stage,
+                            fr->lastError),
           fr->silentForS);
     } else if (!fr->reported) {
       add("no_result", stage,
           fmt::format("{} joined but its results never reached rank 0 (last stage \"{}\"); its heartbeat was "
-                      "still alive, so it was slow rather than stopped",
-                      fleet.label(r), stage),
+                      "still alive, so it was slow rather than stopped{}",
+                      fleet.label(r), stage, fr->lastError.empty() ? "" : "; its own error: " + fr->lastError),
           0);
     }
   }

@@ -15,8 +15,8 @@
 #        packets to J vanish, so TCP fails both ways); reject: I's connections to J are refused
 #        with an ICMP error (fails fast instead of timing out)
 #   fleet.sh fault NAME mtu I M [--switch]        eth0 of I at MTU M (TCP adapts through the MSS);
-#        --switch: the switch port of I at M instead (frames larger than M are dropped silently:
-#        connections open, then large transfers stall)
+#        --switch: the switch port of I at M instead, and an nftables rule there that drops every
+#        frame larger than M, both ways (connections open, then large transfers stall)
 #   fleet.sh fault NAME ifname I NEW              rename I's eth0 to NEW (e.g. ens5)
 #   fleet.sh fault NAME loss I PERCENT            drop PERCENT% of I's packets, both ways (nftables)
 #   fleet.sh fault NAME cpu I PERCENT             the processes of host I (running and started later)
@@ -278,6 +278,19 @@ fault() {
         die "fault mtu: unknown option '$2' (only --switch)" 2
       fi
       ip -n "$ns" link set "$where" mtu "$m" || die "fault mtu: setting MTU $m on $where of host $i was refused"
+      if [[ $where != eth0 ]]; then
+        # The port's MTU alone is a leaky black hole: the kernel forwards a GSO packet (TCP's large
+        # segment, cut into frames only at a real NIC) between veths and across the bridge without
+        # checking it against the port's MTU, so only what TCP happens to send unsegmented dies and
+        # a transfer stalls some of the time. A switch drops every oversized frame; so does this rule
+        # (the bridge's forward hook sees a GSO packet's whole length).
+        command -v nft >/dev/null 2>&1 ||
+          die "fault mtu --switch needs nftables ('nft'), which is not installed: apt-get install nftables (scripts/setup.sh does)" 5
+        printf '%s\n' "table bridge fleet_mtu_p$i {" \
+          "  chain forward { type filter hook forward priority 0;" \
+          "    iifname \"p$i\" meta length > $m drop; oifname \"p$i\" meta length > $m drop; }" "}" |
+          ip netns exec "$sw" nft -f - || die "fault mtu: the nft rule that drops frames over $m on host $i's switch port was refused (see above)" 5
+      fi
       echo "fault: host $i ($(hostname_of "$i")) MTU $m on $([[ $where == eth0 ]] && echo eth0 || echo 'its switch port')"
       ;;
     ifname)

@@ -427,6 +427,7 @@ WorldOutcome runWorld(Context& ctx, const Selection& sel, const std::string& too
     fleet->join();
   } catch (const std::exception& e) {
     joinError = e.what();
+    fleet->publishError(joinError);  // rank 0's verdict quotes it (a rank that reached the store)
   }
   if (!joinError.empty()) return joinFailed(ctx, sel, host, toolVersion, t0, joinError);
   ctx.storeUp = true;

@@ -192,6 +192,7 @@ struct Reader {
     readTo(j.at("reported"), r.reported);
     readTo(j.at("last_stage"), r.lastStage);
     r.silentForS = number(j, "silent_for_s", at);
+    if (j.contains("last_error")) readTo(j.at("last_error"), r.lastError);  // 1.3
     return r;
   }
 
@@ -399,7 +400,8 @@ void to_json(json& j, const FleetRank& r) {
            {"exited", r.exited},
            {"reported", r.reported},
            {"last_stage", r.lastStage},
-           {"silent_for_s", num(r.silentForS)}};
+           {"silent_for_s", num(r.silentForS)},
+           {"last_error", r.lastError}};
 }
 
 void to_json(json& j, const ReachFailure& f) {

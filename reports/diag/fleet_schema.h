@@ -12,7 +12,8 @@
 namespace ds::report {
 
 inline constexpr const char* kFleetSchemaName = "dsperf.fleet";
-inline constexpr const char* kFleetSchemaVersion = "1.2";  // 1.1: a rank's CPU budget; 1.2: reaching_ifaces
+inline constexpr const char* kFleetSchemaVersion = "1.3";  // 1.1: a rank's CPU budget; 1.2: reaching_ifaces;
+                                                           // 1.3: a rank's last_error
 
 // The three states operators use (Azure HPC health checks, superbench): a host with no finding, a
 // host named with evidence, and a host that never delivered a result.
@@ -52,6 +53,7 @@ struct FleetRank {
   bool reported = false;     // its results reached rank 0
   std::string lastStage;     // the last stage its heartbeat named
   double silentForS = 0;     // seconds without a heartbeat when rank 0 judged it
+  std::string lastError;     // the error it published as it gave up ("" = none or never seen)
   bool operator==(const FleetRank&) const = default;
 };
 

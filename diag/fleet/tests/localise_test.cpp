@@ -186,6 +186,31 @@ TEST(FleetLocalise, FrozenAndExitedRanksAreNamedWithTheirStage) {
   EXPECT_EQ(suspects, 2) << allText(j);
 }
 
+// A rank that gave up and left its reason (publishError): the verdict quotes it, not "read its stderr".
+TEST(FleetLocalise, AnExitedRanksOwnErrorIsQuoted) {
+  FleetModel m;
+  m.hosts = 6;
+  FleetInput in = ds::bench::fleet::makeInput(m);
+  in.ranks[3].exited = true;
+  in.ranks[3].reported = false;
+  in.ranks[3].lastStage = "join";
+  in.ranks[3].lastError = "Rank 3 on fleet3 read the fleet's member list (90 bytes) but not the leaders' records";
+  in.ranks[5].reported = false;  // alive, slow, and it said why
+  in.ranks[5].lastStage = "links";
+  in.ranks[5].lastError = "Rank 5: probe listener failed";
+  auto j = judge(in);
+  const auto& h3 = host(j, "fleet3");
+  EXPECT_EQ(h3.state, HostState::kSuspect) << allText(j);
+  ASSERT_TRUE(hasEvidence(h3, "exited", "join")) << allText(j);
+  EXPECT_TRUE(contains(h3.evidence[0].text, "gave up during stage \"join\" and exited; its own error: Rank 3 on "
+                                            "fleet3 read the fleet's member list"))
+      << h3.evidence[0].text;
+  EXPECT_FALSE(contains(h3.evidence[0].text, "read its stderr")) << h3.evidence[0].text;
+  const auto& h5 = host(j, "fleet5");
+  ASSERT_FALSE(h5.evidence.empty()) << allText(j);
+  EXPECT_TRUE(contains(h5.evidence[0].text, "; its own error: Rank 5: probe listener failed")) << h5.evidence[0].text;
+}
+
 TEST(FleetLocalise, RanksThatNeverJoinedOrReportedHaveNoResult) {
   FleetModel m;
   m.hosts = 6;

@@ -46,6 +46,7 @@ FleetReport builtReport() {
     k.reported = i == 0;
     k.lastStage = kFleetStages[i];
     k.silentForS = i == 2 ? 6.5 : 0;
+    k.lastError = i == 1 ? "Rank 1 read the fleet's member list but not the leaders' records" : "";
     r.input.ranks.push_back(k);
   }
   r.input.reach = {{0, 6, 5, {{0, 1, "eth0", "eth0", "10.0.0.2", "connection refused", false, 0.4}}},
@@ -166,11 +167,16 @@ TEST(FleetSchema, FixtureReadsAndWritesBackTheSameDocument) {
                                   {"suspect_links", 1},
                                   {"exit_code", 2}}));
   out.erase("summary");
-  // The fixture is a 1.1 file: it is written back as 1.2, whose only addition is reaching_ifaces.
+  // The fixture is a 1.1 file: it is written back as 1.3, whose additions are reaching_ifaces (1.2)
+  // and each rank's last_error (1.3).
   ASSERT_EQ(in["schema_version"], "1.1");
   EXPECT_TRUE(out["judgement"]["reaching_ifaces"].empty());
-  in["schema_version"] = "1.2";
+  in["schema_version"] = "1.3";
   in["judgement"]["reaching_ifaces"] = json::array();
+  for (auto& k : in["input"]["ranks"]) {
+    ASSERT_FALSE(k.contains("last_error"));
+    k["last_error"] = "";
+  }
   EXPECT_EQ(out, in) << "keys or values changed on the way through";
   expectSame(fleetFromJson(throughText(r), "again.json"), r);
 }
@@ -179,7 +185,8 @@ TEST(FleetSchema, EveryFieldOfABuiltReportRoundTrips) {
   FleetReport r = builtReport();
   json j = throughText(r);
   EXPECT_EQ(j["schema"], "dsperf.fleet");
-  EXPECT_EQ(j["schema_version"], "1.2");
+  EXPECT_EQ(j["schema_version"], "1.3");
+  EXPECT_EQ(j["input"]["ranks"][1]["last_error"], "Rank 1 read the fleet's member list but not the leaders' records");
   EXPECT_TRUE(j["input"]["pairs"][1]["bandwidth_gbps"].is_null()) << "NaN is written as null";
   EXPECT_EQ(j["judgement"]["retest"], json::parse("[[1,0],[1,3]]"));
   EXPECT_EQ(j["input"]["ranks"][1]["nccl_socket_ifname"], "ib");
