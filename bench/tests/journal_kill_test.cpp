@@ -100,7 +100,7 @@ TEST(JournalKill, TwentyRandomSigkillsLeaveReadableCompleteJournals) {
     const std::string journal = dir.file("k" + std::to_string(k) + ".journal.jsonl");
     const int target = afterRows(gen);
     const int extra = extraUs(gen);
-    SCOPED_TRACE(testing::Message() << "kill " << k << " after " << target << " row(s) + " << extra
+    SCOPED_TRACE(::testing::Message() << "kill " << k << " after " << target << " row(s) + " << extra
                                     << " us (seed " << seed << ")");
     Process p(sweep(json), options());
     const auto deadline = std::chrono::steady_clock::now() + 20s;

@@ -5,23 +5,18 @@
 #include <set>
 
 #include "diag/check.h"
+#include "diag/checks/visible_devices.h"
 #include "diag/probes.h"
 #include "diag/util.h"
 
 namespace ds::diag {
 namespace {
 
-struct VisibleSpec {
-  bool set = false;
-  std::vector<std::string> entries;  // as CUDA will use them (up to the first invalid one)
-  std::vector<std::string> ignored;  // from the first invalid entry on: CUDA silently drops them
-  std::vector<std::string> duplicates;
-  std::string kind;  // "indices", "uuids", "mig", "mixed", "none"
-};
-
 bool isIndex(const std::string& s) { return !s.empty() && std::all_of(s.begin(), s.end(), ::isdigit); }
 bool isUuid(const std::string& s) { return s.rfind("GPU-", 0) == 0 && s.size() > 4; }
 bool isMig(const std::string& s) { return s.rfind("MIG-", 0) == 0 && s.size() > 4; }
+
+}  // namespace
 
 VisibleSpec parseVisible(const std::optional<std::string>& v) {
   VisibleSpec s;
@@ -55,6 +50,8 @@ VisibleSpec parseVisible(const std::optional<std::string>& v) {
   s.kind = kinds == 0 ? "none" : kinds > 1 ? "mixed" : idx ? "indices" : uuid ? "uuids" : "mig";
   return s;
 }
+
+namespace {
 
 // No usable GPU: the finding, graded by whether the job needs one.
 Finding noGpu(Context& c, const std::string& why) {

@@ -142,7 +142,7 @@ std::string mpiOutputExcerpt(const std::string& output) {
 }
 
 // Whether an executable `name` is on the job's PATH.
-bool onPath(const Context& c, const std::string& name) {
+bool onJobPath(const Context& c, const std::string& name) {
   return ds::diag::onPath(c.get("PATH").value_or(""), name);
 }
 
@@ -173,7 +173,7 @@ Finding mpiStart(Context& c) {
   std::string missing;
   std::string remedy;
   const bool openMpi = p.libraryVersion.find("Open MPI") != std::string::npos;
-  if (openMpi && !onPath(c, "orted")) {
+  if (openMpi && !onJobPath(c, "orted")) {
     missing = "orted is not on PATH";
     remedy = "Install openmpi-bin (orted and mpirun) and openmpi-common (Open MPI's help files): apt-get install "
              "openmpi-bin openmpi-common; or start the job with mpirun.";

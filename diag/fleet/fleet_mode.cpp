@@ -30,8 +30,6 @@ using store::toBytes;
 using store::toString;
 using std::chrono::milliseconds;
 
-double secondsSince(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
-
 std::string envOr(const char* name, const char* fallback = "") {
   const char* v = std::getenv(name);
   return v && *v ? v : fallback;

@@ -27,8 +27,6 @@ constexpr std::size_t kMaxJob = 256;
 constexpr auto kHelloBound = std::chrono::seconds(2);
 constexpr char kOk = 'K', kWrongJob = 'J', kNotMember = 'R';
 
-double secondsSince(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
-
 int msUntil(Clock::time_point deadline) {
   auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
   return static_cast<int>(std::clamp<long long>(left, 0, 1 << 30));

@@ -21,6 +21,7 @@
 namespace ds::diag::fleet {
 
 using Clock = std::chrono::steady_clock;
+inline double secondsSince(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 enum class Purpose : std::uint8_t { kReach = 1, kLink = 2, kRing = 3 };
 

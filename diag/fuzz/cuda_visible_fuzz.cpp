@@ -1,16 +1,18 @@
 // Fuzz target: the CUDA_VISIBLE_DEVICES parser behind dsdiag's gpu.visible_devices check.
 //
-// The parser (parseVisible) is file-local in diag/checks/gpu_checks.cpp, so this target compiles
-// that file into itself: the code under test is the real one, not a copy. (Linking works because
-// nothing here needs the library's own gpu_checks.o.)
+// The parser (parseVisible, diag/checks/visible_devices.h) is the check's own, linked from dsdiaglib.
 //
 // Oracle: every comma-separated entry ends up in exactly one of `entries` and `ignored`; duplicates
 // are entries; `kind` is one of the documented values; the value can be quoted for messages.
-#include "diag/checks/gpu_checks.cpp"  // NOLINT(bugprone-suspicious-include)
-
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <set>
+#include <string>
+
+#include "diag/checks/visible_devices.h"
+#include "diag/util.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, size_t size) {
   using namespace ds::diag;

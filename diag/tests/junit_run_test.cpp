@@ -30,9 +30,9 @@ TEST(DsdiagJunitRun, ListingChecksWritesNoFile) {
   DiagCommand cmd;
   cmd.junitPath = d.file("r.xml");
   cmd.list = true;
-  testing::internal::CaptureStdout();
+  ::testing::internal::CaptureStdout();
   EXPECT_EQ(runDiag(cmd), kExitPass);
-  testing::internal::GetCapturedStdout();
+  ::testing::internal::GetCapturedStdout();
   EXPECT_FALSE(std::filesystem::exists(d.file("r.xml")));
 }
 

@@ -8,12 +8,13 @@
 #include "engine/launch/launcher.h"
 
 namespace ds::launch {
-namespace {
 
 std::string signalName(int sig) {
   const char* abbrev = ::sigabbrev_np(sig);
   return abbrev != nullptr ? fmt::format("SIG{}", abbrev) : fmt::format("signal {}", sig);
 }
+
+namespace {
 
 std::string formatTime(std::chrono::system_clock::time_point t) {
   std::time_t secs = std::chrono::system_clock::to_time_t(t);

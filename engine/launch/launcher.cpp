@@ -90,11 +90,6 @@ bool writeAll(int fd, const char* data, size_t size) {
   return true;
 }
 
-std::string signalName(int sig) {
-  const char* abbrev = ::sigabbrev_np(sig);
-  return abbrev != nullptr ? fmt::format("SIG{}", abbrev) : fmt::format("signal {}", sig);
-}
-
 // Blocks the supervised signals in this thread and reads them from a signalfd; restores the mask and
 // the dispositions it changed on destruction. SIGCHLD is set to SIG_DFL (SIG_IGN inherited from a
 // parent would make the kernel reap our workers) and SIGPIPE to SIG_IGN (a closed stdout must not kill

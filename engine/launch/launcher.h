@@ -113,6 +113,9 @@ struct WorkerExit {
 // "3", or "-9 (SIGKILL)" for a signal death.
 std::string exitCodeText(int exitCode);
 
+// "SIGTERM" for 15 (glibc's abbreviation), "signal N" for a number it does not know.
+std::string signalName(int sig);
+
 // dsrun's exit code for a root cause: its exit status, or 128+signal.
 int launcherExitCode(int exitCode);
 

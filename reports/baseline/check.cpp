@@ -29,7 +29,7 @@ std::string num(double v) { return fmt::format("{:.4g}", v); }
 // One figure of one host in one run, and what each rule said of it.
 struct Judged {
   double value = 0;
-  std::map<std::string, Verdict> verdict;  // rule name -> its verdict (only rules that could judge it)
+  std::map<std::string, RuleVerdict> verdict;  // rule name -> its verdict (only rules that could judge it)
 };
 
 // A variance rule's judgement of the mean of a host's runs that did not break it, where single runs
@@ -38,7 +38,7 @@ struct Pool {
   int runs = 0;
   double mean = 0, noise = 0;
   VarianceBounds bounds;
-  Verdict verdict = Verdict::kBlind;
+  RuleVerdict verdict = RuleVerdict::kBlind;
 };
 
 struct Figure {
@@ -104,11 +104,11 @@ RuleLimit limitOf(const Rule& r, const Sample& s, const BaselineEntry* entry) {
   }
 }
 
-Verdict judge(const Rule& r, const RuleLimit& l, double v, bool higherIsBetter) {
+RuleVerdict judge(const Rule& r, const RuleLimit& l, double v, bool higherIsBetter) {
   if (r.kind == RuleKind::kValue)
-    return (r.min && v < *r.min) || (r.max && v > *r.max) ? Verdict::kBreaks : Verdict::kHolds;
+    return (r.min && v < *r.min) || (r.max && v > *r.max) ? RuleVerdict::kBreaks : RuleVerdict::kHolds;
   if (r.kind == RuleKind::kVariance) return judgeVariance(l.bounds, v);
-  return worseThan(v, l.threshold, higherIsBetter) ? Verdict::kBreaks : Verdict::kHolds;
+  return worseThan(v, l.threshold, higherIsBetter) ? RuleVerdict::kBreaks : RuleVerdict::kHolds;
 }
 
 double meanOf(const std::vector<double>& v) {
@@ -289,11 +289,11 @@ CheckReport checkHosts(const std::vector<Sample>& samples, const std::vector<Run
         for (auto& [runId, j] : f.byRun) {
           auto it = j.verdict.find(r.name);
           if (it == j.verdict.end()) continue;
-          if (it->second == Verdict::kBreaks) {
+          if (it->second == RuleVerdict::kBreaks) {
             ++brokeRuns;
           } else {
             rest.push_back(j.value);
-            blindRuns += it->second == Verdict::kBlind ? 1 : 0;
+            blindRuns += it->second == RuleVerdict::kBlind ? 1 : 0;
           }
         }
         if (blindRuns == 0 || brokeRuns >= report.k || brokeRuns + blindRuns < report.k || rest.size() < 2)
@@ -306,10 +306,10 @@ CheckReport checkHosts(const std::vector<Sample>& samples, const std::vector<Run
         p.noise = meanNoise(spreadUpper(*f.entry), f.entry->stdev, p.runs);
         p.bounds = varianceBounds(r, f.entry->value, p.noise, p.noise, f.like.higherIsBetter);
         p.verdict = judgeVariance(p.bounds, p.mean);
-        if (p.verdict != Verdict::kBlind)
+        if (p.verdict != RuleVerdict::kBlind)
           for (auto& [runId, j] : f.byRun) {
             auto it = j.verdict.find(r.name);
-            if (it != j.verdict.end() && it->second != Verdict::kBreaks) it->second = p.verdict;
+            if (it != j.verdict.end() && it->second != RuleVerdict::kBreaks) it->second = p.verdict;
           }
         f.pools[r.name] = p;
       }
@@ -323,14 +323,14 @@ CheckReport checkHosts(const std::vector<Sample>& samples, const std::vector<Run
             auto it = j.verdict.find(ruleName);
             if (it == j.verdict.end()) continue;
             ++judgedRules;
-            brokeRules += it->second == Verdict::kBreaks ? 1 : 0;
-            blindRules += it->second == Verdict::kBlind ? 1 : 0;
+            brokeRules += it->second == RuleVerdict::kBreaks ? 1 : 0;
+            blindRules += it->second == RuleVerdict::kBlind ? 1 : 0;
           }
           if (judgedRules == 0) continue;
           int need = r.failWhen == 0 ? static_cast<int>(r.rules.size()) : r.failWhen;
-          j.verdict[r.name] = brokeRules >= need                ? Verdict::kBreaks
-                              : brokeRules + blindRules >= need ? Verdict::kBlind
-                                                                : Verdict::kHolds;
+          j.verdict[r.name] = brokeRules >= need                ? RuleVerdict::kBreaks
+                              : brokeRules + blindRules >= need ? RuleVerdict::kBlind
+                                                                : RuleVerdict::kHolds;
         }
       }
     }
@@ -383,8 +383,8 @@ CheckReport checkHosts(const std::vector<Sample>& samples, const std::vector<Run
           if (it == j.verdict.end()) continue;
           values.push_back(j.value);
           ++c.runs;
-          c.failedRuns += it->second == Verdict::kBreaks ? 1 : 0;
-          blindRuns += it->second == Verdict::kBlind ? 1 : 0;
+          c.failedRuns += it->second == RuleVerdict::kBreaks ? 1 : 0;
+          blindRuns += it->second == RuleVerdict::kBlind ? 1 : 0;
         }
         if (c.runs == 0) continue;  // e.g. a floor rule where no bound is known
         c.measured = median(values);
@@ -405,7 +405,7 @@ CheckReport checkHosts(const std::vector<Sample>& samples, const std::vector<Run
         if (r.kind == RuleKind::kVariance) {
           c.spread = f.entry->spread;
           c.spreadUpper = spreadUpper(*f.entry);
-          if (pool && pool->verdict != Verdict::kBlind) {
+          if (pool && pool->verdict != RuleVerdict::kBlind) {
             c.pooledRuns = pool->runs;
             c.measured = pool->mean;
             c.threshold = pool->bounds.limit;
@@ -425,7 +425,7 @@ CheckReport checkHosts(const std::vector<Sample>& samples, const std::vector<Run
           c.text = fmt::format(
               "{} {} {}: cannot judge: {}; {} of {} run(s) could not be told apart, {} broke the limit",
               figureName(s), num(c.measured), s.unit,
-              blindText(r, s, *f.entry, l, pool && pool->verdict == Verdict::kBlind ? pool : nullptr,
+              blindText(r, s, *f.entry, l, pool && pool->verdict == RuleVerdict::kBlind ? pool : nullptr,
                         c.runsNeeded),
               blindRuns, c.runs, c.failedRuns);
         } else if (r.kind == RuleKind::kVariance && c.pooledRuns > 0) {

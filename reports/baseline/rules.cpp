@@ -411,11 +411,11 @@ VarianceBounds varianceBounds(const Rule& r, double expected, double noise, doub
   return b;
 }
 
-Verdict judgeVariance(const VarianceBounds& b, double value) {
-  if (worseThan(value, b.limit, b.higherIsBetter)) return Verdict::kBreaks;
-  if (!b.catchesHalving || b.halvingEdge == 0) return Verdict::kHolds;
-  if (b.blindAll || worseThan(value, b.halvingEdge, b.higherIsBetter)) return Verdict::kBlind;
-  return Verdict::kHolds;
+RuleVerdict judgeVariance(const VarianceBounds& b, double value) {
+  if (worseThan(value, b.limit, b.higherIsBetter)) return RuleVerdict::kBreaks;
+  if (!b.catchesHalving || b.halvingEdge == 0) return RuleVerdict::kHolds;
+  if (b.blindAll || worseThan(value, b.halvingEdge, b.higherIsBetter)) return RuleVerdict::kBlind;
+  return RuleVerdict::kHolds;
 }
 
 double meanNoise(double spread, double hostStdev, int runs) {

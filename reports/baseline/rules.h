@@ -113,7 +113,7 @@ inline constexpr double kSlowdownToTell = 2;
 
 // What a rule says of one figure. kBlind: within the limit, but the rule cannot tell the figure from
 // a halved one (a doubled one, for latency), so it is neither healthy nor unhealthy.
-enum class Verdict { kHolds, kBreaks, kBlind };
+enum class RuleVerdict { kHolds, kBreaks, kBlind };
 
 // How far above a spread measured from `figures` values the true one may be: the factor of its
 // one-sided 95% upper confidence bound, sqrt((n - 1) / chi2_0.05(n - 1)) for n figures (15.9 from 2,
@@ -149,7 +149,7 @@ struct VarianceBounds {
 };
 VarianceBounds varianceBounds(const Rule& r, double expected, double noise, double noiseUpper,
                               bool higherIsBetter);
-Verdict judgeVariance(const VarianceBounds& b, double value);
+RuleVerdict judgeVariance(const VarianceBounds& b, double value);
 
 // The noise of the mean of `runs` runs of one host: sqrt(hostStdev^2 + spread^2 / runs). The mean
 // averages the run-to-run noise away but not how far hosts differ: the baseline's stdev of its hosts'

@@ -109,7 +109,7 @@ json evidenceJson(const std::vector<Evidence>& ev) {
 // ---- reading ----
 
 // Where a fleet object is read from, for the errors.
-struct Reader {
+struct FleetReader {
   const std::string& origin;
   std::string root;    // JSON pointer of the fleet object in its file ("" or "/fleet")
   int worldSize = -1;  // -1: one record on its own (from the store), the fleet's size unknown
@@ -432,18 +432,18 @@ namespace {
 template <class T, class Read>
 void readRecord(const json& j, T& v, Read read) {
   static const std::string kOrigin = "a fleet record";
-  Reader reader{kOrigin, ""};
+  FleetReader reader{kOrigin, ""};
   v = (reader.*read)(j, "");
 }
 
 }  // namespace
 
-void from_json(const json& j, FleetIface& v) { readRecord(j, v, &Reader::iface); }
-void from_json(const json& j, FleetRank& v) { readRecord(j, v, &Reader::fleetRank); }
-void from_json(const json& j, ReachFailure& v) { readRecord(j, v, &Reader::reachFailure); }
-void from_json(const json& j, ReachSummary& v) { readRecord(j, v, &Reader::reach); }
-void from_json(const json& j, PairResult& v) { readRecord(j, v, &Reader::pair); }
-void from_json(const json& j, BisectStep& v) { readRecord(j, v, &Reader::bisectStep); }
+void from_json(const json& j, FleetIface& v) { readRecord(j, v, &FleetReader::iface); }
+void from_json(const json& j, FleetRank& v) { readRecord(j, v, &FleetReader::fleetRank); }
+void from_json(const json& j, ReachFailure& v) { readRecord(j, v, &FleetReader::reachFailure); }
+void from_json(const json& j, ReachSummary& v) { readRecord(j, v, &FleetReader::reach); }
+void from_json(const json& j, PairResult& v) { readRecord(j, v, &FleetReader::pair); }
+void from_json(const json& j, BisectStep& v) { readRecord(j, v, &FleetReader::bisectStep); }
 
 void to_json(json& j, const FleetReport& r) {
   const FleetInput& in = r.input;
@@ -511,7 +511,7 @@ void to_json(json& j, const FleetReport& r) {
 }
 
 FleetReport fleetFromJsonAt(const json& j, const std::string& origin, const std::string& at) {
-  Reader reader{origin, at};
+  FleetReader reader{origin, at};
   try {
     return reader.report(j);
   } catch (const json::exception& e) {

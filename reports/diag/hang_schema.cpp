@@ -199,7 +199,7 @@ namespace {
 // Reads one report; every field is required (null where the record holds an optional). A json
 // exception from a field carries its pointer (JSON_DIAGNOSTICS), which hangReportFromJson turns into
 // a ConfigError; `bad` reports values of the right type that make no sense.
-struct Reader {
+struct HangReader {
   const std::string& origin;
   int minor = 0;  // of the file's schema_version: 1.1's fields are required from 1.1 on
 
@@ -388,15 +388,15 @@ struct Reader {
     r.dumpsRead = readInt<int>(j.at("dumps_read"));
     if (r.worldSize < 0 || r.dumpsRead < 0)
       bad("/world_size", fmt::format("world_size {} and dumps_read {} must be >= 0", r.worldSize, r.dumpsRead));
-    r.culprits = list<HangCulprit>(j, "culprits", &Reader::culprit);
-    r.noDump = list<HangNoDump>(j, "no_dump", &Reader::noDump);
-    r.waiting = list<HangWaiting>(j, "waiting", &Reader::waiting);
-    r.groups = list<HangGroup>(j, "groups", &Reader::groupSummary);
-    r.undecided = list<HangUndecided>(j, "undecided", &Reader::undecided);
+    r.culprits = list<HangCulprit>(j, "culprits", &HangReader::culprit);
+    r.noDump = list<HangNoDump>(j, "no_dump", &HangReader::noDump);
+    r.waiting = list<HangWaiting>(j, "waiting", &HangReader::waiting);
+    r.groups = list<HangGroup>(j, "groups", &HangReader::groupSummary);
+    r.undecided = list<HangUndecided>(j, "undecided", &HangReader::undecided);
     readTo(j.at("problems"), r.problems);
     readTo(j.at("inputs"), r.inputs);
-    r.timelines = list<HangTimeline>(j, "timelines", &Reader::timeline);
-    if (minor >= 1) r.groupTimelines = list<HangGroupTimeline>(j, "group_timelines", &Reader::groupTimeline);
+    r.timelines = list<HangTimeline>(j, "timelines", &HangReader::timeline);
+    if (minor >= 1) r.groupTimelines = list<HangGroupTimeline>(j, "group_timelines", &HangReader::groupTimeline);
     if ((r.verdict == HangVerdict::kCulpritFound) != !r.culprits.empty())
       bad("/verdict", fmt::format("verdict {} with {} culprits", hangVerdictName(r.verdict), r.culprits.size()));
     return r;
@@ -425,7 +425,7 @@ std::optional<HangReport> readHangReportFile(const std::string& path) {
 }
 
 HangReport hangReportFromJson(const json& j, const std::string& origin) {
-  Reader reader{origin};
+  HangReader reader{origin};
   try {
     return reader.report(j);
   } catch (const json::exception& e) {

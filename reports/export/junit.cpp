@@ -94,7 +94,7 @@ Outcome outcomeOf(const std::string& status) {
   return Outcome::kError;  // "error", and any status a caller got wrong: shown, not hidden
 }
 
-std::string num(double v) { return fmt::format("{:.4g}", v); }
+std::string shortNum(double v) { return fmt::format("{:.4g}", v); }
 
 }  // namespace
 
@@ -180,8 +180,8 @@ JunitSuite junitSuiteOfCheck(const CheckReport& report) {
       c.type = f.cannotJudge ? checkStateName(CheckState::kCannotJudge) : f.kind;
       c.message = f.text;
       c.detail =
-          fmt::format("measured {} {}, expected {} {}, limit {} {} (rule {}, kind {})", num(f.measured),
-                      f.unit, num(f.expected), f.unit, num(f.threshold), f.unit, f.rule, f.kind);
+          fmt::format("measured {} {}, expected {} {}, limit {} {} (rule {}, kind {})", shortNum(f.measured),
+                      f.unit, shortNum(f.expected), f.unit, shortNum(f.threshold), f.unit, f.rule, f.kind);
       if (f.pooledRuns > 0) c.detail += fmt::format("\nmeasured is the mean of {} runs", f.pooledRuns);
       if (f.runs > 0)
         c.detail +=
@@ -192,7 +192,7 @@ JunitSuite junitSuiteOfCheck(const CheckReport& report) {
             "\ncannot judge: the baseline's run-to-run spread {} {} is too wide to tell the figure from a "
             "halved "
             "one; {}",
-            num(f.spread), f.unit,
+            shortNum(f.spread), f.unit,
             f.runsNeeded > 0
                 ? fmt::format("the mean of {} runs of the host would (--n {})", f.runsNeeded, f.runsNeeded)
                 : std::string("no number of the host's runs would"));

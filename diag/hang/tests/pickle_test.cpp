@@ -23,7 +23,7 @@ using namespace std::string_literals;
 
 namespace {
 
-std::string data(const std::string& name) {
+std::string pickleFile(const std::string& name) {
   return ds::testing::readFile(std::string(DS_HANG_FR_DUMP_DATA) + "/" + name);
 }
 
@@ -58,10 +58,10 @@ std::string refusal(const std::string& bytes, const PickleOptions& options = {})
 }
 
 TEST(Pickle, ReadsWhatPythonWritesAtEveryProtocol) {
-  const json expected = json::parse(data("nested.json"));
+  const json expected = json::parse(pickleFile("nested.json"));
   for (int p = 0; p <= 5; ++p) {
     SCOPED_TRACE("protocol " + std::to_string(p));
-    json v = readPickle(data("nested_p" + std::to_string(p) + ".pkl"), "nested");
+    json v = readPickle(pickleFile("nested_p" + std::to_string(p) + ".pkl"), "nested");
     if (p >= 3) {
       EXPECT_EQ(v["bytes"], "raw\xEF\xBF\xBD");  // b"raw\xff": invalid UTF-8 replaced
     }
@@ -131,7 +131,7 @@ TEST(Pickle, RefusesBytesThatAreNoOpcode) {
 
 TEST(Pickle, EveryTruncationThrowsConfigError) {
   for (const char* name : {"nested_p0.pkl", "nested_p2.pkl", "nested_p4.pkl", "fr_2.10.pkl", "fr_2.2.pkl"}) {
-    const std::string full = data(name);
+    const std::string full = pickleFile(name);
     PickleOptions streaming;
     streaming.streamKey = "entries";
     streaming.onElement = [](json&&) {};
@@ -271,7 +271,7 @@ PickleOptions collectInto(std::vector<json>& out) {
 TEST(PickleStream, HandsOverEachEntryAndKeepsTheRest) {
   for (const char* name : {"fr_2.2.pkl", "fr_2.10.pkl"}) {  // Python's pickler, torch's
     std::vector<json> got;
-    const json top = readPickle(data(name), name, collectInto(got));
+    const json top = readPickle(pickleFile(name), name, collectInto(got));
     ASSERT_EQ(got.size(), 5u) << name;
     for (int i = 0; i < 5; ++i) EXPECT_EQ(got[i]["record_id"], 10 + i) << name;
     EXPECT_EQ(top["entries"], json::array());

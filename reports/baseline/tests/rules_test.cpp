@@ -157,18 +157,18 @@ TEST(Rules, AVarianceRuleCannotPassWhatItCannotTellFromAHalving) {
   EXPECT_TRUE(noisy.capped);
   EXPECT_DOUBLE_EQ(noisy.limit, 3.542);
   EXPECT_FALSE(noisy.tellsHalving());
-  EXPECT_EQ(judgeVariance(noisy, 3.822), Verdict::kBlind) << "the issue's halved run";
-  EXPECT_EQ(judgeVariance(noisy, 7.084), Verdict::kBlind) << "a capped rule passes nothing";
-  EXPECT_EQ(judgeVariance(noisy, 3.5), Verdict::kBreaks) << "worse than the cap still breaks";
+  EXPECT_EQ(judgeVariance(noisy, 3.822), RuleVerdict::kBlind) << "the issue's halved run";
+  EXPECT_EQ(judgeVariance(noisy, 7.084), RuleVerdict::kBlind) << "a capped rule passes nothing";
+  EXPECT_EQ(judgeVariance(noisy, 3.5), RuleVerdict::kBreaks) << "worse than the cap still breaks";
   // The mean of 2 runs is inside the cap (7.084 - 4 x 1.015 / sqrt 2 = 4.213) but a halved host's
   // mean reaches 3.542 + 4 x 0.5075 / sqrt 2 = 4.977 above it; 3 runs separate them (4.740 > 4.714).
   VarianceBounds two = varianceBounds(r, 7.084, meanNoise(1.015, 0, 2), meanNoise(1.015, 0, 2), true);
   EXPECT_FALSE(two.capped);
   EXPECT_NEAR(two.limit, 4.213, 1e-3);
   EXPECT_NEAR(two.halvingEdge, 4.977, 1e-3);
-  EXPECT_EQ(judgeVariance(two, 4.5), Verdict::kBlind);
-  EXPECT_EQ(judgeVariance(two, 7.0), Verdict::kHolds);
-  EXPECT_EQ(judgeVariance(two, 4.0), Verdict::kBreaks);
+  EXPECT_EQ(judgeVariance(two, 4.5), RuleVerdict::kBlind);
+  EXPECT_EQ(judgeVariance(two, 7.0), RuleVerdict::kHolds);
+  EXPECT_EQ(judgeVariance(two, 4.0), RuleVerdict::kBreaks);
   EXPECT_EQ(runsToTell(r, 7.084, 1.015, 0, true), 3);
   EXPECT_TRUE(varianceBounds(r, 7.084, meanNoise(1.015, 0, 3), meanNoise(1.015, 0, 3), true).tellsHalving());
   // Hosts that differ by this much themselves: no number of one host's runs averages that away.
@@ -177,8 +177,8 @@ TEST(Rules, AVarianceRuleCannotPassWhatItCannotTellFromAHalving) {
   // A calm baseline tells a halving from noise: it holds a normal run and breaks the halved one.
   VarianceBounds calm = varianceBounds(r, 7.084, 0.2, 0.2, true);
   EXPECT_TRUE(calm.tellsHalving());
-  EXPECT_EQ(judgeVariance(calm, 7.0), Verdict::kHolds);
-  EXPECT_EQ(judgeVariance(calm, 7.084 / 2), Verdict::kBreaks);
+  EXPECT_EQ(judgeVariance(calm, 7.0), RuleVerdict::kHolds);
+  EXPECT_EQ(judgeVariance(calm, 7.084 / 2), RuleVerdict::kBreaks);
   // Noisier: limit 5.604; a halved host's runs reach up to 3.542 + 4 x 0.185 = 4.282, below it: told
   // apart. Noisier still (0.8): limit 3.884, a halved host reaches 5.142, and between them nothing passes.
   VarianceBounds near = varianceBounds(r, 7.084, 0.37, 0.37, true);
@@ -187,26 +187,26 @@ TEST(Rules, AVarianceRuleCannotPassWhatItCannotTellFromAHalving) {
   VarianceBounds nearer = varianceBounds(r, 7.084, 0.8, 0.8, true);  // limit 3.884, edge 5.142
   EXPECT_FALSE(nearer.capped);
   EXPECT_FALSE(nearer.tellsHalving());
-  EXPECT_EQ(judgeVariance(nearer, 4.5), Verdict::kBlind) << "could be a halved host's run";
-  EXPECT_EQ(judgeVariance(nearer, 6.5), Verdict::kHolds);
+  EXPECT_EQ(judgeVariance(nearer, 4.5), RuleVerdict::kBlind) << "could be a halved host's run";
+  EXPECT_EQ(judgeVariance(nearer, 6.5), RuleVerdict::kHolds);
   // Latency: a doubling against a calm and a noisy baseline (link_latency_variance: 50%, 4 sigmas).
   Rule lat = defaultRules().rules[2];
   ASSERT_EQ(lat.metric, "link_latency");
   VarianceBounds calmLat = varianceBounds(lat, 20, 0.5, 0.5, false);
   EXPECT_TRUE(calmLat.tellsHalving());
-  EXPECT_EQ(judgeVariance(calmLat, 40), Verdict::kBreaks);
-  EXPECT_EQ(judgeVariance(calmLat, 21), Verdict::kHolds);
+  EXPECT_EQ(judgeVariance(calmLat, 40), RuleVerdict::kBreaks);
+  EXPECT_EQ(judgeVariance(calmLat, 21), RuleVerdict::kHolds);
   VarianceBounds noisyLat =
       varianceBounds(lat, 20, 3, 3, false);  // 20 + 4 x 3 = 32: not capped; edge 40 - 24
   EXPECT_FALSE(noisyLat.tellsHalving());
-  EXPECT_EQ(judgeVariance(noisyLat, 30), Verdict::kBlind);
-  EXPECT_EQ(judgeVariance(noisyLat, 14), Verdict::kHolds);
-  EXPECT_EQ(judgeVariance(varianceBounds(lat, 20, 6, 6, false), 21), Verdict::kBlind) << "capped at 40";
+  EXPECT_EQ(judgeVariance(noisyLat, 30), RuleVerdict::kBlind);
+  EXPECT_EQ(judgeVariance(noisyLat, 14), RuleVerdict::kHolds);
+  EXPECT_EQ(judgeVariance(varianceBounds(lat, 20, 6, 6, false), 21), RuleVerdict::kBlind) << "capped at 40";
   // A threshold that tolerates a halving by itself is the rules file's choice: nothing is blind.
   r.threshold = 0.75;
   VarianceBounds loose = varianceBounds(r, 7.084, 1.015, 1.015, true);
   EXPECT_FALSE(loose.catchesHalving);
-  EXPECT_EQ(judgeVariance(loose, 3.822), Verdict::kHolds);
+  EXPECT_EQ(judgeVariance(loose, 3.822), RuleVerdict::kHolds);
   EXPECT_EQ(runsToTell(r, 7.084, 1.015, 0, true), 0);
   // A spread measured from few figures may be far larger than it looks: healthy is decided with its
   // 95% upper bound, what breaks with the spread itself.
@@ -224,8 +224,8 @@ TEST(Rules, AVarianceRuleCannotPassWhatItCannotTellFromAHalving) {
   EXPECT_FALSE(few.capped);
   EXPECT_TRUE(few.blindAll);
   EXPECT_DOUBLE_EQ(few.limit, varianceLimit(r, 7.084, 0.25, true)) << "the limit is the spread's, as before";
-  EXPECT_EQ(judgeVariance(few, 7.0), Verdict::kBlind);
-  EXPECT_EQ(judgeVariance(few, 6.0), Verdict::kBreaks);
+  EXPECT_EQ(judgeVariance(few, 7.0), RuleVerdict::kBlind);
+  EXPECT_EQ(judgeVariance(few, 6.0), RuleVerdict::kBreaks);
   // From 4 figures it may be 0.73 at most: 4 x that stays clear of the halving.
   EXPECT_EQ(baselineFiguresToTell(r, 7.084, 0.25, true), 4);
   EXPECT_TRUE(varianceBounds(r, 7.084, 0.25, 0.25 * spreadUpperFactor(4), true).tellsHalving());
@@ -234,8 +234,8 @@ TEST(Rules, AVarianceRuleCannotPassWhatItCannotTellFromAHalving) {
   // Without sigmas the rule never widens, and judges as before.
   r.threshold = 0.1;
   r.sigmas = 0;
-  EXPECT_EQ(judgeVariance(varianceBounds(r, 7.084, 1.015, 1.015, true), 6.5), Verdict::kHolds);
-  EXPECT_EQ(judgeVariance(varianceBounds(r, 7.084, 1.015, 1.015, true), 6.3), Verdict::kBreaks);
+  EXPECT_EQ(judgeVariance(varianceBounds(r, 7.084, 1.015, 1.015, true), 6.5), RuleVerdict::kHolds);
+  EXPECT_EQ(judgeVariance(varianceBounds(r, 7.084, 1.015, 1.015, true), 6.3), RuleVerdict::kBreaks);
 }
 
 }  // namespace

@@ -19,11 +19,6 @@ namespace {
 
 std::string dsreport() { return ds::testing::binDir() + "/dsreport"; }
 
-std::int64_t count(const std::string& db, const std::string& sql) {
-  Database d(db, Database::Mode::kExisting, 5000);
-  return d.queryInt(sql);
-}
-
 }  // namespace
 
 TEST(IngestCli, ExitCodesAndRejectedFilesByName) {
@@ -50,8 +45,8 @@ TEST(IngestCli, ExitCodesAndRejectedFilesByName) {
   EXPECT_EQ(mixed.exitCode, 2) << mixed.out << mixed.err;
   EXPECT_NE(mixed.err.find("rejected " + bad), std::string::npos) << mixed.err;
   EXPECT_NE(mixed.out.find("1 added, 0 already present, 1 rejected"), std::string::npos) << mixed.out;
-  EXPECT_EQ(count(db, "SELECT count(*) FROM runs"), 2);
-  EXPECT_EQ(count(db, "SELECT count(*) FROM runs WHERE label = 'pod-9'"), 1);
+  EXPECT_EQ(countRows(db, "SELECT count(*) FROM runs"), 2);
+  EXPECT_EQ(countRows(db, "SELECT count(*) FROM runs WHERE label = 'pod-9'"), 1);
 
   // The database from the environment; a missing --db is a usage error.
   SweepSpec s3;
@@ -60,7 +55,7 @@ TEST(IngestCli, ExitCodesAndRejectedFilesByName) {
   auto env = ds::testing::run({dsreport(), "ingest", "-q", good3},
                               ds::testing::cleanOptions(std::chrono::seconds(60), {{"DSREPORT_DB", db}}));
   EXPECT_EQ(env.exitCode, 0) << env.out << env.err;
-  EXPECT_EQ(count(db, "SELECT count(*) FROM runs"), 3);
+  EXPECT_EQ(countRows(db, "SELECT count(*) FROM runs"), 3);
   auto noDb = ds::testing::run({dsreport(), "ingest", good3}, ds::testing::cleanOptions());
   EXPECT_EQ(noDb.exitCode, 2) << noDb.out << noDb.err;
 
@@ -104,13 +99,13 @@ TEST(IngestCli, TwoProcessesIngestingAtOnceBothSucceed) {
   auto rb = b.wait();
   EXPECT_EQ(ra.exitCode, 0) << ra.out << ra.err;
   EXPECT_EQ(rb.exitCode, 0) << rb.out << rb.err;
-  EXPECT_EQ(count(db, "SELECT count(*) FROM runs"), 2 * own + shared);
+  EXPECT_EQ(countRows(db, "SELECT count(*) FROM runs"), 2 * own + shared);
   // Every run has all its rows; the shared runs were stored by exactly one of the two.
-  EXPECT_EQ(count(db,
+  EXPECT_EQ(countRows(db,
                   "SELECT count(*) FROM runs r WHERE row_count != (SELECT count(*) FROM sweep_rows s WHERE "
                   "s.run_id = r.run_id)"),
             0);
-  EXPECT_EQ(count(db, "SELECT count(*) FROM sweep_rows"), (2 * own + shared) * 3 * 19 * 2);
+  EXPECT_EQ(countRows(db, "SELECT count(*) FROM sweep_rows"), (2 * own + shared) * 3 * 19 * 2);
   Database d(db, Database::Mode::kExisting, 1000);
   EXPECT_EQ(d.queryText("PRAGMA integrity_check"), "ok");
   std::cout << "two ingests of " << own + shared << " files each (" << 3 * 19 * 2

@@ -2,9 +2,15 @@
 
 #include <fmt/format.h>
 
+#include "reports/history/sqlite_db.h"
 #include "reports/json_io.h"
 
 namespace ds::report::history::testing {
+
+std::int64_t countRows(const std::string& db, const std::string& sql) {
+  Database d(db, Database::Mode::kExisting, 5000);
+  return d.queryInt(sql);
+}
 
 std::string isoTime(int hours) {
   int day = 1 + hours / 24;

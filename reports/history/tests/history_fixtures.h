@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,9 @@
 namespace ds::report::history::testing {
 
 inline constexpr std::size_t kMiB = std::size_t{1} << 20;
+
+// The integer `sql` (a SELECT count(*) ...) answers in the history database at `db`.
+std::int64_t countRows(const std::string& db, const std::string& sql);
 
 // "2026-01-01T00:00:00Z" plus `hours` hours.
 std::string isoTime(int hours);

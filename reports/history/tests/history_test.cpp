@@ -24,11 +24,6 @@ using ds::testing::TempDir;
 
 namespace {
 
-std::int64_t count(const std::string& db, const std::string& sql) {
-  Database d(db, Database::Mode::kExisting, 5000);
-  return d.queryInt(sql);
-}
-
 void writeText(const std::string& path, const std::string& text) {
   std::ofstream(path, std::ios::binary) << text;
 }
@@ -68,23 +63,23 @@ TEST(HistoryIngest, StoresSweepAndTrainRunsWithAllRows) {
   EXPECT_EQ(rep.files[0].label, "pod-a");
   EXPECT_EQ(rep.files[0].rows, sweepRows(s));
   EXPECT_EQ(rep.files[1].rows, 2u);
-  EXPECT_EQ(count(db, "SELECT count(*) FROM runs"), 2);
-  EXPECT_EQ(count(db, "SELECT count(*) FROM sweep_rows"), static_cast<std::int64_t>(sweepRows(s)));
-  EXPECT_EQ(count(db, "SELECT count(*) FROM train_rows"), 2);
-  EXPECT_EQ(count(db,
+  EXPECT_EQ(countRows(db, "SELECT count(*) FROM runs"), 2);
+  EXPECT_EQ(countRows(db, "SELECT count(*) FROM sweep_rows"), static_cast<std::int64_t>(sweepRows(s)));
+  EXPECT_EQ(countRows(db, "SELECT count(*) FROM train_rows"), 2);
+  EXPECT_EQ(countRows(db,
                   "SELECT count(*) FROM runs WHERE label = 'pod-a' AND kind = 'sweep' AND world_size = 4 AND "
                   "backends = 'gloo' AND start_time = '2026-01-01T00:00:00Z' AND git_sha = 'abc1234'"),
             1);
   EXPECT_EQ(
-      count(db,
+      countRows(db,
             "SELECT count(*) FROM sweep_rows WHERE place = 'out' AND busbw = 10.0 AND bytes = 1048576 AND "
             "collective = 'allgather'"),
       1);
-  EXPECT_EQ(count(db, "SELECT count(*) FROM train_rows WHERE step_p50_ms = 100.0 AND bucket_cap_mb = 1.0"),
+  EXPECT_EQ(countRows(db, "SELECT count(*) FROM train_rows WHERE step_p50_ms = 100.0 AND bucket_cap_mb = 1.0"),
             1);
   // The layout is versioned and marked as ours.
-  EXPECT_EQ(count(db, "PRAGMA user_version"), kHistorySchemaVersion);
-  EXPECT_EQ(count(db, "PRAGMA application_id"), kHistoryApplicationId);
+  EXPECT_EQ(countRows(db, "PRAGMA user_version"), kHistorySchemaVersion);
+  EXPECT_EQ(countRows(db, "PRAGMA application_id"), kHistoryApplicationId);
   Database d(db, Database::Mode::kExisting, 1000);
   EXPECT_EQ(d.queryText("PRAGMA journal_mode"), "wal");
 }
@@ -106,8 +101,8 @@ TEST(HistoryIngest, SameRunTwiceIsStoredOnce) {
   auto relabelled = ingestRuns(db, {copy}, {.label = "other"});
   EXPECT_EQ(relabelled.alreadyPresent, 1);
   EXPECT_EQ(relabelled.files[0].label, "") << "the label it is stored under is reported, not the new one";
-  EXPECT_EQ(count(db, "SELECT count(*) FROM runs"), 1);
-  EXPECT_EQ(count(db, "SELECT count(*) FROM sweep_rows"), 4);
+  EXPECT_EQ(countRows(db, "SELECT count(*) FROM runs"), 1);
+  EXPECT_EQ(countRows(db, "SELECT count(*) FROM sweep_rows"), 4);
   // Two files of one call that are the same run: the second is the duplicate.
   TempDir dir2;
   std::string db2 = dir2.file("h.sqlite");
@@ -126,15 +121,15 @@ TEST(HistoryIngest, LabelFlagOverridesTheFilesLabel) {
   ingestRuns(db, {writeSweep(dir.file("a.json"), a)});
   auto rep = ingestRuns(db, {writeSweep(dir.file("b.json"), b)}, {.label = "cluster-7"});
   EXPECT_EQ(rep.files[0].label, "cluster-7");
-  EXPECT_EQ(count(db, "SELECT count(*) FROM runs WHERE label = 'from-file'"), 1);
-  EXPECT_EQ(count(db, "SELECT count(*) FROM runs WHERE label = 'cluster-7'"), 1);
+  EXPECT_EQ(countRows(db, "SELECT count(*) FROM runs WHERE label = 'from-file'"), 1);
+  EXPECT_EQ(countRows(db, "SELECT count(*) FROM runs WHERE label = 'cluster-7'"), 1);
   // The one label rule of every tool: a bad label stores nothing.
   SweepSpec c = a;
   c.startTime = isoTime(2);
   EXPECT_THROW(ingestRuns(db, {writeSweep(dir.file("c.json"), c)}, {.label = std::string(65, 'x')}),
                ds::ConfigError);
   EXPECT_THROW(ingestRuns(db, {writeSweep(dir.file("c.json"), c)}, {.label = "tab\there"}), ds::ConfigError);
-  EXPECT_EQ(count(db, "SELECT count(*) FROM runs"), 2);
+  EXPECT_EQ(countRows(db, "SELECT count(*) FROM runs"), 2);
 }
 
 TEST(HistoryIngest, CorruptFilesAreRejectedByNameAndTheOthersGoIn) {
@@ -171,7 +166,7 @@ TEST(HistoryIngest, CorruptFilesAreRejectedByNameAndTheOthersGoIn) {
   }
   EXPECT_NE(rep.files[2].reason.find("somebody.else"), std::string::npos) << rep.files[2].reason;
   EXPECT_NE(rep.files[3].reason.find("newer"), std::string::npos) << rep.files[3].reason;
-  EXPECT_EQ(count(db, "SELECT count(*) FROM runs"), 2);
+  EXPECT_EQ(countRows(db, "SELECT count(*) FROM runs"), 2);
   std::string summary = formatIngestReport(rep, db);
   EXPECT_NE(summary.find("REJECTED " + truncated), std::string::npos) << summary;
   EXPECT_NE(summary.find("2 added, 0 already present, 5 rejected"), std::string::npos) << summary;
@@ -208,16 +203,16 @@ TEST(HistoryIngest, JournalsOfKilledRunsAndNcclTestsOutputGoIn) {
   ASSERT_EQ(rep.added, 3) << formatIngestReport(rep, db);
   EXPECT_EQ(rep.files[0].rows, 2u);
   EXPECT_EQ(
-      count(db,
+      countRows(db,
             "SELECT count(*) FROM runs WHERE origin = 'journal' AND status = 'incomplete' AND row_count = 2"),
       1);
-  EXPECT_EQ(count(db, "SELECT count(*) FROM runs WHERE origin LIKE 'nccl-tests%' AND backends = 'nccl'"), 2);
+  EXPECT_EQ(countRows(db, "SELECT count(*) FROM runs WHERE origin LIKE 'nccl-tests%' AND backends = 'nccl'"), 2);
   // Every time in one sortable form, whatever the file wrote (nccl-tests JSON: "2025-05-04 01:00:00").
-  EXPECT_EQ(count(db,
+  EXPECT_EQ(countRows(db,
                   "SELECT count(*) FROM runs WHERE start_time NOT GLOB "
                   "'[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]T[0-9][0-9]:[0-9][0-9]:[0-9][0-9]*Z'"),
             0);
-  EXPECT_EQ(count(db, "SELECT count(*) FROM runs WHERE start_time = '2026-02-01T10:00:00.125Z'"), 1);
+  EXPECT_EQ(countRows(db, "SELECT count(*) FROM runs WHERE start_time = '2026-02-01T10:00:00.125Z'"), 1);
 }
 
 TEST(HistoryIngest, WriteLockHeldPastTheTimeoutIsAClearErrorAndStoresNothing) {
@@ -239,7 +234,7 @@ TEST(HistoryIngest, WriteLockHeldPastTheTimeoutIsAClearErrorAndStoresNothing) {
       EXPECT_NE(m.find(db), std::string::npos) << m;
     }
   }
-  EXPECT_EQ(count(db, "SELECT count(*) FROM runs"), 1);
+  EXPECT_EQ(countRows(db, "SELECT count(*) FROM runs"), 1);
   EXPECT_EQ(ingestRuns(db, {fb}).added, 1) << "the lock is free again";
 }
 
@@ -263,7 +258,7 @@ TEST(HistoryDatabase, NewerLayoutIsRefusedWithWhatToDo) {
     EXPECT_NE(m.find(db), std::string::npos) << m;
   }
   EXPECT_THROW(queryDashboard(db), ds::ConfigError);
-  EXPECT_EQ(count(db, "SELECT count(*) FROM runs"), 1);
+  EXPECT_EQ(countRows(db, "SELECT count(*) FROM runs"), 1);
 }
 
 // Schema 1.2's tails go into sweep_rows.p90_us / p999_us; a file of schema 1.1 (no tails) stores NULL
@@ -275,7 +270,7 @@ TEST(HistoryIngest, TailsAreStoredAndUnknownTailsAreNull) {
   auto run = makeSweep(s);
   const double p999 = *run.results[0].outOfPlace.iter.p999Us;
   ASSERT_EQ(ingestRuns(db, {writeSweep(dir.file("s.json"), s)}).added, 1);
-  EXPECT_EQ(count(db, "SELECT count(*) FROM sweep_rows WHERE p90_us IS NULL OR p999_us IS NULL"), 0);
+  EXPECT_EQ(countRows(db, "SELECT count(*) FROM sweep_rows WHERE p90_us IS NULL OR p999_us IS NULL"), 0);
   {
     Database d(db, Database::Mode::kExisting, 1000);
     Statement st(d, "SELECT p999_us FROM sweep_rows WHERE seq = 0 AND place = 'out'");
@@ -296,7 +291,7 @@ TEST(HistoryIngest, TailsAreStoredAndUnknownTailsAreNull) {
   ds::report::writeJsonAtomic(dir.file("old.json"), old);
   ASSERT_EQ(ingestRuns(db, {dir.file("old.json")}).added, 1);
   EXPECT_EQ(
-      count(db, "SELECT count(*) FROM sweep_rows WHERE p90_us IS NULL AND p999_us IS NULL AND p99_us > 0"),
+      countRows(db, "SELECT count(*) FROM sweep_rows WHERE p90_us IS NULL AND p999_us IS NULL AND p99_us > 0"),
       static_cast<std::int64_t>(sweepRows(s)));
 
   // Layout 2 (before the tails) holding the first run, as the dsreport of that layout stored it: the
@@ -316,13 +311,13 @@ TEST(HistoryIngest, TailsAreStoredAndUnknownTailsAreNull) {
         cols));
     d.exec("DETACH DATABASE ref");
   }
-  ASSERT_EQ(count(v2, "SELECT count(*) FROM sweep_rows"), static_cast<std::int64_t>(sweepRows(s)));
+  ASSERT_EQ(countRows(v2, "SELECT count(*) FROM sweep_rows"), static_cast<std::int64_t>(sweepRows(s)));
   ASSERT_EQ(ingestRuns(v2, {dir.file("old.json")}).added, 1) << "into a layout-2 file";
-  EXPECT_EQ(count(v2, "PRAGMA user_version"), kHistorySchemaVersion);
-  EXPECT_EQ(count(v2, "SELECT count(*) FROM sweep_rows WHERE p90_us IS NULL AND p999_us IS NULL"),
+  EXPECT_EQ(countRows(v2, "PRAGMA user_version"), kHistorySchemaVersion);
+  EXPECT_EQ(countRows(v2, "SELECT count(*) FROM sweep_rows WHERE p90_us IS NULL AND p999_us IS NULL"),
             2 * static_cast<std::int64_t>(sweepRows(s)))
       << "the migrated rows and the 1.1 file's";
-  EXPECT_EQ(count(v2, "SELECT count(*) FROM runs"), 2);
+  EXPECT_EQ(countRows(v2, "SELECT count(*) FROM runs"), 2);
 }
 
 TEST(HistoryDatabase, AnotherApplicationsDatabaseIsNotWrittenInto) {
@@ -333,7 +328,7 @@ TEST(HistoryDatabase, AnotherApplicationsDatabaseIsNotWrittenInto) {
     d.exec("CREATE TABLE accounts (id INTEGER)");
   }
   EXPECT_THROW(ingestRuns(db, {writeSweep(dir.file("s.json"), {})}), ds::ConfigError);
-  EXPECT_EQ(count(db, "SELECT count(*) FROM sqlite_master WHERE name = 'runs'"), 0);
+  EXPECT_EQ(countRows(db, "SELECT count(*) FROM sqlite_master WHERE name = 'runs'"), 0);
   // Not SQLite at all.
   std::string text = dir.file("text.sqlite");
   writeText(text, std::string(4096, 'x'));

@@ -30,11 +30,6 @@ using ds::testing::TempDir;
 
 namespace {
 
-std::int64_t count(const std::string& db, const std::string& sql) {
-  Database d(db, Database::Mode::kExisting, 5000);
-  return d.queryInt(sql);
-}
-
 // What identifies a sample and what it measured (the time is the history's normalised one).
 std::string describe(const Sample& s) {
   return fmt::format("{}|{}|{}|{}|{}|{}|{:.6g}|{}|{}|{}|{}", s.runId, s.scope, s.host, s.peer, s.rank,
@@ -123,7 +118,7 @@ TEST(HostHistory, SingleHostSweepsAreHostSamplesAndMultiHostSweepsTheJobs) {
   auto j = loadSamples(db, jobs);
   ASSERT_EQ(j.size(), 2u);
   EXPECT_EQ(j[0].host, "node-a,node-b") << "a job's samples name its host list";
-  EXPECT_EQ(count(db, "SELECT count(*) FROM samples_flat"), 4) << "the flat view joins every sample";
+  EXPECT_EQ(countRows(db, "SELECT count(*) FROM samples_flat"), 4) << "the flat view joins every sample";
 }
 
 TEST(HostHistory, FleetRunsAreLinkSamplesOfBothEndsAndEachHostsMedian) {
@@ -135,7 +130,7 @@ TEST(HostHistory, FleetRunsAreLinkSamplesOfBothEndsAndEachHostsMedian) {
   ASSERT_EQ(rep.added, 1) << formatIngestReport(rep, db);
   EXPECT_EQ(rep.files[0].kind, "diag");
   EXPECT_EQ(
-      count(db, "SELECT count(*) FROM runs WHERE kind = 'diag' AND status = 'suspects' AND world_size = 6"),
+      countRows(db, "SELECT count(*) FROM runs WHERE kind = 'diag' AND status = 'suspects' AND world_size = 6"),
       1);
   auto all = loadSamples(db, {});
   EXPECT_EQ(describeAll(all), expectedOf({fleet}));
@@ -242,15 +237,15 @@ TEST(HostHistory, MigrationFromLayout1DerivesTheSamplesOfStoredRuns) {
         columnsOf(d, "sweep_rows")));
     d.exec("DETACH DATABASE ref");
   }
-  EXPECT_EQ(count(old, "PRAGMA user_version"), 1);
-  EXPECT_EQ(count(old, "SELECT count(*) FROM sqlite_master WHERE name = 'samples'"), 0);
+  EXPECT_EQ(countRows(old, "PRAGMA user_version"), 1);
+  EXPECT_EQ(countRows(old, "SELECT count(*) FROM sqlite_master WHERE name = 'samples'"), 0);
 
   EXPECT_EQ(describeAll(loadSamples(old, {})), expected)
       << "derived from the stored rows as ingest derives them";
-  EXPECT_EQ(count(old, "PRAGMA user_version"), kHistorySchemaVersion);
-  EXPECT_EQ(count(old, "SELECT count(*) FROM runs"), 3);
-  EXPECT_EQ(count(old, "SELECT count(*) FROM sweep_rows"), count(ref, "SELECT count(*) FROM sweep_rows"));
-  EXPECT_EQ(count(old, "SELECT count(*) FROM pragma_foreign_key_check"), 0);
+  EXPECT_EQ(countRows(old, "PRAGMA user_version"), kHistorySchemaVersion);
+  EXPECT_EQ(countRows(old, "SELECT count(*) FROM runs"), 3);
+  EXPECT_EQ(countRows(old, "SELECT count(*) FROM sweep_rows"), countRows(ref, "SELECT count(*) FROM sweep_rows"));
+  EXPECT_EQ(countRows(old, "SELECT count(*) FROM pragma_foreign_key_check"), 0);
   // The rebuilt runs table takes fleet runs, and its children still cascade.
   ASSERT_EQ(ingestRuns(old, {writeFleetDiag(dir.file("f.json"), {"gpu01", "gpu02", "gpu03"})}).added, 1);
   {
@@ -259,8 +254,8 @@ TEST(HostHistory, MigrationFromLayout1DerivesTheSamplesOfStoredRuns) {
     EXPECT_EQ(d.queryInt("PRAGMA foreign_keys"), 1) << "foreign keys are on again after the migration";
     d.exec(fmt::format("DELETE FROM runs WHERE source_file = '{}'", files[0]));
   }
-  EXPECT_EQ(count(old, "SELECT count(*) FROM samples WHERE host = 'gpu001'"), 0) << "cascaded";
-  EXPECT_EQ(count(old, "SELECT count(*) FROM sweep_rows WHERE run_id NOT IN (SELECT run_id FROM runs)"), 0);
+  EXPECT_EQ(countRows(old, "SELECT count(*) FROM samples WHERE host = 'gpu001'"), 0) << "cascaded";
+  EXPECT_EQ(countRows(old, "SELECT count(*) FROM sweep_rows WHERE run_id NOT IN (SELECT run_id FROM runs)"), 0);
 }
 
 // A stored run whose metadata cannot be read back gets no samples on migration, and gets them when
@@ -300,9 +295,9 @@ TEST(HostHistory, MigrationSkipsUnreadableRunsAndRefusesDamagedFilesWhole) {
   std::string m = messageOf([&] { loadSamples(damaged, f); });
   EXPECT_NE(m.find("'" + damaged + "'"), std::string::npos) << m;
   EXPECT_NE(m.find("missing runs"), std::string::npos) << m;
-  EXPECT_EQ(count(damaged, "PRAGMA user_version"), 1);
-  EXPECT_EQ(count(damaged, "SELECT count(*) FROM sqlite_master WHERE name IN ('samples', 'runs_v2')"), 0);
-  EXPECT_EQ(count(damaged, "SELECT count(*) FROM runs"), 1);
+  EXPECT_EQ(countRows(damaged, "PRAGMA user_version"), 1);
+  EXPECT_EQ(countRows(damaged, "SELECT count(*) FROM sqlite_master WHERE name IN ('samples', 'runs_v2')"), 0);
+  EXPECT_EQ(countRows(damaged, "SELECT count(*) FROM runs"), 1);
 }
 
 TEST(HostHistory, CheckResultsGoInWithEveryHostsVerdictOnce) {
@@ -322,23 +317,23 @@ TEST(HostHistory, CheckResultsGoInWithEveryHostsVerdictOnce) {
             std::string::npos)
       << formatIngestReport(rep, db);
   // cannot_judge is not counted unhealthy: nothing showed it was.
-  EXPECT_EQ(count(db, "SELECT count(*) FROM checks WHERE k = 1 AND n = 1 AND unhealthy = 2 AND hosts = 5"),
+  EXPECT_EQ(countRows(db, "SELECT count(*) FROM checks WHERE k = 1 AND n = 1 AND unhealthy = 2 AND hosts = 5"),
             1);
   EXPECT_EQ(
-      count(db,
+      countRows(db,
             "SELECT count(*) FROM host_checks WHERE host = 'gpu005' AND state = 'cannot_judge' AND rule = "
             "'allreduce_1g_variance' AND summary LIKE 'CANNOT JUDGE: %' AND fired LIKE "
             "'%\"cannot_judge\":true%'"),
       1);
-  EXPECT_EQ(count(db,
+  EXPECT_EQ(countRows(db,
                   "SELECT count(*) FROM host_checks WHERE host = 'gpu002' AND state = 'unhealthy' AND rule = "
                   "'allreduce_1g_variance' AND measured = 12 AND expected = 24"),
             1);
   EXPECT_EQ(
-      count(db, "SELECT count(*) FROM host_checks WHERE host = 'gpu001' AND rule = '' AND fired = '[]'"), 1);
+      countRows(db, "SELECT count(*) FROM host_checks WHERE host = 'gpu001' AND rule = '' AND fired = '[]'"), 1);
   auto again = ingestRuns(db, {file});
   EXPECT_EQ(again.alreadyPresent, 1);
-  EXPECT_EQ(count(db, "SELECT count(*) FROM host_checks"), 5);
+  EXPECT_EQ(countRows(db, "SELECT count(*) FROM host_checks"), 5);
   Database d(db, Database::Mode::kExisting, 5000);
   prepareForRead(d);
   EXPECT_EQ(loadHostChecks(d, {"gpu005"}).at(0).state, "cannot_judge");
@@ -382,7 +377,7 @@ TEST(HostHistory, DamagedCheckFilesAreRejectedByNameAndTheOthersGoIn) {
   }
   EXPECT_NE(rep.files[1].reason.find("sick"), std::string::npos) << rep.files[1].reason;
   EXPECT_NE(rep.files[2].reason.find("newer"), std::string::npos) << rep.files[2].reason;
-  EXPECT_EQ(count(db, "SELECT count(*) FROM host_checks"), 1);
+  EXPECT_EQ(countRows(db, "SELECT count(*) FROM host_checks"), 1);
 }
 
 TEST(HostHistory, QuarantineIsKOfTheLastNChecks) {
@@ -485,25 +480,25 @@ TEST(HostHistory, ALayout3FileKeepsItsVerdictsAndTakesCannotJudge) {
     EXPECT_THROW(d.exec("UPDATE host_checks SET state = 'cannot_judge' WHERE host = 'a'"), ds::IoError)
         << "layout 3 refuses the state";
   }
-  EXPECT_EQ(count(old, "PRAGMA user_version"), 3);
+  EXPECT_EQ(countRows(old, "PRAGMA user_version"), 3);
   const std::string check =
       writeCheck(dir.file("c1.json"), makeCheck(isoTime(24), {{"a", S::kCannotJudge}, {"b", S::kUnhealthy}}));
   ASSERT_EQ(ingestRuns(old, {check}).added, 1);
-  EXPECT_EQ(count(old, "PRAGMA user_version"), kHistorySchemaVersion);
-  EXPECT_EQ(count(old, "SELECT count(*) FROM host_checks"), 4);
-  EXPECT_EQ(count(old, "SELECT count(*) FROM host_checks WHERE state = 'cannot_judge'"), 1);
+  EXPECT_EQ(countRows(old, "PRAGMA user_version"), kHistorySchemaVersion);
+  EXPECT_EQ(countRows(old, "SELECT count(*) FROM host_checks"), 4);
+  EXPECT_EQ(countRows(old, "SELECT count(*) FROM host_checks WHERE state = 'cannot_judge'"), 1);
   EXPECT_EQ(
-      count(old,
+      countRows(old,
             "SELECT count(*) FROM host_checks WHERE state = 'unhealthy' AND rule = 'allreduce_1g_variance'"),
       2);
-  EXPECT_EQ(count(old, "SELECT count(*) FROM sqlite_master WHERE name = 'host_checks_by_host'"), 1);
-  EXPECT_EQ(count(old, "SELECT count(*) FROM pragma_foreign_key_check"), 0);
+  EXPECT_EQ(countRows(old, "SELECT count(*) FROM sqlite_master WHERE name = 'host_checks_by_host'"), 1);
+  EXPECT_EQ(countRows(old, "SELECT count(*) FROM pragma_foreign_key_check"), 0);
   {
     Database d(old, Database::Mode::kExisting, 5000);
     prepareForWrite(d);
     d.exec("DELETE FROM checks");
   }
-  EXPECT_EQ(count(old, "SELECT count(*) FROM host_checks"), 0) << "the rebuilt table still cascades";
+  EXPECT_EQ(countRows(old, "SELECT count(*) FROM host_checks"), 0) << "the rebuilt table still cascades";
 }
 
 // A check file of the 1.0 writer keeps the id it was stored under when a newer dsreport ingests it
@@ -526,7 +521,7 @@ TEST(HostHistory, ACheckKeepsItsIdAcrossTheSchemaBump) {
   EXPECT_EQ(first.files[0].runId, fnv1a64Hex("check\n" + dumpJson(v10)));
   auto again = ingestRuns(db, {writeCheck(dir.file("v11.json"), c)});
   EXPECT_EQ(again.alreadyPresent, 1) << formatIngestReport(again, db);
-  EXPECT_EQ(count(db, "SELECT count(*) FROM checks"), 1);
+  EXPECT_EQ(countRows(db, "SELECT count(*) FROM checks"), 1);
 }
 
 TEST(HostHistory, ANewerLayoutIsRefusedByEveryReaderAndWriter) {
@@ -544,7 +539,7 @@ TEST(HostHistory, ANewerLayoutIsRefusedByEveryReaderAndWriter) {
     EXPECT_NE(m.find("newer dsreport"), std::string::npos) << m;
     EXPECT_NE(m.find(fmt::format("layout {}", kHistorySchemaVersion + 1)), std::string::npos) << m;
   }
-  EXPECT_EQ(count(db, "SELECT count(*) FROM checks"), 0);
+  EXPECT_EQ(countRows(db, "SELECT count(*) FROM checks"), 0);
 }
 
 TEST(FleetView, CellsAreRelativeToTheirSkusMedianPerNightAndDriftIsWorstFirst) {
