@@ -41,7 +41,19 @@ generator=()
 if [[ ! -f "$build/CMakeCache.txt" ]] && command -v ninja >/dev/null; then
   generator=(-G Ninja)
 fi
-cmake -S "$root" -B "$build" ${generator[@]+"${generator[@]}"} -DCMAKE_BUILD_TYPE=${DS_BUILD_TYPE:-RelWithDebInfo} ${args[@]+"${args[@]}"} >"$build.configure.log" 2>&1 || {
+# Unity builds (CMake compiles each target's sources 8 to a file): a cold build takes half the CPU,
+# since the heavy headers (nlohmann/json in 180 files, gtest, fmt) are parsed once per batch, not per
+# file (docs/dev/testing.md). A new build folder gets one unless DS_UNITY=0; an existing folder keeps
+# what it has unless DS_UNITY says otherwise. One edited file rebuilds its batch, so a developer who
+# rebuilds often may prefer DS_UNITY=0. Both kinds must compile: CI builds unity, most of us don't.
+unity=()
+if [[ -n "${DS_UNITY:-}" ]]; then
+  [[ "$DS_UNITY" =~ ^[01]$ ]] || { echo "build: DS_UNITY='$DS_UNITY' must be 1 (unity build) or 0 (one file at a time)" >&2; exit 1; }
+  unity=(-DCMAKE_UNITY_BUILD=$([[ $DS_UNITY == 1 ]] && echo ON || echo OFF))
+elif [[ ! -f "$build/CMakeCache.txt" ]]; then
+  unity=(-DCMAKE_UNITY_BUILD=ON)
+fi
+cmake -S "$root" -B "$build" ${generator[@]+"${generator[@]}"} ${unity[@]+"${unity[@]}"} -DCMAKE_BUILD_TYPE=${DS_BUILD_TYPE:-RelWithDebInfo} ${args[@]+"${args[@]}"} >"$build.configure.log" 2>&1 || {
   cat "$build.configure.log"; echo "build: cmake configure failed (log above)" >&2; exit 1; }
 grep -E '^-- DS_(WITH_|SANITIZE)' "$build.configure.log" || true
 

@@ -11,13 +11,17 @@ ds_parse_sanitize_flag "$@"
 if [[ -n "$sanitize" ]]; then
   ds_sanitizer_env "$sanitize" "$root/scripts/sanitizers"  # an unknown mode stops here
 fi
+phase=$SECONDS
 "$root/scripts/setup.sh"
+echo "test: setup took $((SECONDS - phase)) s"
 build=${DS_BUILD_DIR:-$(ds_build_dir_for "$sanitize" "$root")}
+phase=$SECONDS
 if [[ -n "$sanitize" ]]; then
   DS_BUILD_DIR=$build "$root/scripts/build.sh" --sanitize="$sanitize"
 else
   "$root/scripts/build.sh"
 fi
+echo "test: build took $((SECONDS - phase)) s"
 cd "$build"
 # The long fleet suite (label fleet: 64 namespace hosts, every fault; many minutes on 2 cores) runs
 # only when asked for: `scripts/test.sh -L fleet` (or `ctest -L fleet` in the build). Its smoke part
@@ -28,4 +32,5 @@ if [[ " ${args[*]-} " != *fleet* && " ${args[*]-} " != *cleannode* && " ${args[*
       " ${args[*]-} " != *--label-exclude* ]]; then
   args+=(-LE 'fleet|cleannode')
 fi
+# ctest's own last lines ("Total Test time (real)") give its time; the run ends with its summary.
 ctest --output-on-failure --timeout 300 -j "${DS_TEST_JOBS:-2}" ${args[@]+"${args[@]}"}
