@@ -17,3 +17,11 @@ option(DS_WERROR "Treat compiler warnings as errors (CI)" OFF)
 if(DS_WERROR)
   add_compile_options(-Werror)
 endif()
+
+# A unity build (CMAKE_UNITY_BUILD, scripts/build.sh's default for a new folder) includes our .cpp files
+# into one file per batch. GCC's -Wsubobject-linkage then sees a class of one .cpp holding a type of that
+# file's anonymous namespace, which it accepts only in "the main file", and warns, though each .cpp
+# compiles without it alone (the warning is about classes defined in headers). Off in unity builds only.
+if(CMAKE_UNITY_BUILD AND CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
+  add_compile_options($<$<COMPILE_LANGUAGE:CXX>:-Wno-subobject-linkage>)
+endif()
