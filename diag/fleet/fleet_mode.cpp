@@ -737,7 +737,7 @@ void FleetRun::judgeFinal(const std::vector<int>& missing) {
   auto silent = silentRanks();
   std::set<int> members(members_.begin(), members_.end());
   std::set<int> gone(missing.begin(), missing.end());
-  // The reasons the ranks that stopped or never reported left (publishError), one check for all.
+  // The reasons the ranks that stopped or never reported left (publishError): a check and a get per such rank.
   std::map<int, std::string> errors;
   for (int r = 0; r < n_; ++r) {
     if (r == rank_ || !(silent.count(r) || gone.count(r) || !members.count(r))) continue;
