@@ -115,6 +115,7 @@ struct FleetInput {
   double minLinkGBps = 0;                // absolute floor (0: none): below it a pair is bad even if the whole fleet is
   double slowLinkMs = 0;                 // one-way latency above which a pair is bad (0: judged only relative)
   bool standalone = false;               // all ranks on one host: host verdicts are about ranks
+  bool operator==(const FleetInput&) const = default;
 };
 
 // A host (or a link) named by localisation, with the evidence an operator can check.
