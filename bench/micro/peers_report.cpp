@@ -613,8 +613,8 @@ int run(int argc, char** argv) {
       columns.push_back(column);
       mdTimes += markdownTimes(t, pb, sizes, n, placement);
       for (auto& [what, v] : printWorld(t, pb, sizes, n, placement, primary)) {
-        auto it =
-            std::find_if(matrix.begin(), matrix.end(), [&](const TargetRow& r) { return r.what == what; });
+        auto it = std::find_if(matrix.begin(), matrix.end(),
+                               [&what = what](const TargetRow& r) { return r.what == what; });
         if (it == matrix.end()) it = matrix.insert(matrix.end(), TargetRow{what, {}});
         it->byPlacement[column] = v;
       }

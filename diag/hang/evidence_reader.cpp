@@ -1604,7 +1604,8 @@ std::optional<int> rankFromFileName(const std::string& path) {
 void readLogStream(std::istream& in, const std::string& file, ExternalEvidence& out) {
   FileProblems problems(out.problems, file);
   HostJoiner hosts(out);
-  LogReaderState st{file, rankFromFileName(file), out, hosts, problems};
+  LogReaderState st{
+      .file = file, .fileRank = rankFromFileName(file), .out = out, .hosts = hosts, .problems = problems};
   st.firstFact = out.logs.size();
   LineReader reader(in);
   std::string line;

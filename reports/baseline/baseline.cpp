@@ -130,9 +130,12 @@ Baseline buildBaseline(const std::vector<Sample>& samples, const RuleSet& rules,
       return statistic(rules.baseline.statistic, v);
     };
     // The run-to-run noise of the hosts kept: every single-run figure of theirs.
+    // Named, not the structured binding g: a lambda may not capture a binding before C++20's P1091,
+    // which GCC 12 has and clang 14 (the sanitizer build's compiler) has not.
+    auto& byHost = g.byHost;
     auto spreadOf = [&](const std::set<std::string>& kept) {
       std::vector<double> v;
-      for (const auto& h : kept) v.insert(v.end(), g.byHost[h].begin(), g.byHost[h].end());
+      for (const auto& h : kept) v.insert(v.end(), byHost[h].begin(), byHost[h].end());
       return robustSpread(v);
     };
     std::set<std::string> kept;
