@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 
 #include "engine/comm/half.h"
 #include "engine/common/error.h"
@@ -164,6 +165,21 @@ double elementAsDouble(const void* data, std::size_t i, DType t) {
   return 0;
 }
 
+namespace {
+// A double as an integer of type T, defined for every input: truncated toward zero, NaN as 0, out of
+// int64's range clamped to it, then wrapped modulo 2^bits as an integer conversion does (-60 as u8 is
+// 196). A plain static_cast of an out-of-range double is undefined behaviour (UBSan's
+// float-cast-overflow).
+template <typename T>
+T integerFromDouble(double v) {
+  if (std::isnan(v)) return 0;
+  constexpr double kLow = -9223372036854775808.0;  // -2^63, exact in a double
+  if (v <= kLow) return static_cast<T>(std::numeric_limits<std::int64_t>::min());
+  if (v >= -kLow) return static_cast<T>(std::numeric_limits<std::int64_t>::max());
+  return static_cast<T>(static_cast<std::int64_t>(v));
+}
+}  // namespace
+
 void setElementFromDouble(void* data, std::size_t i, DType t, double v) {
   switch (t) {
     case DType::kF32:
@@ -179,16 +195,16 @@ void setElementFromDouble(void* data, std::size_t i, DType t, double v) {
       static_cast<std::uint16_t*>(data)[i] = floatToBf16(static_cast<float>(v));
       return;
     case DType::kI32:
-      static_cast<std::int32_t*>(data)[i] = static_cast<std::int32_t>(v);
+      static_cast<std::int32_t*>(data)[i] = integerFromDouble<std::int32_t>(v);
       return;
     case DType::kI64:
-      static_cast<std::int64_t*>(data)[i] = static_cast<std::int64_t>(v);
+      static_cast<std::int64_t*>(data)[i] = integerFromDouble<std::int64_t>(v);
       return;
     case DType::kU8:
-      static_cast<std::uint8_t*>(data)[i] = static_cast<std::uint8_t>(v);
+      static_cast<std::uint8_t*>(data)[i] = integerFromDouble<std::uint8_t>(v);
       return;
     case DType::kI8:
-      static_cast<std::int8_t*>(data)[i] = static_cast<std::int8_t>(v);
+      static_cast<std::int8_t*>(data)[i] = integerFromDouble<std::int8_t>(v);
       return;
   }
 }

@@ -18,7 +18,8 @@ inline ReduceOp wireOp(ReduceOp op) { return op == ReduceOp::kAvg ? ReduceOp::kS
 
 // Element i of a buffer as a double (for checks and error messages).
 double elementAsDouble(const void* data, std::size_t i, DType t);
-// Stores v, converted and rounded, into element i.
+// Stores v, converted and rounded, into element i (integers: truncated toward zero and wrapped to the
+// type, as an integer conversion does; never undefined behaviour).
 void setElementFromDouble(void* data, std::size_t i, DType t, double v);
 
 }  // namespace ds::comm
