@@ -31,6 +31,13 @@ else()
   set(DS_SANITIZE_FLAGS -fsanitize=thread -fno-omit-frame-pointer)
 endif()
 add_compile_options(${DS_SANITIZE_FLAGS})
+# Our own macro, because the compilers differ: GCC defines __SANITIZE_ADDRESS__/__SANITIZE_THREAD__,
+# clang 14 (CI's sanitizer build, .ci/run) defines neither and answers __has_feature instead.
+if(DS_SANITIZE STREQUAL "address")
+  add_compile_definitions(DS_SANITIZE_ADDRESS=1)
+else()
+  add_compile_definitions(DS_SANITIZE_THREAD=1)
+endif()
 # -O1, as the sanitizers' own docs advise: reports keep their frames, and an ASan build compiles in
 # half the CPU time of -O2 (measured on 16 of our files: 218 s against 444 s). It comes after the
 # build type's -O2 on the command line, so it wins; Debug keeps its -O0.

@@ -31,9 +31,9 @@ double timeScale() {
       std::fprintf(stderr, "DS_TEST_TIME_SCALE='%s' is not a number >= 1; using 1\n", s);
       return 1.0;
     }
-#if defined(__SANITIZE_THREAD__)
+#if defined(DS_SANITIZE_THREAD)
     return 8.0;
-#elif defined(__SANITIZE_ADDRESS__)
+#elif defined(DS_SANITIZE_ADDRESS)
     return 3.0;
 #else
     return 1.0;
@@ -187,7 +187,7 @@ RunOptions mpirunOptions(std::chrono::milliseconds timeout) {
   RunOptions o = cleanOptions(timeout, {{"OMPI_ALLOW_RUN_AS_ROOT", "1"},
                                         {"OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"},
                                         {"MASTER_PORT", std::to_string(unusedPort())}});
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(DS_SANITIZE_ADDRESS)
   // Open MPI leaks its own allocations at MPI_Finalize, and its libraries have no frame pointers, so
   // ASan's fast unwinder records only an allocation's first frame (often libc's, or a dlclose()d MCA
   // plugin) and scripts/sanitizers/lsan.supp cannot match them by library. The slow unwinder

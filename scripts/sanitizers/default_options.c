@@ -11,7 +11,7 @@
 
 #define DS_VISIBLE __attribute__((visibility("default"), used))
 
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(DS_SANITIZE_ADDRESS)
 /* Third-party, ASan builds only: libpciaccess (loaded by hwloc's pci plugin, which dsdiag's topology
  * check and Open MPI use) keeps its state in globals and is unloaded with the plugin when the
  * topology is destroyed; LeakSanitizer then sees that state as leaked from a module that is gone,

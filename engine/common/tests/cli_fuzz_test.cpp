@@ -318,7 +318,7 @@ class CliFuzz : public ::testing::Test {
   std::unique_ptr<Process> startBounded(const std::vector<std::string>& argv,
                                         std::map<std::string, std::string> env = {}) const {
     std::vector<std::string> sh{"/bin/sh", "-c"};
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#if defined(DS_SANITIZE_ADDRESS) || defined(DS_SANITIZE_THREAD)
     sh.push_back("cd \"$0\" && exec \"$@\"");
 #else
     sh.push_back("cd \"$0\" && ulimit -v 1048576 && exec \"$@\"");
