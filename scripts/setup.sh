@@ -17,6 +17,7 @@ done
 packages=(
   # toolchain
   g++ cmake make ninja-build pkg-config git ccache  # scripts/build.sh uses Ninja when it is there
+  clang lld                      # sanitizer builds (scripts/build.sh --sanitize) and libFuzzer (scripts/fuzz.sh)
   help2man                       # man pages from the tools' --help (cmake/Manpages.cmake)
   dpkg-dev                       # cpack's .deb: dpkg-shlibdeps computes its Depends
   # DESIGN.md's dependency list
