@@ -34,3 +34,35 @@ endforeach()
 ")
   set_property(DIRECTORY APPEND PROPERTY TEST_INCLUDE_FILES "${props}")
 endfunction()
+
+# ds_test_paths(<target> <MACRO> <path> [<MACRO> <path> ...])
+# Gives a test target macros that name files of the source tree or of the build folder, without the
+# absolute path in its compile line: each MACRO becomes ds::testing::sourcePath("<path relative to the
+# source tree>") or ds::testing::buildPath("<relative to the build folder>") (engine/testing/paths.h,
+# which the files using the macro include), found when the test runs. An absolute -D path differs in
+# every clone, so the compiler cache of a second clone missed every file of such a target.
+function(ds_test_paths target)
+  set(args ${ARGN})
+  list(LENGTH args n)
+  math(EXPR odd "${n} % 2")
+  if(n EQUAL 0 OR odd)
+    message(FATAL_ERROR "ds_test_paths(${target} ...) takes pairs of MACRO and path, got: ${args}")
+  endif()
+  while(args)
+    list(POP_FRONT args name path)
+    string(FIND "${path}/" "${CMAKE_BINARY_DIR}/" in_build)
+    string(FIND "${path}/" "${PROJECT_SOURCE_DIR}/" in_source)
+    if(in_build EQUAL 0)
+      file(RELATIVE_PATH rel "${CMAKE_BINARY_DIR}" "${path}")
+      set(call "ds::testing::buildPath(\"${rel}\")")
+    elseif(in_source EQUAL 0)
+      file(RELATIVE_PATH rel "${PROJECT_SOURCE_DIR}" "${path}")
+      set(call "ds::testing::sourcePath(\"${rel}\")")
+    else()
+      message(FATAL_ERROR "ds_test_paths(${target}): ${name}=${path} is neither in the source tree "
+                          "(${PROJECT_SOURCE_DIR}) nor in the build folder (${CMAKE_BINARY_DIR})")
+    endif()
+    target_compile_definitions(${target} PRIVATE "${name}=${call}")
+  endwhile()
+  target_include_directories(${target} PRIVATE ${PROJECT_SOURCE_DIR})  # for engine/testing/paths.h
+endfunction()

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <thread>
 
+#include "engine/testing/paths.h"
 #include "engine/testing/subprocess.h"
 #include "reports/diag/diag_schema.h"
 #include "reports/json_io.h"

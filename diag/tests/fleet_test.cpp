@@ -23,6 +23,7 @@
 #include <thread>
 
 #include "engine/testing/fleet_hosts.h"
+#include "engine/testing/paths.h"
 #include "engine/testing/subprocess.h"
 #include "reports/json_io.h"
 

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include "engine/testing/paths.h"
 #include "engine/testing/subprocess.h"
 #include "reports/json_io.h"
 

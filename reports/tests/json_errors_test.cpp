@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "engine/common/error.h"
+#include "engine/testing/paths.h"
 #include "engine/testing/subprocess.h"
 #include "reports/diag/diag_schema.h"
 #include "reports/import/nccl_tests_import.h"
@@ -62,8 +63,8 @@ std::vector<Broken> brokenFiles(const ds::testing::TempDir& dir) {
                  DiagRecord{"env.b", "env", DiagStatus::kWarn, "hm", "do x", {}, 0, "h"}};
   breakThreeWays(dir, "diag", diagToJson(diag), "/checks/1/rank", "/checks/1/family", out);
   breakThreeWays(dir, "world", worldToJson({RankRecord{}, RankRecord{}}), "/ranks/1/pid", "/ranks/1/host", out);
-  breakThreeWays(dir, "nccl", dataFile(DS_IMPORT_TEST_DATA "/all_reduce_j3.json"), "/results/2/out_of_place/bus_bw",
-                 "/results/2/size", out);
+  breakThreeWays(dir, "nccl", dataFile(DS_IMPORT_TEST_DATA + std::string("/all_reduce_j3.json")),
+                 "/results/2/out_of_place/bus_bw", "/results/2/size", out);
 
   // Journals: one line at fault, named by its number (a line cut short by a kill is skipped on purpose).
   SweepRun run = sweepFromJson(dataFile(data + "/sweep_golden.json"), "golden");

@@ -5,6 +5,7 @@
 
 #include <fstream>
 
+#include "engine/testing/paths.h"
 #include "engine/testing/subprocess.h"
 #include "reports/diag/diag_schema.h"
 #include "reports/json_io.h"

@@ -11,6 +11,7 @@
 #include <functional>
 
 #include "engine/common/error.h"
+#include "engine/testing/paths.h"
 #include "engine/testing/subprocess.h"
 #include "reports/input_file.h"
 #include "reports/json_io.h"

@@ -17,6 +17,8 @@
 #include <string>
 #include <vector>
 
+#include "engine/testing/paths.h"
+
 namespace {
 
 namespace fs = std::filesystem;

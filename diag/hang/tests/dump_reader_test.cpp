@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "engine/common/error.h"
+#include "engine/testing/paths.h"
 #include "engine/testing/subprocess.h"
 
 #ifndef DS_HANG_FR_DUMP_DATA

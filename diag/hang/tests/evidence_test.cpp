@@ -14,6 +14,7 @@
 
 #include "diag/hang/evidence_reader.h"
 #include "engine/common/error.h"
+#include "engine/testing/paths.h"
 
 #ifndef DS_HANG_EVIDENCE_DATA
 #define DS_HANG_EVIDENCE_DATA "diag/hang/tests/data/evidence"

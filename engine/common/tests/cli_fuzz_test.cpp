@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/testing/paths.h"
 #include "engine/testing/subprocess.h"
 
 namespace ds::testing {

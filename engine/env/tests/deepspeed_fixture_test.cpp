@@ -11,6 +11,7 @@
 #include "engine/common/error.h"
 #include "engine/env/deepspeed_view.h"
 #include "engine/env/launchers.h"
+#include "engine/testing/paths.h"
 
 namespace ds::env {
 namespace {

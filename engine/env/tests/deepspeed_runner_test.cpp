@@ -19,6 +19,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "engine/testing/paths.h"
 #include "engine/testing/subprocess.h"
 
 namespace ds::env {

@@ -13,6 +13,7 @@
 #include <string>
 
 #include "engine/host/tests/fake_hardware.h"
+#include "engine/testing/paths.h"
 
 namespace ds::hw {
 namespace {

@@ -16,6 +16,7 @@
 #include "engine/store/tcp_store.h"
 #include "engine/store/tcp_store_server.h"
 #include "engine/store/tests/test_util.h"
+#include "engine/testing/paths.h"
 
 namespace ds::store {
 namespace {

@@ -9,6 +9,7 @@
 #include <functional>
 
 #include "engine/common/error.h"
+#include "engine/testing/paths.h"
 #include "reports/diag/diag_schema.h"
 #include "reports/diag/fleet_json.h"
 #include "reports/json_io.h"

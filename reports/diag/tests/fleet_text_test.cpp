@@ -11,6 +11,7 @@
 
 #include "engine/common/error.h"
 #include "engine/env/slurm.h"
+#include "engine/testing/paths.h"
 #include "engine/testing/subprocess.h"
 #include "reports/diag/diag_text.h"
 #include "reports/diag/hostlist.h"

@@ -6,6 +6,7 @@
 
 #include <filesystem>
 
+#include "engine/testing/paths.h"
 #include "reports/export/tests/export_fixtures.h"
 #include "reports/json_io.h"
 

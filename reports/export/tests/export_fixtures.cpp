@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include "engine/testing/paths.h"
 #include "reports/diag/fleet_schema.h"
 #include "reports/json_io.h"
 

@@ -8,6 +8,7 @@
 #include <map>
 #include <set>
 
+#include "engine/testing/paths.h"
 #include "reports/export/openmetrics.h"
 #include "reports/export/tests/export_fixtures.h"
 #include "reports/json_io.h"

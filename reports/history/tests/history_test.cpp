@@ -8,6 +8,7 @@
 #include <functional>
 
 #include "engine/common/error.h"
+#include "engine/testing/paths.h"
 #include "engine/testing/subprocess.h"
 #include "reports/diag/diag_schema.h"
 #include "reports/history/dashboard_data.h"

@@ -7,6 +7,7 @@
 #include <numeric>
 #include <random>
 
+#include "engine/testing/paths.h"
 #include "reports/json_io.h"
 
 namespace ds::report::html::testing {

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "engine/common/error.h"
+#include "engine/testing/paths.h"
 #include "engine/testing/subprocess.h"
 #include "reports/compare/compare.h"
 #include "reports/json_io.h"

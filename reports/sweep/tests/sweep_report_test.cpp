@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "engine/common/error.h"
+#include "engine/testing/paths.h"
 #include "engine/testing/subprocess.h"
 #include "reports/json_io.h"
 #include "reports/sweep/sweep_journal.h"

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "engine/testing/paths.h"
 #include "engine/testing/subprocess.h"
 
 namespace ds::testing::torch {

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include "engine/testing/paths.h"
 #include "engine/testing/subprocess.h"
 #include "engine/testing/two_hosts.h"
 
