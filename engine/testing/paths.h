@@ -9,9 +9,8 @@
 // DS_TEST_SOURCE_ROOT / DS_TEST_BUILD_ROOT in the environment override either.
 #pragma once
 
-#include <unistd.h>
-
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <stdexcept>
 #include <string>
@@ -21,16 +20,14 @@ namespace ds::testing {
 
 namespace paths_detail {
 
-inline std::string parentOf(const std::string& path) {
-  const auto slash = path.find_last_of('/');
-  return slash == std::string::npos || slash == 0 ? std::string("/") : path.substr(0, slash);
-}
-
-inline std::string thisExecutable() {
-  char buf[4096];
-  const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
-  if (n <= 0) throw std::runtime_error("test paths: cannot read /proc/self/exe to find the build folder");
-  return std::string(buf, static_cast<std::size_t>(n));
+inline std::filesystem::path thisExecutable() {
+  std::error_code ec;
+  auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) {
+    throw std::runtime_error("test paths: cannot read /proc/self/exe to find the build folder (" + ec.message() +
+                             "); set DS_TEST_BUILD_ROOT to it");
+  }
+  return exe;
 }
 
 }  // namespace paths_detail
@@ -39,7 +36,7 @@ inline std::string thisExecutable() {
 inline const std::string& buildRoot() {
   static const std::string root = [] {
     if (const char* env = std::getenv("DS_TEST_BUILD_ROOT"); env && *env) return std::string(env);
-    return paths_detail::parentOf(paths_detail::parentOf(paths_detail::thisExecutable()));
+    return paths_detail::thisExecutable().parent_path().parent_path().string();
   }();
   return root;
 }

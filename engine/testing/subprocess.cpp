@@ -1,5 +1,7 @@
 #include "engine/testing/subprocess.h"
 
+#include "engine/testing/paths.h"
+
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -49,7 +51,7 @@ std::chrono::milliseconds scaled(std::chrono::milliseconds d) {
 
 std::string binDir() {
   const char* d = std::getenv("DS_BIN_DIR");  // NOLINT(concurrency-mt-unsafe)
-  return d != nullptr ? d : "bin";
+  return d != nullptr && *d != '\0' ? d : buildPath("bin");
 }
 
 std::string readFile(const std::string& path) {

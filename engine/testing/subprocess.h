@@ -20,7 +20,8 @@ double timeScale();
 // `d` times timeScale(), for the bounds a test puts on its own waiting (a line to appear, ...).
 std::chrono::milliseconds scaled(std::chrono::milliseconds d);
 
-// build/bin (from DS_BIN_DIR, which ctest sets), for finding dsrun, dsbench and test workers.
+// <build>/bin: DS_BIN_DIR (which ctest sets), else the build folder this test binary was built in
+// (engine/testing/paths.h); for finding dsrun, dsbench and test workers.
 std::string binDir();
 std::string readFile(const std::string& path);
 // A TCP port for a test's rendezvous that nothing else will take before the child binds it. Picking
