@@ -45,3 +45,24 @@ ds_build_dir_for() {
     *) echo "$2/build" ;;
   esac
 }
+
+# For a test that runs a sanitizer build's programs with the source tree hidden (install_test.sh,
+# package_test.sh): the suppression files their compiled-in options name (DS_SANITIZER_DIR, in the
+# source tree) would be unreadable there, and the sanitizer stops the program at start. Copies them
+# to $3 (a folder that stays visible) and appends suppressions=<copy> to each options variable of the
+# mode (a later value wins over the compiled-in default and over ds_sanitizer_env's).
+# $1: address|thread|"" (nothing to do), $2: the scripts/sanitizers directory, $3: the folder.
+ds_sanitizer_suppressions_in() {
+  local mode=$1 dir=$2 to=$3
+  case "$mode" in
+    address)
+      cp "$dir/lsan.supp" "$dir/ubsan.supp" "$to/"
+      export LSAN_OPTIONS="${LSAN_OPTIONS:+$LSAN_OPTIONS:}suppressions=$to/lsan.supp"
+      export UBSAN_OPTIONS="${UBSAN_OPTIONS:+$UBSAN_OPTIONS:}suppressions=$to/ubsan.supp"
+      ;;
+    thread)
+      cp "$dir/tsan.supp" "$to/"
+      export TSAN_OPTIONS="${TSAN_OPTIONS:+$TSAN_OPTIONS:}suppressions=$to/tsan.supp"
+      ;;
+  esac
+}

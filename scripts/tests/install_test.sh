@@ -41,6 +41,9 @@ CPP
 
 # A sanitizer build makes no man pages (cmake/Manpages.cmake); read here, before the build is hidden.
 sanitize=$(sed -n 's/^DS_SANITIZE:[A-Z]*=//p' "$build/CMakeCache.txt")
+# Its programs read their suppression files from the source tree, which is about to be hidden: copies.
+source "$src/scripts/sanitizers/env.sh"
+ds_sanitizer_suppressions_in "$sanitize" "$src/scripts/sanitizers" "$tmp"
 # Step 2 and 3 inside the namespace; the script is copied out of the tree it hides.
 cat >"$tmp/inside.sh" <<'IN'
 set -uo pipefail

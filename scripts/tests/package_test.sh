@@ -83,6 +83,9 @@ echo "ldd: ${#checked[@]} directly linked libraries, each from a package that De
 # 3. The unpacked tools run with the source tree and the build folder hidden. A sanitizer build makes
 # no man pages (cmake/Manpages.cmake); read here, before the build is hidden.
 sanitize=$(sed -n 's/^DS_SANITIZE:[A-Z]*=//p' "$build/CMakeCache.txt")
+# Its programs read their suppression files from the source tree, which is about to be hidden: copies.
+source "$src/scripts/sanitizers/env.sh"
+ds_sanitizer_suppressions_in "$sanitize" "$src/scripts/sanitizers" "$tmp"
 cat >"$tmp/inside.sh" <<'IN'
 set -uo pipefail
 root=$1 sanitize=$2  # sanitize: DS_SANITIZE of the build ("" for none)
