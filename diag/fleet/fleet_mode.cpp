@@ -98,7 +98,7 @@ void FleetRun::join() {
   hbStore_ = joined_.client();
   comm::HeartbeatOptions ho;
   ho.store = hbStore_;
-  ho.key = key(fmt::format("hb/{}", rank_));
+  ho.key = key("hb", rank_);
   ho.interval = o_.heartbeatInterval;
   ho.setTimeout = std::max(o_.heartbeatInterval * 3, milliseconds(3000));
   ho.state = [this] {
@@ -112,7 +112,7 @@ void FleetRun::join() {
   hb_ = std::make_unique<comm::Heartbeat>(std::move(ho));
   // The host beside the first heartbeat, in the same round trip: a rank that stops before it
   // publishes its record is still named by its host, not by its rank alone.
-  hbStore_->multiSet({hb_->key(), key(fmt::format("host/{}", rank_))},
+  hbStore_->multiSet({hb_->key(), key("host", rank_)},
                      {toBytes(hb_->nextValue()), toBytes(host_)});
   hb_->start();
   // Joined the store but not the fleet yet: a rank that stops here is one rank 0 never counts in.
@@ -133,7 +133,7 @@ void FleetRun::publishError(const std::string& what) noexcept {
   constexpr std::size_t kMaxBytes = 480;
   std::string text = what.size() > kMaxBytes ? what.substr(0, kMaxBytes - 3) + "..." : what;
   try {
-    hbStore_->set(key(fmt::format("error/{}", rank_)), toBytes(text), milliseconds(3000));
+    hbStore_->set(key("error", rank_), toBytes(text), milliseconds(3000));
   } catch (const std::exception& e) {
     log::debug("fleet: rank {} could not leave its error in the store: {}", rank_, e.what());
   }
@@ -155,7 +155,7 @@ void FleetRun::publishSelf() {
   me.cpuQuota = quota.quotaCpus;
   me.cpuQuotaFile = quota.file;
   me.joined = true;
-  store().set(key(fmt::format("rank/{}", rank_)), toBytes(Json(me).dump()));
+  store().set(key("rank", rank_), toBytes(Json(me).dump()));
 }
 
 void FleetRun::waitForMembers() {
@@ -179,18 +179,18 @@ void FleetRun::waitForMembers() {
       for (int r = 0; r < n_; ++r) members.push_back(r);
     } else {
       for (int r = 0; r < n_; ++r) {
-        if (r == 0 || store().check({key(fmt::format("rank/{}", r))})) members.push_back(r);
+        if (r == 0 || store().check({key("rank", r)})) members.push_back(r);
       }
     }
     std::vector<std::string> keys;
-    for (int r : members) keys.push_back(key(fmt::format("rank/{}", r)));
+    for (int r : members) keys.push_back(key("rank", r));
     auto values = store().multiGet(keys, milliseconds(30000));
     ranks_.assign(static_cast<std::size_t>(n_), report::FleetRank{});
     for (int r = 0; r < n_; ++r) ranks_[static_cast<std::size_t>(r)].rank = r;
     // A rank that reached the store but not the fleet left at least its host.
     for (int r = 0; r < n_; ++r) {
       if (std::binary_search(members.begin(), members.end(), r)) continue;
-      const std::string hk = key(fmt::format("host/{}", r));
+      const std::string hk = key("host", r);
       if (store().check({hk})) ranks_[static_cast<std::size_t>(r)].host = toString(store().get(hk));
     }
     for (std::size_t i = 0; i < members.size(); ++i) {
@@ -296,7 +296,7 @@ void FleetRun::watchLoop() {
     }
   }
   std::vector<std::string> keys;
-  for (int r : watched) keys.push_back(key(fmt::format("hb/{}", r)));
+  for (int r : watched) keys.push_back(key("hb", r));
   while (!stop_) {
     auto t0 = Clock::now();
     if (!keys.empty()) {
@@ -373,7 +373,7 @@ std::set<int> FleetRun::deadRanks() {
 }
 
 void FleetRun::post(const std::string& name, const std::string& value) {
-  store().set(key(fmt::format("{}/{}", name, rank_)), toBytes(value));
+  store().set(key(name, rank_), toBytes(value));
   store().add(key(name + "/count"), 1);
 }
 
@@ -392,14 +392,14 @@ std::map<int, std::string> FleetRun::gather(const std::string& name, const std::
       // Who posted: all of them, or a look at each key (O(n), once or twice per stage).
       posted.clear();
       std::vector<std::string> keys;
-      for (int r : expect) keys.push_back(key(fmt::format("{}/{}", name, r)));
+      for (int r : expect) keys.push_back(key(name, r));
       // The count also counts posts of ranks not expected here (rank 0's own): one look at all the
       // keys settles it, else one per key.
       if (count >= want && store().check(keys)) {
         posted = expect;
       } else {
         for (int r : expect) {
-          if (store().check({key(fmt::format("{}/{}", name, r))})) posted.push_back(r);
+          if (store().check({key(name, r)})) posted.push_back(r);
         }
       }
       bool waitingOnLive = false;
@@ -411,7 +411,7 @@ std::map<int, std::string> FleetRun::gather(const std::string& name, const std::
     std::this_thread::sleep_for(milliseconds(50));
   }
   std::vector<std::string> keys;
-  for (int r : posted) keys.push_back(key(fmt::format("{}/{}", name, r)));
+  for (int r : posted) keys.push_back(key(name, r));
   if (!keys.empty()) {
     auto values = store().multiGet(keys, milliseconds(30000));
     for (std::size_t i = 0; i < posted.size(); ++i) got[posted[i]] = toString(values[i]);
@@ -684,10 +684,10 @@ void FleetRun::runBisect(const std::vector<int>& units) {
   }
   for (int step = 0; step < 64; ++step) {
     if (rank_ == 0) {
-      store().set(key(fmt::format("bisect/{}", step)), toBytes(Json{{"groups", groups}}.dump()));
+      store().set(key("bisect", step), toBytes(Json{{"groups", groups}}.dump()));
     } else {
       try {
-        auto j = Json::parse(toString(store().get(key(fmt::format("bisect/{}", step)),
+        auto j = Json::parse(toString(store().get(key("bisect", step),
                                                   o_.timeout * 2 + o_.pairTimeout * 2 + milliseconds(60000))));
         groups = j.at("groups").get<std::vector<std::vector<int>>>();
       } catch (const std::exception& e) {
@@ -741,7 +741,7 @@ void FleetRun::judgeFinal(const std::vector<int>& missing) {
   std::map<int, std::string> errors;
   for (int r = 0; r < n_; ++r) {
     if (r == rank_ || !(silent.count(r) || gone.count(r) || !members.count(r))) continue;
-    const std::string k = key(fmt::format("error/{}", r));
+    const std::string k = key("error", r);
     try {
       if (store().check({k}, milliseconds(3000))) errors[r] = toString(store().get(k, milliseconds(3000)));
     } catch (const std::exception& e) {

@@ -16,6 +16,7 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -118,7 +119,12 @@ class FleetRun {
   std::vector<report::PairResult> runRounds(const std::vector<std::vector<std::pair<int, int>>>& rounds,
                                             int firstTag, const std::string& stage);
   void runBisect(const std::vector<int>& units);
+  // The fleet's store keys: "fleet/<k>", and "fleet/<kind>/<id>" for one rank's (or step's) record
+  // (hb, host, rank, error, bisect), so every reader and writer of a kind spells it alike.
   std::string key(const std::string& k) const { return "fleet/" + k; }
+  std::string key(std::string_view kind, int id) const {
+    return "fleet/" + std::string(kind) + "/" + std::to_string(id);
+  }
 
   FleetOptions o_;
   StoreOnly joined_;
