@@ -133,6 +133,42 @@ TEST(FleetLocalise, ASuspectWhoseRetestIsNormalIsNotNamed) {
   EXPECT_TRUE(contains(allText(j), "re-tests were normal")) << allText(j);
 }
 
+// A host whose pings come back late in the link stage: named only when every re-test is late as well.
+// On a busy host one ping in a while is a millisecond late (its scheduling); a slow network delays all.
+TEST(FleetLocalise, ALatencySuspectIsNamedOnlyWhenEveryRetestIsLate) {
+  for (const bool bothLate : {false, true}) {
+    FleetModel m;
+    m.hosts = 24;
+    FleetInput in = ds::bench::fleet::makeInput(m);
+    std::vector<int> units;
+    for (int h = 0; h < 24; ++h) units.push_back(h);
+    SplitMix64 rng(4);
+    RunCost cost;
+    ds::bench::fleet::runRounds(m, planLinkRounds(units, 5, 1), "links", in, rng, cost);
+    for (auto& p : in.pairs)
+      if (p.a == 7 || p.b == 7) p.latencyUs = 1300;  // 65 x the model's 20 us, above the 1 ms floor
+    auto first = judge(in);
+    ASSERT_FALSE(first.retest.empty()) << allText(first);
+    for (auto [s, p] : first.retest) EXPECT_EQ(s, 7) << allText(first);
+    const std::size_t before = in.pairs.size();
+    ds::bench::fleet::runRounds(m, packIntoRounds(first.retest), "confirm", in, rng, cost);
+    ASSERT_EQ(in.pairs.size() - before, 2u);
+    in.pairs[before].latencyUs = 1100;
+    if (bothLate) in.pairs[before + 1].latencyUs = 1200;
+    auto j = judge(in);
+    const auto& h7 = host(j, "fleet7");
+    if (bothLate) {
+      EXPECT_EQ(h7.state, HostState::kSuspect) << allText(j);
+      EXPECT_TRUE(hasEvidence(h7, "link_slow", "confirm")) << allText(j);
+      EXPECT_TRUE(contains(allText(j), "answers slowly")) << allText(j);
+    } else {
+      EXPECT_EQ(h7.state, HostState::kHealthy) << allText(j);
+      EXPECT_TRUE(contains(allText(j), "but only 1 of its 2 re-tests answered slowly")) << allText(j);
+    }
+    EXPECT_TRUE(j.links.empty()) << allText(j);
+  }
+}
+
 TEST(FleetLocalise, HostWhosePairsFailIsNamed) {
   FleetModel m;
   m.hosts = 20;
@@ -209,6 +245,24 @@ TEST(FleetLocalise, AnExitedRanksOwnErrorIsQuoted) {
   const auto& h5 = host(j, "fleet5");
   ASSERT_FALSE(h5.evidence.empty()) << allText(j);
   EXPECT_TRUE(contains(h5.evidence[0].text, "; its own error: Rank 5: probe listener failed")) << h5.evidence[0].text;
+}
+
+// A rank that reached the store and left its error there, but never joined the fleet: the verdict quotes it.
+TEST(FleetLocalise, ANeverJoinedRanksOwnErrorIsQuoted) {
+  FleetModel m;
+  m.hosts = 6;
+  FleetInput in = ds::bench::fleet::makeInput(m);
+  in.ranks[2].joined = false;
+  in.ranks[2].reported = false;
+  in.ranks[2].lastError = "Rank 2 on fleet2: the store at 10.0.0.1:29500 refused the connection";
+  auto j = judge(in);
+  const auto& h2 = host(j, "fleet2");
+  ASSERT_TRUE(hasEvidence(h2, "no_result", "join")) << allText(j);
+  EXPECT_TRUE(contains(h2.evidence[0].text, "never joined the fleet rendezvous before the join deadline"))
+      << h2.evidence[0].text;
+  EXPECT_TRUE(contains(h2.evidence[0].text, "; its own error: Rank 2 on fleet2: the store at 10.0.0.1:29500"))
+      << h2.evidence[0].text;
+  EXPECT_FALSE(contains(h2.evidence[0].text, "its launcher log")) << h2.evidence[0].text;
 }
 
 TEST(FleetLocalise, RanksThatNeverJoinedOrReportedHaveNoResult) {
