@@ -525,12 +525,14 @@ using T = V::Type;
 // A value made in registers. Filling a V field by field in memory and then copying it whole stalls
 // the CPU (a 16-byte load cannot take its bytes from the smaller stores just before it); that stall
 // on every push was about a fifth of the time of reading a dump.
-V makeValue(T type, std::uint64_t payload, std::uint32_t len = 0) {
+V makeValue(T type, std::uint64_t payload, std::uint32_t len = 0, std::uint8_t flatDepth = 0) {
   struct Raw {
     std::uint64_t head, payload;
   };
-  static_assert(sizeof(V) == sizeof(Raw) && offsetof(V, len) == 4 && offsetof(V, i) == 8);
-  return std::bit_cast<V>(Raw{static_cast<std::uint64_t>(type) | (std::uint64_t{len} << 32), payload});
+  static_assert(sizeof(V) == sizeof(Raw) && offsetof(V, flatDepth) == 1 && offsetof(V, len) == 4 &&
+                offsetof(V, i) == 8);
+  return std::bit_cast<V>(Raw{
+      static_cast<std::uint64_t>(type) | (std::uint64_t{flatDepth} << 8) | (std::uint64_t{len} << 32), payload});
 }
 
 const char* kindName(T k) {
@@ -555,7 +557,7 @@ constexpr std::uint64_t kSaturated = std::numeric_limits<std::uint64_t>::max() /
 
 std::uint64_t addBytes(std::uint64_t a, std::uint64_t b) { return a > kSaturated - b ? kSaturated : a + b; }
 
-json toJsonOf(const std::vector<PickleContainer>& table, const V& v) {
+json toJsonOf(const std::vector<PickleContainer>& table, const V& v, const V* flat) {
   switch (v.type) {
     case T::kNone:
     case T::kHandedOver:
@@ -572,22 +574,23 @@ json toJsonOf(const std::vector<PickleContainer>& table, const V& v) {
       return std::string(v.s, v.len);
     case T::kOwnedString:
       return table[v.ref].text;
-    case T::kDict: {
-      json out = json::object();
-      const auto& items = table[v.ref].items;
-      for (std::size_t k = 0; k + 1 < items.size(); k += 2) {
-        const V& key = items[k];
-        std::string text = key.type == T::kString ? std::string(key.s, key.len) : table[key.ref].text;
-        out[std::move(text)] = toJsonOf(table, items[k + 1]);
-      }
-      return out;
-    }
-    default: {
-      json out = json::array();
-      for (const V& x : table[v.ref].items) out.push_back(toJsonOf(table, x));
-      return out;
-    }
+    default:
+      break;
   }
+  const V* items = v.isFlat() ? flat + v.ref : table[v.ref].items.data();
+  const std::size_t n = v.isFlat() ? v.len : table[v.ref].items.size();
+  if (v.type == T::kDict || v.type == T::kFlatDict) {
+    json out = json::object();
+    for (std::size_t k = 0; k + 1 < n; k += 2) {
+      const V& key = items[k];
+      std::string text = key.type == T::kString ? std::string(key.s, key.len) : table[key.ref].text;
+      out[std::move(text)] = toJsonOf(table, items[k + 1], flat);
+    }
+    return out;
+  }
+  json out = json::array();
+  for (std::size_t k = 0; k < n; ++k) out.push_back(toJsonOf(table, items[k], flat));
+  return out;
 }
 
 // A memo entry: a value the file reads back later. It keeps a container alive (memoRefs) without
@@ -603,6 +606,7 @@ class Vm {
   Vm(std::string_view bytes, const std::string& name, const PickleOptions& options)
       : gets_(scanGets(bytes, name)), d_(bytes, name), opt_(options) {
     if (gets_.size() <= kDenseMemo) dense_.resize(gets_.size());
+    light_ = opt_.lightElements && (opt_.onNode || opt_.onElement) && !opt_.streamKey.empty();
   }
 
   // The first pass checked every instruction up to STOP (codes, lengths, truncation), so this one
@@ -671,6 +675,12 @@ class Vm {
           ++p, pushBool(in_.code == kNewTrue);
           break;
         case kEmptyDict:
+          if (light_ && atElementStart()) {
+            if (const std::size_t end = readLight(p)) {
+              p = end;
+              break;
+            }
+          }
           ++p, pushContainer(T::kDict);
           break;
         case kEmptyList:
@@ -685,6 +695,13 @@ class Vm {
           handOverIfDue();
           break;
         case kStop: {
+          // Python's pickler leaves one value; more, or an open MARK, is a corrupt file (whose
+          // unfinished elements may already be handed over, so it cannot be read as Python would).
+          if (avail() > 0 && (stack_.size() > 1 || !marks_.empty())) {
+            fail(fmt::format("the pickle stops with {} values and {} open MARK(s) on its stack, where a "
+                             "complete pickle leaves one value; the file is corrupt.",
+                             stack_.size(), marks_.size()));
+          }
           const V top = pop();
           json out = toJson(top);
           unref(top);
@@ -1124,6 +1141,7 @@ class Vm {
   // over their references), or hands them on when that is the streamed list.
   void addAll(std::size_t index, const V* first, const V* last) {
     const T kind = stack_[index].type;
+    if (kind == T::kHandedOver) failHandedOver();
     const bool wantList = in_.code == kAppend || in_.code == kAppends;
     if ((wantList && kind != T::kList) || (in_.code == kAddItems && kind != T::kSet) ||
         !stack_[index].isRef() || kind == T::kOwnedString) {
@@ -1144,6 +1162,7 @@ class Vm {
   void setItems(std::size_t at, V* first, V* last) {
     const std::size_t n = static_cast<std::size_t>(last - first);
     const T kind = stack_[at].type;
+    if (kind == T::kHandedOver) failHandedOver();
     if (kind != T::kDict) {
       fail(fmt::format("pickle opcode {} sets items of a {}; the file is corrupt.", opName(), kindName(kind)));
     }
@@ -1240,6 +1259,7 @@ class Vm {
 
   // Gives one element away and drops this reader's hold on it (the memo may keep it).
   void emit(const V& element) {
+    if (opt_.stats) ++opt_.stats->generalElements;
     if (opt_.onNode) {
       opt_.onNode(PickleNode(&table_, element));
     } else {
@@ -1271,11 +1291,248 @@ class Vm {
     }
   }
 
+  // --- the light path: one streamed element read into a flat array (pickle.h, "Speed") ---
+
+  // The next value pushed would be an element of the streamed list, directly after its MARK.
+  bool atElementStart() const {
+    return streamList_ != kNoSlot && !marks_.empty() && marks_.back() == streamList_ + 1;
+  }
+
+  // Reads the element that starts with EMPTY_DICT at `start` into flat_ and hands it over, with every
+  // element still on the stack before it. Returns the offset after it (and after the PUTs that follow
+  // it), or 0 when the element is not one the light path takes; then nothing has changed and the
+  // general machine reads it. The first pass checked every opcode before STOP, so lengths are trusted
+  // here; the element's own STOP is an opcode this path does not take.
+  std::size_t readLight(std::size_t start) {
+    const std::string_view bytes = d_.bytes();
+    const auto* const b = reinterpret_cast<const std::uint8_t*>(bytes.data());
+    auto le = [b](std::size_t at, std::size_t width) {
+      std::uint64_t v = 0;
+      std::memcpy(&v, b + at, width);
+      return v;
+    };
+    // An element of more values or deeper nesting than FR's (about 70 values, 3 levels) is left to
+    // the general machine, which accounts for its memory and depth.
+    constexpr std::size_t kMaxValues = 4096, kMaxMarks = 16;
+    const std::size_t maxMarks = std::min<std::size_t>(kMaxMarks, opt_.maxDepth > 2 ? opt_.maxDepth - 2 : 0);
+    std::vector<V>& stack = lightStack_;
+    std::vector<std::size_t>& marks = lightMarks_;
+    stack.clear(), marks.clear(), flat_.clear();
+    std::uint64_t puts = 0;
+    // The element sits in the streamed list, in the top-level dict: the general machine would refuse
+    // it nesting deeper than this (and says so).
+    const std::size_t maxDepth = std::min<std::size_t>(opt_.maxDepth > 3 ? opt_.maxDepth - 3 : 0, 255);
+    // Moves the values above stack index `from` into flat_ as the items of a new flat container;
+    // an invalid value (kNone with a length) when it would nest too deep.
+    auto close = [&](T kind, std::size_t from) {
+      std::size_t depth = 1;
+      for (std::size_t k = from; k < stack.size(); ++k) {
+        const V& x = stack[k];
+        if (x.isFlat()) depth = std::max<std::size_t>(depth, x.flatDepth + 1u);
+        if (x.isRef() && x.type != T::kOwnedString) depth = std::max<std::size_t>(depth, table_[x.ref].depth + 1u);
+      }
+      if (depth > maxDepth) return makeValue(T::kNone, 0, 1);
+      const auto first = static_cast<std::uint32_t>(flat_.size());
+      const auto n = static_cast<std::uint32_t>(stack.size() - from);
+      flat_.insert(flat_.end(), stack.begin() + static_cast<std::ptrdiff_t>(from), stack.end());
+      stack.resize(from);
+      return makeValue(kind, first, n, static_cast<std::uint8_t>(depth));
+    };
+    auto tooDeep = [](const V& v) { return v.type == T::kNone && v.len != 0; };
+    // The lowest stack index the next opcode may reach: above the innermost open MARK.
+    auto floor = [&marks] { return marks.empty() ? std::size_t{0} : marks.back(); };
+    // Fills the empty flat container below index `m` (a MARK just popped, or the values of APPEND and
+    // SETITEM) with the values above it.
+    auto fill = [&](T kind, std::size_t m) {
+      if (m <= floor() || stack[m - 1].type != kind || stack[m - 1].len != 0) return false;
+      if (kind == T::kFlatDict) {
+        if ((stack.size() - m) % 2 != 0) return false;
+        for (std::size_t k = m; k < stack.size(); k += 2)
+          if (stack[k].type != T::kString && stack[k].type != T::kOwnedString) return false;  // made text there
+      }
+      const V filled = close(kind, m);
+      if (tooDeep(filled)) return false;
+      stack.back() = filled;
+      return true;
+    };
+    std::size_t p = start;
+    for (;;) {
+      if (p >= bytes.size() || stack.size() + flat_.size() > kMaxValues) return 0;
+      const std::uint8_t code = b[p];
+      if (stack.size() == 1 && marks.empty() && p > start &&
+          code != kMark && code != kBinPut && code != kLongBinPut) {
+        // The dict is complete. Another element or the list's end must follow: anything else could
+        // still change it (SETITEM), which the general machine handles.
+        if ((code != kEmptyDict && code != kAppends) || stack.front().type != T::kFlatDict) return 0;
+        break;
+      }
+      switch (code) {
+        case kBinGet:
+        case kLongBinGet: {
+          const std::uint64_t key = code == kBinGet ? b[p + 1] : le(p + 1, 4);
+          p += code == kBinGet ? 2 : 5;
+          if (key >= dense_.size() || !dense_[key].present) return 0;  // the general machine says why
+          const V v = dense_[key].value;
+          if (v.type == T::kHandedOver || (v.isRef() && table_[v.ref].streamed)) return 0;
+          if (v.isRef() && table_[v.ref].depth > maxDepth) return 0;
+          stack.push_back(v);
+          break;
+        }
+        case kBinPut:
+        case kLongBinPut: {
+          const std::uint64_t key = code == kBinPut ? b[p + 1] : le(p + 1, 4);
+          p += code == kBinPut ? 2 : 5;
+          if (stack.size() <= floor() || key > kMaxMemoKey) return 0;  // the general machine says why
+          if (key < gets_.size() && gets_[key]) return 0;                 // read back: the memo keeps it
+          ++puts;
+          break;
+        }
+        case kMark:
+          if (marks.size() >= maxMarks) return 0;
+          marks.push_back(stack.size());
+          ++p;
+          break;
+        case kShortBinUnicode:
+        case kBinUnicode: {
+          const std::size_t len = code == kShortBinUnicode ? b[p + 1] : le(p + 1, 4);
+          const std::size_t at = p + (code == kShortBinUnicode ? 2 : 5);
+          const std::string_view text = bytes.substr(at, len);
+          if (!isValidUtf8(text)) return 0;  // repaired there
+          stack.push_back(makeValue(T::kString, reinterpret_cast<std::uintptr_t>(text.data()),
+                                    static_cast<std::uint32_t>(len)));
+          p = at + len;
+          break;
+        }
+        case kBinInt1:
+          stack.push_back(makeValue(T::kInt, b[p + 1])), p += 2;
+          break;
+        case kBinInt2:
+          stack.push_back(makeValue(T::kInt, le(p + 1, 2))), p += 3;
+          break;
+        case kBinInt:
+          stack.push_back(makeValue(
+              T::kInt, static_cast<std::uint64_t>(std::int64_t{static_cast<std::int32_t>(le(p + 1, 4))}))),
+              p += 5;
+          break;
+        case kLong1: {
+          const std::size_t len = b[p + 1];
+          V v;
+          if (!smallLong(bytes.substr(p + 2, len), v)) return 0;
+          stack.push_back(v);
+          p += 2 + len;
+          break;
+        }
+        case kBinFloat:
+          stack.push_back(makeValue(T::kFloat, __builtin_bswap64(le(p + 1, 8)))), p += 9;
+          break;
+        case kNone:
+          stack.push_back(V{}), ++p;
+          break;
+        case kNewTrue:
+        case kNewFalse:
+          stack.push_back(makeValue(T::kBool, code == kNewTrue ? 1 : 0)), ++p;
+          break;
+        case kEmptyDict:
+          stack.push_back(makeValue(T::kFlatDict, 0, 0, 1)), ++p;
+          break;
+        case kEmptyList:
+          stack.push_back(makeValue(T::kFlatList, 0, 0, 1)), ++p;
+          break;
+        case kEmptyTuple:
+          stack.push_back(makeValue(T::kFlatTuple, 0, 0, 1)), ++p;
+          break;
+        case kTuple1:
+        case kTuple2:
+        case kTuple3: {
+          const std::size_t n = code - kTuple1 + 1;
+          if (stack.size() < floor() + n) return 0;
+          const V tuple = close(T::kFlatTuple, stack.size() - n);
+          if (tooDeep(tuple)) return 0;
+          stack.push_back(tuple);
+          ++p;
+          break;
+        }
+        case kTuple: {
+          if (marks.empty()) return 0;
+          const std::size_t m = marks.back();
+          marks.pop_back();
+          const V tuple = close(T::kFlatTuple, m);
+          if (tooDeep(tuple)) return 0;
+          stack.push_back(tuple);
+          ++p;
+          break;
+        }
+        case kAppends:
+        case kSetItems: {
+          if (marks.empty()) return 0;
+          const std::size_t m = marks.back();
+          marks.pop_back();
+          if (!fill(code == kAppends ? T::kFlatList : T::kFlatDict, m)) return 0;
+          ++p;
+          break;
+        }
+        case kAppend:
+        case kSetItem: {
+          const std::size_t n = code == kAppend ? 1 : 2;
+          if (stack.size() < floor() + n + 1) return 0;
+          if (!fill(code == kAppend ? T::kFlatList : T::kFlatDict, stack.size() - n)) return 0;
+          ++p;
+          break;
+        }
+        default:
+          return 0;
+      }
+    }
+    // Taken: the elements before it go first, in order (they are complete: nothing after this
+    // element can reach below it without popping it, which fails as for any element handed over).
+    // Those not handed over yet lie at the top, above the placeholders of earlier ones.
+    std::size_t pending = stack_.size();
+    while (pending > streamList_ + 1 && stack_[pending - 1].type != T::kHandedOver) {
+      if (stack_[pending - 1].type != T::kDict) return 0;
+      --pending;
+    }
+    for (std::size_t i = pending; i < stack_.size(); ++i) {
+      const V element = stack_[i];
+      stack_[i] = V{};
+      stack_[i].type = T::kHandedOver;
+      emit(element);
+    }
+    stores_ += puts;
+    if (opt_.stats) ++opt_.stats->lightElements;
+    const V element = stack.front();
+    if (opt_.onNode)
+      opt_.onNode(PickleNode(&table_, element, flat_.data()));
+    else
+      opt_.onElement(toJsonOf(table_, element, flat_.data()));
+    V placeholder;
+    placeholder.type = T::kHandedOver;
+    push(placeholder);
+    return p;
+  }
+
+  // LONG1's bytes as an int64 or, nine bytes with the last 0, a uint64 (twosComplement's rule);
+  // false when wider.
+  static bool smallLong(std::string_view b, V& out) {
+    auto byte = [&b](std::size_t k) { return static_cast<std::uint8_t>(b[k]); };
+    std::size_t n = b.size();
+    while (n > 1 &&
+           ((byte(n - 1) == 0x00 && byte(n - 2) < 0x80) || (byte(n - 1) == 0xff && byte(n - 2) >= 0x80)))
+      --n;
+    if (n == 0) return out = makeValue(T::kInt, 0), true;
+    if (n > 9 || (n == 9 && byte(8) != 0)) return false;
+    std::uint64_t u = 0;
+    for (std::size_t k = 0; k < std::min<std::size_t>(n, 8); ++k) u |= std::uint64_t{byte(k)} << (8 * k);
+    if (n == 9) return out = makeValue(T::kUInt, u), true;  // the top bit is set, or 8 bytes would do
+    if (n < 8 && (byte(n - 1) & 0x80)) u |= ~std::uint64_t{0} << (8 * n);  // sign-extend
+    out = makeValue(T::kInt, u);
+    return true;
+  }
+
   // --- output ---
 
   json toJson(const V& v) const {
     if (bytesOf(v) > opt_.maxLiveBytes) tooMuch();
-    return toJsonOf(table_, v);
+    return toJsonOf(table_, v, nullptr);
   }
 
   // --- scalars ---
@@ -1357,21 +1614,24 @@ class Vm {
   std::uint64_t liveBytes_ = 0;
   std::size_t streamList_ = kNoSlot;  // stack index of the streamed list
   std::size_t nextEarly_ = 0;         // the next element handOverEarly looks at
+  bool light_ = false;                // streamed elements may take the light path
+  std::vector<V> flat_, lightStack_;  // the light path's element and its working stack
+  std::vector<std::size_t> lightMarks_;
 };
 
 }  // namespace
 
 std::optional<PickleNode> PickleNode::find(std::string_view key) const {
   if (!isDict()) return std::nullopt;
-  const auto& items = c().items;
-  for (std::size_t k = items.size(); k >= 2; k -= 2) {
-    const PickleNode kn(table_, items[k - 2]);
-    if (kn.str() == key) return PickleNode(table_, items[k - 1]);
+  const V* const items = this->items();
+  for (std::size_t k = count(); k >= 2; k -= 2) {
+    const PickleNode kn(table_, items[k - 2], flat_);
+    if (kn.str() == key) return PickleNode(table_, items[k - 1], flat_);
   }
   return std::nullopt;
 }
 
-json PickleNode::toJson() const { return toJsonOf(*table_, v_); }
+json PickleNode::toJson() const { return toJsonOf(*table_, v_, flat_); }
 
 json readPickle(std::string_view bytes, const std::string& name, const PickleOptions& options) {
   if (bytes.empty()) throw ConfigError(fmt::format("{}: the file is empty, not a pickle.", name));

@@ -16,7 +16,12 @@
 //
 // Speed: values are built as small handles (strings are views into the file's bytes, containers are
 // shared and copied only when changed), not as JSON, so a streamed element can be read in place
-// through PickleNode; about 0.3 µs per Flight Recorder entry on the development machine.
+// through PickleNode. A streamed element in the shape torch and Python write (a dict of strings,
+// numbers, memo references and small containers that nothing reads back) takes a light path: its
+// values go into one flat array, without the table, reference counts or memory accounting, and the
+// callback reads it through the same PickleNode. An element the light path cannot take (a PUT read
+// back later, a rarer opcode, a container filled twice) is read by the general machine instead, so
+// the two paths give the same values.
 #pragma once
 
 #include <cstddef>
@@ -39,9 +44,13 @@ struct PickleValue {
   enum class Type : std::uint8_t {
     kNone, kBool, kInt, kUInt, kFloat, kString, kOwnedString, kList, kTuple, kDict, kSet,
     kHandedOver,  // a streamed element already given away (a placeholder on the stack)
+    // A container of a streamed element read by the light path (Vm::readLight): its items are
+    // `len` values from index `ref` of that element's own array, not in the reader's table.
+    kFlatList, kFlatTuple, kFlatDict,
   };
   Type type = Type::kNone;
-  std::uint32_t len = 0;  // kString: its length
+  std::uint8_t flatDepth = 0;  // kFlat*: containers nested in it, itself included (at most 255)
+  std::uint32_t len = 0;       // kString: its length; kFlat*: its items
   union {
     std::int64_t i = 0;
     std::uint64_t u;
@@ -51,6 +60,7 @@ struct PickleValue {
     bool b;
   };
   bool isRef() const { return type == Type::kOwnedString || (type >= Type::kList && type <= Type::kSet); }
+  bool isFlat() const { return type >= Type::kFlatList; }
 };
 
 struct PickleContainer {
@@ -71,18 +81,36 @@ struct PickleContainer {
 class PickleNode {
  public:
   using Type = detail::PickleValue::Type;
-  PickleNode(const std::vector<detail::PickleContainer>* table, detail::PickleValue v) : table_(table), v_(v) {}
+  PickleNode(const std::vector<detail::PickleContainer>* table, detail::PickleValue v,
+             const detail::PickleValue* flat = nullptr)
+      : table_(table), flat_(flat), v_(v) {}
 
-  // kOwnedString reads as kString; kHandedOver never reaches a caller.
-  Type type() const { return v_.type == Type::kOwnedString ? Type::kString : v_.type; }
+  // kOwnedString reads as kString, a flat container as its kind; kHandedOver never reaches a caller.
+  Type type() const {
+    switch (v_.type) {
+      case Type::kOwnedString:
+        return Type::kString;
+      case Type::kFlatList:
+        return Type::kList;
+      case Type::kFlatTuple:
+        return Type::kTuple;
+      case Type::kFlatDict:
+        return Type::kDict;
+      default:
+        return v_.type;
+    }
+  }
   bool isNone() const { return v_.type == Type::kNone; }
   bool isString() const { return v_.type == Type::kString || v_.type == Type::kOwnedString; }
   bool isBool() const { return v_.type == Type::kBool; }
   bool isInteger() const { return v_.type == Type::kInt || v_.type == Type::kUInt; }
   bool isNumber() const { return isInteger() || v_.type == Type::kFloat; }
-  bool isDict() const { return v_.type == Type::kDict; }
+  bool isDict() const { return v_.type == Type::kDict || v_.type == Type::kFlatDict; }
   // A list, tuple, set or frozenset.
-  bool isArray() const { return v_.type == Type::kList || v_.type == Type::kTuple || v_.type == Type::kSet; }
+  bool isArray() const {
+    return v_.type == Type::kList || v_.type == Type::kTuple || v_.type == Type::kSet ||
+           v_.type == Type::kFlatList || v_.type == Type::kFlatTuple;
+  }
 
   // A string whose characters are the file's own (not rewritten): they stay put while the file is read.
   bool inFile() const { return v_.type == Type::kString; }
@@ -102,22 +130,26 @@ class PickleNode {
                                     : static_cast<double>(v_.i);
   }
   // Items of an array; pairs of a dict.
-  std::size_t size() const { return isDict() ? c().items.size() / 2 : isArray() ? c().items.size() : 0; }
-  PickleNode item(std::size_t i) const { return {table_, c().items[i]}; }
-  PickleNode key(std::size_t i) const { return {table_, c().items[2 * i]}; }
-  PickleNode value(std::size_t i) const { return {table_, c().items[2 * i + 1]}; }
+  std::size_t size() const { return isDict() ? count() / 2 : isArray() ? count() : 0; }
+  PickleNode item(std::size_t i) const { return {table_, items()[i], flat_}; }
+  PickleNode key(std::size_t i) const { return {table_, items()[2 * i], flat_}; }
+  PickleNode value(std::size_t i) const { return {table_, items()[2 * i + 1], flat_}; }
   // A dict's value for `key` (the last pair with that key, as in Python); nullopt when absent.
   std::optional<PickleNode> find(std::string_view key) const;
   // The same identity as `o`: one container, or one string in the file.
   bool sameAs(const PickleNode& o) const {
-    return v_.type == o.v_.type && (v_.isRef() ? v_.ref == o.v_.ref : v_.type == Type::kString && v_.s == o.v_.s);
+    return v_.type == o.v_.type && (v_.isRef() || v_.isFlat() ? v_.ref == o.v_.ref && flat_ == o.flat_
+                                                             : v_.type == Type::kString && v_.s == o.v_.s);
   }
   // As JSON, by the rules at the top of this file.
   nlohmann::json toJson() const;
 
  private:
   const detail::PickleContainer& c() const { return (*table_)[v_.ref]; }
+  const detail::PickleValue* items() const { return v_.isFlat() ? flat_ + v_.ref : c().items.data(); }
+  std::size_t count() const { return v_.isFlat() ? v_.len : c().items.size(); }
   const std::vector<detail::PickleContainer>* table_;
+  const detail::PickleValue* flat_;  // the light path's values (kFlat*), nullptr elsewhere
   detail::PickleValue v_;
 };
 
@@ -126,12 +158,22 @@ using PickleElementSink = std::function<void(nlohmann::json&& element)>;
 // The same, read in place without building JSON (the fast path of the dump reader).
 using PickleNodeSink = std::function<void(const PickleNode& element)>;
 
+// How a read went, for tests: which path each streamed element took.
+struct PickleStats {
+  std::size_t lightElements = 0;    // read by the light path
+  std::size_t generalElements = 0;  // read by the general machine
+};
+
 struct PickleOptions {
   // The key of the top-level dict whose list is streamed ("" = build everything). The streamed
   // list itself stays in the result, empty. Elements go to onNode when it is set, else to onElement.
   std::string streamKey;
   PickleElementSink onElement;
   PickleNodeSink onNode;
+  // Whether streamed elements may take the light path (speed above); false reads every one with the
+  // general machine (tests compare the two).
+  bool lightElements = true;
+  PickleStats* stats = nullptr;  // filled in when set
   // Deeper nesting is refused: copying, dumping and freeing a json value recurse.
   std::size_t maxDepth = 1000;
   // The values held at once (the reader's stack, memo and containers, not the streamed elements
@@ -147,7 +189,8 @@ struct PickleOptions {
 // maxLiveBytes. Differences from Python, none of which its pickler or torch's ever relies on: a
 // value fetched from the memo (GET, DUP) and then changed is a copy, not the same object; MEMOIZE
 // numbers the memo by the count of earlier stores; a streamed element must not be changed after
-// later ones began.
+// later ones began (the general machine still allows it while the element is among the top three
+// values of the stack; after one taken by the light path, never).
 nlohmann::json readPickle(std::string_view bytes, const std::string& name, const PickleOptions& options = {});
 
 }  // namespace ds::diag::hang

@@ -2,9 +2,15 @@
 // every offset, the memo, malformed and hostile input, and streaming the top-level "entries" list.
 #include "diag/hang/pickle.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -368,3 +374,215 @@ TEST(PickleStream, OnlyTheTopLevelKeyIsStreamed) {
 }
 
 }  // namespace
+
+// ---- the light path (pickle.h, "Speed") against the general machine ----
+
+namespace {
+
+struct Outcome {
+  std::vector<json> elements;
+  json top;
+  std::string error;  // "" when read
+  ds::diag::hang::PickleStats stats;
+};
+
+Outcome readWith(const std::string& bytes, bool light, std::size_t maxDepth = 1000) {
+  Outcome o;
+  PickleOptions opt = collectInto(o.elements);
+  opt.lightElements = light;
+  opt.maxDepth = maxDepth;
+  opt.stats = &o.stats;
+  try {
+    o.top = readPickle(bytes, "rank_3", opt);
+  } catch (const ConfigError& e) {
+    o.error = e.what();
+  }
+  return o;
+}
+
+// The light path reads what the general machine reads, and refuses what it refuses; it may refuse
+// more only where an element is changed after later ones began (pickle.h), which the general
+// machine allows while the element is still near the top of its stack. Returns the light outcome.
+Outcome expectSameAsGeneral(const std::string& bytes, const std::string& what, std::size_t maxDepth = 1000) {
+  Outcome light = readWith(bytes, true, maxDepth);
+  const Outcome general = readWith(bytes, false, maxDepth);
+  EXPECT_EQ(general.stats.lightElements, 0u) << what;
+  if (!light.error.empty() && general.error.empty()) {
+    EXPECT_NE(light.error.find("after later elements were written"), std::string::npos)
+        << what << ": the light path refused what the general machine read: " << light.error;
+  } else {
+    EXPECT_EQ(light.error, general.error) << what;
+    if (light.error.empty()) {
+      EXPECT_EQ(light.top, general.top) << what;
+      EXPECT_EQ(light.elements, general.elements) << what;
+    }
+  }
+  return light;
+}
+
+// Every pickle among the test data: Python's fixtures at every version and torch 2.15's own dumps.
+std::vector<std::pair<std::string, std::string>> picklesInTestData() {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(DS_HANG_FR_DUMP_DATA)) {
+    if (!e.is_regular_file()) continue;
+    std::string bytes = ds::testing::readFile(e.path().string());
+    if (bytes.size() > 2 && static_cast<std::uint8_t>(bytes[0]) == 0x80) out.emplace_back(e.path().string(), bytes);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+}  // namespace
+
+TEST(PickleLight, TestDataReadsAlikeAndTorchsEntriesTakeTheLightPath) {
+  const auto pickles = picklesInTestData();
+  ASSERT_GE(pickles.size(), 6u);
+  std::size_t torch = 0;
+  for (const auto& [path, bytes] : pickles) {
+    const Outcome light = expectSameAsGeneral(bytes, path);
+    if (path.find("torch-2.15-gloo/rank_") != std::string::npos) {
+      ++torch;
+      // Entries that write a string for the first time (a PUT read back later) take the general
+      // machine; the others, most of them, the light path.
+      EXPECT_GE(light.stats.lightElements, light.elements.size() / 2) << path;
+    }
+  }
+  EXPECT_GE(torch, 1u);
+}
+
+TEST(PickleLight, EdgeShapesReadAlike) {
+  auto list = [](const std::function<void(P&)>& elements) {
+    P p;
+    p.op('}').op('(').str("entries").op(']').op('(');
+    elements(p);
+    return p.op('e').op('u').op('.').bytes();
+  };
+  auto entry = [](P& p, const std::function<void(P&)>& body) { body(p.op('}').op('(')), p.op('u'); };
+  const std::map<std::string, std::string> cases = {
+      {"memo keys and values read back",
+       list([&](P& p) {
+         entry(p, [](P& e) { e.str("record_id").op('q').u1(1).int1(1).str("state").op('q').u1(2).str("x").op('q').u1(3); });
+         for (int i = 0; i < 4; ++i) entry(p, [](P& e) { e.op('h').u1(1).int1(2).op('h').u1(2).op('h').u1(3); });
+       })},
+      {"a PUT read back inside a later entry", list([&](P& p) {
+         entry(p, [](P& e) { e.str("a").int1(1); });
+         entry(p, [](P& e) { e.str("b").op('q').u1(7).op('h').u1(7).int1(2); });
+         entry(p, [](P& e) { e.op('h').u1(7).int1(3); });
+       })},
+      {"memo containers inside entries", list([&](P& p) {
+         entry(p, [](P& e) { e.str("frames").op(']').op('(').op('}').op('(').str("line").int1(5).op('u').op('q').u1(9).op('e'); });
+         for (int i = 0; i < 3; ++i) entry(p, [](P& e) { e.str("frames").op(']').op('(').op('h').u1(9).op('h').u1(9).op('e'); });
+       })},
+      {"Python's single APPEND and SETITEM", list([&](P& p) {
+         for (int i = 0; i < 3; ++i)
+           p.op('}').str("input_sizes").op(']').op(']').int1(16).op('a').op('a').op('s');
+         entry(p, [](P& e) { e.str("t").op(')').str("u").int1(1).int1(2).op(0x86).str("v").op('(').int1(1).op('t'); });
+       })},
+      {"scalars of every kind", list([&](P& p) {
+         entry(p, [](P& e) {
+           e.str("n").op('N').str("t").op(0x88).str("f").op(0x89).str("i2").op('M').u1(1).u1(2);
+           e.str("i4").op('J').u4(0xfffffff0u).str("g").op('G').raw("\x3f\xf4\x00\x00\x00\x00\x00\x00"s);
+           e.str("l0").op(0x8a).u1(0).str("l9").op(0x8a).u1(9).raw("\xff\xff\xff\xff\xff\xff\xff\xff\x00"s);
+           e.str("lneg").op(0x8a).u1(2).raw("\x00\xff"s).str("l10").op(0x8a).u1(1).raw("\x80"s);
+         });
+         entry(p, [](P& e) { e.str("wide").op(0x8a).u1(10).raw("\x01\x00\x00\x00\x00\x00\x00\x00\x00\x01"s); });
+       })},
+      {"a string that is not UTF-8, and a key that is a number", list([&](P& p) {
+         entry(p, [](P& e) { e.str("bad").op(0x8c).u1(2).raw("\xc3\x28"s); });
+         entry(p, [](P& e) { e.str("d").op('}').op('(').int1(4).int1(5).op('u'); });
+         entry(p, [](P& e) { e.str("ok").op(0x8c).u1(2).raw("\xc3\xa9"s); });
+       })},
+      {"an entry changed after the next began", list([&](P& p) {
+         entry(p, [](P& e) { e.str("a").int1(1); });
+         entry(p, [](P& e) { e.str("b").int1(2); });
+         p.str("late").int1(3).op('s');
+       })},
+      {"entries that are not dicts", list([&](P& p) {
+         entry(p, [](P& e) { e.str("a").int1(1); });
+         p.int1(7);
+         entry(p, [](P& e) { e.str("a").int1(2); });
+         p.op('}').op(0x85);
+         entry(p, [](P& e) { e.str("a").int1(3); });
+       })},
+      {"an entry filled in two batches", list([&](P& p) {
+         p.op('}').op('(').str("a").int1(1).op('u').op('(').str("b").int1(2).op('u');
+         entry(p, [](P& e) { e.str("c").int1(3); });
+       })},
+      {"Python's batches of entries", [] {
+         P p;
+         p.op('}').op('(').str("entries").op(']').op('(');
+         for (int b = 0; b < 3; ++b) {
+           if (b > 0) p.op('(');
+           for (int i = 0; i < 4; ++i) p.op('}').op('q').u1(static_cast<std::uint8_t>(10 + 4 * b + i)).op('(').str("i").int1(static_cast<std::uint8_t>(i)).op('u');
+           p.op('e');
+         }
+         return p.op('u').op('.').bytes();
+       }()},
+      {"a PUT with nothing above its MARK", list([&](P& p) {
+         entry(p, [](P& e) { e.str("a").int1(1); });
+         p.op('}').op('(').op('q').u1(50).str("a").int1(2).op('u');
+       })},
+      {"APPENDS reaching below an outer MARK", list([&](P& p) {
+         entry(p, [](P& e) { e.str("a").int1(1); });
+         p.op('}').op('(').str("l").op(']').op('(').op('(').int1(1).op('e').op('e').op('u');
+       })},
+      {"a memo key beyond the largest", list([&](P& p) {
+         entry(p, [](P& e) { e.str("a").int1(1); });
+         entry(p, [](P& e) { e.str("b").op('r').u4(0x7fffffffu).int1(2); });
+       })},
+      {"an entry ending the file", P().op('}').op('(').str("entries").op(']').op('(').op('}').op('(').str("a").int1(1).op('u').bytes()},
+  };
+  for (const auto& [what, bytes] : cases) {
+    const Outcome light = expectSameAsGeneral(bytes, what);
+    if (what == "memo keys and values read back" || what == "Python's batches of entries") {
+      EXPECT_GE(light.stats.lightElements, 3u) << what;
+    }
+  }
+}
+
+TEST(PickleLight, NestingNearTheLimitReadsAlike) {
+  for (std::size_t levels : {1u, 2u, 5u, 9u, 14u}) {
+    P p;
+    p.op('}').op('(').str("entries").op(']').op('(').op('}').op('(').str("deep");
+    for (std::size_t k = 0; k < levels; ++k) p.op(']').op('(');
+    p.int1(1);
+    for (std::size_t k = 0; k < levels; ++k) p.op('e');
+    p.op('u').op('e').op('u').op('.');
+    for (std::size_t maxDepth : {4u, 6u, 8u, 12u, 1000u})
+      expectSameAsGeneral(p.bytes(), fmt::format("{} levels, maxDepth {}", levels, maxDepth), maxDepth);
+  }
+}
+
+// Bytes changed at random in real dumps: whatever the reader makes of them, both paths agree.
+TEST(PickleLight, MutatedDumpsReadAlike) {
+  const auto pickles = picklesInTestData();
+  std::mt19937 rng(20261207);
+  int compared = 0;
+  for (const auto& [path, original] : pickles) {
+    if (path.find("nested") != std::string::npos) continue;
+    for (int round = 0; round < 400; ++round) {
+      std::string bytes = original;
+      const int edits = 1 + static_cast<int>(rng() % 3);
+      for (int k = 0; k < edits; ++k) {
+        const std::size_t at = rng() % bytes.size();
+        switch (rng() % 4) {
+          case 0:
+            bytes[at] = static_cast<char>(rng());
+            break;
+          case 1:
+            bytes.erase(at, 1 + rng() % 4);
+            break;
+          case 2:
+            bytes.insert(at, 1, static_cast<char>("}(ue]qh0s.a\x86"[rng() % 13]));
+            break;
+          default:
+            bytes[at] = static_cast<char>(bytes[at] ^ (1 << (rng() % 8)));
+        }
+        if (bytes.empty()) bytes = "\x80";
+      }
+      expectSameAsGeneral(bytes, fmt::format("{} mutation {}", path, round));
+      ++compared;
+    }
+  }
+  EXPECT_GT(compared, 1000);
+}
