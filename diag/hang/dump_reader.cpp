@@ -112,6 +112,12 @@ std::optional<std::vector<int>> parseRanksCached(const std::string& text) {
   return parsed;
 }
 
+// dst = v, skipped when dst holds it already: an entry's slot is reused from an earlier dump's entry,
+// which usually had the same group, op and state, and a comparison costs a fraction of an assignment.
+void setText(std::string& dst, std::string_view v) {
+  if (std::string_view(dst) != v) dst.assign(v);
+}
+
 // The two forms a dump's values come in, read alike by the converter: nlohmann's JSON (the JSON
 // dump, and the top level of a pickle) and the pickle reader's own nodes (the entries of a pickle,
 // read in place without building JSON; pickle.h).
@@ -379,7 +385,8 @@ class Converter {
     out.p2pSeqId = f.integer(kP2pSeqId);
     out.opId = f.integer(kOpId);
     out.profilingName = f.text(kProfilingName);
-    splitProfilingName(out, f);
+    if (!splitProfilingName(out))
+      wrong(f.where(), "profiling_name", json(out.profilingName), "a name such as 'nccl:send 1->2' with a peer rank");
     const bool keepTensors = tensorValues_ < kMaxTensorValues;
     if (keepTensors) {
       shapes(f, kInputSizes, out.inputSizes);
@@ -468,6 +475,12 @@ class Converter {
   // The slot of the next entry. The newest kMaxEntries are kept; the oldest are dropped in batches,
   // so adding stays O(1).
   FrEntry& next() {
+    FrEntry& e = slot();
+    ++count_;
+    return e;
+  }
+  // The slot next() returns, not yet taken.
+  FrEntry& slot() {
     if (count_ >= kMaxEntries + kMaxEntries / 4) {
       const std::size_t n = count_ - kMaxEntries;
       d_.entries.erase(d_.entries.begin(), d_.entries.begin() + static_cast<std::ptrdiff_t>(n));
@@ -475,21 +488,21 @@ class Converter {
       dropped_ += n;
     }
     if (count_ == d_.entries.size()) d_.entries.emplace_back();
-    return d_.entries[count_++];
+    return d_.entries[count_];
   }
 
   // "nccl:all_reduce", "gloo:broadcast", "nccl:send 1->2", "nccl:recv 3<-0". The peer is b in "a->b"
   // and "a<-b"; torch writes both numbers as ranks within the group, not global ranks.
-  template <class Node>
-  void splitProfilingName(FrEntry& e, EntryFields<Node>& f) {
+  // False when a p2p name has no readable peer (the caller warns).
+  static bool splitProfilingName(FrEntry& e) {
     const std::string_view name = e.profilingName;
     e.p2pPeer.reset();
     const std::size_t colon = name.find(':');
-    e.backend = colon == std::string::npos ? "" : name.substr(0, colon);
+    setText(e.backend, colon == std::string::npos ? "" : name.substr(0, colon));
     const std::string_view rest = colon == std::string::npos ? name : name.substr(colon + 1);
     const std::size_t space = rest.find(' ');
-    e.op = rest.substr(0, space);
-    if (space == std::string::npos) return;
+    setText(e.op, rest.substr(0, space));
+    if (space == std::string::npos) return true;
     std::size_t arrow = rest.find("->", space);
     if (arrow == std::string::npos) arrow = rest.find("<-", space);
     const char* end = rest.data() + rest.size();
@@ -497,9 +510,9 @@ class Converter {
     int peer = -1;
     if (auto [p, ec] = std::from_chars(b, end, peer); ec == std::errc() && p == end && peer >= 0) {
       e.p2pPeer = peer;
-    } else {
-      wrong(f.where(), "profiling_name", json(e.profilingName), "a name such as 'nccl:send 1->2' with a peer rank");
+      return true;
     }
+    return false;
   }
 
   template <class Node>
@@ -573,12 +586,164 @@ class Converter {
     };
     std::string t1, t2, t3;
     const std::string_view name = part("name", t1), file = part("filename", t2), line = part("line", t3);
+    frameText(name, file, line, out);
+  }
+
+  // out = "name (file:line)", the text of the last frame kept for the next entry of the same call site.
+  void frameText(std::string_view name, std::string_view file, std::string_view line, std::string& out) {
     if (name != frameName_ || file != frameFile_ || line != frameLine_) {
       frameText_ = fmt::format("{} ({}:{})", name, file, line);
       frameName_ = name, frameFile_ = file, frameLine_ = line;
     }
-    out = frameText_;
+    setText(out, frameText_);
   }
+
+ public:
+  // entry() for an entry of a pickle, in one pass over its pairs, when every field it reads is of the
+  // type entry() expects (torch's and Python's every entry). Returns false otherwise, having changed
+  // nothing but the contents of the slot entry() then fills (entry() applies the rules and warns).
+  bool fastEntry(const PickleNode& e) {
+    if (!e.isDict() || tensorValues_ >= kMaxTensorValues) return false;
+    const std::size_t pairs = e.size();
+    // Each field's last pair (index + 1; 0: none), as Python keeps the last of a repeated key.
+    std::array<std::uint32_t, kFieldCount> at{};
+    for (std::size_t i = 0; i < pairs; ++i) {
+      const PickleNode k = e.key(i);
+      const std::string_view key = k.str();
+      int f;
+      if (i < keyAt_.size() && keyAt_[i].ptr == key.data() && keyAt_[i].len == key.size() && k.inFile()) {
+        f = keyAt_[i].field;  // torch writes the keys of every entry in one order: one comparison each
+      } else {
+        f = k.inFile() ? cachedFieldOf(key) : fieldOf(key);
+        if (i < keyAt_.size() && k.inFile()) keyAt_[i] = {key.data(), key.size(), f};
+      }
+      if (f >= 0) at[static_cast<std::size_t>(f)] = static_cast<std::uint32_t>(i + 1);
+    }
+    // The value of field f, nullopt when absent or None.
+    auto value = [&](Field f) -> std::optional<PickleNode> {
+      if (at[f] == 0) return std::nullopt;
+      const PickleNode x = e.value(at[f] - 1);
+      return x.isNone() ? std::nullopt : std::optional<PickleNode>(x);
+    };
+    auto integer = [&](Field f, std::optional<std::int64_t>& dst) {
+      const auto x = value(f);
+      if (!x) return dst.reset(), true;
+      dst = x->int64();
+      return x->isInteger() && dst.has_value();
+    };
+    auto text = [&](Field f, std::string& dst) {
+      const auto x = value(f);
+      if (!x) return dst.clear(), true;
+      return x->isString() && (setText(dst, x->str()), true);
+    };
+    auto flag = [&](Field f, std::optional<bool>& dst) {
+      const auto x = value(f);
+      if (!x) return dst.reset(), true;
+      return x->isBool() && (dst = x->boolean(), true);
+    };
+    std::size_t tensorValues = 0;
+    auto shapes = [&](Field f, std::vector<std::vector<std::int64_t>>& dst) {
+      const auto x = value(f);
+      if (!x) return dst.clear(), true;
+      if (!x->isArray()) return false;
+      const std::size_t n = x->size();
+      dst.resize(n);
+      for (std::size_t i = 0; i < n; ++i) {
+        const PickleNode s = x->item(i);
+        if (!s.isArray()) return false;
+        const std::size_t dims = s.size();
+        auto& shape = dst[i];
+        shape.resize(dims);
+        for (std::size_t k = 0; k < dims; ++k) {
+          const PickleNode d = s.item(k);
+          const auto v = d.int64();
+          if (!d.isInteger() || !v) return false;
+          shape[k] = *v;
+        }
+        tensorValues += dims + 1;
+      }
+      return true;
+    };
+    auto strings = [&](Field f, std::vector<std::string>& dst) {
+      const auto x = value(f);
+      if (!x) return dst.clear(), true;
+      if (!x->isArray()) return false;
+      const std::size_t n = x->size();
+      dst.resize(n);
+      for (std::size_t i = 0; i < n; ++i) {
+        const PickleNode s = x->item(i);
+        if (!s.isString()) return false;
+        setText(dst[i], s.str());
+      }
+      tensorValues += n;
+      return true;
+    };
+    FrEntry& out = slot();
+    if (!integer(kRecordId, out.recordId)) return false;
+    if (const auto id = value(kPgId)) {
+      if (id->isString()) {
+        setText(out.pgId, id->str());
+      } else if (const auto i = id->int64(); id->isInteger() && i) {
+        out.pgId = std::to_string(*i);
+      } else {
+        return false;
+      }
+    } else {
+      out.pgId.clear();
+    }
+    if (const auto pg = value(kProcessGroup)) {
+      if (!pg->isArray() || pg->size() != 2 || !pg->item(0).isString() || !pg->item(1).isString()) return false;
+      setText(out.pgName, pg->item(0).str());
+      setText(out.pgDesc, pg->item(1).str());
+    } else {
+      out.pgName.clear();
+      out.pgDesc.clear();
+    }
+    if (!integer(kCollectiveSeqId, out.collectiveSeqId) || !integer(kP2pSeqId, out.p2pSeqId) ||
+        !integer(kOpId, out.opId) || !text(kProfilingName, out.profilingName) || !splitProfilingName(out) ||
+        !shapes(kInputSizes, out.inputSizes) || !shapes(kOutputSizes, out.outputSizes) ||
+        !strings(kInputDtypes, out.inputDtypes) || !strings(kOutputDtypes, out.outputDtypes) ||
+        !text(kState, out.state) || !integer(kTimeCreatedNs, out.timeCreatedNs) ||
+        !integer(kTimeStartedNs, out.timeDiscoveredStartedNs) ||
+        !integer(kTimeCompletedNs, out.timeDiscoveredCompletedNs) || !integer(kTimeoutMs, out.timeoutMs) ||
+        !flag(kIsP2p, out.isP2p) || !flag(kRetired, out.retired)) {
+      return false;
+    }
+    if (out.timeDiscoveredStartedNs == 0) out.timeDiscoveredStartedNs.reset();
+    if (out.timeDiscoveredCompletedNs == 0) out.timeDiscoveredCompletedNs.reset();
+    if (const auto d = value(kDurationMs)) {
+      if (!d->isNumber()) return false;
+      out.durationMs = d->number();
+    } else {
+      out.durationMs.reset();
+    }
+    out.topFrame.clear();
+    if (const auto frames = value(kFrames); frames && !(frames->isArray() && frames->size() == 0)) {
+      if (!frames->isArray() || !frames->item(0).isDict()) return false;
+      const PickleNode top = frames->item(0);
+      std::string lineText;
+      std::string_view parts[3];
+      static constexpr std::string_view kParts[3] = {"name", "filename", "line"};
+      for (int k = 0; k < 3; ++k) {
+        const auto x = top.find(kParts[k]);
+        if (!x) {
+          parts[k] = "?";
+        } else if (x->isString()) {
+          parts[k] = x->str();
+        } else if (const auto i = x->int64(); x->isInteger() && i && k == 2) {
+          parts[k] = lineText = std::to_string(*i);
+        } else {
+          return false;
+        }
+      }
+      frameText(parts[0], parts[1], parts[2], out.topFrame);
+    }
+    ++seen_, ++count_;
+    tensorValues_ += tensorValues;
+    return true;
+  }
+
+ private:
 
   // pg_config: {name: {name, desc, ranks}}, ranks a string "[0, 1]" or a list.
   void groups(Fields<JsonNode>& f, const json& cfg) {
@@ -654,6 +819,7 @@ class Converter {
     int field = -1;
   };
   std::array<KeyCache, 512> keyCache_{};
+  std::array<KeyCache, 32> keyAt_{};  // fastEntry: the key met at each position of the last entry
   std::size_t seen_ = 0;            // entries met, skipped ones included
   std::size_t count_ = 0;           // entries written to d_.entries
   std::size_t dropped_ = 0;         // the oldest entries beyond kMaxEntries
@@ -663,10 +829,17 @@ class Converter {
   std::string frameName_, frameFile_, frameLine_, frameText_;  // the last top frame read
 };
 
-void parsePickle(std::string_view bytes, const std::string& name, Converter& conv) {
+void parsePickle(std::string_view bytes, const std::string& name, Converter& conv, EntryPath path) {
   PickleOptions options;
   options.streamKey = "entries";
-  options.onNode = [&conv](const PickleNode& e) { conv.entry(PickleRef{e}); };
+  options.lightElements = path == EntryPath::kFast;
+  if (path == EntryPath::kFast) {
+    options.onNode = [&conv](const PickleNode& e) {
+      if (!conv.fastEntry(e)) conv.entry(PickleRef{e});
+    };
+  } else {
+    options.onNode = [&conv](const PickleNode& e) { conv.entry(PickleRef{e}); };
+  }
   options.maxDepth = kMaxDepth;
   const json top = readPickle(bytes, name, options);
   if (!top.is_object()) {
@@ -800,13 +973,13 @@ std::optional<int> rankFromFileName(std::string_view name) {
   return rank;
 }
 
-RankDump parseDump(std::string_view bytes, const std::string& name, int rank) {
+RankDump parseDump(std::string_view bytes, const std::string& name, int rank, EntryPath path) {
   RankDump dump;
-  parseDumpInto(bytes, name, rank, dump);
+  parseDumpInto(bytes, name, rank, dump, path);
   return dump;
 }
 
-void parseDumpInto(std::string_view bytes, const std::string& name, int rank, RankDump& dump) {
+void parseDumpInto(std::string_view bytes, const std::string& name, int rank, RankDump& dump, EntryPath path) {
   dump.rank = rank;
   dump.file = name;
   dump.format.clear();
@@ -830,7 +1003,7 @@ void parseDumpInto(std::string_view bytes, const std::string& name, int rank, Ra
   Converter conv(dump);
   if (start == 0 && (first == 0x80 || first == '(' || first == '}')) {  // PROTO, or protocol 0/1's dict
     dump.format = "pickle";
-    parsePickle(bytes, name, conv);
+    parsePickle(bytes, name, conv, path);
   } else if (first == '{') {
     dump.format = "json";
     parseJson(bytes.substr(start), name, conv);

@@ -28,9 +28,16 @@ RankDump readDump(const std::string& path, int rank);
 // for an empty or truncated file, one that is neither, a refused pickle (pickle.h), and a top
 // level that is not a dict. A field of the wrong type is not an error: it becomes a sentence in
 // RankDump::warnings and the field stays unknown.
-RankDump parseDump(std::string_view bytes, const std::string& name, int rank);
+//
+// A pickle's entries are read the fast way by default: the light path of the pickle reader (pickle.h)
+// and a one-pass reading of an entry whose every field has the type torch writes. An entry either
+// cannot take goes by the general rules; kGeneral reads every entry by them (tests compare the two,
+// which must give the same dump).
+enum class EntryPath { kFast, kGeneral };
+RankDump parseDump(std::string_view bytes, const std::string& name, int rank, EntryPath path = EntryPath::kFast);
 // The same into `dump`, whose entries' buffers are reused (what it held before is replaced).
-void parseDumpInto(std::string_view bytes, const std::string& name, int rank, RankDump& dump);
+void parseDumpInto(std::string_view bytes, const std::string& name, int rank, RankDump& dump,
+                   EntryPath path = EntryPath::kFast);
 
 // The rank a dump's file name ends in: "comm_lib_trace_rank_7.json" -> 7, "nccl_trace_rank_12" ->
 // 12 (a ".json", ".pickle" or ".pkl" suffix is skipped); nullopt when it ends in no number.

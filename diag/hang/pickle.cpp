@@ -8,7 +8,9 @@
 #include <charconv>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -292,17 +294,39 @@ std::uint64_t memoKey(const Instr& in, const Decoder& d) {
 
 // The first pass, checked: which memo keys a GET reads, so that PUT keeps only the values read back.
 // Throws the precise ConfigError of the first bad instruction.
-std::vector<bool> scanGetsChecked(std::string_view bytes, const std::string& name) {
+// The memo keys some GET reads: a byte per key up to kDense (read and set on every GET and PUT), a
+// set beyond it (a corrupt file's LONG_BINGET 1,000,000,000 must not cost a gigabyte).
+class MemoKeys {
+ public:
+  static constexpr std::uint64_t kDense = 1 << 20;
+  void add(std::uint64_t key) {
+    if (key >= kDense) {
+      sparse_.insert(key);
+      return;
+    }
+    if (key >= dense_.size()) dense_.resize(key + 1);
+    dense_[key] = 1;
+  }
+  bool has(std::uint64_t key) const {
+    return key < dense_.size() ? dense_[key] != 0 : key >= kDense && sparse_.count(key) != 0;
+  }
+  std::size_t denseSize() const { return dense_.size(); }
+
+ private:
+  std::vector<std::uint8_t> dense_;
+  std::unordered_set<std::uint64_t> sparse_;
+};
+
+MemoKeys scanGetsChecked(std::string_view bytes, const std::string& name) {
   Decoder d(bytes, name);
-  std::vector<bool> used;
+  MemoKeys used;
   Instr in;
   while (!d.atEnd()) {
     d.next(in);
     if (in.code == kStop) return used;
     if (isGet(in.code)) {
       const std::uint64_t key = memoKey(in, d);
-      if (key >= used.size()) used.resize(key + 1);
-      used[key] = true;
+      used.add(key);
     }
   }
   d.fail(bytes.size(),
@@ -366,10 +390,10 @@ constexpr std::array<ScanOp, 256> kScan = [] {
 // The first pass, fast: the same walk without building instructions. Anything unusual (a refused
 // or unknown opcode, truncation, a bad memo key, a negative length) is left to the checked pass,
 // which starts over and names the problem exactly.
-std::vector<bool> scanGets(std::string_view bytes, const std::string& name) {
+MemoKeys scanGets(std::string_view bytes, const std::string& name) {
   const auto* const b = reinterpret_cast<const std::uint8_t*>(bytes.data());
   const std::size_t n = bytes.size();
-  std::vector<bool> used;
+  MemoKeys used;
   std::size_t p = 0;
   auto le = [b](std::size_t at, std::size_t width) {
     std::uint64_t v = 0;
@@ -388,8 +412,7 @@ std::vector<bool> scanGets(std::string_view bytes, const std::string& name) {
     if (op.step == Step::kGet1) {
       if (left < 1) return scanGetsChecked(bytes, name);
       const std::uint8_t key = b[p + 1];
-      if (key >= used.size()) used.resize(key + 1u);
-      used[key] = true;
+      used.add(key);
       p += 2;
       continue;
     }
@@ -430,8 +453,7 @@ std::vector<bool> scanGets(std::string_view bytes, const std::string& name) {
         if (left < op.width) return scanGetsChecked(bytes, name);
         const std::uint64_t key = le(p + 1, op.width);
         if (key > kMaxMemoKey) return scanGetsChecked(bytes, name);
-        if (key >= used.size()) used.resize(key + 1);
-        used[key] = true;
+        used.add(key);
         p += 1 + op.width;
         break;
       }
@@ -596,6 +618,55 @@ json toJsonOf(const std::vector<PickleContainer>& table, const V& v, const V* fl
 // A memo entry: a value the file reads back later. It keeps a container alive (memoRefs) without
 // holding it: a container only the memo and one stack slot hold is still built in place, so a GET
 // after Python's "memoize the empty dict, then fill it" sees it filled.
+// An element of more values or deeper nesting than FR's (about 70 values, 3 levels) is left to the
+// general machine, which accounts for its memory and depth.
+constexpr std::size_t kMaxLightValues = 4096, kMaxLightMarks = 16;
+
+// The light path's buffers: its stack and the element's flat values, each of fixed size (the size
+// check of readLight keeps both within kMaxLightValues + 1), and its MARKs.
+struct LightBuffers {
+  std::vector<V> stack = std::vector<V>(kMaxLightValues + 2), flat = std::vector<V>(kMaxLightValues + 2);
+  std::vector<std::size_t> marks;
+};
+
+// Each thread keeps one set of buffers for the pickles it reads one after the other (16,384 dumps
+// should not allocate and clear 130 KB each); a reader that starts while another of the same thread
+// is still in its callback makes its own.
+class LightLease {
+ public:
+  LightLease() = default;
+  LightLease(const LightLease&) = delete;
+  LightLease& operator=(const LightLease&) = delete;
+  ~LightLease() {
+    if (shared_) inUse() = false;
+  }
+  LightBuffers& get() {
+    if (buffers_ == nullptr) {
+      if (!inUse()) {
+        inUse() = true, shared_ = true;
+        buffers_ = &threadBuffers();
+      } else {
+        own_ = std::make_unique<LightBuffers>();
+        buffers_ = own_.get();
+      }
+    }
+    return *buffers_;
+  }
+
+ private:
+  static LightBuffers& threadBuffers() {
+    thread_local LightBuffers b;
+    return b;
+  }
+  static bool& inUse() {
+    thread_local bool used = false;
+    return used;
+  }
+  LightBuffers* buffers_ = nullptr;
+  std::unique_ptr<LightBuffers> own_;
+  bool shared_ = false;
+};
+
 struct MemoCell {
   V value;
   bool present = false;
@@ -605,8 +676,8 @@ class Vm {
  public:
   Vm(std::string_view bytes, const std::string& name, const PickleOptions& options)
       : gets_(scanGets(bytes, name)), d_(bytes, name), opt_(options) {
-    if (gets_.size() <= kDenseMemo) dense_.resize(gets_.size());
-    light_ = opt_.lightElements && (opt_.onNode || opt_.onElement) && !opt_.streamKey.empty();
+    dense_.resize(gets_.denseSize());
+    lightOn_ = opt_.lightElements && (opt_.onNode || opt_.onElement) && !opt_.streamKey.empty();
   }
 
   // The first pass checked every instruction up to STOP (codes, lengths, truncation), so this one
@@ -675,7 +746,7 @@ class Vm {
           ++p, pushBool(in_.code == kNewTrue);
           break;
         case kEmptyDict:
-          if (light_ && atElementStart()) {
+          if (lightOn_ && atElementStart()) {
             if (const std::size_t end = readLight(p)) {
               p = end;
               break;
@@ -719,7 +790,6 @@ class Vm {
   }
 
  private:
-  static constexpr std::size_t kDenseMemo = 1 << 20;  // memo keys up to this are a vector, beyond a map
 
   [[noreturn]] void fail(std::string_view what) const { d_.fail(in_.at, what); }
   const char* opName() const { return kOps[in_.code].name; }
@@ -1214,7 +1284,7 @@ class Vm {
   void put(std::uint64_t key) {
     need(1);
     ++stores_;
-    if (key >= gets_.size() || !gets_[key]) return;  // nothing reads it back
+    if (!gets_.has(key)) return;  // nothing reads it back
     MemoCell& m = *cell(key, true);
     forget(m);
     const V& v = stack_.back();
@@ -1298,7 +1368,7 @@ class Vm {
     return streamList_ != kNoSlot && !marks_.empty() && marks_.back() == streamList_ + 1;
   }
 
-  // Reads the element that starts with EMPTY_DICT at `start` into flat_ and hands it over, with every
+  // Reads the element that starts with EMPTY_DICT at `start` into flat values and hands it over, with every
   // element still on the stack before it. Returns the offset after it (and after the PUTs that follow
   // it), or 0 when the element is not one the light path takes; then nothing has changed and the
   // general machine reads it. The first pass checked every opcode before STOP, so lengths are trusted
@@ -1311,31 +1381,34 @@ class Vm {
       std::memcpy(&v, b + at, width);
       return v;
     };
-    // An element of more values or deeper nesting than FR's (about 70 values, 3 levels) is left to
-    // the general machine, which accounts for its memory and depth.
-    constexpr std::size_t kMaxValues = 4096, kMaxMarks = 16;
-    const std::size_t maxMarks = std::min<std::size_t>(kMaxMarks, opt_.maxDepth > 2 ? opt_.maxDepth - 2 : 0);
-    std::vector<V>& stack = lightStack_;
-    std::vector<std::size_t>& marks = lightMarks_;
-    stack.clear(), marks.clear(), flat_.clear();
+    const std::size_t maxMarks = std::min<std::size_t>(kMaxLightMarks, opt_.maxDepth > 2 ? opt_.maxDepth - 2 : 0);
+    // Fixed buffers, indexed: the size check at the top of the loop keeps both within kMaxLightValues + 1
+    // (an opcode adds one value), and no push pays for a capacity check.
+    LightBuffers& buf = light_.get();
+    V* const stack = buf.stack.data();
+    V* const flat = buf.flat.data();
+    std::size_t sn = 0, fn = 0;  // values on the stack, in flat
+    std::vector<std::size_t>& marks = buf.marks;
+    marks.clear();
+    auto add = [stack, &sn](V v) { stack[sn++] = v; };
     std::uint64_t puts = 0;
     // The element sits in the streamed list, in the top-level dict: the general machine would refuse
     // it nesting deeper than this (and says so).
     const std::size_t maxDepth = std::min<std::size_t>(opt_.maxDepth > 3 ? opt_.maxDepth - 3 : 0, 255);
-    // Moves the values above stack index `from` into flat_ as the items of a new flat container;
+    // Moves the values above stack index `from` into `flat` as the items of a new flat container;
     // an invalid value (kNone with a length) when it would nest too deep.
     auto close = [&](T kind, std::size_t from) {
       std::size_t depth = 1;
-      for (std::size_t k = from; k < stack.size(); ++k) {
+      for (std::size_t k = from; k < sn; ++k) {
         const V& x = stack[k];
         if (x.isFlat()) depth = std::max<std::size_t>(depth, x.flatDepth + 1u);
         if (x.isRef() && x.type != T::kOwnedString) depth = std::max<std::size_t>(depth, table_[x.ref].depth + 1u);
       }
       if (depth > maxDepth) return makeValue(T::kNone, 0, 1);
-      const auto first = static_cast<std::uint32_t>(flat_.size());
-      const auto n = static_cast<std::uint32_t>(stack.size() - from);
-      flat_.insert(flat_.end(), stack.begin() + static_cast<std::ptrdiff_t>(from), stack.end());
-      stack.resize(from);
+      const auto first = static_cast<std::uint32_t>(fn);
+      const auto n = static_cast<std::uint32_t>(sn - from);
+      std::copy(stack + from, stack + sn, flat + fn);
+      fn += n, sn = from;
       return makeValue(kind, first, n, static_cast<std::uint8_t>(depth));
     };
     auto tooDeep = [](const V& v) { return v.type == T::kNone && v.len != 0; };
@@ -1346,24 +1419,25 @@ class Vm {
     auto fill = [&](T kind, std::size_t m) {
       if (m <= floor() || stack[m - 1].type != kind || stack[m - 1].len != 0) return false;
       if (kind == T::kFlatDict) {
-        if ((stack.size() - m) % 2 != 0) return false;
-        for (std::size_t k = m; k < stack.size(); k += 2)
+        if ((sn - m) % 2 != 0) return false;
+        for (std::size_t k = m; k < sn; k += 2)
           if (stack[k].type != T::kString && stack[k].type != T::kOwnedString) return false;  // made text there
       }
       const V filled = close(kind, m);
       if (tooDeep(filled)) return false;
-      stack.back() = filled;
+      stack[sn - 1] = filled;
       return true;
     };
     std::size_t p = start;
+    // No bounds check on p: the first pass found a STOP after every opcode here, and STOP ends this loop.
     for (;;) {
-      if (p >= bytes.size() || stack.size() + flat_.size() > kMaxValues) return 0;
+      if (sn + fn > kMaxLightValues) return 0;
       const std::uint8_t code = b[p];
-      if (stack.size() == 1 && marks.empty() && p > start &&
+      if (sn == 1 && marks.empty() && p > start &&
           code != kMark && code != kBinPut && code != kLongBinPut) {
         // The dict is complete. Another element or the list's end must follow: anything else could
         // still change it (SETITEM), which the general machine handles.
-        if ((code != kEmptyDict && code != kAppends) || stack.front().type != T::kFlatDict) return 0;
+        if ((code != kEmptyDict && code != kAppends) || stack[0].type != T::kFlatDict) return 0;
         break;
       }
       switch (code) {
@@ -1375,21 +1449,21 @@ class Vm {
           const V v = dense_[key].value;
           if (v.type == T::kHandedOver || (v.isRef() && table_[v.ref].streamed)) return 0;
           if (v.isRef() && table_[v.ref].depth > maxDepth) return 0;
-          stack.push_back(v);
+          add(v);
           break;
         }
         case kBinPut:
         case kLongBinPut: {
           const std::uint64_t key = code == kBinPut ? b[p + 1] : le(p + 1, 4);
           p += code == kBinPut ? 2 : 5;
-          if (stack.size() <= floor() || key > kMaxMemoKey) return 0;  // the general machine says why
-          if (key < gets_.size() && gets_[key]) return 0;                 // read back: the memo keeps it
+          if (sn <= floor() || key > kMaxMemoKey) return 0;  // the general machine says why
+          if (gets_.has(key)) return 0;                                   // read back: the memo keeps it
           ++puts;
           break;
         }
         case kMark:
           if (marks.size() >= maxMarks) return 0;
-          marks.push_back(stack.size());
+          marks.push_back(sn);
           ++p;
           break;
         case kShortBinUnicode:
@@ -1398,19 +1472,19 @@ class Vm {
           const std::size_t at = p + (code == kShortBinUnicode ? 2 : 5);
           const std::string_view text = bytes.substr(at, len);
           if (!isValidUtf8(text)) return 0;  // repaired there
-          stack.push_back(makeValue(T::kString, reinterpret_cast<std::uintptr_t>(text.data()),
+          add(makeValue(T::kString, reinterpret_cast<std::uintptr_t>(text.data()),
                                     static_cast<std::uint32_t>(len)));
           p = at + len;
           break;
         }
         case kBinInt1:
-          stack.push_back(makeValue(T::kInt, b[p + 1])), p += 2;
+          add(makeValue(T::kInt, b[p + 1])), p += 2;
           break;
         case kBinInt2:
-          stack.push_back(makeValue(T::kInt, le(p + 1, 2))), p += 3;
+          add(makeValue(T::kInt, le(p + 1, 2))), p += 3;
           break;
         case kBinInt:
-          stack.push_back(makeValue(
+          add(makeValue(
               T::kInt, static_cast<std::uint64_t>(std::int64_t{static_cast<std::int32_t>(le(p + 1, 4))}))),
               p += 5;
           break;
@@ -1418,37 +1492,37 @@ class Vm {
           const std::size_t len = b[p + 1];
           V v;
           if (!smallLong(bytes.substr(p + 2, len), v)) return 0;
-          stack.push_back(v);
+          add(v);
           p += 2 + len;
           break;
         }
         case kBinFloat:
-          stack.push_back(makeValue(T::kFloat, __builtin_bswap64(le(p + 1, 8)))), p += 9;
+          add(makeValue(T::kFloat, __builtin_bswap64(le(p + 1, 8)))), p += 9;
           break;
         case kNone:
-          stack.push_back(V{}), ++p;
+          add(V{}), ++p;
           break;
         case kNewTrue:
         case kNewFalse:
-          stack.push_back(makeValue(T::kBool, code == kNewTrue ? 1 : 0)), ++p;
+          add(makeValue(T::kBool, code == kNewTrue ? 1 : 0)), ++p;
           break;
         case kEmptyDict:
-          stack.push_back(makeValue(T::kFlatDict, 0, 0, 1)), ++p;
+          add(makeValue(T::kFlatDict, 0, 0, 1)), ++p;
           break;
         case kEmptyList:
-          stack.push_back(makeValue(T::kFlatList, 0, 0, 1)), ++p;
+          add(makeValue(T::kFlatList, 0, 0, 1)), ++p;
           break;
         case kEmptyTuple:
-          stack.push_back(makeValue(T::kFlatTuple, 0, 0, 1)), ++p;
+          add(makeValue(T::kFlatTuple, 0, 0, 1)), ++p;
           break;
         case kTuple1:
         case kTuple2:
         case kTuple3: {
           const std::size_t n = code - kTuple1 + 1;
-          if (stack.size() < floor() + n) return 0;
-          const V tuple = close(T::kFlatTuple, stack.size() - n);
+          if (sn < floor() + n) return 0;
+          const V tuple = close(T::kFlatTuple, sn - n);
           if (tooDeep(tuple)) return 0;
-          stack.push_back(tuple);
+          add(tuple);
           ++p;
           break;
         }
@@ -1458,7 +1532,7 @@ class Vm {
           marks.pop_back();
           const V tuple = close(T::kFlatTuple, m);
           if (tooDeep(tuple)) return 0;
-          stack.push_back(tuple);
+          add(tuple);
           ++p;
           break;
         }
@@ -1474,8 +1548,8 @@ class Vm {
         case kAppend:
         case kSetItem: {
           const std::size_t n = code == kAppend ? 1 : 2;
-          if (stack.size() < floor() + n + 1) return 0;
-          if (!fill(code == kAppend ? T::kFlatList : T::kFlatDict, stack.size() - n)) return 0;
+          if (sn < floor() + n + 1) return 0;
+          if (!fill(code == kAppend ? T::kFlatList : T::kFlatDict, sn - n)) return 0;
           ++p;
           break;
         }
@@ -1499,11 +1573,11 @@ class Vm {
     }
     stores_ += puts;
     if (opt_.stats) ++opt_.stats->lightElements;
-    const V element = stack.front();
+    const V element = stack[0];
     if (opt_.onNode)
-      opt_.onNode(PickleNode(&table_, element, flat_.data()));
+      opt_.onNode(PickleNode(&table_, element, flat));
     else
-      opt_.onElement(toJsonOf(table_, element, flat_.data()));
+      opt_.onElement(toJsonOf(table_, element, flat));
     V placeholder;
     placeholder.type = T::kHandedOver;
     push(placeholder);
@@ -1600,7 +1674,7 @@ class Vm {
     return out;
   }
 
-  std::vector<bool> gets_;  // memo keys some GET reads (the first pass)
+  MemoKeys gets_;  // memo keys some GET reads (the first pass)
   Decoder d_;
   const PickleOptions& opt_;
   Instr in_;  // the instruction being executed, for messages
@@ -1608,15 +1682,14 @@ class Vm {
   std::vector<std::uint32_t> free_;  // table slots to reuse
   std::vector<V> stack_;
   std::vector<std::size_t> marks_;  // the stack size at each open MARK, ascending
-  std::vector<MemoCell> dense_;     // memo keys below kDenseMemo that some GET reads
+  std::vector<MemoCell> dense_;     // memo keys below MemoKeys::kDense that some GET reads
   std::unordered_map<std::uint64_t, MemoCell> sparse_;
   std::uint64_t stores_ = 0;  // memo stores so far: MEMOIZE's key
   std::uint64_t liveBytes_ = 0;
   std::size_t streamList_ = kNoSlot;  // stack index of the streamed list
   std::size_t nextEarly_ = 0;         // the next element handOverEarly looks at
-  bool light_ = false;                // streamed elements may take the light path
-  std::vector<V> flat_, lightStack_;  // the light path's element and its working stack
-  std::vector<std::size_t> lightMarks_;
+  bool lightOn_ = false;  // streamed elements may take the light path
+  LightLease light_;      // its buffers, taken when first needed
 };
 
 }  // namespace
