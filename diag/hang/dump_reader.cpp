@@ -591,6 +591,7 @@ class Converter {
 
   // out = "name (file:line)", the text of the last frame kept for the next entry of the same call site.
   void frameText(std::string_view name, std::string_view file, std::string_view line, std::string& out) {
+    lastFrame_.valid = false;  // fastEntry sets it again when it called
     if (name != frameName_ || file != frameFile_ || line != frameLine_) {
       frameText_ = fmt::format("{} ({}:{})", name, file, line);
       frameName_ = name, frameFile_ = file, frameLine_ = line;
@@ -721,22 +722,28 @@ class Converter {
     if (const auto frames = value(kFrames); frames && !(frames->isArray() && frames->size() == 0)) {
       if (!frames->isArray() || !frames->item(0).isDict()) return false;
       const PickleNode top = frames->item(0);
-      std::string lineText;
-      std::string_view parts[3];
-      static constexpr std::string_view kParts[3] = {"name", "filename", "line"};
-      for (int k = 0; k < 3; ++k) {
-        const auto x = top.find(kParts[k]);
-        if (!x) {
-          parts[k] = "?";
-        } else if (x->isString()) {
-          parts[k] = x->str();
-        } else if (const auto i = x->int64(); x->isInteger() && i && k == 2) {
-          parts[k] = lineText = std::to_string(*i);
-        } else {
-          return false;
-        }
+      // name, filename and line in one pass over the pairs (the last of a repeated key wins).
+      std::optional<PickleNode> name, file, line;
+      for (std::size_t i = 0, n = top.size(); i < n; ++i) {
+        const std::string_view key = top.key(i).str();
+        if (key == "name") name = top.value(i);
+        else if (key == "filename") file = top.value(i);
+        else if (key == "line") line = top.value(i);
       }
-      frameText(parts[0], parts[1], parts[2], out.topFrame);
+      if ((name && !name->isString()) || (file && !file->isString()) || !line || !line->isInteger() || !line->int64())
+        return false;  // entry() says what it makes of them
+      const std::string_view nameText = name ? name->str() : "?", fileText = file ? file->str() : "?";
+      const std::int64_t lineNo = *line->int64();
+      // The call site of the last entry, its strings where the file holds them: compared by address.
+      const bool stable = (!name || name->inFile()) && (!file || file->inFile());
+      if (stable && lastFrame_.valid && lastFrame_.name.data() == nameText.data() &&
+          lastFrame_.name.size() == nameText.size() && lastFrame_.file.data() == fileText.data() &&
+          lastFrame_.file.size() == fileText.size() && lastFrame_.line == lineNo) {
+        setText(out.topFrame, frameText_);
+      } else {
+        frameText(nameText, fileText, std::to_string(lineNo), out.topFrame);
+        lastFrame_ = {stable, nameText, fileText, lineNo};
+      }
     }
     ++seen_, ++count_;
     tensorValues_ += tensorValues;
@@ -820,6 +827,11 @@ class Converter {
   };
   std::array<KeyCache, 512> keyCache_{};
   std::array<KeyCache, 32> keyAt_{};  // fastEntry: the key met at each position of the last entry
+  struct LastFrame {
+    bool valid = false;  // its strings are the file's own (they stay put while it is read)
+    std::string_view name, file;
+    std::int64_t line = 0;
+  } lastFrame_;  // fastEntry: the top frame whose text frameText_ holds
   std::size_t seen_ = 0;            // entries met, skipped ones included
   std::size_t count_ = 0;           // entries written to d_.entries
   std::size_t dropped_ = 0;         // the oldest entries beyond kMaxEntries
