@@ -94,10 +94,12 @@ std::optional<std::vector<int>> parseRanks(std::string_view s) {
   return ranks;
 }
 
-// parseRanks, remembering the last few long texts this thread parsed: every dump of a job writes the
-// same "[0, 1, ..., 16383]" for the world group, 110 KB that need not be parsed 16,384 times.
+// parseRanks, remembering the last long texts this thread parsed: every dump of a job writes the
+// same "[0, 1, ..., 16383]" for the world group, 110 KB that need not be parsed 16,384 times, and the
+// members of the data-parallel group its rank is in (one of eight with tensor parallelism 8; a thread
+// reads every other rank).
 std::optional<std::vector<int>> parseRanksCached(const std::string& text) {
-  constexpr std::size_t kWorth = 4096, kKept = 4;
+  constexpr std::size_t kWorth = 4096, kKept = 32;
   if (text.size() < kWorth) return parseRanks(text);
   thread_local std::vector<std::pair<std::string, std::optional<std::vector<int>>>> cache;
   for (std::size_t i = 0; i < cache.size(); ++i) {
@@ -627,10 +629,11 @@ class Converter {
       return x.isNone() ? std::nullopt : std::optional<PickleNode>(x);
     };
     auto integer = [&](Field f, std::optional<std::int64_t>& dst) {
-      const auto x = value(f);
-      if (!x) return dst.reset(), true;
-      dst = x->int64();
-      return x->isInteger() && dst.has_value();
+      if (at[f] == 0) return dst.reset(), true;
+      const PickleNode x = e.value(at[f] - 1);
+      if (x.isNone()) return dst.reset(), true;
+      dst = x.int64();
+      return x.isInteger() && dst.has_value();
     };
     auto text = [&](Field f, std::string& dst) {
       const auto x = value(f);

@@ -401,6 +401,19 @@ MemoKeys scanGets(std::string_view bytes, const std::string& name) {
     return v;
   };
   while (p < n) {
+    // Far from the end, the common steps need no width check (no fixed argument is longer than 8).
+    while (n - p >= 16) {
+      const ScanOp op = kScan[b[p]];
+      if (op.step == Step::kFixed) {
+        p += 1 + op.width;
+      } else if (op.step == Step::kGet1) {
+        used.add(b[p + 1]);
+        p += 2;
+      } else {
+        break;
+      }
+    }
+    if (p >= n) break;
     const ScanOp op = kScan[b[p]];
     const std::size_t left = n - p - 1;  // bytes after the opcode
     // The common steps first, as plain branches: they predict better than one jump table.
@@ -500,6 +513,15 @@ std::size_t utf8Length(std::string_view s, std::size_t i) {
 bool isValidUtf8(std::string_view s) {
   std::size_t i = 0;
   while (i < s.size()) {
+    // ASCII eight bytes at a time: every dump names the world's 16,384 ranks in one 110 KB string.
+    if (s.size() - i >= 8) {
+      std::uint64_t w;
+      std::memcpy(&w, s.data() + i, 8);
+      if ((w & 0x8080808080808080ull) == 0) {
+        i += 8;
+        continue;
+      }
+    }
     if (static_cast<unsigned char>(s[i]) < 0x80) {
       ++i;
       continue;
@@ -547,14 +569,12 @@ using T = V::Type;
 // A value made in registers. Filling a V field by field in memory and then copying it whole stalls
 // the CPU (a 16-byte load cannot take its bytes from the smaller stores just before it); that stall
 // on every push was about a fifth of the time of reading a dump.
-V makeValue(T type, std::uint64_t payload, std::uint32_t len = 0, std::uint8_t flatDepth = 0) {
+V makeValue(T type, std::uint64_t payload, std::uint32_t len = 0) {
   struct Raw {
     std::uint64_t head, payload;
   };
-  static_assert(sizeof(V) == sizeof(Raw) && offsetof(V, flatDepth) == 1 && offsetof(V, len) == 4 &&
-                offsetof(V, i) == 8);
-  return std::bit_cast<V>(Raw{
-      static_cast<std::uint64_t>(type) | (std::uint64_t{flatDepth} << 8) | (std::uint64_t{len} << 32), payload});
+  static_assert(sizeof(V) == sizeof(Raw) && offsetof(V, len) == 4 && offsetof(V, i) == 8);
+  return std::bit_cast<V>(Raw{static_cast<std::uint64_t>(type) | (std::uint64_t{len} << 32), payload});
 }
 
 const char* kindName(T k) {
@@ -622,11 +642,11 @@ json toJsonOf(const std::vector<PickleContainer>& table, const V& v, const V* fl
 // general machine, which accounts for its memory and depth.
 constexpr std::size_t kMaxLightValues = 4096, kMaxLightMarks = 16;
 
-// The light path's buffers: its stack and the element's flat values, each of fixed size (the size
-// check of readLight keeps both within kMaxLightValues + 1), and its MARKs.
+// The light path's buffer: its stack and the element's flat values together, never more than
+// kMaxLightValues + 1 (readLight checks), so that copying between the two never overlaps.
+constexpr std::size_t kLightBuffer = 2 * kMaxLightValues + 4;
 struct LightBuffers {
-  std::vector<V> stack = std::vector<V>(kMaxLightValues + 2), flat = std::vector<V>(kMaxLightValues + 2);
-  std::vector<std::size_t> marks;
+  std::vector<V> values = std::vector<V>(kLightBuffer);
 };
 
 // Each thread keeps one set of buffers for the pickles it reads one after the other (16,384 dumps
@@ -1373,6 +1393,29 @@ class Vm {
   // it), or 0 when the element is not one the light path takes; then nothing has changed and the
   // general machine reads it. The first pass checked every opcode before STOP, so lengths are trusted
   // here; the element's own STOP is an opcode this path does not take.
+  // readLight's containers. The values from `from` to the stack's top `sp` become the items of a new
+  // flat container, put below `low` in the shared buffer that starts at `base`; its value is returned.
+  [[gnu::always_inline]] static V closeFlat(T kind, V* from, V*& sp, V*& low, const V* base) {
+    const auto n = static_cast<std::uint32_t>(sp - from);
+    low -= n;
+    std::copy(from, sp, low);
+    sp = from;
+    return makeValue(kind, static_cast<std::uint32_t>(low - base), n);
+  }
+  // Fills the empty flat container just below `from` (above the MARK at `floor`) with the values from
+  // `from` up; false when the general machine must decide (another target, a key that is no string).
+  [[gnu::always_inline]] static bool fillFlat(T kind, V* from, std::size_t floor, V*& sp, V*& low, const V* base) {
+    if (static_cast<std::size_t>(from - base) <= floor || from[-1].type != kind || from[-1].len != 0) return false;
+    if (kind == T::kFlatDict) {
+      if ((sp - from) % 2 != 0) return false;
+      for (const V* k = from; k < sp; k += 2)
+        if (k->type != T::kString && k->type != T::kOwnedString) return false;  // made text there
+    }
+    const V filled = closeFlat(kind, from, sp, low, base);
+    sp[-1] = filled;
+    return true;
+  }
+
   std::size_t readLight(std::size_t start) {
     const std::string_view bytes = d_.bytes();
     const auto* const b = reinterpret_cast<const std::uint8_t*>(bytes.data());
@@ -1381,60 +1424,34 @@ class Vm {
       std::memcpy(&v, b + at, width);
       return v;
     };
+    // Everything the loop touches is local: stores through a V* may alias a member (V holds a
+    // uint64), which would make the compiler reload the member after every push.
+    // One buffer: the stack grows up from its start, the element's flat values down from its end
+    // (each container's items in order), so that one comparison says whether both still fit.
+    V* const stack = light_.get().values.data();
+    V* const end = stack + kLightBuffer;
+    V* sp = stack;  // the stack's top (next free slot)
+    V* low = end;   // the lowest flat value
+    std::size_t marks[kMaxLightMarks];
+    std::size_t nm = 0;  // open MARKs
     const std::size_t maxMarks = std::min<std::size_t>(kMaxLightMarks, opt_.maxDepth > 2 ? opt_.maxDepth - 2 : 0);
-    // Fixed buffers, indexed: the size check at the top of the loop keeps both within kMaxLightValues + 1
-    // (an opcode adds one value), and no push pays for a capacity check.
-    LightBuffers& buf = light_.get();
-    V* const stack = buf.stack.data();
-    V* const flat = buf.flat.data();
-    std::size_t sn = 0, fn = 0;  // values on the stack, in flat
-    std::vector<std::size_t>& marks = buf.marks;
-    marks.clear();
-    auto add = [stack, &sn](V v) { stack[sn++] = v; };
+    const MemoCell* const memo = dense_.data();
+    const std::size_t memoSize = dense_.size();
+    const PickleContainer* const table = table_.data();
     std::uint64_t puts = 0;
-    // The element sits in the streamed list, in the top-level dict: the general machine would refuse
-    // it nesting deeper than this (and says so).
-    const std::size_t maxDepth = std::min<std::size_t>(opt_.maxDepth > 3 ? opt_.maxDepth - 3 : 0, 255);
-    // Moves the values above stack index `from` into `flat` as the items of a new flat container;
-    // an invalid value (kNone with a length) when it would nest too deep.
-    auto close = [&](T kind, std::size_t from) {
-      std::size_t depth = 1;
-      for (std::size_t k = from; k < sn; ++k) {
-        const V& x = stack[k];
-        if (x.isFlat()) depth = std::max<std::size_t>(depth, x.flatDepth + 1u);
-        if (x.isRef() && x.type != T::kOwnedString) depth = std::max<std::size_t>(depth, table_[x.ref].depth + 1u);
-      }
-      if (depth > maxDepth) return makeValue(T::kNone, 0, 1);
-      const auto first = static_cast<std::uint32_t>(fn);
-      const auto n = static_cast<std::uint32_t>(sn - from);
-      std::copy(stack + from, stack + sn, flat + fn);
-      fn += n, sn = from;
-      return makeValue(kind, first, n, static_cast<std::uint8_t>(depth));
-    };
-    auto tooDeep = [](const V& v) { return v.type == T::kNone && v.len != 0; };
-    // The lowest stack index the next opcode may reach: above the innermost open MARK.
-    auto floor = [&marks] { return marks.empty() ? std::size_t{0} : marks.back(); };
-    // Fills the empty flat container below index `m` (a MARK just popped, or the values of APPEND and
-    // SETITEM) with the values above it.
-    auto fill = [&](T kind, std::size_t m) {
-      if (m <= floor() || stack[m - 1].type != kind || stack[m - 1].len != 0) return false;
-      if (kind == T::kFlatDict) {
-        if ((sn - m) % 2 != 0) return false;
-        for (std::size_t k = m; k < sn; k += 2)
-          if (stack[k].type != T::kString && stack[k].type != T::kOwnedString) return false;  // made text there
-      }
-      const V filled = close(kind, m);
-      if (tooDeep(filled)) return false;
-      stack[sn - 1] = filled;
-      return true;
-    };
+    // Depth without measuring it: no container of the element nests deeper than the containers it
+    // made plus the deepest container it took from the memo. The element lies in the streamed list
+    // in the top-level dict (two more levels); within maxDepth, the general machine would refuse
+    // nothing, and past it the element is left to the general machine, which says so.
+    const std::size_t maxDepth = opt_.maxDepth > 2 ? opt_.maxDepth - 2 : 0;
+    std::size_t made = 0, memoDepth = 0;
+    auto floor = [&] { return nm == 0 ? std::size_t{0} : marks[nm - 1]; };
     std::size_t p = start;
     // No bounds check on p: the first pass found a STOP after every opcode here, and STOP ends this loop.
     for (;;) {
-      if (sn + fn > kMaxLightValues) return 0;
+      if (low - sp < static_cast<std::ptrdiff_t>(kLightBuffer - kMaxLightValues)) return 0;  // more than kMaxLightValues
       const std::uint8_t code = b[p];
-      if (sn == 1 && marks.empty() && p > start &&
-          code != kMark && code != kBinPut && code != kLongBinPut) {
+      if (sp == stack + 1 && nm == 0 && p > start && code != kMark && code != kBinPut && code != kLongBinPut) {
         // The dict is complete. Another element or the list's end must follow: anything else could
         // still change it (SETITEM), which the general machine handles.
         if ((code != kEmptyDict && code != kAppends) || stack[0].type != T::kFlatDict) return 0;
@@ -1445,25 +1462,29 @@ class Vm {
         case kLongBinGet: {
           const std::uint64_t key = code == kBinGet ? b[p + 1] : le(p + 1, 4);
           p += code == kBinGet ? 2 : 5;
-          if (key >= dense_.size() || !dense_[key].present) return 0;  // the general machine says why
-          const V v = dense_[key].value;
-          if (v.type == T::kHandedOver || (v.isRef() && table_[v.ref].streamed)) return 0;
-          if (v.isRef() && table_[v.ref].depth > maxDepth) return 0;
-          add(v);
+          if (key >= memoSize || !memo[key].present) return 0;  // the general machine says why
+          const V v = memo[key].value;
+          if (v.type == T::kHandedOver) return 0;
+          if (v.isRef()) {
+            if (table[v.ref].streamed) return 0;
+            memoDepth = std::max<std::size_t>(memoDepth, table[v.ref].depth);
+            if (made + memoDepth > maxDepth) return 0;
+          }
+          *sp++ = v;
           break;
         }
         case kBinPut:
         case kLongBinPut: {
           const std::uint64_t key = code == kBinPut ? b[p + 1] : le(p + 1, 4);
           p += code == kBinPut ? 2 : 5;
-          if (sn <= floor() || key > kMaxMemoKey) return 0;  // the general machine says why
-          if (gets_.has(key)) return 0;                                   // read back: the memo keeps it
+          if (static_cast<std::size_t>(sp - stack) <= floor() || key > kMaxMemoKey) return 0;  // the general machine says why
+          if (gets_.has(key)) return 0;  // read back: the memo keeps it
           ++puts;
           break;
         }
         case kMark:
-          if (marks.size() >= maxMarks) return 0;
-          marks.push_back(sn);
+          if (nm >= maxMarks) return 0;
+          marks[nm++] = static_cast<std::size_t>(sp - stack);
           ++p;
           break;
         case kShortBinUnicode:
@@ -1472,84 +1493,78 @@ class Vm {
           const std::size_t at = p + (code == kShortBinUnicode ? 2 : 5);
           const std::string_view text = bytes.substr(at, len);
           if (!isValidUtf8(text)) return 0;  // repaired there
-          add(makeValue(T::kString, reinterpret_cast<std::uintptr_t>(text.data()),
-                                    static_cast<std::uint32_t>(len)));
+          *sp++ = makeValue(T::kString, reinterpret_cast<std::uintptr_t>(text.data()), static_cast<std::uint32_t>(len));
           p = at + len;
           break;
         }
         case kBinInt1:
-          add(makeValue(T::kInt, b[p + 1])), p += 2;
+          *sp++ = makeValue(T::kInt, b[p + 1]), p += 2;
           break;
         case kBinInt2:
-          add(makeValue(T::kInt, le(p + 1, 2))), p += 3;
+          *sp++ = makeValue(T::kInt, le(p + 1, 2)), p += 3;
           break;
         case kBinInt:
-          add(makeValue(
-              T::kInt, static_cast<std::uint64_t>(std::int64_t{static_cast<std::int32_t>(le(p + 1, 4))}))),
-              p += 5;
+          *sp++ = makeValue(T::kInt, static_cast<std::uint64_t>(std::int64_t{static_cast<std::int32_t>(le(p + 1, 4))}));
+          p += 5;
           break;
         case kLong1: {
           const std::size_t len = b[p + 1];
           V v;
           if (!smallLong(bytes.substr(p + 2, len), v)) return 0;
-          add(v);
+          *sp++ = v;
           p += 2 + len;
           break;
         }
         case kBinFloat:
-          add(makeValue(T::kFloat, __builtin_bswap64(le(p + 1, 8)))), p += 9;
+          *sp++ = makeValue(T::kFloat, __builtin_bswap64(le(p + 1, 8))), p += 9;
           break;
         case kNone:
-          add(V{}), ++p;
+          *sp++ = V{}, ++p;
           break;
         case kNewTrue:
         case kNewFalse:
-          add(makeValue(T::kBool, code == kNewTrue ? 1 : 0)), ++p;
+          *sp++ = makeValue(T::kBool, code == kNewTrue ? 1 : 0), ++p;
           break;
         case kEmptyDict:
-          add(makeValue(T::kFlatDict, 0, 0, 1)), ++p;
-          break;
         case kEmptyList:
-          add(makeValue(T::kFlatList, 0, 0, 1)), ++p;
-          break;
         case kEmptyTuple:
-          add(makeValue(T::kFlatTuple, 0, 0, 1)), ++p;
+          *sp++ = makeValue(code == kEmptyDict ? T::kFlatDict : code == kEmptyList ? T::kFlatList : T::kFlatTuple, 0);
+          if (++made + memoDepth > maxDepth) return 0;
+          ++p;
           break;
         case kTuple1:
         case kTuple2:
         case kTuple3: {
           const std::size_t n = code - kTuple1 + 1;
-          if (sn < floor() + n) return 0;
-          const V tuple = close(T::kFlatTuple, sn - n);
-          if (tooDeep(tuple)) return 0;
-          add(tuple);
+          if (static_cast<std::size_t>(sp - stack) < floor() + n) return 0;
+          const V tuple = closeFlat(T::kFlatTuple, sp - n, sp, low, stack);
+          *sp++ = tuple;
+          if (++made + memoDepth > maxDepth) return 0;
           ++p;
           break;
         }
         case kTuple: {
-          if (marks.empty()) return 0;
-          const std::size_t m = marks.back();
-          marks.pop_back();
-          const V tuple = close(T::kFlatTuple, m);
-          if (tooDeep(tuple)) return 0;
-          add(tuple);
+          if (nm == 0) return 0;
+          const V tuple = closeFlat(T::kFlatTuple, stack + marks[--nm], sp, low, stack);
+          *sp++ = tuple;
+          if (++made + memoDepth > maxDepth) return 0;
           ++p;
           break;
         }
         case kAppends:
         case kSetItems: {
-          if (marks.empty()) return 0;
-          const std::size_t m = marks.back();
-          marks.pop_back();
-          if (!fill(code == kAppends ? T::kFlatList : T::kFlatDict, m)) return 0;
+          if (nm == 0) return 0;
+          --nm;
+          if (!fillFlat(code == kAppends ? T::kFlatList : T::kFlatDict, stack + marks[nm], floor(), sp, low, stack))
+            return 0;
           ++p;
           break;
         }
         case kAppend:
         case kSetItem: {
           const std::size_t n = code == kAppend ? 1 : 2;
-          if (sn < floor() + n + 1) return 0;
-          if (!fill(code == kAppend ? T::kFlatList : T::kFlatDict, sn - n)) return 0;
+          if (static_cast<std::size_t>(sp - stack) < floor() + n + 1) return 0;
+          if (!fillFlat(code == kAppend ? T::kFlatList : T::kFlatDict, sp - n, floor(), sp, low, stack)) return 0;
           ++p;
           break;
         }
@@ -1575,9 +1590,9 @@ class Vm {
     if (opt_.stats) ++opt_.stats->lightElements;
     const V element = stack[0];
     if (opt_.onNode)
-      opt_.onNode(PickleNode(&table_, element, flat));
+      opt_.onNode(PickleNode(&table_, element, stack));
     else
-      opt_.onElement(toJsonOf(table_, element, flat));
+      opt_.onElement(toJsonOf(table_, element, stack));
     V placeholder;
     placeholder.type = T::kHandedOver;
     push(placeholder);
@@ -1595,7 +1610,7 @@ class Vm {
     if (n == 0) return out = makeValue(T::kInt, 0), true;
     if (n > 9 || (n == 9 && byte(8) != 0)) return false;
     std::uint64_t u = 0;
-    for (std::size_t k = 0; k < std::min<std::size_t>(n, 8); ++k) u |= std::uint64_t{byte(k)} << (8 * k);
+    std::memcpy(&u, b.data(), std::min<std::size_t>(n, 8));  // little-endian, as LONG1 is
     if (n == 9) return out = makeValue(T::kUInt, u), true;  // the top bit is set, or 8 bytes would do
     if (n < 8 && (byte(n - 1) & 0x80)) u |= ~std::uint64_t{0} << (8 * n);  // sign-extend
     out = makeValue(T::kInt, u);

@@ -49,8 +49,7 @@ struct PickleValue {
     kFlatList, kFlatTuple, kFlatDict,
   };
   Type type = Type::kNone;
-  std::uint8_t flatDepth = 0;  // kFlat*: containers nested in it, itself included (at most 255)
-  std::uint32_t len = 0;       // kString: its length; kFlat*: its items
+  std::uint32_t len = 0;  // kString: its length; kFlat*: its items
   union {
     std::int64_t i = 0;
     std::uint64_t u;
