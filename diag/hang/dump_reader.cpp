@@ -12,6 +12,7 @@
 #include <cctype>
 #include <cerrno>
 #include <charconv>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -117,7 +118,22 @@ std::optional<std::vector<int>> parseRanksCached(const std::string& text) {
 // dst = v, skipped when dst holds it already: an entry's slot is reused from an earlier dump's entry,
 // which usually had the same group, op and state, and a comparison costs a fraction of an assignment.
 void setText(std::string& dst, std::string_view v) {
-  if (std::string_view(dst) != v) dst.assign(v);
+  if (dst.size() == v.size()) {
+    // Most are a few bytes: compared eight at a time here, without a call to memcmp.
+    const char* a = dst.data();
+    const char* b = v.data();
+    std::size_t i = 0;
+    for (; i + 8 <= v.size(); i += 8) {
+      std::uint64_t x, y;
+      std::memcpy(&x, a + i, 8), std::memcpy(&y, b + i, 8);
+      if (x != y) break;
+    }
+    if (i + 8 > v.size()) {
+      while (i < v.size() && a[i] == b[i]) ++i;
+      if (i == v.size()) return;
+    }
+  }
+  dst.assign(v);
 }
 
 // The two forms a dump's values come in, read alike by the converter: nlohmann's JSON (the JSON

@@ -1398,7 +1398,7 @@ class Vm {
   [[gnu::always_inline]] static V closeFlat(T kind, V* from, V*& sp, V*& low, const V* base) {
     const auto n = static_cast<std::uint32_t>(sp - from);
     low -= n;
-    std::copy(from, sp, low);
+    for (std::uint32_t k = 0; k < n; ++k) low[k] = from[k];  // a few values: a call to memmove costs more
     sp = from;
     return makeValue(kind, static_cast<std::uint32_t>(low - base), n);
   }
