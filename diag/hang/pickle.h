@@ -33,6 +33,10 @@
 #include <string_view>
 #include <vector>
 
+// The accessors below are called once or more per field of every entry of a dump (tens of millions
+// of times for a large job); GCC at -O2 left some of them out of line.
+#define DS_HOT [[gnu::always_inline]] inline
+
 namespace ds::diag::hang {
 
 namespace detail {
@@ -85,7 +89,7 @@ class PickleNode {
       : table_(table), flat_(flat), v_(v) {}
 
   // kOwnedString reads as kString, a flat container as its kind; kHandedOver never reaches a caller.
-  Type type() const {
+  DS_HOT Type type() const {
     switch (v_.type) {
       case Type::kOwnedString:
         return Type::kString;
@@ -99,40 +103,40 @@ class PickleNode {
         return v_.type;
     }
   }
-  bool isNone() const { return v_.type == Type::kNone; }
-  bool isString() const { return v_.type == Type::kString || v_.type == Type::kOwnedString; }
-  bool isBool() const { return v_.type == Type::kBool; }
-  bool isInteger() const { return v_.type == Type::kInt || v_.type == Type::kUInt; }
-  bool isNumber() const { return isInteger() || v_.type == Type::kFloat; }
-  bool isDict() const { return v_.type == Type::kDict || v_.type == Type::kFlatDict; }
+  DS_HOT bool isNone() const { return v_.type == Type::kNone; }
+  DS_HOT bool isString() const { return v_.type == Type::kString || v_.type == Type::kOwnedString; }
+  DS_HOT bool isBool() const { return v_.type == Type::kBool; }
+  DS_HOT bool isInteger() const { return v_.type == Type::kInt || v_.type == Type::kUInt; }
+  DS_HOT bool isNumber() const { return isInteger() || v_.type == Type::kFloat; }
+  DS_HOT bool isDict() const { return v_.type == Type::kDict || v_.type == Type::kFlatDict; }
   // A list, tuple, set or frozenset.
-  bool isArray() const {
+  DS_HOT bool isArray() const {
     return v_.type == Type::kList || v_.type == Type::kTuple || v_.type == Type::kSet ||
            v_.type == Type::kFlatList || v_.type == Type::kFlatTuple;
   }
 
   // A string whose characters are the file's own (not rewritten): they stay put while the file is read.
-  bool inFile() const { return v_.type == Type::kString; }
-  std::string_view str() const {
+  DS_HOT bool inFile() const { return v_.type == Type::kString; }
+  DS_HOT std::string_view str() const {
     return v_.type == Type::kString ? std::string_view(v_.s, v_.len) : std::string_view(c().text);
   }
-  bool boolean() const { return v_.b; }
+  DS_HOT bool boolean() const { return v_.b; }
   // The integer as int64 when it fits (kUInt beyond INT64_MAX does not).
-  std::optional<std::int64_t> int64() const {
+  DS_HOT std::optional<std::int64_t> int64() const {
     if (v_.type == Type::kInt) return v_.i;
     if (v_.type == Type::kUInt && v_.u <= static_cast<std::uint64_t>(INT64_MAX)) return static_cast<std::int64_t>(v_.u);
     return std::nullopt;
   }
-  double number() const {
+  DS_HOT double number() const {
     return v_.type == Type::kFloat  ? v_.f
            : v_.type == Type::kUInt ? static_cast<double>(v_.u)
                                     : static_cast<double>(v_.i);
   }
   // Items of an array; pairs of a dict.
-  std::size_t size() const { return isDict() ? count() / 2 : isArray() ? count() : 0; }
-  PickleNode item(std::size_t i) const { return {table_, items()[i], flat_}; }
-  PickleNode key(std::size_t i) const { return {table_, items()[2 * i], flat_}; }
-  PickleNode value(std::size_t i) const { return {table_, items()[2 * i + 1], flat_}; }
+  DS_HOT std::size_t size() const { return isDict() ? count() / 2 : isArray() ? count() : 0; }
+  DS_HOT PickleNode item(std::size_t i) const { return {table_, items()[i], flat_}; }
+  DS_HOT PickleNode key(std::size_t i) const { return {table_, items()[2 * i], flat_}; }
+  DS_HOT PickleNode value(std::size_t i) const { return {table_, items()[2 * i + 1], flat_}; }
   // A dict's value for `key` (the last pair with that key, as in Python); nullopt when absent.
   std::optional<PickleNode> find(std::string_view key) const;
   // The same identity as `o`: one container, or one string in the file.
@@ -144,9 +148,9 @@ class PickleNode {
   nlohmann::json toJson() const;
 
  private:
-  const detail::PickleContainer& c() const { return (*table_)[v_.ref]; }
-  const detail::PickleValue* items() const { return v_.isFlat() ? flat_ + v_.ref : c().items.data(); }
-  std::size_t count() const { return v_.isFlat() ? v_.len : c().items.size(); }
+  DS_HOT const detail::PickleContainer& c() const { return (*table_)[v_.ref]; }
+  DS_HOT const detail::PickleValue* items() const { return v_.isFlat() ? flat_ + v_.ref : c().items.data(); }
+  DS_HOT std::size_t count() const { return v_.isFlat() ? v_.len : c().items.size(); }
   const std::vector<detail::PickleContainer>* table_;
   const detail::PickleValue* flat_;  // the light path's values (kFlat*), nullptr elsewhere
   detail::PickleValue v_;
@@ -193,3 +197,5 @@ struct PickleOptions {
 nlohmann::json readPickle(std::string_view bytes, const std::string& name, const PickleOptions& options = {});
 
 }  // namespace ds::diag::hang
+
+#undef DS_HOT
