@@ -274,6 +274,13 @@ class Decoder {
   std::size_t pos_ = 0;
 };
 
+// `width` bytes at `p` as a little-endian unsigned integer (the host is little-endian).
+std::uint64_t littleEndian(const std::uint8_t* p, std::size_t width) {
+  std::uint64_t v = 0;
+  std::memcpy(&v, p, width);
+  return v;
+}
+
 bool isGet(std::uint8_t c) { return c == kGet || c == kBinGet || c == kLongBinGet; }
 
 std::uint64_t memoKey(const Instr& in, const Decoder& d) {
@@ -395,11 +402,7 @@ MemoKeys scanGets(std::string_view bytes, const std::string& name) {
   const std::size_t n = bytes.size();
   MemoKeys used;
   std::size_t p = 0;
-  auto le = [b](std::size_t at, std::size_t width) {
-    std::uint64_t v = 0;
-    std::memcpy(&v, b + at, width);
-    return v;
-  };
+  auto le = [b](std::size_t at, std::size_t width) { return littleEndian(b + at, width); };
   while (p < n) {
     // Far from the end, the common steps need no width check (no fixed argument is longer than 8).
     while (n - p >= 16) {
@@ -707,11 +710,7 @@ class Vm {
   json run() {
     const std::string_view bytes = d_.bytes();
     const auto* const b = reinterpret_cast<const std::uint8_t*>(bytes.data());
-    auto le = [b](std::size_t at, std::size_t width) {
-      std::uint64_t v = 0;
-      std::memcpy(&v, b + at, width);
-      return v;
-    };
+    auto le = [b](std::size_t at, std::size_t width) { return littleEndian(b + at, width); };
     std::size_t p = 0;
     while (p < bytes.size()) {
       in_.at = p;
@@ -1419,11 +1418,7 @@ class Vm {
   std::size_t readLight(std::size_t start) {
     const std::string_view bytes = d_.bytes();
     const auto* const b = reinterpret_cast<const std::uint8_t*>(bytes.data());
-    auto le = [b](std::size_t at, std::size_t width) {
-      std::uint64_t v = 0;
-      std::memcpy(&v, b + at, width);
-      return v;
-    };
+    auto le = [b](std::size_t at, std::size_t width) { return littleEndian(b + at, width); };
     // Everything the loop touches is local: stores through a V* may alias a member (V holds a
     // uint64), which would make the compiler reload the member after every push.
     // One buffer: the stack grows up from its start, the element's flat values down from its end
