@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <initializer_list>
 #include <cctype>
 #include <cerrno>
 #include <charconv>
@@ -685,18 +686,24 @@ bool number(LogReaderState& st, int lineNo, const std::string& text, const char*
 // the store's timeout, a peer's closed connection, the watchdog's abort, the launcher's SIGTERM, gloo
 // killing a rank whose peer sent another size. Such an error says the rank waited, not why.
 bool isHangConsequence(std::string_view type, std::string_view message) {
-  static constexpr std::string_view kTypes[] = {"SignalException", "KeyboardInterrupt", "DistNetworkError",
-                                                "DistStoreError", "TimeoutError"};
-  static constexpr std::string_view kTexts[] = {
-      "Watchdog caught",          "timed out",         "Timed out",           "Timeout",
-      "timeout",                  "closed by peer",    "closed by remote peer", "reset by peer",
-      "Broken pipe",              "was aborted",       "remote process exited", "ncclRemoteError",
-      "op.preamble.length <= op.nbytes", "Connection refused", "got signal"};
-  for (std::string_view t : kTypes)
-    if (type.find(t) != std::string_view::npos) return true;
-  for (std::string_view t : kTexts)
-    if (message.find(t) != std::string_view::npos) return true;
-  return false;
+  auto any = [](std::string_view text, std::initializer_list<std::string_view> parts) {
+    return std::any_of(parts.begin(), parts.end(), [text](std::string_view p) { return text.find(p) != std::string_view::npos; });
+  };
+  // The launcher's signals, and the process group's and the store's own failures.
+  if (any(type, {"SignalException", "KeyboardInterrupt", "DistNetworkError", "DistStoreError"})) return true;
+  if (any(message, {"Watchdog caught", "closed by peer", "closed by remote peer", "reset by peer", "Broken pipe",
+                    "was aborted", "remote process exited", "ncclRemoteError", "op.preamble.length <= op.nbytes",
+                    "Connection refused", "got signal"})) {
+    return true;
+  }
+  // A timeout is a consequence when it is one of communication: a data loader, a lock or a request of
+  // the rank's own that timed out is the rank's own fault, and may be why its peers wait.
+  const bool timeout = type.find("TimeoutError") != std::string_view::npos ||
+                       any(message, {"timed out", "Timed out", "Timeout", "timeout"});
+  if (!timeout || any(message, {"DataLoader", "dataloader", "data loader"})) return false;
+  return any(message, {"Watchdog", "collective", "Work", "ProcessGroup", "NCCL", "nccl", "Gloo", "gloo", "store",
+                       "Store", "socket", "Socket", "barrier", "rendezvous", "c10d", "send", "recv", "all_reduce",
+                       "allreduce", "broadcast", "all_gather", "reduce_scatter", "connect", "peer"});
 }
 
 // One line of a Python traceback or a C++ termination, if one is being read for the line's rank or

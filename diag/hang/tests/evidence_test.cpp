@@ -337,6 +337,14 @@ TEST(EvidenceLogs, ExceptionsAHangRaisesAreToldApartFromARanksOwn) {
             true},
            {"torch.distributed.elastic.multiprocessing.api.SignalException: Process 4242 got signal: 15", true},
            {"torch.distributed.DistStoreError: wait timeout after 300000ms, keys: /barrier", true},
+           {"RuntimeError: [../third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:81] Timed out waiting 5000ms "
+            "for recv operation to complete",
+            true},
+           {"RuntimeError: Socket Timeout", true},
+           // A timeout of the rank's own: its data loader or a lock stalled it, which is why the others wait.
+           {"RuntimeError: DataLoader timed out after 1800 seconds", false},
+           {"TimeoutError: timed out acquiring the lock /scratch/ckpt/step_40000.lock", false},
+           {"ValueError: invalid timeout value in the config: -1", false},
            {"torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB", false},
            {"RuntimeError: CUDA error: an illegal memory access was encountered", false},
            {"KeyError: 'labels'", false},
