@@ -709,12 +709,14 @@ bool isHangConsequence(std::string_view type, std::string_view message) {
 // One line of a Python traceback or a C++ termination, if one is being read for the line's rank or
 // this line starts one. Returns true when the line is used up (a frame, source text); an exception's
 // line is also read as any other line (it may be a watchdog's message).
-bool readTracebackLine(LogReaderState& st, std::string_view line, int lineNo) {
+// `prefixes` is the line's, parsed here when it is first needed and kept for the caller.
+bool readTracebackLine(LogReaderState& st, std::string_view line, int lineNo, std::optional<Prefixes>& prefixes) {
   constexpr std::string_view kPython = "Traceback (most recent call last):";
   constexpr std::string_view kCxx = "terminate called after throwing an instance of '";
   const bool starts = line.find(kPython) != std::string_view::npos || line.find(kCxx) != std::string_view::npos;
   if (st.tracebacks.empty() && !starts) return false;
-  const Prefixes pre = parsePrefixes(line);
+  if (!prefixes) prefixes = parsePrefixes(line);
+  const Prefixes& pre = *prefixes;
   const LineRank lr = resolveRank(pre, GroupPrefix{}, st.fileRank);
   const int key = lr.rank.value_or(-1);
   std::string_view body = pre.rest;
@@ -777,10 +779,12 @@ bool readTracebackLine(LogReaderState& st, std::string_view line, int lineNo) {
 
 void readLogLine(LogReaderState& st, std::string_view line, int lineNo) {
   const auto& pat = logPatterns();
-  if (readTracebackLine(st, line, lineNo)) return;
+  std::optional<Prefixes> prefixes;  // parsed once, by whichever reading needs them first
+  if (readTracebackLine(st, line, lineNo, prefixes)) return;
   if (!RE2::PartialMatch(piece(line), *pat.trigger)) return;
 
-  const Prefixes pre = parsePrefixes(line);
+  if (!prefixes) prefixes = parsePrefixes(line);
+  const Prefixes& pre = *prefixes;
   const re2::StringPiece s = piece(line);
   auto has = [&](const char* text) { return line.find(text) != std::string_view::npos; };
 
