@@ -299,8 +299,6 @@ std::uint64_t memoKey(const Instr& in, const Decoder& d) {
   return key;
 }
 
-// The first pass, checked: which memo keys a GET reads, so that PUT keeps only the values read back.
-// Throws the precise ConfigError of the first bad instruction.
 // The memo keys some GET reads: a byte per key up to kDense (read and set on every GET and PUT), a
 // set beyond it (a corrupt file's LONG_BINGET 1,000,000,000 must not cost a gigabyte).
 class MemoKeys {
@@ -324,6 +322,8 @@ class MemoKeys {
   std::unordered_set<std::uint64_t> sparse_;
 };
 
+// The first pass, checked: which memo keys a GET reads, so that PUT keeps only the values read back.
+// Throws the precise ConfigError of the first bad instruction.
 MemoKeys scanGetsChecked(std::string_view bytes, const std::string& name) {
   Decoder d(bytes, name);
   MemoKeys used;
@@ -638,9 +638,6 @@ json toJsonOf(const std::vector<PickleContainer>& table, const V& v, const V* fl
   return out;
 }
 
-// A memo entry: a value the file reads back later. It keeps a container alive (memoRefs) without
-// holding it: a container only the memo and one stack slot hold is still built in place, so a GET
-// after Python's "memoize the empty dict, then fill it" sees it filled.
 // An element of more values or deeper nesting than FR's (about 70 values, 3 levels) is left to the
 // general machine, which accounts for its memory and depth.
 constexpr std::size_t kMaxLightValues = 4096, kMaxLightMarks = 16;
@@ -690,6 +687,9 @@ class LightLease {
   bool shared_ = false;
 };
 
+// A memo entry: a value the file reads back later. It keeps a container alive (memoRefs) without
+// holding it: a container only the memo and one stack slot hold is still built in place, so a GET
+// after Python's "memoize the empty dict, then fill it" sees it filled.
 struct MemoCell {
   V value;
   bool present = false;
@@ -809,7 +809,6 @@ class Vm {
   }
 
  private:
-
   [[noreturn]] void fail(std::string_view what) const { d_.fail(in_.at, what); }
   const char* opName() const { return kOps[in_.code].name; }
 
@@ -1346,6 +1345,9 @@ class Vm {
     c(stack_.back()).streamed = true;
   }
 
+  // The stack's placeholder for an element given away.
+  static V handedOver() { return makeValue(T::kHandedOver, 0); }
+
   // Gives one element away and drops this reader's hold on it (the memo may keep it).
   void emit(const V& element) {
     if (opt_.stats) ++opt_.stats->generalElements;
@@ -1374,8 +1376,7 @@ class Vm {
       if (s.type == T::kHandedOver) continue;
       if (s.type != T::kDict) return;
       const V element = s;
-      s = V{};
-      s.type = T::kHandedOver;
+      s = handedOver();
       emit(element);
     }
   }
@@ -1387,11 +1388,6 @@ class Vm {
     return streamList_ != kNoSlot && !marks_.empty() && marks_.back() == streamList_ + 1;
   }
 
-  // Reads the element that starts with EMPTY_DICT at `start` into flat values and hands it over, with every
-  // element still on the stack before it. Returns the offset after it (and after the PUTs that follow
-  // it), or 0 when the element is not one the light path takes; then nothing has changed and the
-  // general machine reads it. The first pass checked every opcode before STOP, so lengths are trusted
-  // here; the element's own STOP is an opcode this path does not take.
   // readLight's containers. The values from `from` to the stack's top `sp` become the items of a new
   // flat container, put below `low` in the shared buffer that starts at `base`; its value is returned.
   [[gnu::always_inline]] static V closeFlat(T kind, V* from, V*& sp, V*& low, const V* base) {
@@ -1415,6 +1411,11 @@ class Vm {
     return true;
   }
 
+  // Reads the element that starts with EMPTY_DICT at `start` into flat values and hands it over, with
+  // every element still on the stack before it. Returns the offset after it (and after the PUTs that
+  // follow it), or 0 when the element is not one the light path takes; then nothing has changed and
+  // the general machine reads it. The first pass checked every opcode before STOP, so lengths are
+  // trusted here; the element's own STOP is an opcode this path does not take.
   std::size_t readLight(std::size_t start) {
     const std::string_view bytes = d_.bytes();
     const auto* const b = reinterpret_cast<const std::uint8_t*>(bytes.data());
@@ -1577,8 +1578,7 @@ class Vm {
     }
     for (std::size_t i = pending; i < stack_.size(); ++i) {
       const V element = stack_[i];
-      stack_[i] = V{};
-      stack_[i].type = T::kHandedOver;
+      stack_[i] = handedOver();
       emit(element);
     }
     stores_ += puts;
@@ -1588,26 +1588,30 @@ class Vm {
       opt_.onNode(PickleNode(&table_, element, stack));
     else
       opt_.onElement(toJsonOf(table_, element, stack));
-    V placeholder;
-    placeholder.type = T::kHandedOver;
-    push(placeholder);
+    push(handedOver());
     return p;
   }
 
-  // LONG1's bytes as an int64 or, nine bytes with the last 0, a uint64 (twosComplement's rule);
-  // false when wider.
-  static bool smallLong(std::string_view b, V& out) {
+  // How many of LONG1/LONG4's little-endian two's-complement bytes carry the value (redundant sign
+  // bytes dropped).
+  static std::size_t longWidth(std::string_view b) {
     auto byte = [&b](std::size_t k) { return static_cast<std::uint8_t>(b[k]); };
     std::size_t n = b.size();
     while (n > 1 &&
            ((byte(n - 1) == 0x00 && byte(n - 2) < 0x80) || (byte(n - 1) == 0xff && byte(n - 2) >= 0x80)))
       --n;
+    return n;
+  }
+
+  // LONG1/LONG4's bytes as an int64 or, nine bytes with the last 0, a uint64; false when wider.
+  static bool smallLong(std::string_view b, V& out) {
+    const std::size_t n = longWidth(b);
     if (n == 0) return out = makeValue(T::kInt, 0), true;
-    if (n > 9 || (n == 9 && byte(8) != 0)) return false;
+    if (n > 9 || (n == 9 && b[8] != 0)) return false;
     std::uint64_t u = 0;
     std::memcpy(&u, b.data(), std::min<std::size_t>(n, 8));  // little-endian, as LONG1 is
     if (n == 9) return out = makeValue(T::kUInt, u), true;  // the top bit is set, or 8 bytes would do
-    if (n < 8 && (byte(n - 1) & 0x80)) u |= ~std::uint64_t{0} << (8 * n);  // sign-extend
+    if (n < 8 && (static_cast<std::uint8_t>(b[n - 1]) & 0x80)) u |= ~std::uint64_t{0} << (8 * n);  // sign-extend
     out = makeValue(T::kInt, u);
     return true;
   }
@@ -1644,23 +1648,14 @@ class Vm {
   // LONG1/LONG4: little-endian two's complement. Redundant sign bytes are dropped; what is left
   // must fit int64, or uint64 (nine bytes, the last 0).
   json twosComplement(std::string_view b) const {
-    auto byte = [&b](std::size_t k) { return static_cast<std::uint8_t>(b[k]); };
-    std::size_t n = b.size();
-    while (n > 1 &&
-           ((byte(n - 1) == 0x00 && byte(n - 2) < 0x80) || (byte(n - 1) == 0xff && byte(n - 2) >= 0x80)))
-      --n;
-    if (n == 0) return 0;
-    if (n > 9 || (n == 9 && byte(8) != 0)) {
+    V v;
+    if (!smallLong(b, v)) {
       fail(
           fmt::format("pickle opcode {} holds an integer of {} bytes, wider than 64 bits; no Flight Recorder "
                       "field needs that, so dsdiag refuses this file.",
-                      opName(), n));
+                      opName(), longWidth(b)));
     }
-    std::uint64_t u = 0;
-    for (std::size_t k = 0; k < std::min<std::size_t>(n, 8); ++k) u |= std::uint64_t{byte(k)} << (8 * k);
-    if (n == 9) return u;
-    if (n < 8 && (byte(n - 1) & 0x80)) u |= ~std::uint64_t{0} << (8 * n);  // sign-extend
-    return static_cast<std::int64_t>(u);
+    return v.type == T::kUInt ? json(v.u) : json(v.i);
   }
 
   // UNICODE (protocol 0): raw-unicode-escape, i.e. Latin-1 bytes with \uXXXX and \UXXXXXXXX.
