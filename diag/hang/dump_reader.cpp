@@ -662,17 +662,22 @@ class Converter {
       return x->isBool() && (dst = x->boolean(), true);
     };
     std::size_t tensorValues = 0;
-    auto shapes = [&](Field f, std::vector<std::vector<std::int64_t>>& dst) {
+    // A list field: each item into dst[i] by `read`, which says false when it is not what entry()
+    // expects.
+    auto list = [&](Field f, auto& dst, auto&& read) {
       const auto x = value(f);
       if (!x) return dst.clear(), true;
       if (!x->isArray()) return false;
       const std::size_t n = x->size();
       dst.resize(n);
-      for (std::size_t i = 0; i < n; ++i) {
-        const PickleNode s = x->item(i);
+      for (std::size_t i = 0; i < n; ++i)
+        if (!read(x->item(i), dst[i])) return false;
+      return true;
+    };
+    auto shapes = [&](Field f, std::vector<std::vector<std::int64_t>>& dst) {
+      return list(f, dst, [&](const PickleNode& s, std::vector<std::int64_t>& shape) {
         if (!s.isArray()) return false;
         const std::size_t dims = s.size();
-        auto& shape = dst[i];
         shape.resize(dims);
         for (std::size_t k = 0; k < dims; ++k) {
           const PickleNode d = s.item(k);
@@ -681,22 +686,16 @@ class Converter {
           shape[k] = *v;
         }
         tensorValues += dims + 1;
-      }
-      return true;
+        return true;
+      });
     };
     auto strings = [&](Field f, std::vector<std::string>& dst) {
-      const auto x = value(f);
-      if (!x) return dst.clear(), true;
-      if (!x->isArray()) return false;
-      const std::size_t n = x->size();
-      dst.resize(n);
-      for (std::size_t i = 0; i < n; ++i) {
-        const PickleNode s = x->item(i);
+      return list(f, dst, [&](const PickleNode& s, std::string& text) {
         if (!s.isString()) return false;
-        setText(dst[i], s.str());
-      }
-      tensorValues += n;
-      return true;
+        setText(text, s.str());
+        ++tensorValues;
+        return true;
+      });
     };
     FrEntry& out = slot();
     if (!integer(kRecordId, out.recordId)) return false;

@@ -1,10 +1,10 @@
 // Flight Recorder dumps into RankDump: every format version, pickle and JSON, real torch 2.15 dumps,
 // unknown and wrong-typed fields, broken files, and loading a set of files, folders and globs.
 #include "diag/hang/dump_reader.h"
+#include "diag/hang/tests/test_data.h"
 
 #include <gtest/gtest.h>
 
-#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -423,21 +423,10 @@ void expectFastAsGeneral(const std::string& bytes, const std::string& what) {
   EXPECT_EQ(fast, general) << what;
 }
 
-std::vector<std::pair<std::string, std::string>> pickleDumps() {
-  std::vector<std::pair<std::string, std::string>> out;
-  for (const auto& e : std::filesystem::recursive_directory_iterator(DS_HANG_FR_DUMP_DATA)) {
-    if (!e.is_regular_file() || e.path().filename().string().rfind("nested", 0) == 0) continue;
-    std::string bytes = ds::testing::readFile(e.path().string());
-    if (bytes.size() > 2 && static_cast<std::uint8_t>(bytes[0]) == 0x80) out.emplace_back(e.path().string(), bytes);
-  }
-  std::sort(out.begin(), out.end());
-  return out;
-}
-
 }  // namespace
 
 TEST(DumpReaderFast, EveryPickleReadsAsTheGeneralRulesReadIt) {
-  const auto dumps = pickleDumps();
+  const auto dumps = ds::diag::hang::testing::picklesInTestData(false);
   ASSERT_GE(dumps.size(), 5u);
   for (const auto& [path, bytes] : dumps) expectFastAsGeneral(bytes, path);
 }
@@ -462,7 +451,7 @@ TEST(DumpReaderFast, OddEntriesReadAsTheGeneralRulesReadThem) {
 TEST(DumpReaderFast, MutatedDumpsReadAlike) {
   std::mt19937 rng(7122026);
   int compared = 0;
-  for (const auto& [path, original] : pickleDumps()) {
+  for (const auto& [path, original] : ds::diag::hang::testing::picklesInTestData(false)) {
     for (int round = 0; round < 300; ++round) {
       std::string bytes = original;
       for (int k = 1 + static_cast<int>(rng() % 3); k > 0; --k) {

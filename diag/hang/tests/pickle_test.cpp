@@ -1,13 +1,12 @@
 // The data-only pickle reader: Python's pickles at every protocol, refused opcodes, truncation at
 // every offset, the memo, malformed and hostile input, and streaming the top-level "entries" list.
 #include "diag/hang/pickle.h"
+#include "diag/hang/tests/test_data.h"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
-#include <algorithm>
 #include <cstdint>
-#include <filesystem>
 #include <functional>
 #include <map>
 #include <random>
@@ -421,22 +420,11 @@ Outcome expectSameAsGeneral(const std::string& bytes, const std::string& what, s
   return light;
 }
 
-// Every pickle among the test data: Python's fixtures at every version and torch 2.15's own dumps.
-std::vector<std::pair<std::string, std::string>> picklesInTestData() {
-  std::vector<std::pair<std::string, std::string>> out;
-  for (const auto& e : std::filesystem::recursive_directory_iterator(DS_HANG_FR_DUMP_DATA)) {
-    if (!e.is_regular_file()) continue;
-    std::string bytes = ds::testing::readFile(e.path().string());
-    if (bytes.size() > 2 && static_cast<std::uint8_t>(bytes[0]) == 0x80) out.emplace_back(e.path().string(), bytes);
-  }
-  std::sort(out.begin(), out.end());
-  return out;
-}
 
 }  // namespace
 
 TEST(PickleLight, TestDataReadsAlikeAndTorchsEntriesTakeTheLightPath) {
-  const auto pickles = picklesInTestData();
+  const auto pickles = ds::diag::hang::testing::picklesInTestData(true);
   ASSERT_GE(pickles.size(), 6u);
   std::size_t torch = 0;
   for (const auto& [path, bytes] : pickles) {
@@ -556,7 +544,7 @@ TEST(PickleLight, NestingNearTheLimitReadsAlike) {
 
 // Bytes changed at random in real dumps: whatever the reader makes of them, both paths agree.
 TEST(PickleLight, MutatedDumpsReadAlike) {
-  const auto pickles = picklesInTestData();
+  const auto pickles = ds::diag::hang::testing::picklesInTestData(true);
   std::mt19937 rng(20261207);
   int compared = 0;
   for (const auto& [path, original] : pickles) {
