@@ -1,7 +1,10 @@
 #include "diag/hang/dump_reader.h"
 
 #include <fmt/format.h>
+#include <fcntl.h>
 #include <glob.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <array>
@@ -12,10 +15,11 @@
 #include <cctype>
 #include <cerrno>
 #include <charconv>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <functional>
+#include <memory>
 #include <tuple>
 
 #include "diag/hang/pickle.h"
@@ -929,7 +933,37 @@ void parseJson(std::string_view bytes, const std::string& name, Converter& conv)
 }
 
 // The file's bytes into `bytes` (its buffer reused from one file to the next).
-void readFileInto(const std::string& path, std::string& bytes) {
+// A file's bytes, held at the start of a page. The kernel copies a file out of the page cache with
+// `rep movsb`, which runs about six times slower when the destination sits a few bytes past a page
+// boundary the source is on (x86's 4K aliasing): exactly where malloc puts a block it maps for itself
+// (offset 16), as it does for any buffer over 128 KiB. Measured on this VM reading 460 KB dumps: 1.3-1.5
+// GB/s at offset 16, 8-9 GB/s at offset 0; on 16,384 dumps it was 4 s of the run's system time.
+class FileBuffer {
+ public:
+  std::string_view view() const { return {data_.get(), size_}; }
+  // Room for n bytes at the start of a page; keeps the storage when it is large enough.
+  char* reserve(std::size_t n) {
+    if (n > capacity_ || !data_) {
+      const std::size_t page = 4096;
+      const std::size_t want = std::max<std::size_t>(page, (n + page - 1) / page * page);
+      data_.reset(static_cast<char*>(std::aligned_alloc(page, want)));
+      if (!data_) throw std::bad_alloc();
+      capacity_ = want;
+    }
+    size_ = 0;
+    return data_.get();
+  }
+  void setSize(std::size_t n) { size_ = n; }
+
+ private:
+  struct Free {
+    void operator()(char* p) const { std::free(p); }
+  };
+  std::unique_ptr<char, Free> data_;
+  std::size_t capacity_ = 0, size_ = 0;
+};
+
+void readFileInto(const std::string& path, FileBuffer& buffer) {
   std::error_code ec;
   const auto st = fs::status(path, ec);
   if (ec)
@@ -938,15 +972,35 @@ void readFileInto(const std::string& path, std::string& bytes) {
     throw ConfigError(
         fmt::format("{} is not a regular file; a Flight Recorder dump is a file written by torch.", path));
   }
-  const auto size = fs::file_size(path, ec);
-  if (ec) throw IoError(fmt::format("cannot read {}: {}.", path, ec.message()));
-  sys::checkMemory(static_cast<double>(size), sys::readMemoryInfo(), fmt::format("reading the dump {}", path),
-                   "Read it on a node with more free memory.");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw IoError(fmt::format("cannot open {}: {}. Check its permissions.", path, errnoText(errno)));
-  bytes.resize(size);
-  in.read(bytes.data(), static_cast<std::streamsize>(size));
-  bytes.resize(static_cast<std::size_t>(in.gcount()));  // a file that shrank meanwhile reads as truncated
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw IoError(fmt::format("cannot open {}: {}. Check its permissions.", path, errnoText(errno)));
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  struct stat info {};
+  if (::fstat(fd, &info) != 0) throw IoError(fmt::format("cannot read {}: {}.", path, errnoText(errno)));
+  const auto size = static_cast<std::size_t>(info.st_size);
+  // /proc/meminfo is read only for a file that could matter: 16,384 dumps of 460 KB would read it
+  // 16,384 times.
+  if (size >= (std::size_t{64} << 20)) {
+    sys::checkMemory(static_cast<double>(size), sys::readMemoryInfo(), fmt::format("reading the dump {}", path),
+                     "Read it on a node with more free memory.");
+  }
+  char* data = buffer.reserve(size);
+  std::size_t got = 0;
+  while (got < size) {  // a file that shrank meanwhile reads as truncated; one that grew, as it was
+    const ssize_t n = ::read(fd, data + got, size - got);
+    if (n == 0) break;
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      throw IoError(fmt::format("cannot read {} (stopped after {} of its {} bytes): {}. Check the disk and "
+                                "the file system it is on.",
+                                path, got, size, errnoText(errno)));
+    }
+    got += static_cast<std::size_t>(n);
+  }
+  buffer.setSize(got);
 }
 
 // Two dumps of one rank hold the same records when the ops and watermarks agree (JSON has no
@@ -1047,9 +1101,9 @@ void parseDumpInto(std::string_view bytes, const std::string& name, int rank, Ra
 }
 
 RankDump readDump(const std::string& path, int rank) {
-  std::string bytes;
+  FileBuffer bytes;
   readFileInto(path, bytes);
-  return parseDump(bytes, path, rank);
+  return parseDump(bytes.view(), path, rank);
 }
 
 DumpFiles findDumpFiles(const std::vector<std::string>& args) {
@@ -1117,7 +1171,7 @@ struct RankRead {
 // One rank's files, in name order, into out.dump: the first readable one is kept; a second is a
 // problem naming both, except that a pickle and a JSON with the same records are only a note and the
 // pickle is kept. At most two dumps of the rank are held at once. `bytes` is the file buffer.
-void readRank(int rank, const std::vector<DumpFiles::File>& files, RankRead& out, std::string& bytes) {
+void readRank(int rank, const std::vector<DumpFiles::File>& files, RankRead& out, FileBuffer& bytes) {
   out.read = false;
   out.problems.clear();
   for (const auto& f : files) {
@@ -1125,7 +1179,7 @@ void readRank(int rank, const std::vector<DumpFiles::File>& files, RankRead& out
     RankDump& dump = out.read ? other : out.dump;
     try {
       readFileInto(f.path, bytes);
-      parseDumpInto(bytes, f.path, rank, dump);
+      parseDumpInto(bytes.view(), f.path, rank, dump);
     } catch (const ds::Error& e) {
       out.problems.push_back(e.what());
       continue;
@@ -1213,7 +1267,7 @@ class ReadAhead {
   };
 
   void work() {
-    std::string bytes;  // this thread's file buffer
+    FileBuffer bytes;  // this thread's file buffer
     for (;;) {
       std::size_t i = 0;
       Slot result;
@@ -1276,7 +1330,7 @@ std::size_t forEachDump(const DumpFiles& files, const std::function<void(RankDum
   };
   if (options.threads <= 1 || files.byRank.size() <= 1) {
     RankRead r;
-    std::string bytes;
+    FileBuffer bytes;
     for (const auto& [rank, list] : files.byRank) {
       readRank(rank, list, r, bytes);
       deliver(r);
