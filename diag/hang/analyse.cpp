@@ -4,10 +4,12 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cstring>
 #include <functional>
 #include <map>
 #include <optional>
 #include <set>
+#include <string_view>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -62,6 +64,8 @@
 
 namespace ds::diag::hang {
 
+using namespace std::string_view_literals;
+
 using report::FaultKind;
 using report::HangEvidence;
 using report::HangGroupRef;
@@ -86,8 +90,10 @@ Family familyOf(std::string_view op) {
   return Family::kOther;
 }
 
+// Compared as string_views: a std::string against a "literal" measures the literal with strlen and
+// calls memcmp, per entry of every dump.
 bool isP2p(const FrEntry& e) {
-  return e.isP2p.value_or(false) || e.op == "send" || e.op == "recv" || e.p2pPeer.has_value();
+  return e.isP2p.value_or(false) || e.op == "send"sv || e.op == "recv"sv || e.p2pPeer.has_value();
 }
 
 int64_t numel(const std::vector<int64_t>& shape) {
@@ -127,7 +133,21 @@ struct Hasher {
     h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
     h *= 0x100000001b3ull;
   }
-  void add(std::string_view s) { add(std::hash<std::string_view>{}(s)); }
+  // Eight bytes at a time, inline: the strings hashed are an op and dtype names of every entry.
+  void add(std::string_view s) {
+    add(s.size());
+    std::size_t i = 0;
+    for (; i + 8 <= s.size(); i += 8) {
+      uint64_t w;
+      std::memcpy(&w, s.data() + i, 8);
+      add(w);
+    }
+    if (i < s.size()) {
+      uint64_t w = 0;
+      for (; i < s.size(); ++i) w = (w << 8) | static_cast<unsigned char>(s[i]);
+      add(w);
+    }
+  }
   void add(const std::vector<std::vector<int64_t>>& shapes) {
     add(shapes.size());
     for (const auto& s : shapes) {
@@ -235,6 +255,8 @@ struct HangAnalysis::State {
   std::unordered_map<std::string, int> groupIndex;
   std::vector<Sig> sigs;
   std::unordered_map<uint64_t, uint32_t> sigIndex;
+  std::string lastOp;                  // signature(): the op of the last entry, and its family
+  Family lastFamily = familyOf("");
   std::vector<std::string> inputProblems;  // about the input (addProblem): first in the report
   std::vector<std::string> problems;       // found while digesting and judging
   int maxRankNamed = -1;     // the highest rank any dump names (pg_config, file, p2p peer)
@@ -308,7 +330,12 @@ void HangAnalysis::State::addConfig(const RankDump& d, RankData& r) {
 }
 
 uint32_t HangAnalysis::State::signature(const FrEntry& e, const GroupData& g, int rank) {
-  const Family f = familyOf(e.op);
+  // The op of most entries is the one before's: its family is looked up once.
+  if (e.op != lastOp) {
+    lastOp = e.op;
+    lastFamily = familyOf(e.op);
+  }
+  const Family f = lastFamily;
   const std::vector<int>* members = g.votes.empty() ? nullptr : &g.votes.front().members;
   int size = members ? static_cast<int>(members->size()) : 0;
   int index = -1;
@@ -316,23 +343,25 @@ uint32_t HangAnalysis::State::signature(const FrEntry& e, const GroupData& g, in
     auto it = std::lower_bound(members->begin(), members->end(), rank);
     if (it != members->end() && *it == rank) index = static_cast<int>(it - members->begin());
   }
-  Sig s;
-  s.op = e.op.empty() ? e.profilingName : e.op;
-  s.selfOk = selfConsistent(f, e, size, index);
+  const std::string& op = e.op.empty() ? e.profilingName : e.op;
+  const bool selfOk = selfConsistent(f, e, size, index);
   // Sizes each member may legitimately differ in stay out of the signature: all_to_all splits are
   // free; a scatter's input and a gather's output exist on the root only; all_gather's input (uneven
   // lists) and reduce_scatter's output are checked per rank by selfConsistent instead.
   const bool cmpIn = f != Family::kAllToAll && f != Family::kScatter && f != Family::kAllGather;
   const bool cmpOut = f != Family::kAllToAll && f != Family::kGather && f != Family::kReduceScatter;
   Hasher h;
-  h.add(std::string_view(s.op));
-  h.add(s.selfOk ? 1 : 2);
+  h.add(std::string_view(op));
+  h.add(selfOk ? 1 : 2);
   if (cmpIn) h.add(e.inputSizes);
   if (cmpOut) h.add(e.outputSizes);
   if (f != Family::kScatter) h.add(e.inputDtypes);
   if (f != Family::kGather) h.add(e.outputDtypes);
+  if (auto it = sigIndex.find(h.h); it != sigIndex.end()) return it->second;
+  Sig s;
   s.hash = h.h;
-  if (auto it = sigIndex.find(s.hash); it != sigIndex.end()) return it->second;
+  s.op = op;
+  s.selfOk = selfOk;
   s.in = e.inputSizes;
   s.out = e.outputSizes;
   s.inDtypes = e.inputDtypes;
@@ -409,17 +438,18 @@ void HangAnalysis::State::addEntries(const RankDump& d, RankData& r, const std::
       place(t, seq, signature(e, groups[t.group], r.rank), d.file);
       maxSeq[ti] = std::max(maxSeq[ti], seq);
       if (!e.state.empty()) anyState[ti] = true;
-      if (e.state == "completed") maxDone[ti] = std::max(maxDone[ti], seq);
-      if (e.state == "started" || e.state == "completed") maxStarted[ti] = std::max(maxStarted[ti], seq);
+      const bool completed = e.state == "completed"sv;
+      if (completed) maxDone[ti] = std::max(maxDone[ti], seq);
+      if (completed || e.state == "started"sv) maxStarted[ti] = std::max(maxStarted[ti], seq);
     }
     if (r.backend.empty()) r.backend = e.backend;
     if (e.p2pPeer && !membersOf[ti]) maxRankNamed = std::max(maxRankNamed, *e.p2pPeer);
-    if (p2p && e.backend == "gloo") glooP2pSeen = true;
+    if (p2p && e.backend == "gloo"sv) glooP2pSeen = true;
     // pg_status is the authority on a collective (torch's gloo leaves every entry "scheduled"); the
     // entry's own state and retired flag otherwise.
     const bool pending = !p2p && e.collectiveSeqId && t.statusFromDump
                              ? *e.collectiveSeqId > t.done
-                             : !e.state.empty() && e.state != "completed" && !e.retired.value_or(false);
+                             : !e.state.empty() && e.state != "completed"sv && !e.retired.value_or(false);
     const bool inTail = seen[ti]++ >= total[ti] - opt.timelineEntries;
     if (inTail) t.tail.push_back(detail(e, i, ti));
     if (pending && static_cast<int>(t.pending.size()) < opt.pendingEntries) t.pending.push_back(detail(e, i, ti));

@@ -707,7 +707,9 @@ class Converter {
       if (id->isString()) {
         setText(out.pgId, id->str());
       } else if (const auto i = id->int64(); id->isInteger() && i) {
-        out.pgId = std::to_string(*i);
+        char digits[24];  // formatted without a new string: the slot's text is usually this already
+        const auto end = std::to_chars(digits, digits + sizeof digits, *i).ptr;
+        setText(out.pgId, std::string_view(digits, static_cast<std::size_t>(end - digits)));
       } else {
         return false;
       }
