@@ -119,24 +119,34 @@ std::optional<std::vector<int>> parseRanksCached(const std::string& text) {
   return parsed;
 }
 
+// Whether n bytes at a and b are equal. Most texts compared are a few bytes: eight at a time here,
+// the tail as an overlapping word, without a call to memcmp.
+inline bool sameBytes(const char* a, const char* b, std::size_t n) {
+  auto word = [](const char* p) {
+    std::uint64_t w;
+    std::memcpy(&w, p, 8);
+    return w;
+  };
+  auto half = [](const char* p) {
+    std::uint32_t w;
+    std::memcpy(&w, p, 4);
+    return w;
+  };
+  if (n >= 8) {
+    for (std::size_t i = 0; i + 8 <= n; i += 8)
+      if (word(a + i) != word(b + i)) return false;
+    return word(a + n - 8) == word(b + n - 8);
+  }
+  if (n >= 4) return half(a) == half(b) && half(a + n - 4) == half(b + n - 4);
+  for (std::size_t i = 0; i < n; ++i)
+    if (a[i] != b[i]) return false;
+  return true;
+}
+
 // dst = v, skipped when dst holds it already: an entry's slot is reused from an earlier dump's entry,
 // which usually had the same group, op and state, and a comparison costs a fraction of an assignment.
 void setText(std::string& dst, std::string_view v) {
-  if (dst.size() == v.size()) {
-    // Most are a few bytes: compared eight at a time here, without a call to memcmp.
-    const char* a = dst.data();
-    const char* b = v.data();
-    std::size_t i = 0;
-    for (; i + 8 <= v.size(); i += 8) {
-      std::uint64_t x, y;
-      std::memcpy(&x, a + i, 8), std::memcpy(&y, b + i, 8);
-      if (x != y) break;
-    }
-    if (i + 8 > v.size()) {
-      while (i < v.size() && a[i] == b[i]) ++i;
-      if (i == v.size()) return;
-    }
-  }
+  if (dst.size() == v.size() && sameBytes(dst.data(), v.data(), v.size())) return;
   dst.assign(v);
 }
 
@@ -750,9 +760,10 @@ class Converter {
       std::optional<PickleNode> name, file, line;
       for (std::size_t i = 0, n = top.size(); i < n; ++i) {
         const std::string_view key = top.key(i).str();
-        if (key == "name") name = top.value(i);
-        else if (key == "filename") file = top.value(i);
-        else if (key == "line") line = top.value(i);
+        auto is = [&key](std::string_view word) { return key.size() == word.size() && sameBytes(key.data(), word.data(), word.size()); };
+        if (is("name")) name = top.value(i);
+        else if (is("filename")) file = top.value(i);
+        else if (is("line")) line = top.value(i);
       }
       if ((name && !name->isString()) || (file && !file->isString()) || !line || !line->isInteger() || !line->int64())
         return false;  // entry() says what it makes of them
