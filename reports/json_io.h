@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -14,6 +15,12 @@
 #include "engine/common/error.h"
 
 namespace ds::report {
+
+// An optional field as JSON: its value, or null when it is absent.
+template <class T>
+nlohmann::json jsonOrNull(const std::optional<T>& v) {
+  return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
+}
 
 // Serialises for a file: a string with bytes that are not UTF-8 (a hostname or env value from a broken
 // locale, an imported text) is written with U+FFFD in their place instead of failing the whole write.

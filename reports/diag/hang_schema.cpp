@@ -81,11 +81,6 @@ std::string hangIsoTime(int64_t ns) {
 
 namespace {
 
-template <class T>
-json opt(const std::optional<T>& v) {
-  return v ? json(*v) : json(nullptr);
-}
-
 json groupJson(const HangGroupRef& g) { return json{{"pg_name", g.pgName}, {"pg_desc", g.pgDesc}}; }
 
 json evidenceJson(const std::vector<HangEvidence>& ev) {
@@ -96,7 +91,7 @@ json evidenceJson(const std::vector<HangEvidence>& ev) {
 
 json culpritJson(const HangCulprit& c) {
   return json{{"rank", c.rank},       {"host", c.host},       {"group", groupJson(c.group)},
-              {"pg_id", c.pgId},      {"seq", opt(c.seq)},    {"p2p", c.p2p},
+              {"pg_id", c.pgId},      {"seq", jsonOrNull(c.seq)},    {"p2p", c.p2p},
               {"op", c.op},           {"kind", faultKindName(c.kind)}, {"summary", c.summary},
               {"evidence", evidenceJson(c.evidence)}};
 }
@@ -104,11 +99,11 @@ json culpritJson(const HangCulprit& c) {
 json waitingJson(const HangWaiting& w) {
   const std::string since = w.sinceNs ? hangIsoTime(*w.sinceNs) : "";
   return json{{"group", groupJson(w.group)},
-              {"seq", opt(w.seq)},
+              {"seq", jsonOrNull(w.seq)},
               {"p2p", w.p2p},
               {"op", w.op},
               {"ranks", w.ranks},
-              {"since_ns", opt(w.sinceNs)},
+              {"since_ns", jsonOrNull(w.sinceNs)},
               // Derived from since_ns for readers (jq, dashboards); not read back.
               {"since", since.empty() ? json(nullptr) : json(since)},
               {"waits_for", w.waitsFor},
@@ -127,20 +122,20 @@ json groupTimelineJson(const HangGroupTimeline& t) {
   return json{{"group", groupJson(t.group)},
               {"first_seq", t.firstSeq},
               {"ops", t.ops},
-              {"divergent_seq", opt(t.divergentSeq)},
+              {"divergent_seq", jsonOrNull(t.divergentSeq)},
               {"rows", std::move(rows)}};
 }
 
 json timelineJson(const HangTimeline& t) {
   json entries = json::array();
   for (const auto& e : t.entries) {
-    entries.push_back(json{{"seq", opt(e.seq)},
+    entries.push_back(json{{"seq", jsonOrNull(e.seq)},
                            {"p2p", e.p2p},
                            {"op", e.op},
                            {"state", e.state},
                            {"input_sizes", e.inputSizes},
                            {"output_sizes", e.outputSizes},
-                           {"time_created_ns", opt(e.timeCreatedNs)}});
+                           {"time_created_ns", jsonOrNull(e.timeCreatedNs)}});
   }
   return json{{"rank", t.rank}, {"pg_name", t.pgName}, {"entries", std::move(entries)}};
 }
@@ -155,7 +150,7 @@ json toJson(const HangReport& r) {
     noDump.push_back(json{{"rank", n.rank},
                           {"host", n.host},
                           {"group", groupJson(n.group)},
-                          {"last_seen_seq", opt(n.lastSeenSeq)},
+                          {"last_seen_seq", jsonOrNull(n.lastSeenSeq)},
                           {"detail", n.detail}});
   }
   for (const auto& w : r.waiting) waiting.push_back(waitingJson(w));
@@ -163,14 +158,14 @@ json toJson(const HangReport& r) {
     groups.push_back(json{{"group", groupJson(g.group)},
                           {"members", g.members},
                           {"dumps", g.dumps},
-                          {"min_seq", opt(g.minSeq)},
-                          {"max_seq", opt(g.maxSeq)},
-                          {"last_completed_by_all", opt(g.lastCompletedByAll)},
-                          {"first_divergent_seq", opt(g.firstDivergentSeq)}});
+                          {"min_seq", jsonOrNull(g.minSeq)},
+                          {"max_seq", jsonOrNull(g.maxSeq)},
+                          {"last_completed_by_all", jsonOrNull(g.lastCompletedByAll)},
+                          {"first_divergent_seq", jsonOrNull(g.firstDivergentSeq)}});
   }
   for (const auto& u : r.undecided) {
     undecided.push_back(
-        json{{"group", groupJson(u.group)}, {"seq", opt(u.seq)}, {"ranks", u.ranks}, {"reason", u.reason}});
+        json{{"group", groupJson(u.group)}, {"seq", jsonOrNull(u.seq)}, {"ranks", u.ranks}, {"reason", u.reason}});
   }
   for (const auto& t : r.timelines) timelines.push_back(timelineJson(t));
   for (const auto& t : r.groupTimelines) groupTimelines.push_back(groupTimelineJson(t));

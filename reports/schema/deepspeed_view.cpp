@@ -1,15 +1,12 @@
 #include "reports/schema/deepspeed_view.h"
 
+#include "reports/json_io.h"
+
 namespace ds::report {
 namespace {
 
 nlohmann::json optText(const env::DsVar& v) {
   return v.text ? nlohmann::json(*v.text) : nlohmann::json(nullptr);
-}
-
-template <typename T>
-nlohmann::json opt(const std::optional<T>& v) {
-  return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
 }
 
 }  // namespace
@@ -19,11 +16,11 @@ nlohmann::json deepspeedViewJson(const env::DeepSpeedView& v,
   nlohmann::json j{{"path", v.path},
                    {"why", v.why},
                    {"missing", v.missing},
-                   {"rank", opt(v.rankValue)},
-                   {"world_size", opt(v.worldSizeValue)},
+                   {"rank", jsonOrNull(v.rankValue)},
+                   {"world_size", jsonOrNull(v.worldSizeValue)},
                    {"local_rank", optText(v.localRank)},
                    {"master_addr", optText(v.masterAddr)},
-                   {"master_port", opt(v.masterPortValue)},
+                   {"master_port", jsonOrNull(v.masterPortValue)},
                    {"master_addr_from_mpi_rank0", v.masterAddrFromMpiRank0},
                    {"mpi4py_needed", v.mpi4pyNeeded},
                    {"mpi_world", v.mpiWorld},
@@ -37,7 +34,7 @@ nlohmann::json deepspeedViewJson(const env::DeepSpeedView& v,
                    {"accelerator", v.accelerator},
                    {"accelerator_method", v.acceleratorMethod},
                    {"backend", v.backend},
-                   {"timeout_s", opt(v.timeoutSeconds)},
+                   {"timeout_s", jsonOrNull(v.timeoutSeconds)},
                    {"warnings", v.warnings}};
   if (v.failure) {
     j["failure"] = {{"stage", v.failure->stage},
