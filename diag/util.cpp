@@ -370,6 +370,14 @@ bool isLoopbackAddress(const std::string& a) {
   return a.rfind("127.", 0) == 0 || a == "::1" || a == "::ffff:127.0.0.1";
 }
 
+bool isLocalAddress(const std::string& a) {
+  if (isLoopbackAddress(a)) return true;
+  for (const auto& i : listInterfaces()) {
+    if (std::find(i.addresses.begin(), i.addresses.end(), a) != i.addresses.end()) return true;
+  }
+  return false;
+}
+
 bool onPath(std::string_view pathEnv, const std::string& name) { return !findOnPath(pathEnv, name).empty(); }
 
 std::string findOnPath(std::string_view pathEnv, const std::string& name) {

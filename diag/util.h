@@ -92,6 +92,8 @@ struct Resolution {
 Resolution resolveHost(const std::string& host, std::chrono::milliseconds timeout);
 
 bool isLoopbackAddress(const std::string& numeric);
+// A numeric address of this machine: loopback, or one of its interfaces' addresses.
+bool isLocalAddress(const std::string& numeric);
 
 // Non-blocking TCP connect to addr:port bounded by `timeout`. Returns 0, or the errno (ETIMEDOUT on
 // the bound, EHOSTUNREACH when addr does not resolve: pass a numeric address to keep it bounded).

@@ -55,14 +55,6 @@ Master master(const Context& c) {
   return m;
 }
 
-bool isLocalAddress(const std::string& a) {
-  if (isLoopbackAddress(a)) return true;
-  for (const auto& i : listInterfaces()) {
-    if (std::find(i.addresses.begin(), i.addresses.end(), a) != i.addresses.end()) return true;
-  }
-  return false;
-}
-
 // Whether this process is on the master's node: rank 0, or MASTER_ADDR is one of our addresses.
 bool onMasterNode(Context& c, const Master& m) {
   if (c.rank() == 0) return true;

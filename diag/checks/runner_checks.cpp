@@ -128,14 +128,6 @@ std::string slotText(const std::vector<long long>& slots) {
 
 std::string csv(const std::vector<long long>& slots) { return join(slots, ","); }
 
-bool isLocalAddress(const std::string& a) {
-  if (isLoopbackAddress(a)) return true;
-  for (const auto& i : listInterfaces()) {
-    if (std::find(i.addresses.begin(), i.addresses.end(), a) != i.addresses.end()) return true;
-  }
-  return false;
-}
-
 // Whether a hostfile name is this machine: localhost, its host name (short or long), or a name that
 // resolves to one of its addresses.
 bool isThisHost(Context& c, const std::string& host) {
