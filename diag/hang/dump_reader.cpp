@@ -945,7 +945,6 @@ void parseJson(std::string_view bytes, const std::string& name, Converter& conv)
   conv.top(top);
 }
 
-// The file's bytes into `bytes` (its buffer reused from one file to the next).
 // A file's bytes, held at the start of a page. The kernel copies a file out of the page cache with
 // `rep movsb`, which runs about six times slower when the destination sits a few bytes past a page
 // boundary the source is on (x86's 4K aliasing): exactly where malloc puts a block it maps for itself
@@ -976,6 +975,7 @@ class FileBuffer {
   std::size_t capacity_ = 0, size_ = 0;
 };
 
+// The file's bytes into `buffer` (its storage reused from one file to the next).
 void readFileInto(const std::string& path, FileBuffer& buffer) {
   std::error_code ec;
   const auto st = fs::status(path, ec);
