@@ -99,7 +99,9 @@ void reportRendezvousProgress(store::Store& s, const env::WorldInfo& w, double e
 // Every rank registers itself, then counts in with add("init/", 1) as in c10d; the last to arrive
 // releases the others. While it waits, each rank prints a progress line on ProgressSchedule's
 // plan; on timeout the registrations tell which ranks never came. `hint` is added to those lines.
-void joinRendezvous(store::Store& s, const env::WorldInfo& w, milliseconds timeout, const std::string& hint) {
+// `stopWaiting` (optional) is asked about once a second; a reason from it ends the wait early.
+void joinRendezvous(store::Store& s, const env::WorldInfo& w, milliseconds timeout, const std::string& hint,
+                    const std::function<std::string()>& stopWaiting) {
   const int n = w.worldSize.value;
   const int rank = w.rank.value;
   auto t0 = Clock::now();
@@ -109,19 +111,8 @@ void joinRendezvous(store::Store& s, const env::WorldInfo& w, milliseconds timeo
   if (joined == n) s.set("init/done", store::toBytes("1"));
   const auto deadline = t0 + timeout;
   ProgressSchedule progress(t0);
-  for (;;) {
-    const auto sliceEnd = std::min(deadline, progress.next());
-    auto slice = std::chrono::ceil<milliseconds>(sliceEnd - Clock::now());
-    try {
-      s.wait({"init/done"}, std::max(slice, milliseconds(1)));
-      break;
-    } catch (const TimeoutError&) {
-      if (Clock::now() < deadline) {
-        progress.advance();
-        reportRendezvousProgress(s, w, progress.elapsedSeconds(), std::chrono::duration<double>(deadline - Clock::now()).count(), hint);
-        continue;
-      }
-    }
+  // How many came and which did not, from the registrations (the store may be gone by now).
+  auto whoCame = [&] {
     std::int64_t count = 0;
     std::vector<int> missing;
     try {
@@ -130,16 +121,38 @@ void joinRendezvous(store::Store& s, const env::WorldInfo& w, milliseconds timeo
     } catch (const Error&) {
       // The store itself is gone; report what we know.
     }
-    std::string missingText =
-        missing.empty() ? "" : fmt::format(" Ranks that never joined: {}.", rankList(missing, 64));
+    return fmt::format("{}/{} clients joined.{}", count, n,
+                       missing.empty() ? "" : fmt::format(" Ranks that never joined: {}.", rankList(missing, 64)));
+  };
+  bool timedOut = false;
+  for (;;) {
+    auto sliceEnd = std::min(deadline, progress.next());
+    if (stopWaiting) sliceEnd = std::min(sliceEnd, Clock::now() + std::chrono::seconds(1));
+    auto slice = std::chrono::ceil<milliseconds>(sliceEnd - Clock::now());
+    try {
+      s.wait({"init/done"}, std::max(slice, milliseconds(1)));
+      break;
+    } catch (const TimeoutError&) {
+      if ((timedOut = Clock::now() >= deadline)) break;
+    }
+    if (progress.due()) {
+      progress.advance();
+      reportRendezvousProgress(s, w, progress.elapsedSeconds(), std::chrono::duration<double>(deadline - Clock::now()).count(), hint);
+    }
+    if (!stopWaiting) continue;
+    if (std::string why = stopWaiting(); !why.empty()) {
+      throw TimeoutError(fmt::format("Rank {} stopped waiting for clients at {} after {:.1f} s: {}. {}", rank,
+                                     s.describe(), secondsSince(t0), why, whoCame()));
+    }
+  }
+  if (timedOut) {
     throw TimeoutError(
-        fmt::format("Timed out after {:.0f} seconds waiting for clients. {}/{} clients joined.{} This is "
+        fmt::format("Timed out after {:.0f} seconds waiting for clients. {} This is "
                     "rank {}, waiting at "
                     "{}. Check that WORLD_SIZE={} matches the number of processes started, and that the "
                     "missing ranks could "
                     "reach MASTER_ADDR:MASTER_PORT (run dsdiag on their nodes){}.",
-                    secondsSince(t0), count, n, missingText, rank, s.describe(), n,
-                    hint.empty() ? "" : "; " + hint));
+                    secondsSince(t0), whoCame(), rank, s.describe(), n, hint.empty() ? "" : "; " + hint));
   }
   // A rank started with a different WORLD_SIZE would pair up wrongly; all registrations must agree.
   for (int r = 0; r < n; ++r) {
@@ -450,7 +463,8 @@ std::shared_ptr<World> initDistributed(const InitOptions& o) {
   auto t0 = Clock::now();
   auto store = o.joined ? o.joined->store : makeStore(method, info, timeout, env);
   joinRendezvous(*store, info, timeout,
-                 env::slurmPlace(env) == env::SlurmPlace::kStep ? std::string(env::kSrunKillHint) : "");
+                 env::slurmPlace(env) == env::SlurmPlace::kStep ? std::string(env::kSrunKillHint) : "",
+                 o.stopWaiting);
   if (talk) {
     log::info("Rendezvous complete: {} rank(s) joined at {} in {:.3f} s", info.worldSize.value,
               store->describe(), secondsSince(t0));

@@ -45,6 +45,10 @@ struct InitOptions {
   const StoreOnly* joined = nullptr;
   // Empty: DS_DISCOVERY (dsperf or deepspeed), else dsperf.
   std::optional<Discovery> discovery;
+  // Asked once a second while the rendezvous waits for ranks: a non-empty reason (dsdiag's fleet:
+  // "the heartbeats name rank 22 frozen") ends the wait at once with a TimeoutError that quotes it
+  // and lists the ranks that never joined, instead of waiting out the whole timeout.
+  std::function<std::string()> stopWaiting;
 };
 
 // The job's store without the rendezvous and without a process group: what dsdiag's fleet mode

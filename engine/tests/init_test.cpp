@@ -122,6 +122,41 @@ TEST(InitDistributed, UnknownOrUnbuiltBackendIsAConfigError) {
   EXPECT_FALSE(ds::isInitialized());
 }
 
+// A rank of two over a file store, its peer never started: `stopWaiting` ends the wait with its
+// reason and the ranks that never joined; while it has no reason, the timeout still applies.
+TEST(InitDistributed, StopWaitingEndsTheRendezvousEarlyWithItsReason) {
+  clearLauncherEnv();
+  auto path = std::filesystem::path(::testing::TempDir()) / ("ds_init_stop_" + std::to_string(getpid()));
+  std::filesystem::remove(path);
+  ds::InitOptions o;
+  o.initMethod = "file://" + path.string();
+  o.verbose = false;
+  o.rank = 0;
+  o.worldSize = 2;
+  o.timeout = std::chrono::seconds(60);
+  setenv("MASTER_ADDR", "127.0.0.1", 1);  // discovery asks for it with a world of two
+  int asked = 0;
+  o.stopWaiting = [&asked]() -> std::string { return ++asked < 2 ? "" : "rank 1 is frozen (test)"; };
+  auto t0 = std::chrono::steady_clock::now();
+  std::string msg = errorText([&] { ds::initDistributed(o); });
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_NE(msg.find("Rank 0 stopped waiting for clients"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("rank 1 is frozen (test)"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("1/2 clients joined. Ranks that never joined: 1."), std::string::npos) << msg;
+  EXPECT_GE(asked, 2);
+  EXPECT_LT(took, 30.0) << "the wait should end about a second after the reason comes, not at the timeout";
+  EXPECT_FALSE(ds::isInitialized());
+  std::filesystem::remove(path);
+
+  o.timeout = std::chrono::seconds(2);
+  o.stopWaiting = [] { return std::string(); };
+  msg = errorText([&] { ds::initDistributed(o); });
+  EXPECT_NE(msg.find("Timed out after 2 seconds waiting for clients. 1/2 clients joined."), std::string::npos)
+      << msg;
+  std::filesystem::remove(path);
+  unsetenv("MASTER_ADDR");
+}
+
 // Rendezvous and the store's connect print a line on this plan: never more than 60 s of silence.
 TEST(ProgressSchedule, TenThirtySixtyThenEveryMinute) {
   using std::chrono::seconds;
