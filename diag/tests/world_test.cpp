@@ -85,31 +85,63 @@ TEST(DsdiagWorld, ASmokeNotOnTheJobsNcclSaysWhy) {
   EXPECT_EQ(check(j, "world.clock_skew")["status"], "PASS") << r.out;
 }
 
+// Four ranks under dsrun, rank 2 stopped by dsdiag's test hook as it enters `stage`; the report and
+// the exclude file's first line.
+namespace {
+
+struct FrozenRun {
+  RunResult r;
+  nlohmann::json j;
+  std::string excluded;
+};
+FrozenRun runWithRank2FrozenAt(const std::string& stage) {
+  TempDir d;
+  FrozenRun out;
+  out.r = run({binDir() + "/dsrun", "--nproc-per-node", "4", "--standalone", "/bin/bash", "-c",
+               "if [ \"$RANK\" = 2 ]; then export DSDIAG_TEST_FAULT=freeze@" + stage + "; fi; exec \"$0\" \"$@\"",
+               binDir() + "/dsdiag", "--world", "--backend", "gloo", "--timeout", "90", "--json", d.file("w.json"),
+               "--exclude-file", d.file("exclude.txt")},
+              cleanOptions(std::chrono::seconds(110)));
+  out.j = ds::report::readJson(d.file("w.json"));
+  std::ifstream ex(d.file("exclude.txt"));
+  std::getline(ex, out.excluded);
+  return out;
+}
+
+void expectRank2NamedAt(const FrozenRun& f, const std::string& stage) {
+  const auto& hosts = check(f.j, "world.hosts");
+  EXPECT_EQ(hosts["status"], "FAIL") << f.r.out;
+  EXPECT_NE(hosts["message"].get<std::string>().find("(rank 2) stopped sending heartbeats during stage \"" + stage +
+                                                     "\""),
+            std::string::npos)
+      << hosts["message"];
+  EXPECT_EQ(check(f.j, "world.clock_skew")["status"], "SKIP");
+  EXPECT_NE(f.excluded.find("(rank 2)"), std::string::npos) << f.excluded;
+  EXPECT_EQ(f.j["summary"]["exit_code"].get<int>(), 2) << f.r.out;
+}
+
+}  // namespace
+
 // A rank that stops after the fleet's stages (here: as the smoke allreduce begins, dsdiag's test
 // hook) is named in the hosts' verdict and the exclude file, and the smoke gives up once the
 // heartbeats name it instead of waiting out --timeout (issue 41).
 TEST(DsdiagWorld, ARankFrozenAtTheSmokeIsNamedAndNotWaitedFor) {
-  TempDir d;
-  auto r = run({binDir() + "/dsrun", "--nproc-per-node", "4", "--standalone", "/bin/bash", "-c",
-                "if [ \"$RANK\" = 2 ]; then export DSDIAG_TEST_FAULT=freeze@smoke; fi; exec \"$0\" \"$@\"",
-                binDir() + "/dsdiag", "--world", "--backend", "gloo", "--timeout", "90", "--json", d.file("w.json"),
-                "--exclude-file", d.file("exclude.txt")},
-               cleanOptions(std::chrono::seconds(110)));
-  auto j = ds::report::readJson(d.file("w.json"));
-  const auto& hosts = check(j, "world.hosts");
-  EXPECT_EQ(hosts["status"], "FAIL") << r.out;
-  EXPECT_NE(hosts["message"].get<std::string>().find("(rank 2) stopped sending heartbeats during stage \"smoke\""),
-            std::string::npos)
-      << hosts["message"];
-  const std::string smoke = check(j, "world.smoke_allreduce")["message"];
+  auto f = runWithRank2FrozenAt("smoke");
+  expectRank2NamedAt(f, "smoke");
+  const std::string smoke = check(f.j, "world.smoke_allreduce")["message"];
   EXPECT_NE(smoke.find("stopped waiting after"), std::string::npos) << smoke;
   EXPECT_NE(smoke.find("the fleet's heartbeats name rank(s) 2 frozen or gone"), std::string::npos) << smoke;
-  EXPECT_EQ(check(j, "world.clock_skew")["status"], "SKIP");
-  std::ifstream ex(d.file("exclude.txt"));
-  std::string line;
-  std::getline(ex, line);
-  EXPECT_NE(line.find("(rank 2)"), std::string::npos) << line;
-  EXPECT_EQ(j["summary"]["exit_code"].get<int>(), 2) << r.out;
+}
+
+// The same rank stopped before the process group's rendezvous (stage "report", after the fleet's
+// verdict): the others stop waiting for it once the heartbeats name it, not after --timeout.
+TEST(DsdiagWorld, ARankFrozenBeforeTheProcessGroupIsNamedAndNotWaitedFor) {
+  auto f = runWithRank2FrozenAt("report");
+  expectRank2NamedAt(f, "report");
+  const std::string smoke = check(f.j, "world.smoke_allreduce")["message"];
+  EXPECT_NE(smoke.find("stopped waiting for clients"), std::string::npos) << smoke;
+  EXPECT_NE(smoke.find("the fleet's heartbeats name rank(s) 2 frozen or gone"), std::string::npos) << smoke;
+  EXPECT_NE(smoke.find("Ranks that never joined: 2."), std::string::npos) << smoke;
 }
 
 TEST(DsdiagWorld, TwoRanksUnderMpirun) {

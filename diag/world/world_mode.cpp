@@ -198,6 +198,14 @@ Collectives runProcessGroup(fleet::FleetRun& fleet, const std::string& transport
   init.timeout = opt.timeout;
   init.verbose = false;
   init.joined = &fleet.joined();
+  // A rank that froze or left after the fleet's stages never comes to the group's rendezvous: the
+  // heartbeats name it within seconds, and the wait ends then rather than after the whole --timeout.
+  init.stopWaiting = [&fleet]() -> std::string {
+    auto dead = fleet.deadRanks();
+    if (dead.empty()) return "";
+    return fmt::format("the fleet's heartbeats name rank(s) {} frozen or gone",
+                       formatRanges(std::vector<int>(dead.begin(), dead.end())));
+  };
   try {
     auto world = initDistributed(init);
     pgUp = true;
@@ -521,9 +529,10 @@ void finishWorld(const WorldOutcome& outcome) {
   try {
     if (outcome.rank == 0) outcome.fleet->publishExit(outcome.exitCode);
     if (outcome.pgUp && isInitialized()) {
-      // Missing ranks never reach shutdown: do not wait long for them.
-      currentWorld()->shutdown(outcome.report.missingRanks.empty() ? std::chrono::seconds(30)
-                                                                   : std::chrono::seconds(3));
+      // Missing ranks, and ranks the heartbeats name frozen or gone, never reach shutdown: do not
+      // wait long for them (a rank frozen in the smoke held rank 0 here for the whole 30 s).
+      const bool someoneGone = !outcome.report.missingRanks.empty() || !outcome.fleet->deadRanks().empty();
+      currentWorld()->shutdown(someoneGone ? std::chrono::seconds(3) : std::chrono::seconds(30));
       destroyProcessGroup();
     }
     outcome.fleet->leave();
