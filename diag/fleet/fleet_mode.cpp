@@ -707,6 +707,10 @@ void FleetRun::runBisect(const std::vector<int>& units) {
     for (const auto& g : groups) expect.insert(expect.end(), g.begin(), g.end());
     std::sort(expect.begin(), expect.end());
     auto got = gather(fmt::format("bisect{}", step), expect, Clock::now() + o_.pairTimeout + o_.timeout);
+    // A failing group that holds a rank the heartbeats now name frozen or gone is explained by that
+    // rank; halving it would fail again in every half that holds it (a pair timeout per step). Its
+    // live members are tried once more as one ring instead, for a second fault among them.
+    const auto silentNow = silentRanks();
     std::vector<std::vector<int>> next;
     for (const auto& g : groups) {
       report::BisectStep b;
@@ -723,7 +727,12 @@ void FleetRun::runBisect(const std::vector<int>& units) {
       b.ok = errors.empty();
       b.error = fmt::format("{}", fmt::join(errors, "; "));
       report_.input.bisect.push_back(b);
-      if (!b.ok && g.size() > 2) {
+      std::vector<int> alive;
+      for (int r : g)
+        if (!silentNow.count(r)) alive.push_back(r);
+      if (!b.ok && alive.size() < g.size()) {
+        if (alive.size() >= 3) next.push_back(std::move(alive));
+      } else if (!b.ok && g.size() > 2) {
         std::size_t half = g.size() / 2;
         next.emplace_back(g.begin(), g.begin() + static_cast<std::ptrdiff_t>(half));
         next.emplace_back(g.begin() + static_cast<std::ptrdiff_t>(half), g.end());
