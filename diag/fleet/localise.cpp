@@ -1172,6 +1172,15 @@ class Confirmation {
       return;
     }
     auto found = confirmPair_.find(pairKey(ls.ua, ls.ub));
+    if (found == confirmPair_.end() && ls.evidence.kind != "link_failed") {
+      // Slow, not failed, and never re-tested: it became a suspect only in this judgement (the fleet's
+      // median moved when a rank stopped; 2026-12-07, a ping of 1,362 us against 10 x 136 us), or its
+      // re-test did not run. One slow measurement does not name a link.
+      out_.notes.push_back(ls.evidence.text +
+                           "; it was not re-tested (no confirmation pair ran for it), and one slow measurement "
+                           "does not name a link");
+      return;
+    }
     if (found == confirmPair_.end()) {
       ls.evidence.text += "; it was not re-tested (no confirmation pair ran for it)";
       lv.evidence.push_back(ls.evidence);

@@ -199,6 +199,43 @@ TEST(FleetLocalise, OneBadLinkIsNamedAsALinkNotAHost) {
       << j.links[0].evidence[0].text;
 }
 
+// A pair slow to answer that was never re-tested (it became a suspect only in the final judgement,
+// after the re-tests were chosen) is a note, not a named link; a failed pair in the same place is
+// still named. The 64-host bed, 2026-12-07: a ping of 1,362 us against a median that fell to 136 us
+// when a rank exited named an innocent link.
+TEST(FleetLocalise, ASlowLinkThatWasNeverRetestedIsANoteNotANamedLink) {
+  FleetModel m;
+  m.hosts = 16;
+  FleetInput in = ds::bench::fleet::makeInput(m);
+  std::vector<int> units;
+  for (int h = 0; h < 16; ++h) units.push_back(h);
+  SplitMix64 rng(3);
+  RunCost cost;
+  ds::bench::fleet::runRounds(m, planLinkRounds(units, 4, 1), "links", in, rng, cost);
+  ASSERT_TRUE(judge(in).retest.empty());
+  // The confirmation stage ran (for another suspect, healthy again) ...
+  auto again = in.pairs.front();
+  again.stage = "confirm";
+  in.pairs.push_back(again);
+  // ... and a link-stage pair of two other hosts answered 100 x slower than the others.
+  auto slow = std::find_if(in.pairs.begin(), in.pairs.end(), [&](const auto& p) {
+    return p.stage == "links" && p.a != again.a && p.a != again.b && p.b != again.a && p.b != again.b;
+  });
+  ASSERT_NE(slow, in.pairs.end());
+  slow->latencyUs = 100 * m.latencyUs + 1000;
+  auto j = judge(in);
+  EXPECT_TRUE(j.links.empty()) << allText(j);
+  EXPECT_TRUE(named(m, j).hosts.empty()) << allText(j);
+  EXPECT_TRUE(contains(allText(j), "one slow measurement does not name a link")) << allText(j);
+  // The same pair failed instead: named, with the note that it was not re-tested.
+  slow->latencyUs = 0;
+  slow->outcome = ds::report::PairOutcome::kTimeout;
+  slow->error = "timed out";
+  j = judge(in);
+  ASSERT_EQ(j.links.size(), 1u) << allText(j);
+  EXPECT_TRUE(contains(allText(j), "it was not re-tested (no confirmation pair ran for it)")) << allText(j);
+}
+
 TEST(FleetLocalise, FrozenAndExitedRanksAreNamedWithTheirStage) {
   FleetModel m;
   m.hosts = 12;
