@@ -224,8 +224,17 @@ void runScenario(const Scenario& s) {
   int lingering = 0;
   auto bound =
       std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0) + 10s;
+  // A rank stopped by the test (SIGSTOP, or dsdiag's freeze@<stage> hook) never ends: not waited for.
+  auto stopped = [&s](int r) {
+    const int host = r / s.ranksPerHost;
+    if (s.signal == Signal::kStop && r == s.signalHost * s.ranksPerHost) return true;
+    auto it = s.hostEnv.find(host);
+    if (it == s.hostEnv.end()) return false;
+    auto fault = it->second.find("DSDIAG_TEST_FAULT");
+    return fault != it->second.end() && fault->second.rfind("freeze@", 0) == 0;
+  };
   for (int r = 1; r < world; ++r) {
-    if (s.signal == Signal::kStop && r == s.signalHost * s.ranksPerHost) continue;
+    if (stopped(r)) continue;
     if (ranks[r]->wait(bound).timedOut) ++lingering;
   }
   ranks.clear();
