@@ -10,6 +10,7 @@
 #include <cerrno>
 
 #include "engine/common/error.h"
+#include "engine/common/unique_fd.h"
 #include "engine/host/resources.h"
 
 namespace ds::report {
@@ -22,15 +23,12 @@ std::size_t maxInputBytes() { return gMaxInputBytes.load(); }
 void setMaxInputBytes(std::size_t bytes) { gMaxInputBytes.store(bytes); }
 
 std::string readInputFile(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);  // a FIFO must not block the open
+  const UniqueFd owned(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));  // a FIFO must not block the open
+  const int fd = owned.get();
   if (fd < 0) {
     throw IoError(
         fmt::format("cannot read {}: {}. Check the path and its permissions.", path, errnoText(errno)));
   }
-  struct Closer {
-    int fd;
-    ~Closer() { ::close(fd); }
-  } closer{fd};
   struct stat st {};
   if (::fstat(fd, &st) != 0) throw IoError(fmt::format("cannot read {}: {}", path, errnoText(errno)));
   if (S_ISDIR(st.st_mode))

@@ -24,6 +24,7 @@
 
 #include "diag/hang/pickle.h"
 #include "engine/common/error.h"
+#include "engine/common/unique_fd.h"
 #include "engine/host/resources.h"
 
 namespace ds::diag::hang {
@@ -985,12 +986,9 @@ void readFileInto(const std::string& path, FileBuffer& buffer) {
     throw ConfigError(
         fmt::format("{} is not a regular file; a Flight Recorder dump is a file written by torch.", path));
   }
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  const UniqueFd owned(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  const int fd = owned.get();
   if (fd < 0) throw IoError(fmt::format("cannot open {}: {}. Check its permissions.", path, errnoText(errno)));
-  struct Closer {
-    int fd;
-    ~Closer() { ::close(fd); }
-  } closer{fd};
   struct stat info {};
   if (::fstat(fd, &info) != 0) throw IoError(fmt::format("cannot read {}: {}.", path, errnoText(errno)));
   const auto size = static_cast<std::size_t>(info.st_size);

@@ -25,6 +25,7 @@
 
 #include "engine/common/error.h"
 #include "engine/common/log.h"
+#include "engine/common/unique_fd.h"
 #include "engine/host/net.h"
 
 extern char** environ;  // NOLINT(readability-identifier-naming): POSIX name
@@ -44,31 +45,6 @@ constexpr int kMaxPollMs = 1000;
 constexpr size_t kMaxPartialLine = size_t{64} * 1024;
 constexpr const char* kTeePrefixFormat = "[rank{}]:";  // torchrun's --tee prefix
 
-class Fd {
- public:
-  Fd() = default;
-  explicit Fd(int fd) : fd_(fd) {}
-  Fd(Fd&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
-  Fd& operator=(Fd&& other) noexcept {
-    if (this != &other) {
-      reset();
-      fd_ = std::exchange(other.fd_, -1);
-    }
-    return *this;
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  ~Fd() { reset(); }
-  int get() const { return fd_; }
-  bool valid() const { return fd_ >= 0; }
-  void reset() {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = -1;
-  }
-
- private:
-  int fd_ = -1;
-};
 
 // Writes everything, waiting (poll) when the fd is non-blocking and full. False on a real error, e.g.
 // EPIPE when dsrun's stdout reader went away.
@@ -110,7 +86,7 @@ class SignalGuard {
     ign.sa_handler = SIG_IGN;
     sigemptyset(&ign.sa_mask);
     ::sigaction(SIGPIPE, &ign, &origPipe_);
-    fd_ = Fd(::signalfd(-1, &set_, SFD_CLOEXEC | SFD_NONBLOCK));
+    fd_ = UniqueFd(::signalfd(-1, &set_, SFD_CLOEXEC | SFD_NONBLOCK));
     if (!fd_.valid()) {
       int err = errno;
       restore();
@@ -145,14 +121,14 @@ class SignalGuard {
   sigset_t origMask_{};
   struct sigaction origChld_ {};
   struct sigaction origPipe_ {};
-  Fd fd_;
+  UniqueFd fd_;
 };
 
 // One worker output stream under --tee: the read end of its pipe, its log file (or none) and the
 // console fd. Bytes go to the log file as they come; complete lines go to the console prefixed.
 struct Relay {
-  Fd pipe;
-  Fd log;
+  UniqueFd pipe;
+  UniqueFd log;
   int consoleFd = -1;
   std::string prefix;
   std::string partial;
@@ -272,8 +248,8 @@ bool moveFd(int from, int to) {
   childFail(p.errPipe, 1, errno);
 }
 
-Fd openLog(const std::string& path) {
-  Fd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+UniqueFd openLog(const std::string& path) {
+  UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
   if (!fd.valid()) {
     throw ConfigError(fmt::format("cannot open the worker log file '{}': {}. Choose a writable --log-dir.",
                                   path, errnoText(errno)));
@@ -361,7 +337,7 @@ class Supervisor {
     std::vector<char*> argv;
     for (auto& a : opts_.command) argv.push_back(a.data());
     argv.push_back(nullptr);
-    Fd devNull(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+    UniqueFd devNull(::open("/dev/null", O_RDONLY | O_CLOEXEC));
     if (!devNull.valid()) throw IoError(fmt::format("dsrun: cannot open /dev/null: {}", errnoText(errno)));
 
     for (size_t i = 0; i < workers_.size(); ++i) {
@@ -374,8 +350,8 @@ class Supervisor {
       envp.push_back(nullptr);
 
       // The child's stdout/stderr: inherited, a log file, or a pipe that dsrun tees.
-      Fd childOut;
-      Fd childErr;
+      UniqueFd childOut;
+      UniqueFd childErr;
       if (opts_.tee) {
         for (int stream = 0; stream < 2; ++stream) {
           int fds[2];
@@ -387,12 +363,12 @@ class Supervisor {
           }
           ::fcntl(fds[0], F_SETFL, ::fcntl(fds[0], F_GETFL) | O_NONBLOCK);
           Relay r;
-          r.pipe = Fd(fds[0]);
+          r.pipe = UniqueFd(fds[0]);
           r.consoleFd = stream == 0 ? STDOUT_FILENO : STDERR_FILENO;
           r.prefix = fmt::format(kTeePrefixFormat, w.rank);
           if (!w.stdoutLog.empty()) r.log = openLog(stream == 0 ? w.stdoutLog : w.stderrLog);
           w.relays.push_back(std::move(r));
-          (stream == 0 ? childOut : childErr) = Fd(fds[1]);
+          (stream == 0 ? childOut : childErr) = UniqueFd(fds[1]);
         }
       } else if (!w.stdoutLog.empty()) {
         childOut = openLog(w.stdoutLog);
@@ -404,8 +380,8 @@ class Supervisor {
         throw IoError(
             fmt::format("dsrun: cannot create a pipe to start rank {}: {}", w.rank, errnoText(errno)));
       }
-      Fd errRead(errPipe[0]);
-      Fd errWrite(errPipe[1]);
+      UniqueFd errRead(errPipe[0]);
+      UniqueFd errWrite(errPipe[1]);
       ChildPlan plan;
       plan.path = programPath_.c_str();
       plan.argv = argv.data();
