@@ -1207,6 +1207,38 @@ class Confirmation {
   }
 };
 
+// ---------------------------------------------------------------- links a host explains
+// A single failed connection of the reachability stage is named as a link when both ends reach
+// everyone else; but when one end is then named for dropping traffic of its own (its link tests failed
+// with several peers, or it froze or exited), that fault explains the connection too, and the link is
+// a note. The 64-host bed, 2026-12-07: a host with 20 % packet loss was named, and so was the link
+// from it to fleet50, whose hello had gone unanswered for 3 s.
+void foldLinksIntoHosts(Fleet& fleet, FleetJudgement& out) {
+  auto dropsTraffic = [&fleet](int rank) -> const Evidence* {
+    if (!fleet.validRank(rank)) return nullptr;
+    for (const auto& e : fleet.units[fleet.unitOf[rank]].evidence)
+      if (e.kind == "link_failed" || e.kind == "frozen" || e.kind == "exited") return &e;
+    return nullptr;
+  };
+  std::vector<LinkVerdict> kept;
+  for (auto& lv : out.links) {
+    const bool reachOnly = std::all_of(lv.evidence.begin(), lv.evidence.end(),
+                                       [](const Evidence& e) { return e.stage == "reachability"; });
+    const Evidence* why = nullptr;
+    int end = lv.rankA;
+    if (reachOnly && (why = dropsTraffic(lv.rankA)) == nullptr) why = dropsTraffic(end = lv.rankB);
+    if (why == nullptr) {
+      kept.push_back(std::move(lv));
+      continue;
+    }
+    for (const auto& e : lv.evidence)
+      out.notes.push_back(fmt::format("{}; but {} is named for its own fault ({}), which explains this connection "
+                                      "too, so the link is not named",
+                                      e.text, fleet.label(end), why->kind));
+  }
+  out.links = std::move(kept);
+}
+
 // ---------------------------------------------------------------- verdicts
 // A verdict per unit (suspect on any evidence but no_result, no_result on that alone), hosts in
 // natural order, links by rank.
@@ -1243,6 +1275,7 @@ FleetJudgement judge(const FleetInput& in) {
   detail::adviseMtus(fleet);
   detail::adviseCpus(fleet);
   Confirmation(fleet, found, out).run();
+  foldLinksIntoHosts(fleet, out);
   assemble(fleet, out);
   return out;
 }

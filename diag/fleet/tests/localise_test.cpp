@@ -499,6 +499,29 @@ TEST(FleetLocalise, HostUnderATightCgroupCpuLimitIsNamedAgainstTheFleet) {
   EXPECT_TRUE(named(old, jo).hosts.empty()) << allText(jo);
 }
 
+// A host whose link tests fail with several peers (packet loss) and whose hello to one peer went
+// unanswered in the reachability stage: the host is named, the connection is its fault, not a link's.
+// The same failed connection between two healthy hosts is still a link.
+TEST(FleetLocalise, AFailedConnectionOfAHostThatDropsTrafficIsNotALink) {
+  FleetModel m;
+  m.hosts = 16;
+  m.failing = {5};
+  m.cannotReach[5] = {9};
+  for (std::uint64_t seed = 1; seed <= 3; ++seed) {
+    auto j = sim(m, seed);
+    auto who = named(m, j);
+    EXPECT_EQ(who.hosts, std::set<int>{5}) << "seed " << seed << "\n" << allText(j);
+    EXPECT_TRUE(who.links.empty()) << "seed " << seed << "\n" << allText(j);
+    EXPECT_TRUE(contains(allText(j), "is named for its own fault (link_failed), which explains this connection"))
+        << allText(j);
+  }
+  FleetModel healthyEnds;
+  healthyEnds.hosts = 16;
+  healthyEnds.cannotReach[5] = {9};
+  auto j = sim(healthyEnds, 1);
+  EXPECT_EQ(named(healthyEnds, j).links, (std::set<std::pair<int, int>>{{5, 9}})) << allText(j);
+}
+
 TEST(FleetLocalise, SeveralFaultsAtOnceAreEachNamed) {
   FleetModel m;
   m.hosts = 64;
