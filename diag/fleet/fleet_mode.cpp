@@ -62,6 +62,11 @@ bool FleetRun::isMember(int r) const {
   return std::binary_search(members_.begin(), members_.end(), r);
 }
 
+std::string FleetRun::stage() const {
+  std::lock_guard lock(mu_);
+  return stage_;
+}
+
 void FleetRun::enterStage(const std::string& stage) {
   {
     std::lock_guard lock(mu_);
@@ -78,6 +83,7 @@ void FleetRun::enterStage(const std::string& stage) {
       }
       if (what == "freeze") ::raise(SIGSTOP);
       if (what == "exit") ::raise(SIGKILL);
+      if (what == "fail") throw IoError(fmt::format("test fault at stage \"{}\" (DSDIAG_TEST_FAULT)", stage));
     }
   }
 }

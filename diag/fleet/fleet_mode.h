@@ -101,6 +101,8 @@ class FleetRun {
   const report::FleetReport& report() const { return report_; }
   // Ranks rank 0 currently counts as frozen or exited.
   std::set<int> silentRanks() const;
+  // The stage this rank is in (enterStage's last).
+  std::string stage() const;
   // The same on any rank: rank 0's set, or what rank 0 last published (fleet/dead).
   std::set<int> deadRanks();
 

@@ -85,8 +85,8 @@ TEST(DsdiagWorld, ASmokeNotOnTheJobsNcclSaysWhy) {
   EXPECT_EQ(check(j, "world.clock_skew")["status"], "PASS") << r.out;
 }
 
-// Four ranks under dsrun, rank 2 stopped by dsdiag's test hook as it enters `stage`; the report and
-// the exclude file's first line.
+// Four ranks under dsrun, rank 2 given dsdiag's test hook `fault` (<freeze|exit|fail>@<stage>); the
+// report and the exclude file's first line.
 namespace {
 
 struct FrozenRun {
@@ -94,11 +94,11 @@ struct FrozenRun {
   nlohmann::json j;
   std::string excluded;
 };
-FrozenRun runWithRank2FrozenAt(const std::string& stage) {
+FrozenRun runWithRank2FaultAt(const std::string& fault) {
   TempDir d;
   FrozenRun out;
   out.r = run({binDir() + "/dsrun", "--nproc-per-node", "4", "--standalone", "/bin/bash", "-c",
-               "if [ \"$RANK\" = 2 ]; then export DSDIAG_TEST_FAULT=freeze@" + stage + "; fi; exec \"$0\" \"$@\"",
+               "if [ \"$RANK\" = 2 ]; then export DSDIAG_TEST_FAULT=" + fault + "; fi; exec \"$0\" \"$@\"",
                binDir() + "/dsdiag", "--world", "--backend", "gloo", "--timeout", "90", "--json", d.file("w.json"),
                "--exclude-file", d.file("exclude.txt")},
               cleanOptions(std::chrono::seconds(110)));
@@ -126,7 +126,7 @@ void expectRank2NamedAt(const FrozenRun& f, const std::string& stage) {
 // hook) is named in the hosts' verdict and the exclude file, and the smoke gives up once the
 // heartbeats name it instead of waiting out --timeout (issue 41).
 TEST(DsdiagWorld, ARankFrozenAtTheSmokeIsNamedAndNotWaitedFor) {
-  auto f = runWithRank2FrozenAt("smoke");
+  auto f = runWithRank2FaultAt("freeze@smoke");
   expectRank2NamedAt(f, "smoke");
   const std::string smoke = check(f.j, "world.smoke_allreduce")["message"];
   EXPECT_NE(smoke.find("stopped waiting after"), std::string::npos) << smoke;
@@ -136,12 +136,54 @@ TEST(DsdiagWorld, ARankFrozenAtTheSmokeIsNamedAndNotWaitedFor) {
 // The same rank stopped before the process group's rendezvous (stage "report", after the fleet's
 // verdict): the others stop waiting for it once the heartbeats name it, not after --timeout.
 TEST(DsdiagWorld, ARankFrozenBeforeTheProcessGroupIsNamedAndNotWaitedFor) {
-  auto f = runWithRank2FrozenAt("report");
+  auto f = runWithRank2FaultAt("freeze@report");
   expectRank2NamedAt(f, "report");
   const std::string smoke = check(f.j, "world.smoke_allreduce")["message"];
   EXPECT_NE(smoke.find("stopped waiting for clients"), std::string::npos) << smoke;
   EXPECT_NE(smoke.find("the fleet's heartbeats name rank(s) 2 frozen or gone"), std::string::npos) << smoke;
   EXPECT_NE(smoke.find("Ranks that never joined: 2."), std::string::npos) << smoke;
+}
+
+// A rank that fails with an error in the fleet's stages leaves its reason in the store: the verdict
+// quotes it, with the rank, its host and the stage, instead of "read its stderr". The ranks are
+// started one by one (as srun without --kill-on-bad-exit, or a fleet's own launcher, does); under
+// dsrun or torchrun a failing rank ends the job.
+TEST(DsdiagWorld, ARankThatFailsLeavesItsErrorForTheVerdict) {
+  const int port = unusedPort();
+  auto env = [&](int rank) {
+    auto o = clean({{"RANK", std::to_string(rank)},
+                    {"WORLD_SIZE", "4"},
+                    {"LOCAL_RANK", std::to_string(rank)},
+                    {"LOCAL_WORLD_SIZE", "4"},
+                    {"MASTER_ADDR", "127.0.0.1"},
+                    {"MASTER_PORT", std::to_string(port)},
+                    {"OMP_NUM_THREADS", "1"}});
+    if (rank == 2) o.setEnv["DSDIAG_TEST_FAULT"] = "fail@links";
+    return o;
+  };
+  TempDir d;
+  std::vector<std::unique_ptr<Process>> ranks;
+  for (int r = 0; r < 4; ++r) {
+    std::vector<std::string> args{binDir() + "/dsdiag", "--world", "--backend", "gloo", "--timeout", "30"};
+    if (r == 0) args.insert(args.end(), {"--json", d.file("w.json"), "--exclude-file", d.file("exclude.txt")});
+    ranks.push_back(std::make_unique<Process>(args, env(r)));
+  }
+  auto r0 = ranks[0]->wait();
+  auto r2 = ranks[2]->wait();
+  EXPECT_NE(r2.exitCode, 0) << r2.out << r2.err;
+  auto j = ds::report::readJson(d.file("w.json"));
+  const auto& hosts = check(j, "world.hosts");
+  EXPECT_EQ(hosts["status"], "FAIL") << r0.out;
+  const std::string msg = hosts["message"];
+  EXPECT_NE(msg.find("(rank 2) gave up during stage \"links\" and exited; its own error: Rank 2 on "),
+            std::string::npos)
+      << msg;
+  EXPECT_NE(msg.find("failed during stage \"links\": test fault at stage \"links\""), std::string::npos) << msg;
+  std::ifstream ex(d.file("exclude.txt"));
+  std::string line;
+  std::getline(ex, line);
+  EXPECT_NE(line.find("(rank 2)"), std::string::npos) << line;
+  EXPECT_EQ(r0.exitCode, 2) << r0.out;
 }
 
 TEST(DsdiagWorld, TwoRanksUnderMpirun) {

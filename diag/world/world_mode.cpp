@@ -439,85 +439,94 @@ WorldOutcome runWorld(Context& ctx, const Selection& sel, const std::string& too
   }
   if (!joinError.empty()) return joinFailed(ctx, sel, host, toolVersion, t0, joinError);
   ctx.storeUp = true;
-  const int me = fleet->rank(), n = fleet->worldSize();
-  log::setRank(me);
-  auto& st = fleet->store();
+  // From here on a rank that fails leaves its reason in the store, where rank 0 reads it for the
+  // verdict ("its own error: ...") instead of sending the user to its stderr.
+  try {
+    const int me = fleet->rank(), n = fleet->worldSize();
+    log::setRank(me);
+    auto& st = fleet->store();
 
-  // Steps: local checks, posted to rank 0; the fleet's network stages.
-  fleet->enterStage("local_checks");
-  auto local = runLocalChecks(ctx, sel, me, host);
-  fleet->post("local", Json{{"host", host},
-                            {"tool_version", toolVersion},
-                            {"records", recordsJson(local)},
-                            {"transport", mine.backend},
-                            {"transport_why", mine.why}}
-                           .dump());
-  fleet->runNetworkStages();
+    // Steps: local checks, posted to rank 0; the fleet's network stages.
+    fleet->enterStage("local_checks");
+    auto local = runLocalChecks(ctx, sel, me, host);
+    fleet->post("local", Json{{"host", host},
+                              {"tool_version", toolVersion},
+                              {"records", recordsJson(local)},
+                              {"transport", mine.backend},
+                              {"transport_why", mine.why}}
+                             .dump());
+    fleet->runNetworkStages();
 
-  // Step: rank 0 gathers the local reports, judges the fleet and decides whether the process group
-  // may run; the others wait for that decision.
-  std::vector<RankReport> reports;
-  std::vector<int> missing;
-  std::string pgPlan;
-  Transport transport;
-  if (me == 0) {
-    reports = gatherReports(*fleet, RankReport{me, host, toolVersion, local, mine.backend, mine.why}, timeout,
-                            missing);
-    fleet->judgeFinal(missing);
-    pgPlan = planProcessGroup(*fleet, sel, missing);
-    transport = agreedTransport(jobBackend, available, reports);
-    st.set(kPrefix + "transport", toBytes(transport.backend));  // before the plan the others wait for
-    st.set(kPrefix + "plan", toBytes(pgPlan));
-  } else {
-    try {
-      pgPlan = toString(st.get(kPrefix + "plan", timeout * 3 + std::chrono::seconds(120)));
-      if (pgPlan == "go") transport.backend = toString(st.get(kPrefix + "transport", timeout));
-    } catch (const std::exception&) {
-      pgPlan = "skip:rank 0 never decided";
+    // Step: rank 0 gathers the local reports, judges the fleet and decides whether the process group
+    // may run; the others wait for that decision.
+    std::vector<RankReport> reports;
+    std::vector<int> missing;
+    std::string pgPlan;
+    Transport transport;
+    if (me == 0) {
+      reports = gatherReports(*fleet, RankReport{me, host, toolVersion, local, mine.backend, mine.why},
+                              timeout, missing);
+      fleet->judgeFinal(missing);
+      pgPlan = planProcessGroup(*fleet, sel, missing);
+      transport = agreedTransport(jobBackend, available, reports);
+      st.set(kPrefix + "transport", toBytes(transport.backend));  // before the plan the others wait for
+      st.set(kPrefix + "plan", toBytes(pgPlan));
+    } else {
+      try {
+        pgPlan = toString(st.get(kPrefix + "plan", timeout * 3 + std::chrono::seconds(120)));
+        if (pgPlan == "go") transport.backend = toString(st.get(kPrefix + "transport", timeout));
+      } catch (const std::exception&) {
+        pgPlan = "skip:rank 0 never decided";
+      }
     }
-  }
 
-  // Steps: the smoke allreduce and the clock exchange, on the process group.
-  bool pgUp = false;
-  Collectives coll;
-  if (pgPlan == "go") coll = runProcessGroup(*fleet, transport.backend, sel, opt, pgUp);
+    // Steps: the smoke allreduce and the clock exchange, on the process group.
+    bool pgUp = false;
+    Collectives coll;
+    if (pgPlan == "go") coll = runProcessGroup(*fleet, transport.backend, sel, opt, pgUp);
 
-  if (me != 0) {
-    if (pgPlan == "go") st.set(kPrefix + "post/" + std::to_string(me), toBytes(collectivesJson(coll).dump()));
-    auto out = memberOutcome(*fleet, host, toolVersion, std::move(local));
+    if (me != 0) {
+      if (pgPlan == "go")
+        st.set(kPrefix + "post/" + std::to_string(me), toBytes(collectivesJson(coll).dump()));
+      auto out = memberOutcome(*fleet, host, toolVersion, std::move(local));
+      out.fleet = fleet;
+      out.pgUp = pgUp;
+      return out;
+    }
+
+    // Rank 0: the world checks judge what the steps collected.
+    const auto& fr = fleet->report();
+    WorldFacts facts;
+    facts.worldSize = n;
+    facts.fleet = &fr;
+    facts.joinSeconds = fleet->joinSeconds();
+    facts.missing = missing;
+    facts.timeout = timeout;
+    facts.reports = reports;
+    facts.jobBackend = jobBackend;
+    facts.transport = transport.backend;
+    facts.transportWhy = transport.why;
+    if (pgPlan == "go") {
+      facts.smoke = gatherSmoke(*fleet, n, timeout, coll);
+      facts.clock = coll.clock;
+      // A rank that stopped after the fleet's stages (in the process group's start, the smoke or the
+      // clock exchange) is judged again with what the heartbeats now say, so that its host is named in
+      // the verdict and the exclude file, not only in the smoke's row.
+      if (!facts.smoke.errors.empty() || !facts.smoke.silent.empty() || !coll.clock.error.empty()) {
+        fleet->judgeFinal(missing);
+      }
+    } else {
+      facts.processGroupSkipped = pgPlan.rfind("skip:", 0) == 0 ? pgPlan.substr(5) : pgPlan;
+    }
+    auto out = rootOutcome(fr, sel, facts, host, toolVersion);
     out.fleet = fleet;
     out.pgUp = pgUp;
     return out;
+  } catch (const std::exception& e) {
+    fleet->publishError(fmt::format("Rank {} on {} failed during stage \"{}\": {}", fleet->rank(), host,
+                                    fleet->stage(), e.what()));
+    throw;
   }
-
-  // Rank 0: the world checks judge what the steps collected.
-  const auto& fr = fleet->report();
-  WorldFacts facts;
-  facts.worldSize = n;
-  facts.fleet = &fr;
-  facts.joinSeconds = fleet->joinSeconds();
-  facts.missing = missing;
-  facts.timeout = timeout;
-  facts.reports = reports;
-  facts.jobBackend = jobBackend;
-  facts.transport = transport.backend;
-  facts.transportWhy = transport.why;
-  if (pgPlan == "go") {
-    facts.smoke = gatherSmoke(*fleet, n, timeout, coll);
-    facts.clock = coll.clock;
-    // A rank that stopped after the fleet's stages (in the process group's start, the smoke or the
-    // clock exchange) is judged again with what the heartbeats now say, so that its host is named in
-    // the verdict and the exclude file, not only in the smoke's row.
-    if (!facts.smoke.errors.empty() || !facts.smoke.silent.empty() || !coll.clock.error.empty()) {
-      fleet->judgeFinal(missing);
-    }
-  } else {
-    facts.processGroupSkipped = pgPlan.rfind("skip:", 0) == 0 ? pgPlan.substr(5) : pgPlan;
-  }
-  auto out = rootOutcome(fr, sel, facts, host, toolVersion);
-  out.fleet = fleet;
-  out.pgUp = pgUp;
-  return out;
 }
 
 }  // namespace ds::diag
