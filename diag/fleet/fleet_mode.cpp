@@ -481,6 +481,12 @@ std::vector<report::PairResult> FleetRun::runRounds(const std::vector<std::vecto
   lo.myRank = rank_;
   lo.largeBytes = o_.largeBytes;
   lo.connectTimeout = o_.connectTimeout;
+  // A rank whose pairs already went bad (failed, or slower than kBadPairTime) with several peers is a
+  // suspect whatever its remaining pairs show, and each of them could cost a pair timeout: one lossy
+  // host made the 64-host links stage 40-69 s. Its remaining pairs of the stage are short tests. Not
+  // in the confirmation stage, whose pairs are the evidence.
+  std::set<int> badPeers;
+  const bool mayShorten = stage != "confirm";
   for (std::size_t k = 0; k < rounds.size(); ++k) {
     int peer = -1;
     for (const auto& [a, b] : rounds[k]) {
@@ -517,6 +523,7 @@ std::vector<report::PairResult> FleetRun::runRounds(const std::vector<std::vecto
     // says it is alive, bounded by what k earlier rounds that each ran out of time could cost.
     const auto arriveBy = Clock::now() + o_.pairTimeout * (static_cast<int>(k) + 2);
     const PeerGone peerGone = [this, peer] { return deadRanks().count(peer) > 0; };
+    const bool shortTest = mayShorten && static_cast<int>(badPeers.size()) >= kShortTestAfterBadPeers;
     if (rank_ < peer) {
       const auto& p = ranks_[static_cast<std::size_t>(peer)];
       std::string addr = standalone_ || p.ifaces.empty() ? "127.0.0.1" : p.ifaces.front().addr;
@@ -526,12 +533,21 @@ std::vector<report::PairResult> FleetRun::runRounds(const std::vector<std::vecto
           if (!standalone_ && sameSubnet(f, g)) addr = g.addr;
         }
       }
-      auto r = measurePair(peer, addr, p.probePort, tag, lo, arriveBy, o_.pairTimeout, messages_, peerGone);
+      lo.shortTest = shortTest;
+      double busy = 0;
+      auto r = measurePair(peer, addr, p.probePort, tag, lo, arriveBy, o_.pairTimeout, messages_, peerGone, &busy);
       r.stage = stage;
+      if (r.outcome == report::PairOutcome::kFailed || r.outcome == report::PairOutcome::kTimeout ||
+          (r.outcome == report::PairOutcome::kOk && busy > std::chrono::duration<double>(kBadPairTime).count()))
+        badPeers.insert(peer);
       out.push_back(r);
     } else {
-      auto e = servePair(*server_, peer, tag, arriveBy, o_.pairTimeout, peerGone);
-      if (!e.empty()) log::debug("fleet: rank {} serving rank {} in round {}: {}", rank_, peer, tag, e);
+      auto served = servePair(*server_, peer, tag, arriveBy, o_.pairTimeout, peerGone, shortTest);
+      if (!served.error.empty())
+        log::debug("fleet: rank {} serving rank {} in round {}: {}", rank_, peer, tag, served.error);
+      if ((!served.error.empty() && !served.peerGone) ||
+          served.busySeconds > std::chrono::duration<double>(kBadPairTime).count())
+        badPeers.insert(peer);
     }
   }
   return out;

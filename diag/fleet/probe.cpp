@@ -560,8 +560,9 @@ constexpr std::chrono::milliseconds kPeerPoll{500};
 
 report::PairResult measurePair(int peer, const std::string& addr, int port, int tag, const LinkOptions& o,
                                Clock::time_point arriveBy, std::chrono::milliseconds measureFor,
-                               long long& messages, const PeerGone& peerGone) {
+                               long long& messages, const PeerGone& peerGone, double* busySeconds) {
   Clock::time_point deadline = arriveBy;
+  Clock::time_point arrived{};
   report::PairResult r;
   r.a = std::min(o.myRank, peer);
   r.b = std::max(o.myRank, peer);
@@ -585,8 +586,21 @@ report::PairResult measurePair(int peer, const std::string& addr, int port, int 
       sendAll(fd, &q, 1, deadline);
     }
     ::close(fd);
+    if (busySeconds != nullptr) *busySeconds = arrived == Clock::time_point{} ? 0.0 : secondsSince(arrived);
     return r;
   };
+  // A short test: the pair ends here, its peer told so by the 'Q' (its other pairs are measured as usual).
+  auto endShort = [&](int badRank) {
+    finish("");
+    r.outcome = report::PairOutcome::kSkipped;
+    r.error = fmt::format("skipped: rank {}'s link tests in this stage had already gone bad with at least {} peers "
+                          "(failed, or slower than {} s), so its remaining pairs were left out to keep the stage short; the "
+                          "confirmation stage re-tests it with healthy peers",
+                          badRank, kShortTestAfterBadPeers,
+                          std::chrono::duration<double>(kBadPairTime).count());
+    return r;
+  };
+  if (o.shortTest) return endShort(o.myRank);
   // Small ping-pongs: the first is a warm-up.
   std::vector<double> rtts;
   for (int i = 0; i < 8; ++i) {
@@ -611,7 +625,11 @@ report::PairResult measurePair(int peer, const std::string& addr, int port, int 
                                          peer, e)
                            : fmt::format("small message {} of 8: {}", i + 1, e));
     }
-    if (i == 0) deadline = Clock::now() + measureFor;  // the peer is here: the measurement's own deadline
+    if (i == 0) {
+      arrived = Clock::now();
+      deadline = arrived + measureFor;  // the peer is here: the measurement's own deadline
+      if (msg[1] == 'S') return endShort(peer);  // the peer's short-test mark
+    }
     if (i > 0) rtts.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
   }
   std::sort(rtts.begin(), rtts.end());
@@ -641,22 +659,32 @@ report::PairResult measurePair(int peer, const std::string& addr, int port, int 
   return finish("");
 }
 
-std::string servePair(ProbeServer& server, int peer, int tag, Clock::time_point arriveBy,
-                      std::chrono::milliseconds measureFor, const PeerGone& peerGone) {
+ServedPair servePair(ProbeServer& server, int peer, int tag, Clock::time_point arriveBy,
+                     std::chrono::milliseconds measureFor, const PeerGone& peerGone, bool shortTest) {
+  ServedPair out;
   int fd = -1;
   for (;;) {
     const auto sliceEnd = peerGone ? std::min(arriveBy, Clock::now() + kPeerPoll) : arriveBy;
     fd = server.take(peer, Purpose::kLink, tag, sliceEnd);
     // Taken, out of time, nobody to ask, or the server stopped (take returned before its slice ended).
     if (fd >= 0 || Clock::now() >= arriveBy || !peerGone || Clock::now() < sliceEnd) break;
-    if (peerGone()) return fmt::format("rank {} stopped responding (no heartbeat) before its link test (round {})", peer, tag);
+    if (peerGone()) {
+      out.peerGone = true;
+      out.error = fmt::format("rank {} stopped responding (no heartbeat) before its link test (round {})", peer, tag);
+      return out;
+    }
   }
-  if (fd < 0) return fmt::format("rank {} did not open its link test connection (round {}) in time", peer, tag);
+  if (fd < 0) {
+    out.error = fmt::format("rank {} did not open its link test connection (round {}) in time", peer, tag);
+    return out;
+  }
+  const auto taken = Clock::now();
   // The peer's first ping may already wait; a little slack over its own deadline.
-  const auto deadline = Clock::now() + measureFor + std::chrono::seconds(1);
+  const auto deadline = taken + measureFor + std::chrono::seconds(1);
   setNoDelay(fd);
   std::vector<char> buf(kChunk, 'y');
   std::string e;
+  bool first = true;
   for (;;) {
     char op = 0;
     e = recvAll(fd, &op, 1, deadline);
@@ -665,6 +693,8 @@ std::string servePair(ProbeServer& server, int peer, int tag, Clock::time_point 
     if (op == 'P') {
       char msg[9] = {'P'};
       e = recvAll(fd, msg + 1, 8, deadline);
+      if (first && shortTest) msg[1] = 'S';  // the short-test mark: the lower rank ends the pair
+      first = false;
       if (e.empty()) e = sendAll(fd, msg, sizeof msg, deadline);
     } else if (op == 'B') {
       std::uint64_t len = 0;
@@ -679,7 +709,9 @@ std::string servePair(ProbeServer& server, int peer, int tag, Clock::time_point 
     if (!e.empty()) break;
   }
   ::close(fd);
-  return e;
+  out.error = e;
+  out.busySeconds = secondsSince(taken);
+  return out;
 }
 
 // ---------------------------------------------------------------------------------------------------

@@ -84,6 +84,25 @@ struct LinkOptions {
   int myRank = 0;
   std::size_t largeBytes = 4u << 20;
   std::chrono::milliseconds connectTimeout{2000};
+  // This rank's link tests of the stage already went bad with several peers (FleetRun::runRounds):
+  // the pair only connects and ends at once, recorded as kSkipped with the reason.
+  bool shortTest = false;
+};
+
+// A pair that lasted longer than this once both ends were there counts as bad toward the short test
+// (FleetRun::runRounds), as one that failed does: a healthy pair takes 0.1-0.3 s on the 64-host test
+// bed (its slowest best-of-two 0.135 GB/s), one over a lossy link or a 30 Mbit/s NIC 2 s or more.
+inline constexpr std::chrono::milliseconds kBadPairTime{1000};
+// After this many peers with bad pairs in the links stage, a rank's remaining pairs of the stage are
+// short tests: one more than the two clean witnesses that name a host (localise.cpp), and the
+// confirmation stage re-tests it with healthy peers either way.
+inline constexpr int kShortTestAfterBadPeers = 3;
+
+// What the higher rank of a pair saw (servePair).
+struct ServedPair {
+  std::string error;       // "" or what went wrong (for the log; the lower rank reports the pair)
+  bool peerGone = false;   // the peer was declared dead before it opened its connection
+  double busySeconds = 0;  // from taking the peer's connection to the end of the pair
 };
 
 // Asked about twice a second while a rank waits for its pair's peer to arrive: true when the peer
@@ -96,15 +115,18 @@ using PeerGone = std::function<bool()>;
 // ping-pongs (median latency) and the large message both ways (best of 2; the warm-up alone when it
 // was slow), all within `measureFor` of the peer's arrival. A pair that runs out is kTimeout with
 // what it measured so far (a crawling link still gives a bandwidth from the bytes that moved).
+// Short tests: with `o.shortTest` the pair ends right after connecting; when the peer answers the
+// warm-up ping with its own short-test mark, right after the warm-up; either is kSkipped, with why.
+// `busySeconds` (when given) gets the time from the peer's arrival to the end.
 report::PairResult measurePair(int peer, const std::string& addr, int port, int tag, const LinkOptions& o,
                                Clock::time_point arriveBy, std::chrono::milliseconds measureFor,
-                               long long& messages, const PeerGone& peerGone = {});
+                               long long& messages, const PeerGone& peerGone = {}, double* busySeconds = nullptr);
 
 // The higher rank: takes the peer's connection from the listener (waiting until `arriveBy`, or until
 // `peerGone` says the peer is dead) and echoes until the peer is done or `measureFor` has passed
-// since. Returns "" or what went wrong (for the log; the lower rank reports the pair).
-std::string servePair(ProbeServer& server, int peer, int tag, Clock::time_point arriveBy,
-                      std::chrono::milliseconds measureFor, const PeerGone& peerGone = {});
+// since. With `shortTest` it marks its answer to the warm-up ping, and the lower rank ends the pair.
+ServedPair servePair(ProbeServer& server, int peer, int tag, Clock::time_point arriveBy,
+                     std::chrono::milliseconds measureFor, const PeerGone& peerGone = {}, bool shortTest = false);
 
 // A ring over the probe connections among `ranks` (sorted, containing myRank): each rank sends a
 // token to the next and receives from the previous, twice around, all before `deadline` (the

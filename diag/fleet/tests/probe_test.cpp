@@ -100,13 +100,50 @@ TEST(FleetProbe, LinkPairMeasuresLatencyAndBandwidth) {
   o.largeBytes = 1 << 20;
   auto serving = std::async(std::launch::async, [&] { return servePair(s1, 0, 5, Clock::now() + 5s, 5000ms); });
   long long messages = 0;
-  auto r = measurePair(1, "127.0.0.1", s1.port(), 5, o, Clock::now() + 5s, 5000ms, messages);
+  double busy = -1;
+  auto r = measurePair(1, "127.0.0.1", s1.port(), 5, o, Clock::now() + 5s, 5000ms, messages, {}, &busy);
   EXPECT_EQ(r.outcome, ds::report::PairOutcome::kOk) << r.error;
   EXPECT_EQ(r.a, 0);
   EXPECT_EQ(r.b, 1);
   EXPECT_GT(r.latencyUs, 0);
   EXPECT_GT(r.bandwidthGBps, 0);
-  EXPECT_EQ(serving.get(), "");
+  EXPECT_GT(busy, 0);
+  auto served = serving.get();
+  EXPECT_EQ(served.error, "");
+  EXPECT_FALSE(served.peerGone);
+  EXPECT_GT(served.busySeconds, 0);
+}
+
+// A rank whose link tests already went bad with several peers marks its answer to the warm-up ping;
+// the lower rank then ends the pair, recorded as skipped with the reason, and neither side errs.
+TEST(FleetProbe, AServerInShortTestEndsThePairAfterTheWarmUp) {
+  auto s1 = server();
+  LinkOptions o;
+  o.jobId = "job1";
+  o.myRank = 0;
+  auto serving = std::async(std::launch::async, [&] { return servePair(s1, 0, 6, Clock::now() + 5s, 5000ms, {}, true); });
+  long long messages = 0;
+  auto r = measurePair(1, "127.0.0.1", s1.port(), 6, o, Clock::now() + 5s, 5000ms, messages);
+  EXPECT_EQ(r.outcome, ds::report::PairOutcome::kSkipped) << r.error;
+  EXPECT_NE(r.error.find("rank 1's link tests in this stage had already gone bad"), std::string::npos) << r.error;
+  EXPECT_EQ(r.bandwidthGBps, 0);
+  EXPECT_EQ(serving.get().error, "");
+}
+
+TEST(FleetProbe, AMeasurerInShortTestEndsThePairAtOnce) {
+  auto s1 = server();
+  LinkOptions o;
+  o.jobId = "job1";
+  o.myRank = 0;
+  o.shortTest = true;
+  auto serving = std::async(std::launch::async, [&] { return servePair(s1, 0, 7, Clock::now() + 5s, 5000ms); });
+  long long messages = 0;
+  auto r = measurePair(1, "127.0.0.1", s1.port(), 7, o, Clock::now() + 5s, 5000ms, messages);
+  EXPECT_EQ(r.outcome, ds::report::PairOutcome::kSkipped) << r.error;
+  EXPECT_NE(r.error.find("rank 0's link tests in this stage had already gone bad"), std::string::npos) << r.error;
+  auto served = serving.get();
+  EXPECT_EQ(served.error, "");
+  EXPECT_LT(served.busySeconds, 1.0);
 }
 
 TEST(FleetProbe, APeerThatNeverArrivesCostsOnlyItsPair) {
