@@ -172,6 +172,12 @@ class ProcessGroup {
 
   // The backend library's version for flight recorder dumps (comm_lib_version); default "".
   virtual std::string commLibVersion() const;
+  // Whether an op on device buffers is ordered after the device work the issuing thread queued before
+  // it (its device's default stream), as torch's ProcessGroupNCCL makes its stream wait on the current
+  // one. true for nccl: a caller that wrote a buffer with a kernel may issue at once, without draining
+  // the device. false (the default): the backend reads the buffer from the host side (gloo, shm, a
+  // CUDA-aware MPI) and the caller must synchronize the device first.
+  virtual bool ordersAfterDeviceWork() const { return false; }
   // Registers the group with the process's flight recorder (its pg_config entry: name, desc
   // "default_pg" for the group named "default", else "undefined", ranks: the members' global ranks,
   // options().globalRanks or 0..size-1). createProcessGroup

@@ -25,7 +25,7 @@ std::shared_ptr<comm::Work> CompressHook::launch(comm::ProcessGroup& pg, GradBuc
         Tensor::zeros({static_cast<std::int64_t>(bucket.buffer.numel())}, wire_, bucket.buffer.device());
   }
   ops::scaleCopy(bucket.buffer, 1.0f, staging);
-  ops::synchronize(staging.device());
+  if (!pg.ordersAfterDeviceWork()) ops::synchronize(staging.device());
   return pg.allreduce(staging.buffer(), comm::ReduceOp::kSum);
 }
 

@@ -261,8 +261,10 @@ void Reducer::launch(std::size_t b) {
     firstLaunch_ = Clock::now();
     launchedAny_ = true;
   }
-  // GPU gradients are written by kernels on the default stream; the collective must see them.
-  ops::synchronize(bucket.buffer.device());
+  // GPU gradients are written by kernels on the default stream; the collective must see them. nccl
+  // orders itself after them on the device (no drain); a backend that reads the bucket from the host
+  // needs the device drained first.
+  if (!pg_.ordersAfterDeviceWork()) ops::synchronize(bucket.buffer.device());
   bucket.work = hook_->launch(pg_, bucket.grad);
   bucket.launched = true;
   events_.push_back({ReducerEventType::kBucketLaunched, b});
@@ -398,7 +400,7 @@ void DistributedDataParallel::verifyModelAcrossRanks() {
 void DistributedDataParallel::broadcastParameters() {
   std::vector<std::shared_ptr<comm::Work>> works;
   for (auto& p : model_.parameters()) {
-    ops::synchronize(p.value.device());
+    if (!pg_.ordersAfterDeviceWork()) ops::synchronize(p.value.device());
     works.push_back(pg_.broadcast(p.value.buffer(), 0));
   }
   for (auto& w : works) w->wait();

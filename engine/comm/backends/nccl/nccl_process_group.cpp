@@ -302,6 +302,7 @@ class NcclProcessGroup final : public ProcessGroup {
   ~NcclProcessGroup() override;
 
   std::string backendName() const override { return "nccl"; }
+  bool ordersAfterDeviceWork() const override { return true; }
   // "2.23.4", as torch's dumps give it (the library loaded, which this group opened).
   std::string commLibVersion() const override {
     const NcclVersions v = ncclVersions(false);
@@ -334,6 +335,11 @@ class NcclProcessGroup final : public ProcessGroup {
 
   std::shared_ptr<CommState> state_ = std::make_shared<CommState>();
   cudaStream_t stream_ = nullptr;
+  // Recorded on the device's default stream at each issue and waited for by stream_ (see
+  // ordersAfterDeviceWork): the wait takes the event's state when it is called, so one event serves
+  // every op, issued one at a time under orderMu_.
+  cudaEvent_t issued_ = nullptr;
+  std::mutex orderMu_;
   void* scratch_ = nullptr;  // one int32 on the device, for barrier
 };
 
@@ -380,6 +386,7 @@ void NcclProcessGroup::init() {
   DeviceGuard guard(o.device.index);
   cudaCheck(guard.error(), *state_, fmt::format("cudaSetDevice({})", o.device.index));
   cudaCheck(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), *state_, "cudaStreamCreateWithFlags");
+  cudaCheck(cudaEventCreateWithFlags(&issued_, cudaEventDisableTiming), *state_, "cudaEventCreateWithFlags");
   cudaCheck(cudaMalloc(&scratch_, 16), *state_, "cudaMalloc of the barrier scratch");
   cudaCheck(cudaMemset(scratch_, 0, 16), *state_, "cudaMemset of the barrier scratch");
 
@@ -495,12 +502,14 @@ void NcclProcessGroup::release(bool graceful) noexcept {
       }
     }
     if (scratch_ != nullptr) cudaFree(scratch_);
+    if (issued_ != nullptr) cudaEventDestroy(issued_);
     if (stream_ != nullptr) cudaStreamDestroy(stream_);
   } catch (const std::exception& e) {
     log::warn("nccl: teardown of group '{}' failed: {}", state_->groupName, e.what());
   }
   scratch_ = nullptr;
   stream_ = nullptr;
+  issued_ = nullptr;
 }
 
 std::shared_ptr<Work> NcclProcessGroup::enqueue(OpDesc desc, std::function<void()> body) {
@@ -518,6 +527,15 @@ std::shared_ptr<Work> NcclProcessGroup::enqueue(OpDesc desc, std::function<void(
     DeviceGuard guard(state_->device);
     cudaCheck(guard.error(), *state_, fmt::format("cudaSetDevice({}) for {}", state_->device, desc.describe()));
     work->createEvents();
+    {
+      // After the work the caller queued on the device's default stream (a kernel that wrote the
+      // buffer), as torch's ProcessGroupNCCL orders its stream after the current one.
+      std::lock_guard<std::mutex> order(orderMu_);
+      cudaCheck(cudaEventRecord(issued_, cudaStreamLegacy), *state_,
+                fmt::format("cudaEventRecord on the default stream before {}", desc.describe()));
+      cudaCheck(cudaStreamWaitEvent(stream_, issued_, 0), *state_,
+                fmt::format("cudaStreamWaitEvent before {}", desc.describe()));
+    }
     cudaCheck(cudaEventRecord(work->startEvent(), stream_), *state_,
               fmt::format("cudaEventRecord before {}", desc.describe()));
     runOp(desc, body);
