@@ -29,7 +29,7 @@ namespace ds::bench {
 
 namespace {
 
-constexpr std::size_t kFields = 8;  // StepSample's doubles
+constexpr std::size_t kFields = 9;  // StepSample's doubles
 
 double ms(std::int64_t ns) { return static_cast<double>(ns) / 1e6; }
 
@@ -43,6 +43,7 @@ StepSample sampleOf(const ddp::StepRecord& s) {
   o.stepMs = ms(s.stepNs);
   o.commBusyMs = ms(s.ddp.commBusyNs);
   o.loss = s.loss;
+  o.deviceStepMs = ms(s.deviceStepNs);
   return o;
 }
 
@@ -52,7 +53,7 @@ std::vector<std::vector<StepSample>> gatherSteps(comm::ProcessGroup& pg,
   std::vector<double> flat;
   for (const auto& s : mine) {
     flat.insert(flat.end(), {s.forwardMs, s.backwardComputeMs, s.backwardCommMs, s.exposedCommMs,
-                             s.optimizerMs, s.stepMs, s.commBusyMs, s.loss});
+                             s.optimizerMs, s.stepMs, s.commBusyMs, s.loss, s.deviceStepMs});
   }
   std::vector<double> all(flat.size() * static_cast<std::size_t>(pg.size()));
   if (!flat.empty()) {
@@ -63,7 +64,7 @@ std::vector<std::vector<StepSample>> gatherSteps(comm::ProcessGroup& pg,
   for (int r = 0; r < pg.size(); ++r) {
     for (std::size_t k = 0; k < mine.size(); ++k) {
       const double* d = all.data() + (static_cast<std::size_t>(r) * mine.size() + k) * kFields;
-      out[r].push_back(StepSample{d[0], d[1], d[2], d[3], d[4], d[5], d[6], d[7]});
+      out[r].push_back(StepSample{d[0], d[1], d[2], d[3], d[4], d[5], d[6], d[7], d[8]});
     }
   }
   return out;
@@ -80,7 +81,7 @@ int defaultBlasThreads(const World& world) {
 
 void summarizeSteps(const std::vector<std::vector<StepSample>>& perRank, int globalBatch,
                     report::TrainRunRecord& out) {
-  std::vector<double> fwd, bwd, comm, exposed, opt, step, busy;
+  std::vector<double> fwd, bwd, comm, exposed, opt, step, busy, deviceStep;
   double sumBusy = 0, sumExposed = 0;
   std::size_t steps = perRank.empty() ? 0 : perRank[0].size();
   std::vector<double> slowest(steps, 0.0);
@@ -95,6 +96,7 @@ void summarizeSteps(const std::vector<std::vector<StepSample>>& perRank, int glo
       opt.push_back(s.optimizerMs);
       step.push_back(s.stepMs);
       busy.push_back(s.commBusyMs);
+      if (s.deviceStepMs > 0) deviceStep.push_back(s.deviceStepMs);
       sumBusy += s.commBusyMs;
       sumExposed += std::min(s.exposedCommMs, s.commBusyMs);
       slowest[k] = std::max(slowest[k], s.stepMs);
@@ -107,6 +109,8 @@ void summarizeSteps(const std::vector<std::vector<StepSample>>& perRank, int glo
   out.optimizerMs = report::summarize(opt);
   out.stepMs = report::summarize(step);
   out.commBusyMs = report::summarize(busy);
+  // Only where every step has one (a CUDA run): a partial set would mislead.
+  if (!deviceStep.empty() && deviceStep.size() == step.size()) out.stepDeviceMs = report::summarize(deviceStep);
   const double medianStep = report::summarize(slowest).p50;
   out.samplesPerSec = medianStep > 0 ? globalBatch / (medianStep / 1e3) : 0;
   out.gemmTflops = medianStep > 0 ? out.gemmFlopsPerStep / (medianStep / 1e3) / 1e12 : 0;

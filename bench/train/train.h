@@ -47,6 +47,7 @@ struct TrainOptions {
 struct StepSample {
   double forwardMs = 0, backwardComputeMs = 0, backwardCommMs = 0, exposedCommMs = 0, optimizerMs = 0,
          stepMs = 0, commBusyMs = 0, loss = 0;
+  double deviceStepMs = 0;  // CUDA events (StepRecord::deviceStepNs); 0 on the host
 };
 
 // Pure: every rank's measured steps (perRank[r][step]) into the run record's statistics: split

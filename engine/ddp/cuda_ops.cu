@@ -104,6 +104,8 @@ __global__ void actBackwardKernel(int act, const T* x, const T* dy, T* dx, std::
   }
 }
 
+// One atomic per block on the sum (a warp-shuffle reduction, then the block's warps), not one per
+// thread: every thread adding to one address serialises on it.
 template <typename T>
 __global__ void mseKernel(const T* p, const T* t, std::size_t n, float k, T* d, double* sum) {
   double local = 0;
@@ -112,7 +114,16 @@ __global__ void mseKernel(const T* p, const T* t, std::size_t n, float k, T* d, 
     local += static_cast<double>(e) * e;
     put(d[i], k * e);
   }
-  atomicAdd(sum, local);
+  for (int off = 16; off > 0; off >>= 1) local += __shfl_down_sync(0xffffffffu, local, off);
+  __shared__ double warps[kThreads / 32];
+  const unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  if (lane == 0) warps[warp] = local;
+  __syncthreads();
+  if (warp == 0) {
+    local = lane < blockDim.x / 32 ? warps[lane] : 0.0;
+    for (int off = 16; off > 0; off >>= 1) local += __shfl_down_sync(0xffffffffu, local, off);
+    if (lane == 0) atomicAdd(sum, local);
+  }
 }
 
 // Runs launch(T*) with the element type of `elem`: f32 or bf16 (the maths of the DDP engine).
@@ -223,20 +234,54 @@ void activationBackward(int act, const void* pre, const void* dy, void* dx, std:
 }
 
 double mseLoss(const void* pred, const void* target, std::size_t n, float gradScale, void* dpred, int elem) {
-  double* sum = nullptr;
-  check(cudaMalloc(&sum, sizeof(double)), "cudaMalloc");
-  check(cudaMemset(sum, 0, sizeof(double)), "cudaMemset");
+  // The sum lives on the device once per host thread and device (a step no longer allocates and frees
+  // it), and comes back through pinned memory.
+  struct Sum {
+    int device = -1;
+    double* dev = nullptr;
+    double* host = nullptr;
+  };
+  thread_local Sum s;
+  int device = 0;
+  check(cudaGetDevice(&device), "cudaGetDevice");
+  if (s.dev == nullptr || s.device != device) {
+    if (s.dev != nullptr) cudaFree(s.dev);
+    if (s.host == nullptr) check(cudaMallocHost(&s.host, sizeof(double)), "cudaMallocHost");
+    s.dev = nullptr;
+    check(cudaMalloc(&s.dev, sizeof(double)), "cudaMalloc");
+    s.device = device;
+  }
+  check(cudaMemsetAsync(s.dev, 0, sizeof(double), cudaStreamLegacy), "cudaMemsetAsync");
   const float k = gradScale * 2.0f / static_cast<float>(n);
   dispatch(elem, [&](auto* t) {
     using T = std::remove_pointer_t<decltype(t)>;
     mseKernel<<<blocksFor(n), kThreads>>>(static_cast<const T*>(pred), static_cast<const T*>(target), n, k,
-                                          static_cast<T*>(dpred), sum);
+                                          static_cast<T*>(dpred), s.dev);
   });
   check(cudaGetLastError(), "mse kernel");
-  double host = 0;
-  check(cudaMemcpy(&host, sum, sizeof(double), cudaMemcpyDeviceToHost), "cudaMemcpy");
-  cudaFree(sum);
-  return host / static_cast<double>(n);
+  check(cudaMemcpyAsync(s.host, s.dev, sizeof(double), cudaMemcpyDeviceToHost, cudaStreamLegacy), "cudaMemcpyAsync");
+  check(cudaStreamSynchronize(cudaStreamLegacy), "cudaStreamSynchronize");
+  return *s.host / static_cast<double>(n);
+}
+
+void* eventCreate() {
+  cudaEvent_t e = nullptr;
+  check(cudaEventCreate(&e), "cudaEventCreate");
+  return e;
+}
+
+void eventDestroy(void* e) noexcept {
+  if (e != nullptr) cudaEventDestroy(static_cast<cudaEvent_t>(e));
+}
+
+void eventRecord(void* e) { check(cudaEventRecord(static_cast<cudaEvent_t>(e), cudaStreamLegacy), "cudaEventRecord"); }
+
+double eventElapsedMs(void* start, void* stop) {
+  check(cudaEventSynchronize(static_cast<cudaEvent_t>(stop)), "cudaEventSynchronize");
+  float ms = 0;
+  check(cudaEventElapsedTime(&ms, static_cast<cudaEvent_t>(start), static_cast<cudaEvent_t>(stop)),
+        "cudaEventElapsedTime");
+  return ms;
 }
 
 void scaleCopy(const void* src, int srcElem, float alpha, void* dst, int dstElem, std::size_t n) {

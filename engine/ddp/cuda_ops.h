@@ -19,6 +19,12 @@ void release(void* p) noexcept;
 // kind: 0 host->device, 1 device->host, 2 device->device.
 void copyBytes(void* dst, const void* src, std::size_t bytes, int kind);
 void synchronize();
+// CUDA events on the default stream (cudaEvent_t as void*), for timing device work as torch's peers do.
+void* eventCreate();
+void eventDestroy(void* e) noexcept;
+void eventRecord(void* e);
+// Waits for `stop`, then the milliseconds between the two.
+double eventElapsedMs(void* start, void* stop);
 
 // The maths below take f32 or bf16 (elem kElemF32 / kElemBF16) for every tensor of one call; bf16
 // is computed in f32 and rounded once when stored (cuBLAS: CUBLAS_COMPUTE_32F).

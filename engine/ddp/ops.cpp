@@ -439,6 +439,47 @@ void synchronize(const Device& device) {
 #endif
 }
 
+DeviceTimer::DeviceTimer(const Device& device) {
+#if DS_WITH_CUDA
+  if (device.type != DeviceType::kCuda) return;
+  start_ = cuda::eventCreate();
+  try {
+    stop_ = cuda::eventCreate();
+  } catch (...) {
+    cuda::eventDestroy(start_);
+    throw;
+  }
+#else
+  (void)device;
+#endif
+}
+
+DeviceTimer::~DeviceTimer() {
+#if DS_WITH_CUDA
+  cuda::eventDestroy(start_);
+  cuda::eventDestroy(stop_);
+#endif
+}
+
+void DeviceTimer::start() {
+#if DS_WITH_CUDA
+  if (start_ != nullptr) cuda::eventRecord(start_);
+#endif
+}
+
+void DeviceTimer::stop() {
+#if DS_WITH_CUDA
+  if (stop_ != nullptr) cuda::eventRecord(stop_);
+#endif
+}
+
+std::int64_t DeviceTimer::elapsedNs() {
+#if DS_WITH_CUDA
+  if (start_ != nullptr) return static_cast<std::int64_t>(cuda::eventElapsedMs(start_, stop_) * 1e6);
+#endif
+  return 0;
+}
+
 int setBlasThreads(int n) {
 #if DS_BLAS_REFERENCE
   // The bundle's netlib BLAS is single-threaded and slow: CPU figures from it are not OpenBLAS's.

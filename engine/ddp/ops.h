@@ -59,6 +59,27 @@ void adamwStep(Tensor& param, const Tensor& grad, Tensor& m, Tensor& v, long ste
 // Waits for queued GPU work on the current device; no-op on the host.
 void synchronize(const Device& device);
 
+// Times the device work queued between start() and stop() with two CUDA events on the default
+// stream, as torch's peers time theirs: the device's own time, with its idle gaps (a host that keeps
+// it waiting) included and the host's queueing ahead not. Only on a CUDA device: on the host
+// available() is false and elapsedNs() 0.
+class DeviceTimer {
+ public:
+  explicit DeviceTimer(const Device& device);
+  ~DeviceTimer();
+  DeviceTimer(const DeviceTimer&) = delete;
+  DeviceTimer& operator=(const DeviceTimer&) = delete;
+  bool available() const { return start_ != nullptr; }
+  void start();
+  void stop();
+  // Waits for stop()'s event; nanoseconds between the two events.
+  std::int64_t elapsedNs();
+
+ private:
+  void* start_ = nullptr;
+  void* stop_ = nullptr;
+};
+
 // Limits OpenBLAS to `n` threads (several ranks on few cores: 1 each). Returns the previous count.
 int setBlasThreads(int n);
 

@@ -110,7 +110,6 @@ TrainResult train(const TrainConfig& c, comm::ProcessGroup* pg) {
     cursor += static_cast<std::size_t>(c.batch);
     return idx;
   };
-  Tensor x, y;
   // The dataset is f32; a bf16 model gets its batches rounded to bf16 (as x.to(torch.bfloat16)), into
   // tensors kept across steps (no allocation per step beyond the f32 batch's own).
   Tensor x32, y32;
@@ -140,12 +139,18 @@ TrainResult train(const TrainConfig& c, comm::ProcessGroup* pg) {
   const float gradScale = 1.0f / static_cast<float>(c.accumulation);
   if (evalN > 0) result.evalLossStart = evalLoss();
   model.zeroGrad();
+  // The step's micro-batches, loaded before the device timer starts (kept across steps).
+  std::vector<Tensor> xs(static_cast<std::size_t>(c.accumulation)), ys(xs.size());
+  ops::DeviceTimer deviceTimer(c.device);
   for (int step = 0; step < c.steps; ++step) {
     const auto t0 = Clock::now();
     StepRecord rec;
     const std::size_t before = ddp ? ddp->iterations().size() : 0;
+    for (std::size_t micro = 0; micro < xs.size(); ++micro) load(nextBatch(), xs[micro], ys[micro]);
+    deviceTimer.start();
     for (int micro = 0; micro < c.accumulation; ++micro) {
-      load(nextBatch(), x, y);
+      const Tensor& x = xs[static_cast<std::size_t>(micro)];
+      const Tensor& y = ys[static_cast<std::size_t>(micro)];
       if (ddp) {
         const Tensor& out = ddp->forward(x);
         rec.loss += ops::mseLoss(out, y, gradScale, dOut) / c.accumulation;
@@ -167,8 +172,10 @@ TrainResult train(const TrainConfig& c, comm::ProcessGroup* pg) {
       optimizer->step(model.parameters());
     }
     model.zeroGrad();
+    deviceTimer.stop();
     ops::synchronize(c.device);
     rec.stepNs = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count();
+    rec.deviceStepNs = deviceTimer.elapsedNs();
     if (ddp) {
       for (std::size_t k = before; k < ddp->iterations().size(); ++k) addInto(rec.ddp, ddp->iterations()[k]);
     }

@@ -50,7 +50,10 @@ struct TrainConfig {
 
 struct StepRecord {
   double loss = 0;  // this rank's mean loss over the step's micro-batches
-  std::int64_t stepNs = 0;
+  std::int64_t stepNs = 0;  // host clock: the batch's load to the step's end, device drained
+  // CUDA devices only (0 on the host): the step's device time, CUDA events from the first forward to
+  // the end of zero_grad, the batches already loaded, as torch's peer times its step.
+  std::int64_t deviceStepNs = 0;
   // Summed over the step's micro-steps (comm comes from the synced one).
   IterationStats ddp;
 };

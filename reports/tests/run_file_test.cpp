@@ -111,7 +111,7 @@ TEST(RunFile, LoadsEachKindAndAcceptsMinorVersionsAndTheOldInteger) {
   RunFile f = loadRunFile(dir.file("s.json"));
   EXPECT_EQ(f.kind, RunKind::kSweep);
   EXPECT_STREQ(runKindName(f.kind), "sweep");
-  EXPECT_EQ(f.schemaVersion, "1.2");
+  EXPECT_EQ(f.schemaVersion, "1.3");
   EXPECT_EQ(f.label, "cluster-a");
   ASSERT_TRUE(f.sweep.has_value());
   EXPECT_EQ(f.sweep->results.size(), 2u);

@@ -87,6 +87,7 @@ void to_json(nlohmann::json& j, const TrainRunRecord& r) {
   // Only where not f32: a file written before --dtype reads back to the same JSON, so its run id (a
   // hash of that JSON) does not change when it is ingested again.
   if (r.dtype != "f32") j["dtype"] = r.dtype;
+  if (r.stepDeviceMs.samples > 0) j["time_ms"]["step_device"] = r.stepDeviceMs;
   if (r.gemmFlopsPerStep > 0) {
     j["gemm_flops_per_step"] = r.gemmFlopsPerStep;
     j["gemm_tflops"] = r.gemmTflops;
@@ -136,6 +137,7 @@ void from_json(const nlohmann::json& j, TrainRunRecord& r) {
   readTo(t.at("optimizer"), r.optimizerMs);
   readTo(t.at("step"), r.stepMs);
   readTo(t.at("comm_busy"), r.commBusyMs);
+  if (t.contains("step_device")) readTo(t.at("step_device"), r.stepDeviceMs);  // schema 1.3
   readTo(j.at("samples_per_sec"), r.samplesPerSec);
   if (j.contains("gemm_flops_per_step")) readTo(j.at("gemm_flops_per_step"), r.gemmFlopsPerStep);
   if (j.contains("gemm_tflops")) readTo(j.at("gemm_tflops"), r.gemmTflops);

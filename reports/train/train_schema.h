@@ -64,6 +64,10 @@ struct TrainRunRecord {
   // exposed comm (what the step waited for after backward), optimizer, whole step, and the busy time
   // of the collectives themselves.
   Percentiles forwardMs, backwardComputeMs, backwardCommMs, exposedCommMs, optimizerMs, stepMs, commBusyMs;
+  // CUDA runs (schema 1.3, JSON time_ms.step_device; samples 0 elsewhere and in older files): the step's
+  // device time from CUDA events, first forward to zero_grad with the batch already loaded, as torch's
+  // peer times its step. stepMs is the host's clock and includes the batch's load.
+  Percentiles stepDeviceMs;
   double samplesPerSec = 0;  // global batch / median step time
   // The model's GEMM FLOPs per rank per step (MlpSpec::gemmFlopsPerSample x per-rank batch) and what
   // they achieve at the median step time of the slowest rank, in TFLOP/s per rank (JSON

@@ -53,6 +53,13 @@ std::string formatTrainTable(const std::vector<TrainRunRecord>& runs) {
       "overlap hid)\n"
       "# TFLOP/s = the model's GEMM FLOPs per rank per step (forward, weight and input gradients) at the "
       "median step time (per step the slowest rank);\n# dtype = the parameters', activations' and gradients' type\n";
+  for (const auto& r : runs) {
+    if (r.stepDeviceMs.samples == 0) continue;
+    out += fmt::format(
+        "# {} {:.2f} MB: step on the device (CUDA events, first forward to zero_grad, batch already loaded) "
+        "median {:.3f} ms, p90 {:.3f} ms; the step column is the host's clock with the batch's load\n",
+        r.dtype, r.bucketCapMb, r.stepDeviceMs.p50, r.stepDeviceMs.p90);
+  }
   if (eval) {
     out += fmt::format(
         "# eval loss = the loss on one fixed batch of {} samples before the first and after the last step "

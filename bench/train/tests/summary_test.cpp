@@ -49,6 +49,25 @@ TEST(TrainSummary, GemmTflopsAreTheModelsFlopsAtTheSlowestRanksMedianStep) {
   EXPECT_EQ(unknown.gemmTflops, 0.0);
 }
 
+TEST(TrainSummary, DeviceStepTimeOnlyWhereEveryStepHasOne) {
+  auto timed = [](double host, double device) {
+    StepSample s = step(host, 0, 0, 1.0);
+    s.deviceStepMs = device;
+    return s;
+  };
+  ds::report::TrainRunRecord gpu;
+  ds::bench::summarizeSteps({{timed(10, 8), timed(12, 9)}, {timed(11, 7), timed(13, 10)}}, 8, gpu);
+  EXPECT_EQ(gpu.stepDeviceMs.samples, 4u);
+  EXPECT_DOUBLE_EQ(gpu.stepDeviceMs.p50, 8.5);
+  EXPECT_DOUBLE_EQ(gpu.stepDeviceMs.min, 7);
+  // The host (no CUDA events) or a partial set: none, rather than a median of some steps.
+  ds::report::TrainRunRecord cpu, partial;
+  ds::bench::summarizeSteps({{step(10, 0, 0, 1), step(12, 0, 0, 1)}}, 8, cpu);
+  EXPECT_EQ(cpu.stepDeviceMs.samples, 0u);
+  ds::bench::summarizeSteps({{timed(10, 8), step(12, 0, 0, 1)}}, 8, partial);
+  EXPECT_EQ(partial.stepDeviceMs.samples, 0u);
+}
+
 TEST(TrainDType, FlagValuesAreF32OrBf16UnderTheirUsualNames) {
   using ds::comm::DType;
   EXPECT_EQ(ds::bench::parseTrainDType("f32"), DType::kF32);

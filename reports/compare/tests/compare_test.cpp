@@ -297,7 +297,7 @@ TEST(Compare, RepeatsSurviveTheJsonAndOlderFilesStillLoad) {
   EXPECT_DOUBLE_EQ(p.timeUs, t[1]);
   auto j = sweepToJson(*run.sweep);
   EXPECT_EQ(j["results"][0]["out_of_place"]["repeats"].size(), 4u);
-  EXPECT_EQ(j["schema_version"], "1.2");
+  EXPECT_EQ(j["schema_version"], "1.3");
   // A 1.0 file: no "repeats", no args.repeat.
   j["schema_version"] = "1.0";
   j["results"][0]["out_of_place"].erase("repeats");

@@ -93,7 +93,7 @@ TEST(SweepStats, TailsOfAnOlderFileAreUnknownAndStaySo) {
   EXPECT_EQ(run.args.perIterSkip, 0);
   EXPECT_TRUE(run.results[0].outOfPlace.timesUs.empty());
   auto back = sweepToJson(run);
-  EXPECT_EQ(back["schema_version"], "1.2");
+  EXPECT_EQ(back["schema_version"], "1.3");
   EXPECT_FALSE(back["results"][0]["out_of_place"]["iter"].contains("p90_us"));
   EXPECT_FALSE(back["results"][0]["out_of_place"]["iter"].contains("p999_us"));
   EXPECT_FALSE(back["results"][0]["out_of_place"].contains("times_us"));
@@ -288,7 +288,7 @@ TEST(SweepJson, RoundTripsAndChecksSchema) {
   run.summary = summarize(run.results);
   auto j = sweepToJson(run);
   EXPECT_EQ(j["schema"], "dsperf.sweep");
-  EXPECT_EQ(j["schema_version"], "1.2");
+  EXPECT_EQ(j["schema_version"], "1.3");
   EXPECT_EQ(j["results"][0]["out_of_place"]["nwrong"], 0);
   EXPECT_EQ(j["results"][0]["in_place"]["iter"]["p50_us"], 18.0);
   auto back = sweepFromJson(j, "x.json");

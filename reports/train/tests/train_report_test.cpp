@@ -47,7 +47,7 @@ TEST(TrainReport, PercentilesInterpolateLikeNumpy) {
 TEST(TrainReport, JsonRoundTripsAndCarriesPyTorchsFieldNames) {
   auto j = trainToJson({sample()});
   EXPECT_EQ(j["schema"], "dsperf.train");
-  EXPECT_EQ(j["schema_version"], "1.2");
+  EXPECT_EQ(j["schema_version"], "1.3");
   EXPECT_EQ(j["runs"][0]["ddp_logging"]["avg_backward_comm_time"], 123456789);
   EXPECT_TRUE(j["runs"][0]["ddp_logging"].contains("avg_backward_compute_comm_overlap_time"));
   EXPECT_EQ(j["runs"][0]["time_ms"]["forward"]["p50"], 11.0);
@@ -85,6 +85,25 @@ TEST(TrainReport, DtypeAndGemmTflopsRoundTripAndOlderFilesAreF32) {
   EXPECT_NE(text.find("TFLOP/s"), std::string::npos) << text;
   EXPECT_NE(text.find("   bf16 "), std::string::npos) << text;
   EXPECT_NE(text.find("  42.500 "), std::string::npos) << text;
+}
+
+TEST(TrainReport, DeviceStepTimeRoundTripsAndIsLeftOutWithoutOne) {
+  auto r = sample();
+  r.device = "cuda";
+  r.stepDeviceMs = summarize({7.5, 8.0, 8.5});
+  auto j = trainToJson({r});
+  EXPECT_DOUBLE_EQ(j["runs"][0]["time_ms"]["step_device"]["p50"].get<double>(), 8.0);
+  auto back = trainFromJson(j, "gpu.json");
+  EXPECT_EQ(back[0].stepDeviceMs.samples, 3u);
+  EXPECT_DOUBLE_EQ(back[0].stepDeviceMs.p90, r.stepDeviceMs.p90);
+  // A host run (or a file before 1.3) has none: not written, read back as no samples.
+  EXPECT_FALSE(trainToJson({sample()})["runs"][0]["time_ms"].contains("step_device"));
+  EXPECT_EQ(trainFromJson(trainToJson({sample()}), "cpu.json")[0].stepDeviceMs.samples, 0u);
+  // The table says what it is beside the host's step column; a host run's table does not.
+  auto text = formatTrainTable({r});
+  EXPECT_NE(text.find("step on the device (CUDA events"), std::string::npos) << text;
+  EXPECT_NE(text.find("median 8.000 ms"), std::string::npos) << text;
+  EXPECT_EQ(formatTrainTable({sample()}).find("CUDA events"), std::string::npos);
 }
 
 TEST(TrainReport, ReadersCheckTheSchema) {
