@@ -14,7 +14,7 @@
 #   two_ranks    e. two ranks on GPU 0: dsdiag --world fails world.gpu_unique naming both ranks and the
 #                   bus id; dsbench coll --backend nccl ends within its timeout naming NCCL's duplicate-GPU error
 #   train        f. dsbench train on CUDA: the 100m preset and an MLP of width 8192, each in f32 and bf16
-#   peers        g. the node's torch on the same work (allreduce, MLP step, device copy): ratio tables
+#   peers        g. the node's torch on the same work (allreduce, DDP step, device copy): ratio tables
 #   summary      h. summary.json (a dsperf.diag document: `dsreport html summary.json` makes a report), then
 #                   figures.md: the figures of the JSON as Markdown for docs/performance.md's GPU section
 #                   (gpu_figures.py, beside the peers: share/dsperf/ in the bundle and the install)

@@ -457,12 +457,17 @@ def peers_section(docs):
             rows.append([md(p.get("model", "?")), md(p.get("dtype", "f32")), str(p.get("batch", "-")), fixed(theirs),
                          fixed(mine), fixed(mine / theirs) if num(mine) and num(theirs) and theirs > 0 else "-",
                          fixed(p.get("tflops"), 1), fixed(p.get("dsperf_tflops"), 1)])
-        out.append("MLP step (forward + backward + SGD), world size 1; TFLOP/s of the GEMMs at the step time:")
+        host = [p for p in mlp if p.get("dsperf_timer", "cuda events") != "cuda events"]
+        out.append("DDP step (forward + backward + allreduce + SGD), world size 1: torch's DistributedDataParallel "
+                   "on nccl and dsbench train, each step on CUDA events with the batch on the GPU; TFLOP/s of the "
+                   "GEMMs at the step time" + (" (dsperf's figures of this run are the host's clock with the "
+                                                 "batch's load: its dsbench predates time_ms.step_device)" if host else "")
+                   + ":")
         out.append("")
         out += table(["model", "dtype", "batch", "torch ms", "dsperf ms", "dsperf/torch", "torch TFLOP/s",
                       "dsperf TFLOP/s"], rows)
     else:
-        out.append(missing("torch's MLP step", "peers.json has no mlp rows"))
+        out.append(missing("torch's DDP step", "peers.json has no mlp rows"))
     return out
 
 

@@ -4,8 +4,9 @@ same run. It measures, with torch only (nothing else from the bundle):
 
   allreduce   torch.distributed NCCL allreduce at world size 1, float32, on the sizes of dsperf's sweep;
   mlp         the MLP of each dsbench train file, once per dtype in it (same width, depth, batch and
-              dtype; bf16 with f32 master weights, as dsperf): forward, backward and an SGD step, timed
-              with CUDA events;
+              dtype; bf16 with f32 master weights, as dsperf): torch's DistributedDataParallel on nccl at
+              world size 1 (torch_ddp_peer.py), forward, backward and an SGD step, each step timed with
+              CUDA events, against dsbench's time_ms.step_device (its step on the same CUDA events);
   copy        device-to-device copy bandwidth (torch Tensor.copy_), the memory limit of the GPU.
 
 It writes PEERS.json and prints ratio tables (dsperf / torch; above 1 means dsperf takes longer).
@@ -17,6 +18,9 @@ import os
 import sys
 import tempfile
 import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from torch_ddp_peer import ddp_step_peer  # noqa: E402 - beside this file in the bundle and the install
 
 
 def load(path):
@@ -63,54 +67,6 @@ def gemm_flops_per_sample(dims):
     """dsperf's MlpSpec::gemmFlopsPerSample: forward and weight gradient of every layer, input gradient
     of every layer but the first (torch computes none for the data either)."""
     return sum((4.0 if i == 0 else 6.0) * dims[i] * dims[i + 1] for i in range(len(dims) - 1))
-
-
-def mlp_peer(torch, spec, batch, dtype):
-    """dsperf's MLP step in torch: forward, MSE, backward, SGD (momentum 0.9). dtype "bf16": the model
-    and batch in bfloat16 and SGD on float32 master copies written back rounded, as dsperf and
-    DeepSpeed's bf16 optimizer do."""
-    torch.manual_seed(0)
-    width, layers, in_features, out_features, act, bias = spec
-    # dsperf's mlp:WxL is L linear layers: in -> W -> ... -> W -> out, an activation between them.
-    dims = [in_features] + [width] * (layers - 1) + [out_features]
-    tdtype = torch.bfloat16 if dtype == "bf16" else torch.float32
-    mods = []
-    for i in range(len(dims) - 1):
-        # Made on the GPU: initialising mlp:8192x8's 537M parameters on the CPU takes seconds.
-        mods.append(torch.nn.Linear(dims[i], dims[i + 1], bias=bias, device="cuda", dtype=tdtype))
-        if i < len(dims) - 2:
-            mods.append(torch.nn.ReLU() if act == "relu" else torch.nn.GELU())
-    model = torch.nn.Sequential(*mods)
-    params = list(model.parameters())
-    masters = [p.detach().float().clone().requires_grad_(False) for p in params] if dtype == "bf16" else params
-    opt = torch.optim.SGD(masters, lr=0.01, momentum=0.9)
-    x = torch.randn(batch, in_features, device="cuda", dtype=tdtype)
-    y = torch.randn(batch, out_features, device="cuda", dtype=tdtype)
-    count = sum(p.numel() for p in params)
-
-    def fwd():
-        return torch.nn.functional.mse_loss(model(x), y)
-
-    def step():
-        for p in params:
-            p.grad = None
-        loss = fwd()
-        loss.backward()
-        if dtype == "bf16":
-            for m, p in zip(masters, params):
-                m.grad = p.grad.float()
-            opt.step()
-            with torch.no_grad():
-                for m, p in zip(masters, params):
-                    p.copy_(m)
-        else:
-            opt.step()
-
-    fwd_ms = timed(torch, lambda: fwd(), 10, 3)
-    step_ms = timed(torch, step, 10, 3)
-    flops = gemm_flops_per_sample(dims) * batch
-    return {"params": count, "batch": batch, "dtype": dtype, "forward_ms": fwd_ms, "step_ms": step_ms,
-            "gemm_flops_per_step": flops, "tflops": flops / (step_ms * 1e-3) / 1e12}
 
 
 def copy_peer(torch):
@@ -187,18 +143,28 @@ def main():
             if run.get("device") != "cuda" or dtype in done or time.monotonic() > deadline:
                 continue
             done.add(dtype)  # one configuration per model and dtype
-            peer = mlp_peer(torch, parse_model(run["model"]), run["per_rank_batch"], dtype)
+            spec = parse_model(run["model"])
+            peer = ddp_step_peer(torch, spec, run["per_rank_batch"], dtype)
+            width, layers, in_features, out_features = spec[:4]
+            dims = [in_features] + [width] * (layers - 1) + [out_features]
+            peer["gemm_flops_per_step"] = gemm_flops_per_sample(dims) * run["per_rank_batch"]
+            peer["tflops"] = peer["gemm_flops_per_step"] / (peer["step_ms"] * 1e-3) / 1e12
             if peer["params"] != run["params"]:
                 print(f"torch_peers: note: torch's {run['model']} has {peer['params']} parameters, dsperf's "
                       f"{run['params']}: the models differ", file=sys.stderr)
-            mine = run["time_ms"]["step"]["p50"]
+            # Like for like: dsbench's step on CUDA events with the batch loaded (schema 1.3); an older
+            # dsbench has only the host's clock with the batch's load, said in the JSON.
+            timed_on = "step_device" if "step_device" in run["time_ms"] else "step"
+            mine = run["time_ms"][timed_on]["p50"]
+            peer["dsperf_timer"] = "cuda events" if timed_on == "step_device" else "host clock with the batch's load"
             mine_tflops = peer["gemm_flops_per_step"] / (mine * 1e-3) / 1e12
             peer.update({"model": run["model"], "dsperf_step_ms": mine, "dsperf_tflops": mine_tflops})
             result["mlp"].append(peer)
             rows.append([run["model"], dtype, run["per_rank_batch"], f"{peer['step_ms']:.2f}", f"{mine:.2f}",
                          f"{mine / peer['step_ms']:.2f}", f"{peer['tflops']:.1f}", f"{mine_tflops:.1f}"])
     if rows:
-        table("MLP step (forward + backward + SGD), world size 1; TFLOP/s of the GEMMs at the step time",
+        table("DDP step (forward + backward + allreduce + SGD), world size 1, torch DDP vs dsperf, both on CUDA events; "
+              "TFLOP/s of the GEMMs at the step time",
               ["model", "dtype", "batch", "torch ms", "dsperf ms", "dsperf/torch", "torch TFLOP/s", "dsperf TFLOP/s"],
               rows)
     with open(a.out, "w") as f:
