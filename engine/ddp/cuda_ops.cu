@@ -277,6 +277,8 @@ void eventDestroy(void* e) noexcept {
 void eventRecord(void* e) { check(cudaEventRecord(static_cast<cudaEvent_t>(e), cudaStreamLegacy), "cudaEventRecord"); }
 
 double eventElapsedMs(void* start, void* stop) {
+  // Both: a span may end at a point recorded before its start (a negative span).
+  check(cudaEventSynchronize(static_cast<cudaEvent_t>(start)), "cudaEventSynchronize");
   check(cudaEventSynchronize(static_cast<cudaEvent_t>(stop)), "cudaEventSynchronize");
   float ms = 0;
   check(cudaEventElapsedTime(&ms, static_cast<cudaEvent_t>(start), static_cast<cudaEvent_t>(stop)),

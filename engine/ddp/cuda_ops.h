@@ -23,7 +23,7 @@ void synchronize();
 void* eventCreate();
 void eventDestroy(void* e) noexcept;
 void eventRecord(void* e);
-// Waits for `stop`, then the milliseconds between the two.
+// Waits for both events, then the milliseconds from start to stop (negative when stop came first).
 double eventElapsedMs(void* start, void* stop);
 
 // The maths below take f32 or bf16 (elem kElemF32 / kElemBF16) for every tensor of one call; bf16

@@ -13,12 +13,6 @@ namespace ds::ddp {
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-std::int64_t nsBetween(Clock::time_point a, Clock::time_point b) {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(b - a).count();
-}
-
 // Per parameter: dtype, device type, rank of the shape and up to 4 dims (-1 padded).
 constexpr std::size_t kMaxDims = 4;
 constexpr std::size_t kDescWidth = 3 + kMaxDims;
@@ -126,7 +120,10 @@ Reducer::~Reducer() {
 }
 
 Reducer::Reducer(std::vector<Parameter>& params, comm::ProcessGroup& pg, const DdpOptions& options)
-    : params_(params), pg_(pg), options_(options) {
+    : params_(params),
+      pg_(pg),
+      options_(options),
+      clock_(params.empty() ? Device{} : params.front().value.device(), kPoints) {
   hook_ = options.commHook ? options.commHook : makeCommHook(options.commHookName);
   if (options.overlap) {
     // A cap below 1 MiB also caps the first bucket, so that a small bucket_cap_mb really gives small
@@ -194,10 +191,25 @@ bool Reducer::gradIsBucketView(std::size_t i) const {
   return g.sameMemory(bucket.buffer.view(bucket.offsets[m], g.numel(), g.shape()));
 }
 
-std::int64_t Reducer::sinceStart(Clock::time_point t) const { return nsBetween(start_, t); }
+const IterationStats& Reducer::lastIteration() const {
+  resolveStats();
+  return last_;
+}
+
+void Reducer::resolveStats() const {
+  if (!statsPending_) return;
+  statsPending_ = false;
+  last_.backwardComputeNs = clock_.ns(kStart, kComputeEnd);
+  if (!clock_.marked(kCommEnd)) return;  // no_sync, or a backward that failed
+  last_.backwardCommNs = launchedAny_ ? clock_.ns(kFirstLaunch, kCommEnd) : 0;
+  last_.overlapNs = launchedAny_ ? std::max<std::int64_t>(0, clock_.ns(kFirstLaunch, kComputeEnd)) : 0;
+  last_.exposedCommNs = clock_.ns(kComputeEnd, kCommEnd);
+  last_.finalizeNs = clock_.ns(kCommEnd, kFinalizeEnd);
+}
 
 void Reducer::prepareForBackward(bool sync) {
   DS_CHECK(!inBackward_, "prepareForBackward twice without finalizeBackward");
+  resolveStats();  // the previous backward's, before its points are reused
   inBackward_ = true;
   sync_ = sync;
   std::fill(ready_.begin(), ready_.end(), false);
@@ -214,7 +226,9 @@ void Reducer::prepareForBackward(bool sync) {
   last_ = IterationStats{};
   last_.synced = sync;
   last_.buckets = static_cast<int>(buckets_.size());
-  start_ = Clock::now();
+  clock_.clear();
+  clock_.mark(kStart);
+  statsPending_ = true;
 }
 
 void Reducer::markGradReady(std::size_t i) {
@@ -258,7 +272,7 @@ void Reducer::markGradReady(std::size_t i) {
 void Reducer::launch(std::size_t b) {
   Bucket& bucket = buckets_[b];
   if (!launchedAny_) {
-    firstLaunch_ = Clock::now();
+    clock_.mark(kFirstLaunch);
     launchedAny_ = true;
   }
   // GPU gradients are written by kernels on the default stream; the collective must see them. nccl
@@ -272,9 +286,8 @@ void Reducer::launch(std::size_t b) {
 
 void Reducer::finalizeBackward() {
   DS_CHECK(inBackward_, "finalizeBackward without prepareForBackward");
-  const auto computeEnd = Clock::now();
+  clock_.mark(kComputeEnd);
   events_.push_back({ReducerEventType::kBackwardComputeEnd, 0});
-  last_.backwardComputeNs = sinceStart(computeEnd);
   inBackward_ = false;
   if (readyCount_ != params_.size()) {
     std::vector<std::string> missing;
@@ -295,7 +308,7 @@ void Reducer::finalizeBackward() {
     last_.commBusyNs +=
         std::chrono::duration_cast<std::chrono::nanoseconds>(buckets_[b].work->duration()).count();
   }
-  const auto commEnd = Clock::now();
+  clock_.mark(kCommEnd);
   for (auto& bucket : buckets_) {
     hook_->finish(bucket.grad);
     for (std::size_t m = 0; m < bucket.spec.params.size(); ++m) {
@@ -304,12 +317,9 @@ void Reducer::finalizeBackward() {
       if (!p.grad.sameMemory(slot)) ops::copy(slot, p.grad);
     }
   }
-  ops::synchronize(buckets_.empty() ? comm::Device{} : buckets_[0].buffer.device());
-  const auto finalizeEnd = Clock::now();
-  last_.backwardCommNs = launchedAny_ ? nsBetween(firstLaunch_, commEnd) : 0;
-  last_.overlapNs = launchedAny_ ? std::max<std::int64_t>(0, nsBetween(firstLaunch_, computeEnd)) : 0;
-  last_.exposedCommNs = nsBetween(computeEnd, commEnd);
-  last_.finalizeNs = nsBetween(commEnd, finalizeEnd);
+  // The copies back are queued on the device's default stream, where the optimizer follows them: no
+  // drain here (the finalize time is the device's, on a GPU).
+  clock_.mark(kFinalizeEnd);
   if (recordOrder_ && rebuilds_ == 0) rebuild();
 }
 
@@ -334,7 +344,7 @@ void Reducer::rebuild() {
 // DistributedDataParallel
 
 DistributedDataParallel::DistributedDataParallel(Mlp& model, comm::ProcessGroup& pg, DdpOptions options)
-    : model_(model), pg_(pg), options_(std::move(options)) {
+    : model_(model), pg_(pg), options_(std::move(options)), clock_(model.device(), kPoints) {
   // Every rank checks the same thing, so all refuse together (nothing collective runs before).
   for (const auto& p : model_.parameters()) {
     if (p.value.device().type != pg_.options().device.type) {
@@ -406,34 +416,56 @@ void DistributedDataParallel::broadcastParameters() {
   for (auto& w : works) w->wait();
 }
 
+// The phases are timed on clock_ (CUDA events on a GPU) and their times collected when asked for or
+// when the next forward reuses the points: no phase drains the device to be timed. (A forward that
+// collects the previous step's optimizer time waits, on a GPU, until that step is done; dsbench's
+// loop has synchronised by then, as a loop that reads its loss has.)
 const Tensor& DistributedDataParallel::forward(const Tensor& x) {
-  auto t0 = Clock::now();
+  resolvePending();
+  clock_.clear();
+  clock_.mark(kForwardStart);
   const Tensor& out = model_.forward(x);
-  ops::synchronize(out.device());
-  pendingForwardNs_ = nsBetween(t0, Clock::now());
+  clock_.mark(kForwardEnd);
   return out;
 }
 
 void DistributedDataParallel::backward(const Tensor& dOut) {
+  resolvePending();  // an earlier backward's times, before this one's replace the reducer's
   reducer_->prepareForBackward(requireSync_);
   model_.backward(dOut, [this](std::size_t i) { reducer_->markGradReady(i); });
-  ops::synchronize(dOut.device());
   reducer_->finalizeBackward();
-  IterationStats s = reducer_->lastIteration();
-  s.forwardNs = pendingForwardNs_;
-  pendingForwardNs_ = 0;
-  iterations_.push_back(s);
+  iterations_.push_back(IterationStats{});
+  iterationPending_ = true;
 }
 
 void DistributedDataParallel::optimizerStep(Optimizer& optimizer) {
-  auto t0 = Clock::now();
+  clock_.mark(kOptimizerStart);
   optimizer.step(model_.parameters());
-  ops::synchronize(model_.device());
-  std::int64_t ns = nsBetween(t0, Clock::now());
-  if (!iterations_.empty()) iterations_.back().optimizerNs += ns;
+  clock_.mark(kOptimizerEnd);
+  optimizerPending_ = true;
+}
+
+void DistributedDataParallel::resolvePending() const {
+  if (iterationPending_) {
+    iterationPending_ = false;
+    IterationStats s = reducer_->lastIteration();
+    s.forwardNs = clock_.ns(kForwardStart, kForwardEnd);
+    s.optimizerNs = iterations_.back().optimizerNs;
+    iterations_.back() = s;
+  }
+  if (optimizerPending_) {
+    optimizerPending_ = false;
+    if (!iterations_.empty()) iterations_.back().optimizerNs += clock_.ns(kOptimizerStart, kOptimizerEnd);
+  }
+}
+
+const std::vector<IterationStats>& DistributedDataParallel::iterations() const {
+  resolvePending();
+  return iterations_;
 }
 
 DdpLoggingData DistributedDataParallel::loggingData() const {
+  resolvePending();
   DdpLoggingData d;
   d.bucket_sizes = reducer_->bucketSizes();
   d.world_size = pg_.size();

@@ -25,6 +25,7 @@
 #include "engine/ddp/bucket.h"
 #include "engine/ddp/comm_hook.h"
 #include "engine/ddp/mlp.h"
+#include "engine/ddp/ops.h"
 #include "engine/ddp/optimizer.h"
 
 namespace ds::ddp {
@@ -73,7 +74,9 @@ OverlapChoice chooseOverlap(const OverlapPlacement& p);
 // The CPUs one rank can count on, as chooseOverlap reads them (at least 1).
 int cpusPerRank(int rankCpus, int hostCpus, int localRanks);
 
-// One backward, as the reducer saw it. Times are nanoseconds.
+// One backward, as the reducer saw it. Times are nanoseconds: the host's clock on the host; on a GPU
+// the device's, from CUDA events on the default stream (ops::DeviceClock), so that timing a phase
+// never drains the device, and read once the device got there.
 struct IterationStats {
   bool synced = true;  // false inside no_sync: no communication
   std::int64_t forwardNs = 0;
@@ -154,7 +157,9 @@ class Reducer {
   // Whether parameter i's .grad is the view into its bucket (gradient_as_bucket_view keeps it so).
   bool gradIsBucketView(std::size_t i) const;
   std::vector<std::size_t> bucketSizes() const;
-  const IterationStats& lastIteration() const { return last_; }
+  // The last backward's statistics. On a GPU reading them waits until the device finished that
+  // backward's finalize (read after the step's synchronize, it costs nothing).
+  const IterationStats& lastIteration() const;
   const std::vector<ReducerEvent>& lastEvents() const { return events_; }
   // The order gradients became ready in the first synchronised backward (this rank's).
   const std::vector<std::size_t>& recordedReadyOrder() const { return readyOrder_; }
@@ -162,7 +167,8 @@ class Reducer {
   const CommHook& commHook() const { return *hook_; }
 
  private:
-  using Clock = std::chrono::steady_clock;
+  // The points of one backward on clock_.
+  enum Point : std::size_t { kStart, kFirstLaunch, kComputeEnd, kCommEnd, kFinalizeEnd, kPoints };
   struct Bucket {
     BucketSpec spec;
     Tensor buffer;
@@ -175,7 +181,8 @@ class Reducer {
   void build(const std::vector<BucketSpec>& specs);
   void launch(std::size_t b);
   void rebuild();
-  std::int64_t sinceStart(Clock::time_point t) const;
+  // Fills last_'s times from clock_ once (statsPending_).
+  void resolveStats() const;
 
   std::vector<Parameter>& params_;
   comm::ProcessGroup& pg_;
@@ -193,10 +200,10 @@ class Reducer {
   bool inBackward_ = false;
   std::size_t nextLaunch_ = 0;
   std::size_t readyCount_ = 0;
-  Clock::time_point start_{};
-  Clock::time_point firstLaunch_{};
   bool launchedAny_ = false;
-  IterationStats last_;
+  ops::DeviceClock clock_;
+  mutable bool statsPending_ = false;
+  mutable IterationStats last_;
   std::vector<ReducerEvent> events_;
 };
 
@@ -238,21 +245,27 @@ class DistributedDataParallel {
   Mlp& module() { return model_; }
   Reducer& reducer() { return *reducer_; }
   const DdpOptions& options() const { return options_; }
-  // Every backward so far (no_sync ones too), with its optimizer time when a step followed it.
-  const std::vector<IterationStats>& iterations() const { return iterations_; }
+  // Every backward so far (no_sync ones too), with its forward's time and its optimizer time when a
+  // step followed it. On a GPU reading them waits until the device got through the last of them.
+  const std::vector<IterationStats>& iterations() const;
   DdpLoggingData loggingData() const;
 
  private:
   void verifyModelAcrossRanks();
   void broadcastParameters();
+  // Moves the times on clock_ (and the reducer's) into iterations_.back(), once.
+  void resolvePending() const;
+  enum Point : std::size_t { kForwardStart, kForwardEnd, kOptimizerStart, kOptimizerEnd, kPoints };
 
   Mlp& model_;
   comm::ProcessGroup& pg_;
   DdpOptions options_;
   std::unique_ptr<Reducer> reducer_;
   bool requireSync_ = true;
-  std::int64_t pendingForwardNs_ = 0;
-  std::vector<IterationStats> iterations_;
+  ops::DeviceClock clock_;
+  mutable bool iterationPending_ = false;  // iterations_.back() waits for its times
+  mutable bool optimizerPending_ = false;  // an optimizer step's times wait to join iterations_.back()
+  mutable std::vector<IterationStats> iterations_;
 };
 
 // Whether PyTorch's DDP logger samples synced iteration `n` (1-based): the first 10, then every 100th.

@@ -439,45 +439,45 @@ void synchronize(const Device& device) {
 #endif
 }
 
-DeviceTimer::DeviceTimer(const Device& device) {
-#if DS_WITH_CUDA
+DeviceClock::DeviceClock(const Device& device, std::size_t points) : times_(points), marked_(points, false) {
   if (device.type != DeviceType::kCuda) return;
-  start_ = cuda::eventCreate();
+#if DS_WITH_CUDA
   try {
-    stop_ = cuda::eventCreate();
+    for (std::size_t i = 0; i < points; ++i) events_.push_back(cuda::eventCreate());
   } catch (...) {
-    cuda::eventDestroy(start_);
+    for (void* e : events_) cuda::eventDestroy(e);
     throw;
   }
 #else
-  (void)device;
+  noCuda("DeviceClock");
 #endif
 }
 
-DeviceTimer::~DeviceTimer() {
+DeviceClock::~DeviceClock() {
 #if DS_WITH_CUDA
-  cuda::eventDestroy(start_);
-  cuda::eventDestroy(stop_);
+  for (void* e : events_) cuda::eventDestroy(e);
 #endif
 }
 
-void DeviceTimer::start() {
+void DeviceClock::mark(std::size_t point) {
+  marked_.at(point) = true;
 #if DS_WITH_CUDA
-  if (start_ != nullptr) cuda::eventRecord(start_);
+  if (onDevice()) {
+    cuda::eventRecord(events_[point]);
+    return;
+  }
 #endif
+  times_[point] = std::chrono::steady_clock::now();
 }
 
-void DeviceTimer::stop() {
-#if DS_WITH_CUDA
-  if (stop_ != nullptr) cuda::eventRecord(stop_);
-#endif
-}
+void DeviceClock::clear() { std::fill(marked_.begin(), marked_.end(), false); }
 
-std::int64_t DeviceTimer::elapsedNs() {
+std::int64_t DeviceClock::ns(std::size_t from, std::size_t to) const {
+  if (!marked_.at(from) || !marked_.at(to)) return 0;
 #if DS_WITH_CUDA
-  if (start_ != nullptr) return static_cast<std::int64_t>(cuda::eventElapsedMs(start_, stop_) * 1e6);
+  if (onDevice()) return static_cast<std::int64_t>(cuda::eventElapsedMs(events_[from], events_[to]) * 1e6);
 #endif
-  return 0;
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(times_[to] - times_[from]).count();
 }
 
 int setBlasThreads(int n) {

@@ -12,8 +12,10 @@
 // GPU functions run on the default stream and return without synchronising; synchronize() waits.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "engine/ddp/tensor.h"
 
@@ -59,25 +61,29 @@ void adamwStep(Tensor& param, const Tensor& grad, Tensor& m, Tensor& v, long ste
 // Waits for queued GPU work on the current device; no-op on the host.
 void synchronize(const Device& device);
 
-// Times the device work queued between start() and stop() with two CUDA events on the default
-// stream, as torch's peers time theirs: the device's own time, with its idle gaps (a host that keeps
-// it waiting) included and the host's queueing ahead not. Only on a CUDA device: on the host
-// available() is false and elapsedNs() 0.
-class DeviceTimer {
+// Points in a device's work, for timing spans of it without draining it. On the host, the steady
+// clock when a point is marked. On a CUDA device, an event recorded on the default stream when marked:
+// it times the device's own work, its idle gaps (a host that keeps it waiting) included and the host's
+// queueing ahead not, as torch's DDP logger and its peers time theirs; reading a span waits for its
+// later point's event (read after the device got there, e.g. after the step's synchronize, it costs
+// nothing). A span with a point never marked since clear() reads 0.
+class DeviceClock {
  public:
-  explicit DeviceTimer(const Device& device);
-  ~DeviceTimer();
-  DeviceTimer(const DeviceTimer&) = delete;
-  DeviceTimer& operator=(const DeviceTimer&) = delete;
-  bool available() const { return start_ != nullptr; }
-  void start();
-  void stop();
-  // Waits for stop()'s event; nanoseconds between the two events.
-  std::int64_t elapsedNs();
+  DeviceClock(const Device& device, std::size_t points);
+  ~DeviceClock();
+  DeviceClock(const DeviceClock&) = delete;
+  DeviceClock& operator=(const DeviceClock&) = delete;
+  bool onDevice() const { return !events_.empty(); }
+  void mark(std::size_t point);
+  bool marked(std::size_t point) const { return marked_.at(point); }
+  void clear();
+  // Nanoseconds from `from` to `to` (negative when `to` came first); 0 unless both are marked.
+  std::int64_t ns(std::size_t from, std::size_t to) const;
 
  private:
-  void* start_ = nullptr;
-  void* stop_ = nullptr;
+  std::vector<void*> events_;  // CUDA events, one per point (empty on the host)
+  std::vector<std::chrono::steady_clock::time_point> times_;
+  std::vector<bool> marked_;
 };
 
 // Limits OpenBLAS to `n` threads (several ranks on few cores: 1 each). Returns the previous count.

@@ -141,13 +141,14 @@ TrainResult train(const TrainConfig& c, comm::ProcessGroup* pg) {
   model.zeroGrad();
   // The step's micro-batches, loaded before the device timer starts (kept across steps).
   std::vector<Tensor> xs(static_cast<std::size_t>(c.accumulation)), ys(xs.size());
-  ops::DeviceTimer deviceTimer(c.device);
+  // The step's device time (CUDA events; none on the host).
+  ops::DeviceClock stepClock(c.device, 2);
   for (int step = 0; step < c.steps; ++step) {
     const auto t0 = Clock::now();
     StepRecord rec;
     const std::size_t before = ddp ? ddp->iterations().size() : 0;
     for (std::size_t micro = 0; micro < xs.size(); ++micro) load(nextBatch(), xs[micro], ys[micro]);
-    deviceTimer.start();
+    stepClock.mark(0);
     for (int micro = 0; micro < c.accumulation; ++micro) {
       const Tensor& x = xs[static_cast<std::size_t>(micro)];
       const Tensor& y = ys[static_cast<std::size_t>(micro)];
@@ -172,10 +173,10 @@ TrainResult train(const TrainConfig& c, comm::ProcessGroup* pg) {
       optimizer->step(model.parameters());
     }
     model.zeroGrad();
-    deviceTimer.stop();
+    stepClock.mark(1);
     ops::synchronize(c.device);
     rec.stepNs = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count();
-    rec.deviceStepNs = deviceTimer.elapsedNs();
+    rec.deviceStepNs = stepClock.onDevice() ? stepClock.ns(0, 1) : 0;
     if (ddp) {
       for (std::size_t k = before; k < ddp->iterations().size(); ++k) addInto(rec.ddp, ddp->iterations()[k]);
     }

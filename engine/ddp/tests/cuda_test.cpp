@@ -149,6 +149,36 @@ TEST(CudaDdp, OneRankOnNcclMatchesOneProcess) {
   EXPECT_GT(got.buckets.size(), 2u);
   EXPECT_EQ(got.replicaChecks, dt::kSteps);
 }
+
+// The step's phases are timed with CUDA events, never by draining the device: every step has a device
+// time, the phases are positive, and no phase is longer than the step that holds it.
+TEST(CudaDdp, StepsAndPhasesAreTimedWithCudaEvents) {
+  DS_NEED_GPU();
+  TrainResult got = trainOneNcclRank(DType::kF32);
+  ASSERT_EQ(got.steps.size(), static_cast<std::size_t>(dt::kSteps));
+  for (std::size_t k = 0; k < got.steps.size(); ++k) {
+    const StepRecord& s = got.steps[k];
+    EXPECT_GT(s.deviceStepNs, 0) << "step " << k;
+    EXPECT_GT(s.ddp.forwardNs, 0) << "step " << k;
+    EXPECT_GT(s.ddp.backwardComputeNs, 0) << "step " << k;
+    EXPECT_GT(s.ddp.optimizerNs, 0) << "step " << k;
+    EXPECT_GE(s.ddp.exposedCommNs, 0) << "step " << k;
+    EXPECT_LE(s.ddp.forwardNs + s.ddp.backwardComputeNs + s.ddp.optimizerNs, s.stepNs) << "step " << k;
+  }
+}
 #endif
+
+TEST(CudaOps, DeviceClockTimesDeviceWork) {
+  DS_NEED_GPU();
+  ops::DeviceClock clock(kGpu, 2);
+  ASSERT_TRUE(clock.onDevice());
+  Tensor a = Tensor::zeros({1024, 1024}, DType::kF32, kGpu);
+  Tensor c = Tensor::zeros({1024, 1024}, DType::kF32, kGpu);
+  clock.mark(0);
+  for (int i = 0; i < 8; ++i) ops::gemm(false, false, 1.0f, a, a, 0.0f, c);
+  clock.mark(1);
+  EXPECT_GT(clock.ns(0, 1), 0);  // waits for the second event itself
+  EXPECT_LT(clock.ns(1, 0), 0);
+}
 
 }  // namespace

@@ -6,6 +6,8 @@
 #include <cmath>
 #include <random>
 #include <set>
+#include <stdexcept>
+#include <thread>
 
 #include "engine/common/error.h"
 #include "engine/ddp/bucket.h"
@@ -99,6 +101,24 @@ TEST(Ops, GemmMatchesANaiveProductForEveryTransposition) {
         EXPECT_FLOAT_EQ(got[i], 2.0f * want[i] + 0.5f) << ta << tb << " at " << i;
     }
   }
+}
+
+// On the host the clock is the steady clock at each mark; a span with an unmarked point reads 0, and
+// clear() unmarks every point (the device's version, CUDA events, runs in the GPU checks).
+TEST(Ops, DeviceClockOnTheHostTimesSpansBetweenMarks) {
+  ds::ddp::ops::DeviceClock clock(ds::ddp::Device{}, 3);
+  EXPECT_FALSE(clock.onDevice());
+  EXPECT_EQ(clock.ns(0, 1), 0);
+  clock.mark(0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  clock.mark(1);
+  EXPECT_GE(clock.ns(0, 1), 15'000'000);
+  EXPECT_LE(clock.ns(1, 0), -15'000'000) << "a span that ends before it starts is negative";
+  EXPECT_EQ(clock.ns(0, 2), 0) << "point 2 was never marked";
+  clock.clear();
+  EXPECT_FALSE(clock.marked(0));
+  EXPECT_EQ(clock.ns(0, 1), 0);
+  EXPECT_THROW(clock.mark(3), std::out_of_range);
 }
 
 TEST(Ops, MseLossAndGradient) {
