@@ -60,8 +60,17 @@ void TeacherStudentDataset::batch(const std::vector<std::size_t>& indices, Tenso
     x = hx;
     y = hy;
   } else {
-    x = hx.to(device);
-    y = hy.to(device);
+    // Into the caller's device tensors when they fit (a training loop's, kept across steps): a fresh
+    // allocation per batch would also free the last one, and cudaFree waits for the whole device.
+    auto into = [&](const Tensor& host, Tensor& dst) {
+      if (!dst.defined() || dst.shape() != host.shape() || dst.dtype() != host.dtype() || !(dst.device() == device)) {
+        dst = host.to(device);
+        return;
+      }
+      ops::copy(host, dst);
+    };
+    into(hx, x);
+    into(hy, y);
   }
 }
 

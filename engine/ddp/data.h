@@ -28,7 +28,9 @@ class TeacherStudentDataset {
   explicit TeacherStudentDataset(const DatasetOptions& options);
   std::size_t size() const { return options_.samples; }
   const DatasetOptions& options() const { return options_; }
-  // Rows `indices` of x and y, as [n, in] and [n, out] tensors on `device`.
+  // Rows `indices` of x and y, as [n, in] and [n, out] tensors on `device`. On a GPU, x and y are
+  // written in place when they already are f32 tensors of that shape on that device (a loop's, kept
+  // across steps: no allocation and free per batch), else replaced.
   void batch(const std::vector<std::size_t>& indices, Tensor& x, Tensor& y, Device device = {}) const;
 
  private:
