@@ -107,7 +107,7 @@ __global__ void actBackwardKernel(int act, const T* x, const T* dy, T* dx, std::
 // One atomic per block on the sum (a warp-shuffle reduction, then the block's warps), not one per
 // thread: every thread adding to one address serialises on it.
 template <typename T>
-__global__ void mseKernel(const T* p, const T* t, std::size_t n, float k, T* d, double* sum) {
+__global__ void mseKernel(const T* p, const T* t, std::size_t n, float k, T* d, double* sum, double scale) {
   double local = 0;
   DS_GRID_LOOP(i, n) {
     float e = toF(p[i]) - toF(t[i]);
@@ -122,7 +122,7 @@ __global__ void mseKernel(const T* p, const T* t, std::size_t n, float k, T* d, 
   if (warp == 0) {
     local = lane < blockDim.x / 32 ? warps[lane] : 0.0;
     for (int off = 16; off > 0; off >>= 1) local += __shfl_down_sync(0xffffffffu, local, off);
-    if (lane == 0) atomicAdd(sum, local);
+    if (lane == 0) atomicAdd(sum, local * scale);
   }
 }
 
@@ -233,35 +233,93 @@ void activationBackward(int act, const void* pre, const void* dy, void* dx, std:
   check(cudaGetLastError(), "activation backward kernel");
 }
 
-double mseLoss(const void* pred, const void* target, std::size_t n, float gradScale, void* dpred, int elem) {
-  // The sum lives on the device once per host thread and device (a step no longer allocates and frees
-  // it), and comes back through pinned memory.
-  struct Sum {
-    int device = -1;
-    double* dev = nullptr;
-    double* host = nullptr;
-  };
-  thread_local Sum s;
+namespace {
+
+// A double on the device and its pinned twin on the host, for sums read back once.
+struct DeviceSum {
+  int device = -1;
+  double* dev = nullptr;
+  double* host = nullptr;
+};
+
+void freeSum(DeviceSum& s) noexcept {
+  if (s.dev != nullptr) cudaFree(s.dev);
+  if (s.host != nullptr) cudaFreeHost(s.host);
+  s = DeviceSum{};
+}
+
+void makeSum(DeviceSum& s) {
   int device = 0;
   check(cudaGetDevice(&device), "cudaGetDevice");
-  if (s.dev == nullptr || s.device != device) {
-    if (s.dev != nullptr) cudaFree(s.dev);
-    if (s.host == nullptr) check(cudaMallocHost(&s.host, sizeof(double)), "cudaMallocHost");
-    s.dev = nullptr;
+  try {
+    check(cudaMallocHost(&s.host, sizeof(double)), "cudaMallocHost");
     check(cudaMalloc(&s.dev, sizeof(double)), "cudaMalloc");
-    s.device = device;
+    check(cudaMemset(s.dev, 0, sizeof(double)), "cudaMemset");
+  } catch (...) {
+    freeSum(s);
+    throw;
   }
-  check(cudaMemsetAsync(s.dev, 0, sizeof(double), cudaStreamLegacy), "cudaMemsetAsync");
+  s.device = device;
+}
+
+}  // namespace
+
+void* sumCreate() {
+  auto* s = new DeviceSum;
+  try {
+    makeSum(*s);
+  } catch (...) {
+    delete s;
+    throw;
+  }
+  return s;
+}
+
+void sumDestroy(void* sum) noexcept {
+  if (sum == nullptr) return;
+  freeSum(*static_cast<DeviceSum*>(sum));
+  delete static_cast<DeviceSum*>(sum);
+}
+
+void sumReset(void* sum) {
+  check(cudaMemsetAsync(static_cast<DeviceSum*>(sum)->dev, 0, sizeof(double), cudaStreamLegacy), "cudaMemsetAsync");
+}
+
+double sumRead(void* sum) {
+  auto* s = static_cast<DeviceSum*>(sum);
+  check(cudaMemcpyAsync(s->host, s->dev, sizeof(double), cudaMemcpyDeviceToHost, cudaStreamLegacy), "cudaMemcpyAsync");
+  check(cudaStreamSynchronize(cudaStreamLegacy), "cudaStreamSynchronize");
+  return *s->host;
+}
+
+void mseLossInto(const void* pred, const void* target, std::size_t n, float gradScale, void* dpred, int elem, void* sum,
+                 double scale) {
   const float k = gradScale * 2.0f / static_cast<float>(n);
+  double* dev = static_cast<DeviceSum*>(sum)->dev;
   dispatch(elem, [&](auto* t) {
     using T = std::remove_pointer_t<decltype(t)>;
     mseKernel<<<blocksFor(n), kThreads>>>(static_cast<const T*>(pred), static_cast<const T*>(target), n, k,
-                                          static_cast<T*>(dpred), s.dev);
+                                          static_cast<T*>(dpred), dev, scale);
   });
   check(cudaGetLastError(), "mse kernel");
-  check(cudaMemcpyAsync(s.host, s.dev, sizeof(double), cudaMemcpyDeviceToHost, cudaStreamLegacy), "cudaMemcpyAsync");
-  check(cudaStreamSynchronize(cudaStreamLegacy), "cudaStreamSynchronize");
-  return *s.host / static_cast<double>(n);
+}
+
+double mseLoss(const void* pred, const void* target, std::size_t n, float gradScale, void* dpred, int elem) {
+  // One sum per host thread and device, kept (a call no longer allocates and frees one).
+  struct Kept {
+    DeviceSum s;
+    ~Kept() { freeSum(s); }
+  };
+  thread_local Kept kept;
+  int device = 0;
+  check(cudaGetDevice(&device), "cudaGetDevice");
+  if (kept.s.dev == nullptr || kept.s.device != device) {
+    freeSum(kept.s);
+    makeSum(kept.s);
+  }
+  sumReset(&kept.s);
+  mseLossInto(pred, target, n, gradScale, dpred, elem, &kept.s, 1.0 / static_cast<double>(n));
+  return sumRead(&kept.s);
 }
 
 void* eventCreate() {

@@ -36,6 +36,15 @@ void biasGrad(const void* dy, std::size_t rows, std::size_t n, float alpha, floa
 void activationForward(int act, const void* in, void* out, std::size_t n, int elem);
 void activationBackward(int act, const void* pre, const void* dy, void* dx, std::size_t n, int elem);
 double mseLoss(const void* pred, const void* target, std::size_t n, float gradScale, void* dpred, int elem);
+// A double summed on the current device (an opaque handle): created zero, reset and read (the read
+// waits for the default stream).
+void* sumCreate();
+void sumDestroy(void* sum) noexcept;
+void sumReset(void* sum);
+double sumRead(void* sum);
+// As mseLoss, but adds scale * sum((pred - target)^2) to `sum` on the device and returns at once.
+void mseLossInto(const void* pred, const void* target, std::size_t n, float gradScale, void* dpred, int elem, void* sum,
+                 double scale);
 void scaleCopy(const void* src, int srcElem, float alpha, void* dst, int dstElem, std::size_t n);
 void sgdStep(float* p, const float* g, float* buf, std::size_t n, bool firstStep, float lr, float momentum,
              float dampening, float weightDecay);

@@ -283,6 +283,53 @@ void activationBackward(Activation a, const Tensor& pre, const Tensor& dy, Tenso
   });
 }
 
+LossSum::LossSum(const Device& device) {
+  if (device.type != DeviceType::kCuda) return;
+#if DS_WITH_CUDA
+  device_ = cuda::sumCreate();
+#else
+  noCuda("LossSum");
+#endif
+}
+
+LossSum::~LossSum() {
+#if DS_WITH_CUDA
+  cuda::sumDestroy(device_);
+#endif
+}
+
+void LossSum::reset() {
+  host_ = 0;
+#if DS_WITH_CUDA
+  if (device_ != nullptr) cuda::sumReset(device_);
+#endif
+}
+
+double LossSum::value() const {
+#if DS_WITH_CUDA
+  if (device_ != nullptr) return cuda::sumRead(device_);
+#endif
+  return host_;
+}
+
+void mseLossInto(const Tensor& pred, const Tensor& target, float gradScale, Tensor& dpred, LossSum& sum, double weight) {
+  if (!pred.isCuda()) {
+    sum.host_ += weight * mseLoss(pred, target, gradScale, dpred);
+    return;
+  }
+  DS_CHECK(sum.device_ != nullptr, "mseLossInto: a loss on {} into a host LossSum", pred.shapeString());
+  sameDevice("mseLoss", pred, target);
+  sameDevice("mseLoss", pred, dpred);
+  requireMathDType("mseLoss", {&pred, &target, &dpred});
+  DS_CHECK(pred.numel() == target.numel() && pred.numel() == dpred.numel() && pred.numel() > 0,
+           "mseLoss: pred {} target {}", pred.shapeString(), target.shapeString());
+#if DS_WITH_CUDA
+  const std::size_t n = pred.numel();
+  cuda::mseLossInto(pred.raw(), target.raw(), n, gradScale, dpred.raw(), elemOf(pred.dtype()), sum.device_,
+                    weight / static_cast<double>(n));
+#endif
+}
+
 double mseLoss(const Tensor& pred, const Tensor& target, float gradScale, Tensor& dpred) {
   sameDevice("mseLoss", pred, target);
   sameDevice("mseLoss", pred, dpred);

@@ -41,6 +41,26 @@ void activationBackward(Activation a, const Tensor& pre, const Tensor& dy, Tenso
 // dpred = gradScale * 2 (pred - target) / numel.
 double mseLoss(const Tensor& pred, const Tensor& target, float gradScale, Tensor& dpred);
 
+// Losses summed where they are computed: on a GPU a double on the device (no read-back per loss), on
+// the host a double. value() brings the sum to the host (on a GPU it waits for the default stream).
+class LossSum {
+ public:
+  explicit LossSum(const Device& device);
+  ~LossSum();
+  LossSum(const LossSum&) = delete;
+  LossSum& operator=(const LossSum&) = delete;
+  void reset();
+  double value() const;
+
+ private:
+  friend void mseLossInto(const Tensor&, const Tensor&, float, Tensor&, LossSum&, double);
+  void* device_ = nullptr;  // cuda::sumCreate's handle on a GPU
+  double host_ = 0;
+};
+// As mseLoss, adding weight * mean((pred - target)^2) to `sum` instead of returning it: on a GPU it
+// returns without waiting for the device.
+void mseLossInto(const Tensor& pred, const Tensor& target, float gradScale, Tensor& dpred, LossSum& sum, double weight);
+
 // dst = alpha * src, converting dtypes (f32/f16/bf16) as needed. Same numel.
 void scaleCopy(const Tensor& src, float alpha, Tensor& dst);
 // x *= alpha (any float dtype).

@@ -143,18 +143,21 @@ TrainResult train(const TrainConfig& c, comm::ProcessGroup* pg) {
   std::vector<Tensor> xs(static_cast<std::size_t>(c.accumulation)), ys(xs.size());
   // The step's device time (CUDA events; none on the host).
   ops::DeviceClock stepClock(c.device, 2);
+  // The step's loss, summed on the device and read once the step is done (no read-back per micro-step).
+  ops::LossSum stepLoss(c.device);
   for (int step = 0; step < c.steps; ++step) {
     const auto t0 = Clock::now();
     StepRecord rec;
     const std::size_t before = ddp ? ddp->iterations().size() : 0;
     for (std::size_t micro = 0; micro < xs.size(); ++micro) load(nextBatch(), xs[micro], ys[micro]);
+    stepLoss.reset();
     stepClock.mark(0);
     for (int micro = 0; micro < c.accumulation; ++micro) {
       const Tensor& x = xs[static_cast<std::size_t>(micro)];
       const Tensor& y = ys[static_cast<std::size_t>(micro)];
       if (ddp) {
         const Tensor& out = ddp->forward(x);
-        rec.loss += ops::mseLoss(out, y, gradScale, dOut) / c.accumulation;
+        ops::mseLossInto(out, y, gradScale, dOut, stepLoss, 1.0 / c.accumulation);
         if (micro + 1 < c.accumulation) {
           auto guard = ddp->noSync();
           ddp->backward(dOut);
@@ -163,7 +166,7 @@ TrainResult train(const TrainConfig& c, comm::ProcessGroup* pg) {
         }
       } else {
         const Tensor& out = model.forward(x);
-        rec.loss += ops::mseLoss(out, y, gradScale, dOut) / c.accumulation;
+        ops::mseLossInto(out, y, gradScale, dOut, stepLoss, 1.0 / c.accumulation);
         model.backward(dOut);
       }
     }
@@ -177,6 +180,7 @@ TrainResult train(const TrainConfig& c, comm::ProcessGroup* pg) {
     ops::synchronize(c.device);
     rec.stepNs = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count();
     rec.deviceStepNs = stepClock.onDevice() ? stepClock.ns(0, 1) : 0;
+    rec.loss = stepLoss.value();
     if (ddp) {
       for (std::size_t k = before; k < ddp->iterations().size(); ++k) addInto(rec.ddp, ddp->iterations()[k]);
     }

@@ -168,6 +168,18 @@ TEST(CudaDdp, StepsAndPhasesAreTimedWithCudaEvents) {
 }
 #endif
 
+TEST(CudaOps, MseLossIntoMatchesMseLossWithoutAReadBackPerCall) {
+  DS_NEED_GPU();
+  Tensor p = Tensor::fromVector({2, 2}, {1, 2, 3, 4}).to(kGpu);
+  Tensor t = Tensor::fromVector({2, 2}, {0, 2, 3, 2}).to(kGpu);
+  Tensor d = Tensor::zeros({2, 2}, DType::kF32, kGpu);
+  ops::LossSum sum(kGpu);
+  sum.reset();
+  ops::mseLossInto(p, t, 1.0f, d, sum, 0.25);
+  ops::mseLossInto(p, t, 1.0f, d, sum, 0.75);
+  EXPECT_NEAR(sum.value(), ops::mseLoss(p, t, 1.0f, d), 1e-12);
+}
+
 TEST(CudaOps, DeviceClockTimesDeviceWork) {
   DS_NEED_GPU();
   ops::DeviceClock clock(kGpu, 2);

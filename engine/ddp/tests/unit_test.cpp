@@ -132,6 +132,21 @@ TEST(Ops, MseLossAndGradient) {
   EXPECT_FLOAT_EQ(g[1], 0.0f);
 }
 
+// A step's micro-batch losses summed where they are computed, read once; the gradient is mseLoss's.
+TEST(Ops, MseLossIntoSumsWeightedLossesUntilReset) {
+  Tensor p = Tensor::fromVector({2, 2}, {1, 2, 3, 4});
+  Tensor t = Tensor::fromVector({2, 2}, {0, 2, 3, 2});
+  Tensor d = Tensor::zeros({2, 2});
+  ops::LossSum sum(Device{});
+  ops::mseLossInto(p, t, 0.5f, d, sum, 0.5);
+  EXPECT_FLOAT_EQ(d.toVector()[3], 0.5f * 2.0f * 2.0f / 4.0f);
+  ops::mseLossInto(t, t, 1.0f, d, sum, 0.5);
+  EXPECT_DOUBLE_EQ(sum.value(), 0.5 * (1.0 + 4.0) / 4.0);
+  EXPECT_DOUBLE_EQ(sum.value(), 0.5 * (1.0 + 4.0) / 4.0) << "reading does not consume";
+  sum.reset();
+  EXPECT_EQ(sum.value(), 0.0);
+}
+
 // ---------------------------------------------------------------------------------------------
 // MLP
 
