@@ -354,12 +354,15 @@ namespace {
 // GPU 0 (0000:19:00.0) and mlx5_0 under one PCIe switch of host bridge pci0000:15 on NUMA node 0;
 // GPU 1 (0000:3b:00.0) on pci0000:97, NUMA node 1, with mlx5_1 under its switch unless `nicOnSocket1`
 // is false (then no NIC sits on GPU 1's socket). Besides: mlx5_0's IPoIB face, a veth, docker0 and lo.
-std::unique_ptr<ds::hw::fake::FakeTree> topologySysfs(bool nicOnSocket1) {
+// mlx5_0's link trained at `mlx5_0Width` lanes of its 16.
+std::unique_ptr<ds::hw::fake::FakeTree> topologySysfs(bool nicOnSocket1, const std::string& mlx5_0Width = "16") {
   auto t = std::make_unique<ds::hw::fake::FakeTree>();
   auto device = [&](const std::string& parent, const std::string& addr, const std::string& cls, int numa,
                     const std::string& cpus) {
-    std::string dev = t->pci(parent, addr, cls == "gpu" ? "0x10de" : "0x15b3", cls == "gpu" ? "0x2335" : "0x1021",
-                             cls == "gpu" ? "0x030200" : "0x020700", "", "32.0 GT/s PCIe", "16");
+    const bool gpu = cls == "gpu";
+    std::string dev = t->pci(parent, addr, gpu ? "0x10de" : "0x15b3", gpu ? "0x2335" : "0x1021",
+                             gpu ? "0x030200" : "0x020700", "32.0 GT/s PCIe", "32.0 GT/s PCIe",
+                             addr == "0000:1a:00.0" ? mlx5_0Width : "16");
     t->file(dev + "/numa_node", std::to_string(numa));
     t->file(dev + "/local_cpulist", cpus);
     return dev;
@@ -524,6 +527,30 @@ TEST(DsdiagTopology, ADriverWithoutTheTopologyCallsSaysSoAndFallsBackToSysfs) {
       << f["message"];
   // No far ends known: the GPU pair from the PCI tree, across sockets.
   EXPECT_EQ(f["data"]["matrix"][0][1], "SYS");
+}
+
+// gpu.pcie_link judges the NICs' own links too (sysfs): NVML does not see them.
+TEST(DsdiagTopology, ANicLinkBelowItsWidthWarnsInPcieLink) {
+  auto narrow = topologySysfs(true, "8");
+  TempDir d;
+  std::map<std::string, std::string> vars{{"LD_LIBRARY_PATH", DS_FAKE_NVML_DIR},
+                                          {"DSDIAG_LIBCUDA", "/nonexistent/libcuda.so.1"},
+                                          {"DSDIAG_SYSFS", narrow->roots().sysfs}};
+  auto r = run({dsdiag(), "--only", "gpu.pcie_link", "--json", d.file("r.json")}, clean(vars));
+  auto j = ds::report::readJson(d.file("r.json"));
+  EXPECT_EQ(status(j, "gpu.pcie_link"), "WARN") << message(j, "gpu.pcie_link");
+  EXPECT_NE(message(j, "gpu.pcie_link").find("NIC mlx5_0 (0000:1a:00.0): the PCIe link runs at x8 of x16, Gen5 of Gen5"),
+            std::string::npos)
+      << message(j, "gpu.pcie_link");
+  EXPECT_NE(message(j, "gpu.pcie_link").find("lspci -vv -s 0000:1a:00.0"), std::string::npos);
+  EXPECT_EQ(message(j, "gpu.pcie_link").find("mlx5_1"), std::string::npos);
+  auto full = topologySysfs(true);
+  vars["DSDIAG_SYSFS"] = full->roots().sysfs;
+  run({dsdiag(), "--only", "gpu.pcie_link", "--json", d.file("r2.json")}, clean(vars));
+  auto ok = ds::report::readJson(d.file("r2.json"));
+  EXPECT_EQ(status(ok, "gpu.pcie_link"), "PASS") << message(ok, "gpu.pcie_link");
+  EXPECT_NE(message(ok, "gpu.pcie_link").find("; 2 NIC link(s) at their full width and generation"), std::string::npos)
+      << message(ok, "gpu.pcie_link");
 }
 
 TEST(DsdiagTopology, SkipsWithoutNvml) {

@@ -285,6 +285,25 @@ std::vector<NicPciDevice> readNicPciDevices(const HardwareRoots& roots) {
   return scanNics(fs::path(roots.sysfs)).pci;
 }
 
+std::optional<PcieLinkState> readPcieLinkState(const fs::path& dev) {
+  PcieLinkState s;
+  s.gen = pcieGenFromSpeed(attrOr(dev / "current_link_speed"));
+  s.maxGen = pcieGenFromSpeed(attrOr(dev / "max_link_speed"));
+  const fs::path up = dev.parent_path();
+  if (isPciAddress(up.filename().string())) {
+    const int upGen = pcieGenFromSpeed(attrOr(up / "max_link_speed"));
+    if (upGen > 0 && s.maxGen > 0) s.maxGen = std::min(s.maxGen, upGen);
+  }
+  auto lanes = [&](const char* name) {
+    auto w = parseInteger(attrOr(dev / name));
+    return w && *w > 0 && *w <= 32 ? static_cast<int>(*w) : 0;
+  };
+  s.width = lanes("current_link_width");
+  s.maxWidth = lanes("max_link_width");
+  if (s.gen == 0 && s.maxGen == 0 && s.width == 0 && s.maxWidth == 0) return std::nullopt;
+  return s;
+}
+
 HostHardware readHostHardware(const HardwareRoots& roots, GpuQuery* gpuQuery, const std::string& host) {
   HostHardware h;
   h.host = host;

@@ -59,6 +59,16 @@ struct NicPciDevice {
 };
 std::vector<NicPciDevice> readNicPciDevices(const HardwareRoots& roots);
 
+// A PCIe link's state against what it should be, from the function's folder (NicPciDevice::path):
+// current_link_{speed,width} against max_link_width (the device's lanes) and the lesser of the
+// device's and its upstream port's max_link_speed (a Gen5 card in a Gen4 slot runs at the slot's
+// best). nullopt when sysfs tells neither (a VM's virtio device has no link). 0: unknown.
+struct PcieLinkState {
+  int gen = 0, maxGen = 0;
+  int width = 0, maxWidth = 0;
+};
+std::optional<PcieLinkState> readPcieLinkState(const std::filesystem::path& dev);
+
 // The parsers, for tests and for callers that read the files themselves. All return nullopt (or 0) on
 // text they do not recognise.
 // "400 Gb/sec (4X NDR)", "2.5 Gb/sec (1X SDR)" -> Gb/s.
