@@ -247,10 +247,10 @@ Finding topology(Context& c) {
                                      near.name, hw::pathKindText(bestAny), gpuLabel(gpu), near.name));
     } else {
       remedies.push_back(fmt::format(
-          "No NIC of this host sits on {}'s {}: check that the NICs are in the slots the board pairs with the GPUs "
-          "(nvidia-smi topo -m, lspci -tv), or give this GPU's rank the NIC on its socket when there is one "
-          "(NCCL_IB_HCA), and bind the rank to the GPU's socket (numactl --cpunodebind).",
-          gpuLabel(gpu), numaText(gpu.place->numaNode)));
+          "No NIC of this host sits on {} ({}'s): check that the NICs are in the slots the board pairs with the GPUs "
+          "(nvidia-smi topo -m, lspci -tv) and move one there; until then bind that GPU's rank to its socket "
+          "(numactl --cpunodebind={}) and list the nearest NICs first in NCCL_IB_HCA.",
+          numaText(gpu.place->numaNode), gpuLabel(gpu), gpu.place->numaNode));
     }
   }
   // Uneven NVLink counts.

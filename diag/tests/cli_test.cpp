@@ -451,10 +451,10 @@ TEST(DsdiagTopology, AGpuWithoutANicOnItsSocketWarns) {
             std::string::npos)
       << msg;
   EXPECT_EQ(msg.find("GPU 0"), std::string::npos) << msg;
-  EXPECT_NE(remedy.find("No NIC of this host sits on GPU 1 (00000000:3B:00.0)'s NUMA node 1"), std::string::npos)
+  EXPECT_NE(remedy.find("No NIC of this host sits on NUMA node 1 (GPU 1 (00000000:3B:00.0)'s)"), std::string::npos)
       << remedy;
   EXPECT_NE(remedy.find("NCCL_IB_HCA"), std::string::npos) << remedy;
-  EXPECT_NE(remedy.find("numactl --cpunodebind"), std::string::npos) << remedy;
+  EXPECT_NE(remedy.find("numactl --cpunodebind=1"), std::string::npos) << remedy;
 }
 
 TEST(DsdiagTopology, NcclIbHcaThatLeavesOutTheNearNicWarnsWithIt) {
