@@ -220,14 +220,14 @@ TEST(PciTopology, LinkStateAgainstTheDeviceAndItsSlot) {
   t.file("sys/devices/pci0000:16/0000:16:01.0/max_link_speed", "16.0 GT/s PCIe");  // a Gen4 slot
   std::string gen5InGen4 = t.pci("pci0000:16/0000:16:01.0", "0000:17:00.0", "0x15b3", "0x1021", "0x020700",
                                  "16.0 GT/s PCIe", "32.0 GT/s PCIe", "8");
-  auto s = readPcieLinkState(fs::path(t.root()) / gen5InGen4);
+  auto s = readPcieLinkState(std::filesystem::path(t.root()) / gen5InGen4);
   ASSERT_TRUE(s.has_value());
   EXPECT_EQ(s->gen, 4);
   EXPECT_EQ(s->maxGen, 4);  // the slot's best, not a degraded link
   EXPECT_EQ(s->width, 8);
   EXPECT_EQ(s->maxWidth, 16);  // but half its lanes
   std::string virtio = t.pci("pci0000:00", "0000:00:03.0", "0x1af4", "0x1000", "0x020000", "", "", "");
-  EXPECT_FALSE(readPcieLinkState(fs::path(t.root()) / virtio).has_value());
+  EXPECT_FALSE(readPcieLinkState(std::filesystem::path(t.root()) / virtio).has_value());
 }
 
 }  // namespace
