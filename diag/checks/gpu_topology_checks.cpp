@@ -135,14 +135,15 @@ NvlinkVerdict judgeNvlinks(const hw::TopologyFacts& f, const hw::Topology& t) {
       bad.emplace_back(i, j);
       v.problems.push_back(fewer ? fmt::format("GPU {} - GPU {}: NV{} ({} link(s) fewer)", f.gpus[i].index,
                                                f.gpus[j].index, p.nvlinks, v.most - p.nvlinks)
-                                 : fmt::format("GPU {} - GPU {}: no NVLink ({})", f.gpus[i].index, f.gpus[j].index,
-                                               hw::pathText(p)));
+                                 : fmt::format("GPU {} - GPU {}: no NVLink ({})", f.gpus[i].index,
+                                               f.gpus[j].index, hw::pathText(p)));
     }
   }
   if (bad.empty()) return v;
   // One GPU in every uneven pair, and all its pairs alike: name it, it is where the links are down.
   for (std::size_t k = 0; k < n && n > 2; ++k) {
-    const bool inAll = std::all_of(bad.begin(), bad.end(), [&](const auto& b) { return b.first == k || b.second == k; });
+    const bool inAll =
+        std::all_of(bad.begin(), bad.end(), [&](const auto& b) { return b.first == k || b.second == k; });
     if (!inAll || bad.size() != n - 1) continue;
     auto links = [&](const auto& b) {
       const auto& p = t.matrix[b.first][b.second];
@@ -150,10 +151,11 @@ NvlinkVerdict judgeNvlinks(const hw::TopologyFacts& f, const hw::Topology& t) {
     };
     const int have = links(bad[0]);
     if (!std::all_of(bad.begin(), bad.end(), [&](const auto& b) { return links(b) == have; })) break;
-    v.problems = {fmt::format("{} has {} to each of the other {} GPUs, where the other pairs have NV{} ({} link(s) "
-                              "down or missing)",
-                              gpuLabel(f.gpus[k]), have > 0 ? fmt::format("NV{}", have) : "no NVLink", n - 1, v.most,
-                              v.most - have)};
+    v.problems = {
+        fmt::format("{} has {} to each of the other {} GPUs, where the other pairs have NV{} ({} link(s) "
+                    "down or missing)",
+                    gpuLabel(f.gpus[k]), have > 0 ? fmt::format("NV{}", have) : "no NVLink", n - 1, v.most,
+                    v.most - have)};
     break;
   }
   return v;
@@ -201,14 +203,16 @@ Json topologyData(const Facts& facts, const hw::Topology& t, const GpuProbe& g) 
 Finding topology(Context& c) {
   auto& g = c.gpu();
   if (!g.nvmlLoaded || !g.nvmlError.empty()) {
-    return skip(fmt::format("NVML is not usable ({}), so the GPU topology cannot be read (gpu.nvml says more)",
-                            g.nvmlError.empty() ? "not loaded" : g.nvmlError));
+    return skip(
+        fmt::format("NVML is not usable ({}), so the GPU topology cannot be read (gpu.nvml says more)",
+                    g.nvmlError.empty() ? "not loaded" : g.nvmlError));
   }
   if (g.nvmlDevices.empty()) return skip("NVML lists no GPU, so there is no GPU topology to read");
   Facts facts = gatherFacts(c, g);
   const auto& f = facts.topo;
   if (f.gpus.size() == 1 && f.nics.empty()) {
-    return skip(fmt::format("one GPU ({}) and no NIC with a PCI function: no path to judge", gpuLabel(f.gpus[0])));
+    return skip(
+        fmt::format("one GPU ({}) and no NIC with a PCI function: no path to judge", gpuLabel(f.gpus[0])));
   }
   const hw::Topology t = hw::buildTopology(f);
   Json data = topologyData(facts, t, g);
@@ -236,18 +240,21 @@ Finding topology(Context& c) {
     }
     if (best != PathKind::kSys) continue;
     const auto& nic = f.nics[bestNic];
-    problems.push_back(fmt::format(
-        "{}, {}: its nearest NIC{} {} ({}, {}) is across sockets (SYS): its GPUDirect RDMA traffic crosses the CPU "
-        "interconnect and gets a fraction of the NIC's bandwidth",
-        gpuLabel(gpu), numaText(gpu.place->numaNode), spec ? " that NCCL_IB_HCA allows," : "", nic.name,
-        nic.place.address, numaText(nic.place.numaNode)));
+    problems.push_back(
+        fmt::format("{}, {}: its nearest NIC{} {} ({}, {}) is across sockets (SYS): its GPUDirect RDMA "
+                    "traffic crosses the CPU "
+                    "interconnect and gets a fraction of the NIC's bandwidth",
+                    gpuLabel(gpu), numaText(gpu.place->numaNode), spec ? " that NCCL_IB_HCA allows," : "",
+                    nic.name, nic.place.address, numaText(nic.place.numaNode)));
     if (bestAny < PathKind::kSys) {
       const auto& near = f.nics[bestAnyNic];
-      remedies.push_back(fmt::format("NCCL_IB_HCA leaves out {}, which is {} to {}: add it (NCCL_IB_HCA={}...).",
-                                     near.name, hw::pathKindText(bestAny), gpuLabel(gpu), near.name));
+      remedies.push_back(
+          fmt::format("NCCL_IB_HCA leaves out {}, which is {} to {}: add it (NCCL_IB_HCA={}...).", near.name,
+                      hw::pathKindText(bestAny), gpuLabel(gpu), near.name));
     } else {
       remedies.push_back(fmt::format(
-          "No NIC of this host sits on {} ({}'s): check that the NICs are in the slots the board pairs with the GPUs "
+          "No NIC of this host sits on {} ({}'s): check that the NICs are in the slots the board pairs with "
+          "the GPUs "
           "(nvidia-smi topo -m, lspci -tv) and move one there; until then bind that GPU's rank to its socket "
           "(numactl --cpunodebind={}) and list the nearest NICs first in NCCL_IB_HCA.",
           numaText(gpu.place->numaNode), gpuLabel(gpu), gpu.place->numaNode));
@@ -256,11 +263,13 @@ Finding topology(Context& c) {
   // Uneven NVLink counts.
   NvlinkVerdict nv = judgeNvlinks(f, t);
   if (!nv.problems.empty()) {
-    problems.push_back(fmt::format("NVLink counts between GPU pairs are uneven: {}; NCCL's rings and trees over "
-                                   "those pairs run slower or fall back to PCIe",
-                                   join(nv.problems, ", ")));
+    problems.push_back(
+        fmt::format("NVLink counts between GPU pairs are uneven: {}; NCCL's rings and trees over "
+                    "those pairs run slower or fall back to PCIe",
+                    join(nv.problems, ", ")));
     remedies.push_back(
-        "Check the links (nvidia-smi nvlink -s; gpu.nvlink names the down ones); on NVSwitch systems check the fabric "
+        "Check the links (nvidia-smi nvlink -s; gpu.nvlink names the down ones); on NVSwitch systems check "
+        "the fabric "
         "manager (systemctl status nvidia-fabricmanager); reset the GPU or have the node serviced.");
   }
 
@@ -296,10 +305,11 @@ Finding topology(Context& c) {
 }  // namespace
 
 std::vector<CheckDef> gpuTopologyChecks() {
-  return {{"gpu.topology", "gpu",
-           "GPU/NIC topology (NVML + sysfs, as nvidia-smi topo -m): a GPU whose nearest NIC is across sockets, "
-           "uneven NVLink counts between GPU pairs",
-           gpu_topology::topology}};
+  return {
+      {"gpu.topology", "gpu",
+       "GPU/NIC topology (NVML + sysfs, as nvidia-smi topo -m): a GPU whose nearest NIC is across sockets, "
+       "uneven NVLink counts between GPU pairs",
+       gpu_topology::topology}};
 }
 
 }  // namespace ds::diag

@@ -15,7 +15,8 @@ namespace fs = std::filesystem;
 namespace {
 
 bool hexAt(const std::string& s, std::initializer_list<std::size_t> at) {
-  return std::all_of(at.begin(), at.end(), [&](std::size_t i) { return std::isxdigit(static_cast<unsigned char>(s[i])); });
+  return std::all_of(at.begin(), at.end(),
+                     [&](std::size_t i) { return std::isxdigit(static_cast<unsigned char>(s[i])); });
 }
 
 // "pci0000:16": a PCI host bridge (root complex) under <sysfs>/devices.
@@ -57,14 +58,22 @@ std::string cpuList(const fs::path& dev) {
 
 std::string pathKindText(PathKind k) {
   switch (k) {
-    case PathKind::kSelf: return "X";
-    case PathKind::kNvLink: return "NV";
-    case PathKind::kPix: return "PIX";
-    case PathKind::kPxb: return "PXB";
-    case PathKind::kPhb: return "PHB";
-    case PathKind::kNode: return "NODE";
-    case PathKind::kSys: return "SYS";
-    case PathKind::kUnknown: break;
+    case PathKind::kSelf:
+      return "X";
+    case PathKind::kNvLink:
+      return "NV";
+    case PathKind::kPix:
+      return "PIX";
+    case PathKind::kPxb:
+      return "PXB";
+    case PathKind::kPhb:
+      return "PHB";
+    case PathKind::kNode:
+      return "NODE";
+    case PathKind::kSys:
+      return "SYS";
+    case PathKind::kUnknown:
+      break;
   }
   return "?";
 }
@@ -74,7 +83,8 @@ std::string pathText(const Path& p) {
 }
 
 bool isPciAddress(const std::string& s) {
-  return s.size() == 12 && s[4] == ':' && s[7] == ':' && s[10] == '.' && hexAt(s, {0, 1, 2, 3, 5, 6, 8, 9, 11});
+  return s.size() == 12 && s[4] == ':' && s[7] == ':' && s[10] == '.' &&
+         hexAt(s, {0, 1, 2, 3, 5, 6, 8, 9, 11});
 }
 
 std::string sysfsPciAddress(const std::string& busId) {
@@ -132,7 +142,8 @@ PathKind pciPath(const PciPlace& a, const PciPlace& b) {
     return a.numaNode >= 0 && b.numaNode >= 0 && a.numaNode != b.numaNode ? PathKind::kSys : PathKind::kNode;
   }
   std::size_t common = 0;
-  while (common < a.bridges.size() && common < b.bridges.size() && a.bridges[common] == b.bridges[common]) ++common;
+  while (common < a.bridges.size() && common < b.bridges.size() && a.bridges[common] == b.bridges[common])
+    ++common;
   if (common == 0) return PathKind::kPhb;  // different root ports of one host bridge
   // Below the deepest common bridge (a switch's upstream port), each side crosses at most its
   // downstream port: one switch.
@@ -142,12 +153,18 @@ PathKind pciPath(const PciPlace& a, const PciPlace& b) {
 PathKind pathFromNvmlLevel(int level) {
   switch (level) {
     case NVML_TOPOLOGY_INTERNAL:
-    case NVML_TOPOLOGY_SINGLE: return PathKind::kPix;
-    case NVML_TOPOLOGY_MULTIPLE: return PathKind::kPxb;
-    case NVML_TOPOLOGY_HOSTBRIDGE: return PathKind::kPhb;
-    case NVML_TOPOLOGY_NODE: return PathKind::kNode;
-    case NVML_TOPOLOGY_SYSTEM: return PathKind::kSys;
-    default: return PathKind::kUnknown;
+    case NVML_TOPOLOGY_SINGLE:
+      return PathKind::kPix;
+    case NVML_TOPOLOGY_MULTIPLE:
+      return PathKind::kPxb;
+    case NVML_TOPOLOGY_HOSTBRIDGE:
+      return PathKind::kPhb;
+    case NVML_TOPOLOGY_NODE:
+      return PathKind::kNode;
+    case NVML_TOPOLOGY_SYSTEM:
+      return PathKind::kSys;
+    default:
+      return PathKind::kUnknown;
   }
 }
 

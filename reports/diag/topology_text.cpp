@@ -8,7 +8,9 @@ namespace ds::report {
 namespace {
 
 std::string cell(const nlohmann::json& j) {
-  std::string s = j.is_string() ? j.get<std::string>() : j.is_number_integer() ? std::to_string(j.get<long long>()) : "";
+  std::string s = j.is_string()           ? j.get<std::string>()
+                  : j.is_number_integer() ? std::to_string(j.get<long long>())
+                                          : "";
   return s.substr(0, 24);
 }
 
@@ -18,7 +20,8 @@ std::vector<std::string> formatTopologyMatrix(const nlohmann::json& data) {
   if (!data.is_object()) return {};
   const auto devices = data.value("devices", nlohmann::json::array());
   const auto matrix = data.value("matrix", nlohmann::json::array());
-  if (!devices.is_array() || !matrix.is_array() || devices.empty() || matrix.size() != devices.size()) return {};
+  if (!devices.is_array() || !matrix.is_array() || devices.empty() || matrix.size() != devices.size())
+    return {};
   for (const auto& row : matrix)
     if (!row.is_array() || row.size() != devices.size()) return {};
   const auto gpus = data.value("gpus", nlohmann::json::array());
@@ -44,14 +47,17 @@ std::vector<std::string> formatTopologyMatrix(const nlohmann::json& data) {
     out.push_back(line);
   }
   out.push_back(
-      "Legend: X = self, SYS = across NUMA nodes (the SMP interconnect between sockets), NODE = across PCIe host "
-      "bridges within one NUMA node, PHB = through a PCIe host bridge (the CPU), PXB = several PCIe bridges without "
+      "Legend: X = self, SYS = across NUMA nodes (the SMP interconnect between sockets), NODE = across PCIe "
+      "host "
+      "bridges within one NUMA node, PHB = through a PCIe host bridge (the CPU), PXB = several PCIe bridges "
+      "without "
       "a host bridge, PIX = at most one PCIe bridge, NV# = # bonded NVLinks, ? = unknown");
   if (nics.is_array() && !nics.empty()) {
     std::string legend = "NIC Legend:";
     for (std::size_t k = 0; k < nics.size(); ++k) {
       if (!nics[k].is_object()) continue;
-      legend += fmt::format("{} NIC{}: {}", k == 0 ? "" : ",", k, cell(nics[k].value("name", nlohmann::json(""))));
+      legend +=
+          fmt::format("{} NIC{}: {}", k == 0 ? "" : ",", k, cell(nics[k].value("name", nlohmann::json(""))));
     }
     out.push_back(legend);
   }

@@ -30,7 +30,8 @@ TopologyFacts nvswitchBox(int gpu3FabricLinks = 18) {
   for (int i = 0; i < 8; ++i) {
     const int bus = 0x10 * (i + 1);
     const std::string hostBridge = fmt::format("pci0000:{:02x}", bus);
-    const std::string root = fmt::format("0000:{:02x}:01.0", bus), up = fmt::format("0000:{:02x}:00.0", bus + 1);
+    const std::string root = fmt::format("0000:{:02x}:01.0", bus),
+                      up = fmt::format("0000:{:02x}:00.0", bus + 1);
     const int numa = i < 4 ? 0 : 1;
     TopoGpu g;
     g.index = i;
@@ -50,14 +51,16 @@ TEST(PciTopology, NvSwitchBoxIsNv18EverywhereAndEachNicIsPixToItsGpu) {
   Topology t = buildTopology(nvswitchBox());
   ASSERT_EQ(t.matrix.size(), 16u);
   for (std::size_t i = 0; i < 8; ++i) {
-    for (std::size_t j = 0; j < 8; ++j) EXPECT_EQ(pathText(t.matrix[i][j]), i == j ? "X" : "NV18") << i << "," << j;
+    for (std::size_t j = 0; j < 8; ++j)
+      EXPECT_EQ(pathText(t.matrix[i][j]), i == j ? "X" : "NV18") << i << "," << j;
     EXPECT_EQ(t.gpuNearestKind[i], PathKind::kPix);
     EXPECT_EQ(t.gpuNearestNics[i], std::vector<int>{static_cast<int>(i)});
     EXPECT_EQ(t.nicNearestGpus[i], std::vector<int>{static_cast<int>(i)});
   }
   // GPU 0 against the NICs: its own PIX, the other NICs of socket 0 NODE, socket 1's SYS.
-  EXPECT_EQ(texts(t, 0), (std::vector<std::string>{"X", "NV18", "NV18", "NV18", "NV18", "NV18", "NV18", "NV18",
-                                                   "PIX", "NODE", "NODE", "NODE", "SYS", "SYS", "SYS", "SYS"}));
+  EXPECT_EQ(texts(t, 0),
+            (std::vector<std::string>{"X", "NV18", "NV18", "NV18", "NV18", "NV18", "NV18", "NV18", "PIX",
+                                      "NODE", "NODE", "NODE", "SYS", "SYS", "SYS", "SYS"}));
   // The matrix is symmetric.
   for (std::size_t i = 0; i < 16; ++i)
     for (std::size_t j = 0; j < 16; ++j) EXPECT_EQ(t.matrix[i][j], t.matrix[j][i]);
@@ -97,10 +100,12 @@ TopologyFacts twoSocketPcieBox() {
   gpu(4, place("0000:83:00.0", "pci0000:80", {"0000:80:01.0", "0000:81:00.0", "0000:82:00.0"}, 1));
   f.nics.push_back({"mlx5_0", true, place("0000:05:00.0", "pci0000:00", under(sw0, "0000:02:02.0"), 0)});
   f.nics.push_back(
-      {"mlx5_1", true, place("0000:84:00.0", "pci0000:80", {"0000:80:01.0", "0000:81:00.0", "0000:82:01.0"}, 1)});
+      {"mlx5_1", true,
+       place("0000:84:00.0", "pci0000:80", {"0000:80:01.0", "0000:81:00.0", "0000:82:01.0"}, 1)});
   // GPU3's second-level switch also holds a NIC function two levels below GPU3's common bridge.
-  f.nics.push_back({"ens5", false,
-                    place("0000:46:00.0", "pci0000:40", {"0000:40:01.0", "0000:41:00.0", "0000:42:01.0"}, 0)});
+  f.nics.push_back(
+      {"ens5", false,
+       place("0000:46:00.0", "pci0000:40", {"0000:40:01.0", "0000:41:00.0", "0000:42:01.0"}, 0)});
   return f;
 }
 
@@ -108,7 +113,8 @@ TEST(PciTopology, TwoSocketPcieBoxFollowsTheTree) {
   Topology t = buildTopology(twoSocketPcieBox());
   // Without NVLink or NVML levels the GPU pairs come from the tree too.
   EXPECT_EQ(texts(t, 0), (std::vector<std::string>{"X", "PIX", "PHB", "NODE", "SYS", "PIX", "SYS", "NODE"}));
-  EXPECT_EQ(texts(t, 3), (std::vector<std::string>{"NODE", "NODE", "NODE", "X", "SYS", "NODE", "SYS", "PXB"}));
+  EXPECT_EQ(texts(t, 3),
+            (std::vector<std::string>{"NODE", "NODE", "NODE", "X", "SYS", "NODE", "SYS", "PXB"}));
   EXPECT_EQ(texts(t, 4), (std::vector<std::string>{"SYS", "SYS", "SYS", "SYS", "X", "SYS", "PIX", "SYS"}));
   EXPECT_EQ(t.nicNearestGpus[0], (std::vector<int>{0, 1}));
   EXPECT_EQ(t.nicNearestGpus[1], std::vector<int>{4});
@@ -176,7 +182,8 @@ TEST(PciTopology, ReadsPlacesAndNicsFromSysfs) {
   t.file(hca + "/numa_node", "0");
   t.ibPort("mlx5_0", 1, "400 Gb/sec (4X NDR)", "4: ACTIVE", "InfiniBand", hca);
   t.netdev("ibp26s0", "400000", "up", "32", hca);  // the same function: listed once, as mlx5_0
-  std::string eth = t.pci("pci0000:b0/0000:b0:02.0", "0000:b1:00.0", "0x8086", "0x1592", "0x020000", "", "", "16");
+  std::string eth =
+      t.pci("pci0000:b0/0000:b0:02.0", "0000:b1:00.0", "0x8086", "0x1592", "0x020000", "", "", "16");
   t.file(eth + "/numa_node", "-1");
   t.netdev("ens7", "100000", "up", "1", eth);
   std::string virtio = t.pci("pci0000:00", "0000:00:03.0", "0x1af4", "0x1000", "0x020000", "", "", "");

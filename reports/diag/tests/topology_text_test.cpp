@@ -11,10 +11,14 @@ namespace {
 
 nlohmann::json twoGpusTwoNics() {
   return {{"devices", {"GPU0", "GPU1", "NIC0", "NIC1"}},
-          {"matrix", {{"X", "NV18", "PIX", "SYS"}, {"NV18", "X", "SYS", "PIX"}, {"PIX", "SYS", "X", "SYS"},
-                      {"SYS", "PIX", "SYS", "X"}}},
-          {"gpus", {{{"index", 0}, {"cpu_affinity", "0-55"}, {"numa_node", 0}},
-                    {{"index", 1}, {"cpu_affinity", ""}, {"numa_node", -1}}}},
+          {"matrix",
+           {{"X", "NV18", "PIX", "SYS"},
+            {"NV18", "X", "SYS", "PIX"},
+            {"PIX", "SYS", "X", "SYS"},
+            {"SYS", "PIX", "SYS", "X"}}},
+          {"gpus",
+           {{{"index", 0}, {"cpu_affinity", "0-55"}, {"numa_node", 0}},
+            {{"index", 1}, {"cpu_affinity", ""}, {"numa_node", -1}}}},
           {"nics", {{{"name", "mlx5_0"}}, {{"name", "mlx5_1"}}}}};
 }
 
@@ -52,7 +56,8 @@ TEST(TopologyText, TheReportPrintsItUnderTheRow) {
   r.checks.push_back(rec);
   std::string text = formatDiagText(r);
   EXPECT_NE(text.find("PASS  gpu.topology  2 GPU(s), 2 NIC(s)\n"), std::string::npos) << text;
-  EXPECT_NE(text.find("\n                      GPU0  X     NV18  PIX   SYS   0-55            0\n"), std::string::npos)
+  EXPECT_NE(text.find("\n                      GPU0  X     NV18  PIX   SYS   0-55            0\n"),
+            std::string::npos)
       << text;
 }
 
