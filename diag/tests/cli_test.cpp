@@ -515,6 +515,22 @@ TEST(DsdiagTopology, AGpuOffTheFabricWarnsWithItsPcieDistance) {
   EXPECT_EQ(f["data"]["matrix"][5][0], "SYS");
 }
 
+// Direct links count for the GPU they lead to (NVML's upper-case bus id matched), and GPU pairs of PCIe
+// cards bridged two by two are no finding.
+TEST(DsdiagTopology, BridgedPairsPassWithTheirDirectLinks) {
+  TempDir emptySysfs;
+  auto r = runTopology("topo_bridged", emptySysfs.path());
+  const auto& f = r.finding();
+  ASSERT_EQ(f.value("status", ""), "PASS") << f.dump();
+  EXPECT_EQ(f["data"]["matrix"], nlohmann::json({{"X", "NV4", "NODE", "NODE"},
+                                                 {"NV4", "X", "NODE", "NODE"},
+                                                 {"NODE", "NODE", "X", "NV4"},
+                                                 {"NODE", "NODE", "NV4", "X"}}));
+  EXPECT_NE(f["message"].get<std::string>().find("4 GPU(s), 0 NIC(s); GPU pairs NODE/NV4"), std::string::npos)
+      << f["message"];
+  EXPECT_EQ(f["data"]["gpus"][0]["nvlinks_to_switch"], 0);
+}
+
 TEST(DsdiagTopology, ADriverWithoutTheTopologyCallsSaysSoAndFallsBackToSysfs) {
   auto sysfs = topologySysfs(true);
   auto r = runTopology("healthy", sysfs->roots().sysfs, {}, DS_FAKE_NVML_OLD_DIR);

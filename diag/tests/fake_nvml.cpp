@@ -4,7 +4,8 @@
 // foreign_process, mig, exclusive, slowdown, nvlink_down, persistence_off, crash (nvmlInit_v2
 // segfaults), hang (it never returns); for gpu.topology, topo_nvswitch (eight H200s on an NVSwitch
 // fabric, 18 links each, GPUs 0-3 on socket 0 and 4-7 on socket 1), topo_link_down (the same with
-// links 16 and 17 of GPU 3 down) and topo_gpu_off_fabric (every link of GPU 5 down). Every GPU's NVLinks lead to an NVSwitch; NVML's common ancestor of
+// links 16 and 17 of GPU 3 down), topo_gpu_off_fabric (every link of GPU 5 down) and topo_bridged (four
+// GPUs with 4 links each, bridged in pairs: 0-1 and 2-3). Every GPU's NVLinks lead to an NVSwitch; NVML's common ancestor of
 // two GPUs is NODE on one socket, SYSTEM across. Built with DS_FAKE_NVML_NO_TOPOLOGY (the library in
 // tests/fake-nvml-old), it lacks the topology calls, as a driver older than 450 does.
 #include <signal.h>
@@ -31,6 +32,8 @@ struct nvmlDevice_st {
   int downLink = -1;
   int downLink2 = -1;
   bool allLinksDown = false;
+  unsigned links = NVML_NVLINK_MAX_LINKS;  // the links the GPU has
+  int peer = -1;                           // the GPU its links lead to (a bridge); -1: an NVSwitch
 };
 
 namespace {
@@ -77,6 +80,12 @@ nvmlReturn_t nvmlInit_v2() {
     gDevices[3].downLink2 = 17;
   } else if (s == "topo_gpu_off_fabric") {
     gDevices[5].allLinksDown = true;
+  } else if (s == "topo_bridged") {
+    gCount = 4;
+    for (unsigned i = 0; i < 4; ++i) {
+      gDevices[i].links = 4;
+      gDevices[i].peer = static_cast<int>(i ^ 1U);
+    }
   }
   if (s == "ecc") {
     gDevices[1].eccVolatile = 3;
@@ -234,7 +243,7 @@ nvmlReturn_t nvmlDeviceGetComputeMode(nvmlDevice_t d, int* mode) {
 }
 
 nvmlReturn_t nvmlDeviceGetNvLinkState(nvmlDevice_t d, unsigned link, nvmlEnableState_t* active) {
-  if (link >= NVML_NVLINK_MAX_LINKS) return NVML_ERROR_INVALID_ARGUMENT;
+  if (link >= d->links) return NVML_ERROR_INVALID_ARGUMENT;
   const int l = static_cast<int>(link);
   const bool down = d->allLinksDown || l == d->downLink || l == d->downLink2;
   *active = down ? NVML_FEATURE_DISABLED : NVML_FEATURE_ENABLED;
@@ -250,17 +259,17 @@ nvmlReturn_t nvmlDeviceGetTopologyCommonAncestor(nvmlDevice_t a, nvmlDevice_t b,
 }
 
 // Every link leads to one of four NVSwitches, as on an HGX H200 board.
-nvmlReturn_t nvmlDeviceGetNvLinkRemoteDeviceType(nvmlDevice_t, unsigned link, nvmlIntNvLinkDeviceType_t* type) {
-  if (link >= NVML_NVLINK_MAX_LINKS) return NVML_ERROR_INVALID_ARGUMENT;
-  *type = NVML_NVLINK_DEVICE_TYPE_SWITCH;
+nvmlReturn_t nvmlDeviceGetNvLinkRemoteDeviceType(nvmlDevice_t d, unsigned link, nvmlIntNvLinkDeviceType_t* type) {
+  if (link >= d->links) return NVML_ERROR_INVALID_ARGUMENT;
+  *type = d->peer >= 0 ? NVML_NVLINK_DEVICE_TYPE_GPU : NVML_NVLINK_DEVICE_TYPE_SWITCH;
   return NVML_SUCCESS;
 }
 
-nvmlReturn_t nvmlDeviceGetNvLinkRemotePciInfo_v2(nvmlDevice_t, unsigned link, nvmlPciInfo_t* pci) {
-  if (link >= NVML_NVLINK_MAX_LINKS) return NVML_ERROR_INVALID_ARGUMENT;
+nvmlReturn_t nvmlDeviceGetNvLinkRemotePciInfo_v2(nvmlDevice_t d, unsigned link, nvmlPciInfo_t* pci) {
+  if (link >= d->links) return NVML_ERROR_INVALID_ARGUMENT;
   std::memset(pci, 0, sizeof *pci);
   const char* switches[] = {"00000000:05:00.0", "00000000:06:00.0", "00000000:07:00.0", "00000000:08:00.0"};
-  copyText(pci->busId, sizeof pci->busId, switches[link % 4]);
+  copyText(pci->busId, sizeof pci->busId, d->peer >= 0 ? gDevices[d->peer].busId : switches[link % 4]);
   return NVML_SUCCESS;
 }
 #endif
