@@ -174,6 +174,7 @@ std::vector<CheckDef> envChecks();
 std::vector<CheckDef> netChecks();
 std::vector<CheckDef> gpuChecks();
 std::vector<CheckDef> gpuHealthChecks();  // NVML: ECC, PCIe, clocks, processes, modes, NVLink
+std::vector<CheckDef> gpuTopologyChecks();  // NVML + sysfs: the topo -m matrix, NICs across sockets
 std::vector<CheckDef> ncclChecks();
 std::vector<CheckDef> mpiChecks();
 std::vector<CheckDef> systemChecks();

@@ -167,6 +167,14 @@ Json probeNvmlChild(const LibraryNames& libs) {
     return j;
   }
   auto procName = sym<ProcNameFn>(n, "nvmlSystemGetProcessName");
+  using AncestorFn = nvmlReturn_t (*)(nvmlDevice_t, nvmlDevice_t, nvmlGpuTopologyLevel_t*);
+  using RemotePciFn = nvmlReturn_t (*)(nvmlDevice_t, unsigned, nvmlPciInfo_t*);
+  using RemoteTypeFn = nvmlReturn_t (*)(nvmlDevice_t, unsigned, nvmlIntNvLinkDeviceType_t*);
+  auto ancestor = sym<AncestorFn>(n, "nvmlDeviceGetTopologyCommonAncestor");
+  auto remotePci = sym<RemotePciFn>(n, "nvmlDeviceGetNvLinkRemotePciInfo_v2");
+  auto remoteType = sym<RemoteTypeFn>(n, "nvmlDeviceGetNvLinkRemoteDeviceType");
+  std::vector<nvmlDevice_t> handles;
+  std::vector<unsigned> indices;
   Json arr = Json::array();
   for (unsigned i = 0; i < devices; ++i) {
     nvmlDevice_t d = nullptr;
@@ -258,17 +266,46 @@ Json probeNvmlChild(const LibraryNames& libs) {
       if (f(d, &mode) == NVML_SUCCESS) o["compute_mode"] = mode;
     }
     if (auto f = sym<LinkFn>(n, "nvmlDeviceGetNvLinkState"); f != nullptr) {
-      Json links = Json::array();
+      Json links = Json::array(), remote = Json::array();
       for (unsigned l = 0; l < NVML_NVLINK_MAX_LINKS; ++l) {
         int active = 0;
         // NOT_SUPPORTED / INVALID_ARGUMENT: this link does not exist on this GPU.
-        if (f(d, l, &active) == NVML_SUCCESS) links.push_back({l, active == NVML_FEATURE_ENABLED ? 1 : 0});
+        if (f(d, l, &active) != NVML_SUCCESS) continue;
+        links.push_back({l, active == NVML_FEATURE_ENABLED ? 1 : 0});
+        // Where an active link leads (gpu.topology's NV#): its far end's kind and PCI bus id.
+        if (active != NVML_FEATURE_ENABLED || (remoteType == nullptr && remotePci == nullptr)) continue;
+        int type = -1;
+        if (remoteType != nullptr && remoteType(d, l, &type) != NVML_SUCCESS) type = -1;
+        nvmlPciInfo_t far{};
+        std::string farBus;
+        if (remotePci != nullptr && remotePci(d, l, &far) == NVML_SUCCESS)
+          farBus = std::string(far.busId, strnlen(far.busId, sizeof far.busId));
+        remote.push_back({l, type, farBus});
       }
       o["nvlink"] = links;
+      if (!remote.empty()) o["nvlink_remote"] = remote;
     }
     arr.push_back(o);
+    handles.push_back(d);
+    indices.push_back(i);
   }
   j["devices"] = arr;
+  // Each GPU pair's closest common ancestor (gpu.topology): NVML's own PIX..SYS, as nvidia-smi topo -m.
+  if (ancestor != nullptr) {
+    Json levels = Json::array();
+    for (std::size_t a = 0; a < handles.size(); ++a) {
+      for (std::size_t b = a + 1; b < handles.size(); ++b) {
+        nvmlGpuTopologyLevel_t level = 0;
+        if (ancestor(handles[a], handles[b], &level) == NVML_SUCCESS) levels.push_back({indices[a], indices[b], level});
+      }
+    }
+    j["topology_levels"] = levels;
+  }
+  Json missing = Json::array();
+  if (ancestor == nullptr) missing.push_back("nvmlDeviceGetTopologyCommonAncestor");
+  if (remotePci == nullptr) missing.push_back("nvmlDeviceGetNvLinkRemotePciInfo_v2");
+  if (remoteType == nullptr) missing.push_back("nvmlDeviceGetNvLinkRemoteDeviceType");
+  j["topology_missing"] = missing;
   if (auto f = sym<InitFn>(n, "nvmlShutdown"); f != nullptr) f();
   return j;
 }
@@ -324,8 +361,14 @@ void fillNvml(GpuProbe& p, const LibraryNames& libs) {
       d.nvlinkIds.push_back(link[0].get<int>());
       d.nvlinkActive.push_back(link[1].get<int>());
     }
+    for (const auto& r : o.value("nvlink_remote", Json::array()))
+      d.nvlinkRemote.push_back({r[0].get<int>(), r[1].get<int>(), r[2].get<std::string>()});
     p.nvmlDevices.push_back(d);
   }
+  for (const auto& l : j.value("topology_levels", Json::array()))
+    p.nvmlTopologyLevels.push_back({l[0].get<int>(), l[1].get<int>(), l[2].get<int>()});
+  p.nvmlTopologyKnown = j.contains("topology_levels");
+  for (const auto& m : j.value("topology_missing", Json::array())) p.nvmlTopologyMissing.push_back(m.get<std::string>());
 }
 
 }  // namespace

@@ -49,6 +49,20 @@ struct NvmlDevice {
   std::optional<int> computeMode;
   std::vector<int> nvlinkActive;  // per link NVML reports (absent links left out): 1 active, 0 down
   std::vector<int> nvlinkIds;     // the link numbers of nvlinkActive
+  // Where each active link leads (gpu.topology): nvmlIntNvLinkDeviceType_t (-1 unknown) and the far
+  // end's PCI bus id as NVML prints it ("" unknown).
+  struct NvlinkRemote {
+    int link = 0;
+    int type = -1;
+    std::string busId;
+  };
+  std::vector<NvlinkRemote> nvlinkRemote;
+};
+
+// nvmlDeviceGetTopologyCommonAncestor of two GPUs (NVML indices): an nvmlGpuTopologyLevel_t.
+struct NvmlTopologyLevel {
+  int a = 0, b = 0;
+  int level = -1;
 };
 
 struct GpuProbe {
@@ -66,6 +80,9 @@ struct GpuProbe {
   std::string nvmlDriverVersion;  // "550.54.15"
   bool nvmlProbeBroken = false;   // the library crashed or hung in the probe child (nvmlError says which)
   std::vector<NvmlDevice> nvmlDevices;
+  std::vector<NvmlTopologyLevel> nvmlTopologyLevels;  // each GPU pair NVML answered for
+  bool nvmlTopologyKnown = false;                     // the driver has nvmlDeviceGetTopologyCommonAncestor
+  std::vector<std::string> nvmlTopologyMissing;       // topology calls this driver lacks, by name
   // CUDA toolkit the tools were built with (CUDA_VERSION), 0 when unknown.
   int builtCudaVersion = 0;
 };

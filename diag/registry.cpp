@@ -10,7 +10,7 @@ namespace ds::diag {
 const std::vector<CheckDef>& localChecks() {
   static const std::vector<CheckDef> all = [] {
     std::vector<CheckDef> v;
-    for (auto family : {envChecks(), netChecks(), gpuChecks(), gpuHealthChecks(), ncclChecks(), mpiChecks(),
+    for (auto family : {envChecks(), netChecks(), gpuChecks(), gpuHealthChecks(), gpuTopologyChecks(), ncclChecks(), mpiChecks(),
                         systemChecks(), runnerChecks()}) {
       for (auto& c : family) v.push_back(std::move(c));
     }

@@ -1,5 +1,5 @@
 // Family "gpu", health part: the subset of DCGM's level-1 diagnostics that causes real incidents
-// (ECC, PCIe link, clock slowdowns, foreign processes, persistence, MIG, compute mode, NVLink), read
+// (ECC, PCIe link (and the NICs' links, from sysfs), clock slowdowns, foreign processes, persistence, MIG, compute mode, NVLink), read
 // through NVML in the probe child (probes.h). Each finding names the GPU by NVML index (nvidia-smi's),
 // PCI bus id and UUID, since indices differ between NVML and CUDA and UUIDs survive reboots.
 #include <algorithm>
@@ -9,6 +9,7 @@
 #include "diag/check.h"
 #include "diag/probes.h"
 #include "diag/util.h"
+#include "engine/host/hardware_reader.h"
 #include "engine/host/nvml_api.h"
 
 namespace ds::diag {
@@ -142,6 +143,45 @@ std::optional<Verdict> pcieLink(Context&, const NvmlDevice& d) {
                            d.busId.empty() ? "<bus id>" : d.busId));
   }
   return Verdict{DiagStatus::kPass, now, ""};
+}
+
+// gpu.pcie_link: the GPUs' links (NVML), then the NICs' own (sysfs: engine/host/hardware_reader.h). A NIC
+// that trained below its width or generation starves GPUDirect RDMA as a GPU's link would, and NVML does
+// not see it.
+Finding pcieLinks(Context& c) {
+  Finding f = perGpu(c, "PCIe link", pcieLink);
+  Json nics = Json::array();
+  std::vector<std::string> slow, addresses;
+  for (const auto& d : hw::readNicPciDevices({c.paths().sysfs, c.paths().procfs})) {
+    auto st = hw::readPcieLinkState(d.path);
+    if (!st) continue;
+    const std::string addr = d.path.filename().string();
+    const bool narrow = st->width > 0 && st->maxWidth > 0 && st->width < st->maxWidth;
+    const bool slowGen = st->gen > 0 && st->maxGen > 0 && st->gen < st->maxGen;
+    auto num = [](int v) { return v > 0 ? std::to_string(v) : std::string("?"); };
+    const std::string now = fmt::format("x{} of x{}, Gen{} of Gen{}", num(st->width), num(st->maxWidth), num(st->gen),
+                                        num(st->maxGen));
+    nics.push_back({{"name", d.name},
+                    {"bus_id", addr},
+                    {"link", now},
+                    {"status", narrow || slowGen ? "WARN" : "PASS"}});
+    if (!narrow && !slowGen) continue;
+    slow.push_back(fmt::format("NIC {} ({}): the PCIe link runs at {}", d.name, addr, now));
+    addresses.push_back(addr);
+  }
+  if (!nics.empty()) f.data["nics"] = nics;
+  if (slow.empty()) {
+    if (!nics.empty()) f.message += fmt::format("; {} NIC link(s) at their full width and generation", nics.size());
+    return f;
+  }
+  std::string problem = fmt::format("{}: its RDMA and GPUDirect traffic gets that share of the bandwidth", join(slow, "; "));
+  std::string remedy = fmt::format("Reseat the NIC or move it to a slot of its full width, check the slot's BIOS setting "
+                                   "(lspci -vv -s {} shows LnkCap and LnkSta), or drain the node.",
+                                   join(addresses, ", "));
+  if (f.status == DiagStatus::kWarn || f.status == DiagStatus::kFail) {
+    return {f.status, f.message + "; " + problem, f.remedy + " " + remedy, f.data};
+  }
+  return warn(problem, remedy, f.data);
 }
 
 std::optional<Verdict> clocks(Context&, const NvmlDevice& d) {
@@ -284,7 +324,8 @@ std::vector<CheckDef> gpuHealthChecks() {
   return {
       def("gpu.ecc", "ECC state", "Per GPU (NVML): uncorrectable ECC errors, volatile and aggregate; row remaps or "
           "page retirements pending", ecc),
-      def("gpu.pcie_link", "PCIe link", "Per GPU (NVML): PCIe link width and generation against the maximum", pcieLink),
+      {"gpu.pcie_link", "gpu",
+       "Per GPU (NVML) and per NIC (sysfs): PCIe link width and generation against the maximum", pcieLinks},
       def("gpu.clocks", "clock event reasons", "Per GPU (NVML): clocks held down by HW/SW slowdowns or power caps", clocks),
       def("gpu.foreign_processes", "process list", "Per GPU (NVML): other processes holding GPU memory (pid, name)",
           foreignProcesses),

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <thread>
 
+#include "engine/host/tests/fake_hardware.h"
 #include "engine/testing/paths.h"
 #include "engine/testing/subprocess.h"
 #include "reports/diag/diag_schema.h"
@@ -343,6 +344,236 @@ TEST(DsdiagNvml, AHangingLibraryIsBoundedByTheProbeTimeout) {
   EXPECT_FALSE(r.timedOut);
   EXPECT_EQ(status(j, "gpu.nvml"), "FAIL");
   EXPECT_NE(message(j, "gpu.nvml").find("did not finish within"), std::string::npos) << message(j, "gpu.nvml");
+}
+
+// gpu.topology against the fake NVML and a fake sysfs of the same host: the matrix nvidia-smi topo -m
+// prints, in the JSON and in the text report, and its findings. NVML names GPU 1 "00000000:3B:00.0";
+// sysfs knows it as 0000:3b:00.0.
+namespace {
+
+// GPU 0 (0000:19:00.0) and mlx5_0 under one PCIe switch of host bridge pci0000:15 on NUMA node 0;
+// GPU 1 (0000:3b:00.0) on pci0000:97, NUMA node 1, with mlx5_1 under its switch unless `nicOnSocket1`
+// is false (then no NIC sits on GPU 1's socket). Besides: mlx5_0's IPoIB face, a veth, docker0 and lo.
+// mlx5_0's link trained at `mlx5_0Width` lanes of its 16.
+std::unique_ptr<ds::hw::fake::FakeTree> topologySysfs(bool nicOnSocket1, const std::string& mlx5_0Width = "16") {
+  auto t = std::make_unique<ds::hw::fake::FakeTree>();
+  auto device = [&](const std::string& parent, const std::string& addr, const std::string& cls, int numa,
+                    const std::string& cpus) {
+    const bool gpu = cls == "gpu";
+    std::string dev = t->pci(parent, addr, gpu ? "0x10de" : "0x15b3", gpu ? "0x2335" : "0x1021",
+                             gpu ? "0x030200" : "0x020700", "32.0 GT/s PCIe", "32.0 GT/s PCIe",
+                             addr == "0000:1a:00.0" ? mlx5_0Width : "16");
+    t->file(dev + "/numa_node", std::to_string(numa));
+    t->file(dev + "/local_cpulist", cpus);
+    return dev;
+  };
+  const std::string sw0 = "pci0000:15/0000:15:01.0/0000:16:00.0", sw1 = "pci0000:97/0000:97:01.0/0000:98:00.0";
+  device(sw0 + "/0000:17:00.0", "0000:19:00.0", "gpu", 0, "0-55");
+  std::string hca0 = device(sw0 + "/0000:17:01.0", "0000:1a:00.0", "nic", 0, "0-55");
+  t->ibPort("mlx5_0", 1, "400 Gb/sec (4X NDR)", "4: ACTIVE", "InfiniBand", hca0);
+  t->netdev("ibp26s0", "400000", "up", "32", hca0);
+  device(sw1 + "/0000:99:00.0", "0000:3b:00.0", "gpu", 1, "56-111");
+  if (nicOnSocket1) {
+    std::string hca1 = device(sw1 + "/0000:99:01.0", "0000:3c:00.0", "nic", 1, "56-111");
+    t->ibPort("mlx5_1", 1, "400 Gb/sec (4X NDR)", "4: ACTIVE", "InfiniBand", hca1);
+  }
+  t->netdev("veth1a2b", "10000", "up", "1", "");
+  t->netdev("docker0", "", "up", "1", "");
+  t->netdev("lo", "", "unknown", "772", "");
+  return t;
+}
+
+struct TopoRun {
+  nlohmann::json report;
+  RunResult result;
+  const nlohmann::json& finding() const {
+    static const nlohmann::json none = nlohmann::json::object();
+    auto* c = check(report, "gpu.topology");
+    return c != nullptr ? *c : none;
+  }
+};
+
+TopoRun runTopology(const std::string& scenario, const std::string& sysfs,
+                    std::map<std::string, std::string> vars = {}, const std::string& nvmlDir = DS_FAKE_NVML_DIR) {
+  TempDir d;
+  vars["LD_LIBRARY_PATH"] = nvmlDir;
+  vars["DS_FAKE_NVML_SCENARIO"] = scenario;
+  vars["DSDIAG_LIBCUDA"] = "/nonexistent/libcuda.so.1";
+  vars["DSDIAG_SYSFS"] = sysfs;
+  TopoRun out;
+  out.result = run({dsdiag(), "--only", "gpu.topology", "--color", "never", "--json", d.file("r.json")}, clean(vars));
+  out.report = ds::report::readJson(d.file("r.json"));
+  return out;
+}
+
+}  // namespace
+
+TEST(DsdiagTopology, TwoH200sWithANicEachPassAndPrintTheMatrix) {
+  auto sysfs = topologySysfs(true);
+  auto r = runTopology("healthy", sysfs->roots().sysfs);
+  const auto& f = r.finding();
+  ASSERT_EQ(f.value("status", ""), "PASS") << f.dump();
+  EXPECT_EQ(r.result.exitCode, 0) << r.result.out << r.result.err;
+  EXPECT_EQ(f["message"], "2 GPU(s), 2 NIC(s); GPU pairs NV18; each GPU's nearest NIC PIX");
+  const auto& data = f["data"];
+  EXPECT_EQ(data["devices"], nlohmann::json({"GPU0", "GPU1", "NIC0", "NIC1"}));
+  EXPECT_EQ(data["matrix"], nlohmann::json({{"X", "NV18", "PIX", "SYS"},
+                                            {"NV18", "X", "SYS", "PIX"},
+                                            {"PIX", "SYS", "X", "SYS"},
+                                            {"SYS", "PIX", "SYS", "X"}}));
+  // The veth, docker0, lo and mlx5_0's IPoIB netdev are no NICs of their own.
+  EXPECT_EQ(data["nics"][0]["name"], "mlx5_0");
+  EXPECT_EQ(data["nics"][1]["name"], "mlx5_1");
+  EXPECT_EQ(data["nics"].size(), 2u);
+  EXPECT_EQ(data["nics"][1]["nearest_gpus"], nlohmann::json({1}));
+  EXPECT_EQ(data["gpus"][1]["bus_id"], "00000000:3B:00.0");
+  EXPECT_EQ(data["gpus"][1]["numa_node"], 1);
+  EXPECT_EQ(data["gpus"][1]["nvlinks_to_switch"], 18);
+  EXPECT_EQ(data["nvml_topology_missing"], nlohmann::json::array());
+  // The text report lays it out as nvidia-smi topo -m.
+  const std::string& text = r.result.out;
+  EXPECT_NE(text.find("GPU0  GPU1  NIC0  NIC1  CPU Affinity    NUMA Affinity"), std::string::npos) << text;
+  EXPECT_NE(text.find("GPU1  NV18  X     SYS   PIX   56-111          1\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("NIC1  SYS   PIX   SYS   X\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("Legend: X = self, SYS = across NUMA nodes"), std::string::npos) << text;
+  EXPECT_NE(text.find("NIC Legend: NIC0: mlx5_0, NIC1: mlx5_1"), std::string::npos) << text;
+}
+
+TEST(DsdiagTopology, AGpuWithoutANicOnItsSocketWarns) {
+  auto sysfs = topologySysfs(false);
+  auto r = runTopology("healthy", sysfs->roots().sysfs);
+  const auto& f = r.finding();
+  ASSERT_EQ(f.value("status", ""), "WARN") << f.dump();
+  EXPECT_EQ(r.result.exitCode, 1);
+  const std::string msg = f["message"], remedy = f["remedy"];
+  EXPECT_NE(msg.find("GPU 1 (00000000:3B:00.0), NUMA node 1: its nearest NIC mlx5_0 (0000:1a:00.0, NUMA node 0) "
+                     "is across sockets (SYS)"),
+            std::string::npos)
+      << msg;
+  EXPECT_EQ(msg.find("GPU 0"), std::string::npos) << msg;
+  EXPECT_NE(remedy.find("No NIC of this host sits on NUMA node 1 (GPU 1 (00000000:3B:00.0)'s)"), std::string::npos)
+      << remedy;
+  EXPECT_NE(remedy.find("NCCL_IB_HCA"), std::string::npos) << remedy;
+  EXPECT_NE(remedy.find("numactl --cpunodebind=1"), std::string::npos) << remedy;
+}
+
+TEST(DsdiagTopology, NcclIbHcaThatLeavesOutTheNearNicWarnsWithIt) {
+  auto sysfs = topologySysfs(true);
+  auto r = runTopology("healthy", sysfs->roots().sysfs, {{"NCCL_IB_HCA", "=mlx5_0"}});
+  const auto& f = r.finding();
+  ASSERT_EQ(f.value("status", ""), "WARN") << f.dump();
+  EXPECT_NE(f["message"].get<std::string>().find("GPU 1 (00000000:3B:00.0), NUMA node 1: its nearest NIC that "
+                                                 "NCCL_IB_HCA allows, mlx5_0"),
+            std::string::npos)
+      << f["message"];
+  EXPECT_NE(f["remedy"].get<std::string>().find("NCCL_IB_HCA leaves out mlx5_1, which is PIX to GPU 1"),
+            std::string::npos)
+      << f["remedy"];
+  EXPECT_EQ(runTopology("healthy", sysfs->roots().sysfs, {{"NCCL_IB_HCA", "mlx5"}}).finding()["status"], "PASS");
+}
+
+TEST(DsdiagTopology, EightGpusOnNvSwitchAreNv18Everywhere) {
+  TempDir emptySysfs;  // a container without /sys/bus/pci: the GPU pairs from NVML alone
+  auto r = runTopology("topo_nvswitch", emptySysfs.path());
+  const auto& f = r.finding();
+  ASSERT_EQ(f.value("status", ""), "PASS") << f.dump();
+  EXPECT_NE(f["message"].get<std::string>().find("8 GPU(s), 0 NIC(s); GPU pairs NV18 (GPU 0, GPU 1, GPU 2, GPU 3, "
+                                                  "GPU 4, GPU 5, GPU 6, GPU 7 not under"),
+            std::string::npos)
+      << f["message"];
+  const auto& m = f["data"]["matrix"];
+  ASSERT_EQ(m.size(), 8u);
+  for (std::size_t i = 0; i < 8; ++i)
+    for (std::size_t j = 0; j < 8; ++j) EXPECT_EQ(m[i][j], i == j ? "X" : "NV18") << i << "," << j;
+}
+
+TEST(DsdiagTopology, TwoLinksDownOnOneGpuWarnNamingIt) {
+  TempDir emptySysfs;
+  auto r = runTopology("topo_link_down", emptySysfs.path());
+  const auto& f = r.finding();
+  ASSERT_EQ(f.value("status", ""), "WARN") << f.dump();
+  const std::string msg = f["message"];
+  EXPECT_NE(msg.find("NVLink counts between GPU pairs are uneven: GPU 3 (00000000:5D:00.0) has NV16 to each of the "
+                     "other 7 GPUs, where the other pairs have NV18 (2 link(s) down or missing)"),
+            std::string::npos)
+      << msg;
+  EXPECT_NE(f["remedy"].get<std::string>().find("nvidia-fabricmanager"), std::string::npos) << f["remedy"];
+  EXPECT_EQ(f["data"]["matrix"][3][0], "NV16");
+}
+
+TEST(DsdiagTopology, AGpuOffTheFabricWarnsWithItsPcieDistance) {
+  TempDir emptySysfs;
+  auto r = runTopology("topo_gpu_off_fabric", emptySysfs.path());
+  const auto& f = r.finding();
+  ASSERT_EQ(f.value("status", ""), "WARN") << f.dump();
+  EXPECT_NE(f["message"].get<std::string>().find("GPU 5 (00000000:BB:00.0) has no NVLink to each of the other 7 GPUs, "
+                                                  "where the other pairs have NV18 (18 link(s) down or missing)"),
+            std::string::npos)
+      << f["message"];
+  // Its pairs from NVML's common ancestors: NODE on its socket, SYS across.
+  EXPECT_EQ(f["data"]["matrix"][5][4], "NODE");
+  EXPECT_EQ(f["data"]["matrix"][5][0], "SYS");
+}
+
+// Direct links count for the GPU they lead to (NVML's upper-case bus id matched), and GPU pairs of PCIe
+// cards bridged two by two are no finding.
+TEST(DsdiagTopology, BridgedPairsPassWithTheirDirectLinks) {
+  TempDir emptySysfs;
+  auto r = runTopology("topo_bridged", emptySysfs.path());
+  const auto& f = r.finding();
+  ASSERT_EQ(f.value("status", ""), "PASS") << f.dump();
+  EXPECT_EQ(f["data"]["matrix"], nlohmann::json({{"X", "NV4", "NODE", "NODE"},
+                                                 {"NV4", "X", "NODE", "NODE"},
+                                                 {"NODE", "NODE", "X", "NV4"},
+                                                 {"NODE", "NODE", "NV4", "X"}}));
+  EXPECT_NE(f["message"].get<std::string>().find("4 GPU(s), 0 NIC(s); GPU pairs NODE/NV4"), std::string::npos)
+      << f["message"];
+  EXPECT_EQ(f["data"]["gpus"][0]["nvlinks_to_switch"], 0);
+}
+
+TEST(DsdiagTopology, ADriverWithoutTheTopologyCallsSaysSoAndFallsBackToSysfs) {
+  auto sysfs = topologySysfs(true);
+  auto r = runTopology("healthy", sysfs->roots().sysfs, {}, DS_FAKE_NVML_OLD_DIR);
+  const auto& f = r.finding();
+  ASSERT_EQ(f.value("status", ""), "PASS") << f.dump();
+  EXPECT_NE(f["message"].get<std::string>().find("this driver lacks nvmlDeviceGetTopologyCommonAncestor, "
+                                                 "nvmlDeviceGetNvLinkRemotePciInfo_v2, "
+                                                 "nvmlDeviceGetNvLinkRemoteDeviceType"),
+            std::string::npos)
+      << f["message"];
+  // No far ends known: the GPU pair from the PCI tree, across sockets.
+  EXPECT_EQ(f["data"]["matrix"][0][1], "SYS");
+}
+
+// gpu.pcie_link judges the NICs' own links too (sysfs): NVML does not see them.
+TEST(DsdiagTopology, ANicLinkBelowItsWidthWarnsInPcieLink) {
+  auto narrow = topologySysfs(true, "8");
+  TempDir d;
+  std::map<std::string, std::string> vars{{"LD_LIBRARY_PATH", DS_FAKE_NVML_DIR},
+                                          {"DSDIAG_LIBCUDA", "/nonexistent/libcuda.so.1"},
+                                          {"DSDIAG_SYSFS", narrow->roots().sysfs}};
+  auto r = run({dsdiag(), "--only", "gpu.pcie_link", "--json", d.file("r.json")}, clean(vars));
+  auto j = ds::report::readJson(d.file("r.json"));
+  EXPECT_EQ(status(j, "gpu.pcie_link"), "WARN") << message(j, "gpu.pcie_link");
+  EXPECT_NE(message(j, "gpu.pcie_link").find("NIC mlx5_0 (0000:1a:00.0): the PCIe link runs at x8 of x16, Gen5 of Gen5"),
+            std::string::npos)
+      << message(j, "gpu.pcie_link");
+  EXPECT_NE(message(j, "gpu.pcie_link").find("lspci -vv -s 0000:1a:00.0"), std::string::npos);
+  EXPECT_EQ(message(j, "gpu.pcie_link").find("mlx5_1"), std::string::npos);
+  auto full = topologySysfs(true);
+  vars["DSDIAG_SYSFS"] = full->roots().sysfs;
+  run({dsdiag(), "--only", "gpu.pcie_link", "--json", d.file("r2.json")}, clean(vars));
+  auto ok = ds::report::readJson(d.file("r2.json"));
+  EXPECT_EQ(status(ok, "gpu.pcie_link"), "PASS") << message(ok, "gpu.pcie_link");
+  EXPECT_NE(message(ok, "gpu.pcie_link").find("; 2 NIC link(s) at their full width and generation"), std::string::npos)
+      << message(ok, "gpu.pcie_link");
+}
+
+TEST(DsdiagTopology, SkipsWithoutNvml) {
+  auto sysfs = topologySysfs(true);
+  auto r = runTopology("healthy", sysfs->roots().sysfs, {{"DSDIAG_LIBNVML", "/nonexistent/libnvidia-ml.so.1"}});
+  EXPECT_EQ(r.finding().value("status", ""), "SKIP") << r.finding().dump();
+  EXPECT_NE(r.finding()["message"].get<std::string>().find("NVML is not usable"), std::string::npos);
 }
 
 // DeepSpeed's runner flags, with DeepSpeed's spellings, drive the runner.* checks.

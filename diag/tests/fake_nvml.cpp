@@ -2,7 +2,12 @@
 // whose state comes from DS_FAKE_NVML_SCENARIO (healthy when unset). dsdiag loads it through
 // LD_LIBRARY_PATH exactly as it loads the driver's library. Scenarios: healthy, ecc, ecc_history, x8,
 // foreign_process, mig, exclusive, slowdown, nvlink_down, persistence_off, crash (nvmlInit_v2
-// segfaults), hang (it never returns).
+// segfaults), hang (it never returns); for gpu.topology, topo_nvswitch (eight H200s on an NVSwitch
+// fabric, 18 links each, GPUs 0-3 on socket 0 and 4-7 on socket 1), topo_link_down (the same with
+// links 16 and 17 of GPU 3 down), topo_gpu_off_fabric (every link of GPU 5 down) and topo_bridged (four
+// GPUs with 4 links each, bridged in pairs: 0-1 and 2-3). Every GPU's NVLinks lead to an NVSwitch; NVML's common ancestor of
+// two GPUs is NODE on one socket, SYSTEM across. Built with DS_FAKE_NVML_NO_TOPOLOGY (the library in
+// tests/fake-nvml-old), it lacks the topology calls, as a driver older than 450 does.
 #include <signal.h>
 #include <unistd.h>
 
@@ -25,14 +30,26 @@ struct nvmlDevice_st {
   unsigned mig = 0;
   int computeMode = NVML_COMPUTEMODE_DEFAULT;
   int downLink = -1;
+  int downLink2 = -1;
+  bool allLinksDown = false;
+  unsigned links = NVML_NVLINK_MAX_LINKS;  // the links the GPU has
+  int peer = -1;                           // the GPU its links lead to (a bridge); -1: an NVSwitch
 };
 
 namespace {
 
-nvmlDevice_st gDevices[2] = {
+constexpr unsigned kMaxDevices = 8;
+nvmlDevice_st gDevices[kMaxDevices] = {
     {0, "GPU-8c4f2a51-0d3e-4b7a-9f21-6a1c0e5b7d10", "00000000:19:00.0"},
     {1, "GPU-3e9b7c02-51aa-4d86-b0e4-92f7d1c3a8e5", "00000000:3B:00.0"},
+    {2, "GPU-0a6d1f83-7c2e-4e55-8b19-c4d2e7f90a31", "00000000:4C:00.0"},
+    {3, "GPU-5b2e9a74-18cd-4f03-a6e2-3d9c0b8f7e12", "00000000:5D:00.0"},
+    {4, "GPU-c7e41d09-2b8a-4a6f-9e35-81f0d2c6b4a7", "00000000:9B:00.0"},
+    {5, "GPU-2f8c6b15-e4a3-47d9-b0c2-6e9a1d5f3c88", "00000000:BB:00.0"},
+    {6, "GPU-9d3a7e20-5f1b-4c84-a7d6-0b2e8c4f19d3", "00000000:CB:00.0"},
+    {7, "GPU-4e1b8c36-a9d7-4025-8f3e-d6c0a2b7e951", "00000000:DB:00.0"},
 };
+unsigned gCount = 2;
 bool gReady = false;
 
 std::string scenario() {
@@ -56,8 +73,20 @@ nvmlReturn_t nvmlInit_v2() {
   if (s == "hang") {
     for (;;) pause();  // sleeps until killed: dsdiag's probe timeout must end it
   }
-  gDevices[0] = {0, gDevices[0].uuid, gDevices[0].busId};
-  gDevices[1] = {1, gDevices[1].uuid, gDevices[1].busId};
+  for (unsigned i = 0; i < kMaxDevices; ++i) gDevices[i] = {i, gDevices[i].uuid, gDevices[i].busId};
+  gCount = s.rfind("topo_", 0) == 0 ? 8 : 2;
+  if (s == "topo_link_down") {
+    gDevices[3].downLink = 16;
+    gDevices[3].downLink2 = 17;
+  } else if (s == "topo_gpu_off_fabric") {
+    gDevices[5].allLinksDown = true;
+  } else if (s == "topo_bridged") {
+    gCount = 4;
+    for (unsigned i = 0; i < 4; ++i) {
+      gDevices[i].links = 4;
+      gDevices[i].peer = static_cast<int>(i ^ 1U);
+    }
+  }
   if (s == "ecc") {
     gDevices[1].eccVolatile = 3;
     gDevices[1].eccAggregate = 7;
@@ -91,12 +120,12 @@ nvmlReturn_t nvmlSystemGetDriverVersion(char* v, unsigned len) {
 }
 
 nvmlReturn_t nvmlDeviceGetCount_v2(unsigned* count) {
-  *count = gReady ? 2 : 0;
+  *count = gReady ? gCount : 0;
   return gReady ? NVML_SUCCESS : 1;  // NVML_ERROR_UNINITIALIZED
 }
 
 nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned i, nvmlDevice_t* d) {
-  if (i >= 2) return NVML_ERROR_INVALID_ARGUMENT;
+  if (i >= gCount) return NVML_ERROR_INVALID_ARGUMENT;
   *d = &gDevices[i];
   return NVML_SUCCESS;
 }
@@ -214,9 +243,35 @@ nvmlReturn_t nvmlDeviceGetComputeMode(nvmlDevice_t d, int* mode) {
 }
 
 nvmlReturn_t nvmlDeviceGetNvLinkState(nvmlDevice_t d, unsigned link, nvmlEnableState_t* active) {
-  if (link >= NVML_NVLINK_MAX_LINKS) return NVML_ERROR_INVALID_ARGUMENT;
-  *active = static_cast<int>(link) == d->downLink ? NVML_FEATURE_DISABLED : NVML_FEATURE_ENABLED;
+  if (link >= d->links) return NVML_ERROR_INVALID_ARGUMENT;
+  const int l = static_cast<int>(link);
+  const bool down = d->allLinksDown || l == d->downLink || l == d->downLink2;
+  *active = down ? NVML_FEATURE_DISABLED : NVML_FEATURE_ENABLED;
   return NVML_SUCCESS;
 }
+
+#ifndef DS_FAKE_NVML_NO_TOPOLOGY
+// GPUs 0-3 sit on socket 0, 4-7 on socket 1 (with two GPUs, both on socket 0).
+nvmlReturn_t nvmlDeviceGetTopologyCommonAncestor(nvmlDevice_t a, nvmlDevice_t b, nvmlGpuTopologyLevel_t* level) {
+  if (a == nullptr || b == nullptr || level == nullptr || a == b) return NVML_ERROR_INVALID_ARGUMENT;
+  *level = (a->index < 4) == (b->index < 4) ? NVML_TOPOLOGY_NODE : NVML_TOPOLOGY_SYSTEM;
+  return NVML_SUCCESS;
+}
+
+// Every link leads to one of four NVSwitches, as on an HGX H200 board.
+nvmlReturn_t nvmlDeviceGetNvLinkRemoteDeviceType(nvmlDevice_t d, unsigned link, nvmlIntNvLinkDeviceType_t* type) {
+  if (link >= d->links) return NVML_ERROR_INVALID_ARGUMENT;
+  *type = d->peer >= 0 ? NVML_NVLINK_DEVICE_TYPE_GPU : NVML_NVLINK_DEVICE_TYPE_SWITCH;
+  return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetNvLinkRemotePciInfo_v2(nvmlDevice_t d, unsigned link, nvmlPciInfo_t* pci) {
+  if (link >= d->links) return NVML_ERROR_INVALID_ARGUMENT;
+  std::memset(pci, 0, sizeof *pci);
+  const char* switches[] = {"00000000:05:00.0", "00000000:06:00.0", "00000000:07:00.0", "00000000:08:00.0"};
+  copyText(pci->busId, sizeof pci->busId, d->peer >= 0 ? gDevices[d->peer].busId : switches[link % 4]);
+  return NVML_SUCCESS;
+}
+#endif
 
 }  // extern "C"

@@ -8,6 +8,7 @@
 
 #include "engine/common/shared_library.h"
 #include "engine/host/nvml_api.h"
+#include "engine/host/pci_topology.h"
 
 namespace ds::hw {
 
@@ -16,19 +17,6 @@ namespace {
 template <typename F>
 F sym(void* h, const char* name) {
   return reinterpret_cast<F>(dlsym(h, name));
-}
-
-// NVML's bus id ("00000000:19:00.0", 8 hex digits of domain, upper case) as sysfs names the device
-// ("0000:19:00.0").
-std::string sysfsAddress(const char* busId) {
-  std::string s(busId);
-  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
-  auto colon = s.find(':');
-  if (colon == std::string::npos) return "";
-  std::string domain = s.substr(0, colon);
-  if (domain.size() > 4) domain = domain.substr(domain.size() - 4);
-  while (domain.size() < 4) domain = "0" + domain;
-  return domain + s.substr(colon);
 }
 
 class NvmlGpuQuery : public GpuQuery {
@@ -90,7 +78,7 @@ class NvmlGpuQuery : public GpuQuery {
         nvmlPciInfo_t info{};
         if (pci != nullptr && pci(d, &info) == NVML_SUCCESS) {
           info.busId[sizeof info.busId - 1] = '\0';
-          g.busId = sysfsAddress(info.busId);
+          g.busId = sysfsPciAddress(info.busId);
         }
         nvmlDeviceArchitecture_t a = 0;
         if (arch != nullptr && arch(d, &a) == NVML_SUCCESS && a < 64) g.arch = a;

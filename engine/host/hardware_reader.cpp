@@ -11,6 +11,8 @@
 #include <map>
 #include <set>
 
+#include "engine/host/pci_topology.h"
+
 namespace ds::hw {
 
 namespace fs = std::filesystem;
@@ -82,14 +84,6 @@ std::optional<double> leadingNumber(const std::string& text, std::string* rest =
   if (!std::isfinite(v)) return std::nullopt;
   if (rest) *rest = trim(t.substr(i));
   return v;
-}
-
-// "0000:17:00.0"
-bool isPciAddress(const std::string& s) {
-  if (s.size() != 12 || s[4] != ':' || s[7] != ':' || s[10] != '.') return false;
-  for (std::size_t i : {0, 1, 2, 3, 5, 6, 8, 9, 11})
-    if (!std::isxdigit(static_cast<unsigned char>(s[i]))) return false;
-  return true;
 }
 
 // "0x15b3" -> "15b3"; "" when absent or not hex.
@@ -180,6 +174,71 @@ bool isUp(const fs::path& iface) {
   return state == "unknown" && attrOr(iface / "carrier") == "1";
 }
 
+// The NICs readHostHardware lists, and the PCI function of each (RDMA devices by device name, netdevs
+// by interface name; virtual ones have none).
+struct NicScan {
+  std::vector<NicInfo> nics;
+  std::vector<NicPciDevice> pci;
+};
+
+NicScan scanNics(const fs::path& sys) {
+  NicScan out;
+  // RDMA ports first: their PCI devices' netdevs are the same wires.
+  std::set<fs::path> rdmaDevices;
+  const fs::path ib = sys / "class/infiniband";
+  for (const auto& dev : sortedEntries(ib)) {
+    fs::path devPath = resolved(ib / dev / "device");
+    if (devPath.empty()) continue;  // soft RDMA (rxe, siw): its netdev is counted
+    rdmaDevices.insert(devPath);
+    fs::path pci = pciDeviceOf(devPath);
+    if (!pci.empty()) out.pci.push_back({dev, true, pci});
+    const std::string model = pci.empty() ? pciModel(devPath) : pciModel(pci);
+    for (const auto& port : sortedEntries(ib / dev / "ports")) {
+      const fs::path p = ib / dev / "ports" / port;
+      NicInfo n;
+      n.name = dev + "/" + port;
+      std::string layer = attrOr(p / "link_layer", "InfiniBand");
+      n.kind = layer == "Ethernet" ? "roce" : "infiniband";
+      n.model = model;
+      n.gbps = parseIbRate(attrOr(p / "rate")).value_or(0);
+      // "4: ACTIVE"; the number is the state's (1 DOWN, 2 INIT, 3 ARMED, 4 ACTIVE).
+      n.up = attrOr(p / "state").find("ACTIVE") != std::string::npos;
+      out.nics.push_back(std::move(n));
+    }
+  }
+
+  const fs::path net = sys / "class/net";
+  std::vector<NicInfo> virtualNics;
+  for (const auto& iface : sortedEntries(net)) {
+    const fs::path p = net / iface;
+    const std::string type = attrOr(p / "type");
+    if (iface == "lo" || type == "772") continue;  // ARPHRD_LOOPBACK
+    NicInfo n;
+    n.name = iface;
+    n.up = isUp(p);
+    n.gbps = parseNetSpeed(attrOr(p / "speed")).value_or(0);
+    fs::path devPath = resolved(p / "device");
+    if (devPath.empty()) {
+      n.kind = "virtual";
+      virtualNics.push_back(std::move(n));
+      continue;
+    }
+    std::error_code ec;
+    if (fs::exists(p / "device/physfn", ec)) continue;           // an SR-IOV VF beside its PF
+    if (rdmaDevices.count(devPath)) continue;                    // the netdev face of an RDMA port
+    if (type != "1" && type != "32" && !type.empty()) continue;  // not Ethernet (1) nor IPoIB (32)
+    n.kind = type == "32" ? "infiniband" : "ethernet";
+    fs::path pci = pciDeviceOf(devPath);
+    // virtio's own vendor/device ("1af4:0001") say more than its PCI function's.
+    n.model = pciModel(devPath);
+    if (n.model.empty() && !pci.empty()) n.model = pciModel(pci);
+    if (!pci.empty()) out.pci.push_back({iface, false, pci});
+    out.nics.push_back(std::move(n));
+  }
+  if (out.nics.empty()) out.nics = std::move(virtualNics);
+  return out;
+}
+
 }  // namespace
 
 std::optional<double> parseIbRate(const std::string& text) {
@@ -222,66 +281,39 @@ HardwareRoots hardwareRootsFromEnv(const std::string& prefix) {
   return r;
 }
 
+std::vector<NicPciDevice> readNicPciDevices(const HardwareRoots& roots) {
+  return scanNics(fs::path(roots.sysfs)).pci;
+}
+
+std::optional<PcieLinkState> readPcieLinkState(const fs::path& dev) {
+  PcieLinkState s;
+  s.gen = pcieGenFromSpeed(attrOr(dev / "current_link_speed"));
+  s.maxGen = pcieGenFromSpeed(attrOr(dev / "max_link_speed"));
+  const fs::path up = dev.parent_path();
+  if (isPciAddress(up.filename().string())) {
+    const int upGen = pcieGenFromSpeed(attrOr(up / "max_link_speed"));
+    if (upGen > 0 && s.maxGen > 0) s.maxGen = std::min(s.maxGen, upGen);
+  }
+  auto lanes = [&](const char* name) {
+    auto w = parseInteger(attrOr(dev / name));
+    return w && *w > 0 && *w <= 32 ? static_cast<int>(*w) : 0;
+  };
+  s.width = lanes("current_link_width");
+  s.maxWidth = lanes("max_link_width");
+  if (s.gen == 0 && s.maxGen == 0 && s.width == 0 && s.maxWidth == 0) return std::nullopt;
+  return s;
+}
+
 HostHardware readHostHardware(const HardwareRoots& roots, GpuQuery* gpuQuery, const std::string& host) {
   HostHardware h;
   h.host = host;
   h.cpuModel = cpuModel(roots.procfs);
   const fs::path sys(roots.sysfs);
 
-  // RDMA ports first: their PCI devices' netdevs are the same wires.
-  std::set<fs::path> rdmaDevices;
+  NicScan scan = scanNics(sys);
+  h.nics = std::move(scan.nics);
   std::map<std::string, fs::path> pciOfNic;  // NIC name (without port) -> its PCI device
-  const fs::path ib = sys / "class/infiniband";
-  for (const auto& dev : sortedEntries(ib)) {
-    fs::path devPath = resolved(ib / dev / "device");
-    if (devPath.empty()) continue;  // soft RDMA (rxe, siw): its netdev is counted
-    rdmaDevices.insert(devPath);
-    fs::path pci = pciDeviceOf(devPath);
-    if (!pci.empty()) pciOfNic[dev] = pci;
-    const std::string model = pci.empty() ? pciModel(devPath) : pciModel(pci);
-    for (const auto& port : sortedEntries(ib / dev / "ports")) {
-      const fs::path p = ib / dev / "ports" / port;
-      NicInfo n;
-      n.name = dev + "/" + port;
-      std::string layer = attrOr(p / "link_layer", "InfiniBand");
-      n.kind = layer == "Ethernet" ? "roce" : "infiniband";
-      n.model = model;
-      n.gbps = parseIbRate(attrOr(p / "rate")).value_or(0);
-      // "4: ACTIVE"; the number is the state's (1 DOWN, 2 INIT, 3 ARMED, 4 ACTIVE).
-      n.up = attrOr(p / "state").find("ACTIVE") != std::string::npos;
-      h.nics.push_back(std::move(n));
-    }
-  }
-
-  const fs::path net = sys / "class/net";
-  std::vector<NicInfo> virtualNics;
-  for (const auto& iface : sortedEntries(net)) {
-    const fs::path p = net / iface;
-    const std::string type = attrOr(p / "type");
-    if (iface == "lo" || type == "772") continue;  // ARPHRD_LOOPBACK
-    NicInfo n;
-    n.name = iface;
-    n.up = isUp(p);
-    n.gbps = parseNetSpeed(attrOr(p / "speed")).value_or(0);
-    fs::path devPath = resolved(p / "device");
-    if (devPath.empty()) {
-      n.kind = "virtual";
-      virtualNics.push_back(std::move(n));
-      continue;
-    }
-    std::error_code ec;
-    if (fs::exists(p / "device/physfn", ec)) continue;           // an SR-IOV VF beside its PF
-    if (rdmaDevices.count(devPath)) continue;                    // the netdev face of an RDMA port
-    if (type != "1" && type != "32" && !type.empty()) continue;  // not Ethernet (1) nor IPoIB (32)
-    n.kind = type == "32" ? "infiniband" : "ethernet";
-    fs::path pci = pciDeviceOf(devPath);
-    // virtio's own vendor/device ("1af4:0001") say more than its PCI function's.
-    n.model = pciModel(devPath);
-    if (n.model.empty() && !pci.empty()) n.model = pciModel(pci);
-    if (!pci.empty()) pciOfNic[iface] = pci;
-    h.nics.push_back(std::move(n));
-  }
-  if (h.nics.empty()) h.nics = std::move(virtualNics);
+  for (const auto& d : scan.pci) pciOfNic[d.name] = d.path;
 
   // GPUs: NVML's list, else sysfs' count.
   GpuView view;

@@ -25,8 +25,10 @@
 // Memory bandwidth is measured, not read: HostHardware::memBwGBps stays 0 here.
 #pragma once
 
+#include <filesystem>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "engine/host/gpu_query.h"
 #include "engine/host/hardware.h"
@@ -45,6 +47,27 @@ HardwareRoots hardwareRootsFromEnv(const std::string& prefix);
 // Everything above, for `host` (the record's name; the caller's hostname). `gpus` may be null: no GPU
 // query, the sysfs count only. Never throws: what cannot be read stays unknown (0 or "").
 HostHardware readHostHardware(const HardwareRoots& roots, GpuQuery* gpus, const std::string& host);
+
+// The PCI function of every physical NIC readHostHardware lists, in its order: each RDMA device once
+// ("mlx5_0", rdma), then each netdev that is not an RDMA device's face ("ens1f0"). Virtual interfaces
+// (veth, bridges, lo) and soft RDMA have none and are left out. `path` is the function's canonical
+// folder under <sysfs>/devices (engine/host/pci_topology.h reads its place from it).
+struct NicPciDevice {
+  std::string name;
+  bool rdma = false;
+  std::filesystem::path path;
+};
+std::vector<NicPciDevice> readNicPciDevices(const HardwareRoots& roots);
+
+// A PCIe link's state against what it should be, from the function's folder (NicPciDevice::path):
+// current_link_{speed,width} against max_link_width (the device's lanes) and the lesser of the
+// device's and its upstream port's max_link_speed (a Gen5 card in a Gen4 slot runs at the slot's
+// best). nullopt when sysfs tells neither (a VM's virtio device has no link). 0: unknown.
+struct PcieLinkState {
+  int gen = 0, maxGen = 0;
+  int width = 0, maxWidth = 0;
+};
+std::optional<PcieLinkState> readPcieLinkState(const std::filesystem::path& dev);
 
 // The parsers, for tests and for callers that read the files themselves. All return nullopt (or 0) on
 // text they do not recognise.

@@ -59,7 +59,24 @@ constexpr unsigned long long nvmlClocksThrottleReasonHwThermalSlowdown = 0x40ULL
 constexpr unsigned long long nvmlClocksThrottleReasonHwPowerBrakeSlowdown = 0x80ULL;
 constexpr unsigned long long nvmlClocksEventReasonDisplayClockSetting = 0x100ULL;
 
-// nvmlPciInfo_t as filled by nvmlDeviceGetPciInfo_v3.
+// nvmlGpuTopologyLevel_t (nvmlDeviceGetTopologyCommonAncestor): the closest common ancestor of two
+// GPUs, the levels `nvidia-smi topo -m` prints as PIX (INTERNAL, SINGLE), PXB, PHB, NODE and SYS.
+typedef int nvmlGpuTopologyLevel_t;  // NOLINT
+constexpr nvmlGpuTopologyLevel_t NVML_TOPOLOGY_INTERNAL = 0;     // on one board (a K80's two GPUs)
+constexpr nvmlGpuTopologyLevel_t NVML_TOPOLOGY_SINGLE = 10;      // one PCIe switch
+constexpr nvmlGpuTopologyLevel_t NVML_TOPOLOGY_MULTIPLE = 20;    // several PCIe switches, no host bridge
+constexpr nvmlGpuTopologyLevel_t NVML_TOPOLOGY_HOSTBRIDGE = 30;  // the same PCIe host bridge
+constexpr nvmlGpuTopologyLevel_t NVML_TOPOLOGY_NODE = 40;        // host bridges of one NUMA node
+constexpr nvmlGpuTopologyLevel_t NVML_TOPOLOGY_SYSTEM = 50;      // across the SMP interconnect
+
+// nvmlIntNvLinkDeviceType_t (nvmlDeviceGetNvLinkRemoteDeviceType): what the far end of a link is.
+typedef int nvmlIntNvLinkDeviceType_t;  // NOLINT
+constexpr nvmlIntNvLinkDeviceType_t NVML_NVLINK_DEVICE_TYPE_GPU = 0x00;
+constexpr nvmlIntNvLinkDeviceType_t NVML_NVLINK_DEVICE_TYPE_IBMNPU = 0x01;
+constexpr nvmlIntNvLinkDeviceType_t NVML_NVLINK_DEVICE_TYPE_SWITCH = 0x02;
+constexpr nvmlIntNvLinkDeviceType_t NVML_NVLINK_DEVICE_TYPE_UNKNOWN = 0xFF;
+
+// nvmlPciInfo_t as filled by nvmlDeviceGetPciInfo_v3 and nvmlDeviceGetNvLinkRemotePciInfo_v2.
 typedef struct nvmlPciInfo_st {  // NOLINT
   char busIdLegacy[NVML_DEVICE_PCI_BUS_ID_BUFFER_V2_SIZE];
   unsigned int domain;
@@ -77,5 +94,10 @@ typedef struct nvmlProcessInfo_st {  // NOLINT
   unsigned int gpuInstanceId;
   unsigned int computeInstanceId;
 } nvmlProcessInfo_t;
+
+// The topology calls (driver 450+; a driver without them leaves gpu.topology to sysfs):
+//   nvmlReturn_t nvmlDeviceGetTopologyCommonAncestor(nvmlDevice_t, nvmlDevice_t, nvmlGpuTopologyLevel_t*);
+//   nvmlReturn_t nvmlDeviceGetNvLinkRemotePciInfo_v2(nvmlDevice_t, unsigned link, nvmlPciInfo_t*);
+//   nvmlReturn_t nvmlDeviceGetNvLinkRemoteDeviceType(nvmlDevice_t, unsigned link, nvmlIntNvLinkDeviceType_t*);
 
 }  // extern "C"

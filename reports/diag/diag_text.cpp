@@ -7,6 +7,7 @@
 
 #include "engine/common/ranges.h"
 #include "reports/diag/fleet_text.h"
+#include "reports/diag/topology_text.h"
 
 namespace ds::report {
 namespace {
@@ -91,6 +92,10 @@ std::string formatDiagText(const DiagReport& report, const DiagTextOptions& opti
                            idWidth, where, row.rec->message);
         if (!row.rec->remedy.empty() && row.rec->status != DiagStatus::kPass) {
           out += fmt::format("{}-> {}\n", indent, row.rec->remedy);
+        }
+        // Checks whose data carries a table of their own (gpu.topology's topo -m matrix).
+        if (row.rec->id == "gpu.topology") {
+          for (const auto& line : formatTopologyMatrix(row.rec->data)) out += fmt::format("{}{}\n", indent, line);
         }
         if (options.verbose && !row.rec->data.empty()) out += fmt::format("{}data: {}\n", indent, row.rec->data.dump());
       }
