@@ -1113,6 +1113,16 @@ class Confirmation {
     for (const Edge* e : confirmOf_[hs.unit])
       if (healthySet_.count(e->ua == hs.unit ? fleet_.units[e->ub].leader : fleet_.units[e->ua].leader))
         mine.push_back(e);
+    if (mine.empty() && hs.evidence.kind != "link_failed") {
+      // Slow, not failed, and never re-tested (the confirmation stage was cut short: a rank stopped
+      // in it), as for a link: the 64-host bed, 2026-12-07, named an innocent host whose pings with
+      // two peers took 1.8 ms against a median of 115 us while a build ran beside the fleet, when a
+      // rank frozen in the confirmation stage left it without a re-test.
+      out_.notes.push_back(hs.evidence.text +
+                           "; it was not re-tested (no confirmation pair ran for it), and slowness that was "
+                           "never re-tested does not name a host");
+      return;
+    }
     if (mine.empty()) {
       hs.evidence.text += "; it was not re-tested (no confirmation pair ran for it)";
       u.evidence.push_back(hs.evidence);

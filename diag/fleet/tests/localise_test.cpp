@@ -236,6 +236,54 @@ TEST(FleetLocalise, ASlowLinkThatWasNeverRetestedIsANoteNotANamedLink) {
   EXPECT_TRUE(contains(allText(j), "it was not re-tested (no confirmation pair ran for it)")) << allText(j);
 }
 
+// A host slow to answer with two peers that was never re-tested (the confirmation stage ran, cut short
+// before its pairs) is a note, not a named host; the same host failing with those peers is named. The
+// 64-host bed, 2026-12-07 (freeze@confirm): pings of 1.8 ms against a 115 us median with two peers,
+// while a build ran beside the fleet, named an innocent host.
+TEST(FleetLocalise, AHostSlowToAnswerThatWasNeverRetestedIsANoteNotANamedHost) {
+  FleetModel m;
+  m.hosts = 16;
+  FleetInput in = ds::bench::fleet::makeInput(m);
+  std::vector<int> units;
+  for (int h = 0; h < 16; ++h) units.push_back(h);
+  SplitMix64 rng(3);
+  RunCost cost;
+  ds::bench::fleet::runRounds(m, planLinkRounds(units, 4, 1), "links", in, rng, cost);
+  ASSERT_TRUE(judge(in).retest.empty());
+  auto again = in.pairs.front();
+  again.stage = "confirm";
+  in.pairs.push_back(again);
+  // Host x: two of its link-stage pairs, with two different peers, far from `again`'s hosts.
+  std::vector<std::size_t> mine;
+  int x = -1;
+  for (int h = 0; h < 16 && mine.size() < 2; ++h) {
+    if (h == again.a || h == again.b) continue;
+    mine.clear();
+    for (std::size_t i = 0; i < in.pairs.size() && mine.size() < 2; ++i) {
+      const auto& p = in.pairs[i];
+      if (p.stage != "links" || (p.a != h && p.b != h)) continue;
+      const int peer = p.a == h ? p.b : p.a;
+      if (peer != again.a && peer != again.b) mine.push_back(i);
+    }
+    x = h;
+  }
+  ASSERT_EQ(mine.size(), 2u);
+  for (std::size_t i : mine) in.pairs[i].latencyUs = 100 * m.latencyUs + 1000;
+  auto j = judge(in);
+  EXPECT_TRUE(named(m, j).hosts.empty()) << "host " << x << ": " << allText(j);
+  EXPECT_TRUE(j.links.empty()) << allText(j);
+  EXPECT_TRUE(contains(allText(j), "slowness that was never re-tested does not name a host")) << allText(j);
+  // The same pairs failed instead: the host is named, with the note that it was not re-tested.
+  for (std::size_t i : mine) {
+    in.pairs[i].latencyUs = 0;
+    in.pairs[i].outcome = ds::report::PairOutcome::kTimeout;
+    in.pairs[i].error = "timed out";
+  }
+  j = judge(in);
+  EXPECT_EQ(named(m, j).hosts, (std::set<int>{x})) << allText(j);
+  EXPECT_TRUE(contains(allText(j), "it was not re-tested (no confirmation pair ran for it)")) << allText(j);
+}
+
 TEST(FleetLocalise, FrozenAndExitedRanksAreNamedWithTheirStage) {
   FleetModel m;
   m.hosts = 12;
