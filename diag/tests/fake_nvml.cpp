@@ -219,4 +219,17 @@ nvmlReturn_t nvmlDeviceGetNvLinkState(nvmlDevice_t d, unsigned link, nvmlEnableS
   return NVML_SUCCESS;
 }
 
+// An HGX board: every NVLink goes to an NVSwitch.
+nvmlReturn_t nvmlDeviceGetNvLinkRemoteDeviceType(nvmlDevice_t, unsigned link, nvmlIntNvLinkDeviceType_t* type) {
+  if (link >= NVML_NVLINK_MAX_LINKS) return NVML_ERROR_INVALID_ARGUMENT;
+  *type = NVML_NVLINK_DEVICE_TYPE_SWITCH;
+  return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetNvLinkRemotePciInfo_v2(nvmlDevice_t, unsigned link, nvmlPciInfo_t* pci) {
+  if (link >= NVML_NVLINK_MAX_LINKS) return NVML_ERROR_INVALID_ARGUMENT;
+  *pci = nvmlPciInfo_t{};
+  return NVML_SUCCESS;
+}
+
 }  // extern "C"

@@ -38,6 +38,12 @@ constexpr unsigned NVML_DEVICE_PCI_BUS_ID_BUFFER_V2_SIZE = 16;
 constexpr unsigned NVML_DEVICE_PCI_BUS_ID_BUFFER_SIZE = 32;
 constexpr unsigned long long NVML_VALUE_NOT_AVAILABLE = ~0ULL;
 
+// nvmlIntNvLinkDeviceType_t (nvmlDeviceGetNvLinkRemoteDeviceType, driver 460+).
+typedef int nvmlIntNvLinkDeviceType_t;  // NOLINT
+constexpr nvmlIntNvLinkDeviceType_t NVML_NVLINK_DEVICE_TYPE_GPU = 0x00;
+constexpr nvmlIntNvLinkDeviceType_t NVML_NVLINK_DEVICE_TYPE_IBMNPU = 0x01;
+constexpr nvmlIntNvLinkDeviceType_t NVML_NVLINK_DEVICE_TYPE_SWITCH = 0x02;
+
 // nvmlDeviceArchitecture_t (nvmlDeviceGetArchitecture, driver 450+).
 typedef unsigned int nvmlDeviceArchitecture_t;  // NOLINT
 constexpr nvmlDeviceArchitecture_t NVML_DEVICE_ARCH_PASCAL = 4;
