@@ -58,6 +58,10 @@ Bound localBound(const GpuCopyDevice& d) {
 
 Bound peerBound(const GpuCopyDevice& a, const GpuCopyDevice& b) {
   for (const GpuCopyDevice* g : {&a, &b}) {
+    if (g->nvlinks < 0)
+      return unknown(fmt::format("NVML did not answer for GPU {}, so whether NVLink joins GPUs {} and {} (and at what "
+                                 "rate) is unknown",
+                                 g->index, a.index, b.index));
     if (g->nvlinks > 0 && g->nvlinkRemotes.empty())
       return unknown(fmt::format("NVML did not say where the {} NVLinks of GPU {} go, so the links between GPUs {} "
                                  "and {} are unknown",
@@ -165,7 +169,8 @@ std::string formatGpuCopyTable(const GpuCopyRun& run) {
     out += fmt::format("# gpu {}: {}{}, PCIe {}, memory {}, NVLinks {}\n", d.index, d.name.empty() ? "?" : d.name,
                        d.busId.empty() ? "" : " (" + d.busId + ")",
                        d.pcieGen > 0 && d.pcieWidth > 0 ? fmt::format("Gen{} x{}", d.pcieGen, d.pcieWidth) : "unknown",
-                       mem > 0 ? gcd::gbNum(mem) + " GB/s" : "unknown", d.nvlinks);
+                       mem > 0 ? gcd::gbNum(mem) + " GB/s" : "unknown",
+                       d.nvlinks >= 0 ? std::to_string(d.nvlinks) : "unknown");
   }
   out += "#\n";
   out += fmt::format("# {:<37} {:>3} {:>4} {:>8} {:>6} {:>10} {:>9} {:>9} {:>9} {:>9} {:>5}  {}\n", "testcase", "gpu",

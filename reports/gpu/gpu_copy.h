@@ -42,7 +42,7 @@ struct GpuCopyDevice {
   int memBusWidthBits = 0;  // cudaDevAttrGlobalMemoryBusWidth; 0 unknown
   // Where each active NVLink goes: the PCI address of the GPU at its far end, or "switch" for an
   // NVSwitch. Empty with nvlinks > 0: NVML did not say (the pair bounds are then unknown).
-  int nvlinks = 0;
+  int nvlinks = 0;  // active NVLinks; -1 unknown (no NVML): the pair bounds are then unknown too
   std::vector<std::string> nvlinkRemotes;
   bool operator==(const GpuCopyDevice&) const = default;
 };

@@ -41,7 +41,7 @@ std::string renderGpuCopyReport(const GpuCopyRun& run, const std::string& name) 
     const double mem = memoryGBps(d);
     devices.push_back({Cell(std::to_string(d.index), "num"), Cell(d.name), Cell(d.busId),
                        Cell(d.pcieGen > 0 && d.pcieWidth > 0 ? fmt::format("Gen{} x{}", d.pcieGen, d.pcieWidth) : "-"),
-                       Cell(mem > 0 ? formatFixed(mem, 0) : "-", "num"), Cell(std::to_string(d.nvlinks), "num")});
+                       Cell(mem > 0 ? formatFixed(mem, 0) : "-", "num"), Cell(d.nvlinks >= 0 ? std::to_string(d.nvlinks) : "-", "num")});
   }
   page.table({"gpu", "name", "PCI address", "PCIe link", "memory GB/s", "NVLinks"}, devices);
 

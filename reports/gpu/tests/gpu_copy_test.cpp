@@ -152,6 +152,16 @@ TEST(GpuCopyBounds, UnknownFactsGiveNoBoundAndSayWhyNeverAGuess) {
   EXPECT_NE(table.find("# bound -: the PCIe link of GPU 0 is unknown"), std::string::npos) << table;
 }
 
+TEST(GpuCopyBounds, WithoutNvmlPeerRowsAreUnknownNotPcie) {
+  std::vector<GpuCopyDevice> devs = {h100(0, "a"), h100(1, "b")};
+  devs[1].nvlinks = -1;
+  devs[1].nvlinkRemotes.clear();
+  std::vector<GpuCopyRow> rows = {row("device_to_device_memcpy_read_ce", CopyPath::kPeerRead, CopyMethod::kCopyEngine, 0, 1, 100)};
+  boundCopyRows(rows, devs);
+  EXPECT_EQ(rows[0].boundGBps, 0);
+  EXPECT_NE(rows[0].boundWhy.find("NVML did not answer for GPU 1"), std::string::npos) << rows[0].boundWhy;
+}
+
 TEST(GpuCopyBounds, AnArchitectureWithoutAKnownLinkRateIsUnknown) {
   std::vector<GpuCopyDevice> devs = {h100(0, "a"), h100(1, "b")};
   devs[0].arch = 42;
