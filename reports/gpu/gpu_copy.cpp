@@ -175,8 +175,8 @@ std::string formatGpuCopyTable(const GpuCopyRun& run) {
   out += "#\n";
   out += fmt::format("# {:<37} {:>3} {:>4} {:>8} {:>6} {:>10} {:>9} {:>9} {:>9} {:>9} {:>5}  {}\n", "testcase", "gpu",
                      "peer", "host", "size", "time(us)", "median", "min", "max", "bound", "%", "bound is");
-  out += fmt::format("# {:<37} {:>3} {:>4} {:>8} {:>6} {:>10} {:>9} {:>9} {:>9} {:>9} {:>5}\n", "", "", "", "memory",
-                     "", "", "GB/s", "GB/s", "GB/s", "GB/s", "");
+  out += fmt::format("# {:<37} {:>3} {:>4} {:>8} {:>6} {:>10} {:>9} {:>9} {:>9} {:>9}\n", "", "", "", "memory", "", "",
+                     "GB/s", "GB/s", "GB/s", "GB/s");
   std::map<std::string, std::vector<std::string>> unknownWhy;  // why -> rows
   for (const auto& r : run.rows) {
     const std::string peer = r.peer >= 0 ? std::to_string(r.peer) : "-";
