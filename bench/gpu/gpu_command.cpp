@@ -28,6 +28,8 @@ Command addGpuCommand(CLI::App& parent) {
       ->capture_default_str()
       ->envname("DSBENCH_WARMUP");
   g->add_option("--device", f->devices, "CUDA device numbers to measure, comma-separated (default: every GPU)")
+      // The form here (numbers, no repeats); whether each is a GPU of this host once CUDA is asked.
+      ->check(cli::checkedBy([](const std::string& t) { gpu::resolveDevices(t, 10000); }))
       ->envname("DSBENCH_DEVICE");
   flags::json(g, f->jsonPath, "write the rows as JSON (schema dsperf.gpu) to this file");
   flags::label(g, f->label, f->labelGiven);
