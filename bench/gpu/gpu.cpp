@@ -221,7 +221,15 @@ int runGpuWith(const GpuOptions& o, GpuRunEnv& env) {
         continue;
       }
     }
-    summariseTimes(r, m.time(r, o.warmup, o.iters));
+    try {
+      summariseTimes(r, m.time(r, o.warmup, o.iters));
+    } catch (const BackendError& e) {
+      // A CUDA error mid-run: nccl-tests' code for it, the row named (a sticky error would fail every
+      // row after it, so the run stops here).
+      printLine(env.err, fmt::format("dsbench gpu: {} (row {} on GPU {}{}); nothing was written.\n", e.what(),
+                                     r.testcase, r.device, r.peer >= 0 ? fmt::format(" with GPU {}", r.peer) : ""));
+      return kExitCuda;
+    }
   }
   report::boundCopyRows(run.rows, run.devices);
   printLine(env.out, report::formatGpuCopyTable(run));

@@ -102,6 +102,7 @@ class FakeMeasurer : public CopyMeasurer {
  public:
   int count = 3;
   std::string countError;
+  std::string timeError;  // thrown as a BackendError by time() when set
   std::vector<report::GpuCopyRow> timed;
   int deviceCount() override {
     if (!countError.empty()) throw BackendError(countError);
@@ -124,6 +125,7 @@ class FakeMeasurer : public CopyMeasurer {
     return true;
   }
   std::vector<double> time(const report::GpuCopyRow& row, int, int iters) override {
+    if (!timeError.empty()) throw BackendError(timeError);
     timed.push_back(row);
     const double gbps = row.path == CopyPath::kDeviceLocal ? 1400 : row.peer >= 0 ? 380 : row.pageable ? 20 : 55;
     return std::vector<double>(static_cast<std::size_t>(iters), static_cast<double>(row.bytes) / (gbps * 1e3));
@@ -234,6 +236,23 @@ TEST(GpuBenchRun, WithoutADriverOrDeviceItNamesCudasErrorAndExitsTwo) {
   m.count = 0;
   EXPECT_EQ(runGpuWith(resolveGpuOptions(GpuFlags{}), env), kExitCuda);
   EXPECT_NE(readAll(c.err).find("found 0 devices"), std::string::npos);
+}
+
+TEST(GpuBenchRun, ACudaErrorWhileMeasuringNamesTheRowAndExitsTwo) {
+  FakeMeasurer m;
+  m.timeError = "CUDA error in cudaMemcpyAsync: cudaErrorIllegalAddress (an illegal memory access was encountered)";
+  Captured c;
+  GpuRunEnv env;
+  env.measurer = &m;
+  env.out = c.out;
+  env.err = c.err;
+  GpuFlags f;
+  f.devices = "0";
+  EXPECT_EQ(runGpuWith(resolveGpuOptions(f), env), kExitCuda);
+  EXPECT_NE(readAll(c.err).find("cudaErrorIllegalAddress (an illegal memory access was encountered) (row "
+                                "host_to_device_memcpy_ce on GPU 0)"),
+            std::string::npos)
+      << readAll(c.err);
 }
 
 TEST(GpuBenchFacts, NvmlAndSysfsFactsJoinByPciAddressAndMissingOnesStayUnknown) {
