@@ -28,9 +28,10 @@ GpuOptions resolveGpuOptions(const GpuFlags& f) {
   GpuOptions o;
   o.bytes = coll::parseSize(f.size, "--size");
   if (o.bytes < 16 || o.bytes > (64ULL << 30)) {
-    throw ConfigError(fmt::format("--size {}: give from 16 bytes to 64G per copy (nvbandwidth's default is 512M; "
-                                  "each row holds two buffers of this size)",
-                                  cli::shown(f.size)));
+    throw ConfigError(
+        fmt::format("--size {}: give from 16 bytes to 64G per copy (nvbandwidth's default is 512M; "
+                    "each row holds two buffers of this size)",
+                    cli::shown(f.size)));
   }
   if (f.iters < 1) throw ConfigError(fmt::format("--iters {}: give at least 1 timed copy per row", f.iters));
   if (f.warmup < 0) throw ConfigError(fmt::format("--warmup {}: give 0 or more warm-up copies", f.warmup));
@@ -50,17 +51,20 @@ std::vector<int> resolveDevices(const std::string& text, int count) {
   }
   const std::string range = count > 0 ? fmt::format("0-{}", count - 1) : "none";
   for (const auto& item : coll::splitList(text)) {
-    const bool digits = !item.empty() && item.size() <= 4 &&
-                        std::all_of(item.begin(), item.end(), [](unsigned char c) { return std::isdigit(c) != 0; });
+    const bool digits =
+        !item.empty() && item.size() <= 4 &&
+        std::all_of(item.begin(), item.end(), [](unsigned char c) { return std::isdigit(c) != 0; });
     if (!digits)
-      throw ConfigError(fmt::format("--device {}: '{}' is not a GPU number; give CUDA device numbers separated by "
-                                    "commas, e.g. --device 0,1 (this host has {} GPU(s): {})",
-                                    cli::shown(text), item, count, range));
+      throw ConfigError(
+          fmt::format("--device {}: '{}' is not a GPU number; give CUDA device numbers separated by "
+                      "commas, e.g. --device 0,1 (this host has {} GPU(s): {})",
+                      cli::shown(text), item, count, range));
     const int d = std::stoi(item);
     if (d >= count)
-      throw ConfigError(fmt::format("--device {}: there is no GPU {} here; CUDA sees {} GPU(s) ({}), numbered as "
-                                    "CUDA_VISIBLE_DEVICES leaves them",
-                                    cli::shown(text), d, count, range));
+      throw ConfigError(
+          fmt::format("--device {}: there is no GPU {} here; CUDA sees {} GPU(s) ({}), numbered as "
+                      "CUDA_VISIBLE_DEVICES leaves them",
+                      cli::shown(text), d, count, range));
     if (std::find(out.begin(), out.end(), d) != out.end())
       throw ConfigError(fmt::format("--device {}: GPU {} is named twice", cli::shown(text), d));
     out.push_back(d);
@@ -71,7 +75,8 @@ std::vector<int> resolveDevices(const std::string& text, int count) {
 
 std::vector<GpuCopyRow> planCopyRows(const std::vector<int>& devices, std::size_t bytes, int iters) {
   std::vector<GpuCopyRow> rows;
-  auto add = [&](const char* testcase, CopyPath path, CopyMethod method, int device, int peer, bool pageable) {
+  auto add = [&](const char* testcase, CopyPath path, CopyMethod method, int device, int peer,
+                 bool pageable) {
     GpuCopyRow r;
     r.testcase = testcase;
     r.path = path;
@@ -124,8 +129,8 @@ void summariseTimes(GpuCopyRow& row, std::vector<double> timesUs) {
   row.minGBps = gbps(timesUs.back());
 }
 
-void addHostFacts(std::vector<GpuCopyDevice>& devices, const hw::GpuView& nvml, const hw::HostHardware& hardware,
-                  std::vector<std::string>& notes) {
+void addHostFacts(std::vector<GpuCopyDevice>& devices, const hw::GpuView& nvml,
+                  const hw::HostHardware& hardware, std::vector<std::string>& notes) {
   if (!nvml.loaded)
     notes.push_back(fmt::format("NVML gave no facts ({}), so NVLink bounds are unknown",
                                 nvml.error.empty() ? "not asked" : nvml.error));
@@ -164,9 +169,10 @@ void printLine(std::FILE* f, const std::string& s) {
 
 int runGpuWith(const GpuOptions& o, GpuRunEnv& env) {
   if (env.measurer == nullptr) {
-    printLine(env.err,
-              "dsbench gpu: this dsbench was built without CUDA, so it cannot measure GPU copies; use a build "
-              "configured with the CUDA toolkit (DS_WITH_CUDA=ON).\n");
+    printLine(
+        env.err,
+        "dsbench gpu: this dsbench was built without CUDA, so it cannot measure GPU copies; use a build "
+        "configured with the CUDA toolkit (DS_WITH_CUDA=ON).\n");
     return kExitCuda;
   }
   CopyMeasurer& m = *env.measurer;
@@ -178,7 +184,8 @@ int runGpuWith(const GpuOptions& o, GpuRunEnv& env) {
     return kExitCuda;
   }
   if (count <= 0) {
-    printLine(env.err, "dsbench gpu: no GPU can be measured on this host: cudaGetDeviceCount found 0 devices.\n");
+    printLine(env.err,
+              "dsbench gpu: no GPU can be measured on this host: cudaGetDeviceCount found 0 devices.\n");
     return kExitCuda;
   }
   const std::vector<int> devices = resolveDevices(o.devices, count);
@@ -217,7 +224,8 @@ int runGpuWith(const GpuOptions& o, GpuRunEnv& env) {
       }
       if (refused.contains(pair)) {
         r.skipped = true;
-        if (r.note.empty()) r.note = fmt::format("no peer access between GPUs {} and {}", pair.first, pair.second);
+        if (r.note.empty())
+          r.note = fmt::format("no peer access between GPUs {} and {}", pair.first, pair.second);
         continue;
       }
     }
@@ -226,8 +234,9 @@ int runGpuWith(const GpuOptions& o, GpuRunEnv& env) {
     } catch (const BackendError& e) {
       // A CUDA error mid-run: nccl-tests' code for it, the row named (a sticky error would fail every
       // row after it, so the run stops here).
-      printLine(env.err, fmt::format("dsbench gpu: {} (row {} on GPU {}{}); nothing was written.\n", e.what(),
-                                     r.testcase, r.device, r.peer >= 0 ? fmt::format(" with GPU {}", r.peer) : ""));
+      printLine(env.err,
+                fmt::format("dsbench gpu: {} (row {} on GPU {}{}); nothing was written.\n", e.what(),
+                            r.testcase, r.device, r.peer >= 0 ? fmt::format(" with GPU {}", r.peer) : ""));
       return kExitCuda;
     }
   }

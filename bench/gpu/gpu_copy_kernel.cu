@@ -51,8 +51,8 @@ int launchCopyKernel(void* dst, const void* src, std::size_t bytes, void* stream
     std::size_t blocks = static_cast<std::size_t>(sms) * static_cast<std::size_t>(perSm > 0 ? perSm : 1);
     const std::size_t needed = (whole + kThreads - 1) / kThreads;
     if (blocks > needed) blocks = needed;
-    copy16<<<static_cast<unsigned>(blocks), kThreads, 0, s>>>(static_cast<uint4*>(dst), static_cast<const uint4*>(src),
-                                                             whole);
+    copy16<<<static_cast<unsigned>(blocks), kThreads, 0, s>>>(static_cast<uint4*>(dst),
+                                                              static_cast<const uint4*>(src), whole);
     e = cudaGetLastError();
     if (e != cudaSuccess) return static_cast<int>(e);
   }

@@ -27,7 +27,9 @@ namespace {
 using report::CopyMethod;
 using report::CopyPath;
 
-std::string errorText(cudaError_t e) { return fmt::format("{} ({})", cudaGetErrorName(e), cudaGetErrorString(e)); }
+std::string errorText(cudaError_t e) {
+  return fmt::format("{} ({})", cudaGetErrorName(e), cudaGetErrorString(e));
+}
 
 void check(cudaError_t e, const char* what) {
   if (e != cudaSuccess) throw BackendError(fmt::format("CUDA error in {}: {}", what, errorText(e)));
@@ -70,11 +72,14 @@ class CudaCopyMeasurer : public CopyMeasurer {
     char bus[32] = {0};
     if (cudaDeviceGetPCIBusId(bus, sizeof bus - 1, device) == cudaSuccess) {
       d.busId = bus;
-      std::transform(d.busId.begin(), d.busId.end(), d.busId.begin(), [](unsigned char c) { return std::tolower(c); });
+      std::transform(d.busId.begin(), d.busId.end(), d.busId.begin(),
+                     [](unsigned char c) { return std::tolower(c); });
     }
     int v = 0;
-    if (cudaDeviceGetAttribute(&v, cudaDevAttrMemoryClockRate, device) == cudaSuccess) d.memClockMHz = v / 1000;
-    if (cudaDeviceGetAttribute(&v, cudaDevAttrGlobalMemoryBusWidth, device) == cudaSuccess) d.memBusWidthBits = v;
+    if (cudaDeviceGetAttribute(&v, cudaDevAttrMemoryClockRate, device) == cudaSuccess)
+      d.memClockMHz = v / 1000;
+    if (cudaDeviceGetAttribute(&v, cudaDevAttrGlobalMemoryBusWidth, device) == cudaSuccess)
+      d.memBusWidthBits = v;
     return d;
   }
 
@@ -94,7 +99,8 @@ class CudaCopyMeasurer : public CopyMeasurer {
         cudaGetLastError();  // clears it
       } else if (e != cudaSuccess) {
         cudaGetLastError();
-        why = fmt::format("cudaDeviceEnablePeerAccess from GPU {} to GPU {} failed with {}", from, to, errorText(e));
+        why = fmt::format("cudaDeviceEnablePeerAccess from GPU {} to GPU {} failed with {}", from, to,
+                          errorText(e));
         return false;
       }
     }
@@ -108,22 +114,38 @@ class CudaCopyMeasurer : public CopyMeasurer {
     check(cudaSetDevice(row.device), "cudaSetDevice");
     void* host = nullptr;
     if (row.path == CopyPath::kHostToDevice || row.path == CopyPath::kDeviceToHost)
-      host = row.pageable                          ? pageableBuffer(bytes)
+      host = row.pageable                        ? pageableBuffer(bytes)
              : row.method == CopyMethod::kKernel ? pinnedBuffer(bytes).device
                                                  : pinnedBuffer(bytes).host;
     void* dst = nullptr;
     const void* src = nullptr;
     switch (row.path) {
-      case CopyPath::kHostToDevice: dst = mine.a; src = host; break;
-      case CopyPath::kDeviceToHost: dst = host; src = mine.a; break;
-      case CopyPath::kDeviceLocal: dst = mine.b; src = mine.a; break;
-      case CopyPath::kPeerRead: dst = mine.a; src = peer->b; break;   // the peer's memory into ours
-      case CopyPath::kPeerWrite: dst = peer->a; src = mine.b; break;  // ours into the peer's
+      case CopyPath::kHostToDevice:
+        dst = mine.a;
+        src = host;
+        break;
+      case CopyPath::kDeviceToHost:
+        dst = host;
+        src = mine.a;
+        break;
+      case CopyPath::kDeviceLocal:
+        dst = mine.b;
+        src = mine.a;
+        break;
+      case CopyPath::kPeerRead:
+        dst = mine.a;
+        src = peer->b;
+        break;  // the peer's memory into ours
+      case CopyPath::kPeerWrite:
+        dst = peer->a;
+        src = mine.b;
+        break;  // ours into the peer's
     }
     cudaStream_t stream = mine.stream;
     auto copy = [&] {
       if (row.method == CopyMethod::kKernel) {
-        check(static_cast<cudaError_t>(detail::launchCopyKernel(dst, src, bytes, stream)), "the copy kernel's launch");
+        check(static_cast<cudaError_t>(detail::launchCopyKernel(dst, src, bytes, stream)),
+              "the copy kernel's launch");
       } else {
         check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, stream), "cudaMemcpyAsync");
       }
@@ -138,7 +160,8 @@ class CudaCopyMeasurer : public CopyMeasurer {
         const auto t0 = std::chrono::steady_clock::now();
         copy();
         check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
-        us.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
+        us.push_back(
+            std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
       }
       return us;
     }
@@ -192,9 +215,11 @@ class CudaCopyMeasurer : public CopyMeasurer {
     std::size_t freeBytes = 0, total = 0;
     check(cudaMemGetInfo(&freeBytes, &total), "cudaMemGetInfo");
     if (freeBytes < 2 * bytes + (64ULL << 20)) {
-      throw ConfigError(fmt::format(
-          "dsbench gpu needs two buffers of {} bytes on GPU {}, but it has {:.1f} GiB free of {:.1f} GiB; lower --size",
-          bytes, device, static_cast<double>(freeBytes) / (1ULL << 30), static_cast<double>(total) / (1ULL << 30)));
+      throw ConfigError(
+          fmt::format("dsbench gpu needs two buffers of {} bytes on GPU {}, but it has {:.1f} GiB free of "
+                      "{:.1f} GiB; lower --size",
+                      bytes, device, static_cast<double>(freeBytes) / (1ULL << 30),
+                      static_cast<double>(total) / (1ULL << 30)));
     }
     check(cudaStreamCreateWithFlags(&b.stream, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
     check(cudaMalloc(&b.a, bytes), "cudaMalloc");

@@ -40,32 +40,37 @@ Bound unknown(std::string why) { return Bound{0, "", std::move(why)}; }
 
 Bound pcieBound(const GpuCopyDevice& d) {
   if (d.pcieGen <= 0 || d.pcieWidth <= 0)
-    return unknown(fmt::format("the PCIe link of GPU {}{} is unknown: neither sysfs nor NVML gave its generation "
-                               "and width",
-                               d.index, d.busId.empty() ? "" : " (" + d.busId + ")"));
+    return unknown(
+        fmt::format("the PCIe link of GPU {}{} is unknown: neither sysfs nor NVML gave its generation "
+                    "and width",
+                    d.index, d.busId.empty() ? "" : " (" + d.busId + ")"));
   const double g = hw::pcieGBps(d.pcieGen, d.pcieWidth);
-  if (g <= 0) return unknown(fmt::format("PCIe Gen{} of GPU {} is not a generation this dsperf knows", d.pcieGen, d.index));
+  if (g <= 0)
+    return unknown(
+        fmt::format("PCIe Gen{} of GPU {} is not a generation this dsperf knows", d.pcieGen, d.index));
   return Bound{g, fmt::format("PCIe Gen{} x{}", d.pcieGen, d.pcieWidth), ""};
 }
 
 Bound localBound(const GpuCopyDevice& d) {
   const double mem = memoryGBps(d);
   if (mem <= 0)
-    return unknown(fmt::format("the memory clock or bus width of GPU {} is unknown, so its memory bandwidth is",
-                               d.index));
+    return unknown(fmt::format(
+        "the memory clock or bus width of GPU {} is unknown, so its memory bandwidth is", d.index));
   return Bound{mem / 2, fmt::format("memory {} GB/s / 2 (read + write)", gbNum(mem)), ""};
 }
 
 Bound peerBound(const GpuCopyDevice& a, const GpuCopyDevice& b) {
   for (const GpuCopyDevice* g : {&a, &b}) {
     if (g->nvlinks < 0)
-      return unknown(fmt::format("NVML did not answer for GPU {}, so whether NVLink joins GPUs {} and {} (and at what "
-                                 "rate) is unknown",
-                                 g->index, a.index, b.index));
+      return unknown(
+          fmt::format("NVML did not answer for GPU {}, so whether NVLink joins GPUs {} and {} (and at what "
+                      "rate) is unknown",
+                      g->index, a.index, b.index));
     if (g->nvlinks > 0 && g->nvlinkRemotes.empty())
-      return unknown(fmt::format("NVML did not say where the {} NVLinks of GPU {} go, so the links between GPUs {} "
-                                 "and {} are unknown",
-                                 g->nvlinks, g->index, a.index, b.index));
+      return unknown(
+          fmt::format("NVML did not say where the {} NVLinks of GPU {} go, so the links between GPUs {} "
+                      "and {} are unknown",
+                      g->nvlinks, g->index, a.index, b.index));
   }
   auto count = [](const GpuCopyDevice& g, const std::string& remote) {
     if (remote.empty()) return 0;
@@ -75,8 +80,9 @@ Bound peerBound(const GpuCopyDevice& a, const GpuCopyDevice& b) {
   if (links > 0) {
     const double rate = hw::nvlinkGBpsPerLink(a.arch, a.name);
     if (rate <= 0)
-      return unknown(fmt::format("the rate of one NVLink of GPU {} ({}, architecture {}) is not known to this dsperf",
-                                 a.index, a.name.empty() ? "name unknown" : a.name, a.arch));
+      return unknown(
+          fmt::format("the rate of one NVLink of GPU {} ({}, architecture {}) is not known to this dsperf",
+                      a.index, a.name.empty() ? "name unknown" : a.name, a.arch));
     return Bound{links * rate, fmt::format("NVLink {}x{} GB/s", links, gbNum(rate)), ""};
   }
   Bound pa = pcieBound(a), pb = pcieBound(b);
@@ -88,7 +94,8 @@ Bound peerBound(const GpuCopyDevice& a, const GpuCopyDevice& b) {
 
 Bound rowBound(const GpuCopyRow& r, const std::vector<GpuCopyDevice>& devices) {
   const GpuCopyDevice* d = deviceOf(devices, r.device);
-  if (d == nullptr) return unknown(fmt::format("GPU {} is not among the devices this run recorded", r.device));
+  if (d == nullptr)
+    return unknown(fmt::format("GPU {} is not among the devices this run recorded", r.device));
   switch (r.path) {
     case CopyPath::kHostToDevice:
     case CopyPath::kDeviceToHost:
@@ -98,7 +105,8 @@ Bound rowBound(const GpuCopyRow& r, const std::vector<GpuCopyDevice>& devices) {
     case CopyPath::kPeerRead:
     case CopyPath::kPeerWrite: {
       const GpuCopyDevice* p = deviceOf(devices, r.peer);
-      if (p == nullptr) return unknown(fmt::format("GPU {} is not among the devices this run recorded", r.peer));
+      if (p == nullptr)
+        return unknown(fmt::format("GPU {} is not among the devices this run recorded", r.peer));
       return peerBound(*d, *p);
     }
   }
@@ -119,24 +127,33 @@ std::string sizeText(std::size_t bytes) {
 
 CopyPath pathFromJson(const json& j) {
   const std::string s = j.get<std::string>();
-  for (CopyPath p : {CopyPath::kHostToDevice, CopyPath::kDeviceToHost, CopyPath::kDeviceLocal, CopyPath::kPeerRead,
-                     CopyPath::kPeerWrite})
+  for (CopyPath p : {CopyPath::kHostToDevice, CopyPath::kDeviceToHost, CopyPath::kDeviceLocal,
+                     CopyPath::kPeerRead, CopyPath::kPeerWrite})
     if (s == copyPathName(p)) return p;
-  throw json::type_error::create(302, "path must be host_to_device, device_to_host, device_local, peer_read or "
-                                      "peer_write, but is \"" + s + "\"", &j);
+  throw json::type_error::create(302,
+                                 "path must be host_to_device, device_to_host, device_local, peer_read or "
+                                 "peer_write, but is \"" +
+                                     s + "\"",
+                                 &j);
 }
 
 }  // namespace gpu_copy_detail
 
-namespace gcd = gpu_copy_detail;  // named, not anonymous: a unity batch must not mix these helpers with another file's
+namespace gcd =
+    gpu_copy_detail;  // named, not anonymous: a unity batch must not mix these helpers with another file's
 
 const char* copyPathName(CopyPath p) {
   switch (p) {
-    case CopyPath::kHostToDevice: return "host_to_device";
-    case CopyPath::kDeviceToHost: return "device_to_host";
-    case CopyPath::kDeviceLocal: return "device_local";
-    case CopyPath::kPeerRead: return "peer_read";
-    case CopyPath::kPeerWrite: return "peer_write";
+    case CopyPath::kHostToDevice:
+      return "host_to_device";
+    case CopyPath::kDeviceToHost:
+      return "device_to_host";
+    case CopyPath::kDeviceLocal:
+      return "device_local";
+    case CopyPath::kPeerRead:
+      return "peer_read";
+    case CopyPath::kPeerWrite:
+      return "peer_write";
   }
   return "?";
 }
@@ -160,39 +177,43 @@ void boundCopyRows(std::vector<GpuCopyRow>& rows, const std::vector<GpuCopyDevic
 
 std::string formatGpuCopyTable(const GpuCopyRun& run) {
   std::string out;
-  out += fmt::format("# dsbench gpu: {} GPU(s) on {}, {} bytes ({}) per copy, median of {} timed repetitions after {} "
-                     "warm-up; GB/s = 1e9 bytes/s, bytes copied once\n",
-                     run.devices.size(), run.host.empty() ? "this host" : run.host, run.bytes, gcd::sizeText(run.bytes),
-                     run.iters, run.warmup);
+  out += fmt::format(
+      "# dsbench gpu: {} GPU(s) on {}, {} bytes ({}) per copy, median of {} timed repetitions after {} "
+      "warm-up; GB/s = 1e9 bytes/s, bytes copied once\n",
+      run.devices.size(), run.host.empty() ? "this host" : run.host, run.bytes, gcd::sizeText(run.bytes),
+      run.iters, run.warmup);
   for (const auto& d : run.devices) {
     const double mem = memoryGBps(d);
-    out += fmt::format("# gpu {}: {}{}, PCIe {}, memory {}, NVLinks {}\n", d.index, d.name.empty() ? "?" : d.name,
-                       d.busId.empty() ? "" : " (" + d.busId + ")",
-                       d.pcieGen > 0 && d.pcieWidth > 0 ? fmt::format("Gen{} x{}", d.pcieGen, d.pcieWidth) : "unknown",
-                       mem > 0 ? gcd::gbNum(mem) + " GB/s" : "unknown",
-                       d.nvlinks >= 0 ? std::to_string(d.nvlinks) : "unknown");
+    out += fmt::format(
+        "# gpu {}: {}{}, PCIe {}, memory {}, NVLinks {}\n", d.index, d.name.empty() ? "?" : d.name,
+        d.busId.empty() ? "" : " (" + d.busId + ")",
+        d.pcieGen > 0 && d.pcieWidth > 0 ? fmt::format("Gen{} x{}", d.pcieGen, d.pcieWidth) : "unknown",
+        mem > 0 ? gcd::gbNum(mem) + " GB/s" : "unknown",
+        d.nvlinks >= 0 ? std::to_string(d.nvlinks) : "unknown");
   }
   out += "#\n";
-  out += fmt::format("# {:<37} {:>3} {:>4} {:>8} {:>6} {:>10} {:>9} {:>9} {:>9} {:>9} {:>5}  {}\n", "testcase", "gpu",
-                     "peer", "host", "size", "time(us)", "median", "min", "max", "bound", "%", "bound is");
-  out += fmt::format("# {:<37} {:>3} {:>4} {:>8} {:>6} {:>10} {:>9} {:>9} {:>9} {:>9}\n", "", "", "", "memory", "", "",
-                     "GB/s", "GB/s", "GB/s", "GB/s");
+  out += fmt::format("# {:<37} {:>3} {:>4} {:>8} {:>6} {:>10} {:>9} {:>9} {:>9} {:>9} {:>5}  {}\n",
+                     "testcase", "gpu", "peer", "host", "size", "time(us)", "median", "min", "max", "bound",
+                     "%", "bound is");
+  out += fmt::format("# {:<37} {:>3} {:>4} {:>8} {:>6} {:>10} {:>9} {:>9} {:>9} {:>9}\n", "", "", "",
+                     "memory", "", "", "GB/s", "GB/s", "GB/s", "GB/s");
   std::map<std::string, std::vector<std::string>> unknownWhy;  // why -> rows
   for (const auto& r : run.rows) {
     const std::string peer = r.peer >= 0 ? std::to_string(r.peer) : "-";
     const std::string bound = r.boundGBps > 0 ? fmt::format("{:.2f}", r.boundGBps) : "-";
     const std::string pct = r.fraction > 0 ? fmt::format("{:.0f}", r.fraction * 100) : "-";
     if (r.boundGBps <= 0 && !r.boundWhy.empty())
-      unknownWhy[r.boundWhy].push_back(fmt::format("{} gpu {}{}", r.testcase, r.device,
-                                                   r.peer >= 0 ? fmt::format("->{}", r.peer) : ""));
+      unknownWhy[r.boundWhy].push_back(
+          fmt::format("{} gpu {}{}", r.testcase, r.device, r.peer >= 0 ? fmt::format("->{}", r.peer) : ""));
     if (r.skipped) {
       out += fmt::format("  {:<37} {:>3} {:>4} {:>8} {:>6} {:>10}  skipped: {}\n", r.testcase, r.device, peer,
                          gcd::hostMemory(r), gcd::sizeText(r.bytes), "-", r.note);
       continue;
     }
-    out += fmt::format("  {:<37} {:>3} {:>4} {:>8} {:>6} {:>10.1f} {:>9.2f} {:>9.2f} {:>9.2f} {:>9} {:>5}  {}\n",
-                       r.testcase, r.device, peer, gcd::hostMemory(r), gcd::sizeText(r.bytes), r.medianUs, r.medianGBps,
-                       r.minGBps, r.maxGBps, bound, pct, r.boundGBps > 0 ? r.boundName : "-");
+    out +=
+        fmt::format("  {:<37} {:>3} {:>4} {:>8} {:>6} {:>10.1f} {:>9.2f} {:>9.2f} {:>9.2f} {:>9} {:>5}  {}\n",
+                    r.testcase, r.device, peer, gcd::hostMemory(r), gcd::sizeText(r.bytes), r.medianUs,
+                    r.medianGBps, r.minGBps, r.maxGBps, bound, pct, r.boundGBps > 0 ? r.boundName : "-");
   }
   for (const auto& [why, rows] : unknownWhy) {
     out += fmt::format("# bound -: {} ({} row(s): {}{})\n", why, rows.size(), rows.front(),
@@ -220,11 +241,12 @@ json gpuCopyRunToJson(const GpuCopyRun& run) {
   }
   json rows = json::array();
   for (const auto& r : run.rows) {
-    json bound = r.boundGBps > 0 ? json{{"name", r.boundName},
-                                        {"gbps", r.boundGBps},
-                                        {"fraction", r.fraction > 0 ? json(r.fraction) : json(nullptr)},
-                                        {"why", ""}}
-                                 : json{{"name", "unknown"}, {"gbps", 0}, {"fraction", nullptr}, {"why", r.boundWhy}};
+    json bound = r.boundGBps > 0
+                     ? json{{"name", r.boundName},
+                            {"gbps", r.boundGBps},
+                            {"fraction", r.fraction > 0 ? json(r.fraction) : json(nullptr)},
+                            {"why", ""}}
+                     : json{{"name", "unknown"}, {"gbps", 0}, {"fraction", nullptr}, {"why", r.boundWhy}};
     const bool hostRow = r.path == CopyPath::kHostToDevice || r.path == CopyPath::kDeviceToHost;
     rows.push_back({{"testcase", r.testcase},
                     {"path", copyPathName(r.path)},
@@ -259,8 +281,9 @@ json gpuCopyRunToJson(const GpuCopyRun& run) {
 
 GpuCopyRun gpuCopyRunFromJson(const json& doc, const std::string& origin) {
   if (!doc.is_object() || textOr(doc, "schema", "") != kGpuSchemaName)
-    throw ConfigError(fmt::format("{} is not a dsbench gpu result (schema {}); write one with `dsbench gpu -J FILE`",
-                                  origin, kGpuSchemaName));
+    throw ConfigError(
+        fmt::format("{} is not a dsbench gpu result (schema {}); write one with `dsbench gpu -J FILE`",
+                    origin, kGpuSchemaName));
   checkSchemaVersion(doc, kGpuSchemaName, origin);
   return readFields(doc, origin, kGpuSchemaName, [&] {
     GpuCopyRun run;

@@ -32,13 +32,13 @@ inline constexpr const char* kGpuSchemaName = "dsperf.gpu";
 // One GPU as the rows' bounds see it. Filled by dsbench from CUDA (index, name, bus id, memory
 // clock and width) and from NVML and sysfs (PCIe link, NVLinks); any field may be unknown.
 struct GpuCopyDevice {
-  int index = 0;          // CUDA device ordinal (as CUDA_VISIBLE_DEVICES left them)
-  std::string name;       // "NVIDIA H100 80GB HBM3"
-  std::string busId;      // "0000:19:00.0" ("" unknown)
-  unsigned arch = 0;      // NVML's architecture (hw::GpuFacts::arch); 0 unknown
-  int pcieGen = 0;        // the link's capability (sysfs, else NVML); 0 unknown
-  int pcieWidth = 0;      // lanes; 0 unknown
-  int memClockMHz = 0;    // peak memory clock (cudaDevAttrMemoryClockRate / 1000); 0 unknown
+  int index = 0;            // CUDA device ordinal (as CUDA_VISIBLE_DEVICES left them)
+  std::string name;         // "NVIDIA H100 80GB HBM3"
+  std::string busId;        // "0000:19:00.0" ("" unknown)
+  unsigned arch = 0;        // NVML's architecture (hw::GpuFacts::arch); 0 unknown
+  int pcieGen = 0;          // the link's capability (sysfs, else NVML); 0 unknown
+  int pcieWidth = 0;        // lanes; 0 unknown
+  int memClockMHz = 0;      // peak memory clock (cudaDevAttrMemoryClockRate / 1000); 0 unknown
   int memBusWidthBits = 0;  // cudaDevAttrGlobalMemoryBusWidth; 0 unknown
   // Where each active NVLink goes: the PCI address of the GPU at its far end, or "switch" for an
   // NVSwitch. Empty with nvlinks > 0: NVML did not say (the pair bounds are then unknown).
@@ -66,16 +66,16 @@ struct GpuCopyRow {
   bool skipped = false;
   std::string note;  // why skipped ("no peer access from 0 to 1"), or a remark
   // Filled by boundCopyRows():
-  double boundGBps = 0;    // 0 unknown
-  std::string boundName;   // "PCIe Gen5 x16 (63.0 GB/s)"; "" unknown
-  std::string boundWhy;    // unknown: why
-  double fraction = 0;     // medianGBps / boundGBps; 0 unknown or skipped
+  double boundGBps = 0;   // 0 unknown
+  std::string boundName;  // "PCIe Gen5 x16 (63.0 GB/s)"; "" unknown
+  std::string boundWhy;   // unknown: why
+  double fraction = 0;    // medianGBps / boundGBps; 0 unknown or skipped
 };
 
 struct GpuCopyRun {
   std::string host;
-  std::string startTime;  // ISO 8601 UTC
-  std::string version;    // dsperf's version line
+  std::string startTime;                // ISO 8601 UTC
+  std::string version;                  // dsperf's version line
   std::string cudaRuntime, cudaDriver;  // "13.0"; "" unknown
   std::size_t bytes = 0;
   int iters = 0, warmup = 0;

@@ -24,14 +24,14 @@ std::string gpuRowLabel(const GpuCopyRow& r) {
 
 }  // namespace gpu_html_detail
 
-
 std::string renderGpuCopyReport(const GpuCopyRun& run, const std::string& name) {
   PageBuilder page(fmt::format("dsbench gpu: {}", gpu_html_detail::gpuPageName(name)), "gpu");
   page.section("Run");
-  page.paragraph(fmt::format("{} GPU(s) on {}; {} per copy; median of {} timed repetitions after {} warm-up. "
-                             "GB/s = 1e9 bytes per second, bytes copied once (nvbandwidth's convention).",
-                             run.devices.size(), run.host.empty() ? "an unnamed host" : run.host,
-                             formatBytes(static_cast<double>(run.bytes)), run.iters, run.warmup));
+  page.paragraph(
+      fmt::format("{} GPU(s) on {}; {} per copy; median of {} timed repetitions after {} warm-up. "
+                  "GB/s = 1e9 bytes per second, bytes copied once (nvbandwidth's convention).",
+                  run.devices.size(), run.host.empty() ? "an unnamed host" : run.host,
+                  formatBytes(static_cast<double>(run.bytes)), run.iters, run.warmup));
   page.paragraph(fmt::format("dsperf {}; CUDA runtime {}, driver {}; started {}{}", run.version,
                              run.cudaRuntime.empty() ? "?" : run.cudaRuntime,
                              run.cudaDriver.empty() ? "?" : run.cudaDriver, run.startTime,
@@ -39,9 +39,11 @@ std::string renderGpuCopyReport(const GpuCopyRun& run, const std::string& name) 
   std::vector<Row> devices;
   for (const auto& d : run.devices) {
     const double mem = memoryGBps(d);
-    devices.push_back({Cell(std::to_string(d.index), "num"), Cell(d.name), Cell(d.busId),
-                       Cell(d.pcieGen > 0 && d.pcieWidth > 0 ? fmt::format("Gen{} x{}", d.pcieGen, d.pcieWidth) : "-"),
-                       Cell(mem > 0 ? formatFixed(mem, 0) : "-", "num"), Cell(d.nvlinks >= 0 ? std::to_string(d.nvlinks) : "-", "num")});
+    devices.push_back(
+        {Cell(std::to_string(d.index), "num"), Cell(d.name), Cell(d.busId),
+         Cell(d.pcieGen > 0 && d.pcieWidth > 0 ? fmt::format("Gen{} x{}", d.pcieGen, d.pcieWidth) : "-"),
+         Cell(mem > 0 ? formatFixed(mem, 0) : "-", "num"),
+         Cell(d.nvlinks >= 0 ? std::to_string(d.nvlinks) : "-", "num")});
   }
   page.table({"gpu", "name", "PCI address", "PCIe link", "memory GB/s", "NVLinks"}, devices);
 
@@ -52,12 +54,14 @@ std::string renderGpuCopyReport(const GpuCopyRun& run, const std::string& name) 
     const bool host = r.path == CopyPath::kHostToDevice || r.path == CopyPath::kDeviceToHost;
     Row row{Cell(r.testcase), Cell(std::to_string(r.device), "num"),
             Cell(r.peer >= 0 ? std::to_string(r.peer) : "-", "num"),
-            Cell(host ? (r.pageable ? "pageable" : "pinned") : "-"), Cell(formatBytes(static_cast<double>(r.bytes)))};
+            Cell(host ? (r.pageable ? "pageable" : "pinned") : "-"),
+            Cell(formatBytes(static_cast<double>(r.bytes)))};
     if (r.skipped) {
       row.insert(row.end(), {Cell("-", "num"), Cell("-", "num"), Cell("-", "num"), Cell("-", "num")});
     } else {
-      row.insert(row.end(), {Cell(formatFixed(r.medianUs, 1), "num"), Cell(formatFixed(r.medianGBps, 2), "num"),
-                             Cell(formatFixed(r.minGBps, 2), "num"), Cell(formatFixed(r.maxGBps, 2), "num")});
+      row.insert(row.end(),
+                 {Cell(formatFixed(r.medianUs, 1), "num"), Cell(formatFixed(r.medianGBps, 2), "num"),
+                  Cell(formatFixed(r.minGBps, 2), "num"), Cell(formatFixed(r.maxGBps, 2), "num")});
     }
     row.push_back(Cell(r.boundGBps > 0 ? formatFixed(r.boundGBps, 2) : "-", "num"));
     row.push_back(Cell(r.fraction > 0 ? fmt::format("{:.0f}%", r.fraction * 100) : "-", "num"));
@@ -70,17 +74,18 @@ std::string renderGpuCopyReport(const GpuCopyRun& run, const std::string& name) 
       fractions.push_back(r.fraction * 100);
     }
   }
-  page.table({"testcase", "gpu", "peer", "host memory", "size", "time (us)", "median GB/s", "min GB/s", "max GB/s",
-              "bound GB/s", "of bound", "bound is"},
+  page.table({"testcase", "gpu", "peer", "host memory", "size", "time (us)", "median GB/s", "min GB/s",
+              "max GB/s", "bound GB/s", "of bound", "bound is"},
              rows);
   if (!labels.empty()) {
-    page.chart({{"kind", "category"},
-                {"bar", true},
-                {"title", "Median bandwidth as a fraction of each row's bound"},
-                {"yTitle", "% of bound"},
-                {"yPercent", true},
-                {"labels", labels},
-                {"series", json::array({{{"label", "median / bound"}, {"values", fractions}, {"color", 0}}})}});
+    page.chart(
+        {{"kind", "category"},
+         {"bar", true},
+         {"title", "Median bandwidth as a fraction of each row's bound"},
+         {"yTitle", "% of bound"},
+         {"yPercent", true},
+         {"labels", labels},
+         {"series", json::array({{{"label", "median / bound"}, {"values", fractions}, {"color", 0}}})}});
   }
   if (!run.notes.empty()) {
     page.section("Notes");

@@ -1,13 +1,12 @@
 // dsbench gpu on a CPU: the flags, the plan, the summaries, the facts and the whole run with a fake
 // measurer (fake GPUs, fake times, fake NVML); what it says where CUDA is missing.
-#include "bench/gpu/gpu.h"
-
 #include <gtest/gtest.h>
 
 #include <cstdio>
 #include <fstream>
 
 #include "bench/exit_codes.h"
+#include "bench/gpu/gpu.h"
 #include "engine/common/error.h"
 #include "reports/json_io.h"
 
@@ -50,7 +49,8 @@ TEST(GpuBenchFlags, DevicesMustExistBeNumbersAndNotRepeat) {
     resolveDevices("0,4", 2);
     FAIL();
   } catch (const ConfigError& e) {
-    EXPECT_NE(std::string(e.what()).find("there is no GPU 4 here; CUDA sees 2 GPU(s) (0-1)"), std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("there is no GPU 4 here; CUDA sees 2 GPU(s) (0-1)"),
+              std::string::npos)
         << e.what();
   }
   EXPECT_THROW(resolveDevices("one", 2), ConfigError);
@@ -86,7 +86,7 @@ TEST(GpuBenchPlan, EveryGpuGetsItsHostAndLocalRowsAndEveryOrderedPairItsPeerRows
 
 TEST(GpuBenchPlan, TheMedianAndTheExtremesComeFromTheTimes) {
   report::GpuCopyRow r;
-  r.bytes = 1000000000;  // 1 GB
+  r.bytes = 1000000000;                                // 1 GB
   summariseTimes(r, {40000, 20000, 25000, 0, 30000});  // a zero (never timed) is dropped
   EXPECT_DOUBLE_EQ(r.medianUs, 27500);
   EXPECT_NEAR(r.medianGBps, 1e9 / 27500e3, 1e-9);
@@ -127,8 +127,12 @@ class FakeMeasurer : public CopyMeasurer {
   std::vector<double> time(const report::GpuCopyRow& row, int, int iters) override {
     if (!timeError.empty()) throw BackendError(timeError);
     timed.push_back(row);
-    const double gbps = row.path == CopyPath::kDeviceLocal ? 1400 : row.peer >= 0 ? 380 : row.pageable ? 20 : 55;
-    return std::vector<double>(static_cast<std::size_t>(iters), static_cast<double>(row.bytes) / (gbps * 1e3));
+    const double gbps = row.path == CopyPath::kDeviceLocal ? 1400
+                        : row.peer >= 0                    ? 380
+                        : row.pageable                     ? 20
+                                                           : 55;
+    return std::vector<double>(static_cast<std::size_t>(iters),
+                               static_cast<double>(row.bytes) / (gbps * 1e3));
   }
   std::string runtimeVersion() override { return "13.0"; }
   std::string driverVersion() override { return "13.0"; }
@@ -182,7 +186,8 @@ TEST(GpuBenchRun, MeasuresBoundsPrintsAndWritesTheJson) {
   EXPECT_NE(out.find("# dsbench gpu: 3 GPU(s) on fakehost, 1048576 bytes (1M) per copy"), std::string::npos);
   EXPECT_NE(out.find("PCIe Gen5 x16"), std::string::npos);
   EXPECT_NE(out.find("NVLink 18x25 GB/s"), std::string::npos);
-  EXPECT_NE(out.find("skipped: cudaDeviceCanAccessPeer says GPU 0 cannot reach GPU 2"), std::string::npos) << out;
+  EXPECT_NE(out.find("skipped: cudaDeviceCanAccessPeer says GPU 0 cannot reach GPU 2"), std::string::npos)
+      << out;
   // Nothing was timed for a pair without peer access.
   for (const auto& r : m.timed) EXPECT_FALSE(r.peer == 2 || (r.peer >= 0 && r.device == 2));
   const auto j = report::readJson(f.jsonPath);
@@ -240,7 +245,8 @@ TEST(GpuBenchRun, WithoutADriverOrDeviceItNamesCudasErrorAndExitsTwo) {
 
 TEST(GpuBenchRun, ACudaErrorWhileMeasuringNamesTheRowAndExitsTwo) {
   FakeMeasurer m;
-  m.timeError = "CUDA error in cudaMemcpyAsync: cudaErrorIllegalAddress (an illegal memory access was encountered)";
+  m.timeError =
+      "CUDA error in cudaMemcpyAsync: cudaErrorIllegalAddress (an illegal memory access was encountered)";
   Captured c;
   GpuRunEnv env;
   env.measurer = &m;

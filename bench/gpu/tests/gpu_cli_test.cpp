@@ -38,8 +38,12 @@ TEST(DsbenchGpuCli, MeasuresOrSaysWhyNot) {
 }
 
 TEST(DsbenchGpuCli, BadFlagsAreRefusedWithExitFive) {
-  for (std::vector<std::string> args : {std::vector<std::string>{"--size", "huge"}, {"--size", "1M", "-n", "0"},
-                                        {"--warmup", "-1"}, {"-J", "/"}, {"--device", "0,zero"}, {"--device", "1,1"}}) {
+  for (std::vector<std::string> args : {std::vector<std::string>{"--size", "huge"},
+                                        {"--size", "1M", "-n", "0"},
+                                        {"--warmup", "-1"},
+                                        {"-J", "/"},
+                                        {"--device", "0,zero"},
+                                        {"--device", "1,1"}}) {
     std::vector<std::string> argv = {binDir() + "/dsbench", "gpu"};
     argv.insert(argv.end(), args.begin(), args.end());
     auto r = run(argv, cleanOptions(std::chrono::seconds(60)));

@@ -61,8 +61,8 @@ GpuCopyRun twoH100s() {
   run.warmup = 3;
   run.devices = {h100(0, "0000:19:00.0"), h100(1, "0000:3b:00.0")};
   run.rows = {row("host_to_device_memcpy_ce", CopyPath::kHostToDevice, CopyMethod::kCopyEngine, 0, -1, 55.1),
-              row("host_to_device_memcpy_ce_pageable", CopyPath::kHostToDevice, CopyMethod::kCopyEngine, 0, -1,
-                  21.4, true),
+              row("host_to_device_memcpy_ce_pageable", CopyPath::kHostToDevice, CopyMethod::kCopyEngine, 0,
+                  -1, 21.4, true),
               row("device_to_host_memcpy_ce", CopyPath::kDeviceToHost, CopyMethod::kCopyEngine, 0, -1, 55.3),
               row("device_local_copy", CopyPath::kDeviceLocal, CopyMethod::kCopyEngine, 0, -1, 1410),
               row("device_local_copy_sm", CopyPath::kDeviceLocal, CopyMethod::kKernel, 0, -1, 1480),
@@ -103,10 +103,12 @@ TEST(GpuCopyBounds, PeersThroughNvSwitchGetTheFewerLinksTimesTheRate) {
 }
 
 TEST(GpuCopyBounds, DirectNvlinksCountOnlyThoseToThePeer) {
-  std::vector<GpuCopyDevice> devs = {h100(0, "0000:19:00.0"), h100(1, "0000:3b:00.0"), h100(2, "0000:5d:00.0")};
+  std::vector<GpuCopyDevice> devs = {h100(0, "0000:19:00.0"), h100(1, "0000:3b:00.0"),
+                                     h100(2, "0000:5d:00.0")};
   devs[0].nvlinkRemotes = {"0000:3b:00.0", "0000:3b:00.0", "0000:5d:00.0", "0000:5d:00.0"};
   devs[0].nvlinks = 4;
-  std::vector<GpuCopyRow> rows = {row("device_to_device_memcpy_write_ce", CopyPath::kPeerWrite, CopyMethod::kCopyEngine, 0, 1, 45)};
+  std::vector<GpuCopyRow> rows = {
+      row("device_to_device_memcpy_write_ce", CopyPath::kPeerWrite, CopyMethod::kCopyEngine, 0, 1, 45)};
   boundCopyRows(rows, devs);
   EXPECT_DOUBLE_EQ(rows[0].boundGBps, 50);
   EXPECT_EQ(rows[0].boundName, "NVLink 2x25 GB/s");
@@ -119,7 +121,8 @@ TEST(GpuCopyBounds, PeersWithoutNvlinkAreBoundByTheSlowerPcieLink) {
     d.nvlinkRemotes.clear();
   }
   devs[1].pcieGen = 4;
-  std::vector<GpuCopyRow> rows = {row("device_to_device_memcpy_read_ce", CopyPath::kPeerRead, CopyMethod::kCopyEngine, 0, 1, 20)};
+  std::vector<GpuCopyRow> rows = {
+      row("device_to_device_memcpy_read_ce", CopyPath::kPeerRead, CopyMethod::kCopyEngine, 0, 1, 20)};
   boundCopyRows(rows, devs);
   EXPECT_NEAR(rows[0].boundGBps, 31.5, 0.01);
   EXPECT_EQ(rows[0].boundName, "PCIe Gen4 x16 (no NVLink between them)");
@@ -141,7 +144,8 @@ TEST(GpuCopyBounds, UnknownFactsGiveNoBoundAndSayWhyNeverAGuess) {
     EXPECT_EQ(r.fraction, 0) << r.testcase;
   }
   EXPECT_NE(rows[0].boundWhy.find("PCIe link of GPU 0 is unknown"), std::string::npos) << rows[0].boundWhy;
-  EXPECT_NE(rows[1].boundWhy.find("memory clock or bus width of GPU 0"), std::string::npos) << rows[1].boundWhy;
+  EXPECT_NE(rows[1].boundWhy.find("memory clock or bus width of GPU 0"), std::string::npos)
+      << rows[1].boundWhy;
   EXPECT_NE(rows[2].boundWhy.find("NVML did not say where the 6 NVLinks of GPU 0 go"), std::string::npos)
       << rows[2].boundWhy;
   EXPECT_NE(rows[3].boundWhy.find("GPU 7 is not among the devices"), std::string::npos) << rows[3].boundWhy;
@@ -156,7 +160,8 @@ TEST(GpuCopyBounds, WithoutNvmlPeerRowsAreUnknownNotPcie) {
   std::vector<GpuCopyDevice> devs = {h100(0, "a"), h100(1, "b")};
   devs[1].nvlinks = -1;
   devs[1].nvlinkRemotes.clear();
-  std::vector<GpuCopyRow> rows = {row("device_to_device_memcpy_read_ce", CopyPath::kPeerRead, CopyMethod::kCopyEngine, 0, 1, 100)};
+  std::vector<GpuCopyRow> rows = {
+      row("device_to_device_memcpy_read_ce", CopyPath::kPeerRead, CopyMethod::kCopyEngine, 0, 1, 100)};
   boundCopyRows(rows, devs);
   EXPECT_EQ(rows[0].boundGBps, 0);
   EXPECT_NE(rows[0].boundWhy.find("NVML did not answer for GPU 1"), std::string::npos) << rows[0].boundWhy;
@@ -165,7 +170,8 @@ TEST(GpuCopyBounds, WithoutNvmlPeerRowsAreUnknownNotPcie) {
 TEST(GpuCopyBounds, AnArchitectureWithoutAKnownLinkRateIsUnknown) {
   std::vector<GpuCopyDevice> devs = {h100(0, "a"), h100(1, "b")};
   devs[0].arch = 42;
-  std::vector<GpuCopyRow> rows = {row("device_to_device_memcpy_read_sm", CopyPath::kPeerRead, CopyMethod::kKernel, 0, 1, 100)};
+  std::vector<GpuCopyRow> rows = {
+      row("device_to_device_memcpy_read_sm", CopyPath::kPeerRead, CopyMethod::kKernel, 0, 1, 100)};
   boundCopyRows(rows, devs);
   EXPECT_EQ(rows[0].boundGBps, 0);
   EXPECT_NE(rows[0].boundWhy.find("architecture 42"), std::string::npos) << rows[0].boundWhy;
@@ -173,15 +179,17 @@ TEST(GpuCopyBounds, AnArchitectureWithoutAKnownLinkRateIsUnknown) {
 
 TEST(GpuCopyTable, PrintsEveryRowWithItsBoundAndFraction) {
   GpuCopyRun run = twoH100s();
-  run.rows.push_back(row("device_to_device_memcpy_write_ce", CopyPath::kPeerWrite, CopyMethod::kCopyEngine, 0, 1, 0));
+  run.rows.push_back(
+      row("device_to_device_memcpy_write_ce", CopyPath::kPeerWrite, CopyMethod::kCopyEngine, 0, 1, 0));
   run.rows.back().skipped = true;
   run.rows.back().note = "no peer access from GPU 0 to GPU 1 (cudaDeviceCanAccessPeer says 0)";
   boundCopyRows(run.rows, run.devices);
   run.notes.push_back("an example note");
   const std::string t = formatGpuCopyTable(run);
   std::printf("%s", t.c_str());  // the sample in docs/dsbench.md comes from here
-  EXPECT_NE(t.find("# gpu 0: NVIDIA H100 80GB HBM3 (0000:19:00.0), PCIe Gen5 x16, memory 3352 GB/s, NVLinks 18"),
-            std::string::npos);
+  EXPECT_NE(
+      t.find("# gpu 0: NVIDIA H100 80GB HBM3 (0000:19:00.0), PCIe Gen5 x16, memory 3352 GB/s, NVLinks 18"),
+      std::string::npos);
   EXPECT_NE(t.find("host_to_device_memcpy_ce"), std::string::npos);
   EXPECT_NE(t.find("pageable"), std::string::npos);
   EXPECT_NE(t.find("63.02    87  PCIe Gen5 x16"), std::string::npos) << t;
