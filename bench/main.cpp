@@ -7,6 +7,7 @@
 #include "bench/coll/coll_command.h"
 #include "bench/command.h"
 #include "bench/exit_codes.h"
+#include "bench/gpu/gpu_command.h"
 #include "bench/train/train_command.h"
 #include "engine/common/cli.h"
 #include "engine/common/error.h"
@@ -15,11 +16,11 @@
 
 int main(int argc, char** argv) {
   CLI::App app{
-      "dsbench: distributed collective and training-step benchmarks. Start it with dsrun, mpirun or srun."};
+      "dsbench: distributed collective and training-step benchmarks, and GPU copy bandwidth. Start it with dsrun, mpirun or srun (gpu: alone)."};
   app.set_version_flag("--version", ds::versionLine("dsbench"));
   app.require_subcommand(1);
   std::vector<ds::bench::Command> commands{ds::bench::addWorldCommand(app), ds::bench::addCollCommand(app),
-                                           ds::bench::addTrainCommand(app)};
+                                           ds::bench::addTrainCommand(app), ds::bench::addGpuCommand(app)};
   std::vector<std::string> args;
   try {
     args = ds::env::cliArgsWithoutLocalRank(argc, argv);  // --local_rank=N from the launchers, anywhere

@@ -19,6 +19,7 @@ file(MAKE_DIRECTORY ${DS_MAN_DIR})
 set(_ds_man_list
     "dsrun;dsrun;" "dsdiag;dsdiag;"
     "dsbench;dsbench;" "dsbench-world;dsbench;world" "dsbench-coll;dsbench;coll" "dsbench-train;dsbench;train"
+    "dsbench-gpu;dsbench;gpu"
     "dsreport;dsreport;" "dsreport-html;dsreport;html" "dsreport-compare;dsreport;compare"
     "dsreport-ingest;dsreport;ingest" "dsreport-import;dsreport;import" "dsreport-dashboard;dsreport;dashboard"
     "dsreport-export;dsreport;export" "dsreport-baseline;dsreport;baseline" "dsreport-check;dsreport;check")

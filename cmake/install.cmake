@@ -3,8 +3,8 @@
 # GNUInstallDirs:
 #   bin/                      dsrun dsdiag dsbench dsreport, and dsperf-gpu-checks (run-gpu-checks.sh)
 #   libexec/dsperf/           the GPU test binaries dsperf-gpu-checks runs (CUDA builds only)
-#   share/dsperf/peers/       the torch peer scripts (run-gpu-checks' step g)
-#   share/dsperf/             gpu_figures.py (run-gpu-checks' step h: figures.md from its JSON)
+#   share/dsperf/peers/       the torch peer scripts (run-gpu-checks' step h)
+#   share/dsperf/             gpu_figures.py (run-gpu-checks' step i: figures.md from its JSON)
 #   share/dsperf/schema/      the JSON Schemas of every file the tools write
 #   share/dsperf/grafana/     dsperf-dashboard.json, a Grafana dashboard of dsreport export's gauges
 #   share/dsperf/prometheus/  dsperf-alerts.yml, Prometheus alerting rules for the same gauges

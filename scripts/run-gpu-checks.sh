@@ -15,14 +15,20 @@
 #   two_ranks    e. two ranks on GPU 0: dsdiag --world fails world.gpu_unique naming both ranks and the
 #                   bus id; dsbench coll --backend nccl ends within its timeout naming NCCL's duplicate-GPU error
 #   train        f. dsbench train on CUDA: the 100m preset and an MLP of width 8192, each in f32 and bf16
-#   peers        g. the node's torch on the same work (allreduce, DDP step, device copy): ratio tables
-#   summary      h. summary.json (a dsperf.diag document: `dsreport html summary.json` makes a report), then
+#   copies       g. dsbench gpu on every GPU: nvbandwidth's copies (host<->device pinned and pageable, within
+#                   a GPU, peer pairs; copy engine and kernel) at 512 MiB, 10 timed after 2, each row with its
+#                   bound; a few seconds per GPU. Its JSON goes into peers.json (the 8-file limit below)
+#   peers        h. the node's torch on the same work (allreduce, DDP step: torch's DistributedDataParallel
+#                   against dsbench train's CUDA-event step, device copy; step g's copies at the same size
+#                   with x.copy_, CUDA events, median): ratio tables
+#   summary      i. summary.json (a dsperf.diag document: `dsreport html summary.json` makes a report), then
 #                   figures.md: the figures of the JSON as Markdown for docs/performance.md's GPU section
 #                   (gpu_figures.py, beside the peers: share/dsperf/ in the bundle and the install)
 # Files written to OUTDIR (at most 8, the most a GPU machine we run this on hands back from one run):
 # gpu-checks.log, summary.json, figures.md, dsdiag.json, sweep-nccl.json, train-100m.json,
 # train-mlp8192.json, peers.json. Step e's dsdiag --world JSON stays in a temporary folder: its verdict,
-# world.gpu_unique's message, is the step's message in summary.json and figures.md.
+# world.gpu_unique's message, is the step's message in summary.json and figures.md; step g's dsbench gpu
+# JSON too, and peers.json holds it whole (its "gpu_copies" block).
 # The last line is `gpu-checks: PASS` (exit 0) or `gpu-checks: FAIL (<steps>)` (exit 1); 2: bad usage.
 # DS_GPU_CHECKS_STEPS="a list" runs only those steps (never PASS).
 set -uo pipefail
@@ -64,7 +70,7 @@ budget_s=${DS_GPU_CHECKS_BUDGET_S:-480}
 [[ "$budget_s" =~ ^[0-9]+$ ]] || { echo "gpu-checks: DS_GPU_CHECKS_BUDGET_S='$budget_s' is not a whole number of seconds" >&2; exit 2; }
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/gpu-checks.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
-STEPS=(gpu_visible dsdiag gpu_tests sweep two_ranks train peers)
+STEPS=(gpu_visible dsdiag gpu_tests sweep two_ranks train copies peers)
 REQUIRED=(gpu_visible)
 if [[ -n "${DS_GPU_CHECKS_STEPS:-}" ]]; then
   read -r -a STEPS <<<"$DS_GPU_CHECKS_STEPS"
@@ -230,9 +236,41 @@ for r in json.load(open(sys.argv[1]))["runs"]:
   ((${#failed[@]} == 0)) || { why="${failed[*]}"; return 1; }
 }
 
+step_copies() {
+  # nvbandwidth's default size; 10 timed copies after 2 keep it to seconds per GPU (pageable rows are the
+  # slowest, some 25-50 ms a copy). The JSON stays in $tmp for the peers step (OUTDIR's 8 files).
+  DS_ACCELERATOR=cuda bounded 90 "$bin/dsbench" gpu --size 512M -n 10 --warmup 2 -J "$tmp/gpu-copies.json"
+  local rc=$?
+  ((rc == 0)) || { why="dsbench gpu exit $rc$( ((rc == 124)) && echo ' (cut off)')"; return 1; }
+  local verdict
+  verdict=$(pyq 'import json, sys
+j = json.load(open(sys.argv[1]))
+rows = j["rows"]
+bad = [r["testcase"] for r in rows if not r["skipped"] and not r["median_gbps"] > 0]
+bad += [r["testcase"] + " skipped (" + r["note"] + ")" for r in rows if r["skipped"] and r["peer"] is None]
+if bad: print("BAD " + "; ".join(bad)); sys.exit()
+def show(r):
+    b = r["bound"]
+    return "%s %.1f GB/s (%s)" % (r["testcase"], r["median_gbps"],
+        "%.0f%% of %s" % (100 * b["fraction"], b["name"]) if b.get("fraction") else "bound unknown")
+first = j["devices"][0]["index"] if j["devices"] else 0
+keep = ("host_to_device_memcpy_ce", "device_to_host_memcpy_ce", "device_local_copy")
+peers = [r for r in rows if r["peer"] is not None]
+print("OK GPU %d: " % first + ", ".join(show(r) for r in rows if r["device"] == first and r["testcase"] in keep)
+      + "; %d GPU(s), %d rows, %d peer rows (%d skipped)" % (len(j["devices"]), len(rows), len(peers),
+                                                             sum(r["skipped"] for r in peers)))' \
+    "$tmp/gpu-copies.json") || { why="dsbench gpu's JSON is unreadable"; return 1; }
+  case $verdict in
+    "OK "*) note=${verdict#OK } ;;
+    "BAD "*) why="dsbench gpu rows without a figure: ${verdict#BAD }"; return 1 ;;
+    *) why="dsbench gpu's JSON is unreadable"; return 1 ;;
+  esac
+}
+
 step_peers() {
   local args=(--out "$out/peers.json" --budget-s 100)
   [[ -f "$out/sweep-nccl.json" ]] && args+=(--sweep "$out/sweep-nccl.json")
+  [[ -f "$tmp/gpu-copies.json" ]] && args+=(--gpu-copies "$tmp/gpu-copies.json")
   local f
   for f in "$out"/train-*.json; do [[ -f "$f" ]] && args+=(--train "$f"); done
   bounded 150 "$python" "$peers/torch_peers.py" "${args[@]}"
@@ -262,7 +300,7 @@ run_all() {
   stopped=""
   for step in "${STEPS[@]}"; do
     if ! declare -F "step_$step" >/dev/null; then
-      echo "gpu-checks: unknown step '$step' (steps: gpu_visible dsdiag gpu_tests sweep two_ranks train peers)"
+      echo "gpu-checks: unknown step '$step' (steps: gpu_visible dsdiag gpu_tests sweep two_ranks train copies peers)"
       failed_steps+=("$step")
       record "$step" FAIL "unknown step" "Use the step names of run-gpu-checks.sh --help." 0
       continue

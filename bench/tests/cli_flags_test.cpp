@@ -8,6 +8,7 @@
 
 #include "bench/coll/coll_command.h"
 #include "bench/command.h"
+#include "bench/gpu/gpu_command.h"
 #include "bench/train/train_command.h"
 
 namespace ds::bench {
@@ -30,7 +31,7 @@ std::string describe(const Spelling& s) {
 
 // subcommand -> long name -> spelling
 std::map<std::string, std::map<std::string, Spelling>> allFlags(CLI::App& app) {
-  std::vector<Command> commands{addWorldCommand(app), addCollCommand(app), addTrainCommand(app)};
+  std::vector<Command> commands{addWorldCommand(app), addCollCommand(app), addTrainCommand(app), addGpuCommand(app)};
   std::map<std::string, std::map<std::string, Spelling>> out;
   for (const auto& c : commands) {
     for (const CLI::Option* o : c.app->get_options()) {
@@ -48,7 +49,7 @@ std::map<std::string, std::map<std::string, Spelling>> allFlags(CLI::App& app) {
 TEST(DsbenchFlags, ASharedFlagIsSpelledTheSameInEverySubcommand) {
   CLI::App app;
   auto flags = allFlags(app);
-  ASSERT_EQ(flags.size(), 3u);
+  ASSERT_EQ(flags.size(), 4u);
   int shared = 0;
   for (const auto& [a, fa] : flags) {
     for (const auto& [b, fb] : flags) {
@@ -87,12 +88,14 @@ TEST(DsbenchFlags, EverySubcommandTakesTheCommonFlags) {
   };
   for (const auto& [sub, fs] : flags) {
     for (const auto& [name, want] : common) {
+      // dsbench gpu is one process on one host: no process group, so no backend, init method or timeout.
+      if (sub == "gpu" && name != "json") continue;
       auto it = fs.find(name);
       ASSERT_NE(it, fs.end()) << "dsbench " << sub << " has no --" << name;
       EXPECT_EQ(it->second, want) << "dsbench " << sub << " --" << name << ": " << describe(it->second);
     }
   }
-  for (const char* sub : {"coll", "train"}) EXPECT_TRUE(flags[sub].count("label")) << sub;
+  for (const char* sub : {"coll", "train", "gpu"}) EXPECT_TRUE(flags[sub].count("label")) << sub;
 }
 
 }  // namespace

@@ -40,6 +40,8 @@ class NvmlGpuQuery : public GpuQuery {
     using ArchFn = nvmlReturn_t (*)(nvmlDevice_t, nvmlDeviceArchitecture_t*);
     using UintFn = nvmlReturn_t (*)(nvmlDevice_t, unsigned*);
     using LinkFn = nvmlReturn_t (*)(nvmlDevice_t, unsigned, nvmlEnableState_t*);
+    using RemoteTypeFn = nvmlReturn_t (*)(nvmlDevice_t, unsigned, nvmlIntNvLinkDeviceType_t*);
+    using RemotePciFn = nvmlReturn_t (*)(nvmlDevice_t, unsigned, nvmlPciInfo_t*);
     auto init = sym<InitFn>(n, "nvmlInit_v2");
     if (init == nullptr) init = sym<InitFn>(n, "nvmlInit");
     auto shutdown = sym<InitFn>(n, "nvmlShutdown");
@@ -69,6 +71,8 @@ class NvmlGpuQuery : public GpuQuery {
       auto maxGen = sym<UintFn>(n, "nvmlDeviceGetMaxPcieLinkGeneration");
       auto width = sym<UintFn>(n, "nvmlDeviceGetCurrPcieLinkWidth");
       auto link = sym<LinkFn>(n, "nvmlDeviceGetNvLinkState");
+      auto remoteType = sym<RemoteTypeFn>(n, "nvmlDeviceGetNvLinkRemoteDeviceType");
+      auto remotePci = sym<RemotePciFn>(n, "nvmlDeviceGetNvLinkRemotePciInfo_v2");
       for (unsigned i = 0; i < c && i < 64; ++i) {
         nvmlDevice_t d = nullptr;
         if (handle(i, &d) != NVML_SUCCESS) continue;
@@ -86,11 +90,25 @@ class NvmlGpuQuery : public GpuQuery {
         if (maxGen != nullptr && maxGen(d, &u) == NVML_SUCCESS && u <= 8) g.pcieMaxGen = static_cast<int>(u);
         if (width != nullptr && width(d, &u) == NVML_SUCCESS && u <= 32) g.pcieWidth = static_cast<int>(u);
         if (link != nullptr) {
+          bool remotesKnown = remoteType != nullptr && remotePci != nullptr;
           for (unsigned l = 0; l < NVML_NVLINK_MAX_LINKS; ++l) {
             nvmlEnableState_t active = NVML_FEATURE_DISABLED;
             // NOT_SUPPORTED / INVALID_ARGUMENT: the GPU has no such link.
-            if (link(d, l, &active) == NVML_SUCCESS && active == NVML_FEATURE_ENABLED) ++g.nvlinksActive;
+            if (link(d, l, &active) != NVML_SUCCESS || active != NVML_FEATURE_ENABLED) continue;
+            ++g.nvlinksActive;
+            if (!remotesKnown) continue;
+            nvmlIntNvLinkDeviceType_t type = -1;
+            nvmlPciInfo_t far{};
+            if (remoteType(d, l, &type) == NVML_SUCCESS && type == NVML_NVLINK_DEVICE_TYPE_SWITCH) {
+              g.nvlinkRemotes.emplace_back("switch");
+            } else if (remotePci(d, l, &far) == NVML_SUCCESS) {
+              far.busId[sizeof far.busId - 1] = '\0';
+              g.nvlinkRemotes.push_back(sysfsAddress(far.busId));
+            } else {
+              remotesKnown = false;
+            }
           }
+          if (!remotesKnown) g.nvlinkRemotes.clear();
         }
         v.gpus.push_back(std::move(g));
       }

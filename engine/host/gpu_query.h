@@ -20,6 +20,10 @@ struct GpuFacts {
   int nvlinksActive = 0;  // links nvmlDeviceGetNvLinkState calls active (0 also when NVML has none)
   int pcieMaxGen = 0;     // NVML's max PCIe generation and current width: used when sysfs lacks the
   int pcieWidth = 0;      // device (containers without /sys/bus/pci); 0 unknown
+  // Where each active NVLink goes (nvmlDeviceGetNvLinkRemoteDeviceType, then
+  // nvmlDeviceGetNvLinkRemotePciInfo_v2): the far GPU's PCI address as sysfs writes it, or "switch"
+  // for an NVSwitch. Empty when NVML could not say for every active link (older drivers): unknown.
+  std::vector<std::string> nvlinkRemotes;
 };
 
 struct GpuView {

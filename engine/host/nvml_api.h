@@ -69,7 +69,8 @@ constexpr nvmlGpuTopologyLevel_t NVML_TOPOLOGY_HOSTBRIDGE = 30;  // the same PCI
 constexpr nvmlGpuTopologyLevel_t NVML_TOPOLOGY_NODE = 40;        // host bridges of one NUMA node
 constexpr nvmlGpuTopologyLevel_t NVML_TOPOLOGY_SYSTEM = 50;      // across the SMP interconnect
 
-// nvmlIntNvLinkDeviceType_t (nvmlDeviceGetNvLinkRemoteDeviceType): what the far end of a link is.
+// nvmlIntNvLinkDeviceType_t (nvmlDeviceGetNvLinkRemoteDeviceType, driver 460+): what the far end of a
+// link is.
 typedef int nvmlIntNvLinkDeviceType_t;  // NOLINT
 constexpr nvmlIntNvLinkDeviceType_t NVML_NVLINK_DEVICE_TYPE_GPU = 0x00;
 constexpr nvmlIntNvLinkDeviceType_t NVML_NVLINK_DEVICE_TYPE_IBMNPU = 0x01;

@@ -1,6 +1,6 @@
 // dsreport html RUN.json [RUN2.json ...] [-o report.html]: one self-contained HTML report; several
 // files are overlaid in one report (backends or clusters side by side). One dsdiag hang report
-// (schema dsperf.hang) gets its own page instead.
+// (schema dsperf.hang) or one dsbench gpu result (dsperf.gpu) gets its own page instead.
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -8,6 +8,8 @@
 
 #include "reports/cli/command.h"
 #include "reports/diag/hang_schema.h"
+#include "reports/gpu/gpu_copy.h"
+#include "reports/html/gpu_html.h"
 #include "reports/html/hang_html.h"
 #include "reports/html/run_report.h"
 #include "reports/run/run_file.h"
@@ -47,6 +49,12 @@ Command addHtmlCommand(CLI::App& parent) {
       if (auto hang = readHangReportFile(opts->inputs.front())) {
         html::writeHangReport(*hang, opts->inputs.front(), opts->output);
         std::printf("dsreport html: wrote %s (the hang report of %d rank(s))\n", opts->output.c_str(), hang->worldSize);
+        return kExitOk;
+      }
+      if (auto gpu = readGpuCopyRunFile(opts->inputs.front())) {
+        html::writeGpuCopyReport(*gpu, opts->inputs.front(), opts->output);
+        std::printf("dsreport html: wrote %s (the GPU copies of %zu GPU(s), %zu row(s))\n", opts->output.c_str(),
+                    gpu->devices.size(), gpu->rows.size());
         return kExitOk;
       }
     }

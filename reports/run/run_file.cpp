@@ -168,6 +168,12 @@ RunFile classifyRun(const nlohmann::json& doc, const std::string& origin) {
         "{} is a dsdiag hang report, not a run result: `dsreport html {}` (given alone) makes its page; "
         "compare, ingest, check, export and baselines read the results of dsbench and dsdiag's checks.",
         origin, origin));
+  } else if (schema == "dsperf.gpu") {
+    throw ConfigError(fmt::format(
+        "{} is a dsbench gpu result (copy bandwidth per GPU), not a run result: `dsreport html {}` (given alone) "
+        "makes its page; compare, ingest, check, export and baselines read the results of dsbench coll and train "
+        "and dsdiag's checks.",
+        origin, origin));
   } else if (schema == kSweepJournalSchemaName || schema == "dsperf.train.journal") {
     throw ConfigError(fmt::format(
         "{} is one line of a dsbench journal, not a whole result. Give dsreport the journal file itself "

@@ -8,6 +8,7 @@
 #include "engine/testing/paths.h"
 #include "engine/testing/subprocess.h"
 #include "reports/diag/diag_schema.h"
+#include "reports/gpu/gpu_copy.h"
 #include "reports/json_io.h"
 #include "reports/schema/world.h"
 #include "reports/sweep/sweep_journal.h"
@@ -98,12 +99,41 @@ TEST(JsonSchema, OurWritersOutputValidates) {
   RankRecord rr;
   rr.host = "h";
   writeJsonAtomic(dir.file("world.json"), worldToJson({rr}));
+  // dsbench gpu: one measured row with a bound, one skipped peer row with an unknown bound.
+  GpuCopyRun g;
+  g.host = "h";
+  g.bytes = 1 << 20;
+  g.iters = 3;
+  g.label = "lab pod-1";
+  GpuCopyDevice gd;
+  gd.pcieGen = 5;
+  gd.pcieWidth = 16;
+  gd.nvlinks = -1;
+  GpuCopyDevice gd1 = gd;
+  gd1.index = 1;
+  g.devices = {gd, gd1};
+  GpuCopyRow h2d;
+  h2d.testcase = "host_to_device_memcpy_ce";
+  h2d.bytes = g.bytes;
+  h2d.iters = 3;
+  h2d.medianGBps = h2d.minGBps = h2d.maxGBps = 50;
+  h2d.medianUs = 21;
+  GpuCopyRow peer = h2d;
+  peer.testcase = "device_to_device_memcpy_read_sm";
+  peer.path = CopyPath::kPeerRead;
+  peer.method = CopyMethod::kKernel;
+  peer.peer = 1;
+  peer.skipped = true;
+  peer.medianGBps = peer.minGBps = peer.maxGBps = peer.medianUs = 0;
+  g.rows = {h2d, peer};
+  boundCopyRows(g.rows, g.devices);
+  writeJsonAtomic(dir.file("gpu.json"), gpuCopyRunToJson(g));
   auto r = validate({dir.file("sweep.json"), dir.file("sweep.journal.jsonl"), dir.file("train.json"),
-                     dir.file("train.journal.jsonl"), dir.file("diag.json"), dir.file("world.json"),
+                     dir.file("train.journal.jsonl"), dir.file("diag.json"), dir.file("world.json"), dir.file("gpu.json"),
                      std::string(DS_IMPORT_GOLDEN), std::string(DS_REPORTS_TEST_DATA) + "/sweep_golden.json",
                      std::string(DS_REPORTS_TEST_DATA) + "/train_golden.json"});
   EXPECT_EQ(r.exitCode, 0) << r.out << r.err;
-  EXPECT_NE(r.out.find("9 file(s) valid"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("10 file(s) valid"), std::string::npos) << r.out;
 }
 
 TEST(JsonSchema, RejectsANewerMajorAndAMissingField) {

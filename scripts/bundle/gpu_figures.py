@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The figures of one run-gpu-checks.sh output folder as Markdown (step h writes OUT/figures.md), ready
+"""The figures of one run-gpu-checks.sh output folder as Markdown (step i writes OUT/figures.md), ready
 to paste into docs/performance.md's GPU section:
 
   header   GPU model(s), driver, CUDA and NCCL versions, dsperf's version, host, date and result
@@ -11,6 +11,9 @@ to paste into docs/performance.md's GPU section:
            (sweep-nccl.json; every row when a collective has 8 or fewer);
   train    each dsbench train run: preset, dtype, step time, samples/s, TFLOP/s of the GEMMs, the step
            split, and torch's step and the ratio where peers.json has them (train-*.json, peers.json);
+  copies   dsbench gpu's rows (step g; kept whole in peers.json's gpu_copies.dsperf): each copy's median,
+           min and max GB/s, its bound and the fraction reached, and torch's x.copy_ on the same copy
+           and size with dsperf/torch in GB/s (GPU 0); the rows of GPU 0 and its pairs, the rest counted;
   peers    torch's allreduce against the sweep's, and its device-to-device copy (peers.json).
 
 Every figure is read from the folder's JSON; nothing is estimated. A file or field that is missing gives
@@ -471,12 +474,54 @@ def peers_section(docs):
     return out
 
 
+def copies_section(docs):
+    peers = docs["peers"]
+    out = ["### GPU copies (dsbench gpu, with torch's x.copy_; peers.json)", ""]
+    if peers.data is None:
+        return out + [missing("the GPU copies", peers.problem)]
+    g = peers.get("gpu_copies")
+    if not isinstance(g, dict) or not isinstance(g.get("dsperf"), dict):
+        return out + [missing("the GPU copies", "peers.json has no gpu_copies (step copies did not run or failed)")]
+    doc = g["dsperf"]
+    rows = [r for r in doc.get("rows") or [] if isinstance(r, dict)]
+    torch_by = {r.get("testcase"): r for r in g.get("rows") or [] if isinstance(r, dict)}
+    first = g.get("device", 0)
+    shown = [r for r in rows if r.get("device") == first or r.get("peer") == first]
+    args = doc.get("args") or {}
+    out.append(f"{human_bytes(args.get('bytes'))} per copy, median of {args.get('iters', '-')} after "
+               f"{args.get('warmup', '-')} warm-up; GB/s of bytes copied once (nvbandwidth's); torch: x.copy_ on "
+               f"GPU {first}, same size and repetitions; dsperf/torch in GB/s (below 1: dsperf slower).")
+    out.append("")
+    body = []
+    for r in shown:
+        b = r.get("bound") if isinstance(r.get("bound"), dict) else {}
+        t = torch_by.get(r.get("testcase")) if r.get("device") == first and r.get("peer") is None else None
+        frac = b.get("fraction")
+        body.append([md(r.get("testcase", "?")), str(r.get("device", "-")),
+                     "-" if r.get("peer") is None else str(r.get("peer")), md(r.get("host_memory") or "-"),
+                     "skipped: " + md(r.get("note", "")) if r.get("skipped") else fixed(r.get("median_gbps")),
+                     fixed(r.get("min_gbps")) if not r.get("skipped") else "-",
+                     fixed(r.get("max_gbps")) if not r.get("skipped") else "-",
+                     fixed(b.get("gbps")) if num(b.get("gbps")) and b.get("gbps") > 0 else "-",
+                     f"{100 * frac:.0f}%" if num(frac) else "-",
+                     md(b.get("name")) if num(b.get("gbps")) and b.get("gbps") > 0 else "unknown: " + md(b.get("why", "")),
+                     fixed(t.get("torch_gbps")) if t else "-", fixed(t.get("ratio")) if t else "-"])
+    out += table(["testcase", "gpu", "peer", "host", "median GB/s", "min", "max", "bound GB/s", "of bound", "bound",
+                  "torch GB/s", "dsperf/torch"], body)
+    if len(rows) > len(shown):
+        out += ["", f"{len(rows) - len(shown)} more rows (the other GPUs and their pairs) are in peers.json's "
+                    "gpu_copies.dsperf."]
+    for n in doc.get("notes") or []:
+        out += ["", "- " + md(n)]
+    return out
+
+
 def render(folder):
     docs = {"summary": Doc(folder, "summary.json"), "dsdiag": Doc(folder, "dsdiag.json"),
             "sweep": Doc(folder, "sweep-nccl.json"), "peers": Doc(folder, "peers.json"),
             "train": [Doc(folder, os.path.basename(p)) for p in sorted(glob.glob(os.path.join(folder, "train-*.json")))]}
     out = [f"<!-- gpu_figures.py from {md(os.path.basename(os.path.abspath(folder)))}/: every figure is from its JSON -->", ""]
-    for part in (header, steps, sweep_section, train_section, peers_section):
+    for part in (header, steps, sweep_section, train_section, copies_section, peers_section):
         try:
             out += part(docs)
         except Exception as e:  # noqa: BLE001 - a shape we did not foresee costs one section, not the file

@@ -26,6 +26,7 @@ TOOLS = {
     "dsbench world": "docs/dsbench.md",
     "dsbench coll": "docs/dsbench.md",
     "dsbench train": "docs/dsbench.md",
+    "dsbench gpu": "docs/dsbench.md",
     "dsreport html": "docs/dsreport.md",
     "dsreport compare": "docs/dsreport.md",
     "dsreport ingest": "docs/dsreport.md",

@@ -137,6 +137,28 @@ def body(bindir, tmp):
              "mlp": [{"params": run0["params"], "batch": run0["per_rank_batch"], "dtype": "f32", "forward_ms": 0.1,
                       "step_ms": 0.25, "gemm_flops_per_step": 1.0e6, "tflops": 0.004, "model": run0["model"],
                       "dsperf_step_ms": run0["time_ms"]["step"]["p50"], "dsperf_tflops": 0.003}]}
+    # dsbench gpu's document (its shape: reports/gpu/gpu_copy.cpp) as the peers step embeds it, with
+    # torch's copies beside GPU 0's rows; one row with an unknown bound, one skipped peer row.
+    def copy_row(testcase, path, device, peer, gbps, bound, host=None, skipped=False, why=""):
+        b = ({"name": bound[0], "gbps": bound[1], "fraction": gbps / bound[1], "why": ""} if bound
+             else {"name": "unknown", "gbps": 0, "fraction": None, "why": why})
+        return {"testcase": testcase, "path": path, "method": "ce", "host_memory": host, "device": device, "peer": peer,
+                "bytes": 512 << 20, "iters": 10, "skipped": skipped, "note": "no P2P" if skipped else "",
+                "median_gbps": 0 if skipped else gbps, "min_gbps": 0 if skipped else gbps * 0.99,
+                "max_gbps": 0 if skipped else gbps * 1.01, "median_us": 0 if skipped else (512 << 20) / (gbps * 1e3),
+                "bound": b}
+    gpu_doc = {"schema": "dsperf.gpu", "schema_version": "1.2", "metadata": {"host": "gpu|node<1>"},
+               "args": {"bytes": 512 << 20, "iters": 10, "warmup": 2}, "devices": [{"index": 0}, {"index": 1}],
+               "rows": [copy_row("host_to_device_memcpy_ce", "host_to_device", 0, None, 55.1, ("PCIe Gen5 x16", 63.015),
+                                 host="pinned"),
+                        copy_row("device_local_copy", "device_local", 0, None, 1400, None,
+                                 why="the memory clock or bus width of GPU 0 is unknown"),
+                        copy_row("device_to_device_memcpy_read_ce", "peer_read", 0, 1, 0, None, skipped=True),
+                        copy_row("device_local_copy", "device_local", 1, None, 1400, None)],
+               "notes": ["GPUs 0 and 1: no peer rows, no P2P"]}
+    peers["gpu_copies"] = {"bytes": 512 << 20, "iters": 10, "warmup": 2, "device": 0, "dsperf": gpu_doc,
+                           "rows": [{"testcase": "host_to_device_memcpy_ce", "torch_gbps": 56.0, "dsperf_gbps": 55.1,
+                                     "ratio": 55.1 / 56.0}]}
     json.dump(peers, open(os.path.join(out, "peers.json"), "w"))
     summary = {"schema": "dsperf.diag", "schema_version": "1.0", "mode": "local", "world_size": 1,
                "host": "gpu|node<1>", "tool_version": "run-gpu-checks (bundle)",
@@ -210,6 +232,12 @@ def body(bindir, tmp):
     peer_row = f"| {human(p0['size'])} | {f2(p0['time_us'])} | {f2(p0['alg_bw'])} | {f2(mine)} | {f2(mine / p0['time_us'])} |"
     check("the peers' allreduce ratio row", peer_row in text, peer_row)
     check("the device-to-device copy", "Device-to-device copy (torch, 1 GiB): 4295 GB/s (read + write), 0.500 ms." in text)
+    copy_line = "| host_to_device_memcpy_ce | 0 | - | pinned | 55.10 | 54.55 | 55.65 | 63.02 | 87% | PCIe Gen5 x16 | 56.00 | 0.98 |"
+    check("the GPU copy row: dsperf's figures, its bound and fraction, torch's and the ratio", copy_line in text,
+          [copy_line] + [l for l in text.split("\n") if "memcpy" in l])
+    check("an unknown bound says why", "unknown: the memory clock or bus width of GPU 0 is unknown" in text)
+    check("a skipped peer row says why", "| device_to_device_memcpy_read_ce | 0 | 1 | - | skipped: no P2P |" in text)
+    check("the other GPUs' rows are counted, not listed", "1 more rows (the other GPUs and their pairs)" in text)
     check("nothing is reported missing when every file is there", "**Missing:**" not in text,
           [l for l in text.split("\n") if "Missing" in l])
 

@@ -118,6 +118,12 @@ const std::vector<FlagCase> kFlags = {
     {"dsbench train", "--label", "DSBENCH_LABEL", Kind::kText, false, {"bogus"}},
     {"dsbench train", "--eval-samples", "DSBENCH_EVAL_SAMPLES", Kind::kInt},
     {"dsbench train", "--quiet", "", Kind::kSwitch},
+    {"dsbench gpu", "--size", "DSBENCH_SIZE", Kind::kSize},
+    {"dsbench gpu", "--iters", "DSBENCH_ITERS", Kind::kInt},
+    {"dsbench gpu", "--warmup", "DSBENCH_WARMUP", Kind::kInt},
+    {"dsbench gpu", "--device", "DSBENCH_DEVICE", Kind::kText, false, {""}},  // "": every GPU
+    {"dsbench gpu", "--json", "DSBENCH_JSON", Kind::kOutput},
+    {"dsbench gpu", "--label", "DSBENCH_LABEL", Kind::kText, false, {"bogus"}},
 
     {"dsdiag", "--world", "DSDIAG_WORLD", Kind::kSwitch},
     {"dsdiag", "--json", "DSDIAG_JSON", Kind::kOutput},
@@ -399,13 +405,14 @@ TEST_F(CliFuzz, Dsrun) { runTool("dsrun"); }
 TEST_F(CliFuzz, DsbenchWorld) { runTool("dsbench world"); }
 TEST_F(CliFuzz, DsbenchColl) { runTool("dsbench coll"); }
 TEST_F(CliFuzz, DsbenchTrain) { runTool("dsbench train"); }
+TEST_F(CliFuzz, DsbenchGpu) { runTool("dsbench gpu"); }
 TEST_F(CliFuzz, Dsdiag) { runTool("dsdiag"); }
 TEST_F(CliFuzz, Dsreport) { runTool("dsreport"); }
 
 // Every flag a tool's --help lists is in kFlags (so a new flag gets its hostile values).
 TEST_F(CliFuzz, FlagsOfEveryToolAreInTheTable) {
   const std::vector<std::string> tools = {
-      "dsrun",           "dsbench world",      "dsbench coll",     "dsbench train",
+      "dsrun",           "dsbench world",      "dsbench coll",     "dsbench train",    "dsbench gpu",
       "dsdiag",          "dsreport html",      "dsreport compare", "dsreport ingest",
       "dsreport import", "dsreport dashboard", "dsreport export", "dsreport baseline", "dsreport check"};
   const std::set<std::string> always = {"--help", "--version", "--help-all"};

@@ -284,6 +284,8 @@ TEST(NvmlGpuQuery, ReadsTheFakeDriver) {
   EXPECT_EQ(v.gpus[1].busId, "0000:3b:00.0");
   EXPECT_EQ(v.gpus[0].arch, 9u);
   EXPECT_EQ(v.gpus[0].nvlinksActive, 18);
+  // Where they go (dsbench gpu's peer bounds): all to NVSwitches on this board.
+  EXPECT_EQ(v.gpus[0].nvlinkRemotes, std::vector<std::string>(18, "switch"));
   EXPECT_EQ(v.gpus[0].pcieMaxGen, 5);
   EXPECT_EQ(v.gpus[0].pcieWidth, 16);
 
@@ -292,6 +294,7 @@ TEST(NvmlGpuQuery, ReadsTheFakeDriver) {
   ::unsetenv("DS_FAKE_NVML_SCENARIO");
   ASSERT_TRUE(v.loaded);
   EXPECT_EQ(v.gpus[0].nvlinksActive, 17);
+  EXPECT_EQ(v.gpus[0].nvlinkRemotes.size(), 17u);
   EXPECT_EQ(v.gpus[1].nvlinksActive, 18);
 
   // Through the reader, on a tree without those PCI devices: NVML's own PCIe figures stand in.

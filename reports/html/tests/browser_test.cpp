@@ -11,10 +11,12 @@
 #include <filesystem>
 #include <map>
 #include <regex>
+#include <tuple>
 
 #include "engine/testing/subprocess.h"
 #include "reports/baseline/check_schema.h"
 #include "reports/diag/hang_schema.h"
+#include "reports/gpu/gpu_copy.h"
 #include "reports/html/tests/html_fixtures.h"
 #include "reports/json_io.h"
 
@@ -386,6 +388,48 @@ TEST_F(Browser, HangReportRendersTheVerdictAndTimeline) {
   EXPECT_NE(o.dom.find("&lt;img src=x onerror="), std::string::npos);  // shown as text
   EXPECT_EQ(o.body.count("data-pwned"), 0u) << "input text ran as script";
   EXPECT_EQ(o.dom.find("<img"), std::string::npos) << "input text became an element";
+}
+
+// The GPU copy page (dsbench gpu -J): its chart of fractions draws, rows with an unknown bound say why,
+// and a hostname that tries to run script is shown as text.
+TEST_F(Browser, GpuCopyReportDrawsTheFractionsChart) {
+  TempDir dir("ds_html_browser");
+  GpuCopyRun run;
+  run.host = kXssHost;
+  run.bytes = 512ULL << 20;
+  run.iters = 20;
+  run.warmup = 3;
+  GpuCopyDevice d;
+  d.name = "NVIDIA H100 80GB HBM3";
+  d.busId = "0000:19:00.0";
+  d.arch = 9;
+  d.pcieGen = 5;
+  d.pcieWidth = 16;
+  d.memClockMHz = 2619;
+  d.memBusWidthBits = 5120;
+  run.devices = {d};
+  for (auto [name, path, gbps] : {std::tuple{"host_to_device_memcpy_ce", CopyPath::kHostToDevice, 55.0},
+                                  {"device_to_host_memcpy_ce", CopyPath::kDeviceToHost, 54.0},
+                                  {"device_local_copy", CopyPath::kDeviceLocal, 1400.0}}) {
+    GpuCopyRow r;
+    r.testcase = name;
+    r.path = path;
+    r.bytes = run.bytes;
+    r.iters = 20;
+    r.medianGBps = r.minGBps = r.maxGBps = gbps;
+    r.medianUs = static_cast<double>(r.bytes) / (gbps * 1e3);
+    run.rows.push_back(r);
+  }
+  boundCopyRows(run.rows, run.devices);
+  writeJsonAtomic(dir.file("gpu.json"), gpuCopyRunToJson(run));
+  std::string page = dir.file("gpu.html");
+  auto r = ds::testing::run({dsreport(), "html", dir.file("gpu.json"), "-o", page}, ds::testing::cleanOptions());
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_NE(r.out.find("the GPU copies of 1 GPU(s), 3 row(s)"), std::string::npos) << r.out;
+  Opened o = open(page, "", "gpu.png");
+  expectChartsRendered(o);
+  EXPECT_NE(o.dom.find("PCIe Gen5 x16"), std::string::npos);
+  EXPECT_NE(o.dom.find("memory 3352 GB/s / 2 (read + write)"), std::string::npos);
 }
 
 }  // namespace

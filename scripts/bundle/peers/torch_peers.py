@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Step g of run-gpu-checks.sh: the node's own torch as the peer of dsperf on the same GPU, in the
+"""Step h of run-gpu-checks.sh: the node's own torch as the peer of dsperf on the same GPU, in the
 same run. It measures, with torch only (nothing else from the bundle):
 
   allreduce   torch.distributed NCCL allreduce at world size 1, float32, on the sizes of dsperf's sweep;
@@ -7,14 +7,22 @@ same run. It measures, with torch only (nothing else from the bundle):
               dtype; bf16 with f32 master weights, as dsperf): torch's DistributedDataParallel on nccl at
               world size 1 (torch_ddp_peer.py), forward, backward and an SGD step, each step timed with
               CUDA events, against dsbench's time_ms.step_device (its step on the same CUDA events);
-  copy        device-to-device copy bandwidth (torch Tensor.copy_), the memory limit of the GPU.
+  copy        device-to-device copy bandwidth (torch Tensor.copy_), the memory limit of the GPU;
+  gpu_copies  the copies of a dsbench gpu file on GPU 0, at its size and repetitions, with torch's own
+              x.copy_: pinned host -> device, device -> pinned host, pageable host -> device and back,
+              and device -> device; each copy timed alone with CUDA events (pageable: the host's clock
+              around the copy and a synchronise, as dsbench gpu), the median; GB/s of bytes copied once
+              (nvbandwidth's, as dsbench gpu). The ratio is dsperf / torch in GB/s: below 1, dsperf is slower.
 
-It writes PEERS.json and prints ratio tables (dsperf / torch; above 1 means dsperf takes longer).
-Usage: torch_peers.py --out PEERS.json [--sweep SWEEP.json] [--train TRAIN.json ...]
+It writes PEERS.json (the dsbench gpu document whole in gpu_copies.dsperf, since run-gpu-checks keeps
+it out of its 8 files) and prints ratio tables (time ratios dsperf / torch: above 1 means dsperf takes
+longer; the copies' GB/s ratio: below 1 means dsperf is slower).
+Usage: torch_peers.py --out PEERS.json [--sweep SWEEP.json] [--train TRAIN.json ...] [--gpu-copies GPU.json]
 """
 import argparse
 import json
 import os
+import statistics
 import sys
 import tempfile
 import time
@@ -78,6 +86,70 @@ def copy_peer(torch):
     return {"bytes": n, "time_ms": ms, "gbps": 2 * n / (ms * 1e6)}
 
 
+# dsbench gpu's testcases that torch's x.copy_ does the same way, on GPU 0: (testcase, source, destination).
+COPY_CASES = [("host_to_device_memcpy_ce", "pinned", "device"), ("device_to_host_memcpy_ce", "device", "pinned"),
+              ("host_to_device_memcpy_ce_pageable", "pageable", "device"),
+              ("device_to_host_memcpy_ce_pageable", "device", "pageable"),
+              ("device_local_copy", "device", "device2")]
+
+
+def copies_peer(torch, nbytes, iters, warmup):
+    """torch's x.copy_ on the copies of COPY_CASES, nbytes each: {testcase: {"median_gbps", "median_us"}}."""
+    bufs = {"pinned": torch.empty(nbytes, dtype=torch.uint8, pin_memory=True),
+            "pageable": torch.empty(nbytes, dtype=torch.uint8),
+            "device": torch.empty(nbytes, dtype=torch.uint8, device="cuda"),
+            "device2": torch.empty(nbytes, dtype=torch.uint8, device="cuda")}
+    bufs["pageable"].fill_(4)  # touched, so that first-touch page faults stay out of the timed copies
+    stream = torch.cuda.Stream()
+    out = {}
+    with torch.cuda.stream(stream):
+        for testcase, src, dst in COPY_CASES:
+            a, b = bufs[src], bufs[dst]
+            pageable = "pageable" in (src, dst)
+            for _ in range(warmup):
+                b.copy_(a, non_blocking=not pageable)
+            stream.synchronize()
+            us = []
+            for _ in range(iters):
+                if pageable:
+                    t0 = time.perf_counter()
+                    b.copy_(a)
+                    stream.synchronize()
+                    us.append((time.perf_counter() - t0) * 1e6)
+                else:
+                    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                    start.record(stream)
+                    b.copy_(a, non_blocking=True)
+                    end.record(stream)
+                    end.synchronize()
+                    us.append(start.elapsed_time(end) * 1e3)
+            median = statistics.median(us)
+            out[testcase] = {"median_us": median, "median_gbps": nbytes / (median * 1e3)}
+    del bufs
+    return out
+
+
+def gpu_copies(torch, path):
+    """dsbench gpu's rows of GPU 0 beside torch's at the same size and repetitions."""
+    doc = load(path)
+    args = doc.get("args", {})
+    nbytes, iters, warmup = int(args.get("bytes", 512 << 20)), int(args.get("iters", 10)), int(args.get("warmup", 2))
+    peer = copies_peer(torch, nbytes, iters, warmup)
+    first = 0  # torch's "cuda" is device 0
+    rows = []
+    for testcase, _, _ in COPY_CASES:
+        mine = next((r for r in doc.get("rows", []) if r["testcase"] == testcase and r["device"] == first
+                     and not r.get("skipped")), None)
+        theirs = peer[testcase]
+        row = {"testcase": testcase, "bytes": nbytes, "torch_gbps": theirs["median_gbps"],
+               "torch_us": theirs["median_us"], "dsperf_gbps": mine["median_gbps"] if mine else None,
+               "ratio": mine["median_gbps"] / theirs["median_gbps"] if mine else None,
+               "bound_gbps": (mine or {}).get("bound", {}).get("gbps") or None,
+               "bound": (mine or {}).get("bound", {}).get("name")}
+        rows.append(row)
+    return {"bytes": nbytes, "iters": iters, "warmup": warmup, "device": first, "rows": rows, "dsperf": doc}
+
+
 def parse_model(spec):
     """dsperf's canonical spec mlp:WIDTHxLAYERS[,act=gelu|relu][,bias=1|0][,in=N][,out=N]."""
     body = spec.split(":", 1)[1]
@@ -100,6 +172,7 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--sweep", help="dsbench coll -J file (nccl, world size 1)")
     ap.add_argument("--train", action="append", default=[], help="dsbench train --json file")
+    ap.add_argument("--gpu-copies", help="dsbench gpu -J file")
     ap.add_argument("--budget-s", type=float, default=100.0)
     a = ap.parse_args()
     deadline = time.monotonic() + a.budget_s
@@ -131,6 +204,16 @@ def main():
 
     result["copy"] = copy_peer(torch)
     print(f"\ndevice-to-device copy (torch, 1 GiB): {result['copy']['gbps']:.0f} GB/s (read + write)")
+
+    if a.gpu_copies and os.path.exists(a.gpu_copies):
+        result["gpu_copies"] = gpu_copies(torch, a.gpu_copies)
+        g = result["gpu_copies"]
+        rows = [[r["testcase"], f"{r['torch_gbps']:.1f}",
+                 f"{r['dsperf_gbps']:.1f}" if r["dsperf_gbps"] else "-",
+                 f"{r['ratio']:.2f}" if r["ratio"] else "-",
+                 f"{r['bound_gbps']:.1f} ({r['bound']})" if r["bound_gbps"] else "-"] for r in g["rows"]]
+        table(f"GPU copies on GPU {g['device']}, {g['bytes']} bytes, median of {g['iters']} (GB/s, bytes copied once)",
+              ["testcase", "torch", "dsperf", "dsperf/torch", "bound"], rows)
 
     result["mlp"] = []
     rows = []
