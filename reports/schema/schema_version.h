@@ -15,7 +15,8 @@ inline constexpr int kSchemaMajor = 1;
 // 1.2: the sweep's tails: "p90_us" and "p999_us" in every per-iteration statistics block ("iter";
 //      optional: absent in 1.1 files, whose readers then know them as unknown), args "per_iter_timing"
 //      and "per_iter_skip" (dsbench coll -I/-K), and each place's "times_us" (with -I 1|2 only).
-// 1.3: the train record's "time_ms.step_device" (CUDA runs: the step timed with CUDA events; optional).
+// 1.3: the train record's "time_ms.step_device" (CUDA runs: the step timed with CUDA events; optional),
+//      and the dsperf.gpu document (dsbench gpu).
 inline constexpr int kSchemaMinor = 3;
 // What every writer puts in "schema_version".
 inline constexpr const char* kSchemaVersion = "1.3";
