@@ -103,7 +103,7 @@ class NvmlGpuQuery : public GpuQuery {
               g.nvlinkRemotes.emplace_back("switch");
             } else if (remotePci(d, l, &far) == NVML_SUCCESS) {
               far.busId[sizeof far.busId - 1] = '\0';
-              g.nvlinkRemotes.push_back(sysfsAddress(far.busId));
+              g.nvlinkRemotes.push_back(sysfsPciAddress(far.busId));
             } else {
               remotesKnown = false;
             }
