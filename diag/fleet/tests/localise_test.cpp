@@ -199,6 +199,20 @@ TEST(FleetLocalise, OneBadLinkIsNamedAsALinkNotAHost) {
       << j.links[0].evidence[0].text;
 }
 
+// A healthy 16-host links stage, then one confirmation pair (a re-test of its first pair, healthy
+// again): the confirmation stage ran, but for no other suspect.
+void linksStageThenOneConfirmPair(const FleetModel& m, FleetInput& in) {
+  std::vector<int> units;
+  for (int h = 0; h < m.hosts; ++h) units.push_back(h);
+  SplitMix64 rng(3);
+  RunCost cost;
+  ds::bench::fleet::runRounds(m, planLinkRounds(units, 4, 1), "links", in, rng, cost);
+  ASSERT_TRUE(judge(in).retest.empty());
+  auto again = in.pairs.front();
+  again.stage = "confirm";
+  in.pairs.push_back(again);
+}
+
 // A pair slow to answer that was never re-tested (it became a suspect only in the final judgement,
 // after the re-tests were chosen) is a note, not a named link; a failed pair in the same place is
 // still named. The 64-host bed, 2026-12-07: a ping of 1,362 us against a median that fell to 136 us
@@ -207,16 +221,9 @@ TEST(FleetLocalise, ASlowLinkThatWasNeverRetestedIsANoteNotANamedLink) {
   FleetModel m;
   m.hosts = 16;
   FleetInput in = ds::bench::fleet::makeInput(m);
-  std::vector<int> units;
-  for (int h = 0; h < 16; ++h) units.push_back(h);
-  SplitMix64 rng(3);
-  RunCost cost;
-  ds::bench::fleet::runRounds(m, planLinkRounds(units, 4, 1), "links", in, rng, cost);
-  ASSERT_TRUE(judge(in).retest.empty());
+  ASSERT_NO_FATAL_FAILURE(linksStageThenOneConfirmPair(m, in));
   // The confirmation stage ran (for another suspect, healthy again) ...
-  auto again = in.pairs.front();
-  again.stage = "confirm";
-  in.pairs.push_back(again);
+  const auto again = in.pairs.back();
   // ... and a link-stage pair of two other hosts answered 100 x slower than the others.
   auto slow = std::find_if(in.pairs.begin(), in.pairs.end(), [&](const auto& p) {
     return p.stage == "links" && p.a != again.a && p.a != again.b && p.b != again.a && p.b != again.b;
@@ -244,15 +251,8 @@ TEST(FleetLocalise, AHostSlowToAnswerThatWasNeverRetestedIsANoteNotANamedHost) {
   FleetModel m;
   m.hosts = 16;
   FleetInput in = ds::bench::fleet::makeInput(m);
-  std::vector<int> units;
-  for (int h = 0; h < 16; ++h) units.push_back(h);
-  SplitMix64 rng(3);
-  RunCost cost;
-  ds::bench::fleet::runRounds(m, planLinkRounds(units, 4, 1), "links", in, rng, cost);
-  ASSERT_TRUE(judge(in).retest.empty());
-  auto again = in.pairs.front();
-  again.stage = "confirm";
-  in.pairs.push_back(again);
+  ASSERT_NO_FATAL_FAILURE(linksStageThenOneConfirmPair(m, in));
+  const auto again = in.pairs.back();
   // Host x: two of its link-stage pairs, with two different peers, far from `again`'s hosts.
   std::vector<std::size_t> mine;
   int x = -1;
