@@ -46,8 +46,9 @@ struct FleetOptions {
   // Ranks that stop joining for this long (once half have joined) are left behind as no_result;
   // the join still ends at `timeout` at the latest.
   std::chrono::milliseconds joinStall{15000};
-  // DSDIAG_TEST_FAULT: "freeze@<stage>" (SIGSTOP) or "exit@<stage>" (SIGKILL) on entering that
-  // stage, for the fleet test bed. Empty in production.
+  // DSDIAG_TEST_FAULT: "freeze@<stage>" (SIGSTOP), "exit@<stage>" (SIGKILL) or "fail@<stage>" (an
+  // error) on entering that stage, or "late@join" (connect, then wait until rank 0 has closed the
+  // join), for the test beds. Empty in production.
   std::string testFault;
 };
 
@@ -135,6 +136,7 @@ class FleetRun {
   int rank_ = 0, n_ = 1;
   std::string host_, jobId_;
   double joinSeconds_ = 0;
+  double connectSeconds_ = 0;  // from the start of join() to a connection to the store
   bool standalone_ = false;
   std::vector<int> members_;
   std::vector<report::FleetRank> ranks_;  // index = rank; what each member published

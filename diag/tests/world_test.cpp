@@ -186,6 +186,47 @@ TEST(DsdiagWorld, ARankThatFailsLeavesItsErrorForTheVerdict) {
   EXPECT_EQ(r0.exitCode, 2) << r0.out;
 }
 
+// A rank that reaches the store only after rank 0 has closed the join (a lossy path to the store
+// loses its first SYNs; here dsdiag's test hook "late@join") is named with its host, not as a bare
+// rank: rank 0 reads its host again as it judges, and quotes the rank's own reason.
+TEST(DsdiagWorld, ARankThatJoinsAfterTheJoinClosedIsNamedWithItsHost) {
+  const int port = unusedPort();
+  TempDir d;
+  std::vector<std::unique_ptr<Process>> ranks;
+  for (int r = 0; r < 4; ++r) {
+    auto o = clean({{"RANK", std::to_string(r)},
+                    {"WORLD_SIZE", "4"},
+                    {"LOCAL_RANK", std::to_string(r)},
+                    {"LOCAL_WORLD_SIZE", "4"},
+                    {"MASTER_ADDR", "127.0.0.1"},
+                    {"MASTER_PORT", std::to_string(port)},
+                    {"OMP_NUM_THREADS", "1"}});
+    if (r == 2) o.setEnv["DSDIAG_TEST_FAULT"] = "late@join";
+    std::vector<std::string> args{binDir() + "/dsdiag", "--world", "--backend", "gloo", "--timeout", "6"};
+    if (r == 0) args.insert(args.end(), {"--json", d.file("w.json"), "--exclude-file", d.file("exclude.txt")});
+    ranks.push_back(std::make_unique<Process>(args, o));
+  }
+  auto r0 = ranks[0]->wait();
+  auto r2 = ranks[2]->wait();
+  EXPECT_NE(r2.exitCode, 0) << r2.out << r2.err;
+  EXPECT_NE((r2.out + r2.err).find("joined after rank 0 had closed the join"), std::string::npos) << r2.out << r2.err;
+  auto j = ds::report::readJson(d.file("w.json"));
+  const auto& hosts = check(j, "world.hosts");
+  EXPECT_EQ(hosts["status"], "FAIL") << r0.out;
+  const std::string msg = hosts["message"];
+  const std::string host = j["fleet"]["input"]["ranks"][2]["host"];
+  EXPECT_FALSE(host.empty()) << msg;
+  EXPECT_NE(msg.find(host + " (rank 2) never joined the fleet rendezvous"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("its own error: Rank 2 on " + host + " joined after rank 0 had closed the join"),
+            std::string::npos)
+      << msg;
+  std::ifstream ex(d.file("exclude.txt"));
+  std::string line;
+  std::getline(ex, line);
+  EXPECT_NE(line.find(host + " (rank 2)"), std::string::npos) << line;
+  EXPECT_EQ(r0.exitCode, 2) << r0.out;
+}
+
 TEST(DsdiagWorld, TwoRanksUnderMpirun) {
   std::string mpirun = DS_MPIRUN_PATH;
   if (mpirun.empty()) GTEST_SKIP() << "built without MPI";
