@@ -543,8 +543,8 @@ struct Edge {
   const PairResult* p;
   int ua, ub;
   double r = -kInf;  // log ratio to the fleet median (ok pairs)
-  bool failed = false, bwBad = false, latBad = false;
-  bool bad() const { return failed || bwBad || latBad; }
+  bool failed = false, bwBad = false, latBad = false, lossBad = false;
+  bool bad() const { return failed || bwBad || latBad || lossBad; }
 };
 
 // The link stage's pairs and the fleet's reference distribution they are judged against.
@@ -555,7 +555,18 @@ struct LinkPairs {
   bool confirmRan = false;
   double lmed = std::nan(""), ls = T::kMinRelativeSpread;  // log bandwidth: median, robust sigma
   double latMed = 0, latSigma = 0;
+  double lossMed = 0;  // the median fraction of bytes sent again, over pairs that say
 };
+
+// The share of a pair's bytes that TCP sent again; NaN where not known (or too little was sent).
+double resentFraction(const PairResult& p) {
+  if (p.sentBytes < JudgeThresholds::kLossMinSentBytes) return std::nan("");
+  return static_cast<double>(p.retransBytes) / static_cast<double>(p.sentBytes);
+}
+
+std::string resentText(const PairResult& p) {
+  return fmt::format("{:.1f}% of {:.1f} MB sent again", 100 * resentFraction(p), static_cast<double>(p.sentBytes) / 1e6);
+}
 
 // A link-stage suspect waiting for (or judged by) its confirmation pairs.
 struct HostSuspect {
@@ -588,6 +599,8 @@ std::string peerValues(const Fleet& fleet, int u, const std::vector<const Edge*>
                                   e->p->error.empty() ? report::pairOutcomeText(e->p->outcome) : e->p->error));
     else if (latency && e->latBad)
       parts.push_back(fmt::format("{}: {:.0f} us", fleet.label(peerRank), e->p->latencyUs));
+    else if (e->lossBad)
+      parts.push_back(fmt::format("{}: {}, {}", fleet.label(peerRank), gbps(e->p->bandwidthGBps), resentText(*e->p)));
     else
       parts.push_back(fmt::format("{}: {}", fleet.label(peerRank), gbps(e->p->bandwidthGBps)));
   }
@@ -639,14 +652,15 @@ class LinkEvidence {
 
   Evidence badPairs(int u, const std::vector<int>& witnesses) const {
     std::vector<const Edge*> bad;
-    int failed = 0, lat = 0;
+    int failed = 0, lat = 0, lossy = 0;
     for (int i : pairs_.adj[u]) {
       const Edge& e = pairs_.edges[i];
       int v = e.ua == u ? e.ub : e.ua;
       if (!e.bad() || std::find(witnesses.begin(), witnesses.end(), v) == witnesses.end()) continue;
       bad.push_back(&e);
       failed += e.failed;
-      lat += e.latBad && !e.failed && !e.bwBad;
+      lat += e.latBad && !e.failed && !e.bwBad && !e.lossBad;
+      lossy += e.lossBad;
     }
     Evidence ev;
     ev.stage = "links";
@@ -657,6 +671,15 @@ class LinkEvidence {
       ev.kind = "link_failed";
       ev.text = fmt::format("link tests of {} failed with {} peers that pass their other pairs ({})", who,
                             bad.size(), peerValues(fleet_, u, bad));
+    } else if ((failed + lossy) * 2 >= static_cast<int>(bad.size()) && lossy > 0) {
+      // Failed or lossy: the pairs that passed show the loss that made the others fail.
+      ev.kind = "link_lossy";
+      ev.fleetMedian = pairs_.lossMed;
+      for (const Edge* e : bad) ev.measured = std::max(ev.measured, e->lossBad ? resentFraction(*e->p) : 0.0);
+      ev.text = fmt::format(
+          "{} loses packets with {} peers that are normal with their other peers ({}; fleet median {:.1f}% sent "
+          "again): look at its NIC's and switch port's error counters (ethtool -S, CRC errors) and its cable",
+          who, bad.size(), peerValues(fleet_, u, bad), 100 * pairs_.lossMed);
     } else if (lat * 2 > static_cast<int>(bad.size())) {
       ev.kind = "link_slow";
       ev.fleetMedian = out_.medianLatencyUs;
@@ -687,6 +710,12 @@ class LinkEvidence {
       ev.kind = "link_failed";
       ev.text =
           fmt::format("{} failed ({})", pair, e.p->error.empty() ? report::pairOutcomeText(e.p->outcome) : e.p->error);
+    } else if (e.lossBad) {
+      ev.kind = "link_lossy";
+      ev.measured = resentFraction(*e.p);
+      ev.fleetMedian = pairs_.lossMed;
+      ev.text = fmt::format("{} lost packets: {} by TCP (fleet median {:.1f}%), at {}", pair, resentText(*e.p),
+                            100 * pairs_.lossMed, gbps(e.p->bandwidthGBps));
     } else if (e.bwBad) {
       ev.kind = "link_slow";
       ev.measured = e.p->bandwidthGBps;
@@ -740,6 +769,7 @@ class LinkStage {
     collectPairs();
     referenceBandwidth();
     referenceLatency();
+    referenceLoss();
     for (auto& e : pairs_.edges) classify(e);
     for (auto& e : pairs_.confirm) classify(e);
     // A fleet that is slow as a whole (most pairs below --min-link-gbps): every host below the floor
@@ -857,12 +887,30 @@ class LinkStage {
     out_.madLatencyUs = m;
   }
 
+  void referenceLoss() {
+    std::vector<double> f;
+    for (const auto& e : pairs_.edges)
+      if (double x = resentFraction(*e.p); !std::isnan(x)) f.push_back(x);
+    if (f.empty()) return;
+    pairs_.lossMed = median(f);
+    int lossy = 0;
+    for (double x : f) lossy += x >= T::kLossFraction;
+    if (lossy * 2 > static_cast<int>(f.size()))
+      out_.notes.push_back(fmt::format(
+          "{} of {} pairs had at least {:.0f}% of their bytes sent again by TCP (fleet median {:.1f}%): packets are "
+          "lost all over the fleet (a switch, a shared uplink, flow control off), not at one host; no pair is "
+          "judged on loss",
+          lossy, f.size(), 100 * T::kLossFraction, 100 * pairs_.lossMed));
+  }
+
   void classify(Edge& e) const {
     const PairResult& p = *e.p;
     const FleetInput& in = fleet_.in;
     const double lmed = pairs_.lmed, latMed = pairs_.latMed;
     e.failed = p.outcome == PairOutcome::kFailed || p.outcome == PairOutcome::kTimeout;
     if (e.failed) return;
+    if (double x = resentFraction(p); !std::isnan(x))
+      e.lossBad = x >= T::kLossFraction && x >= T::kLossFleetRatio * pairs_.lossMed;
     e.r = p.bandwidthGBps > 0 && !std::isnan(lmed) ? std::log(p.bandwidthGBps) - lmed : -kInf;
     double pairCut = -std::max(std::log(1 / T::kPairRatio), T::kPairMads * pairs_.ls);
     e.bwBad = (p.bandwidthGBps > 0 && !std::isnan(lmed) && e.r < pairCut) || p.bandwidthGBps <= 0 ||
@@ -1113,7 +1161,8 @@ class Confirmation {
     for (const Edge* e : confirmOf_[hs.unit])
       if (healthySet_.count(e->ua == hs.unit ? fleet_.units[e->ub].leader : fleet_.units[e->ua].leader))
         mine.push_back(e);
-    if (mine.empty() && hs.evidence.kind != "link_failed") {
+    // Failed or lossy pairs are the kernel's count, not a timing: they name a host without a re-test.
+    if (mine.empty() && hs.evidence.kind != "link_failed" && hs.evidence.kind != "link_lossy") {
       // Slow, not failed, and never re-tested (the confirmation stage was cut short: a rank stopped
       // in it), as for a link: the 64-host bed, 2026-12-07, named an innocent host whose pings with
       // two peers took 1.8 ms against a median of 115 us while a build ran beside the fleet, when a
@@ -1133,21 +1182,23 @@ class Confirmation {
     // innocent host in the 64-host bed (Fleet.SeveralFaultsAtOnce, 2026-12-07: 1,097 us with one
     // peer, normal with the other). A host whose network adds latency is slow with every peer.
     bool anyFailed = false;
-    int latCount = 0;
+    int latCount = 0, lossCount = 0;
     double sum = 0;
     int okCount = 0;
     for (const Edge* e : mine) {
       anyFailed |= e->failed;
-      if (!e->failed) sum += e->r, ++okCount, latCount += e->latBad;
+      if (!e->failed) sum += e->r, ++okCount, latCount += e->latBad, lossCount += e->lossBad;
     }
     const bool lateEveryTime = okCount > 0 && latCount == okCount;
+    // Loss, as latency, only when every re-test that ran lost packets (or one failed outright).
+    const bool lossyEveryTime = okCount > 0 && lossCount == okCount;
     double cut = -std::max(std::log(1 / T::kHostRatio),
                            T::kConfirmMads * found_.pairs.ls / std::sqrt(std::max(okCount, 1)));
     bool slow = okCount > 0 && sum / okCount < cut;
     if (fleet_.in.minLinkGBps > 0)
       for (const Edge* e : mine) slow |= !e->failed && e->p->bandwidthGBps < fleet_.in.minLinkGBps;
     std::string values = peerValues(fleet_, hs.unit, mine, latCount > 0 && !slow);
-    if (!(anyFailed || slow || lateEveryTime)) {
+    if (!(anyFailed || slow || lateEveryTime || lossyEveryTime)) {
       out_.notes.push_back(
           latCount > 0
               ? fmt::format("{}; but only {} of its {} re-tests answered slowly ({}), so it is not named "
@@ -1182,7 +1233,7 @@ class Confirmation {
       return;
     }
     auto found = confirmPair_.find(pairKey(ls.ua, ls.ub));
-    if (found == confirmPair_.end() && ls.evidence.kind != "link_failed") {
+    if (found == confirmPair_.end() && ls.evidence.kind != "link_failed" && ls.evidence.kind != "link_lossy") {
       // Slow, not failed, and never re-tested: it became a suspect only in this judgement (the fleet's
       // median moved when a rank stopped; 2026-12-07, a ping of 1,362 us against 10 x 136 us), or its
       // re-test did not run. One slow measurement does not name a link.
@@ -1204,9 +1255,10 @@ class Confirmation {
       return;
     }
     lv.evidence.push_back(ls.evidence);
-    std::string v = again->failed  ? (again->p->error.empty() ? "failed" : again->p->error)
-                    : again->bwBad ? gbps(again->p->bandwidthGBps)
-                                   : fmt::format("{:.0f} us", again->p->latencyUs);
+    std::string v = again->failed    ? (again->p->error.empty() ? "failed" : again->p->error)
+                    : again->lossBad ? resentText(*again->p)
+                    : again->bwBad   ? gbps(again->p->bandwidthGBps)
+                                     : fmt::format("{:.0f} us", again->p->latencyUs);
     lv.evidence.push_back({ls.evidence.kind,
                            "confirm",
                            fmt::format("re-tested: bad again ({})", v),
@@ -1227,7 +1279,7 @@ void foldLinksIntoHosts(Fleet& fleet, FleetJudgement& out) {
   auto dropsTraffic = [&fleet](int rank) -> const Evidence* {
     if (!fleet.validRank(rank)) return nullptr;
     for (const auto& e : fleet.units[fleet.unitOf[rank]].evidence)
-      if (e.kind == "link_failed" || e.kind == "frozen" || e.kind == "exited") return &e;
+      if (e.kind == "link_failed" || e.kind == "link_lossy" || e.kind == "frozen" || e.kind == "exited") return &e;
     return nullptr;
   };
   std::vector<LinkVerdict> kept;

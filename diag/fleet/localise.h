@@ -34,6 +34,13 @@ struct JudgeThresholds {
   // (a busy host answers a ping tens of us late), not its network. Measured on the namespace fleet
   // of 16 hosts on 2 cores: healthy pairs of 49-99 us against a median of 4-5 us.
   static constexpr double kLatencyFloorUs = 1000;
+  // Loss: a pair is bad when TCP sent again at least kLossFraction of the bytes it sent over its
+  // connection (both ends' counters) and at least kLossFleetRatio x the fleet's median fraction, over
+  // at least kLossMinSentBytes. 1 % resent is where TCP's throughput on a datacenter path collapses
+  // (Mathis et al.: rate ~ MSS / (RTT sqrt(p))); a healthy path resends nothing or a few probes.
+  static constexpr double kLossFraction = 0.01;
+  static constexpr double kLossFleetRatio = 4;
+  static constexpr double kLossMinSentBytes = 1 << 20;
   // Peers a suspect host is re-tested with before it is named.
   static constexpr int kConfirmPeers = 2;
   // CPU: a host is named when its ranks' cgroup CPU limit leaves each less than kCpuPerRankFloor CPUs

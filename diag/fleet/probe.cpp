@@ -17,6 +17,7 @@
 #include <fmt/format.h>
 
 #include "engine/common/error.h"
+#include "engine/host/net.h"
 
 namespace ds::diag::fleet {
 namespace {
@@ -578,10 +579,30 @@ report::PairResult measurePair(int peer, const std::string& addr, int port, int 
     return r;
   }
   auto finish = [&](const std::string& e) {
+    // The kernel's count of bytes sent again on this connection: a lossy path shows here even when
+    // the pair passed (TCP hid the loss in retransmissions and timeouts).
+    const net::TcpSendCounters mine = net::tcpSendCounters(fd);
+    if (mine.known) {
+      r.sentBytes = mine.sentBytes;
+      r.retransBytes = mine.retransBytes;
+    }
     if (!e.empty()) {
       r.outcome = e.find("timed out") != std::string::npos ? report::PairOutcome::kTimeout : report::PairOutcome::kFailed;
       r.error = e;
     } else {
+      // The peer's counters (the other direction), when it answers in time; then the end.
+      char t = 'T';
+      char reply[17];
+      if (mine.known && sendAll(fd, &t, 1, deadline).empty() && recvAll(fd, reply, sizeof reply, deadline).empty() &&
+          reply[0] == 'T') {
+        std::uint64_t sent = 0, again = 0;
+        std::memcpy(&sent, reply + 1, 8);
+        std::memcpy(&again, reply + 9, 8);
+        if (again <= sent) {
+          r.sentBytes += sent;
+          r.retransBytes += again;
+        }
+      }
       char q = 'Q';
       sendAll(fd, &q, 1, deadline);
     }
@@ -696,6 +717,14 @@ ServedPair servePair(ProbeServer& server, int peer, int tag, Clock::time_point a
       if (first && shortTest) msg[1] = 'S';  // the short-test mark: the lower rank ends the pair
       first = false;
       if (e.empty()) e = sendAll(fd, msg, sizeof msg, deadline);
+    } else if (op == 'T') {
+      // The lower rank asks for this end's TCP counters: 'T', bytes sent, bytes sent again (0, 0: unknown).
+      const net::TcpSendCounters c = net::tcpSendCounters(fd);
+      char reply[17] = {'T'};
+      const std::uint64_t sent = c.known ? c.sentBytes : 0, again = c.known ? c.retransBytes : 0;
+      std::memcpy(reply + 1, &sent, 8);
+      std::memcpy(reply + 9, &again, 8);
+      e = sendAll(fd, reply, sizeof reply, deadline);
     } else if (op == 'B') {
       std::uint64_t len = 0;
       e = recvAll(fd, reinterpret_cast<char*>(&len), 8, deadline);

@@ -117,7 +117,9 @@ using PeerGone = std::function<bool()>;
 // what it measured so far (a crawling link still gives a bandwidth from the bytes that moved).
 // Short tests: with `o.shortTest` the pair ends right after connecting; when the peer answers the
 // warm-up ping with its own short-test mark, right after the warm-up; either is kSkipped, with why.
-// `busySeconds` (when given) gets the time from the peer's arrival to the end.
+// `busySeconds` (when given) gets the time from the peer's arrival to the end. The result carries the
+// kernel's TCP counters of the connection (bytes sent, bytes sent again): this end's, plus the peer's
+// when the pair ends normally (it answers a 'T' with its own).
 report::PairResult measurePair(int peer, const std::string& addr, int port, int tag, const LinkOptions& o,
                                Clock::time_point arriveBy, std::chrono::milliseconds measureFor,
                                long long& messages, const PeerGone& peerGone = {}, double* busySeconds = nullptr);

@@ -182,7 +182,7 @@ Finding linkMatrix(const WorldFacts& f) {
             {"median_GBps", j.medianBandwidthGBps},
             {"median_latency_us", j.medianLatencyUs}};
   if (fr.input.pairs.empty()) return skip("No link pairs ran (one host, or no live peers)", data);
-  if (auto bad = evidenceOf(j, {"link_slow", "link_failed"}); !bad.empty()) {
+  if (auto bad = evidenceOf(j, {"link_slow", "link_failed", "link_lossy"}); !bad.empty()) {
     return fail(join(bad, " "),
                 "Check the named host's NIC (speed, errors: ethtool -S), cable and switch port, then rerun; "
                 "the exclude "

@@ -1,7 +1,11 @@
 #include "engine/host/net.h"
 
+#include <linux/tcp.h>  // the kernel's tcp_info (glibc's stops before the byte counters)
 #include <netinet/in.h>
+#include <sys/socket.h>
 #include <unistd.h>
+
+#include <cstddef>
 
 #include "engine/host/interfaces.h"
 
@@ -23,6 +27,19 @@ std::string firstHostAddress() {
     }
   }
   return v6.empty() ? "127.0.0.1" : v6;
+}
+
+TcpSendCounters tcpSendCounters(int fd) {
+  TcpSendCounters c;
+  tcp_info info{};
+  socklen_t len = sizeof(info);
+  if (::getsockopt(fd, IPPROTO_TCP, TCP_INFO, &info, &len) != 0) return c;
+  // An older kernel fills less of the struct: the counters are there only when it reached them.
+  if (len < offsetof(tcp_info, tcpi_bytes_retrans) + sizeof(info.tcpi_bytes_retrans)) return c;
+  c.known = true;
+  c.sentBytes = info.tcpi_bytes_sent;
+  c.retransBytes = info.tcpi_bytes_retrans;
+  return c;
 }
 
 }  // namespace ds::net

@@ -246,6 +246,11 @@ struct FleetReader {
     }
     p.latencyUs = number(j, "latency_us", at);
     p.bandwidthGBps = number(j, "bandwidth_gbps", at);
+    // 1.3; absent in older files (not measured).
+    if (j.contains("sent_bytes")) readTo(j.at("sent_bytes"), p.sentBytes);
+    if (j.contains("retrans_bytes")) readTo(j.at("retrans_bytes"), p.retransBytes);
+    if (p.retransBytes > p.sentBytes)
+      bad(at + "/retrans_bytes", fmt::format("{} bytes sent again of {} sent", p.retransBytes, p.sentBytes));
     readTo(j.at("error"), p.error);
     return p;
   }
@@ -422,6 +427,10 @@ void to_json(json& j, const PairResult& p) {
            {"latency_us", num(p.latencyUs)},
            {"bandwidth_gbps", num(p.bandwidthGBps)},
            {"error", p.error}};
+  if (p.sentBytes > 0) {
+    j["sent_bytes"] = p.sentBytes;
+    j["retrans_bytes"] = p.retransBytes;
+  }
 }
 
 void to_json(json& j, const BisectStep& s) { j = json{{"ranks", s.ranks}, {"ok", s.ok}, {"error", s.error}}; }

@@ -4,6 +4,7 @@
 // report), text, HTML and exclude files. Plain data: no engine types, so reports/ can read them.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -13,7 +14,8 @@ namespace ds::report {
 
 inline constexpr const char* kFleetSchemaName = "dsperf.fleet";
 inline constexpr const char* kFleetSchemaVersion = "1.3";  // 1.1: a rank's CPU budget; 1.2: reaching_ifaces;
-                                                           // 1.3: a rank's last_error
+                                                           // 1.3: a rank's last_error, a pair's
+                                                           // sent_bytes and retrans_bytes
 
 // The three states operators use (Azure HPC health checks, superbench): a host with no finding, a
 // host named with evidence, and a host that never delivered a result.
@@ -93,6 +95,9 @@ struct PairResult {
   double latencyUs = 0;        // half the median small-message round trip
   double bandwidthGBps = 0;    // large message, both directions, GB = 1e9 bytes
   std::string error;           // non-empty unless kOk
+  // The kernel's TCP counters over the pair's connection, both ends summed where the peer answered
+  // (else the measuring end's): data bytes sent and bytes sent again. 0 sent: not known.
+  std::uint64_t sentBytes = 0, retransBytes = 0;
   bool operator==(const PairResult&) const = default;
 };
 
@@ -120,7 +125,7 @@ struct FleetInput {
 
 // A host (or a link) named by localisation, with the evidence an operator can check.
 struct Evidence {
-  std::string kind;     // "unreachable", "reach_partial", "link_slow", "link_failed", "frozen", "exited",
+  std::string kind;     // "unreachable", "reach_partial", "link_slow", "link_failed", "link_lossy", "frozen", "exited",
                         // "no_result", "bisect", "ifname", "mtu", "cpu"
   std::string stage;    // where it was seen
   std::string text;     // one sentence: "bandwidth with fleet2 (rank 2) 0.004 GB/s, fleet median 1.9 GB/s"

@@ -32,6 +32,10 @@ struct FleetModel {
   int mtuHost = -1;                            // a host whose eth0 MTU differs from the others'
   int affinityCpus = 16;                       // every rank's affinity width
   std::map<int, double> cpuQuota;              // host -> cgroup CPU limit its ranks share
+  // Packet loss, as the share of a pair's bytes TCP sends again: per host (its pairs, both ends
+  // summed) and per link; every healthy pair resends a tail-loss probe now and then.
+  std::map<int, double> loss;
+  std::map<std::uint64_t, double> linkLoss;
 };
 
 // Host h is "fleet<h>"; its leader is rank h * ranksPerHost; eth0 10.<h/65536>... on one /8.

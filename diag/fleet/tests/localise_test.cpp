@@ -199,6 +199,60 @@ TEST(FleetLocalise, OneBadLinkIsNamedAsALinkNotAHost) {
       << j.links[0].evidence[0].text;
 }
 
+// A host that loses packets: its link tests pass (TCP hides the loss in retransmissions) at normal
+// speed, but the kernel's counters say how much was sent again. Named as lossy after its re-tests
+// lose packets too; nobody else. The 64-host bed, 2026-12-07: a host with 20 % loss whose pairs
+// happened to pass with all but one peer was named only as the link to that peer.
+TEST(FleetLocalise, AHostThatLosesPacketsIsNamedFromItsRetransmissions) {
+  for (double loss : {0.02, 0.2}) {
+    FleetModel m;
+    m.hosts = 32;
+    m.loss[5] = loss;
+    auto j = sim(m, 7);
+    EXPECT_EQ(named(m, j).hosts, std::set<int>{5}) << "loss " << loss << "\n" << allText(j);
+    EXPECT_TRUE(j.links.empty()) << allText(j);
+    const auto& h5 = host(j, "fleet5");
+    EXPECT_TRUE(hasEvidence(h5, "link_lossy", "links")) << allText(j);
+    EXPECT_TRUE(hasEvidence(h5, "link_lossy", "confirm")) << allText(j);
+    EXPECT_TRUE(contains(allText(j), "fleet5 (rank 5) loses packets with")) << allText(j);
+    EXPECT_TRUE(contains(allText(j), "% of 25.2 MB sent again")) << allText(j);
+  }
+}
+
+// Below 1 % (stray probes, 0.5 % on one host) or all over the fleet (a switch): nobody is named on
+// loss; a fleet-wide loss is a note.
+TEST(FleetLocalise, LossBelowTheFloorOrAllOverTheFleetNamesNobody) {
+  FleetModel quiet;
+  quiet.hosts = 32;
+  quiet.loss[9] = 0.005;
+  auto j = sim(quiet, 3);
+  EXPECT_TRUE(named(quiet, j).hosts.empty() && named(quiet, j).links.empty()) << allText(j);
+  FleetModel everywhere;
+  everywhere.hosts = 32;
+  for (int h = 0; h < 32; ++h) everywhere.loss[h] = 0.01;
+  j = sim(everywhere, 3);
+  EXPECT_TRUE(named(everywhere, j).hosts.empty() && named(everywhere, j).links.empty()) << allText(j);
+  EXPECT_TRUE(contains(allText(j), "packets are lost all over the fleet")) << allText(j);
+}
+
+// One lossy link (the ring pair 3-4, in every plan): named as a link, re-tested, not as a host.
+TEST(FleetLocalise, OneLossyLinkIsNamedAsALink) {
+  FleetModel m;
+  m.hosts = 16;
+  m.linkLoss[pairKey(3, 4)] = 0.1;
+  auto j = sim(m, 2);
+  auto who = named(m, j);
+  EXPECT_TRUE(who.hosts.empty()) << allText(j);
+  EXPECT_EQ(who.links, (std::set<std::pair<int, int>>{{3, 4}})) << allText(j);
+  ASSERT_EQ(j.links.size(), 1u);
+  ASSERT_EQ(j.links[0].evidence.size(), 2u);
+  EXPECT_EQ(j.links[0].evidence[0].kind, "link_lossy");
+  EXPECT_TRUE(contains(j.links[0].evidence[0].text, "lost packets: 10.0% of 25.2 MB sent again by TCP"))
+      << j.links[0].evidence[0].text;
+  EXPECT_TRUE(contains(j.links[0].evidence[1].text, "re-tested: bad again (10.0% of 25.2 MB sent again)"))
+      << j.links[0].evidence[1].text;
+}
+
 // A healthy 16-host links stage, then one confirmation pair (a re-test of its first pair, healthy
 // again): the confirmation stage ran, but for no other suspect.
 void linksStageThenOneConfirmPair(const FleetModel& m, FleetInput& in) {

@@ -52,7 +52,7 @@ FleetReport builtReport() {
   }
   r.input.reach = {{0, 6, 5, {{0, 1, "eth0", "eth0", "10.0.0.2", "connection refused", false, 0.4}}},
                    {1, 6, 6, {}}};
-  PairResult ok{0, 1, 0, "links", PairOutcome::kOk, 41.5, 1.93, ""};
+  PairResult ok{0, 1, 0, "links", PairOutcome::kOk, 41.5, 1.93, "", 25166080, 1448};
   PairResult failed{0, 2, 1, "links", PairOutcome::kFailed, std::nan(""), std::nan(""), "reset by peer"};
   PairResult timeout{1, 2, 1, "confirm", PairOutcome::kTimeout, 0, 0, "no answer within 10 s"};
   PairResult skipped{2, 3, 2, "all_pairs", PairOutcome::kSkipped, 0, 0, "rank 2 is frozen"};
@@ -189,6 +189,9 @@ TEST(FleetSchema, EveryFieldOfABuiltReportRoundTrips) {
   EXPECT_EQ(j["schema_version"], "1.3");
   EXPECT_EQ(j["input"]["ranks"][1]["last_error"], "Rank 1 read the fleet's member list but not the leaders' records");
   EXPECT_TRUE(j["input"]["pairs"][1]["bandwidth_gbps"].is_null()) << "NaN is written as null";
+  EXPECT_EQ(j["input"]["pairs"][0]["sent_bytes"], 25166080);
+  EXPECT_EQ(j["input"]["pairs"][0]["retrans_bytes"], 1448);
+  EXPECT_FALSE(j["input"]["pairs"][1].contains("sent_bytes")) << "counters not known: not written";
   EXPECT_EQ(j["judgement"]["retest"], json::parse("[[1,0],[1,3]]"));
   EXPECT_EQ(j["input"]["ranks"][1]["nccl_socket_ifname"], "ib");
   EXPECT_EQ(j["stats"]["messages"], 1LL << 40);
@@ -325,6 +328,18 @@ TEST(FleetSchema, DamagedInputIsRefusedNamingTheFileAndTheField) {
       {"negative bandwidth",
        [](json& j) { j["input"]["pairs"][1]["bandwidth_gbps"] = -1.5; },
        {"at /input/pairs/1/bandwidth_gbps: expected a number >= 0, found -1.5"}},
+      {"more sent again than sent",
+       [](json& j) {
+         j["input"]["pairs"][1]["sent_bytes"] = 100;
+         j["input"]["pairs"][1]["retrans_bytes"] = 200;
+       },
+       {"at /input/pairs/1/retrans_bytes: 200 bytes sent again of 100 sent"}},
+      {"negative byte count",
+       [](json& j) {
+         j["input"]["pairs"][1]["sent_bytes"] = -4;
+         j["input"]["pairs"][1]["retrans_bytes"] = 0;
+       },
+       {"sent_bytes"}},
       {"string number",
        [](json& j) { j["input"]["pairs"][1]["bandwidth_gbps"] = "fast"; },
        {"at /input/pairs/1/bandwidth_gbps: expected a number, found a string (\"fast\")"}},
