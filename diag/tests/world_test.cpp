@@ -148,26 +148,35 @@ TEST(DsdiagWorld, ARankFrozenBeforeTheProcessGroupIsNamedAndNotWaitedFor) {
 // quotes it, with the rank, its host and the stage, instead of "read its stderr". The ranks are
 // started one by one (as srun without --kill-on-bad-exit, or a fleet's own launcher, does); under
 // dsrun or torchrun a failing rank ends the job.
-TEST(DsdiagWorld, ARankThatFailsLeavesItsErrorForTheVerdict) {
+namespace {
+
+// Four dsdiag --world ranks on loopback started one by one (no launcher), rank 2 with dsdiag's test
+// hook `fault`; rank 0 writes w.json and exclude.txt into `d`.
+std::vector<std::unique_ptr<Process>> startFourRanks(const TempDir& d, const std::string& fault,
+                                                     const std::string& timeoutS) {
   const int port = unusedPort();
-  auto env = [&](int rank) {
-    auto o = clean({{"RANK", std::to_string(rank)},
+  std::vector<std::unique_ptr<Process>> ranks;
+  for (int r = 0; r < 4; ++r) {
+    auto o = clean({{"RANK", std::to_string(r)},
                     {"WORLD_SIZE", "4"},
-                    {"LOCAL_RANK", std::to_string(rank)},
+                    {"LOCAL_RANK", std::to_string(r)},
                     {"LOCAL_WORLD_SIZE", "4"},
                     {"MASTER_ADDR", "127.0.0.1"},
                     {"MASTER_PORT", std::to_string(port)},
                     {"OMP_NUM_THREADS", "1"}});
-    if (rank == 2) o.setEnv["DSDIAG_TEST_FAULT"] = "fail@links";
-    return o;
-  };
-  TempDir d;
-  std::vector<std::unique_ptr<Process>> ranks;
-  for (int r = 0; r < 4; ++r) {
-    std::vector<std::string> args{binDir() + "/dsdiag", "--world", "--backend", "gloo", "--timeout", "30"};
+    if (r == 2) o.setEnv["DSDIAG_TEST_FAULT"] = fault;
+    std::vector<std::string> args{binDir() + "/dsdiag", "--world", "--backend", "gloo", "--timeout", timeoutS};
     if (r == 0) args.insert(args.end(), {"--json", d.file("w.json"), "--exclude-file", d.file("exclude.txt")});
-    ranks.push_back(std::make_unique<Process>(args, env(r)));
+    ranks.push_back(std::make_unique<Process>(args, o));
   }
+  return ranks;
+}
+
+}  // namespace
+
+TEST(DsdiagWorld, ARankThatFailsLeavesItsErrorForTheVerdict) {
+  TempDir d;
+  auto ranks = startFourRanks(d, "fail@links", "30");
   auto r0 = ranks[0]->wait();
   auto r2 = ranks[2]->wait();
   EXPECT_NE(r2.exitCode, 0) << r2.out << r2.err;
@@ -190,22 +199,8 @@ TEST(DsdiagWorld, ARankThatFailsLeavesItsErrorForTheVerdict) {
 // loses its first SYNs; here dsdiag's test hook "late@join") is named with its host, not as a bare
 // rank: rank 0 reads its host again as it judges, and quotes the rank's own reason.
 TEST(DsdiagWorld, ARankThatJoinsAfterTheJoinClosedIsNamedWithItsHost) {
-  const int port = unusedPort();
   TempDir d;
-  std::vector<std::unique_ptr<Process>> ranks;
-  for (int r = 0; r < 4; ++r) {
-    auto o = clean({{"RANK", std::to_string(r)},
-                    {"WORLD_SIZE", "4"},
-                    {"LOCAL_RANK", std::to_string(r)},
-                    {"LOCAL_WORLD_SIZE", "4"},
-                    {"MASTER_ADDR", "127.0.0.1"},
-                    {"MASTER_PORT", std::to_string(port)},
-                    {"OMP_NUM_THREADS", "1"}});
-    if (r == 2) o.setEnv["DSDIAG_TEST_FAULT"] = "late@join";
-    std::vector<std::string> args{binDir() + "/dsdiag", "--world", "--backend", "gloo", "--timeout", "6"};
-    if (r == 0) args.insert(args.end(), {"--json", d.file("w.json"), "--exclude-file", d.file("exclude.txt")});
-    ranks.push_back(std::make_unique<Process>(args, o));
-  }
+  auto ranks = startFourRanks(d, "late@join", "6");
   auto r0 = ranks[0]->wait();
   auto r2 = ranks[2]->wait();
   EXPECT_NE(r2.exitCode, 0) << r2.out << r2.err;

@@ -184,19 +184,31 @@ TEST(FleetLocalise, HostWhosePairsFailIsNamed) {
   EXPECT_TRUE(contains(allText(j), "link tests of fleet11 (rank 11) failed with")) << allText(j);
 }
 
+// One slow link, or one that loses packets: named as a link after its re-test, not as a host.
 TEST(FleetLocalise, OneBadLinkIsNamedAsALinkNotAHost) {
-  FleetModel m;
-  m.hosts = 16;
-  // The ring pairs 3-4: it is in every plan.
-  m.linkFactor[pairKey(3, 4)] = 0.05;
-  auto j = sim(m, 2);
-  auto who = named(m, j);
-  EXPECT_TRUE(who.hosts.empty()) << allText(j);
-  EXPECT_EQ(who.links, (std::set<std::pair<int, int>>{{3, 4}})) << allText(j);
-  ASSERT_EQ(j.links.size(), 1u);
-  EXPECT_EQ(j.links[0].evidence.size(), 2u);  // the link stage and the re-test
-  EXPECT_TRUE(contains(j.links[0].evidence[0].text, "both ends are normal with their other peers"))
-      << j.links[0].evidence[0].text;
+  for (const bool lossy : {false, true}) {
+    FleetModel m;
+    m.hosts = 16;
+    // The ring pairs 3-4: it is in every plan.
+    if (lossy)
+      m.linkLoss[pairKey(3, 4)] = 0.1;
+    else
+      m.linkFactor[pairKey(3, 4)] = 0.05;
+    auto j = sim(m, 2);
+    auto who = named(m, j);
+    EXPECT_TRUE(who.hosts.empty()) << allText(j);
+    EXPECT_EQ(who.links, (std::set<std::pair<int, int>>{{3, 4}})) << allText(j);
+    ASSERT_EQ(j.links.size(), 1u);
+    ASSERT_EQ(j.links[0].evidence.size(), 2u);  // the link stage and the re-test
+    const auto& first = j.links[0].evidence[0];
+    const auto& again = j.links[0].evidence[1];
+    EXPECT_TRUE(contains(first.text, "both ends are normal with their other peers")) << first.text;
+    EXPECT_EQ(first.kind, lossy ? "link_lossy" : "link_slow");
+    if (lossy) {
+      EXPECT_TRUE(contains(first.text, "lost packets: 10.0% of 25.2 MB sent again by TCP")) << first.text;
+      EXPECT_TRUE(contains(again.text, "re-tested: bad again (10.0% of 25.2 MB sent again)")) << again.text;
+    }
+  }
 }
 
 // A host that loses packets: its link tests pass (TCP hides the loss in retransmissions) at normal
@@ -233,24 +245,6 @@ TEST(FleetLocalise, LossBelowTheFloorOrAllOverTheFleetNamesNobody) {
   j = sim(everywhere, 3);
   EXPECT_TRUE(named(everywhere, j).hosts.empty() && named(everywhere, j).links.empty()) << allText(j);
   EXPECT_TRUE(contains(allText(j), "packets are lost all over the fleet")) << allText(j);
-}
-
-// One lossy link (the ring pair 3-4, in every plan): named as a link, re-tested, not as a host.
-TEST(FleetLocalise, OneLossyLinkIsNamedAsALink) {
-  FleetModel m;
-  m.hosts = 16;
-  m.linkLoss[pairKey(3, 4)] = 0.1;
-  auto j = sim(m, 2);
-  auto who = named(m, j);
-  EXPECT_TRUE(who.hosts.empty()) << allText(j);
-  EXPECT_EQ(who.links, (std::set<std::pair<int, int>>{{3, 4}})) << allText(j);
-  ASSERT_EQ(j.links.size(), 1u);
-  ASSERT_EQ(j.links[0].evidence.size(), 2u);
-  EXPECT_EQ(j.links[0].evidence[0].kind, "link_lossy");
-  EXPECT_TRUE(contains(j.links[0].evidence[0].text, "lost packets: 10.0% of 25.2 MB sent again by TCP"))
-      << j.links[0].evidence[0].text;
-  EXPECT_TRUE(contains(j.links[0].evidence[1].text, "re-tested: bad again (10.0% of 25.2 MB sent again)"))
-      << j.links[0].evidence[1].text;
 }
 
 // A healthy 16-host links stage, then one confirmation pair (a re-test of its first pair, healthy
