@@ -1161,8 +1161,7 @@ class Confirmation {
     for (const Edge* e : confirmOf_[hs.unit])
       if (healthySet_.count(e->ua == hs.unit ? fleet_.units[e->ub].leader : fleet_.units[e->ua].leader))
         mine.push_back(e);
-    // Failed or lossy pairs are the kernel's count, not a timing: they name a host without a re-test.
-    if (mine.empty() && hs.evidence.kind != "link_failed" && hs.evidence.kind != "link_lossy") {
+    if (mine.empty() && hs.evidence.kind != "link_failed") {
       // Slow, not failed, and never re-tested (the confirmation stage was cut short: a rank stopped
       // in it), as for a link: the 64-host bed, 2026-12-07, named an innocent host whose pings with
       // two peers took 1.8 ms against a median of 115 us while a build ran beside the fleet, when a
@@ -1233,7 +1232,7 @@ class Confirmation {
       return;
     }
     auto found = confirmPair_.find(pairKey(ls.ua, ls.ub));
-    if (found == confirmPair_.end() && ls.evidence.kind != "link_failed" && ls.evidence.kind != "link_lossy") {
+    if (found == confirmPair_.end() && ls.evidence.kind != "link_failed") {
       // Slow, not failed, and never re-tested: it became a suspect only in this judgement (the fleet's
       // median moved when a rank stopped; 2026-12-07, a ping of 1,362 us against 10 x 136 us), or its
       // re-test did not run. One slow measurement does not name a link.

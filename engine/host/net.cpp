@@ -35,10 +35,11 @@ TcpSendCounters tcpSendCounters(int fd) {
   socklen_t len = sizeof(info);
   if (::getsockopt(fd, IPPROTO_TCP, TCP_INFO, &info, &len) != 0) return c;
   // An older kernel fills less of the struct: the counters are there only when it reached them.
-  if (len < offsetof(tcp_info, tcpi_bytes_retrans) + sizeof(info.tcpi_bytes_retrans)) return c;
+  if (len < offsetof(tcp_info, tcpi_dsack_dups) + sizeof(info.tcpi_dsack_dups)) return c;
   c.known = true;
   c.sentBytes = info.tcpi_bytes_sent;
-  c.retransBytes = info.tcpi_bytes_retrans;
+  const std::uint64_t duplicates = std::uint64_t{info.tcpi_dsack_dups} * info.tcpi_snd_mss;
+  c.retransBytes = info.tcpi_bytes_retrans > duplicates ? info.tcpi_bytes_retrans - duplicates : 0;
   return c;
 }
 

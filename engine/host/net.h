@@ -13,8 +13,11 @@ std::string hostName();
 std::string firstHostAddress();
 
 // What the kernel counted on one end of a TCP connection (TCP_INFO): the data bytes this end sent,
-// retransmissions included, and the bytes it sent again (lost, or thought lost: RTO, fast retransmit,
-// tail loss probes). `known` is false where the kernel does not say (before Linux 4.19, not TCP).
+// retransmissions included, and the bytes it sent again that the peer had not received: all
+// retransmissions (RTO, fast retransmit, tail loss probes) less the duplicates the peer reported with
+// D-SACK (a retransmission timer that fires early on a busy host resends what had arrived; on the
+// 64-host namespace bed such spurious resends reached 3 % of a healthy pair's bytes). `known` is
+// false where the kernel does not say (before Linux 4.19, not TCP).
 struct TcpSendCounters {
   bool known = false;
   std::uint64_t sentBytes = 0;
