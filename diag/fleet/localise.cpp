@@ -555,7 +555,7 @@ struct LinkPairs {
   bool confirmRan = false;
   double lmed = std::nan(""), ls = T::kMinRelativeSpread;  // log bandwidth: median, robust sigma
   double latMed = 0, latSigma = 0;
-  double lossMed = 0;  // the median fraction of bytes sent again, over pairs that say
+  double lossMed = 0;  // the median fraction of bytes sent again, over passed pairs that say
 };
 
 // The share of a pair's bytes that TCP sent again; NaN where not known (or too little was sent).
@@ -667,11 +667,9 @@ class LinkEvidence {
     ev.fleetMedian = out_.medianBandwidthGBps;
     for (int v : witnesses) ev.peers.push_back(fleet_.units[v].leader);
     std::string who = label(fleet_.units[u].leader);
-    if (failed * 2 >= static_cast<int>(bad.size())) {
-      ev.kind = "link_failed";
-      ev.text = fmt::format("link tests of {} failed with {} peers that pass their other pairs ({})", who,
-                            bad.size(), peerValues(fleet_, u, bad));
-    } else if ((failed + lossy) * 2 >= static_cast<int>(bad.size()) && lossy > 0) {
+    // Lossy first when as many lossy as failed pairs: under loss the pairs that failed and the ones
+    // TCP carried through with resends are the same fault.
+    if (lossy > 0 && lossy >= failed && (failed + lossy) * 2 >= static_cast<int>(bad.size())) {
       // Failed or lossy: the pairs that passed show the loss that made the others fail.
       ev.kind = "link_lossy";
       ev.fleetMedian = pairs_.lossMed;
@@ -680,6 +678,10 @@ class LinkEvidence {
           "{} loses packets with {} peers that are normal with their other peers ({}; fleet median {:.1f}% sent "
           "again): look at its NIC's and switch port's error counters (ethtool -S, CRC errors) and its cable",
           who, bad.size(), peerValues(fleet_, u, bad), 100 * pairs_.lossMed);
+    } else if (failed * 2 >= static_cast<int>(bad.size())) {
+      ev.kind = "link_failed";
+      ev.text = fmt::format("link tests of {} failed with {} peers that pass their other pairs ({})", who,
+                            bad.size(), peerValues(fleet_, u, bad));
     } else if (lat * 2 > static_cast<int>(bad.size())) {
       ev.kind = "link_slow";
       ev.fleetMedian = out_.medianLatencyUs;
@@ -889,8 +891,9 @@ class LinkStage {
 
   void referenceLoss() {
     std::vector<double> f;
+    // Passed pairs only: a failed one's counters are one end's, over a partial transfer.
     for (const auto& e : pairs_.edges)
-      if (double x = resentFraction(*e.p); !std::isnan(x)) f.push_back(x);
+      if (double x = resentFraction(*e.p); e.p->outcome == PairOutcome::kOk && !std::isnan(x)) f.push_back(x);
     if (f.empty()) return;
     pairs_.lossMed = median(f);
     int lossy = 0;
@@ -898,9 +901,9 @@ class LinkStage {
     if (lossy * 2 > static_cast<int>(f.size()))
       out_.notes.push_back(fmt::format(
           "{} of {} pairs had at least {:.0f}% of their bytes sent again by TCP (fleet median {:.1f}%): packets are "
-          "lost all over the fleet (a switch, a shared uplink, flow control off), not at one host; no pair is "
-          "judged on loss",
-          lossy, f.size(), 100 * T::kLossFraction, 100 * pairs_.lossMed));
+          "lost all over the fleet (a switch, a shared uplink, flow control off), not at one host; only a pair "
+          "that resent {:.0f}x the fleet's median or more is judged on loss",
+          lossy, f.size(), 100 * T::kLossFraction, 100 * pairs_.lossMed, T::kLossFleetRatio));
   }
 
   void classify(Edge& e) const {
@@ -1166,9 +1169,11 @@ class Confirmation {
       // in it), as for a link: the 64-host bed, 2026-12-07, named an innocent host whose pings with
       // two peers took 1.8 ms against a median of 115 us while a build ran beside the fleet, when a
       // rank frozen in the confirmation stage left it without a re-test.
-      out_.notes.push_back(hs.evidence.text +
-                           "; it was not re-tested (no confirmation pair ran for it), and slowness that was "
-                           "never re-tested does not name a host");
+      out_.notes.push_back(hs.evidence.text + fmt::format("; it was not re-tested (no confirmation pair ran for it), "
+                                                          "and {} that {} never re-tested {} not name a host",
+                                                          hs.evidence.kind == "link_lossy" ? "resends" : "slowness",
+                                                          hs.evidence.kind == "link_lossy" ? "were" : "was",
+                                                          hs.evidence.kind == "link_lossy" ? "do" : "does"));
       return;
     }
     if (mine.empty()) {
@@ -1199,7 +1204,11 @@ class Confirmation {
     std::string values = peerValues(fleet_, hs.unit, mine, latCount > 0 && !slow);
     if (!(anyFailed || slow || lateEveryTime || lossyEveryTime)) {
       out_.notes.push_back(
-          latCount > 0
+          lossCount > 0
+              ? fmt::format("{}; but only {} of its {} re-tests lost packets ({}), so it is not named (a busy "
+                            "host's retransmission timer can fire early; a lossy path loses on every pair)",
+                            hs.evidence.text, lossCount, okCount, values)
+          : latCount > 0
               ? fmt::format("{}; but only {} of its {} re-tests answered slowly ({}), so it is not named "
                             "(a host's scheduling delays a ping now and then; a slow network delays every one)",
                             hs.evidence.text, latCount, okCount, values)
@@ -1216,6 +1225,11 @@ class Confirmation {
                {},
                okCount > 0 ? std::exp(sum / okCount + found_.pairs.lmed) : 0,
                out_.medianBandwidthGBps};
+    if (c.kind == "link_lossy") {  // as the link stage's evidence: the largest share sent again
+      c.measured = 0;
+      for (const Edge* e : mine) c.measured = std::max(c.measured, e->lossBad ? resentFraction(*e->p) : 0.0);
+      c.fleetMedian = found_.pairs.lossMed;
+    }
     for (const Edge* e : mine) c.peers.push_back(fleet_.unitOf[e->p->a] == hs.unit ? e->p->b : e->p->a);
     u.evidence.push_back(std::move(c));
   }
@@ -1236,9 +1250,10 @@ class Confirmation {
       // Slow, not failed, and never re-tested: it became a suspect only in this judgement (the fleet's
       // median moved when a rank stopped; 2026-12-07, a ping of 1,362 us against 10 x 136 us), or its
       // re-test did not run. One slow measurement does not name a link.
-      out_.notes.push_back(ls.evidence.text +
-                           "; it was not re-tested (no confirmation pair ran for it), and one slow measurement "
-                           "does not name a link");
+      out_.notes.push_back(ls.evidence.text + fmt::format("; it was not re-tested (no confirmation pair ran for it), "
+                                                          "and {} not name a link",
+                                                          ls.evidence.kind == "link_lossy" ? "one pair's resends do"
+                                                                                           : "one slow measurement does"));
       return;
     }
     if (found == confirmPair_.end()) {
@@ -1258,12 +1273,13 @@ class Confirmation {
                     : again->lossBad ? resentText(*again->p)
                     : again->bwBad   ? gbps(again->p->bandwidthGBps)
                                      : fmt::format("{:.0f} us", again->p->latencyUs);
+    const bool lossyKind = ls.evidence.kind == "link_lossy";
     lv.evidence.push_back({ls.evidence.kind,
                            "confirm",
                            fmt::format("re-tested: bad again ({})", v),
                            {ls.ra, ls.rb},
-                           again->failed ? 0 : again->p->bandwidthGBps,
-                           out_.medianBandwidthGBps});
+                           again->failed ? 0 : lossyKind ? resentFraction(*again->p) : again->p->bandwidthGBps,
+                           lossyKind ? found_.pairs.lossMed : out_.medianBandwidthGBps});
     out_.links.push_back(std::move(lv));
   }
 };

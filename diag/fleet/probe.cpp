@@ -578,7 +578,9 @@ report::PairResult measurePair(int peer, const std::string& addr, int port, int 
     r.error = fmt::format("cannot open the link test connection to {}:{}: {}", addr, port, why);
     return r;
   }
-  auto finish = [&](const std::string& e) {
+  // `askPeer`: after a whole exchange only. A short test ends at once (its peer may not even have
+  // reached this round: waiting for its answer would bring back the waits short tests cut out).
+  auto finish = [&](const std::string& e, bool askPeer = false) {
     // The kernel's count of bytes sent again on this connection: a lossy path shows here even when
     // the pair passed (TCP hid the loss in retransmissions and timeouts).
     const net::TcpSendCounters mine = net::tcpSendCounters(fd);
@@ -590,10 +592,13 @@ report::PairResult measurePair(int peer, const std::string& addr, int port, int 
       r.outcome = e.find("timed out") != std::string::npos ? report::PairOutcome::kTimeout : report::PairOutcome::kFailed;
       r.error = e;
     } else {
-      // The peer's counters (the other direction), when it answers in time; then the end.
+      // The peer's counters (the other direction), when it answers in time; then the end. Its own
+      // time, a little past the pair's: the pairs that end near their deadline are the lossy ones,
+      // and the peer keeps serving until a second after it.
+      const auto askBy = deadline + std::chrono::milliseconds(500);
       char t = 'T';
       char reply[17];
-      if (mine.known && sendAll(fd, &t, 1, deadline).empty() && recvAll(fd, reply, sizeof reply, deadline).empty() &&
+      if (askPeer && mine.known && sendAll(fd, &t, 1, askBy).empty() && recvAll(fd, reply, sizeof reply, askBy).empty() &&
           reply[0] == 'T') {
         std::uint64_t sent = 0, again = 0;
         std::memcpy(&sent, reply + 1, 8);
@@ -677,7 +682,7 @@ report::PairResult measurePair(int peer, const std::string& addr, int port, int 
     r.bandwidthGBps = best;
     if (i == 0 && s > 1.0) break;  // slow enough that the warm-up is the measurement
   }
-  return finish("");
+  return finish("", true);
 }
 
 ServedPair servePair(ProbeServer& server, int peer, int tag, Clock::time_point arriveBy,

@@ -130,7 +130,8 @@ struct Evidence {
   std::string stage;    // where it was seen
   std::string text;     // one sentence: "bandwidth with fleet2 (rank 2) 0.004 GB/s, fleet median 1.9 GB/s"
   std::vector<int> peers;   // the other ranks involved
-  double measured = 0;      // the value that fired (GB/s, us or s), when one did
+  double measured = 0;      // the value that fired (GB/s, us, s, or for link_lossy the share of bytes
+                            // sent again, 0-1), when one did
   double fleetMedian = 0;
   bool operator==(const Evidence&) const = default;
 };

@@ -245,6 +245,52 @@ TEST(FleetLocalise, LossBelowTheFloorOrAllOverTheFleetNamesNobody) {
   j = sim(everywhere, 3);
   EXPECT_TRUE(named(everywhere, j).hosts.empty() && named(everywhere, j).links.empty()) << allText(j);
   EXPECT_TRUE(contains(allText(j), "packets are lost all over the fleet")) << allText(j);
+  // ... but a host far worse than such a fleet (its pairs 12 %, the fleet's 2 %) is still named.
+  everywhere.loss[9] = 0.1;
+  j = sim(everywhere, 3);
+  EXPECT_EQ(named(everywhere, j).hosts, std::set<int>{9}) << allText(j);
+  EXPECT_TRUE(contains(allText(j), "only a pair that resent 4x the fleet's median or more")) << allText(j);
+}
+
+// A host whose link tests failed with some peers and lost packets with the others: one fault, named
+// as loss; and a suspect that lost packets in only one of its two re-tests is a note.
+TEST(FleetLocalise, FailedAndLossyPairsOfOneHostAreLossAndOneLossyRetestOfTwoIsANote) {
+  for (const bool bothRetestsLossy : {true, false}) {
+    FleetModel m;
+    m.hosts = 24;
+    LinkStage st(m);
+    auto& [in, rng, cost] = st;
+    int n = 0;
+    for (auto& p : in.pairs) {
+      if (p.a != 7 && p.b != 7) continue;
+      if (n++ % 2 == 1) {  // failed, lossy, failed, ...: at least as many lossy
+        p.outcome = ds::report::PairOutcome::kTimeout;
+        p.error = "timed out";
+        p.bandwidthGBps = 0;
+      } else {
+        p.retransBytes = p.sentBytes / 10;
+      }
+    }
+    ASSERT_GE(n, 4);
+    auto first = judge(in);
+    ASSERT_FALSE(first.retest.empty()) << allText(first);
+    EXPECT_TRUE(contains(allText(first), "fleet7 (rank 7) loses packets with")) << allText(first);
+    const std::size_t before = in.pairs.size();
+    ds::bench::fleet::runRounds(m, packIntoRounds(first.retest), "confirm", in, rng, cost);
+    ASSERT_EQ(in.pairs.size() - before, 2u);
+    in.pairs[before].retransBytes = in.pairs[before].sentBytes / 20;
+    if (bothRetestsLossy) in.pairs[before + 1].retransBytes = in.pairs[before + 1].sentBytes / 20;
+    auto j = judge(in);
+    const auto& h7 = host(j, "fleet7");
+    if (bothRetestsLossy) {
+      EXPECT_EQ(h7.state, HostState::kSuspect) << allText(j);
+      ASSERT_TRUE(hasEvidence(h7, "link_lossy", "confirm")) << allText(j);
+      EXPECT_NEAR(h7.evidence.back().measured, 0.05, 0.001) << "a share sent again, as in the links stage";
+    } else {
+      EXPECT_EQ(h7.state, HostState::kHealthy) << allText(j);
+      EXPECT_TRUE(contains(allText(j), "but only 1 of its 2 re-tests lost packets")) << allText(j);
+    }
+  }
 }
 
 // A healthy 16-host links stage, then one confirmation pair (a re-test of its first pair, healthy
@@ -291,7 +337,7 @@ TEST(FleetLocalise, ASlowLinkThatWasNeverRetestedIsANoteNotANamedLink) {
   EXPECT_TRUE(j.links.empty()) << allText(j);
   EXPECT_TRUE(named(m, j).hosts.empty()) << allText(j);
   EXPECT_TRUE(contains(allText(j), "lost packets: 3.0% of 25.2 MB sent again by TCP")) << allText(j);
-  EXPECT_TRUE(contains(allText(j), "one slow measurement does not name a link")) << allText(j);
+  EXPECT_TRUE(contains(allText(j), "one pair's resends do not name a link")) << allText(j);
   // The same pair failed instead: named, with the note that it was not re-tested.
   slow->retransBytes = 0;
   slow->latencyUs = 0;
