@@ -1129,6 +1129,7 @@ class Confirmation {
     if (!toRetest.empty())
       out_.retest = confirmationPairs(toRetest, healthy_, ranPairs(), 0x5eedULL, T::kConfirmPeers);
     for (auto& ls : found_.linkSuspects) confirmLink(ls);
+    hostsBehindLinks();
   }
 
  private:
@@ -1139,6 +1140,12 @@ class Confirmation {
   std::unordered_set<int> healthySet_;
   std::unordered_map<int, std::vector<const Edge*>> confirmOf_;  // unit -> its confirmation pairs
   std::unordered_map<std::uint64_t, const Edge*> confirmPair_;
+  // The link suspects named because their re-test was bad again.
+  struct BadAgain {
+    int ua, ub, ra, rb;
+    const Edge* again;
+  };
+  std::vector<BadAgain> badAgain_;
 
   std::vector<Pair> ranPairs() const {
     std::vector<Pair> ran;
@@ -1269,6 +1276,7 @@ class Confirmation {
       return;
     }
     lv.evidence.push_back(ls.evidence);
+    badAgain_.push_back({ls.ua, ls.ub, lv.rankA, lv.rankB, again});
     std::string v = again->failed    ? (again->p->error.empty() ? "failed" : again->p->error)
                     : again->lossBad ? resentText(*again->p)
                     : again->bwBad   ? gbps(again->p->bandwidthGBps)
@@ -1281,6 +1289,78 @@ class Confirmation {
                            again->failed ? 0 : lossyKind ? resentFraction(*again->p) : again->p->bandwidthGBps,
                            lossyKind ? found_.pairs.lossMed : out_.medianBandwidthGBps});
     out_.links.push_back(std::move(lv));
+  }
+
+  // A host the link stage could not pin, because the peers it failed with had other bad pairs too (on
+  // a busy fleet, a ping a millisecond late), whose links were bad again on re-test with two or more
+  // peers whose other bad pairs were not: the host is named, not its links. The 64-host bed,
+  // 2026-12-07 (Fleet.PacketLoss): a host with 20 % loss failed with four peers, three of which had
+  // one late ping each with another neighbour; all four links were named, the host was not.
+  void hostsBehindLinks() {
+    std::unordered_map<int, std::vector<const BadAgain*>> byUnit;
+    for (const auto& b : badAgain_) {
+      byUnit[b.ua].push_back(&b);
+      byUnit[b.ub].push_back(&b);
+    }
+    std::vector<int> order;
+    for (const auto& [u, bs] : byUnit)
+      if (bs.size() >= 2) order.push_back(u);
+    std::sort(order.begin(), order.end(), [&](int x, int y) {
+      return byUnit[x].size() != byUnit[y].size() ? byUnit[x].size() > byUnit[y].size() : x < y;
+    });
+    std::unordered_set<int> named;
+    for (int u : order) {
+      if (!fleet_.units[u].evidence.empty()) continue;
+      std::vector<int> witnesses;
+      std::vector<const BadAgain*> explained;
+      for (const BadAgain* b : byUnit[u]) {
+        int v = b->ua == u ? b->ub : b->ua;
+        if (named.count(v) || !fleet_.units[v].evidence.empty()) continue;
+        const auto& theirs = byUnit[v];
+        if (std::all_of(theirs.begin(), theirs.end(), [&](const BadAgain* o) {
+              return o == b || named.count(o->ua == v ? o->ub : o->ua) > 0;
+            })) {
+          witnesses.push_back(v);
+          explained.push_back(b);
+        }
+      }
+      if (witnesses.size() < 2) continue;
+      named.insert(u);
+      nameHostBehind(u, witnesses, explained);
+    }
+  }
+
+  void nameHostBehind(int u, const std::vector<int>& witnesses, const std::vector<const BadAgain*>& links) {
+    Unit& unit = fleet_.units[u];
+    Evidence first = LinkEvidence(fleet_, found_.pairs, out_).badPairs(u, witnesses);
+    first.text += "; at first those peers looked bad with other hosts too, but those pairs were normal when re-tested "
+                  "and these were bad again";
+    std::vector<const Edge*> again;
+    for (const BadAgain* b : links) again.push_back(b->again);
+    Evidence c{first.kind, "confirm",
+               fmt::format("re-tested with the same peers: bad again ({})", peerValues(fleet_, u, again)),
+               first.peers, 0, first.fleetMedian};
+    // As the link stage's evidence measured: the largest share sent again, the slowest bandwidth or the
+    // latest answer (nothing for failed pairs).
+    const bool latency = first.kind == "link_slow" && first.fleetMedian == out_.medianLatencyUs;
+    const bool lossy = c.kind == "link_lossy";
+    std::vector<double> values;
+    for (const Edge* e : again)
+      if (!e->failed) values.push_back(lossy ? resentFraction(*e->p) : latency ? e->p->latencyUs : e->p->bandwidthGBps);
+    if (!values.empty())
+      c.measured = lossy || latency ? *std::max_element(values.begin(), values.end())
+                                    : *std::min_element(values.begin(), values.end());
+    for (const BadAgain* b : links) {
+      auto it = std::find_if(out_.links.begin(), out_.links.end(),
+                             [&](const LinkVerdict& lv) { return lv.rankA == b->ra && lv.rankB == b->rb; });
+      if (it == out_.links.end()) continue;
+      out_.notes.push_back(fmt::format("{}; but {} is named for its own fault ({}), which explains this pair too, "
+                                       "so the link is not named",
+                                       it->evidence.front().text, fleet_.label(unit.leader), first.kind));
+      out_.links.erase(it);
+    }
+    unit.evidence.push_back(std::move(first));
+    unit.evidence.push_back(std::move(c));
   }
 };
 

@@ -293,6 +293,68 @@ TEST(FleetLocalise, FailedAndLossyPairsOfOneHostAreLossAndOneLossyRetestOfTwoIsA
   }
 }
 
+// A failing host whose peers each had one other bad pair in the link stage (a ping a millisecond late,
+// as on the busy 64-host bed) cannot be pinned there: at most one of its peers is clean. When the
+// re-tests find its pairs bad again and the peers' other pairs normal, the host is named, not its
+// links; when a peer's other pair is late again too, the links stay links. The 64-host bed,
+// 2026-12-07 (Fleet.PacketLoss): a host with 20 % loss failed with four peers, three of which had a
+// late ping with another neighbour, and only its four links were named.
+TEST(FleetLocalise, AFailingHostWhosePeersLookedBadElsewhereIsNamedOnceTheRetestsClearThem) {
+  for (const bool peersLateAgain : {false, true}) {
+    FleetModel m;
+    m.hosts = 32;
+    m.failing = {22};
+    LinkStage st(m);
+    auto& [in, rng, cost] = st;
+    std::set<int> peers, used;
+    for (const auto& p : in.pairs)
+      if (p.a == 22 || p.b == 22) peers.insert(p.a == 22 ? p.b : p.a);
+    ASSERT_GE(peers.size(), 3u);
+    used = peers;
+    used.insert(22);
+    std::set<std::pair<int, int>> latePairs;
+    for (int v : std::vector<int>(std::next(peers.begin()), peers.end())) {  // all peers but the first
+      auto other = std::find_if(in.pairs.begin(), in.pairs.end(), [&](const auto& p) {
+        int w = p.a == v ? p.b : p.b == v ? p.a : -1;
+        return w >= 0 && !used.count(w);
+      });
+      ASSERT_NE(other, in.pairs.end()) << "no other pair of " << v;
+      other->latencyUs = 100 * m.latencyUs + 1000;
+      used.insert(other->a == v ? other->b : other->a);
+      latePairs.insert({std::min(other->a, other->b), std::max(other->a, other->b)});
+    }
+    auto first = judge(in);
+    EXPECT_TRUE(contains(allText(first), "also has other bad pairs, so this may be a host fault")) << allText(first);
+    EXPECT_FALSE(contains(allText(first), "link tests of fleet22 (rank 22) failed with")) << allText(first);
+    ASSERT_FALSE(first.retest.empty());
+    const std::size_t before = in.pairs.size();
+    ds::bench::fleet::runRounds(m, packIntoRounds(first.retest), "confirm", in, rng, cost);
+    if (peersLateAgain)
+      for (std::size_t i = before; i < in.pairs.size(); ++i)
+        if (latePairs.count({std::min(in.pairs[i].a, in.pairs[i].b), std::max(in.pairs[i].a, in.pairs[i].b)}))
+          in.pairs[i].latencyUs = 100 * m.latencyUs + 1000;
+    auto j = judge(in);
+    auto who = named(m, j);
+    if (peersLateAgain) {
+      EXPECT_TRUE(who.hosts.empty()) << allText(j);
+      EXPECT_EQ(who.links.size(), peers.size() + latePairs.size()) << allText(j);
+      continue;
+    }
+    EXPECT_EQ(who.hosts, std::set<int>{22}) << allText(j);
+    EXPECT_TRUE(j.links.empty()) << allText(j);
+    const auto& h = host(j, "fleet22");
+    EXPECT_TRUE(hasEvidence(h, "link_failed", "links")) << allText(j);
+    EXPECT_TRUE(hasEvidence(h, "link_failed", "confirm")) << allText(j);
+    EXPECT_TRUE(contains(allText(j), fmt::format("link tests of fleet22 (rank 22) failed with {} peers", peers.size())))
+        << allText(j);
+    EXPECT_TRUE(contains(allText(j), "at first those peers looked bad with other hosts too, but those pairs were normal")) << allText(j);
+    EXPECT_TRUE(contains(allText(j), "re-tested with the same peers: bad again")) << allText(j);
+    EXPECT_TRUE(contains(allText(j), "but fleet22 (rank 22) is named for its own fault (link_failed), which explains "
+                                     "this pair too"))
+        << allText(j);
+  }
+}
+
 // A healthy 16-host links stage, then one confirmation pair (a re-test of its first pair, healthy
 // again): the confirmation stage ran, but for no other suspect.
 void linksStageThenOneConfirmPair(const FleetModel& m, FleetInput& in) {
