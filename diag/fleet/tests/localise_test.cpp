@@ -5,8 +5,12 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <nlohmann/json.hpp>
+
 #include "diag/fleet/plan.h"
 #include "diag/fleet/sim/fleet_model.h"
+#include "engine/testing/paths.h"
 #include "reports/diag/fleet_text.h"
 
 using namespace ds::diag::fleet;
@@ -15,6 +19,7 @@ using ds::bench::fleet::named;
 using ds::bench::fleet::RunCost;
 using ds::bench::fleet::simulate;
 using ds::report::FleetInput;
+using ds::report::FleetReport;
 using ds::report::FleetJudgement;
 using ds::report::HostState;
 using ds::report::HostVerdict;
@@ -353,6 +358,24 @@ TEST(FleetLocalise, AFailingHostWhosePeersLookedBadElsewhereIsNamedOnceTheRetest
                                      "this pair too"))
         << allText(j);
   }
+}
+
+// The same fault as recorded on the 64-host bed (docs/dev/fleet-testbed.md): the fleet section of run
+// 11's Fleet.PacketLoss at 9fa7b79 (2026-12-07 21:07), whose judgement named the four links of fleet22
+// (20 % loss) and not the host. Judged again from its input, the host is named and no link.
+TEST(FleetLocalise, TheRecordedLossyHostThatWasNamedOnlyAsFourLinksIsNamed) {
+  const std::string path = std::string(DS_FLEET_TEST_DATA) + "/loss-64h-run11.json";
+  std::ifstream f(path);
+  ASSERT_TRUE(f) << "cannot read " << path;
+  FleetReport recorded = ds::report::fleetFromJson(nlohmann::json::parse(f), path);
+  ASSERT_EQ(recorded.judgement.links.size(), 4u) << "the fixture is the run that named links";
+  auto j = judge(recorded.input);
+  std::vector<std::string> suspects;
+  for (const auto& h : j.hosts)
+    if (h.state != HostState::kHealthy) suspects.push_back(h.host);
+  EXPECT_EQ(suspects, std::vector<std::string>{"fleet22"}) << allText(j);
+  EXPECT_TRUE(j.links.empty()) << allText(j);
+  EXPECT_TRUE(hasEvidence(host(j, "fleet22"), "link_failed", "confirm")) << allText(j);
 }
 
 // A healthy 16-host links stage, then one confirmation pair (a re-test of its first pair, healthy
