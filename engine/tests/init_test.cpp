@@ -7,6 +7,7 @@
 
 #include "engine/common/error.h"
 #include "engine/common/progress.h"
+#include "engine/testing/subprocess.h"
 
 using ds::ConfigError;
 using ds::InitMethod;
@@ -78,10 +79,9 @@ TEST(InitDistributed, DistInitRequiredFalseWithNothingInitializedIsAnError) {
 
 TEST(InitDistributed, SingleProcessOverAFileStoreIsIdempotent) {
   clearLauncherEnv();
-  auto path = std::filesystem::path(::testing::TempDir()) / ("ds_init_" + std::to_string(getpid()));
-  std::filesystem::remove(path);
+  ds::testing::TempDir dir("ds_init");  // removed with the store file however the test ends
   ds::InitOptions o;
-  o.initMethod = "file://" + path.string();
+  o.initMethod = "file://" + dir.file("store");
   o.verbose = false;
   auto w = ds::initDistributed(o);
   EXPECT_TRUE(ds::isInitialized());
@@ -95,7 +95,6 @@ TEST(InitDistributed, SingleProcessOverAFileStoreIsIdempotent) {
   EXPECT_EQ(ds::initDistributed(o).get(), w.get());
   ds::destroyProcessGroup();
   EXPECT_FALSE(ds::isInitialized());
-  std::filesystem::remove(path);
 }
 
 TEST(InitDistributed, TcpInitMethodWithExplicitRankAndSize) {
@@ -126,10 +125,10 @@ TEST(InitDistributed, UnknownOrUnbuiltBackendIsAConfigError) {
 // reason and the ranks that never joined; while it has no reason, the timeout still applies.
 TEST(InitDistributed, StopWaitingEndsTheRendezvousEarlyWithItsReason) {
   clearLauncherEnv();
-  auto path = std::filesystem::path(::testing::TempDir()) / ("ds_init_stop_" + std::to_string(getpid()));
-  std::filesystem::remove(path);
+  ds::testing::TempDir dir("ds_init_stop");
+  const std::string path = dir.file("store");
   ds::InitOptions o;
-  o.initMethod = "file://" + path.string();
+  o.initMethod = "file://" + path;
   o.verbose = false;
   o.rank = 0;
   o.worldSize = 2;
